@@ -1,0 +1,40 @@
+# txrecon — build, test, demo, install.
+#
+# `make test` and `make demo` work on a fresh Debian 12 machine with the Swift
+# toolchain on PATH: both first run `make deps`, which installs the Debian
+# packages the build needs when they are missing.
+
+SWIFT        ?= swift
+PREFIX       ?= /usr
+DESTDIR      ?=
+CONFIGURATION ?= debug
+
+DEB_PACKAGES := pkg-config libsystemd-dev libcurl4-openssl-dev libssl-dev python3
+
+.PHONY: all deps build release test clean
+
+all: build
+
+# Installs only what is missing; needs root (or sudo) the first time.
+deps:
+	@missing=""; for p in $(DEB_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages:$$missing"; \
+	  SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
+	fi
+
+build: deps
+	$(SWIFT) build
+
+release: deps
+	$(SWIFT) build -c release --static-swift-stdlib
+
+test: deps
+	$(SWIFT) build
+	$(SWIFT) test
+
+clean:
+	rm -rf .build

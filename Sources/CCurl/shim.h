@@ -1,0 +1,30 @@
+/* CCurl: libcurl for Swift. curl_easy_setopt and curl_easy_getinfo are
+ * variadic, which Swift cannot call, so this header gives them typed
+ * wrappers, one per argument type. No logic lives here. */
+#ifndef TXRECON_CCURL_SHIM_H
+#define TXRECON_CCURL_SHIM_H
+#include <curl/curl.h>
+
+static inline CURLcode txr_curl_setopt_long(CURL *h, CURLoption o, long v) {
+    return curl_easy_setopt(h, o, v);
+}
+static inline CURLcode txr_curl_setopt_string(CURL *h, CURLoption o, const char *v) {
+    return curl_easy_setopt(h, o, v);
+}
+static inline CURLcode txr_curl_setopt_pointer(CURL *h, CURLoption o, void *v) {
+    return curl_easy_setopt(h, o, v);
+}
+static inline CURLcode txr_curl_setopt_slist(CURL *h, CURLoption o, struct curl_slist *v) {
+    return curl_easy_setopt(h, o, v);
+}
+static inline CURLcode txr_curl_setopt_off(CURL *h, CURLoption o, curl_off_t v) {
+    return curl_easy_setopt(h, o, v);
+}
+typedef size_t (*txr_curl_data_callback)(char *, size_t, size_t, void *);
+static inline CURLcode txr_curl_setopt_data_callback(CURL *h, CURLoption o, txr_curl_data_callback v) {
+    return curl_easy_setopt(h, o, v);
+}
+static inline CURLcode txr_curl_getinfo_long(CURL *h, CURLINFO i, long *v) {
+    return curl_easy_getinfo(h, i, v);
+}
+#endif

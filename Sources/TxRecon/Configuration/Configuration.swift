@@ -1,0 +1,95 @@
+// Configuration: the typed form of txrecon.conf and its drop-ins.
+//
+// Built once by `ConfigurationLoader`, which validates every value while
+// building it; code that holds a Configuration never sees an invalid one.
+// Secrets (the bearer token, the signing secret) are not held here: only the
+// paths. `Credentials` reads them once, checking their permissions.
+
+/// Everything the daemon and the CLI need from the configuration file.
+public struct Configuration: Sendable, Equatable {
+    /// The file this configuration was read from (drop-ins come from
+    /// `<file>.d/*.conf`).
+    public var path: String
+    public var spool = SpoolSettings()
+    public var backend = BackendSettings()
+    public var delivery = DeliverySettings()
+
+    public init(path: String) { self.path = path }
+
+    public static let defaultPath = "/etc/txrecon/txrecon.conf"
+}
+
+/// `[Spool]`
+public struct SpoolSettings: Sendable, Equatable {
+    /// `Directory=`: the spool root. Default `/var/spool/txrecon`.
+    public var directory = "/var/spool/txrecon"
+    /// `MaxFileSize=`: larger drops are rejected unread. Bytes; default 1 MiB.
+    public var maxFileSize: Int = 1 << 20
+    /// `DoneRetention=`: how long delivered and superseded items stay in
+    /// done/. Default 3 days; zero removes them at once.
+    public var doneRetention: Duration = .seconds(3 * 86_400)
+
+    public init() {}
+}
+
+/// `[Backend]`
+public struct BackendSettings: Sendable, Equatable {
+    /// `URL=`: where items are POSTed (http or https). Required.
+    public var url = ""
+    /// `Timeout=`: the whole exchange, connect included. Default 10 s.
+    public var timeout: Duration = .seconds(10)
+    /// `BearerTokenFile=`: a file holding the token sent as
+    /// `Authorization: Bearer`. When unset, the systemd credential
+    /// `backend-token` is used if `$CREDENTIALS_DIRECTORY` has it.
+    public var bearerTokenFile: String?
+    /// `SigningSecretFile=`: a `whsec_…` Standard Webhooks secret; when set,
+    /// every attempt is signed.
+    public var signingSecretFile: String?
+    /// `CAFile=`: PEM bundle that replaces the system trust store for https.
+    public var caFile: String?
+    /// `ClientCertificateFile=` and `ClientKeyFile=`: PEM client identity for
+    /// mutual TLS; both or neither.
+    public var clientCertificateFile: String?
+    public var clientKeyFile: String?
+
+    public init() {}
+}
+
+/// `[Delivery]`
+public struct DeliverySettings: Sendable, Equatable {
+    /// `RetryDelays=`: default `2s 5s 15s 30s 1min 5min`, the last repeating.
+    public var retrySchedule = RetrySchedule.standard
+    /// `MaxConcurrentDeliveries=`: attempts in flight at once, across
+    /// different keys. Default 4, at most 64.
+    public var maxConcurrentDeliveries = 4
+
+    public init() {}
+}
+
+/// A configuration problem: names the file, line and key. The daemon and the
+/// CLI exit with status 78 (EX_CONFIG) on one.
+public struct ConfigurationError: Error, Sendable, Equatable, CustomStringConvertible {
+    public var file: String
+    /// 1-based; nil when the problem is not on one line (a missing required key).
+    public var line: Int?
+    /// `Section.Key`, or nil for a syntax error.
+    public var key: String?
+    public var message: String
+
+    public init(file: String, line: Int?, key: String?, message: String) {
+        self.file = file
+        self.line = line
+        self.key = key
+        self.message = message
+    }
+
+    public var description: String {
+        var location = file
+        if let line { location += ":\(line)" }
+        if let key { return "\(location): \(key): \(message)" }
+        return "\(location): \(message)"
+    }
+
+    /// sysexits.h EX_CONFIG
+    public static let exitStatus: Int32 = 78
+}

@@ -1,0 +1,74 @@
+// Outcome: what one delivery attempt means for its item, mapped from the
+// backend's answer by `Outcome.init(_:)` (the response table of the README,
+// in one place). The engine acts on outcomes; it never looks at HTTP itself.
+
+/// What the transport saw of one HTTP exchange.
+public enum TransportResult: Sendable, Equatable {
+    /// A complete response. `retryAfter` is the raw `Retry-After` header;
+    /// `bodyPrefix` holds at most the first 512 bytes of the body.
+    case response(status: Int, retryAfter: String?, bodyPrefix: [UInt8])
+    /// No usable response: the request may or may not have reached the backend.
+    case failure(TransportFailure)
+}
+
+/// Why no usable response arrived.
+public struct TransportFailure: Error, Sendable, Equatable, CustomStringConvertible {
+    public enum Kind: String, Sendable {
+        case connect = "connection failed"
+        case timeout = "timed out"
+        case tls = "TLS failure"
+        case dns = "name resolution failed"
+        case protocolError = "unreadable response"
+        case other = "transfer failed"
+    }
+    public var kind: Kind
+    /// The transport's own words (e.g. curl's error buffer); never holds secrets.
+    public var message: String
+
+    public init(_ kind: Kind, _ message: String) {
+        self.kind = kind
+        self.message = message
+    }
+
+    public var description: String { message.isEmpty ? kind.rawValue : "\(kind.rawValue): \(message)" }
+}
+
+/// The engine's decision for an item after one attempt.
+public enum Outcome: Sendable, Equatable {
+    /// The backend durably applied the item (2xx other than 202): finish it.
+    case delivered(status: Int)
+    /// Keep the item and try again. `retryAfter` is the backend's requested
+    /// minimum delay, already capped at one hour.
+    case retryLater(reason: String, status: Int?, retryAfter: Duration?)
+    /// A person must look at it (409, 422, other 4xx): move it to hold/.
+    case hold(reason: String, status: Int)
+
+    /// `Retry-After` never pushes an item further out than this.
+    public static let retryAfterCap: Duration = .seconds(3600)
+
+    /// Maps a transport result to an outcome; `now` (seconds since 1970)
+    /// resolves an HTTP-date `Retry-After`.
+    public init(_ result: TransportResult, now: Double) {
+        switch result {
+        case let .failure(failure):
+            self = .retryLater(reason: failure.description, status: nil, retryAfter: nil)
+        case let .response(status, retryAfter, bodyPrefix):
+            let delay = retryAfter.flatMap { RetryAfter.delay(from: $0, now: now) }
+            switch status {
+            case 200...299 where status != 202:
+                self = .delivered(status: status)
+            case 202:
+                self = .retryLater(reason: "HTTP 202: backend still processing", status: status, retryAfter: delay)
+            case 401, 403, 408, 425, 429, 500...599:
+                self = .retryLater(reason: "HTTP \(status)", status: status, retryAfter: delay)
+            case 400...499:
+                let body = String(decoding: bodyPrefix.prefix(512), as: UTF8.self)
+                self = .hold(reason: "HTTP \(status): \(body)", status: status)
+            default:
+                // 1xx after the exchange or 3xx (redirects are not followed):
+                // the backend did not confirm anything, so keep the item.
+                self = .retryLater(reason: "HTTP \(status): unexpected status", status: status, retryAfter: delay)
+            }
+        }
+    }
+}

@@ -1,0 +1,93 @@
+// RetrySchedule: how long an item waits after a failed attempt.
+//
+// The delays come from `RetryDelays=` (default 2s 5s 15s 30s 1min 5min);
+// after the last step the last delay repeats forever. There is no attempt
+// limit: an item is never dropped for having failed too often.
+
+/// The wait before the next attempt, by the number of failed attempts so far.
+public struct RetrySchedule: Sendable, Equatable {
+    /// Never empty; each delay is positive.
+    public let delays: [Duration]
+
+    public static let standard = RetrySchedule(delays: [
+        .seconds(2), .seconds(5), .seconds(15), .seconds(30), .seconds(60), .seconds(300),
+    ])!
+
+    /// nil when `delays` is empty or holds a delay that is not positive.
+    public init?(delays: [Duration]) {
+        guard !delays.isEmpty, delays.allSatisfy({ $0 > .zero }) else { return nil }
+        self.delays = delays
+    }
+
+    /// The delay after `failedAttempts` failures (1 for the first failure).
+    /// A `Retry-After` the backend sent raises the delay, never lowers it.
+    public func delay(afterFailedAttempts failedAttempts: Int, retryAfter: Duration? = nil) -> Duration {
+        let step = delays[min(max(failedAttempts, 1), delays.count) - 1]
+        guard let retryAfter else { return step }
+        return max(step, min(retryAfter, Outcome.retryAfterCap))
+    }
+
+    /// The longest delay this schedule can produce, `Retry-After` included:
+    /// a persisted next-attempt time further away than this (say, after the
+    /// wall clock jumped back) is pulled in to it.
+    public var longestDelay: Duration { max(delays.max()!, Outcome.retryAfterCap) }
+}
+
+/// Parsing of the `Retry-After` header: delay-seconds or an HTTP-date.
+enum RetryAfter {
+    /// The delay the header asks for, counted from `now` (seconds since 1970),
+    /// capped at `Outcome.retryAfterCap`; nil when the header is malformed.
+    static func delay(from header: String, now: Double) -> Duration? {
+        let text = header.trimmingASCIISpaces()
+        if !text.isEmpty, text.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) {
+            let seconds = Int64(text) ?? Int64.max
+            return min(.seconds(seconds), Outcome.retryAfterCap)
+        }
+        guard let date = HTTPDate.parse(text) else { return nil }
+        let seconds = max(0, date - now)
+        return min(.milliseconds(Int64((seconds * 1000).rounded(.up))), Outcome.retryAfterCap)
+    }
+}
+
+/// The IMF-fixdate form of RFC 9110 (`Sun, 06 Nov 1994 08:49:37 GMT`),
+/// the only form senders may generate.
+enum HTTPDate {
+    private static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+
+    /// Seconds since 1970, or nil.
+    static func parse(_ text: String) -> Double? {
+        let parts = text.split(separator: " ")
+        guard parts.count == 6, parts[0].hasSuffix(","), parts[5] == "GMT",
+              let day = Int(parts[1]), parts[1].count == 2,
+              let month = months.firstIndex(of: String(parts[2])),
+              let year = Int(parts[3]), parts[3].count == 4
+        else { return nil }
+        let clock = parts[4].split(separator: ":")
+        guard clock.count == 3, clock.allSatisfy({ $0.count == 2 }),
+              let hour = Int(clock[0]), let minute = Int(clock[1]), let second = Int(clock[2]),
+              (1...31).contains(day), hour < 24, minute < 60, second < 61
+        else { return nil }
+        let days = daysSinceEpoch(year: year, month: month + 1, day: day)
+        return Double(days * 86_400 + hour * 3600 + minute * 60 + second)
+    }
+
+    /// Days from 1970-01-01 to a proleptic Gregorian date.
+    static func daysSinceEpoch(year: Int, month: Int, day: Int) -> Int {
+        let y = month <= 2 ? year - 1 : year
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yearOfEra = y - era * 400
+        let dayOfYear = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
+        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
+        return era * 146_097 + dayOfEra - 719_468
+    }
+}
+
+extension StringProtocol {
+    /// The text without leading and trailing spaces and tabs.
+    func trimmingASCIISpaces() -> String {
+        var view = Substring(self)
+        while let first = view.first, first == " " || first == "\t" { view = view.dropFirst() }
+        while let last = view.last, last == " " || last == "\t" { view = view.dropLast() }
+        return String(view)
+    }
+}

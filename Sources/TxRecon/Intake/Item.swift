@@ -1,0 +1,175 @@
+// Item: one transaction snapshot (or notification, or envelope) as the
+// delivery engine sees it, decoded from one spool file.
+//
+// An item is identified by its key and ordered by its version: for one key,
+// only the newest snapshot is worth delivering (a refund supersedes the
+// purchase, never the reverse). Nothing here touches the file system.
+
+/// What an item is; sent to the backend as the body's `kind`.
+public enum ItemKind: String, Sendable, Codable {
+    case transaction = "appstore.transaction"
+    case notification = "appstore.notification"
+    case envelope
+}
+
+/// The identity of an item: the `transactionId` for anything carrying a
+/// transaction, else the `notificationUUID`, else the envelope `id`.
+/// At most one snapshot per key is pending at any time.
+public struct ItemKey: Hashable, Sendable, Comparable, CustomStringConvertible {
+    /// The key exactly as the producer gave it.
+    public let rawValue: String
+
+    /// Keys longer than this are refused at intake, so that a key always
+    /// fits in a file name once encoded.
+    public static let maximumLength = 128
+
+    public init?(_ rawValue: String) {
+        guard !rawValue.isEmpty, rawValue.utf8.count <= ItemKey.maximumLength else { return nil }
+        self.rawValue = rawValue
+    }
+
+    public var description: String { rawValue }
+
+    public static func < (lhs: ItemKey, rhs: ItemKey) -> Bool { lhs.rawValue < rhs.rawValue }
+
+    /// The key as a file name: letters, digits, `-` and `_` stand as they are,
+    /// every other byte as `%XX`. Encoded names never contain a `.`, so
+    /// `NAME.state` and `NAME.reason` beside an item can never be an item.
+    public var fileName: String {
+        var encoded: [UInt8] = []
+        encoded.reserveCapacity(rawValue.utf8.count)
+        let hex = Array("0123456789ABCDEF".utf8)
+        for byte in rawValue.utf8 {
+            if ItemKey.isPlain(byte) {
+                encoded.append(byte)
+            } else {
+                encoded.append(contentsOf: [UInt8(ascii: "%"), hex[Int(byte >> 4)], hex[Int(byte & 0xF)]])
+            }
+        }
+        return String(decoding: encoded, as: UTF8.self)
+    }
+
+    /// The key a file name encodes, or nil when the name is not an encoded key.
+    public init?(fileName: String) {
+        var decoded: [UInt8] = []
+        var bytes = fileName.utf8.makeIterator()
+        while let byte = bytes.next() {
+            if ItemKey.isPlain(byte) {
+                decoded.append(byte)
+            } else if byte == UInt8(ascii: "%"), let high = bytes.next().flatMap(ItemKey.hexValue),
+                      let low = bytes.next().flatMap(ItemKey.hexValue) {
+                decoded.append(high << 4 | low)
+            } else {
+                return nil
+            }
+        }
+        guard let text = String(validating: decoded, as: UTF8.self) else { return nil }
+        self.init(text)
+    }
+
+    private static func isPlain(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+             UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"):
+            return true
+        default:
+            return false
+        }
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return byte - UInt8(ascii: "0")
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): return byte - UInt8(ascii: "A") + 10
+        default: return nil
+        }
+    }
+}
+
+/// The order of snapshots of one key. App Store items compare by the
+/// transaction's `signedDate` (milliseconds), then by revocation (a snapshot
+/// with a `revocationDate` is newer than one with the same `signedDate`
+/// without), then by the enclosing notification's `signedDate`. Envelopes
+/// compare by their integer `version`.
+public struct ItemVersion: Hashable, Sendable, Comparable, CustomStringConvertible {
+    /// The transaction's `signedDate` in ms since 1970, or the envelope version.
+    public var primary: Int64
+    public var revoked: Bool
+    /// The enclosing notification's `signedDate` in ms when `primary` is the
+    /// transaction's; 0 otherwise.
+    public var secondary: Int64
+
+    public init(primary: Int64, revoked: Bool = false, secondary: Int64 = 0) {
+        self.primary = primary
+        self.revoked = revoked
+        self.secondary = secondary
+    }
+
+    public static func < (lhs: ItemVersion, rhs: ItemVersion) -> Bool {
+        if lhs.primary != rhs.primary { return lhs.primary < rhs.primary }
+        if lhs.revoked != rhs.revoked { return !lhs.revoked }
+        return lhs.secondary < rhs.secondary
+    }
+
+    /// A compact, unambiguous text form, used in `Idempotency-Key`, in file
+    /// names of superseded snapshots and in logs: `1690000000000`,
+    /// `1690000000000r`, `1690000000000r.1690000000123`.
+    public var description: String {
+        var text = String(primary)
+        if revoked { text += "r" }
+        if secondary != 0 { text += "." + String(secondary) }
+        return text
+    }
+}
+
+/// The decoded fields of an App Store transaction or notification that the
+/// backend most likely wants without decoding the JWS itself. Names follow
+/// Apple's JWSTransactionDecodedPayload and ResponseBodyV2DecodedPayload.
+public struct ItemFields: Sendable, Equatable {
+    public var transactionId: String?
+    public var originalTransactionId: String?
+    public var productId: String?
+    public var appAccountToken: String?
+    public var bundleId: String?
+    public var environment: String?
+    /// ms since 1970
+    public var signedDate: Int64?
+    /// ms since 1970
+    public var revocationDate: Int64?
+    public var notificationType: String?
+    public var subtype: String?
+    public var notificationUUID: String?
+
+    public init() {}
+}
+
+/// One snapshot ready for delivery: what intake decoded from one file.
+public struct Item: Sendable, Equatable {
+    public var key: ItemKey
+    public var version: ItemVersion
+    public var kind: ItemKind
+    public var fields: ItemFields
+    /// Every original signed string, verbatim, by its Apple name
+    /// (`signedTransactionInfo`, `signedRenewalInfo`, `signedPayload`), in
+    /// the order they appeared.
+    public var signedStrings: [(name: String, value: String)]
+    /// The envelope's `payload` as given; nil for App Store items.
+    public var payload: JSONValue?
+
+    public init(key: ItemKey, version: ItemVersion, kind: ItemKind, fields: ItemFields = ItemFields(),
+                signedStrings: [(name: String, value: String)] = [], payload: JSONValue? = nil) {
+        self.key = key
+        self.version = version
+        self.kind = kind
+        self.fields = fields
+        self.signedStrings = signedStrings
+        self.payload = payload
+    }
+
+    public static func == (lhs: Item, rhs: Item) -> Bool {
+        lhs.key == rhs.key && lhs.version == rhs.version && lhs.kind == rhs.kind && lhs.fields == rhs.fields
+            && lhs.payload == rhs.payload
+            && lhs.signedStrings.map(\.name) == rhs.signedStrings.map(\.name)
+            && lhs.signedStrings.map(\.value) == rhs.signedStrings.map(\.value)
+    }
+}

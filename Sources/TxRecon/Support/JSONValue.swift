@@ -1,0 +1,403 @@
+// JSONValue: a JSON document as txrecon reads and writes it.
+//
+// Inputs come from producers we do not control, so parsing is strict
+// (RFC 8259 only, valid UTF-8, no duplicate object keys, bounded depth) and
+// lossless where it matters: numbers keep their exact text, and objects keep
+// their member order, so an envelope's `payload` reaches the backend as given.
+// Parse errors are thrown as `JSONError` with the byte offset; nothing is logged.
+
+/// A parsed JSON value. Numbers keep their literal text (never rounded through
+/// a Double); objects keep member order.
+public enum JSONValue: Sendable, Equatable {
+    case null
+    case bool(Bool)
+    /// The number exactly as written in the input, e.g. `"2000000123456789"`.
+    case number(String)
+    case string(String)
+    case array([JSONValue])
+    case object([(String, JSONValue)])
+
+    public static func == (lhs: JSONValue, rhs: JSONValue) -> Bool {
+        switch (lhs, rhs) {
+        case (.null, .null): return true
+        case let (.bool(a), .bool(b)): return a == b
+        case let (.number(a), .number(b)): return a == b
+        case let (.string(a), .string(b)): return a == b
+        case let (.array(a), .array(b)): return a == b
+        case let (.object(a), .object(b)):
+            return a.count == b.count && zip(a, b).allSatisfy { $0.0 == $1.0 && $0.1 == $1.1 }
+        default: return false
+        }
+    }
+
+    /// A JSON number from an integer.
+    public static func integer(_ value: some BinaryInteger) -> JSONValue { .number(String(value)) }
+
+    /// The member named `key` of an object; nil for a missing key or a non-object.
+    public subscript(key: String) -> JSONValue? {
+        guard case let .object(members) = self else { return nil }
+        return members.first { $0.0 == key }?.1
+    }
+
+    public var stringValue: String? {
+        if case let .string(s) = self { return s }
+        return nil
+    }
+
+    /// The value as a 64-bit integer if it is a number written without
+    /// fraction or exponent that fits; nil otherwise.
+    public var int64Value: Int64? {
+        if case let .number(text) = self { return Int64(text) }
+        return nil
+    }
+
+    public var boolValue: Bool? {
+        if case let .bool(b) = self { return b }
+        return nil
+    }
+
+    public var arrayValue: [JSONValue]? {
+        if case let .array(a) = self { return a }
+        return nil
+    }
+
+    public var objectValue: [(String, JSONValue)]? {
+        if case let .object(o) = self { return o }
+        return nil
+    }
+}
+
+/// Why a byte sequence is not acceptable JSON.
+public struct JSONError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// Byte offset into the input where the problem was found.
+    public var offset: Int
+    public var message: String
+    public var description: String { "\(message) at byte \(offset)" }
+}
+
+extension JSONValue {
+    /// Objects and arrays nested deeper than this are refused: hostile input
+    /// must not exhaust the stack.
+    public static let maximumDepth = 64
+
+    /// Parses exactly one JSON value; surrounding JSON whitespace is allowed.
+    public static func parse(_ bytes: some Collection<UInt8>) throws(JSONError) -> JSONValue {
+        let array = Array(bytes)
+        return try array.withUnsafeBufferPointer { (buffer) throws(JSONError) -> JSONValue in
+            var parser = JSONParser(buffer)
+            return try parser.parseDocument()
+        }
+    }
+
+    public static func parse(_ text: String) throws(JSONError) -> JSONValue {
+        try parse(Array(text.utf8))
+    }
+}
+
+private struct JSONParser {
+    let bytes: UnsafeBufferPointer<UInt8>
+    var index = 0
+    var depth = 0
+
+    init(_ bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
+
+    func fail(_ message: String) -> JSONError { JSONError(offset: index, message: message) }
+
+    mutating func parseDocument() throws(JSONError) -> JSONValue {
+        skipWhitespace()
+        let value = try parseValue()
+        skipWhitespace()
+        guard index == bytes.count else { throw fail("unexpected data after the JSON value") }
+        return value
+    }
+
+    mutating func skipWhitespace() {
+        while index < bytes.count {
+            switch bytes[index] {
+            case 0x20, 0x09, 0x0A, 0x0D: index += 1
+            default: return
+            }
+        }
+    }
+
+    mutating func parseValue() throws(JSONError) -> JSONValue {
+        guard index < bytes.count else { throw fail("unexpected end of input") }
+        switch bytes[index] {
+        case UInt8(ascii: "{"): return try parseObject()
+        case UInt8(ascii: "["): return try parseArray()
+        case UInt8(ascii: "\""): return .string(try parseString())
+        case UInt8(ascii: "t"): try expectLiteral("true"); return .bool(true)
+        case UInt8(ascii: "f"): try expectLiteral("false"); return .bool(false)
+        case UInt8(ascii: "n"): try expectLiteral("null"); return .null
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return try parseNumber()
+        default: throw fail("unexpected character")
+        }
+    }
+
+    mutating func expectLiteral(_ literal: StaticString) throws(JSONError) {
+        let count = literal.utf8CodeUnitCount
+        guard bytes.count - index >= count else { throw fail("unexpected end of input") }
+        for offset in 0..<count where bytes[index + offset] != literal.utf8Start[offset] {
+            throw fail("invalid literal")
+        }
+        index += count
+    }
+
+    mutating func enter() throws(JSONError) {
+        depth += 1
+        guard depth <= JSONValue.maximumDepth else {
+            throw fail("nested deeper than \(JSONValue.maximumDepth) levels")
+        }
+    }
+
+    mutating func parseObject() throws(JSONError) -> JSONValue {
+        try enter()
+        index += 1
+        var members: [(String, JSONValue)] = []
+        var seen = Set<String>()
+        skipWhitespace()
+        if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
+            index += 1
+            depth -= 1
+            return .object(members)
+        }
+        while true {
+            skipWhitespace()
+            guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else {
+                throw fail("expected a member name")
+            }
+            let keyOffset = index
+            let key = try parseString()
+            guard seen.insert(key).inserted else {
+                throw JSONError(offset: keyOffset, message: "duplicate key \"\(key)\"")
+            }
+            skipWhitespace()
+            guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw fail("expected ':'") }
+            index += 1
+            skipWhitespace()
+            members.append((key, try parseValue()))
+            skipWhitespace()
+            guard index < bytes.count else { throw fail("unexpected end of input") }
+            if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
+            if bytes[index] == UInt8(ascii: "}") { index += 1; break }
+            throw fail("expected ',' or '}'")
+        }
+        depth -= 1
+        return .object(members)
+    }
+
+    mutating func parseArray() throws(JSONError) -> JSONValue {
+        try enter()
+        index += 1
+        var elements: [JSONValue] = []
+        skipWhitespace()
+        if index < bytes.count, bytes[index] == UInt8(ascii: "]") {
+            index += 1
+            depth -= 1
+            return .array(elements)
+        }
+        while true {
+            skipWhitespace()
+            elements.append(try parseValue())
+            skipWhitespace()
+            guard index < bytes.count else { throw fail("unexpected end of input") }
+            if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
+            if bytes[index] == UInt8(ascii: "]") { index += 1; break }
+            throw fail("expected ',' or ']'")
+        }
+        depth -= 1
+        return .array(elements)
+    }
+
+    mutating func parseNumber() throws(JSONError) -> JSONValue {
+        let start = index
+        if bytes[index] == UInt8(ascii: "-") { index += 1 }
+        guard index < bytes.count, isDigit(bytes[index]) else { throw fail("invalid number") }
+        if bytes[index] == UInt8(ascii: "0") {
+            index += 1
+            if index < bytes.count, isDigit(bytes[index]) { throw fail("number with a leading zero") }
+        } else {
+            while index < bytes.count, isDigit(bytes[index]) { index += 1 }
+        }
+        if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
+            index += 1
+            guard index < bytes.count, isDigit(bytes[index]) else { throw fail("invalid fraction") }
+            while index < bytes.count, isDigit(bytes[index]) { index += 1 }
+        }
+        if index < bytes.count, bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E") {
+            index += 1
+            if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") {
+                index += 1
+            }
+            guard index < bytes.count, isDigit(bytes[index]) else { throw fail("invalid exponent") }
+            while index < bytes.count, isDigit(bytes[index]) { index += 1 }
+        }
+        return .number(String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self))
+    }
+
+    func isDigit(_ byte: UInt8) -> Bool { byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") }
+
+    /// Parses a string starting at its opening quote. Validates UTF-8 and
+    /// escapes; the fast path copies runs without escapes in one step.
+    mutating func parseString() throws(JSONError) -> String {
+        index += 1
+        var utf8: [UInt8] = []
+        var runStart = index
+        while true {
+            guard index < bytes.count else { throw fail("unterminated string") }
+            let byte = bytes[index]
+            if byte == UInt8(ascii: "\"") {
+                utf8.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<index]))
+                index += 1
+                break
+            }
+            if byte < 0x20 { throw fail("control character in string") }
+            if byte == UInt8(ascii: "\\") {
+                utf8.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<index]))
+                try parseEscape(into: &utf8)
+                runStart = index
+                continue
+            }
+            if byte < 0x80 {
+                index += 1
+            } else {
+                index += try validateMultibyte(at: index)
+            }
+        }
+        return String(decoding: utf8, as: UTF8.self)
+    }
+
+    /// Length of the valid UTF-8 sequence at `position` (RFC 3629: no
+    /// overlong forms, no surrogates, nothing above U+10FFFF).
+    func validateMultibyte(at position: Int) throws(JSONError) -> Int {
+        let lead = bytes[position]
+        let length: Int
+        var lower: UInt8 = 0x80
+        var upper: UInt8 = 0xBF
+        switch lead {
+        case 0xC2...0xDF: length = 2
+        case 0xE0: length = 3; lower = 0xA0
+        case 0xE1...0xEC, 0xEE...0xEF: length = 3
+        case 0xED: length = 3; upper = 0x9F
+        case 0xF0: length = 4; lower = 0x90
+        case 0xF1...0xF3: length = 4
+        case 0xF4: length = 4; upper = 0x8F
+        default: throw JSONError(offset: position, message: "invalid UTF-8")
+        }
+        guard bytes.count - position >= length else { throw JSONError(offset: position, message: "invalid UTF-8") }
+        let second = bytes[position + 1]
+        guard second >= lower, second <= upper else { throw JSONError(offset: position, message: "invalid UTF-8") }
+        for offset in 2..<max(2, length) where bytes[position + offset] & 0xC0 != 0x80 {
+            throw JSONError(offset: position, message: "invalid UTF-8")
+        }
+        return length
+    }
+
+    mutating func parseEscape(into utf8: inout [UInt8]) throws(JSONError) {
+        index += 1
+        guard index < bytes.count else { throw fail("unterminated escape") }
+        let escaped = bytes[index]
+        index += 1
+        switch escaped {
+        case UInt8(ascii: "\""): utf8.append(0x22)
+        case UInt8(ascii: "\\"): utf8.append(0x5C)
+        case UInt8(ascii: "/"): utf8.append(0x2F)
+        case UInt8(ascii: "b"): utf8.append(0x08)
+        case UInt8(ascii: "f"): utf8.append(0x0C)
+        case UInt8(ascii: "n"): utf8.append(0x0A)
+        case UInt8(ascii: "r"): utf8.append(0x0D)
+        case UInt8(ascii: "t"): utf8.append(0x09)
+        case UInt8(ascii: "u"):
+            var scalar = try parseHex4()
+            if (0xD800...0xDBFF).contains(scalar) {
+                guard bytes.count - index >= 6, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u")
+                else { throw fail("unpaired surrogate") }
+                index += 2
+                let low = try parseHex4()
+                guard (0xDC00...0xDFFF).contains(low) else { throw fail("unpaired surrogate") }
+                scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
+            } else if (0xDC00...0xDFFF).contains(scalar) {
+                throw fail("unpaired surrogate")
+            }
+            guard let unicode = Unicode.Scalar(scalar) else { throw fail("invalid escape") }
+            utf8.append(contentsOf: UTF8.encode(unicode)!)
+        default:
+            throw fail("invalid escape")
+        }
+    }
+
+    mutating func parseHex4() throws(JSONError) -> UInt32 {
+        guard bytes.count - index >= 4 else { throw fail("truncated \\u escape") }
+        var value: UInt32 = 0
+        for _ in 0..<4 {
+            let byte = bytes[index]
+            let digit: UInt32
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = UInt32(byte - UInt8(ascii: "0"))
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = UInt32(byte - UInt8(ascii: "a") + 10)
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = UInt32(byte - UInt8(ascii: "A") + 10)
+            default: throw fail("invalid \\u escape")
+            }
+            value = value << 4 | digit
+            index += 1
+        }
+        return value
+    }
+}
+
+// MARK: - Writing
+
+extension JSONValue {
+    /// Compact UTF-8 JSON text of this value.
+    public var serialized: [UInt8] {
+        var output: [UInt8] = []
+        output.reserveCapacity(256)
+        write(to: &output)
+        return output
+    }
+
+    public var serializedString: String { String(decoding: serialized, as: UTF8.self) }
+
+    public func write(to output: inout [UInt8]) {
+        switch self {
+        case .null: output.append(contentsOf: "null".utf8)
+        case let .bool(value): output.append(contentsOf: (value ? "true" : "false").utf8)
+        case let .number(text): output.append(contentsOf: text.utf8)
+        case let .string(text): JSONValue.writeString(text, to: &output)
+        case let .array(elements):
+            output.append(UInt8(ascii: "["))
+            for (position, element) in elements.enumerated() {
+                if position > 0 { output.append(UInt8(ascii: ",")) }
+                element.write(to: &output)
+            }
+            output.append(UInt8(ascii: "]"))
+        case let .object(members):
+            output.append(UInt8(ascii: "{"))
+            for (position, member) in members.enumerated() {
+                if position > 0 { output.append(UInt8(ascii: ",")) }
+                JSONValue.writeString(member.0, to: &output)
+                output.append(UInt8(ascii: ":"))
+                member.1.write(to: &output)
+            }
+            output.append(UInt8(ascii: "}"))
+        }
+    }
+
+    static func writeString(_ text: String, to output: inout [UInt8]) {
+        let hex: [UInt8] = Array("0123456789abcdef".utf8)
+        output.append(UInt8(ascii: "\""))
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): output.append(contentsOf: [0x5C, 0x22])
+            case UInt8(ascii: "\\"): output.append(contentsOf: [0x5C, 0x5C])
+            case 0x0A: output.append(contentsOf: [0x5C, UInt8(ascii: "n")])
+            case 0x0D: output.append(contentsOf: [0x5C, UInt8(ascii: "r")])
+            case 0x09: output.append(contentsOf: [0x5C, UInt8(ascii: "t")])
+            case 0..<0x20:
+                output.append(contentsOf: [0x5C, UInt8(ascii: "u"), 0x30, 0x30, hex[Int(byte >> 4)], hex[Int(byte & 0xF)]])
+            default: output.append(byte)
+            }
+        }
+        output.append(UInt8(ascii: "\""))
+    }
+}

@@ -1,0 +1,20 @@
+// TemporaryDirectory: a fresh directory per test, removed when dropped.
+import Glibc
+import FoundationEssentials
+
+/// A directory under $TMPDIR (or /tmp) that exists for the life of the value.
+public final class TemporaryDirectory: Sendable {
+    public let path: String
+
+    public init(_ label: String = "txrecon-test") {
+        let base = ProcessInfo.processInfo.environment["TMPDIR"] ?? "/tmp"
+        var template = Array("\(base)/\(label).XXXXXX".utf8CString)
+        let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
+        precondition(made != nil, "mkdtemp failed: errno \(errno)")
+        path = String(cString: template)
+    }
+
+    deinit {
+        try? FileManager.default.removeItem(atPath: path)
+    }
+}

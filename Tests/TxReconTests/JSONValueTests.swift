@@ -1,0 +1,39 @@
+import Testing
+@testable import TxRecon
+
+@Suite struct JSONValueTests {
+    @Test func numbersKeepTheirExactText() throws {
+        let value = try JSONValue.parse(#"{"a": 2000000123456789012, "b": 1.50}"#)
+        #expect(value["a"] == .number("2000000123456789012"))
+        #expect(value["b"] == .number("1.50"))
+        #expect(value.serializedString == #"{"a":2000000123456789012,"b":1.50}"#)
+    }
+
+    @Test func duplicateKeysAreRefused() {
+        #expect(throws: JSONError.self) { try JSONValue.parse(#"{"a":1,"a":2}"#) }
+    }
+
+    @Test func nestingBeyondTheLimitIsRefused() {
+        let deep = String(repeating: "[", count: 65) + String(repeating: "]", count: 65)
+        #expect(throws: JSONError.self) { try JSONValue.parse(deep) }
+        let fine = String(repeating: "[", count: 64) + String(repeating: "]", count: 64)
+        #expect(throws: Never.self) { try JSONValue.parse(fine) }
+    }
+
+    @Test func invalidUTF8IsRefused() {
+        #expect(throws: JSONError.self) { try JSONValue.parse([0x22, 0xC0, 0xAF, 0x22]) }
+        #expect(throws: JSONError.self) { try JSONValue.parse([0x22, 0xED, 0xA0, 0x80, 0x22]) }
+    }
+
+    @Test func nonStandardSyntaxIsRefused() {
+        for text in ["[1,]", "{\"a\":1,}", "01", "[.5]", "'a'", "[1] [2]", "\"\\x\"", "\"\\ud800\"", "", "nul"] {
+            #expect(throws: JSONError.self, "\(text)") { try JSONValue.parse(text) }
+        }
+    }
+
+    @Test func stringsRoundTripThroughEscapes() throws {
+        let value = try JSONValue.parse(#""a\"b\\c\n\u0001\u00e9\ud83d\ude00""#)
+        #expect(value == .string("a\"b\\c\n\u{1}é😀"))
+        #expect(try JSONValue.parse(value.serialized) == value)
+    }
+}
