@@ -1,0 +1,24 @@
+// BackendSecrets: the secrets the backend requests carry, read once at start
+// (and on reload) from BearerTokenFile=/SigningSecretFile= or the systemd
+// credential `backend-token`. Their text never reaches a log line: the
+// descriptions below are redacted on purpose.
+
+/// Secrets for talking to the backend. Printing one shows only whether it is set.
+public struct BackendSecrets: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible {
+    /// Sent as `Authorization: Bearer <token>`; nil sends no Authorization header.
+    public var bearerToken: String?
+    /// The decoded key of a Standard Webhooks `whsec_…` secret; nil signs nothing.
+    public var webhookSigningKey: [UInt8]?
+
+    public init(bearerToken: String? = nil, webhookSigningKey: [UInt8]? = nil) {
+        self.bearerToken = bearerToken
+        self.webhookSigningKey = webhookSigningKey
+    }
+
+    public var description: String {
+        "BackendSecrets(bearerToken: \(bearerToken == nil ? "none" : "<redacted>"), "
+            + "webhookSigningKey: \(webhookSigningKey == nil ? "none" : "<redacted>"))"
+    }
+
+    public var debugDescription: String { description }
+}
