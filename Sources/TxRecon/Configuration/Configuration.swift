@@ -3,7 +3,8 @@
 // Built once by `ConfigurationLoader`, which validates every value while
 // building it; code that holds a Configuration never sees an invalid one.
 // Secrets (the bearer token, the signing secret) are not held here: only the
-// paths. `Credentials` reads them once, checking their permissions.
+// paths. `BackendSecrets.load(for:environment:)` reads them once, checking
+// their permissions.
 
 /// Everything the daemon and the CLI need from the configuration file.
 public struct Configuration: Sendable, Equatable {
@@ -13,10 +14,27 @@ public struct Configuration: Sendable, Equatable {
     public var spool = SpoolSettings()
     public var backend = BackendSettings()
     public var delivery = DeliverySettings()
+    /// Where each key that is not at its default was last set, by
+    /// `Section.Key` (e.g. `"Backend.BearerTokenFile"`), so that checks made
+    /// after loading, such as reading the secret files, can name the file
+    /// and line. Empty unless built by `ConfigurationLoader`.
+    public var origins: [String: ConfigurationOrigin] = [:]
 
     public init(path: String) { self.path = path }
 
     public static let defaultPath = "/etc/txrecon/txrecon.conf"
+}
+
+/// The assignment a setting came from: the main file or a drop-in.
+public struct ConfigurationOrigin: Sendable, Equatable {
+    public var file: String
+    /// 1-based.
+    public var line: Int
+
+    public init(file: String, line: Int) {
+        self.file = file
+        self.line = line
+    }
 }
 
 /// `[Spool]`

@@ -1,0 +1,70 @@
+// ConfigurationKey: the table of every key txrecon.conf accepts, one entry
+// per `Section.Key`, each naming the `Configuration` field it sets and the
+// parser that checks its value.
+//
+// Adding a key is adding one entry to `all` (and a field with its default to
+// Configuration.swift); sections are the ones the entries name. Defaults live
+// only in Configuration.swift: an empty assignment (`Key=`) copies the field
+// back from a fresh `Configuration`. Parsers throw `InvalidValue`; the loader
+// turns that into a `ConfigurationError` naming the file and line.
+
+/// One key of the configuration file.
+struct ConfigurationKey: Sendable {
+    /// `Spool`, `Backend`, … as in the `[Section]` header.
+    let section: String
+    /// As written before `=`; case-sensitive.
+    let name: String
+    /// Parses `value` and stores it in the field.
+    let assign: @Sendable (_ value: String, _ configuration: inout Configuration) throws(InvalidValue) -> Void
+    /// Puts the field's default back.
+    let reset: @Sendable (_ configuration: inout Configuration) -> Void
+
+    /// `Section.Key`, as errors and `Configuration.origins` name it.
+    var qualifiedName: String { "\(section).\(name)" }
+
+    init<Value>(
+        _ section: String, _ name: String,
+        _ field: WritableKeyPath<Configuration, Value> & Sendable,
+        _ parse: @escaping SettingValue.Parser<Value>
+    ) {
+        self.section = section
+        self.name = name
+        assign = { value, configuration throws(InvalidValue) in
+            configuration[keyPath: field] = try parse(value)
+        }
+        reset = { configuration in
+            configuration[keyPath: field] = Configuration(path: configuration.path)[keyPath: field]
+        }
+    }
+}
+
+extension ConfigurationKey {
+    /// Every key, grouped by section in the order the sample file shows them.
+    static let all: [ConfigurationKey] = [
+        ConfigurationKey("Spool", "Directory", \.spool.directory, SettingValue.absolutePath),
+        ConfigurationKey("Spool", "MaxFileSize", \.spool.maxFileSize,
+                         SettingValue.size(in: 1...(1 << 30), limits: "between 1 and 1G")),
+        ConfigurationKey("Spool", "DoneRetention", \.spool.doneRetention, SettingValue.timeSpan),
+
+        ConfigurationKey("Backend", "URL", \.backend.url, SettingValue.backendURL),
+        ConfigurationKey("Backend", "Timeout", \.backend.timeout, SettingValue.positiveTimeSpan),
+        ConfigurationKey("Backend", "BearerTokenFile", \.backend.bearerTokenFile, SettingValue.absolutePath),
+        ConfigurationKey("Backend", "SigningSecretFile", \.backend.signingSecretFile, SettingValue.absolutePath),
+        ConfigurationKey("Backend", "CAFile", \.backend.caFile, SettingValue.absolutePath),
+        ConfigurationKey("Backend", "ClientCertificateFile", \.backend.clientCertificateFile, SettingValue.absolutePath),
+        ConfigurationKey("Backend", "ClientKeyFile", \.backend.clientKeyFile, SettingValue.absolutePath),
+
+        ConfigurationKey("Delivery", "RetryDelays", \.delivery.retrySchedule, SettingValue.retrySchedule),
+        ConfigurationKey("Delivery", "MaxConcurrentDeliveries", \.delivery.maxConcurrentDeliveries,
+                         SettingValue.integer(in: 1...64)),
+    ]
+
+    /// The section names, in table order.
+    static let sections: [String] = all.reduce(into: []) { names, key in
+        if !names.contains(key.section) { names.append(key.section) }
+    }
+
+    /// The entries by `Section.Key`.
+    static let byQualifiedName: [String: ConfigurationKey] = Dictionary(
+        uniqueKeysWithValues: all.map { ($0.qualifiedName, $0) })
+}

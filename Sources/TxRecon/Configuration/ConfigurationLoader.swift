@@ -1,0 +1,119 @@
+// ConfigurationLoader: reads txrecon.conf and its drop-ins into a checked
+// `Configuration`.
+//
+// The main file is applied first, then `<file>.d/*.conf` in name order; a
+// later assignment overrides an earlier one and an empty one (`Key=`) puts
+// the default back, as in systemd. Every problem is a `ConfigurationError`
+// naming the file, the 1-based line and `Section.Key`: a missing or
+// unreadable file, a malformed line, an unknown section or key, a key before
+// any section, a bad value, and, once everything is applied, a missing
+// `Backend.URL` (line nil) or half of a client certificate pair. The first
+// problem stops loading; nothing is logged. Blocks on disk I/O: call it from
+// the main thread at start-up or a reload thread, never from async code.
+
+/// Loads the configuration file.
+public enum ConfigurationLoader {
+    /// Configuration files larger than this are refused, bytes.
+    static let maximumFileSize = 1 << 20
+
+    /// The configuration in `path` (default `/etc/txrecon/txrecon.conf`)
+    /// and its drop-ins, with `origins` recording where each set key was
+    /// set.
+    public static func load(path: String) throws(ConfigurationError) -> Configuration {
+        var configuration = Configuration(path: path)
+        for file in try [path] + DropInDirectory.files(of: path) {
+            try apply(file, to: &configuration)
+        }
+        try checkCompleteness(of: configuration)
+        return configuration
+    }
+
+    private static func apply(_ file: String, to configuration: inout Configuration) throws(ConfigurationError) {
+        let contents: RegularFile.Contents
+        do {
+            contents = try RegularFile.read(file, limit: maximumFileSize)
+        } catch {
+            let remedy = error == .missing && file == configuration.path
+                ? "; create it from the sample txrecon.conf or pass --config PATH" : ""
+            throw ConfigurationError(file: file, line: nil, key: nil, message: error.description + remedy)
+        }
+
+        var section: String?
+        for statement in try INISyntax.statements(in: contents.bytes, file: file) {
+            switch statement.kind {
+            case .section(let name):
+                guard ConfigurationKey.sections.contains(name) else {
+                    let known = ConfigurationKey.sections.map { "[\($0)]" }.joined(separator: ", ")
+                    throw ConfigurationError(
+                        file: file, line: statement.line, key: nil,
+                        message: "unknown section [\(name)]; the sections are \(known)")
+                }
+                section = name
+            case .assignment(let name, let value):
+                guard let section else {
+                    throw ConfigurationError(
+                        file: file, line: statement.line, key: nil,
+                        message: "\(name)= comes before any [Section] header; \(placement(of: name))")
+                }
+                let qualifiedName = "\(section).\(name)"
+                guard let key = ConfigurationKey.byQualifiedName[qualifiedName] else {
+                    throw ConfigurationError(
+                        file: file, line: statement.line, key: qualifiedName,
+                        message: "unknown key; \(suggestion(for: name, in: section))")
+                }
+                if value.isEmpty {
+                    key.reset(&configuration)
+                    configuration.origins[qualifiedName] = nil
+                    continue
+                }
+                do {
+                    try key.assign(value, &configuration)
+                } catch {
+                    throw ConfigurationError(file: file, line: statement.line, key: qualifiedName, message: error.message)
+                }
+                configuration.origins[qualifiedName] = ConfigurationOrigin(file: file, line: statement.line)
+            }
+        }
+    }
+
+    /// Checks that need every file applied first.
+    private static func checkCompleteness(of configuration: Configuration) throws(ConfigurationError) {
+        if configuration.backend.url.isEmpty {
+            throw ConfigurationError(
+                file: configuration.path, line: nil, key: "Backend.URL",
+                message: "is required; set URL= under [Backend] to the http:// or https:// address "
+                    + "that receives the transactions")
+        }
+        let certificate = configuration.backend.clientCertificateFile
+        let privateKey = configuration.backend.clientKeyFile
+        if (certificate == nil) != (privateKey == nil) {
+            let (present, absent) = certificate != nil
+                ? ("ClientCertificateFile", "ClientKeyFile") : ("ClientKeyFile", "ClientCertificateFile")
+            let origin = configuration.origins["Backend.\(present)"]
+            throw ConfigurationError(
+                file: origin?.file ?? configuration.path, line: origin?.line, key: "Backend.\(present)",
+                message: "is set but \(absent)= is not; mutual TLS needs both or neither")
+        }
+    }
+
+    /// Where a key written before any section header belongs.
+    private static func placement(of name: String) -> String {
+        let homes = ConfigurationKey.all.filter { $0.name == name }.map { "[\($0.section)]" }
+        return homes.isEmpty
+            ? "put it under its section header"
+            : "put it under \(homes.joined(separator: " or "))"
+    }
+
+    /// What to write instead of an unknown key: the same key in another
+    /// section, the right spelling, or the list of keys of this section.
+    private static func suggestion(for name: String, in section: String) -> String {
+        let keys = ConfigurationKey.all.filter { $0.section == section }
+        if let home = ConfigurationKey.all.first(where: { $0.name == name }) {
+            return "\(name)= belongs under [\(home.section)]"
+        }
+        if let spelled = keys.first(where: { $0.name.lowercased() == name.lowercased() }) {
+            return "keys are case-sensitive: write \(spelled.name)="
+        }
+        return "[\(section)] accepts " + keys.map { "\($0.name)=" }.joined(separator: ", ")
+    }
+}

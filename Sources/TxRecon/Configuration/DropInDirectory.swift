@@ -1,0 +1,37 @@
+// DropInDirectory: finds the drop-ins of a configuration file, the
+// `<file>.d/*.conf` files applied after it, as systemd orders them.
+//
+// A missing directory means no drop-ins. Hidden files and names not ending
+// in `.conf` are skipped, so editor backups and `.dpkg-old` files stay
+// inert. Throws a `ConfigurationError` naming the directory when it exists
+// but cannot be listed. Blocks on disk I/O, like the loader that calls it.
+import Glibc
+
+/// The drop-in directory of one configuration file.
+enum DropInDirectory {
+    /// Full paths of the drop-ins of `configurationFile`, sorted by file
+    /// name byte by byte (so `10-a.conf` comes before `20-b.conf`).
+    static func files(of configurationFile: String) throws(ConfigurationError) -> [String] {
+        let directory = configurationFile + ".d"
+        guard let stream = opendir(directory) else {
+            let error = errno
+            if error == ENOENT || error == ENOTDIR { return [] }
+            throw ConfigurationError(
+                file: directory, line: nil, key: nil,
+                message: "cannot be listed: \(String(cString: strerror(error))); "
+                    + "make it readable by the txrecon user or remove it")
+        }
+        defer { closedir(stream) }
+
+        var names: [String] = []
+        while let entry = readdir(stream) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(cString: raw.baseAddress!.assumingMemoryBound(to: CChar.self))
+            }
+            if name.hasSuffix(".conf"), !name.hasPrefix(".") { names.append(name) }
+        }
+        return names
+            .sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+            .map { "\(directory)/\($0)" }
+    }
+}

@@ -1,0 +1,118 @@
+// SettingValue: turns the text of one `Key=value` into the typed value a
+// setting holds, checking the range that key allows.
+//
+// Each parser throws `InvalidValue` with a sentence that quotes the value,
+// says what is wrong and what is accepted; the loader adds the file, line and
+// `Section.Key`. A value that could hold a credential (a URL with a user
+// name or password) is not quoted.
+import FoundationEssentials
+
+/// Why a value was refused, e.g. `"0" is not between 1 and 64`.
+struct InvalidValue: Error, Equatable {
+    var message: String
+}
+
+/// Parsers for the kinds of values txrecon.conf holds.
+enum SettingValue {
+    /// A parser the key table can hold.
+    typealias Parser<Value> = @Sendable (String) throws(InvalidValue) -> Value
+
+    /// An absolute path, kept as written.
+    static func absolutePath(_ text: String) throws(InvalidValue) -> String {
+        guard text.hasPrefix("/") else {
+            throw InvalidValue(message: "\(quoted(text)) is not an absolute path; write it starting with /")
+        }
+        return text
+    }
+
+    /// A time span, zero allowed.
+    static func timeSpan(_ text: String) throws(InvalidValue) -> Duration {
+        guard let span = TimeSpan.parse(text) else {
+            throw InvalidValue(message: "\(quoted(text)) is not \(TimeSpan.acceptedForms)")
+        }
+        return span
+    }
+
+    /// A time span greater than zero.
+    static func positiveTimeSpan(_ text: String) throws(InvalidValue) -> Duration {
+        let span = try timeSpan(text)
+        guard span > .zero else {
+            throw InvalidValue(message: "\(quoted(text)) is not greater than zero; give a span such as \"10s\"")
+        }
+        return span
+    }
+
+    /// A whole number in `range`, digits only.
+    static func integer(in range: ClosedRange<Int>) -> Parser<Int> {
+        { text throws(InvalidValue) in
+            guard !text.isEmpty, text.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }),
+                  let number = Int(text)
+            else {
+                throw InvalidValue(
+                    message: "\(quoted(text)) is not a whole number between \(range.lowerBound) and \(range.upperBound)")
+            }
+            guard range.contains(number) else {
+                throw InvalidValue(message: "\(quoted(text)) is not between \(range.lowerBound) and \(range.upperBound)")
+            }
+            return number
+        }
+    }
+
+    /// A size in bytes within `range`; `limits` words the range for the
+    /// message (e.g. "between 1 and 1G").
+    static func size(in range: ClosedRange<Int>, limits: String) -> Parser<Int> {
+        { text throws(InvalidValue) in
+            guard let bytes = ByteSize.parse(text) else {
+                throw InvalidValue(message: "\(quoted(text)) is not \(ByteSize.acceptedForms)")
+            }
+            guard range.contains(bytes) else {
+                throw InvalidValue(message: "\(quoted(text)) is not \(limits)")
+            }
+            return bytes
+        }
+    }
+
+    /// Space-separated time spans, each greater than zero, at least one.
+    /// Each word is one delay, so "1min30s" is one delay and "1min 30s" two.
+    static func retrySchedule(_ text: String) throws(InvalidValue) -> RetrySchedule {
+        let words = text.split(whereSeparator: { $0 == " " || $0 == "\t" })
+        var delays: [Duration] = []
+        for (index, word) in words.enumerated() {
+            guard let delay = TimeSpan.parse(String(word)), delay > .zero else {
+                throw InvalidValue(
+                    message: "\(quoted(text)): delay \(index + 1) (\(quoted(String(word)))) is not a time span "
+                        + #"greater than zero; give space-separated spans such as "2s 5s 15s 30s 1min 5min""#)
+            }
+            delays.append(delay)
+        }
+        // The loader treats an empty value as a reset, so `words` is never
+        // empty here and every delay is positive.
+        return RetrySchedule(delays: delays)!
+    }
+
+    /// An http:// or https:// URL with a host, as POST requests go to it.
+    static func backendURL(_ text: String) throws(InvalidValue) -> String {
+        let accepted = #"an http:// or https:// URL with a host, such as "https://backend.example/transactions""#
+        // Checked first so that no character is silently percent-encoded and
+        // non-ASCII host names are written in their xn-- form.
+        guard text.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }), let url = URL(string: text) else {
+            throw InvalidValue(message: "\(quoted(text)) is not \(accepted)")
+        }
+        guard url.user == nil, url.password == nil else {
+            throw InvalidValue(
+                message: "the URL carries a user name or password, which would end up in logs; "
+                    + "put the token in a file named by BearerTokenFile= instead")
+        }
+        guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
+              let host = url.host, !host.isEmpty
+        else {
+            throw InvalidValue(message: "\(quoted(text)) is not \(accepted)")
+        }
+        if let port = url.port, !(1...65_535).contains(port) {
+            throw InvalidValue(message: "\(quoted(text)): port \(port) is not between 1 and 65535")
+        }
+        return text
+    }
+
+    private static func quoted(_ text: String) -> String { "\"\(text)\"" }
+}

@@ -1,0 +1,266 @@
+import Testing
+import TxReconTestSupport
+@testable import TxRecon
+
+/// A configuration file (and drop-ins) written to a fresh directory.
+private struct ConfigurationFiles {
+    let directory = TemporaryDirectory("txrecon-config")
+    var path: String { "\(directory.path)/txrecon.conf" }
+
+    init(_ main: String, dropIns: [String: String] = [:]) {
+        directory.write(main, to: "txrecon.conf")
+        for (name, text) in dropIns { directory.write(text, to: "txrecon.conf.d/\(name)") }
+    }
+
+    func load() throws(ConfigurationError) -> Configuration {
+        try ConfigurationLoader.load(path: path)
+    }
+
+    /// The error loading gives; records a test failure when it succeeds.
+    func loadError(sourceLocation: SourceLocation = #_sourceLocation) -> ConfigurationError? {
+        #expect(throws: ConfigurationError.self, sourceLocation: sourceLocation) { try load() }
+    }
+}
+
+private let minimal = """
+    [Backend]
+    URL=https://backend.example/transactions
+    """
+
+@Suite struct ConfigurationLoaderTests {
+    @Test func aFileWithOnlyTheURLGivesTheDocumentedDefaults() throws {
+        let files = ConfigurationFiles(minimal)
+        let configuration = try files.load()
+        var expected = Configuration(path: files.path)
+        expected.backend.url = "https://backend.example/transactions"
+        expected.origins = ["Backend.URL": ConfigurationOrigin(file: files.path, line: 2)]
+        #expect(configuration == expected)
+    }
+
+    @Test func everyKeyIsReadIntoItsSetting() throws {
+        let configuration = try ConfigurationFiles("""
+            [Spool]
+            Directory=/srv/spool
+            MaxFileSize=512K
+            DoneRetention=0
+            [Backend]
+            URL=http://[::1]:8080/in?source=txrecon
+            Timeout=1min 30s
+            BearerTokenFile=/etc/txrecon/token
+            SigningSecretFile=/etc/txrecon/whsec
+            CAFile=/etc/txrecon/ca.pem
+            ClientCertificateFile=/etc/txrecon/client.pem
+            ClientKeyFile=/etc/txrecon/client.key
+            [Delivery]
+            RetryDelays=1s 1min30s 1h
+            MaxConcurrentDeliveries=64
+            """).load()
+        #expect(configuration.spool.directory == "/srv/spool")
+        #expect(configuration.spool.maxFileSize == 512 * 1024)
+        #expect(configuration.spool.doneRetention == .zero)
+        #expect(configuration.backend.url == "http://[::1]:8080/in?source=txrecon")
+        #expect(configuration.backend.timeout == .seconds(90))
+        #expect(configuration.backend.bearerTokenFile == "/etc/txrecon/token")
+        #expect(configuration.backend.signingSecretFile == "/etc/txrecon/whsec")
+        #expect(configuration.backend.caFile == "/etc/txrecon/ca.pem")
+        #expect(configuration.backend.clientCertificateFile == "/etc/txrecon/client.pem")
+        #expect(configuration.backend.clientKeyFile == "/etc/txrecon/client.key")
+        #expect(configuration.delivery.retrySchedule.delays == [.seconds(1), .seconds(90), .seconds(3600)])
+        #expect(configuration.delivery.maxConcurrentDeliveries == 64)
+        #expect(Set(configuration.origins.keys) == Set(ConfigurationKey.all.map(\.qualifiedName)))
+    }
+
+    @Test func commentsBlankLinesSurroundingSpaceAndCRLFAreIgnored() throws {
+        let configuration = try ConfigurationFiles(
+            "# comment\r\n\r\n; another\r\n  [Backend]  \r\n\t URL = https://a.example/x \t\r\n  # indented\r\n"
+        ).load()
+        #expect(configuration.backend.url == "https://a.example/x")
+    }
+
+    @Test func dropInsApplyAfterTheMainFileInNameOrder() throws {
+        let files = ConfigurationFiles(minimal + "\n[Delivery]\nMaxConcurrentDeliveries=2\n", dropIns: [
+            "20-b.conf": "[Delivery]\nMaxConcurrentDeliveries=8\n",
+            "10-a.conf": "[Delivery]\nMaxConcurrentDeliveries=6\n[Backend]\nTimeout=30s\n",
+        ])
+        let configuration = try files.load()
+        #expect(configuration.delivery.maxConcurrentDeliveries == 8)
+        #expect(configuration.backend.timeout == .seconds(30))
+        #expect(configuration.origins["Delivery.MaxConcurrentDeliveries"]
+            == ConfigurationOrigin(file: "\(files.path).d/20-b.conf", line: 2))
+    }
+
+    @Test func dropInDirectoryFilesNotEndingInConfOrHiddenAreIgnored() throws {
+        let configuration = try ConfigurationFiles(minimal, dropIns: [
+            "10-a.conf.bak": "[Nonsense]\n",
+            ".20-hidden.conf": "[Nonsense]\n",
+            "README": "not a configuration file\n",
+        ]).load()
+        #expect(configuration.backend.url == "https://backend.example/transactions")
+    }
+
+    @Test func anEmptyAssignmentResetsTheKeyToItsDefault() throws {
+        let configuration = try ConfigurationFiles(minimal + "\nTimeout=30s\nBearerTokenFile=/etc/t\n", dropIns: [
+            "50-reset.conf": "[Backend]\nTimeout=\nBearerTokenFile=\n",
+        ]).load()
+        #expect(configuration.backend.timeout == .seconds(10))
+        #expect(configuration.backend.bearerTokenFile == nil)
+        #expect(configuration.origins["Backend.Timeout"] == nil)
+        #expect(configuration.origins["Backend.BearerTokenFile"] == nil)
+    }
+
+    @Test func anEmptyRetryDelaysRestoresTheStandardSchedule() throws {
+        let configuration = try ConfigurationFiles(minimal + "\n[Delivery]\nRetryDelays=1s\nRetryDelays=\n").load()
+        #expect(configuration.delivery.retrySchedule == .standard)
+    }
+
+    @Test func aMissingMainFileIsAnError() {
+        let directory = TemporaryDirectory()
+        let path = "\(directory.path)/absent.conf"
+        #expect(throws: ConfigurationError(
+            file: path, line: nil, key: nil,
+            message: "does not exist; create it from the sample txrecon.conf or pass --config PATH"
+        )) { try ConfigurationLoader.load(path: path) }
+    }
+
+    @Test func aDirectoryInPlaceOfADropInIsAnError() {
+        let files = ConfigurationFiles(minimal)
+        files.directory.makeDirectory("txrecon.conf.d/10-x.conf")
+        let error = files.loadError()
+        #expect(error?.file == "\(files.path).d/10-x.conf")
+        #expect(error?.message == "is a directory, not a regular file")
+    }
+
+    @Test func anUnknownSectionIsAnErrorOnItsHeaderLine() {
+        let files = ConfigurationFiles(minimal + "\n\n[Sweep]\n")
+        #expect(files.loadError() == ConfigurationError(
+            file: files.path, line: 4, key: nil,
+            message: "unknown section [Sweep]; the sections are [Spool], [Backend], [Delivery]"))
+    }
+
+    @Test func anUnknownKeyNamesItsSectionAndTheKeysAccepted() {
+        let files = ConfigurationFiles("[Spool]\nDirectory=/srv\nMaxSize=1M\n" + minimal)
+        #expect(files.loadError() == ConfigurationError(
+            file: files.path, line: 3, key: "Spool.MaxSize",
+            message: "unknown key; [Spool] accepts Directory=, MaxFileSize=, DoneRetention="))
+    }
+
+    @Test func aKeyInTheWrongSectionPointsToItsSection() {
+        let files = ConfigurationFiles("[Spool]\nTimeout=5s\n" + minimal)
+        #expect(files.loadError()?.message == "unknown key; Timeout= belongs under [Backend]")
+    }
+
+    @Test func keysAreCaseSensitive() {
+        let files = ConfigurationFiles("[Backend]\nurl=https://a.example/\n")
+        let error = files.loadError()
+        #expect(error?.key == "Backend.url")
+        #expect(error?.message == "unknown key; keys are case-sensitive: write URL=")
+    }
+
+    @Test func aKeyBeforeAnySectionIsAnError() {
+        let files = ConfigurationFiles("# settings\nURL=https://a.example/\n" + minimal)
+        #expect(files.loadError() == ConfigurationError(
+            file: files.path, line: 2, key: nil,
+            message: "URL= comes before any [Section] header; put it under [Backend]"))
+    }
+
+    @Test func aMalformedLineIsAnErrorOnItsLine() {
+        let files = ConfigurationFiles(minimal + "\n\nTimeout 10s\n")
+        let error = files.loadError()
+        #expect(error?.file == files.path)
+        #expect(error?.line == 4)
+        #expect(error?.message.hasPrefix("malformed line; expected a [Section] header, a Key=value") == true)
+    }
+
+    @Test(arguments: ["[Backend", "[]", "[Backend] x", "=value"])
+    func malformedHeadersAndKeylessAssignmentsAreErrors(line: String) {
+        let files = ConfigurationFiles(minimal + "\n" + line + "\n")
+        #expect(files.loadError()?.line == 3)
+    }
+
+    @Test func aLineThatIsNotUTF8IsAnErrorOnItsLine() {
+        let files = ConfigurationFiles(minimal)
+        files.directory.write(Array((minimal + "\n#").utf8) + [0xC3, 0x28, 0x0A], to: "txrecon.conf")
+        #expect(files.loadError() == ConfigurationError(
+            file: files.path, line: 3, key: nil, message: "is not valid UTF-8 text"))
+    }
+
+    @Test func anErrorInADropInNamesTheDropInAndItsLine() {
+        let files = ConfigurationFiles(minimal, dropIns: ["10-x.conf": "# tuning\n[Delivery]\nMaxConcurrentDeliveries=0\n"])
+        let error = files.loadError()
+        #expect(error?.description
+            == "\(files.path).d/10-x.conf:3: Delivery.MaxConcurrentDeliveries: \"0\" is not between 1 and 64")
+    }
+
+    @Test func aMissingURLIsAnErrorWithoutALine() {
+        let files = ConfigurationFiles("[Delivery]\nMaxConcurrentDeliveries=2\n")
+        let error = files.loadError()
+        #expect(error?.file == files.path)
+        #expect(error?.line == nil)
+        #expect(error?.key == "Backend.URL")
+    }
+
+    @Test func aURLEmptiedByADropInIsMissing() {
+        let files = ConfigurationFiles(minimal, dropIns: ["10-x.conf": "[Backend]\nURL=\n"])
+        #expect(files.loadError()?.key == "Backend.URL")
+    }
+
+    @Test func aClientCertificateWithoutAKeyIsAnErrorOnItsLine() {
+        let files = ConfigurationFiles(minimal + "\nClientCertificateFile=/etc/txrecon/c.pem\n")
+        #expect(files.loadError() == ConfigurationError(
+            file: files.path, line: 3, key: "Backend.ClientCertificateFile",
+            message: "is set but ClientKeyFile= is not; mutual TLS needs both or neither"))
+    }
+
+    @Test func aClientKeyWithoutACertificateIsAnErrorOnItsLine() {
+        let files = ConfigurationFiles(minimal + "\nClientKeyFile=/etc/txrecon/c.key\n")
+        let error = files.loadError()
+        #expect(error?.key == "Backend.ClientKeyFile")
+        #expect(error?.line == 3)
+    }
+
+    @Test(arguments: [
+        ("Spool", "Directory", "var/spool", #""var/spool" is not an absolute path; write it starting with /"#),
+        ("Spool", "MaxFileSize", "1X", #""1X" is not a size such as "4096""#),
+        ("Spool", "MaxFileSize", "0", #""0" is not between 1 and 1G"#),
+        ("Spool", "MaxFileSize", "2G", #""2G" is not between 1 and 1G"#),
+        ("Spool", "DoneRetention", "3 days ago", #""3 days ago" is not a time span such as "30s""#),
+        ("Spool", "DoneRetention", "-1d", #""-1d" is not a time span"#),
+        ("Backend", "URL", "ftp://files.example/in", #""ftp://files.example/in" is not an http:// or https:// URL"#),
+        ("Backend", "URL", "backend.example/in", #""backend.example/in" is not an http:// or https:// URL"#),
+        ("Backend", "URL", "https:///in", #""https:///in" is not an http:// or https:// URL"#),
+        ("Backend", "URL", "http://a b/", #""http://a b/" is not an http:// or https:// URL"#),
+        ("Backend", "URL", "http://h:0/", #""http://h:0/": port 0 is not between 1 and 65535"#),
+        ("Backend", "URL", "https://user:hunter2@h/", "the URL carries a user name or password"),
+        ("Backend", "Timeout", "0", #""0" is not greater than zero"#),
+        ("Backend", "Timeout", "ten", #""ten" is not a time span"#),
+        ("Backend", "BearerTokenFile", "token", #""token" is not an absolute path"#),
+        ("Backend", "SigningSecretFile", "./whsec", #""./whsec" is not an absolute path"#),
+        ("Backend", "CAFile", "ca.pem", #""ca.pem" is not an absolute path"#),
+        ("Backend", "ClientCertificateFile", "c.pem", #""c.pem" is not an absolute path"#),
+        ("Backend", "ClientKeyFile", "c.key", #""c.key" is not an absolute path"#),
+        ("Delivery", "RetryDelays", "2s 0 5s", #""2s 0 5s": delay 2 ("0") is not a time span greater than zero"#),
+        ("Delivery", "RetryDelays", "2s soon", #""2s soon": delay 2 ("soon") is not a time span greater than zero"#),
+        ("Delivery", "MaxConcurrentDeliveries", "0", #""0" is not between 1 and 64"#),
+        ("Delivery", "MaxConcurrentDeliveries", "65", #""65" is not between 1 and 64"#),
+        ("Delivery", "MaxConcurrentDeliveries", "four", #""four" is not a whole number between 1 and 64"#),
+        ("Delivery", "MaxConcurrentDeliveries", "+4", #""+4" is not a whole number between 1 and 64"#),
+    ])
+    func badValuesAreErrorsNamingTheKeyAndLine(section: String, key: String, value: String, message: String) {
+        let files = ConfigurationFiles(minimal + "\n[\(section)]\n# the value under test\n\(key)=\(value)\n")
+        let error = files.loadError()
+        #expect(error?.file == files.path)
+        #expect(error?.line == 5)
+        #expect(error?.key == "\(section).\(key)")
+        #expect(error?.message.hasPrefix(message) == true, "\(error?.message ?? "no error")")
+    }
+
+    @Test func aURLWithCredentialsIsRefusedWithoutQuotingThem() {
+        let files = ConfigurationFiles("[Backend]\nURL=https://user:hunter2@backend.example/\n")
+        #expect(files.loadError()?.description.contains("hunter2") == false)
+    }
+
+    @Test(arguments: ["HTTPS://Backend.Example/in", "http://127.0.0.1:8080/transactions", "https://[2001:db8::1]/x#frag"])
+    func httpAndHTTPSURLsWithAHostAreAccepted(url: String) throws {
+        #expect(try ConfigurationFiles("[Backend]\nURL=\(url)\n").load().backend.url == url)
+    }
+}
