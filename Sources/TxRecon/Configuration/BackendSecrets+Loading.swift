@@ -1,0 +1,107 @@
+// BackendSecrets+Loading: reads the bearer token and the webhook signing
+// secret a loaded `Configuration` names, once, at start-up and on reload.
+//
+// The token comes from BearerTokenFile=, else from the systemd credential
+// `backend-token` in $CREDENTIALS_DIRECTORY when that file exists; the
+// signing secret from SigningSecretFile=, a Standard Webhooks `whsec_…`
+// secret. Throws a `ConfigurationError` naming the configuration file, line
+// and key that pointed at a bad secret file (see `SecretFile` for the
+// checks), never the secret itself. Blocks on disk I/O, like the loader.
+import FoundationEssentials
+
+extension BackendSecrets {
+    /// The systemd credential (`LoadCredential=backend-token:…`) that holds
+    /// the token when BearerTokenFile= is unset.
+    static let tokenCredentialName = "backend-token"
+    /// The prefix of a Standard Webhooks secret; base64 follows.
+    static let signingSecretPrefix = "whsec_"
+    /// The shortest signing key accepted, bytes, as the Standard Webhooks
+    /// specification requires.
+    static let minimumSigningKeyLength = 24
+
+    /// The secrets `configuration` names; `environment` is the process
+    /// environment, consulted for `CREDENTIALS_DIRECTORY`.
+    public static func load(
+        for configuration: Configuration, environment: [String: String]
+    ) throws(ConfigurationError) -> BackendSecrets {
+        BackendSecrets(
+            bearerToken: try bearerToken(for: configuration, environment: environment),
+            webhookSigningKey: try signingKey(for: configuration))
+    }
+
+    private static func bearerToken(
+        for configuration: Configuration, environment: [String: String]
+    ) throws(ConfigurationError) -> String? {
+        let key = "Backend.BearerTokenFile"
+        let bytes: [UInt8]
+        if let path = configuration.backend.bearerTokenFile {
+            do {
+                bytes = try SecretFile.read(path)
+            } catch {
+                throw configurationError(configuration, key: key, message: error.message(path: path))
+            }
+        } else if let directory = environment["CREDENTIALS_DIRECTORY"], !directory.isEmpty {
+            let path = "\(directory)/\(tokenCredentialName)"
+            do {
+                bytes = try SecretFile.read(path)
+            } catch .unreadable(.missing) {
+                return nil
+            } catch {
+                throw configurationError(
+                    configuration, key: key,
+                    message: "is not set, and the systemd credential \(tokenCredentialName) cannot be used: "
+                        + error.message(path: path))
+            }
+        } else {
+            return nil
+        }
+        // The token goes into an HTTP header line: anything but visible
+        // ASCII could end the header or inject another one.
+        guard bytes.allSatisfy({ (0x21...0x7E).contains($0) }) else {
+            throw configurationError(
+                configuration, key: key,
+                message: "the token file holds a space, a control character, a second line or non-ASCII text; "
+                    + "it must hold the token alone on one line")
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    private static func signingKey(for configuration: Configuration) throws(ConfigurationError) -> [UInt8]? {
+        let key = "Backend.SigningSecretFile"
+        guard let path = configuration.backend.signingSecretFile else { return nil }
+        let bytes: [UInt8]
+        do {
+            bytes = try SecretFile.read(path)
+        } catch {
+            throw configurationError(configuration, key: key, message: error.message(path: path))
+        }
+        let expected = "it must hold a Standard Webhooks secret: \(signingSecretPrefix) followed by "
+            + "the standard base64 of at least \(minimumSigningKeyLength) random bytes"
+        let text = String(decoding: bytes, as: UTF8.self)
+        guard text.hasPrefix(signingSecretPrefix) else {
+            throw configurationError(
+                configuration, key: key, message: "\(path) does not start with \(signingSecretPrefix); \(expected)")
+        }
+        guard let decoded = Data(base64Encoded: String(text.dropFirst(signingSecretPrefix.count))) else {
+            throw configurationError(
+                configuration, key: key,
+                message: "\(path): the text after \(signingSecretPrefix) is not standard base64; \(expected)")
+        }
+        guard decoded.count >= minimumSigningKeyLength else {
+            throw configurationError(
+                configuration, key: key,
+                message: "\(path): the key is shorter than \(minimumSigningKeyLength) bytes; \(expected)")
+        }
+        return Array(decoded)
+    }
+
+    /// An error placed on the assignment of `key`, or on the configuration
+    /// file as a whole when the key was not assigned.
+    private static func configurationError(
+        _ configuration: Configuration, key: String, message: String
+    ) -> ConfigurationError {
+        let origin = configuration.origins[key]
+        return ConfigurationError(
+            file: origin?.file ?? configuration.path, line: origin?.line, key: key, message: message)
+    }
+}

@@ -1,0 +1,68 @@
+// SecretFile: reads a file holding one secret (a bearer token, a signing
+// secret), refusing one that other users could read or change.
+//
+// The file is opened once and its permissions are checked on that same open
+// file: it must be a regular file, not readable by others, and writable by
+// neither group nor others. One trailing newline is dropped; an empty secret
+// is refused. Throws `SecretFile.Failure`, whose messages name the path and
+// the fix but never the content. Blocks on disk I/O, like the loader.
+import Glibc
+
+/// A file holding one secret.
+enum SecretFile {
+    /// Secret files larger than this are refused, bytes.
+    static let maximumSize = 64 * 1024
+
+    /// Why a secret file was refused.
+    enum Failure: Error, Equatable {
+        case unreadable(RegularFile.Failure)
+        /// Readable by others or writable by group or others; the mode's
+        /// permission bits.
+        case exposed(mode: mode_t)
+        case empty
+
+        /// A sentence about the file at `path` saying what to do.
+        func message(path: String) -> String {
+            switch self {
+            case .unreadable(let failure):
+                "\(path) \(failure)"
+            case .exposed(let mode):
+                "\(path) is \(exposure(mode)) (mode \(octal(mode))); run \"chmod \(octal(mode & ~0o027)) \(path)\""
+            case .empty:
+                "\(path) is empty; write the secret into it"
+            }
+        }
+
+        private func exposure(_ mode: mode_t) -> String {
+            if mode & 0o022 != 0 { return "writable by other users" }
+            if mode & 0o004 != 0 { return "readable by every user" }
+            return "open to every user"
+        }
+
+        private func octal(_ mode: mode_t) -> String {
+            let digits = String(mode & 0o7777, radix: 8)
+            return String(repeating: "0", count: max(0, 4 - digits.count)) + digits
+        }
+    }
+
+    /// The secret in the file at `path`, without one trailing newline
+    /// (`\n` or `\r\n`).
+    static func read(_ path: String) throws(Failure) -> [UInt8] {
+        let contents: RegularFile.Contents
+        do {
+            contents = try RegularFile.read(path, limit: maximumSize)
+        } catch {
+            throw .unreadable(error)
+        }
+        let permissions = contents.mode & 0o7777
+        guard permissions & 0o027 == 0 else { throw .exposed(mode: permissions) }
+
+        var secret = contents.bytes
+        if secret.last == UInt8(ascii: "\n") {
+            secret.removeLast()
+            if secret.last == UInt8(ascii: "\r") { secret.removeLast() }
+        }
+        guard !secret.isEmpty else { throw .empty }
+        return secret
+    }
+}
