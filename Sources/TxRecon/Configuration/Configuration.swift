@@ -41,7 +41,8 @@ public struct ConfigurationOrigin: Sendable, Equatable {
 public struct SpoolSettings: Sendable, Equatable {
     /// `Directory=`: the spool root. Default `/var/spool/txrecon`.
     public var directory = "/var/spool/txrecon"
-    /// `MaxFileSize=`: larger drops are rejected unread. Bytes; default 1 MiB.
+    /// `MaxFileSize=`: larger drops are rejected unread. Bytes; default 1 MiB,
+    /// at most 1 GiB.
     public var maxFileSize: Int = 1 << 20
     /// `DoneRetention=`: how long delivered and superseded items stay in
     /// done/. Default 3 days; zero removes them at once.

@@ -75,19 +75,21 @@ enum SettingValue {
     /// Space-separated time spans, each greater than zero, at least one.
     /// Each word is one delay, so "1min30s" is one delay and "1min 30s" two.
     static func retrySchedule(_ text: String) throws(InvalidValue) -> RetrySchedule {
+        let accepted = #"give space-separated spans greater than zero, such as "2s 5s 15s 30s 1min 5min""#
         let words = text.split(whereSeparator: { $0 == " " || $0 == "\t" })
         var delays: [Duration] = []
         for (index, word) in words.enumerated() {
             guard let delay = TimeSpan.parse(String(word)), delay > .zero else {
                 throw InvalidValue(
                     message: "\(quoted(text)): delay \(index + 1) (\(quoted(String(word)))) is not a time span "
-                        + #"greater than zero; give space-separated spans such as "2s 5s 15s 30s 1min 5min""#)
+                        + "greater than zero; \(accepted)")
             }
             delays.append(delay)
         }
-        // The loader treats an empty value as a reset, so `words` is never
-        // empty here and every delay is positive.
-        return RetrySchedule(delays: delays)!
+        guard let schedule = RetrySchedule(delays: delays) else {
+            throw InvalidValue(message: "\(quoted(text)) holds no delay; \(accepted)")
+        }
+        return schedule
     }
 
     /// An http:// or https:// URL with a host, as POST requests go to it.
