@@ -75,7 +75,7 @@ enum SettingValue {
     /// Space-separated time spans, each greater than zero, at least one.
     /// Each word is one delay, so "1min30s" is one delay and "1min 30s" two.
     static func retrySchedule(_ text: String) throws(InvalidValue) -> RetrySchedule {
-        let accepted = #"give space-separated spans greater than zero, such as "2s 5s 15s 30s 1min 5min""#
+        let accepted = #"give space-separated time spans, such as "2s 5s 15s 30s 1min 5min""#
         let words = text.split(whereSeparator: { $0 == " " || $0 == "\t" })
         var delays: [Duration] = []
         for (index, word) in words.enumerated() {
