@@ -1,0 +1,23 @@
+// RecordingLogSink: a LogSink for unit tests that keeps every entry in memory
+// so a test can assert what was logged. Safe to write from any thread.
+import Synchronization
+import TxRecon
+
+/// Keeps the entries written to it, in order.
+public final class RecordingLogSink: LogSink {
+    private let recorded = Mutex<[LogEntry]>([])
+
+    public init() {}
+
+    public func write(_ entry: LogEntry) {
+        recorded.withLock { $0.append(entry) }
+    }
+
+    /// Every entry so far, oldest first.
+    public var entries: [LogEntry] { recorded.withLock { $0 } }
+
+    /// The entries logged with `messageID` (one of `MessageID`'s constants).
+    public func entries(withMessageID messageID: String) -> [LogEntry] {
+        entries.filter { $0.messageID == messageID }
+    }
+}

@@ -1,0 +1,125 @@
+import Dispatch
+import Glibc
+import Testing
+@testable import TxRecon
+
+@Suite struct StderrLogSinkTests {
+    @Test func lineIsThePriorityWordAndTheMessage() {
+        let entry = LogEntry(.warning, "item 2000000123 held (HTTP 409)")
+        #expect(StderrLogSink.line(for: entry) == "warning: item 2000000123 held (HTTP 409)\n")
+    }
+
+    @Test func fieldsFollowTheMessageAsNameValuePairsInOrder() {
+        let entry = LogEntry(.info, "delivered", messageID: MessageID.delivered,
+                             fields: [("TXRECON_ID", "2000000123"), ("TXRECON_ATTEMPT", "3")])
+        #expect(StderrLogSink.line(for: entry) == "info: delivered TXRECON_ID=2000000123 TXRECON_ATTEMPT=3\n")
+    }
+
+    @Test func fieldValuesWithBlanksQuotesOrBackslashesAreQuotedAndEscaped() {
+        let entry = LogEntry(.error, "rejected",
+                             fields: [("TXRECON_REASON", #"not "JSON" at a\b"#), ("TXRECON_EMPTY", "")])
+        #expect(StderrLogSink.line(for: entry)
+            == #"error: rejected TXRECON_REASON="not \"JSON\" at a\\b" TXRECON_EMPTY="""# + "\n")
+    }
+
+    @Test func controlCharactersAreEscapedSoAnEntryStaysOneLine() {
+        let entry = LogEntry(.notice, "first\nsecond\u{1B}", fields: [("TXRECON_BODY", "a\r\nb\tc")])
+        #expect(StderrLogSink.line(for: entry) == #"notice: first\nsecond\x1b TXRECON_BODY="a\r\nb\tc""# + "\n")
+    }
+
+    @Test func everyPriorityHasItsSyslogWord() {
+        let words = (0...7).map { LogPriority(rawValue: $0)!.word }
+        #expect(words == ["emergency", "alert", "critical", "error", "warning", "notice", "info", "debug"])
+    }
+
+    @Test func sinkWritesTheLineToItsDescriptor() async throws {
+        let pipe = try Pipe()
+        StderrLogSink(descriptor: pipe.writeEnd).write(LogEntry(.info, "hello", fields: [("TXRECON_ID", "7")]))
+        pipe.closeWriteEnd()
+        #expect(await pipe.readAll() == "info: hello TXRECON_ID=7\n")
+    }
+
+    @Test func linesFromConcurrentWritersNeverInterleave() async throws {
+        // A line longer than the pipe's capacity (64 KiB) makes the kernel
+        // release the pipe mid-write, so only the sink's own serialisation
+        // keeps the lines whole.
+        let pipe = try Pipe()
+        let sink = StderrLogSink(descriptor: pipe.writeEnd)
+        let writers = 4, linesPerWriter = 4
+        let bodies = (0..<writers).map { String(repeating: Character(Unicode.Scalar(UInt8(65 + $0))), count: 200_000) }
+        let reading = Task { await pipe.readAll() }
+        await onDedicatedThreads(writers) { writer in
+            for _ in 0..<linesPerWriter { sink.write(LogEntry(.info, bodies[writer])) }
+        }
+        pipe.closeWriteEnd()
+        let lines = await reading.value.split(separator: "\n")
+        let whole = lines.count { line in bodies.contains { line == "info: " + $0 } }
+        #expect(lines.count == writers * linesPerWriter)
+        #expect(whole == writers * linesPerWriter)
+    }
+}
+
+/// Runs `body(0..<count)` on as many new threads at once (Dispatch's pool
+/// would run only as many as there are cores) and returns when all are done.
+private func onDedicatedThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) async {
+    final class Work: Sendable {
+        let index: Int
+        let body: @Sendable (Int) -> Void
+        init(index: Int, body: @escaping @Sendable (Int) -> Void) { self.index = index; self.body = body }
+    }
+    let threads = (0..<count).map { index in
+        var thread = pthread_t()
+        let work = Unmanaged.passRetained(Work(index: index, body: body)).toOpaque()
+        let started = pthread_create(&thread, nil, { work in
+            let work = Unmanaged<Work>.fromOpaque(work!).takeRetainedValue()
+            work.body(work.index)
+            return nil
+        }, work)
+        precondition(started == 0, "pthread_create failed: \(started)")
+        return thread
+    }
+    await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+        DispatchQueue.global().async {
+            for thread in threads { pthread_join(thread, nil) }
+            done.resume()
+        }
+    }
+}
+
+/// A pipe whose read end is drained on a Dispatch worker, off the cooperative pool.
+private final class Pipe: Sendable {
+    let readEnd: Int32
+    let writeEnd: Int32
+
+    init() throws {
+        var ends: [Int32] = [0, 0]
+        guard pipe(&ends) == 0 else { throw PipeError(errno: errno) }
+        readEnd = ends[0]
+        writeEnd = ends[1]
+    }
+
+    deinit { close(readEnd) }
+
+    func closeWriteEnd() { close(writeEnd) }
+
+    /// Everything written until the write end closes.
+    func readAll() async -> String {
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global().async { [readEnd] in
+                var bytes: [UInt8] = []
+                var chunk = [UInt8](repeating: 0, count: 65536)
+                while true {
+                    let count = read(readEnd, &chunk, chunk.count)
+                    if count < 0 && errno == EINTR { continue }
+                    if count <= 0 { break }
+                    bytes += chunk[..<count]
+                }
+                continuation.resume(returning: String(decoding: bytes, as: UTF8.self))
+            }
+        }
+    }
+}
+
+private struct PipeError: Error {
+    let errno: Int32
+}
