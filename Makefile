@@ -25,7 +25,7 @@ SYSCONFDIR   ?= /etc
 
 DEB_PACKAGES := pkg-config libsystemd-dev libcurl4-openssl-dev libssl-dev python3
 # What `make deb`, `make check-docs` and `make systemd-test` need besides.
-SYSTEMD_TEST_PACKAGES := systemd-container debootstrap groff dpkg-dev
+SYSTEMD_TEST_PACKAGES := systemd-container debootstrap groff dpkg-dev jq
 
 RELEASE_BINARY := .build/release/txrecon
 # TxReconVersion.current, the version the binary reports.
