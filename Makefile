@@ -33,7 +33,8 @@ VERSION  := $(shell sed -n 's/.*static let current = "\(.*\)".*/\1/p' Sources/Tx
 DEB_ARCH := $(shell dpkg --print-architecture 2>/dev/null)
 DEB_STAGE = .build/deb/txrecon_$(VERSION)_$(DEB_ARCH)
 
-.PHONY: all deps deps-systemd-test build release test clean install install-files deb check-docs systemd-test
+.PHONY: all deps deps-systemd-test build release test demo clean install install-files deb check-docs \
+        systemd-test
 
 all: build
 
@@ -65,6 +66,11 @@ release: deps
 test: deps
 	$(SWIFT) build
 	$(SWIFT) test
+
+# The example backend, the daemon on a throw-away spool, the samples delivered.
+demo: deps
+	$(SWIFT) build
+	BIN=.build/debug/txrecon ./Examples/demo.sh
 
 clean:
 	rm -rf .build
