@@ -60,8 +60,10 @@ deps-systemd-test: deps
 build: deps
 	$(SWIFT) build
 
+# Only the product: TxReconTestSupport uses @testable import, which a release
+# build of every target refuses.
 release: deps
-	$(SWIFT) build -c release --static-swift-stdlib
+	$(SWIFT) build -c release --static-swift-stdlib --product txrecon
 
 test: deps
 	$(SWIFT) build
