@@ -24,7 +24,8 @@
 #   env: PARTS="service package" (default both), WORK=dir (default: mktemp -d), KEEP=1 (keep WORK),
 #        CACHE=dir for the bookworm root (default /var/cache/txrecon-systemd-test),
 #        MIRROR=Debian mirror for debootstrap (default http://deb.debian.org/debian),
-#        BOOT_TIMEOUT=seconds (default 60)
+#        BOOT_TIMEOUT=seconds (default 60), HOLD=seconds to keep the container of a
+#        failed check (or of PARTS' last part) up for nsenter
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -58,17 +59,20 @@ journal_json() { in_ct journalctl -u "$UNIT" -o json --no-pager "$@"; }
 # A txrecon command run by the test user "producer", a member of group txrecon.
 as_producer() { in_ct setpriv --reuid=producer --regid=producer --init-groups txrecon "$@"; }
 # Predicates for check and wait_until.
+# contains PATTERN: standard input has a line matching PATTERN. Reads to the end:
+# `grep -q` would stop early, and under pipefail the writer's SIGPIPE fails the test.
+contains() { grep -e "$1" > /dev/null; }
 state_is() { [ "$(prop ActiveState)/$(prop SubState)" = "$1" ]; }
 # journal_has NAME [PATTERN]: the unit logged MessageID.NAME, with PATTERN in the message.
-journal_has() { in_ct journalctl -u "$UNIT" -o cat MESSAGE_ID="$(message_id "$1")" | grep -q -- "${2:-.}"; }
-unit_journal_mentions() { in_ct journalctl -u "$UNIT" -o cat | grep -q -- "$1"; }
+journal_has() { in_ct journalctl -u "$UNIT" -o cat MESSAGE_ID="$(message_id "$1")" | contains "${2:-.}"; }
+unit_journal_mentions() { in_ct journalctl -u "$UNIT" -o cat | contains "$1"; }
 # listed DIRECTORY PATTERN: `txrecon list DIRECTORY` shows PATTERN.
-listed() { in_ct txrecon list "$1" | grep -q -- "$2"; }
-status_mentions() { prop StatusText | grep -q -- "$1"; }
+listed() { in_ct txrecon list "$1" | contains "$2"; }
+status_mentions() { prop StatusText | contains "$1"; }
 # restarted_since N: more than N automatic restarts, and running again.
 restarted_since() { [ "$(prop NRestarts)" -gt "$1" ] && state_is active/running; }
 # explained NAME PATTERN: journalctl -x shows PATTERN under the latest MessageID.NAME entry.
-explained() { in_ct journalctl -x -u "$UNIT" --no-pager -n 1 MESSAGE_ID="$(message_id "$1")" | grep -q -- "$2"; }
+explained() { in_ct journalctl -x -u "$UNIT" --no-pager -n 1 MESSAGE_ID="$(message_id "$1")" | contains "$2"; }
 # message_id NAME: the id MessageID.swift gives NAME.
 message_id() {
   sed -n "s/.*static let $1 = \"\([0-9a-f]\{32\}\)\".*/\1/p" "$ROOT/Sources/TxRecon/Service/MessageID.swift"
@@ -95,6 +99,9 @@ stop_container() {
 teardown() {
   local rc=$?
   set +e
+  if [ -n "${HOLD:-}" ] && [ -n "$CT_PID" ]; then
+    log "HOLD: container init is host PID $CT_PID for ${HOLD}s (nsenter -t $CT_PID -a)"; sleep "$HOLD"
+  fi
   stop_container
   # our own host cgroups (nspawn leaves empty payload/ subgroups behind)
   for d in "${CGDIRS[@]}"; do [ -d "$d" ] && find "$d" -depth -type d -exec rmdir {} \; 2>/dev/null; done
@@ -195,7 +202,7 @@ service_part() {
   configuration_error_checks
   catalog_checks
   stop_checks
-  stop_container
+  [ -n "${HOLD:-}" ] || stop_container
 }
 
 # [Backend] URL= and fast retries; ConfigurationError names this file.
@@ -225,7 +232,7 @@ delivered_to() { jq -e --arg id "$1" --arg path "$2" 'select(.id == $id and .pat
 # has_entry ID OUTCOME [FIELD=VALUE...]: the item has a journal entry with that outcome and fields.
 has_entry() {
   local id=$1 outcome=$2; shift 2
-  journal_json "TXRECON_ID=$id" "TXRECON_OUTCOME=$outcome" "$@" | grep -q .
+  journal_json "TXRECON_ID=$id" "TXRECON_OUTCOME=$outcome" "$@" | contains .
 }
 
 static_checks() {
@@ -387,8 +394,9 @@ catalog_checks() {
   seen=$(journal_json | jq -r '.MESSAGE_ID // empty' | sort -u)
   for id in $(sed -n 's/^-- \([0-9a-f]\{32\}\)$/\1/p' "$ROOT/systemd/txrecon.catalog"); do
     if ! grep -qx "$id" <<<"$seen"; then missing="$missing $id"; continue; fi
-    subject=$(in_ct journalctl -x -u "$UNIT" --no-pager MESSAGE_ID="$id" -n 1 | grep -m1 'Subject:' | sed 's/^.*Subject: //')
-    if in_ct journalctl -x -u "$UNIT" --no-pager MESSAGE_ID="$id" -n 1 | grep -q 'Defined-By: txrecon'; then
+    subject=$(in_ct journalctl -x -u "$UNIT" --no-pager MESSAGE_ID="$id" -n 1 \
+              | awk '/Subject:/ && !done { sub(/^.*Subject: /, ""); print; done = 1 }')
+    if in_ct journalctl -x -u "$UNIT" --no-pager MESSAGE_ID="$id" -n 1 | contains 'Defined-By: txrecon'; then
       pass "journalctl -x explains $id: $subject"
     else fail "journalctl -x shows no catalog text for $id"; fi
   done
@@ -397,7 +405,11 @@ catalog_checks() {
 }
 
 stop_checks() {
-  local t0 took
+  local t0 took refused
+  # libdispatch logs "errno=1" (EPERM: refused by the unit's SystemCallFilter=)
+  # each time it cannot set a new worker thread's priority.
+  refused=$(in_ct journalctl -u "$UNIT" -o cat | grep -c 'thread priority.*errno=1$' || true)
+  check "the sandbox refused no call the daemon makes ($refused libdispatch EPERM lines)" test "$refused" = 0
   submit "$(envelope late-1 1)"
   t0=$(now_ms)
   in_ct systemctl stop "$UNIT"
