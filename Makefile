@@ -24,8 +24,9 @@ LIBDIR       ?= $(PREFIX)/lib
 SYSCONFDIR   ?= /etc
 
 DEB_PACKAGES := pkg-config libsystemd-dev libcurl4-openssl-dev libssl-dev python3
-# What `make deb`, `make check-docs` and `make systemd-test` need besides.
-SYSTEMD_TEST_PACKAGES := systemd-container debootstrap groff dpkg-dev jq
+# What `make check-docs` needs besides; and `make deb` and `make systemd-test`.
+DOCS_PACKAGES := groff
+SYSTEMD_TEST_PACKAGES := $(DOCS_PACKAGES) systemd-container debootstrap dpkg-dev jq
 
 RELEASE_BINARY := .build/release/txrecon
 # TxReconVersion.current, the version the binary reports.
@@ -33,7 +34,7 @@ VERSION  := $(shell sed -n 's/.*static let current = "\(.*\)".*/\1/p' Sources/Tx
 DEB_ARCH := $(shell dpkg --print-architecture 2>/dev/null)
 DEB_STAGE = .build/deb/txrecon_$(VERSION)_$(DEB_ARCH)
 
-.PHONY: all deps deps-systemd-test build release test demo clean install install-files deb check-docs \
+.PHONY: all deps deps-docs deps-systemd-test build release test demo clean install install-files deb check-docs \
         systemd-test
 
 all: build
@@ -53,6 +54,9 @@ endef
 
 deps:
 	$(call install-missing,$(DEB_PACKAGES))
+
+deps-docs: deps
+	$(call install-missing,$(DOCS_PACKAGES))
 
 deps-systemd-test: deps
 	$(call install-missing,$(SYSTEMD_TEST_PACKAGES))
@@ -120,9 +124,9 @@ deb: deps-systemd-test release
 	  packaging/deb/control.in > $(DEB_STAGE)/DEBIAN/control
 	dpkg-deb --root-owner-group -Zxz --build $(DEB_STAGE) $(DEB_STAGE).deb
 
-check-docs: deps-systemd-test
+check-docs: deps-docs
 	Tests/systemd/check-docs.sh
 
 # Needs root: boots systemd in containers (see the script's header).
-systemd-test: deps-systemd-test release deb
+systemd-test: deps-systemd-test check-docs release deb
 	Tests/systemd/run.sh

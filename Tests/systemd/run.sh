@@ -24,9 +24,9 @@
 #   env: PARTS="service package" (default both), WORK=dir (default: mktemp -d), KEEP=1 (keep WORK),
 #        CACHE=dir for the bookworm root (default /var/cache/txrecon-systemd-test),
 #        MIRROR=Debian mirror for debootstrap (default http://deb.debian.org/debian),
-#        BOOT_TIMEOUT=seconds (default 60), HOLD=seconds to keep the container of a
-#        failed check (or of PARTS' last part) up for nsenter
-set -euo pipefail
+#        BOOT_TIMEOUT=seconds (default 60), HOLD=seconds to keep each container up
+#        that long after its checks, to look inside with nsenter
+set -Eeuo pipefail
 
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 PARTS="${PARTS:-service package}"
@@ -81,6 +81,10 @@ message_id() {
 # ---------------------------------------------------------------- containers
 stop_container() {
   [ -n "$NSPAWN_PID" ] || return 0
+  if [ -n "${HOLD:-}" ] && [ -n "$CT_PID" ]; then
+    log "HOLD: $CT_NAME container's init is host PID $CT_PID for ${HOLD}s (nsenter -t $CT_PID -a)"
+    sleep "$HOLD" || true
+  fi
   if [ -n "$CT_PID" ] && kill -0 "$CT_PID" 2>/dev/null; then
     in_ct journalctl --no-pager -o short-precise > "$WORK/$CT_NAME-journal.txt" 2>&1 || true
   fi
@@ -99,9 +103,7 @@ stop_container() {
 teardown() {
   local rc=$?
   set +e
-  if [ -n "${HOLD:-}" ] && [ -n "$CT_PID" ]; then
-    log "HOLD: container init is host PID $CT_PID for ${HOLD}s (nsenter -t $CT_PID -a)"; sleep "$HOLD"
-  fi
+  trap - ERR
   stop_container
   # our own host cgroups (nspawn leaves empty payload/ subgroups behind)
   for d in "${CGDIRS[@]}"; do [ -d "$d" ] && find "$d" -depth -type d -exec rmdir {} \; 2>/dev/null; done
@@ -202,7 +204,7 @@ service_part() {
   configuration_error_checks
   catalog_checks
   stop_checks
-  [ -n "${HOLD:-}" ] || stop_container
+  stop_container
 }
 
 # [Backend] URL= and fast retries; ConfigurationError names this file.
@@ -463,6 +465,19 @@ package_part() {
   check "/etc/txrecon/txrecon.conf is a conffile" \
     in_ct sh -c 'dpkg-query -W -f="\${Conffiles}" txrecon | grep /etc/txrecon/txrecon.conf'
   check "txrecon status sees the running daemon" in_ct sh -c 'txrecon status | grep "daemon: *running"'
+  # No backend listens in this root: the item's first attempt must fail cleanly
+  # and be deferred, which exercises bookworm's libcurl through the package.
+  printf '{"id": "pkg-1", "version": 1, "payload": {}}\n' | in_ct txrecon submit - >/dev/null
+  check "a drop is taken and its attempt deferred (the packaged default URL has no backend)" \
+    wait_until 10 has_entry pkg-1 deferred
+
+  local pid; pid=$(prop MainPID)
+  if in_ct dpkg -i "/mnt/txrecon-deb/$(basename "$deb")" > "$WORK/dpkg-reinstall.txt" 2>&1; then
+    pass "dpkg -i again (the upgrade path)"
+  else sed 's/^/    /' "$WORK/dpkg-reinstall.txt"; fail "dpkg -i again (the upgrade path)"; fi
+  check "the upgrade restarted the running service (MainPID $pid -> $(prop MainPID))" \
+    test "$(prop MainPID)" != "$pid" -a "$(prop ActiveState)" = active
+  check "the queued item survived the upgrade" in_ct sh -c 'txrecon list queue | grep pkg-1'
 
   if in_ct dpkg -r txrecon > "$WORK/dpkg-remove.txt" 2>&1; then pass "dpkg -r txrecon"
   else sed 's/^/    /' "$WORK/dpkg-remove.txt"; fail "dpkg -r txrecon"; fi
