@@ -84,6 +84,12 @@ final class CurlWorker {
     /// Returns the failure when curl refuses an option, e.g. an unsupported
     /// TLS setting.
     private func configure(_ options: CurlOptions) -> TransportFailure? {
+        // Checked here so that curl's UNSUPPORTED_PROTOCOL can only mean an
+        // answer that is not HTTP (see CurlFailure).
+        let scheme = options.url.prefix { $0 != ":" }.lowercased()
+        guard scheme == "http" || scheme == "https" else {
+            return TransportFailure(.other, "URL= must start with http:// or https://")
+        }
         curl_easy_reset(handle)
         let context = Unmanaged.passUnretained(response).toOpaque()
         var codes: [(String, CURLcode)] = [
