@@ -50,8 +50,20 @@ public final class DaemonProcess: Sendable {
             argv.forEach { free($0) }
             envp.forEach { free($0) }
         }
+        // A clean signal state: the test runner may block or ignore signals
+        // (SIGTERM, SIGPIPE) that the daemon must see as systemd would send them.
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var empty = sigset_t()
+        sigemptyset(&empty)
+        var all = sigset_t()
+        sigfillset(&all)
+        posix_spawnattr_setsigmask(&attributes, &empty)
+        posix_spawnattr_setsigdefault(&attributes, &all)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
         var child = pid_t()
-        let result = posix_spawn(&child, DaemonProcess.binary, &actions, nil, argv, envp)
+        let result = posix_spawn(&child, DaemonProcess.binary, &actions, &attributes, argv, envp)
         guard result == 0 else { throw SpawnError(code: result) }
         pid = child
     }
