@@ -9,7 +9,7 @@ PREFIX       ?= /usr
 DESTDIR      ?=
 CONFIGURATION ?= debug
 
-DEB_PACKAGES := pkg-config libsystemd-dev libcurl4-openssl-dev libssl-dev python3
+DEB_PACKAGES := pkg-config libsystemd-dev libcurl4-openssl-dev libssl-dev openssl python3
 
 .PHONY: all deps build release test demo clean
 

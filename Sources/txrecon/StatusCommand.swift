@@ -15,11 +15,7 @@ enum StatusCommand: Command {
         """
 
     static func run(_ arguments: Arguments) async -> Int32 {
-        let configuration: Configuration
-        switch loadConfiguration(arguments) {
-        case let .success(loaded): configuration = loaded
-        case let .failure(code): return code.status
-        }
+        guard let configuration = loadConfiguration(arguments) else { return ConfigurationError.exitStatus }
         let inspector = SpoolInspector(layout: SpoolLayout(root: configuration.spool.directory))
         do {
             let (counts, oldest) = try inspector.counts()
