@@ -93,8 +93,9 @@ final class AppStoreAPIClient {
         defer { curl_slist_free_all(headers) }
         for line in ["Authorization: Bearer \(token)", "Content-Type: application/json", "Accept: application/json",
                      "User-Agent: txrecon/\(TxReconVersion.current)", "Expect:"] {
-            headers = curl_slist_append(headers, line)
-            guard headers != nil else { return .unreachable("out of memory building headers") }
+            // On failure curl_slist_append returns NULL and leaves the list as it was.
+            guard let longer = curl_slist_append(headers, line) else { return .unreachable("out of memory building headers") }
+            headers = longer
         }
 
         errorBuffer[0] = 0
