@@ -57,6 +57,17 @@ extension ConfigurationKey {
         ConfigurationKey("Delivery", "RetryDelays", \.delivery.retrySchedule, SettingValue.retrySchedule),
         ConfigurationKey("Delivery", "MaxConcurrentDeliveries", \.delivery.maxConcurrentDeliveries,
                          SettingValue.integer(in: 1...64)),
+
+        ConfigurationKey("Sweep", "Environment", \.sweep.environment, SettingValue.appStoreEnvironment),
+        ConfigurationKey("Sweep", "BundleID", \.sweep.bundleID, SettingValue.appStoreIdentifier),
+        ConfigurationKey("Sweep", "IssuerID", \.sweep.issuerID, SettingValue.appStoreIdentifier),
+        ConfigurationKey("Sweep", "KeyID", \.sweep.keyID, SettingValue.appStoreIdentifier),
+        ConfigurationKey("Sweep", "PrivateKeyFile", \.sweep.privateKeyFile, SettingValue.absolutePath),
+        ConfigurationKey("Sweep", "BaseURL", \.sweep.baseURL, SettingValue.backendURL),
+        ConfigurationKey("Sweep", "Window", \.sweep.window, SettingValue.sweepWindow),
+        ConfigurationKey("Sweep", "Overlap", \.sweep.overlap, SettingValue.sweepOverlap),
+        ConfigurationKey("Sweep", "MaxRequestsPerSecond", \.sweep.maxRequestsPerSecond,
+                         SettingValue.integer(in: 1...50)),
     ]
 
     /// The section names, in table order.

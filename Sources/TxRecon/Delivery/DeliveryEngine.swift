@@ -271,7 +271,6 @@ actor DeliveryEngine {
             log.write(LogEntry(.error, "new/\(LogText.escaped(drop.name)) (\(key)) not taken: \(error); "
                                + "it stays in new/ and is retried at the next start"))
         }
-        status.held = held.count
     }
 
     private func supersedeDrop(_ drop: Drop, because newer: ItemVersion?) throws(SpoolError) {
@@ -587,7 +586,6 @@ actor DeliveryEngine {
                 }
             }
         }
-        status.held = held.count
         dispatchDue()
         publishStatus()
         return result
