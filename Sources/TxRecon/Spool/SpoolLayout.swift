@@ -47,11 +47,12 @@ public struct SpoolLayout: Sendable, Equatable {
         }
     }
 
-    /// The unit's RestrictSUIDSGID=yes makes seccomp refuse, with EPERM, any
-    /// mkdir(2) whose mode has the setgid bit, even for a directory that
-    /// exists. The directory is then made without the bit; the tmpfiles entry
-    /// puts it back at the next boot (or `systemd-tmpfiles --create`).
-    private static func makeDirectory(_ path: String, mode: mode_t) throws(SpoolError) {
+    /// mkdir(2) of a spool directory; an existing one is left as it is. The
+    /// units' RestrictSUIDSGID=yes makes seccomp refuse, with EPERM, any
+    /// mkdir whose mode has the setgid bit, even for a directory that exists.
+    /// The directory is then made without the bit; the tmpfiles entry puts it
+    /// back at the next boot (or `systemd-tmpfiles --create`).
+    static func makeDirectory(_ path: String, mode: mode_t) throws(SpoolError) {
         do throws(SpoolError) {
             try SystemCall.makeDirectory(path, mode: mode)
         } catch where error.code == EPERM && mode & S_ISGID != 0 {

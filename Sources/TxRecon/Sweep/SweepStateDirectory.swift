@@ -45,7 +45,7 @@ final class SweepStateDirectory: SweepStateStore, Sendable {
     init(layout: SpoolLayout) throws(SweepStop) {
         path = Self.path(of: layout)
         do {
-            try SystemCall.makeDirectory(path, mode: 0o2750)
+            try SpoolLayout.makeDirectory(path, mode: 0o2750)
         } catch {
             throw SweepStop(kind: .failed, reason: "cannot create the sweep's state directory: \(error); "
                 + "the spool \(layout.root) must exist and be writable by the sweep's user")
