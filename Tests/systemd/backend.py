@@ -2,8 +2,13 @@
 """backend.py - the scriptable backend Tests/systemd/run.sh runs on the
 container's loopback (Python 3 standard library only).
 
-POST any path: answers the way the test needs txrecon to see the backend,
-steered by files in the state directory, which the test creates and removes:
+POST /inApps/v1/notifications/history stands in for Apple's App Store Server
+API for `txrecon sweep`: with "Authorization: Bearer <a JWT>" it answers an
+empty page and appends the request body to STATE/history.jsonl; else 401.
+
+POST any other path: answers the way the test needs txrecon to see the
+backend, steered by files in the state directory, which the test creates and
+removes:
 
   401  Authorization is not "Bearer <content of STATE/token>", so a delivery
        proves that the systemd credential reached the daemon
@@ -23,6 +28,8 @@ import json
 import os
 import sys
 
+HISTORY_PATH = "/inApps/v1/notifications/history"
+
 
 class Handler(http.server.BaseHTTPRequestHandler):
     state = "."
@@ -39,6 +46,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.wfile.write(payload)
 
     def decide(self, body):
+        if self.path == HISTORY_PATH:
+            return self.history(body)
         with open(os.path.join(self.state, "token")) as token_file:
             token = token_file.read().strip()
         if self.headers.get("Authorization") != "Bearer " + token:
@@ -64,6 +73,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
             log.flush()
             os.fsync(log.fileno())
         return 200, {"status": "stored"}
+
+    def history(self, body):
+        authorization = self.headers.get("Authorization", "")
+        if not authorization.startswith("Bearer ") or authorization.count(".") != 2:
+            return 401, {"errorCode": 4010000, "errorMessage": "no signed token"}
+        with open(os.path.join(self.state, "history.jsonl"), "a") as log:
+            log.write(body.decode("utf-8", "replace") + "\n")
+        return 200, {"notificationHistory": [], "hasMore": False}
 
     def log_message(self, format, *args):
         sys.stderr.write("%s %s\n" % (self.address_string(), format % args))

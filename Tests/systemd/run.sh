@@ -10,7 +10,8 @@
 #   with systemctl and journalctl: static analysis and the exposure score, READY
 #   before active, STATUS, delivery through the spool with the credential, the
 #   journal fields and catalog, hold and release, reload, a configuration error
-#   (exit 78, no restart loop), a watchdog kill with the queue intact, a clean stop.
+#   (exit 78, no restart loop), a watchdog kill with the queue intact, a clean stop,
+#   and one run of txrecon-sweep.service against the test backend standing in for Apple.
 # Part "package": a .deb cannot be installed into that read-only /usr, so the
 #   package is installed, used and removed in a debootstrap'ed bookworm root,
 #   booted with --volatile=overlay so that the cached root stays pristine.
@@ -160,7 +161,7 @@ boot_container() {
 }
 
 [ "$(id -u)" = 0 ] || { echo "run.sh: must run as root (it boots containers)" >&2; exit 2; }
-for b in systemd-nspawn nsenter setpriv jq systemd-analyze debootstrap dpkg-deb; do
+for b in systemd-nspawn nsenter setpriv jq openssl systemd-analyze debootstrap dpkg-deb; do
   command -v "$b" >/dev/null || { echo "run.sh: $b is missing; run 'make deps-systemd-test'" >&2; exit 2; }
 done
 [ -x "$BINARY" ] || { echo "run.sh: $BINARY is missing; run 'make release'" >&2; exit 2; }
@@ -180,6 +181,9 @@ service_part() {
   install -m 0600 /dev/null "$WORK/etc-txrecon/backend-token"
   printf '%s\n' "$token" > "$WORK/etc-txrecon/backend-token"
   printf '%s\n' "$token" > "$WORK/backend/token"
+  # the In-App Purchase key txrecon-sweep.service loads as its credential
+  openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$WORK/etc-txrecon/appstore-key.p8" 2>/dev/null
+  chmod 0600 "$WORK/etc-txrecon/appstore-key.p8"
   write_config "http://127.0.0.1:8080/transactions"
 
   boot_container service --directory=/ --volatile=yes \
@@ -202,6 +206,7 @@ service_part() {
   reload_checks
   watchdog_checks
   configuration_error_checks
+  sweep_checks
   catalog_checks
   stop_checks
   stop_container
@@ -217,6 +222,13 @@ Timeout=5s
 
 [Delivery]
 RetryDelays=1s 2s
+
+[Sweep]
+Environment=Sandbox
+BundleID=com.example.txrecon-test
+IssuerID=57246542-96fe-1a63-e053-0824d011072a
+KeyID=TESTKEY123
+BaseURL=http://127.0.0.1:8080
 EOF
   chmod 0644 "$WORK/etc-txrecon/txrecon.conf.new"
   mv "$WORK/etc-txrecon/txrecon.conf.new" "$WORK/etc-txrecon/txrecon.conf"
@@ -238,15 +250,19 @@ has_entry() {
 }
 
 static_checks() {
-  local unit=/usr/lib/systemd/system/$UNIT score
-  if in_ct systemd-analyze verify "$unit" > "$WORK/verify.txt" 2>&1 && [ ! -s "$WORK/verify.txt" ]; then
-    pass "systemd-analyze verify $UNIT: no complaint"
-  else sed 's/^/    /' "$WORK/verify.txt"; fail "systemd-analyze verify $UNIT"; fi
-  in_ct systemd-analyze security --offline=true --no-pager "$unit" > "$WORK/security.txt" 2>&1 || true
-  score=$(grep -a 'Overall exposure level' "$WORK/security.txt" | sed 's/.*: //')
-  # --threshold is on a 0..100 scale: 15 is an exposure of 1.5
-  check "systemd-analyze security --offline=true: $score (at most 1.5)" \
-    in_ct systemd-analyze security --offline=true --threshold=15 "$unit"
+  local name unit score
+  for name in "$UNIT" txrecon-sweep.service txrecon-sweep.timer; do
+    unit=/usr/lib/systemd/system/$name
+    if in_ct systemd-analyze verify "$unit" > "$WORK/verify-$name.txt" 2>&1 && [ ! -s "$WORK/verify-$name.txt" ]; then
+      pass "systemd-analyze verify $name: no complaint"
+    else sed 's/^/    /' "$WORK/verify-$name.txt"; fail "systemd-analyze verify $name"; fi
+    [ "${name##*.}" = service ] || continue
+    in_ct systemd-analyze security --offline=true --no-pager "$unit" > "$WORK/security-$name.txt" 2>&1 || true
+    score=$(grep -a 'Overall exposure level' "$WORK/security-$name.txt" | sed 's/.*: //')
+    # --threshold is on a 0..100 scale: 15 is an exposure of 1.5
+    check "systemd-analyze security --offline=true $name: $score (at most 1.5)" \
+      in_ct systemd-analyze security --offline=true --threshold=15 "$unit"
+  done
 }
 
 installed_files_checks() {
@@ -391,14 +407,33 @@ configuration_error_checks() {
   check "after the fix the unit starts again" test "$(prop ActiveState)" = active
 }
 
+# One run of the sweep's own hardened unit, with its key as a credential,
+# against backend.py standing in for Apple (an empty history).
+sweep_checks() {
+  local sweep=txrecon-sweep.service
+  if in_ct systemctl start "$sweep"; then    # Type=oneshot: returns when the run ended
+    pass "systemctl start $sweep: the run ended"
+  else in_ct journalctl -u "$sweep" --no-pager -n 20 | sed 's/^/    /'; fail "systemctl start $sweep"; fi
+  check "the sweep's run succeeded under its unit (result $(prop Result "$sweep"), exit status $(prop ExecMainStatus "$sweep"))" \
+    test "$(prop Result "$sweep")/$(prop ExecMainStatus "$sweep")" = success/0
+  check "it asked the stand-in for Apple with a signed token (the appstore-key credential was read)" \
+    test -s "$WORK/backend/history.jsonl"
+  check "journal: the run's entry (MESSAGE_ID sweepFinished, TXRECON_SWEEP_RESULT=completed)" \
+    sweep_journal_has MESSAGE_ID="$(message_id sweepFinished)" TXRECON_SWEEP_RESULT=completed
+  check "txrecon status shows the last sweep" listed_status sweep
+}
+sweep_journal_has() { in_ct journalctl -u txrecon-sweep.service -o json "$@" | contains .; }
+listed_status() { in_ct txrecon status | contains "$1"; }
+
+# Every MESSAGE_ID the daemon and the sweep logged has its catalog text under journalctl -x.
 catalog_checks() {
-  local seen id subject missing=
-  seen=$(journal_json | jq -r '.MESSAGE_ID // empty' | sort -u)
+  local seen id subject missing= units=(-u "$UNIT" -u txrecon-sweep.service)
+  seen=$(in_ct journalctl "${units[@]}" -o json | jq -r '.MESSAGE_ID // empty' | sort -u)
   for id in $(sed -n 's/^-- \([0-9a-f]\{32\}\)$/\1/p' "$ROOT/systemd/txrecon.catalog"); do
     if ! grep -qx "$id" <<<"$seen"; then missing="$missing $id"; continue; fi
-    subject=$(in_ct journalctl -x -u "$UNIT" --no-pager MESSAGE_ID="$id" -n 1 \
+    subject=$(in_ct journalctl -x "${units[@]}" --no-pager MESSAGE_ID="$id" -n 1 \
               | awk '/Subject:/ && !done { sub(/^.*Subject: /, ""); print; done = 1 }')
-    if in_ct journalctl -x -u "$UNIT" --no-pager MESSAGE_ID="$id" -n 1 | contains 'Defined-By: txrecon'; then
+    if in_ct journalctl -x "${units[@]}" --no-pager MESSAGE_ID="$id" -n 1 | contains 'Defined-By: txrecon'; then
       pass "journalctl -x explains $id: $subject"
     else fail "journalctl -x shows no catalog text for $id"; fi
   done
@@ -410,8 +445,9 @@ stop_checks() {
   local t0 took refused
   # libdispatch logs "errno=1" (EPERM: refused by the unit's SystemCallFilter=)
   # each time it cannot set a new worker thread's priority.
-  refused=$(in_ct journalctl -u "$UNIT" -o cat | grep -c 'thread priority.*errno=1$' || true)
-  check "the sandbox refused no call the daemon makes ($refused libdispatch EPERM lines)" test "$refused" = 0
+  refused=$(in_ct journalctl -u "$UNIT" -u txrecon-sweep.service -o cat | grep -c 'thread priority.*errno=1$' || true)
+  check "the sandboxes refused no call the daemon and the sweep make ($refused libdispatch EPERM lines)" \
+    test "$refused" = 0
   submit "$(envelope late-1 1)"
   t0=$(now_ms)
   in_ct systemctl stop "$UNIT"
@@ -460,6 +496,8 @@ package_part() {
   check "postinst: spool created (systemd-tmpfiles)" \
     test "$(in_ct stat -c '%a %U' /var/spool/txrecon/new)" = "3770 txrecon"
   check "postinst: unit enabled (deb-systemd-helper)" test "$(prop UnitFileState)" = enabled
+  check "postinst: txrecon-sweep.timer installed, not enabled (it needs [Sweep] first)" \
+    test "$(prop UnitFileState txrecon-sweep.timer)" = disabled
   check "postinst: service started and running" wait_until 10 state_is active/running
   check "the systemd package's trigger compiled the catalog" in_ct sh -c 'journalctl --list-catalog | grep " txrecon: "'
   check "/etc/txrecon/txrecon.conf is a conffile" \
@@ -471,6 +509,8 @@ package_part() {
   check "a drop is taken and its attempt deferred (the packaged default URL has no backend)" \
     wait_until 10 has_entry pkg-1 deferred
 
+  in_ct systemctl enable --quiet txrecon-sweep.timer    # what an administrator does once [Sweep] is set
+
   local pid; pid=$(prop MainPID)
   if in_ct dpkg -i "/mnt/txrecon-deb/$(basename "$deb")" > "$WORK/dpkg-reinstall.txt" 2>&1; then
     pass "dpkg -i again (the upgrade path)"
@@ -478,6 +518,8 @@ package_part() {
   check "the upgrade restarted the running service (MainPID $pid -> $(prop MainPID))" \
     test "$(prop MainPID)" != "$pid" -a "$(prop ActiveState)" = active
   check "the queued item survived the upgrade" in_ct sh -c 'txrecon list queue | grep pkg-1'
+  check "the upgrade left the timer the administrator enabled enabled" \
+    test "$(prop UnitFileState txrecon-sweep.timer)" = enabled
 
   if in_ct dpkg -r txrecon > "$WORK/dpkg-remove.txt" 2>&1; then pass "dpkg -r txrecon"
   else sed 's/^/    /' "$WORK/dpkg-remove.txt"; fail "dpkg -r txrecon"; fi
@@ -489,7 +531,7 @@ package_part() {
   else sed 's/^/    /' "$WORK/dpkg-purge.txt"; fail "dpkg -P txrecon"; fi
   check "purge removed the configuration and the enablement, kept the spool" \
     in_ct bash -c '! test -e /etc/txrecon && ! test -e /etc/systemd/system/multi-user.target.wants/txrecon.service &&
-                   test -d /var/spool/txrecon'
+                   ! test -e /etc/systemd/system/timers.target.wants/txrecon-sweep.timer && test -d /var/spool/txrecon'
   stop_container
 }
 
