@@ -57,6 +57,8 @@ extension ConfigurationKey {
         ConfigurationKey("Delivery", "RetryDelays", \.delivery.retrySchedule, SettingValue.retrySchedule),
         ConfigurationKey("Delivery", "MaxConcurrentDeliveries", \.delivery.maxConcurrentDeliveries,
                          SettingValue.integer(in: 1...64)),
+
+        ConfigurationKey("Metrics", "TextfileDirectory", \.metrics.textfileDirectory, SettingValue.absolutePath),
     ]
 
     /// The section names, in table order.

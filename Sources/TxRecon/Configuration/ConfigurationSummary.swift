@@ -22,6 +22,8 @@ public enum ConfigurationSummary {
             "[Delivery]",
             "RetryDelays=\(delivery.retrySchedule.delays.map(TimeSpan.format).joined(separator: " "))",
             "MaxConcurrentDeliveries=\(delivery.maxConcurrentDeliveries)",
+            "[Metrics]",
+            "TextfileDirectory=\(configuration.metrics.textfileDirectory ?? "")",
         ]
         return lines
     }
