@@ -54,6 +54,8 @@ private let minimal = """
             [Delivery]
             RetryDelays=1s 1min30s 1h
             MaxConcurrentDeliveries=64
+            [Metrics]
+            TextfileDirectory=/var/lib/prometheus/node-exporter
             """).load()
         #expect(configuration.spool.directory == "/srv/spool")
         #expect(configuration.spool.maxFileSize == 512 * 1024)
@@ -67,6 +69,7 @@ private let minimal = """
         #expect(configuration.backend.clientKeyFile == "/etc/txrecon/client.key")
         #expect(configuration.delivery.retrySchedule.delays == [.seconds(1), .seconds(90), .seconds(3600)])
         #expect(configuration.delivery.maxConcurrentDeliveries == 64)
+        #expect(configuration.metrics.textfileDirectory == "/var/lib/prometheus/node-exporter")
         #expect(Set(configuration.origins.keys) == Set(ConfigurationKey.all.map(\.qualifiedName)))
     }
 
@@ -134,7 +137,7 @@ private let minimal = """
         let files = ConfigurationFiles(minimal + "\n\n[Sweep]\n")
         #expect(files.loadError() == ConfigurationError(
             file: files.path, line: 4, key: nil,
-            message: "unknown section [Sweep]; the sections are [Spool], [Backend], [Delivery]"))
+            message: "unknown section [Sweep]; the sections are [Spool], [Backend], [Delivery], [Metrics]"))
     }
 
     @Test func anUnknownKeyNamesItsSectionAndTheKeysAccepted() {
@@ -244,6 +247,7 @@ private let minimal = """
         ("Delivery", "MaxConcurrentDeliveries", "65", #""65" is not between 1 and 64"#),
         ("Delivery", "MaxConcurrentDeliveries", "four", #""four" is not a whole number between 1 and 64"#),
         ("Delivery", "MaxConcurrentDeliveries", "+4", #""+4" is not a whole number between 1 and 64"#),
+        ("Metrics", "TextfileDirectory", "node-exporter", #""node-exporter" is not an absolute path"#),
     ])
     func badValuesAreErrorsNamingTheKeyAndLine(section: String, key: String, value: String, message: String) {
         let files = ConfigurationFiles(minimal + "\n[\(section)]\n# the value under test\n\(key)=\(value)\n")
