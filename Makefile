@@ -11,7 +11,7 @@ CONFIGURATION ?= debug
 
 DEB_PACKAGES := pkg-config libsystemd-dev libcurl4-openssl-dev libssl-dev openssl python3
 
-.PHONY: all deps build release test demo clean
+.PHONY: all deps build release test demo metrics-check clean
 
 all: build
 
@@ -40,6 +40,17 @@ test: deps
 demo: deps
 	$(SWIFT) build
 	BIN=.build/debug/txrecon ./Examples/demo.sh
+
+# txrecon.prom as a real node_exporter (Debian's prometheus-node-exporter)
+# exports it. Installs the package when missing, without its recommends;
+# note that Debian enables its service on :9100. The check runs its own
+# instance on a free loopback port.
+metrics-check: deps
+	@command -v prometheus-node-exporter >/dev/null || { \
+	  SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends prometheus-node-exporter; }
+	$(SWIFT) build
+	BIN=.build/debug/txrecon ./Tests/metrics/node-exporter-check.sh --daemon
 
 clean:
 	rm -rf .build
