@@ -4,6 +4,7 @@
 // ended by PID (SIGTERM, then SIGKILL) when the value goes away.
 import Glibc
 import Synchronization
+import TxRecon
 
 public final class DaemonProcess: Sendable {
     public let pid: pid_t
@@ -31,15 +32,7 @@ public final class DaemonProcess: Sendable {
         posix_spawn_file_actions_addopen(&actions, 2, stderrPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         posix_spawn_file_actions_addopen(&actions, 1, stderrPath + ".out", O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         posix_spawn_file_actions_addopen(&actions, 0, stdinPath ?? "/dev/null", O_RDONLY, 0)
-        var merged: [String: String] = [:]
-        var pointer = environ
-        while let entry = pointer.pointee {
-            let text = String(cString: entry)
-            if let equals = text.firstIndex(of: "=") {
-                merged[String(text[..<equals])] = String(text[text.index(after: equals)...])
-            }
-            pointer += 1
-        }
+        var merged = ProcessEnvironment.current
         for name in ["NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID", "JOURNAL_STREAM", "CREDENTIALS_DIRECTORY"] {
             merged[name] = nil
         }

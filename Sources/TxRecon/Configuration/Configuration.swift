@@ -15,6 +15,8 @@ public struct Configuration: Sendable, Equatable {
     public var backend = BackendSettings()
     public var delivery = DeliverySettings()
     public var metrics = MetricsSettings()
+    /// Read only by `txrecon sweep`.
+    public var sweep = SweepSettings()
     /// Where each key that is not at its default was last set, by
     /// `Section.Key` (e.g. `"Backend.BearerTokenFile"`), so that checks made
     /// after loading, such as reading the secret files, can name the file

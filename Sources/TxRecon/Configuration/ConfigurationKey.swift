@@ -59,6 +59,17 @@ extension ConfigurationKey {
                          SettingValue.integer(in: 1...64)),
 
         ConfigurationKey("Metrics", "TextfileDirectory", \.metrics.textfileDirectory, SettingValue.absolutePath),
+
+        ConfigurationKey("Sweep", "Environment", \.sweep.environment, SettingValue.appStoreEnvironment),
+        ConfigurationKey("Sweep", "BundleID", \.sweep.bundleID, SettingValue.appStoreIdentifier),
+        ConfigurationKey("Sweep", "IssuerID", \.sweep.issuerID, SettingValue.appStoreIdentifier),
+        ConfigurationKey("Sweep", "KeyID", \.sweep.keyID, SettingValue.appStoreIdentifier),
+        ConfigurationKey("Sweep", "PrivateKeyFile", \.sweep.privateKeyFile, SettingValue.absolutePath),
+        ConfigurationKey("Sweep", "BaseURL", \.sweep.baseURL, SettingValue.backendURL),
+        ConfigurationKey("Sweep", "Window", \.sweep.window, SettingValue.sweepWindow),
+        ConfigurationKey("Sweep", "Overlap", \.sweep.overlap, SettingValue.sweepOverlap),
+        ConfigurationKey("Sweep", "MaxRequestsPerSecond", \.sweep.maxRequestsPerSecond,
+                         SettingValue.integer(in: 1...50)),
     ]
 
     /// The section names, in table order.

@@ -1,5 +1,7 @@
 // ConfigurationSummary: the settings in force as `Key=value` lines, for
-// `txrecon check-config`. Secrets are shown only as set or not set.
+// `txrecon check-config`. Secrets are shown only as set or not set; [Sweep]
+// only when something in it is set, and its key file only by name (it is
+// read by `txrecon sweep`, not here).
 
 public enum ConfigurationSummary {
     public static func lines(_ configuration: Configuration, secrets: BackendSecrets) -> [String] {
@@ -25,6 +27,24 @@ public enum ConfigurationSummary {
             "[Metrics]",
             "TextfileDirectory=\(configuration.metrics.textfileDirectory ?? "")",
         ]
+        if configuration.origins.keys.contains(where: { $0.hasPrefix("Sweep.") }) {
+            lines += sweepLines(configuration.sweep)
+        }
         return lines
+    }
+
+    private static func sweepLines(_ sweep: SweepSettings) -> [String] {
+        [
+            "[Sweep]",
+            "Environment=\(sweep.environment.rawValue)",
+            "BundleID=\(sweep.bundleID ?? "(not set)")",
+            "IssuerID=\(sweep.issuerID ?? "(not set)")",
+            "KeyID=\(sweep.keyID ?? "(not set)")",
+            "PrivateKey: from \(sweep.privateKeyFile ?? "credential appstore-key")",
+            "BaseURL=\(sweep.effectiveBaseURL)",
+            "Window=\(TimeSpan.format(sweep.window))",
+            "Overlap=\(TimeSpan.format(sweep.overlap))",
+            "MaxRequestsPerSecond=\(sweep.maxRequestsPerSecond)",
+        ]
     }
 }

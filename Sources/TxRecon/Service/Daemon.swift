@@ -41,8 +41,7 @@ public enum Daemon {
         let configuration: Configuration
         let secrets: BackendSecrets
         do {
-            configuration = try ConfigurationLoader.load(path: configurationPath)
-            secrets = try BackendSecrets.load(for: configuration, environment: environment)
+            (configuration, secrets) = try loadConfiguration(configurationPath, environment: environment)
         } catch {
             log.write(LogEntry(.error, "configuration error: \(error)"))
             return ExitStatus.configuration
@@ -171,8 +170,7 @@ public enum Daemon {
         let next: Configuration
         let secrets: BackendSecrets
         do {
-            next = try ConfigurationLoader.load(path: path)
-            secrets = try BackendSecrets.load(for: next, environment: environment)
+            (next, secrets) = try loadConfiguration(path, environment: environment)
         } catch {
             log.write(LogEntry(.error, "reload refused, the running configuration stays: \(error)",
                                messageID: MessageID.reloadRefused))
@@ -196,6 +194,13 @@ public enum Daemon {
     }
 
     // MARK: Pieces
+
+    /// The configuration and the secrets it names, as start and reload read them.
+    private static func loadConfiguration(_ path: String, environment: [String: String])
+        throws(ConfigurationError) -> (Configuration, BackendSecrets) {
+        let configuration = try ConfigurationLoader.load(path: path)
+        return (configuration, try BackendSecrets.load(for: configuration, environment: environment))
+    }
 
     static func engineSettings(_ configuration: Configuration) -> DeliveryEngine.Settings {
         DeliveryEngine.Settings(schedule: configuration.delivery.retrySchedule,

@@ -56,6 +56,16 @@ private let minimal = """
             MaxConcurrentDeliveries=64
             [Metrics]
             TextfileDirectory=/var/lib/prometheus/node-exporter
+            [Sweep]
+            Environment=Sandbox
+            BundleID=com.example.app
+            IssuerID=57246542-96fe-1a63-e053-0824d011072a
+            KeyID=2X9R4HXF34
+            PrivateKeyFile=/etc/txrecon/appstore-key.p8
+            BaseURL=http://127.0.0.1:8443
+            Window=6h
+            Overlap=0
+            MaxRequestsPerSecond=50
             """).load()
         #expect(configuration.spool.directory == "/srv/spool")
         #expect(configuration.spool.maxFileSize == 512 * 1024)
@@ -70,6 +80,11 @@ private let minimal = """
         #expect(configuration.delivery.retrySchedule.delays == [.seconds(1), .seconds(90), .seconds(3600)])
         #expect(configuration.delivery.maxConcurrentDeliveries == 64)
         #expect(configuration.metrics.textfileDirectory == "/var/lib/prometheus/node-exporter")
+        let sweep = configuration.sweep
+        #expect(sweep.environment == .sandbox && sweep.bundleID == "com.example.app")
+        #expect(sweep.issuerID == "57246542-96fe-1a63-e053-0824d011072a" && sweep.keyID == "2X9R4HXF34")
+        #expect(sweep.privateKeyFile == "/etc/txrecon/appstore-key.p8" && sweep.baseURL == "http://127.0.0.1:8443")
+        #expect(sweep.window == .seconds(6 * 3600) && sweep.overlap == .zero && sweep.maxRequestsPerSecond == 50)
         #expect(Set(configuration.origins.keys) == Set(ConfigurationKey.all.map(\.qualifiedName)))
     }
 
@@ -134,10 +149,10 @@ private let minimal = """
     }
 
     @Test func anUnknownSectionIsAnErrorOnItsHeaderLine() {
-        let files = ConfigurationFiles(minimal + "\n\n[Sweep]\n")
+        let files = ConfigurationFiles(minimal + "\n\n[Monitoring]\n")
         #expect(files.loadError() == ConfigurationError(
             file: files.path, line: 4, key: nil,
-            message: "unknown section [Sweep]; the sections are [Spool], [Backend], [Delivery], [Metrics]"))
+            message: "unknown section [Monitoring]; the sections are [Spool], [Backend], [Delivery], [Metrics], [Sweep]"))
     }
 
     @Test func anUnknownKeyNamesItsSectionAndTheKeysAccepted() {
