@@ -51,6 +51,15 @@ struct MetricsIntegrationTests {
         #expect(try SystemCall.listDirectory(fixture.metricsDirectory.path) == ["txrecon.prom"])
     }
 
+    @Test func checkConfigShowsTheMetricsDirectory() throws {
+        let fixture = try MetricsFixture()
+        let check = try fixture.daemon.cli(["check-config"])
+        #expect(check.status == 0)
+        let lines = check.stdout.split(separator: "\n").map { $0.trimmingPrefix(while: \.isWhitespace) }
+        let section = try #require(lines.firstIndex(of: "[Metrics]"))
+        #expect(lines.dropFirst(section + 1).first == "TextfileDirectory=\(fixture.metricsDirectory.path)")
+    }
+
     @Test func whileRunningTheFileFollowsDeliveriesAndRejections() async throws {
         let fixture = try MetricsFixture()
         try await fixture.daemon.start()

@@ -24,9 +24,10 @@ public enum ConfigurationSummary {
             "[Delivery]",
             "RetryDelays=\(delivery.retrySchedule.delays.map(TimeSpan.format).joined(separator: " "))",
             "MaxConcurrentDeliveries=\(delivery.maxConcurrentDeliveries)",
-            "[Metrics]",
-            "TextfileDirectory=\(configuration.metrics.textfileDirectory ?? "")",
         ]
+        if let directory = configuration.metrics.textfileDirectory {
+            lines += ["[Metrics]", "TextfileDirectory=\(directory)"]
+        }
         if configuration.origins.keys.contains(where: { $0.hasPrefix("Sweep.") }) {
             lines += sweepLines(configuration.sweep)
         }
