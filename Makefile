@@ -34,8 +34,8 @@ VERSION  := $(shell sed -n 's/.*static let current = "\(.*\)".*/\1/p' Sources/Tx
 DEB_ARCH := $(shell dpkg --print-architecture 2>/dev/null)
 DEB_STAGE = .build/deb/txrecon_$(VERSION)_$(DEB_ARCH)
 
-.PHONY: all deps deps-docs deps-systemd-test build release test demo clean install install-files deb check-docs \
-        systemd-test
+.PHONY: all deps deps-docs deps-systemd-test build release test demo metrics-check clean install install-files \
+        deb check-docs systemd-test
 
 all: build
 
@@ -77,6 +77,17 @@ test: deps
 demo: deps
 	$(SWIFT) build
 	BIN=.build/debug/txrecon ./Examples/demo.sh
+
+# txrecon.prom as a real node_exporter (Debian's prometheus-node-exporter)
+# exports it. Installs the package when missing, without its recommends;
+# note that Debian enables its service on :9100. The check runs its own
+# instance on a free loopback port.
+metrics-check: deps
+	@command -v prometheus-node-exporter >/dev/null || { \
+	  SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends prometheus-node-exporter; }
+	$(SWIFT) build
+	BIN=.build/debug/txrecon ./Tests/metrics/node-exporter-check.sh --daemon
 
 clean:
 	rm -rf .build

@@ -25,6 +25,9 @@ public enum ConfigurationSummary {
             "RetryDelays=\(delivery.retrySchedule.delays.map(TimeSpan.format).joined(separator: " "))",
             "MaxConcurrentDeliveries=\(delivery.maxConcurrentDeliveries)",
         ]
+        if let directory = configuration.metrics.textfileDirectory {
+            lines += ["[Metrics]", "TextfileDirectory=\(directory)"]
+        }
         if configuration.origins.keys.contains(where: { $0.hasPrefix("Sweep.") }) {
             lines += sweepLines(configuration.sweep)
         }

@@ -6,7 +6,8 @@
 //   SIGHUP:  RELOADING=1, configuration read again and applied, or refused
 //            with a log line while the old one stays; READY=1
 //   SIGTERM, SIGINT: STOPPING=1, intake stops, attempts in flight get a
-//            bounded time to end, nothing undelivered is finished; exit 0
+//            bounded time to end, nothing undelivered is finished, the
+//            metrics file (if any) says txrecon_up 0; exit 0
 //   new/ or ctl/ removed while running: exit 1 so systemd restarts us
 //
 // Reports: the lifecycle in the journal (started, reloaded, stopping) and
@@ -58,6 +59,9 @@ public enum Daemon {
 
         let startedAt = Timestamp.nowMilliseconds()
         let publisher = StatusPublisher(health: health, statusFile: layout.statusFile, startedAt: startedAt)
+        let metrics = configuration.metrics.textfileDirectory.map {
+            MetricsExporter(directory: $0, startedAt: startedAt, version: version, log: log)
+        }
         let spool = Spool(layout: layout, keepsDone: configuration.spool.doneRetention > .zero)
         let reaper = spool.keepsDone
             ? DoneReaper(directory: layout.done, retention: configuration.spool.doneRetention, log: log) : nil
@@ -77,6 +81,7 @@ public enum Daemon {
             clock: SystemClock(), log: log,
             publish: { status in
                 publisher.publish(status)
+                metrics?.publish(status)
                 reaper?.observe(finished: status.delivered + status.superseded)
             })
         do {
@@ -145,8 +150,10 @@ public enum Daemon {
         watchdog.cancel()
         intake.stop()
         await engine.stop()
-        publisher.publish(await engine.currentStatus)
+        let final = await engine.currentStatus
+        publisher.publish(final)
         publisher.flushNow()
+        metrics?.stop(final: final)
         reaper?.stop()
         transport.shutdown()
         for source in signalSources { source.cancel() }
@@ -170,8 +177,10 @@ public enum Daemon {
             return current
         }
         if next.spool.directory != current.spool.directory || next.spool.doneRetention != current.spool.doneRetention
-            || next.delivery.maxConcurrentDeliveries != current.delivery.maxConcurrentDeliveries {
-            log.write(LogEntry(.error, "reload refused: Directory=, DoneRetention= and MaxConcurrentDeliveries= "
+            || next.delivery.maxConcurrentDeliveries != current.delivery.maxConcurrentDeliveries
+            || next.metrics != current.metrics {
+            log.write(LogEntry(.error, "reload refused: Directory=, DoneRetention=, MaxConcurrentDeliveries= "
+                               + "and TextfileDirectory= "
                                + "take effect only at restart (systemctl restart txrecon); the running configuration stays",
                                messageID: MessageID.reloadRefused))
             return current

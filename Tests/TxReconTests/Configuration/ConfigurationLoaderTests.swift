@@ -54,6 +54,8 @@ private let minimal = """
             [Delivery]
             RetryDelays=1s 1min30s 1h
             MaxConcurrentDeliveries=64
+            [Metrics]
+            TextfileDirectory=/var/lib/prometheus/node-exporter
             [Sweep]
             Environment=Sandbox
             BundleID=com.example.app
@@ -77,6 +79,7 @@ private let minimal = """
         #expect(configuration.backend.clientKeyFile == "/etc/txrecon/client.key")
         #expect(configuration.delivery.retrySchedule.delays == [.seconds(1), .seconds(90), .seconds(3600)])
         #expect(configuration.delivery.maxConcurrentDeliveries == 64)
+        #expect(configuration.metrics.textfileDirectory == "/var/lib/prometheus/node-exporter")
         let sweep = configuration.sweep
         #expect(sweep.environment == .sandbox && sweep.bundleID == "com.example.app")
         #expect(sweep.issuerID == "57246542-96fe-1a63-e053-0824d011072a" && sweep.keyID == "2X9R4HXF34")
@@ -146,10 +149,10 @@ private let minimal = """
     }
 
     @Test func anUnknownSectionIsAnErrorOnItsHeaderLine() {
-        let files = ConfigurationFiles(minimal + "\n\n[Metrics]\n")
+        let files = ConfigurationFiles(minimal + "\n\n[Monitoring]\n")
         #expect(files.loadError() == ConfigurationError(
             file: files.path, line: 4, key: nil,
-            message: "unknown section [Metrics]; the sections are [Spool], [Backend], [Delivery], [Sweep]"))
+            message: "unknown section [Monitoring]; the sections are [Spool], [Backend], [Delivery], [Metrics], [Sweep]"))
     }
 
     @Test func anUnknownKeyNamesItsSectionAndTheKeysAccepted() {
@@ -259,6 +262,7 @@ private let minimal = """
         ("Delivery", "MaxConcurrentDeliveries", "65", #""65" is not between 1 and 64"#),
         ("Delivery", "MaxConcurrentDeliveries", "four", #""four" is not a whole number between 1 and 64"#),
         ("Delivery", "MaxConcurrentDeliveries", "+4", #""+4" is not a whole number between 1 and 64"#),
+        ("Metrics", "TextfileDirectory", "node-exporter", #""node-exporter" is not an absolute path"#),
     ])
     func badValuesAreErrorsNamingTheKeyAndLine(section: String, key: String, value: String, message: String) {
         let files = ConfigurationFiles(minimal + "\n[\(section)]\n# the value under test\n\(key)=\(value)\n")
