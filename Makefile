@@ -11,7 +11,7 @@ CONFIGURATION ?= debug
 
 DEB_PACKAGES := pkg-config libsystemd-dev libcurl4-openssl-dev libssl-dev python3
 
-.PHONY: all deps build release test clean
+.PHONY: all deps build release test clean bench bench-long
 
 all: build
 
@@ -38,3 +38,17 @@ test: deps
 
 clean:
 	rm -rf .build
+
+# The benchmark (issue 6): builds the release binary, runs it against nginx
+# on 127.0.0.1 (fetched from Debian when missing), prints a Markdown table
+# and writes it to bench/results.md. About 15 minutes; pass options with
+# BENCH_FLAGS, e.g. BENCH_FLAGS="--runs 5" or "--only drain,latency"
+# (python3 bench/bench.py --help lists them). bench-long drains 1,000,000
+# items for the RSS measurement instead of 200,000.
+BENCH_FLAGS ?=
+
+bench: deps
+	python3 bench/bench.py $(BENCH_FLAGS)
+
+bench-long: deps
+	python3 bench/bench.py --long $(BENCH_FLAGS)
