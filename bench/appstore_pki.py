@@ -60,7 +60,7 @@ class TestPKI:
         with open(self.path("extensions.cnf"), "w") as out:
             out.write(EXTENSIONS)
         self.openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-384", "-nodes",
-                     "-keyout", self.path("root.key"), "-out", self.root_certificate, "-days", "3650",
+                     "-keyout", self.path("root.key"), "-out", self.root_certificate, "-days", "3650", "-sha384",
                      "-subj", "/CN=txrecon bench Root CA/O=txrecon bench",
                      "-addext", "basicConstraints=critical,CA:true", "-addext", "keyUsage=critical,keyCertSign,cRLSign")
         self.issue("intermediate", "P-384", "/CN=txrecon bench WWDR-like Intermediate/O=txrecon bench",
@@ -83,7 +83,7 @@ class TestPKI:
         self.openssl("req", "-new", "-newkey", "ec", "-pkeyopt", f"ec_paramgen_curve:{curve}", "-nodes",
                      "-keyout", self.path(name + ".key"), "-out", self.path(name + ".csr"), "-subj", subject)
         self.openssl("x509", "-req", "-in", self.path(name + ".csr"), "-CA", ca_certificate, "-CAkey", ca_key,
-                     "-CAcreateserial", "-days", "3650", "-extfile", self.path("extensions.cnf"),
+                     "-CAcreateserial", "-days", "3650", "-sha384", "-extfile", self.path("extensions.cnf"),
                      "-extensions", name, "-out", self.path(name + ".pem"))
 
     def fill(self, directory, names):
