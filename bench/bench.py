@@ -261,7 +261,7 @@ class Nginx:
 
     def version(self):
         completed = subprocess.run([self.binary, "-v"], capture_output=True, text=True)
-        return completed.stderr.strip().replace("nginx version: ", "")
+        return completed.stderr.strip().replace("nginx version: nginx/", "")
 
     def truncate_logs(self):
         """Empties the access logs in place (nginx keeps appending to them)."""
@@ -556,7 +556,7 @@ def fmt_rate(value):
 
 
 def runs_note(values, unit=""):
-    return ", ".join(f"{value:,.0f}{unit}" if value >= 100 else f"{value:.2f}{unit}" for value in values)
+    return ", ".join(f"{value:,.0f}{unit}" if value >= 10 else f"{value:.2f}{unit}" for value in values)
 
 
 # ---------------------------------------------------------------------------
@@ -980,6 +980,8 @@ class Bench:
         swift = subprocess.run(["swift", "--version"], capture_output=True, text=True).stdout.splitlines()
         commit = subprocess.run(["git", "describe", "--always", "--dirty"], cwd=REPO, capture_output=True,
                                 text=True).stdout.strip()
+        build = (f"{commit} (swift build -c release --static-swift-stdlib; {swift[0] if swift else 'swift ?'})"
+                 if not self.args.binary else f"{self.binary} (--binary)")
         filesystem = subprocess.run(["df", "--output=fstype", self.work], capture_output=True,
                                     text=True).stdout.split()[-1]
         return [
@@ -987,8 +989,7 @@ class Bench:
             f"- Machine: {os.cpu_count()} CPUs (nproc {os.sched_getaffinity(0).__len__()}), {model}, "
             f"{memory:.0f} GiB RAM",
             f"- Kernel: {platform.system()} {platform.release()}; spool on {filesystem}",
-            f"- txrecon: {commit} (swift build -c release --static-swift-stdlib; "
-            f"{swift[0] if swift else 'swift ?'})",
+            f"- txrecon: {build}",
             f"- Backend: nginx {self.nginx.version()}, {self.args.nginx_workers} worker(s), 204 to every POST; "
             f"MaxConcurrentDeliveries={self.args.connections}",
             f"- Runs: median of {self.args.runs} (minute-long measurements: {self.args.slow_runs})",
