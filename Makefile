@@ -11,7 +11,7 @@ CONFIGURATION ?= debug
 
 DEB_PACKAGES := pkg-config libsystemd-dev libcurl4-openssl-dev libssl-dev python3
 
-.PHONY: all deps build release test clean bench bench-long
+.PHONY: all deps build release test clean bench bench-long bench-profile
 
 all: build
 
@@ -44,7 +44,8 @@ clean:
 # and writes it to bench/results.md. About 15 minutes; pass options with
 # BENCH_FLAGS, e.g. BENCH_FLAGS="--runs 5" or "--only drain,latency"
 # (python3 bench/bench.py --help lists them). bench-long drains 1,000,000
-# items for the RSS measurement instead of 200,000.
+# items for the RSS measurement instead of 200,000; bench-profile records one
+# drain with perf (linux-perf) into .build/bench/profile.txt.
 BENCH_FLAGS ?=
 
 bench: deps
@@ -52,3 +53,6 @@ bench: deps
 
 bench-long: deps
 	python3 bench/bench.py --long $(BENCH_FLAGS)
+
+bench-profile: deps
+	python3 bench/bench.py --only profile $(BENCH_FLAGS)

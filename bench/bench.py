@@ -967,6 +967,52 @@ class Bench:
                      None if reference is None else retry_rate >= 0.8 * reference,
                      "pass when ≥ 80% of measurement 1's median"))
 
+    # -- profile (opt-in) ---------------------------------------------------
+
+    def profile_drain(self):
+        """One pre-filled drain with `perf record` attached to the daemon
+        from exec + READY on; writes perf's report, demangled, to
+        --profile-output. Not a table row: the report is for reading."""
+        perf = shutil.which("perf")
+        if perf is None:
+            self.notes.append("profile: perf is not installed (apt-get install linux-perf)")
+            return
+        count = self.args.items
+        daemon = Daemon(self, "profile", self.nginx.url(self.nginx.fast_port))
+        data = os.path.join(self.work, "perf.data")
+        try:
+            write_envelopes(daemon.spool.path("new"), keys("p", count))
+            os.sync()
+            start = daemon.start()
+            recorder = PROCESSES.start([perf, "record", "-q", "-e", "cpu-clock", "-F", "2999",
+                                        "--call-graph", self.args.call_graph, "-p", str(daemon.process.pid),
+                                        "-o", data], stdout=subprocess.DEVNULL)
+            end = daemon.wait_empty(self.drain_timeout(count))
+            cpu = proc_cpu_seconds(daemon.process.pid)
+            PROCESSES.end(recorder, signal.SIGINT, grace=120)
+            daemon.stop()
+        except BenchError as error:
+            self.notes.append(f"profile: {error}")
+            return
+        finally:
+            daemon.stop()
+            daemon.discard()
+        log("profile: perf report")
+        header = (f"perf record -e cpu-clock -F 2999 --call-graph {self.args.call_graph}: drain of {count} "
+                  f"envelopes in new/ at start, {count / (end - start):,.0f}/s under perf, "
+                  f"{cpu / count * 1e6:.0f} µs CPU per item\n\n")
+        sections = []
+        for title, options in (("self time by symbol", ["--no-children", "--sort", "dso,symbol"]),
+                               ("self time by thread", ["--no-children", "--sort", "comm"]),
+                               ("time including callees", ["--children", "--sort", "symbol"])):
+            report = subprocess.run([perf, "report", "-i", data, "--stdio", "-g", "none", "--percent-limit", "0.4",
+                                     *options], capture_output=True, text=True).stdout
+            sections.append(f"==== {title}\n{report}")
+        text = demangle(header + "\n".join(sections))
+        with open(self.args.profile_output, "w") as out:
+            out.write(text)
+        self.notes.append(f"profile: perf report written to {self.args.profile_output}")
+
     # -- report -------------------------------------------------------------
 
     def machine(self):
@@ -996,6 +1042,10 @@ class Bench:
         ]
 
     def report(self):
+        if not self.rows:
+            for note in self.notes:
+                log(note)
+            return
         lines = ["# txrecon benchmark", "", *self.machine(), "",
                  "| metric | result | target | pass/fail |", "|---|---|---|---|"]
         for row in self.rows:
@@ -1031,6 +1081,15 @@ def percentile(ordered, p):
     return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
 
 
+def demangle(text):
+    """Swift symbols in `text` made readable by `swift demangle --simplified`."""
+    try:
+        return subprocess.run(["swift", "demangle", "--simplified"], input=text, capture_output=True,
+                              text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return text
+
+
 def parse_delays(text):
     units = {"ms": 0.001, "s": 1, "sec": 1, "min": 60, "m": 60, "h": 3600}
     delays = []
@@ -1061,6 +1120,8 @@ def rss_at_fraction(samples, count, fraction):
 
 
 MEASUREMENTS = ["drain", "dropped", "jws", "latency", "idle", "startup", "rss", "outage"]
+# Run only when asked for (--only profile, make bench-profile).
+OPT_IN = ["profile"]
 
 
 def parse_arguments():
@@ -1068,7 +1129,8 @@ def parse_arguments():
     parser.add_argument("--runs", type=int, default=3, help="runs per measurement, median reported (default 3)")
     parser.add_argument("--slow-runs", type=int, default=1, help="runs of the minute-long ones (default 1)")
     parser.add_argument("--only", default=",".join(MEASUREMENTS),
-                        help="comma-separated subset of: " + ", ".join(MEASUREMENTS))
+                        help="comma-separated subset of: " + ", ".join(MEASUREMENTS + OPT_IN)
+                        + " (profile: perf record of one drain; not run by default)")
     parser.add_argument("--items", type=int, default=20000, help="items per drain (default 20000)")
     parser.add_argument("--connections", type=int, default=4,
                         help="MaxConcurrentDeliveries= and curlclient threads (default 4, the daemon's default)")
@@ -1090,10 +1152,14 @@ def parse_arguments():
     parser.add_argument("--work-dir", default=None, help="where the temporary spools go (default $TMPDIR)")
     parser.add_argument("--keep", action="store_true", help="keep spools, logs and nginx's files")
     parser.add_argument("--results", default=os.path.join(BENCH_DIR, "results.md"), help="Markdown output")
+    parser.add_argument("--profile-output", default=os.path.join(REPO, ".build", "bench", "profile.txt"),
+                        help="where --only profile writes perf's report (default .build/bench/profile.txt)")
+    parser.add_argument("--call-graph", default="dwarf,16384",
+                        help="perf record --call-graph mode for the profile (default dwarf,16384; fp is cheaper)")
     args = parser.parse_args()
     args.long_items = 1000000 if args.long else 200000
     args.only = [name.strip() for name in args.only.split(",") if name.strip()]
-    unknown = set(args.only) - set(MEASUREMENTS)
+    unknown = set(args.only) - set(MEASUREMENTS + OPT_IN)
     if unknown:
         parser.error("unknown measurement(s): " + ", ".join(sorted(unknown)))
     return args
@@ -1110,8 +1176,9 @@ def main():
         bench.probe_envelope_settings()
         steps = {"drain": bench.measure_drain_and_limit, "dropped": bench.measure_dropped,
                  "jws": bench.measure_drain_jws, "latency": bench.measure_latency, "idle": bench.measure_idle,
-                 "startup": bench.measure_startup, "rss": bench.measure_long_drain, "outage": bench.measure_outage}
-        for name in MEASUREMENTS:
+                 "startup": bench.measure_startup, "rss": bench.measure_long_drain, "outage": bench.measure_outage,
+                 "profile": bench.profile_drain}
+        for name in MEASUREMENTS + OPT_IN:
             if name in args.only:
                 steps[name]()
         bench.report()
