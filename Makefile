@@ -11,7 +11,7 @@ CONFIGURATION ?= debug
 
 DEB_PACKAGES := pkg-config libsystemd-dev libcurl4-openssl-dev libssl-dev python3
 
-.PHONY: all deps build release test clean bench bench-long bench-profile
+.PHONY: all deps build release test demo clean bench bench-long bench-profile
 
 all: build
 
@@ -35,6 +35,11 @@ release: deps
 test: deps
 	$(SWIFT) build
 	$(SWIFT) test
+
+# The example backend, the daemon on a throw-away spool, the samples delivered.
+demo: deps
+	$(SWIFT) build
+	BIN=.build/debug/txrecon ./Examples/demo.sh
 
 clean:
 	rm -rf .build

@@ -1,2 +1,41 @@
 // txrecon: the command line. Argument handling only; behaviour lives in TxRecon.
+//
+//   txrecon run | submit | status | list | show | release | retry |
+//           requeue-rejected | check-config   [--config PATH]
+//
+// Exit status: 0 success, 1 failure, 2 bad arguments (usage), 78 configuration error.
+import Glibc
 import TxRecon
+
+let commands: [String: any Command.Type] = [
+    "run": RunCommand.self, "submit": SubmitCommand.self, "status": StatusCommand.self,
+    "list": ListCommand.self, "show": ShowCommand.self, "release": ReleaseCommand.self,
+    "retry": RetryCommand.self, "requeue-rejected": RequeueRejectedCommand.self,
+    "check-config": CheckConfigCommand.self,
+]
+
+var words = Array(CommandLine.arguments.dropFirst())
+let name = words.first ?? "--help"
+if name == "--help" || name == "-h" || name == "help" {
+    print(Usage.overview(commands: commands))
+    exit(0)
+}
+if name == "--version" {
+    print("txrecon \(TxReconVersion.current)")
+    exit(0)
+}
+guard let command = commands[name] else {
+    Usage.fail("unknown command '\(name)'; see 'txrecon --help'")
+}
+words.removeFirst()
+let arguments: Arguments
+do {
+    arguments = try Arguments(words, flags: command.flags, options: ["--config"] + command.options)
+} catch {
+    Usage.fail("\(name): \(error); see 'txrecon \(name) --help'")
+}
+if arguments.has("--help") {
+    print(command.help)
+    exit(0)
+}
+exit(await command.run(arguments))

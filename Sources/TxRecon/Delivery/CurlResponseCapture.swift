@@ -1,0 +1,74 @@
+// CurlResponseCapture: what a worker keeps of one HTTP response while curl
+// reads it: the `Retry-After` header and the first bytes of the body.
+//
+// Called from curl's header and write callbacks on the worker's thread.
+// Touches no files and reports nothing; a body over `bodyLimit` stops the
+// transfer, which the worker treats as a complete answer (the status line
+// and headers have arrived).
+
+/// The parts of a response the engine needs. Not Sendable on purpose: it
+/// belongs to one `CurlWorker` and its thread.
+final class CurlResponseCapture {
+    /// How much of the body is kept for hold reasons: 512 bytes.
+    static let bodyPrefixLimit = 512
+    /// How much body is read (and dropped) before the transfer is stopped:
+    /// 1 MiB. Answers are expected to be short; a longer one would only keep
+    /// the worker busy.
+    static let bodyLimit = 1 << 20
+
+    private(set) var bodyPrefix: [UInt8] = []
+    /// The raw value of the final response's `Retry-After` header.
+    private(set) var retryAfter: String?
+    /// True when the body passed `bodyLimit` and the transfer was stopped.
+    private(set) var bodyTooLong = false
+    private var bodyLength = 0
+
+    init() {
+        bodyPrefix.reserveCapacity(Self.bodyPrefixLimit)
+    }
+
+    /// Forgets the previous response.
+    func reset() {
+        bodyPrefix.removeAll(keepingCapacity: true)
+        retryAfter = nil
+        bodyTooLong = false
+        bodyLength = 0
+    }
+
+    /// Takes a piece of the body. Returns the number of bytes consumed; a
+    /// smaller number tells curl to stop.
+    func receiveBody(_ bytes: UnsafeRawBufferPointer) -> Int {
+        let room = Self.bodyPrefixLimit - bodyPrefix.count
+        if room > 0 { bodyPrefix.append(contentsOf: bytes.prefix(room)) }
+        bodyLength += bytes.count
+        if bodyLength > Self.bodyLimit {
+            bodyTooLong = true
+            return 0
+        }
+        return bytes.count
+    }
+
+    /// Takes one header line, CRLF included.
+    func receiveHeader(_ line: UnsafeRawBufferPointer) {
+        if line.starts(with: "HTTP/".utf8) {
+            // A new status line: whatever an interim 1xx response said is void.
+            retryAfter = nil
+            return
+        }
+        let name = "retry-after:".utf8
+        guard line.count > name.count,
+              zip(line, name).allSatisfy({ Self.lowercased($0) == $1 })
+        else { return }
+        let value = line.dropFirst(name.count).drop { Self.isBlank($0) }
+        let end = value.lastIndex { !Self.isBlank($0) }.map { $0 + 1 } ?? value.startIndex
+        retryAfter = String(decoding: value[..<end], as: UTF8.self)
+    }
+
+    private static func lowercased(_ byte: UInt8) -> UInt8 {
+        byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte | 0x20 : byte
+    }
+
+    private static func isBlank(_ byte: UInt8) -> Bool {
+        byte == 0x20 || byte == 0x09 || byte == 0x0D || byte == 0x0A
+    }
+}

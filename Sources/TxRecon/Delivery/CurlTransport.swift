@@ -1,0 +1,147 @@
+// CurlTransport: the production `Transport`, libcurl's easy interface on a
+// fixed set of dedicated threads.
+//
+// One worker thread per allowed concurrent delivery (MaxConcurrentDeliveries=),
+// each owning one curl handle for its whole life, so connections to the backend
+// stay open between attempts. `send` hands a job to the workers through a
+// `HandoffQueue` and suspends on a continuation: no blocking call ever runs on
+// the cooperative pool, and idle workers sleep without waking.
+//
+// Touches no spool state. Every problem, including a shut-down transport, is
+// reported as a `TransportResult.failure`; only starting the transport throws
+// (`CurlTransport.StartError`). Nothing is logged here.
+import CCurl
+import Synchronization
+
+/// Sends delivery requests with libcurl, at most `workerCount` at a time.
+///
+/// Reload: `update(settings:)` replaces URL, timeout and TLS files for every
+/// attempt that starts afterwards (attempts already running finish with the
+/// old ones). The number of workers is fixed at start; a reload that changes
+/// `MaxConcurrentDeliveries=` needs a new transport (shut the old one down once
+/// its attempts have finished).
+public final class CurlTransport: Transport {
+    /// The number of worker threads, hence of attempts in flight at once.
+    public let workerCount: Int
+    private let jobs = HandoffQueue<CurlJob>()
+    private let options: Mutex<CurlOptions>
+
+    /// Starts `workers` threads (at least 1) that POST to `settings.url`.
+    /// Only `url`, `timeout`, `caFile`, `clientCertificateFile` and
+    /// `clientKeyFile` of `settings` are used.
+    public init(settings: BackendSettings, workers: Int) throws(StartError) {
+        precondition(workers >= 1, "CurlTransport needs at least one worker, got \(workers)")
+        let initialization = CurlLibrary.initialization
+        guard initialization == CURLE_OK else {
+            throw StartError("curl_global_init failed: \(String(cString: curl_easy_strerror(initialization)))")
+        }
+        workerCount = workers
+        options = Mutex(CurlOptions(settings))
+        for index in 1...workers {
+            do {
+                let worker = try CurlWorker()
+                try DedicatedThread.start(name: "txrecon-curl-\(index)") { [jobs] in worker.run(jobs) }
+            } catch {
+                _ = jobs.close()
+                throw StartError("\(error)")
+            }
+        }
+    }
+
+    deinit {
+        shutdown()
+    }
+
+    /// POSTs `request` on the next free worker and returns what came back.
+    /// Waits at most `Timeout=` once a worker has taken the request; it does
+    /// not react to task cancellation, because the timeout already bounds it.
+    public func send(_ request: DeliveryRequest) async -> TransportResult {
+        if let name = request.headers.first(where: { !Self.isSafe($0.name) || !Self.isSafe($0.value) })?.name {
+            return .failure(TransportFailure(.other, "header \(name) contains a line break or NUL; not sent"))
+        }
+        let options = self.options.withLock { $0 }
+        return await withCheckedContinuation { continuation in
+            if let refused = jobs.put(CurlJob(request: request, options: options, continuation: continuation)) {
+                refused.continuation.resume(returning: Self.shutDownResult)
+            }
+        }
+    }
+
+    /// Uses `settings` for every attempt that starts after this call.
+    public func update(settings: BackendSettings) {
+        let replacement = CurlOptions(settings)
+        options.withLock { $0 = replacement }
+    }
+
+    /// Stops the workers: attempts already running finish, waiting ones and
+    /// later ones fail at once. Does not wait for the threads; idempotent.
+    public func shutdown() {
+        for job in jobs.close() {
+            job.continuation.resume(returning: Self.shutDownResult)
+        }
+    }
+
+    private static let shutDownResult = TransportResult.failure(TransportFailure(.other, "transport shut down"))
+
+    /// A header line must not be split or cut short by its own content.
+    private static func isSafe(_ text: String) -> Bool {
+        !text.utf8.contains { $0 == 0x0A || $0 == 0x0D || $0 == 0 }
+    }
+
+    /// The transport could not start; the daemon cannot deliver without it.
+    public struct StartError: Error, Sendable, CustomStringConvertible {
+        public var reason: String
+
+        init(_ reason: String) { self.reason = reason }
+
+        public var description: String { "cannot start the HTTP transport: \(reason)" }
+    }
+}
+
+/// libcurl's process-wide initialisation.
+enum CurlLibrary {
+    /// curl_global_init's result. Swift runs a static initializer exactly
+    /// once and thread-safely, before the first handle is made.
+    static let initialization: CURLcode = curl_global_init(Int(CURL_GLOBAL_DEFAULT))
+}
+
+/// One attempt waiting for a worker.
+struct CurlJob: Sendable {
+    var request: DeliveryRequest
+    /// The settings in force when the attempt was sent.
+    var options: CurlOptions
+    var continuation: CheckedContinuation<TransportResult, Never>
+}
+
+/// The backend settings a worker applies to its handle. A new instance is
+/// made per (re)load; workers compare by identity to notice a change.
+final class CurlOptions: Sendable {
+    /// A connection that takes longer than this to open is given up even
+    /// when `Timeout=` is longer: a healthy backend accepts within a second.
+    static let connectTimeoutCap: Duration = .seconds(10)
+
+    let url: String
+    /// `Timeout=` in milliseconds (at least 1): the whole exchange.
+    let timeoutMilliseconds: Int
+    /// min(`Timeout=`, `connectTimeoutCap`) in milliseconds.
+    let connectTimeoutMilliseconds: Int
+    let caFile: String?
+    let clientCertificateFile: String?
+    let clientKeyFile: String?
+
+    init(_ settings: BackendSettings) {
+        url = settings.url
+        timeoutMilliseconds = Self.milliseconds(settings.timeout)
+        connectTimeoutMilliseconds = Self.milliseconds(min(settings.timeout, Self.connectTimeoutCap))
+        caFile = settings.caFile
+        clientCertificateFile = settings.clientCertificateFile
+        clientKeyFile = settings.clientKeyFile
+    }
+
+    private static func milliseconds(_ duration: Duration) -> Int {
+        let (seconds, attoseconds) = duration.components
+        let total = seconds.multipliedReportingOverflow(by: 1000)
+        guard !total.overflow else { return Int.max }
+        return max(1, Int(total.partialValue + attoseconds / 1_000_000_000_000_000))
+    }
+}

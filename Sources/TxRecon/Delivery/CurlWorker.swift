@@ -1,0 +1,129 @@
+// CurlWorker: one dedicated thread's curl handle and the loop that runs
+// attempts on it, one at a time.
+//
+// The handle is reused for every attempt so libcurl keeps the connection to
+// the backend alive; it is reset and reconfigured only when the settings
+// change. Touches no spool state; every curl error becomes a
+// `TransportFailure` (see `CurlFailure`), with curl's own error message.
+import CCurl
+
+/// A curl easy handle and what it writes into. Not Sendable on purpose: it is
+/// made by `CurlTransport.init` and then owned by exactly one worker thread.
+final class CurlWorker {
+    private let handle: UnsafeMutableRawPointer
+    /// curl writes its detailed message for a failed transfer here.
+    private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE))
+    private let response = CurlResponseCapture()
+    /// The settings the handle is configured with; nil before the first
+    /// attempt and after a failed configuration.
+    private var configured: CurlOptions?
+
+    init() throws(CurlTransport.StartError) {
+        guard let handle = curl_easy_init() else {
+            errorBuffer.deallocate()
+            throw CurlTransport.StartError("curl_easy_init failed (out of memory?)")
+        }
+        self.handle = handle
+    }
+
+    deinit {
+        curl_easy_cleanup(handle)
+        errorBuffer.deallocate()
+    }
+
+    /// Runs attempts from `jobs` until the queue is closed. Blocks: call on a
+    /// dedicated thread only.
+    func run(_ jobs: HandoffQueue<CurlJob>) {
+        while let job = jobs.take() {
+            job.continuation.resume(returning: attempt(job.request, with: job.options))
+        }
+    }
+
+    private func attempt(_ request: DeliveryRequest, with options: CurlOptions) -> TransportResult {
+        if configured !== options {
+            configured = nil
+            if let failure = configure(options) { return .failure(failure) }
+            configured = options
+        }
+        var headers: UnsafeMutablePointer<curl_slist>?
+        defer { curl_slist_free_all(headers) }
+        for (name, value) in request.headers {
+            // "Name:" would remove a header, "Name;" sends it empty.
+            headers = curl_slist_append(headers, value.isEmpty ? "\(name);" : "\(name): \(value)")
+        }
+        // Send the body at once; waiting for "100 Continue" costs a round trip.
+        headers = curl_slist_append(headers, "Expect:")
+        guard headers != nil else { return .failure(TransportFailure(.other, "out of memory building headers")) }
+
+        errorBuffer[0] = 0
+        response.reset()
+        let code = request.body.withUnsafeBytes { body -> CURLcode in
+            // POSTFIELDS with a null pointer would make curl read the body
+            // from stdin, so an empty body points at a static empty string.
+            let bytes = body.baseAddress.map { UnsafeMutableRawPointer(mutating: $0) }
+            let emptyBody = UnsafeMutableRawPointer(mutating: ("" as StaticString).utf8Start)
+            _ = txr_curl_setopt_off(handle, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(body.count))
+            _ = txr_curl_setopt_pointer(handle, CURLOPT_POSTFIELDS, bytes ?? emptyBody)
+            _ = txr_curl_setopt_slist(handle, CURLOPT_HTTPHEADER, headers)
+            let code = curl_easy_perform(handle)
+            // The header list is freed on return; the body pointer is
+            // replaced before the next perform.
+            _ = txr_curl_setopt_slist(handle, CURLOPT_HTTPHEADER, nil)
+            return code
+        }
+
+        if code == CURLE_OK || (code == CURLE_WRITE_ERROR && response.bodyTooLong) {
+            var status = 0
+            _ = txr_curl_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &status)
+            return .response(status: status, retryAfter: response.retryAfter, bodyPrefix: response.bodyPrefix)
+        }
+        return .failure(CurlFailure.make(code, message: String(cString: errorBuffer)))
+    }
+
+    /// Resets the handle (live connections survive) and applies `options`.
+    /// Returns the failure when curl refuses an option, e.g. an unsupported
+    /// TLS setting.
+    private func configure(_ options: CurlOptions) -> TransportFailure? {
+        curl_easy_reset(handle)
+        let context = Unmanaged.passUnretained(response).toOpaque()
+        var codes: [(String, CURLcode)] = [
+            ("URL", txr_curl_setopt_string(handle, CURLOPT_URL, options.url)),
+            ("PROTOCOLS_STR", txr_curl_setopt_string(handle, CURLOPT_PROTOCOLS_STR, "http,https")),
+            ("NOSIGNAL", txr_curl_setopt_long(handle, CURLOPT_NOSIGNAL, 1)),
+            ("POST", txr_curl_setopt_long(handle, CURLOPT_POST, 1)),
+            // A redirect is an answer to judge (3xx: retry later), never to follow.
+            ("FOLLOWLOCATION", txr_curl_setopt_long(handle, CURLOPT_FOLLOWLOCATION, 0)),
+            // curl's defaults already; stated so that no later change weakens them.
+            ("SSL_VERIFYPEER", txr_curl_setopt_long(handle, CURLOPT_SSL_VERIFYPEER, 1)),
+            ("SSL_VERIFYHOST", txr_curl_setopt_long(handle, CURLOPT_SSL_VERIFYHOST, 2)),
+            ("TIMEOUT_MS", txr_curl_setopt_long(handle, CURLOPT_TIMEOUT_MS, options.timeoutMilliseconds)),
+            ("CONNECTTIMEOUT_MS",
+             txr_curl_setopt_long(handle, CURLOPT_CONNECTTIMEOUT_MS, options.connectTimeoutMilliseconds)),
+            ("ERRORBUFFER", txr_curl_setopt_pointer(handle, CURLOPT_ERRORBUFFER, errorBuffer)),
+            ("WRITEDATA", txr_curl_setopt_pointer(handle, CURLOPT_WRITEDATA, context)),
+            ("HEADERDATA", txr_curl_setopt_pointer(handle, CURLOPT_HEADERDATA, context)),
+            ("WRITEFUNCTION", txr_curl_setopt_data_callback(handle, CURLOPT_WRITEFUNCTION) { data, size, count, context in
+                let response = Unmanaged<CurlResponseCapture>.fromOpaque(context!).takeUnretainedValue()
+                return response.receiveBody(UnsafeRawBufferPointer(start: data, count: size * count))
+            }),
+            ("HEADERFUNCTION", txr_curl_setopt_data_callback(handle, CURLOPT_HEADERFUNCTION) { data, size, count, context in
+                let response = Unmanaged<CurlResponseCapture>.fromOpaque(context!).takeUnretainedValue()
+                response.receiveHeader(UnsafeRawBufferPointer(start: data, count: size * count))
+                return size * count
+            }),
+        ]
+        if let caFile = options.caFile {
+            // CAFile= replaces the system trust store rather than adding to it.
+            codes.append(("CAINFO", txr_curl_setopt_string(handle, CURLOPT_CAINFO, caFile)))
+            codes.append(("CAPATH", txr_curl_setopt_string(handle, CURLOPT_CAPATH, nil)))
+        }
+        if let certificate = options.clientCertificateFile {
+            codes.append(("SSLCERT", txr_curl_setopt_string(handle, CURLOPT_SSLCERT, certificate)))
+        }
+        if let key = options.clientKeyFile {
+            codes.append(("SSLKEY", txr_curl_setopt_string(handle, CURLOPT_SSLKEY, key)))
+        }
+        guard let (name, code) = codes.first(where: { $0.1 != CURLE_OK }) else { return nil }
+        return TransportFailure(.other, "curl refused option CURLOPT_\(name): \(String(cString: curl_easy_strerror(code)))")
+    }
+}

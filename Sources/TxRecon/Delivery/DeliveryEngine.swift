@@ -1,0 +1,610 @@
+// DeliveryEngine: the one place that decides what happens next to an item.
+//
+// It keeps, per key, the one pending snapshot and its delivery state; starts
+// attempts for due keys up to MaxConcurrentDeliveries (never two for one key);
+// maps each attempt's result to an Outcome and commits it in the spool
+// (queue/ -> done/ | queue/ later | hold/); and applies the supersede rule to
+// every new drop. The spool on disk is the truth: `start()` rebuilds all of
+// this from queue/ and hold/.
+//
+// Time comes from an injected EngineClock: a timer is armed only while some
+// key waits for its next attempt, so an idle engine never wakes up.
+// Spool work here is a handful of short local syscalls per item (rename,
+// small reads); network I/O happens in the Transport, off the actor.
+// Reports: one log entry per item event (ItemEvents), the status on change.
+import Glibc
+
+/// A drop from new/ that intake has decoded (and verified).
+struct Drop: Sendable {
+    /// The file's name in new/.
+    var name: String
+    var item: Item
+    /// When the producer wrote the file (its mtime), ms since 1970.
+    var receivedAt: Int64
+
+    init(name: String, item: Item, receivedAt: Int64) {
+        self.name = name
+        self.item = item
+        self.receivedAt = receivedAt
+    }
+}
+
+actor DeliveryEngine {
+    /// The engine's part of the configuration; replaceable on reload.
+    struct Settings: Sendable, Equatable {
+        var schedule: RetrySchedule
+        var maxConcurrentDeliveries: Int
+        /// Queue files larger than this are not read (they were checked at intake).
+        var maxFileSize: Int
+        /// How long `stop()` lets attempts in flight finish.
+        var stopGrace: Duration
+
+        init(schedule: RetrySchedule = .standard, maxConcurrentDeliveries: Int = 4,
+                    maxFileSize: Int = 1 << 20, stopGrace: Duration = .seconds(10)) {
+            self.schedule = schedule
+            self.maxConcurrentDeliveries = maxConcurrentDeliveries
+            self.maxFileSize = maxFileSize
+            self.stopGrace = stopGrace
+        }
+    }
+
+    /// Builds the HTTP request of one attempt: (item, attempt number,
+    /// receivedAt ms, now ms) -> request. Pure; runs off the actor.
+    typealias RequestPreparer = @Sendable (Item, Int, Int64, Int64) -> DeliveryRequest
+
+    /// Intake waits while this many keys are pending, until they fall below
+    /// `lowWater`: a flood in new/ waits there instead of in memory.
+    static let highWater = 100_000
+    static let lowWater = 90_000
+
+    private enum Phase { case starting, running, draining, stopped }
+
+    /// One pending key.
+    private struct Entry {
+        /// nil until the file is read (entries restored at start are not read).
+        var version: ItemVersion?
+        var kind: ItemKind?
+        var state: DeliveryState
+        /// Monotonic time of the next attempt.
+        var deadline: Duration
+        var receivedAt: Int64
+        var inFlight = false
+        /// A newer snapshot that arrived while this key was in flight; it
+        /// stays in new/ (so a crash loses nothing) until the attempt ends.
+        var parked: Drop?
+    }
+
+    private let spool: Spool
+    private let decoder = InputDecoder(acceptEnvelopes: true)
+    private let clock: any EngineClock
+    private let events: ItemEvents
+    private let log: any LogSink
+    private let publish: @Sendable (EngineStatus) -> Void
+    private var settings: Settings
+    private var transport: any Transport
+    private var prepare: RequestPreparer
+
+    private var phase = Phase.starting
+    private var entries: [ItemKey: Entry] = [:]
+    private var held = Set<ItemKey>()
+    private var ready = DeadlineQueue()
+    private var active = 0
+    private var timer: Task<Void, Never>?
+    private var timerDeadline: Duration?
+    private var status = EngineStatus()
+    private var roomWaiters: [CheckedContinuation<Void, Never>] = []
+    private var drainWaiter: CheckedContinuation<Void, Never>?
+
+    init(spool: Spool, settings: Settings, transport: any Transport, prepare: @escaping RequestPreparer,
+                clock: any EngineClock, log: any LogSink, publish: @escaping @Sendable (EngineStatus) -> Void) {
+        self.spool = spool
+        self.settings = settings
+        self.transport = transport
+        self.prepare = prepare
+        self.clock = clock
+        self.log = log
+        self.events = ItemEvents(sink: log)
+        self.publish = publish
+    }
+
+    // MARK: Lifecycle
+
+    /// Rebuilds the engine from queue/ and hold/ (the durable truth) and
+    /// starts delivering. Persisted next-attempt times are honoured, so a
+    /// restart neither forgets nor resets the backoff; a time further away
+    /// than the schedule allows (the wall clock jumped back) is pulled in.
+    func start() throws(SpoolError) {
+        precondition(phase == .starting, "DeliveryEngine.start() called twice")
+        let (queued, foreign) = try spool.restoreQueue()
+        for name in foreign {
+            log.write(LogEntry(.warning, "queue/\(LogText.escaped(name)) is not an item txrecon wrote; left alone"))
+        }
+        let now = clock.now
+        let wall = clock.wallMilliseconds
+        let longest = settings.schedule.longestDelay
+        for file in queued {
+            let state = file.state ?? DeliveryState()
+            var deadline = now
+            if let next = state.nextAttemptAt, next > wall {
+                deadline = now + min(.milliseconds(next - wall), longest)
+            }
+            entries[file.key] = Entry(state: state, deadline: deadline, receivedAt: file.receivedAt)
+            ready.push(file.key, at: deadline)
+        }
+        held = Set(try spool.restoreHold())
+        status.rejected = try spool.restoreRejected()
+        phase = .running
+        status.phase = "running"
+        dispatchDue()
+        publishStatus()
+    }
+
+    /// Stops starting attempts, lets those in flight end within
+    /// `stopGrace`, and returns. Nothing undelivered is finished: an attempt
+    /// still running when the grace ends leaves its item in queue/.
+    func stop() async {
+        guard phase == .running || phase == .starting else { return }
+        phase = .draining
+        status.phase = "stopping"
+        cancelTimer()
+        for waiter in roomWaiters { waiter.resume() }
+        roomWaiters.removeAll()
+        publishStatus()
+        if active > 0 {
+            let grace = Task { [clock, settings] in
+                try? await clock.sleep(until: clock.now + settings.stopGrace)
+                self.endDrain()
+            }
+            await withCheckedContinuation { drainWaiter = $0 }
+            grace.cancel()
+        }
+        phase = .stopped
+    }
+
+    private func endDrain() {
+        drainWaiter?.resume()
+        drainWaiter = nil
+    }
+
+    /// Applies a reloaded configuration. Attempts in flight finish on the
+    /// transport they started with.
+    func reconfigure(settings: Settings, transport: any Transport, prepare: @escaping RequestPreparer) {
+        self.settings = settings
+        self.transport = transport
+        self.prepare = prepare
+        dispatchDue()
+    }
+
+    /// Proof of life for the watchdog: answered only when the actor is not wedged.
+    func heartbeat() -> Bool { phase != .stopped }
+
+    /// Wedges the engine on purpose, for the real-systemd test that the
+    /// watchdog restarts a stuck daemon (enabled only by
+    /// TXRECON_TEST_FREEZE=1). It blocks the actor's thread for good, which
+    /// is exactly the failure the watchdog exists for.
+    func freezeForTesting() {
+        while true { Glibc.sleep(3600) }
+    }
+
+    var currentStatus: EngineStatus { status }
+
+    // MARK: Intake
+
+    /// Takes decoded drops from new/, applying the supersede rule to each,
+    /// then waits while too many keys are pending (intake back-pressure).
+    func offer(_ drops: [Drop]) async {
+        for drop in drops where phase == .running || phase == .starting {
+            place(drop)
+        }
+        dispatchDue()
+        publishStatus()
+        while entries.count >= DeliveryEngine.highWater, phase == .running {
+            await withCheckedContinuation { roomWaiters.append($0) }
+        }
+    }
+
+    /// Counts files intake has moved to rejected/.
+    func noteRejected(count: Int) {
+        status.rejected += count
+        publishStatus()
+    }
+
+    /// Records whether intake is paused (and why), for STATUS.
+    func noteIntakePaused(_ reason: String?) {
+        status.intakePausedBecause = reason
+        publishStatus()
+    }
+
+    /// The supersede rule: at most one pending snapshot per key, and only a
+    /// newer one replaces it; an older or equal one (than the pending, the
+    /// held, or the last delivered still in done/) goes to done/ undelivered.
+    private func place(_ drop: Drop) {
+        let key = drop.item.key
+        let version = drop.item.version
+        do {
+            if var entry = entries[key] {
+                let current = try knownVersion(of: &entry, key: key)
+                entries[key] = entry
+                if entry.inFlight {
+                    guard version > current else { return try supersedeDrop(drop, because: nil) }
+                    if let parked = entry.parked {
+                        guard version > parked.item.version else { return try supersedeDrop(drop, because: nil) }
+                        try supersedeDrop(parked, because: version)
+                    }
+                    entry.parked = drop
+                    entries[key] = entry
+                    return
+                }
+                guard version > current else { return try supersedeDrop(drop, because: nil) }
+                // The replacement inherits the key's backoff (and its .state
+                // file): a new version does not make a failing backend work.
+                try spool.supersede(.queue, key: key, version: current)
+                status.superseded += 1
+                events.superseded(key, kind: entry.kind, version: current, by: version, file: nil)
+                try spool.accept(drop: drop.name, as: key)
+                entry.version = version
+                entry.kind = drop.item.kind
+                entry.receivedAt = drop.receivedAt
+                entries[key] = entry
+                events.accepted(drop.item, file: drop.name)
+                return
+            }
+            if held.contains(key) {
+                if let heldVersion = try storedVersion(.hold, key) {
+                    guard version > heldVersion else { return try supersedeDrop(drop, because: nil) }
+                    try spool.supersede(.hold, key: key, version: heldVersion)
+                    status.superseded += 1
+                    events.superseded(key, kind: drop.item.kind, version: heldVersion, by: version, file: nil)
+                }
+                held.remove(key)
+            } else if spool.keepsDone, let delivered = try storedVersion(.done, key), version <= delivered {
+                return try supersedeDrop(drop, because: nil)
+            }
+            try spool.accept(drop: drop.name, as: key)
+            let now = clock.now
+            entries[key] = Entry(version: version, kind: drop.item.kind, state: DeliveryState(), deadline: now,
+                                 receivedAt: drop.receivedAt)
+            ready.push(key, at: now)
+            events.accepted(drop.item, file: drop.name)
+        } catch {
+            // The drop stays in new/ and is taken again at the next start.
+            log.write(LogEntry(.error, "new/\(LogText.escaped(drop.name)) (\(key)) not taken: \(error); "
+                               + "it stays in new/ and is retried at the next start"))
+        }
+        status.held = held.count
+    }
+
+    private func supersedeDrop(_ drop: Drop, because newer: ItemVersion?) throws(SpoolError) {
+        try spool.supersede(drop: drop.name, key: drop.item.key, version: drop.item.version)
+        status.superseded += 1
+        events.superseded(drop.item.key, kind: drop.item.kind, version: drop.item.version, by: newer, file: drop.name)
+    }
+
+    /// The entry's version, reading queue/KEY once if it is not known yet.
+    private func knownVersion(of entry: inout Entry, key: ItemKey) throws(SpoolError) -> ItemVersion {
+        if let version = entry.version { return version }
+        let version = try storedVersion(.queue, key) ?? ItemVersion(primary: .min)
+        entry.version = version
+        return version
+    }
+
+    /// The version of the snapshot stored for `key` in `location`; nil when
+    /// there is none (or it cannot be decoded any more, which makes any new
+    /// snapshot newer: delivering too much is safe, too little is not).
+    private func storedVersion(_ location: SpoolLocation, _ key: ItemKey) throws(SpoolError) -> ItemVersion? {
+        guard let bytes = try spool.read(location, key, maximumSize: settings.maxFileSize) else { return nil }
+        guard case let .item(item)? = try? decoder.decode(bytes) else { return nil }
+        return item.version
+    }
+
+    // MARK: Scheduling
+
+    /// Starts attempts for due keys while there is capacity, then arms the
+    /// timer for the next deadline (or disarms it when nothing waits).
+    private func dispatchDue() {
+        guard phase == .running else { return }
+        let now = clock.now
+        while active < settings.maxConcurrentDeliveries, let first = ready.first, first.deadline <= now {
+            ready.popFirst()
+            guard var entry = entries[first.key], !entry.inFlight, entry.deadline == first.deadline else { continue }
+            entry.inFlight = true
+            entries[first.key] = entry
+            active += 1
+            launch(first.key, attempt: entry.state.attempts + 1, receivedAt: entry.receivedAt)
+        }
+        armTimer()
+    }
+
+    private func armTimer() {
+        while let first = ready.first, !isCurrent(first) { ready.popFirst() }
+        guard phase == .running, active < settings.maxConcurrentDeliveries, let next = ready.first?.deadline else {
+            return cancelTimer()
+        }
+        if timer != nil, let timerDeadline, timerDeadline <= next { return }
+        timer?.cancel()
+        timerDeadline = next
+        timer = Task { [clock] in
+            do { try await clock.sleep(until: next) } catch { return }
+            self.timerFired(next)
+        }
+    }
+
+    private func timerFired(_ deadline: Duration) {
+        guard timerDeadline == deadline else { return }
+        timer = nil
+        timerDeadline = nil
+        dispatchDue()
+    }
+
+    private func cancelTimer() {
+        timer?.cancel()
+        timer = nil
+        timerDeadline = nil
+    }
+
+    private func isCurrent(_ scheduled: DeadlineQueue.Entry) -> Bool {
+        guard let entry = entries[scheduled.key] else { return false }
+        return !entry.inFlight && entry.deadline == scheduled.deadline
+    }
+
+    // MARK: Attempts
+
+    /// What an attempt found when it read its item.
+    private enum Preparation: Sendable {
+        case ready(Item, DeliveryRequest)
+        case missing
+        case undecodable(Rejection)
+        case unreadable(SpoolError)
+    }
+
+    /// Reads, decodes and sends one attempt off the actor, then reports back.
+    private func launch(_ key: ItemKey, attempt: Int, receivedAt: Int64) {
+        let spool = self.spool, decoder = self.decoder, transport = self.transport, prepare = self.prepare
+        let limit = settings.maxFileSize, now = clock.wallMilliseconds
+        Task.detached {
+            let preparation: Preparation
+            do {
+                if let bytes = try spool.read(.queue, key, maximumSize: limit) {
+                    switch try decoder.decode(bytes) {
+                    case let .item(item): preparation = .ready(item, prepare(item, attempt, receivedAt, now))
+                    case .page: preparation = .undecodable(Rejection("unknown-format", "a queued file holds a page"))
+                    }
+                } else {
+                    preparation = .missing
+                }
+            } catch let error as SpoolError {
+                preparation = .unreadable(error)
+            } catch let rejection as Rejection {
+                preparation = .undecodable(rejection)
+            } catch {
+                preparation = .unreadable(SpoolError("read", key.fileName, EIO))
+            }
+            guard case let .ready(item, request) = preparation else {
+                return await self.attemptFailedLocally(key, preparation)
+            }
+            let result = await transport.send(request)
+            await self.attemptEnded(key, item: item, attempt: attempt, result: result)
+        }
+    }
+
+    private func attemptEnded(_ key: ItemKey, item: Item, attempt: Int, result: TransportResult) {
+        active -= 1
+        guard var entry = entries[key] else { return afterAttempt() }
+        entry.inFlight = false
+        entry.version = item.version
+        entry.kind = item.kind
+        let wall = clock.wallMilliseconds
+        switch Outcome(result, now: Double(wall) / 1000) {
+        case let .delivered(status):
+            do {
+                try spool.finish(key)
+            } catch {
+                // Delivered, but the move failed: it will be delivered again,
+                // which at-least-once allows; never lose it instead.
+                log.write(LogEntry(.error, "\(key): delivered but not moved to done/: \(error); it will be delivered again"))
+                entries[key] = entry
+                return scheduleRetry(key, reason: "spool: \(error)", status: nil, retryAfter: nil, countsAgainstBackend: false)
+            }
+            entries[key] = nil
+            self.status.delivered += 1
+            events.delivered(key, kind: item.kind, version: item.version, attempt: attempt, status: status)
+            backendAnswered()
+            if let parked = entry.parked { place(parked) }
+        case let .retryLater(reason, status, retryAfter):
+            entries[key] = entry
+            scheduleRetry(key, reason: reason, status: status, retryAfter: retryAfter, countsAgainstBackend: true)
+            if let parked = entry.parked {
+                entries[key]?.parked = nil
+                place(parked)
+            }
+        case let .hold(reason, status):
+            do {
+                try spool.hold(key, reason: reason, at: wall, attempts: attempt)
+            } catch {
+                log.write(LogEntry(.error, "\(key): backend refused it (\(reason)) but it could not be moved to hold/: \(error)"))
+                entries[key] = entry
+                return scheduleRetry(key, reason: reason, status: status, retryAfter: nil, countsAgainstBackend: false)
+            }
+            entries[key] = nil
+            held.insert(key)
+            events.held(key, kind: item.kind, version: item.version, attempt: attempt, reason: reason, status: status)
+            // The backend answered; a refusal of one item says nothing about its health.
+            backendAnswered()
+            if let parked = entry.parked { place(parked) }
+        }
+        afterAttempt()
+    }
+
+    private func attemptFailedLocally(_ key: ItemKey, _ preparation: Preparation) {
+        active -= 1
+        guard entries[key] != nil else { return afterAttempt() }
+        entries[key]?.inFlight = false
+        switch preparation {
+        case .missing:
+            log.write(LogEntry(.warning, "\(key): queue/\(key.fileName) disappeared (removed by hand?); forgetting it"))
+            let parked = entries[key]?.parked
+            entries[key] = nil
+            if let parked { place(parked) }
+        case let .undecodable(rejection):
+            let reason = "queued file no longer decodes: \(rejection)"
+            do {
+                try spool.hold(key, reason: reason, at: clock.wallMilliseconds, attempts: entries[key]!.state.attempts)
+                held.insert(key)
+                let parked = entries[key]?.parked
+                entries[key] = nil
+                log.write(LogEntry(.error, "\(key): \(reason); moved to hold/"))
+                if let parked { place(parked) }
+            } catch {
+                scheduleRetry(key, reason: reason, status: nil, retryAfter: nil, countsAgainstBackend: false)
+            }
+        case let .unreadable(error):
+            scheduleRetry(key, reason: "spool: \(error)", status: nil, retryAfter: nil, countsAgainstBackend: false)
+        case .ready:
+            preconditionFailure("attemptFailedLocally called for a prepared attempt")
+        }
+        afterAttempt()
+    }
+
+    /// Keeps the item and arms its next attempt per the schedule; persists
+    /// the state so a restart keeps the backoff.
+    private func scheduleRetry(_ key: ItemKey, reason: String, status httpStatus: Int?, retryAfter: Duration?,
+                               countsAgainstBackend: Bool) {
+        guard var entry = entries[key] else { return }
+        entry.state.attempts += 1
+        let delay = settings.schedule.delay(afterFailedAttempts: entry.state.attempts, retryAfter: retryAfter)
+        let wall = clock.wallMilliseconds
+        let next = wall + delay.milliseconds
+        entry.deadline = clock.now + delay
+        entry.state.nextAttemptAt = next
+        entry.state.lastError = reason
+        entry.state.lastStatus = httpStatus
+        entries[key] = entry
+        ready.push(key, at: entry.deadline)
+        do {
+            try spool.writeState(entry.state, for: key)
+        } catch {
+            log.write(LogEntry(.warning, "\(key): could not record the failed attempt: \(error); "
+                               + "after a restart it may be tried sooner than scheduled"))
+        }
+        events.deferred(key, kind: entry.kind, version: entry.version, attempt: entry.state.attempts,
+                        reason: reason, status: httpStatus, nextAttemptAt: next)
+        if countsAgainstBackend { backendFailed(reason, at: wall) }
+    }
+
+    private func afterAttempt() {
+        dispatchDue()
+        publishStatus()
+        if entries.count < DeliveryEngine.lowWater, !roomWaiters.isEmpty {
+            for waiter in roomWaiters { waiter.resume() }
+            roomWaiters.removeAll()
+        }
+        if phase == .draining, active == 0 { endDrain() }
+    }
+
+    private func backendAnswered() {
+        if case let .failing(since, _) = status.backend {
+            let seconds = (clock.wallMilliseconds - since) / 1000
+            log.write(LogEntry(.notice, "backend recovered after failing for \(seconds)s",
+                               messageID: MessageID.backendRecovered))
+        }
+        status.backend = .ok
+    }
+
+    private func backendFailed(_ reason: String, at wall: Int64) {
+        switch status.backend {
+        case let .failing(since, _):
+            status.backend = .failing(since: since, lastError: reason)
+        case .ok, .unknown:
+            status.backend = .failing(since: wall, lastError: reason)
+            log.write(LogEntry(.warning, "backend failing: \(LogText.singleLine(reason, limit: 200)); "
+                               + "items stay queued and are retried on schedule",
+                               messageID: MessageID.backendFailing, fields: [("TXRECON_REASON", reason)]))
+        }
+    }
+
+    // MARK: Operator commands
+
+    /// Executes one request from ctl/.
+    func perform(_ request: ControlRequest) -> ControlResult {
+        var result = ControlResult()
+        switch request.command {
+        case .release:
+            let keys = request.all ? held.sorted() : request.targets.compactMap { ItemKey($0) }
+            for target in request.targets where ItemKey(target) == nil {
+                result.skipped.append((target, "not a valid key"))
+            }
+            for key in keys {
+                do {
+                    guard held.contains(key), try spool.release(key) else {
+                        result.skipped.append((key.rawValue, "not held"))
+                        continue
+                    }
+                    held.remove(key)
+                    let now = clock.now
+                    entries[key] = Entry(state: DeliveryState(), deadline: now, receivedAt: clock.wallMilliseconds)
+                    ready.push(key, at: now)
+                    events.operatorAction(.released, key: key)
+                    result.applied.append(key.rawValue)
+                } catch {
+                    result.skipped.append((key.rawValue, "\(error)"))
+                }
+            }
+        case .retry:
+            let keys = request.all ? entries.keys.sorted() : request.targets.compactMap { ItemKey($0) }
+            for target in request.targets where ItemKey(target) == nil {
+                result.skipped.append((target, "not a valid key"))
+            }
+            for key in keys {
+                guard var entry = entries[key] else {
+                    result.skipped.append((key.rawValue, held.contains(key) ? "held: use release" : "not queued"))
+                    continue
+                }
+                if entry.inFlight {
+                    result.skipped.append((key.rawValue, "being delivered right now"))
+                    continue
+                }
+                entry.deadline = clock.now
+                entry.state.nextAttemptAt = nil
+                entries[key] = entry
+                ready.push(key, at: entry.deadline)
+                try? spool.writeState(entry.state, for: key)
+                if !request.all { events.operatorAction(.retried, key: key) }
+                result.applied.append(key.rawValue)
+            }
+        case .requeueRejected:
+            let names = request.all ? ((try? spool.rejectedNames()) ?? []) : request.targets
+            for name in names {
+                do {
+                    if try spool.requeueRejected(name) {
+                        status.rejected -= 1
+                        events.requeued(file: name)
+                        result.applied.append(name)
+                    } else {
+                        result.skipped.append((name, "no such file in rejected/"))
+                    }
+                } catch {
+                    result.skipped.append((name, "\(error)"))
+                }
+            }
+        }
+        status.held = held.count
+        dispatchDue()
+        publishStatus()
+        return result
+    }
+
+    // MARK: Status
+
+    private func publishStatus() {
+        status.queued = entries.count
+        status.delivering = active
+        status.held = held.count
+        var nextRetry: Int64?
+        if case .failing = status.backend, let first = ready.first {
+            let wait = first.deadline - clock.now
+            nextRetry = clock.wallMilliseconds + max(0, wait.milliseconds)
+        }
+        status.nextRetryAt = nextRetry
+        publish(status)
+    }
+}

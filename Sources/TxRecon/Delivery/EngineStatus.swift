@@ -1,0 +1,54 @@
+// EngineStatus: the engine's state at a glance, for the STATUS= line, the
+// status file read by `txrecon status`, and tests. A value, recomputed by the
+// engine on every change; publishing it is someone else's job.
+
+/// How the backend has been answering lately.
+public enum BackendCondition: Sendable, Equatable {
+    /// Nothing sent since start.
+    case unknown
+    /// The last attempt was delivered.
+    case ok
+    /// Attempts have been failing since `since` (ms since 1970); `lastError`
+    /// is the latest failure in words.
+    case failing(since: Int64, lastError: String)
+}
+
+public struct EngineStatus: Sendable, Equatable {
+    /// Items in queue/ (in flight included).
+    public var queued = 0
+    /// Attempts in flight.
+    public var delivering = 0
+    public var held = 0
+    public var rejected = 0
+    /// Delivered since the daemon started.
+    public var delivered = 0
+    /// Snapshots set aside as superseded since the daemon started.
+    public var superseded = 0
+    public var backend = BackendCondition.unknown
+    /// The earliest next attempt of a waiting item (ms since 1970), if any waits.
+    public var nextRetryAt: Int64?
+    /// Why intake is paused (say, the spool's file system is full); nil when it runs.
+    public var intakePausedBecause: String?
+    /// `starting`, `running`, `stopping`.
+    public var phase = "starting"
+
+    public init() {}
+
+    /// One line a person understands at a glance, e.g.
+    /// `12 queued, 3 delivering, 1 held, 2 rejected; backend failing since 18:03:07 (HTTP 503), next retry at 18:04:40`.
+    public var line: String {
+        var text = "\(queued) queued, \(delivering) delivering, \(held) held, \(rejected) rejected"
+        switch backend {
+        case .unknown: text += "; backend not contacted yet"
+        case .ok: text += "; backend ok"
+        case let .failing(since, lastError):
+            text += "; backend failing since \(Timestamp.localClockTime(milliseconds: since)) (\(LogText.singleLine(lastError, limit: 80)))"
+        }
+        if let nextRetryAt, case .failing = backend {
+            text += ", next retry at \(Timestamp.localClockTime(milliseconds: nextRetryAt))"
+        }
+        if let intakePausedBecause { text += "; intake paused: \(intakePausedBecause)" }
+        if phase != "running" { text = "\(phase): " + text }
+        return text
+    }
+}

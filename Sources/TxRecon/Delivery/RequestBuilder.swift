@@ -1,0 +1,121 @@
+// RequestBuilder: the HTTP request for one delivery attempt of an item, per
+// the delivery contract (headers, Standard Webhooks signature, JSON body).
+//
+// On the hot path (thousands of attempts a second): one pass over the item,
+// one buffer for the body, no clock and no I/O. The caller passes every
+// instant in. Nothing is thrown or logged; secrets go only into headers,
+// never into the body.
+
+/// Builds `DeliveryRequest`s for one software version and one set of secrets
+/// (rebuild it when the secrets are reloaded).
+struct RequestBuilder: Sendable {
+    /// `txrecon/<version>`
+    let userAgent: String
+    /// `Bearer <token>`, or nil to send no Authorization header.
+    private let authorization: String?
+    private let signer: WebhookSigner?
+
+    /// `softwareVersion` goes into `User-Agent`; `secrets` decide whether
+    /// requests carry `Authorization` and Standard Webhooks signatures.
+    init(softwareVersion: String, secrets: BackendSecrets) {
+        userAgent = "txrecon/" + softwareVersion
+        authorization = secrets.bearerToken.map { "Bearer " + $0 }
+        signer = secrets.webhookSigningKey.map(WebhookSigner.init(key:))
+    }
+
+    /// The request for attempt number `attempt` (1 for the first) of `item`,
+    /// which intake accepted at `receivedAt` (ms since 1970). `signedAt`
+    /// (seconds since 1970) becomes `webhook-timestamp`: pass the current
+    /// time, since receivers refuse signatures older than a few minutes.
+    func request(for item: Item, attempt: Int, receivedAt: Int64, signedAt: Int64) -> DeliveryRequest {
+        let body = Self.body(for: item, attempt: attempt, receivedAt: receivedAt)
+        let idempotencyKey = Self.idempotencyKey(for: item)
+        var headers: [(name: String, value: String)] = [
+            ("Content-Type", "application/json"),
+            ("User-Agent", userAgent),
+            ("Idempotency-Key", idempotencyKey),
+        ]
+        headers.reserveCapacity(7)
+        if let authorization {
+            headers.append(("Authorization", authorization))
+        }
+        if let signer {
+            // The id is the same for every attempt of this snapshot, so a
+            // receiver can recognise retries; timestamp and signature are new.
+            headers.append(("webhook-id", idempotencyKey))
+            headers.append(("webhook-timestamp", String(signedAt)))
+            headers.append(("webhook-signature", signer.signature(id: idempotencyKey, timestamp: signedAt, body: body)))
+        }
+        return DeliveryRequest(headers: headers, body: body)
+    }
+
+    /// `<key>:<version>`, e.g. `2000000123456789:1690000000000r`. Bytes that
+    /// are not visible ASCII, and `%` itself, are written as `%XX` so that any
+    /// key makes a valid header value; transaction ids and UUIDs never need it.
+    static func idempotencyKey(for item: Item) -> String {
+        let key = item.key.rawValue
+        let suffix = ":" + item.version.description
+        guard key.utf8.contains(where: { !isPlainHeaderByte($0) }) else { return key + suffix }
+        let hex = Array("0123456789ABCDEF".utf8)
+        var encoded: [UInt8] = []
+        for byte in key.utf8 {
+            if isPlainHeaderByte(byte) {
+                encoded.append(byte)
+            } else {
+                encoded.append(contentsOf: [UInt8(ascii: "%"), hex[Int(byte >> 4)], hex[Int(byte & 0xF)]])
+            }
+        }
+        return String(decoding: encoded, as: UTF8.self) + suffix
+    }
+
+    private static func isPlainHeaderByte(_ byte: UInt8) -> Bool {
+        byte > 0x20 && byte < 0x7F && byte != UInt8(ascii: "%")
+    }
+
+    /// The JSON body. Members come in a fixed order: `id`, `version`
+    /// (integer), `versionToken` (as in Idempotency-Key), `kind`, `attempt`,
+    /// `receivedAt` (RFC 3339 UTC), the decoded fields that are set, every
+    /// original signed string under its Apple name, and `payload` for
+    /// envelopes.
+    static func body(for item: Item, attempt: Int, receivedAt: Int64) -> [UInt8] {
+        var members: [(String, JSONValue)] = [
+            ("id", .string(item.key.rawValue)),
+            ("version", .integer(item.version.primary)),
+            ("versionToken", .string(item.version.description)),
+            ("kind", .string(item.kind.rawValue)),
+            ("attempt", .integer(attempt)),
+            ("receivedAt", .string(RFC3339Timestamp.format(millisecondsSince1970: receivedAt))),
+        ]
+        members.reserveCapacity(members.count + 11 + item.signedStrings.count + 1)
+        let fields = item.fields
+        func add(_ name: String, _ value: String?) {
+            if let value { members.append((name, .string(value))) }
+        }
+        func add(_ name: String, _ value: Int64?) {
+            if let value { members.append((name, .integer(value))) }
+        }
+        add("transactionId", fields.transactionId)
+        add("originalTransactionId", fields.originalTransactionId)
+        add("productId", fields.productId)
+        add("appAccountToken", fields.appAccountToken)
+        add("bundleId", fields.bundleId)
+        add("environment", fields.environment)
+        add("signedDate", fields.signedDate)
+        add("revocationDate", fields.revocationDate)
+        add("notificationType", fields.notificationType)
+        add("subtype", fields.subtype)
+        add("notificationUUID", fields.notificationUUID)
+        var signedLength = 0
+        for (name, value) in item.signedStrings {
+            members.append((name, .string(value)))
+            signedLength += value.utf8.count
+        }
+        if let payload = item.payload {
+            members.append(("payload", payload))
+        }
+        var body: [UInt8] = []
+        body.reserveCapacity(768 + signedLength)
+        JSONValue.object(members).write(to: &body)
+        return body
+    }
+}

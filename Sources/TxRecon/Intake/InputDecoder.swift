@@ -1,0 +1,279 @@
+// InputDecoder: the bytes of one spool file → one item, one transaction
+// history page, or a rejection (README "Input formats", formats 1 to 5).
+//
+// Runs on the intake hot path, so it works on bytes: no Foundation, one JSON
+// parse per document, base64url decoded by hand. Signatures are not checked
+// here (that is the verifier's step); every JWS is still parsed strictly so
+// that the verifier sees the same bytes. Nothing a producer sent is dropped
+// silently: unknown top-level members of formats 2, 3 and 5 are refused.
+// Every refusal is thrown as a `Rejection` with a stable code and one
+// sentence naming the format tried, what was wrong and, where it helps, what
+// to do. Touches no files and logs nothing.
+import Glibc
+
+/// Decodes one dropped file. Immutable and free of shared state: one value
+/// may decode on any number of threads at once.
+struct InputDecoder: Sendable {
+    /// Whether generic envelopes (format 5) are accepted; default true.
+    /// When false they are refused with `envelopes-disabled`.
+    var acceptEnvelopes: Bool
+
+    init(acceptEnvelopes: Bool = true) {
+        self.acceptEnvelopes = acceptEnvelopes
+    }
+
+    /// Decodes the whole content of one spool file; trailing spaces, tabs,
+    /// CRs and LFs are ignored.
+    func decode(_ bytes: some Collection<UInt8>) throws(Rejection) -> DecodedInput {
+        let input = Array(bytes)
+        var end = input.count
+        while end > 0, InputDecoder.isWhitespace(input[end - 1]) { end -= 1 }
+        guard let first = input[..<end].first(where: { !InputDecoder.isWhitespace($0) }) else {
+            throw Rejection(.emptyFile, "the file is empty or holds only whitespace; "
+                + "drop one transaction, notification or envelope per file")
+        }
+        if input.starts(with: InputDecoder.byteOrderMark) {
+            throw Rejection(.notJSON, "the file starts with a UTF-8 byte order mark, which JSON (RFC 8259) and "
+                + "compact JWS do not allow; write the file without it")
+        }
+        switch first {
+        case UInt8(ascii: "{"), UInt8(ascii: "["), UInt8(ascii: "\""), UInt8(ascii: "-"),
+             UInt8(ascii: "0")...UInt8(ascii: "9"):
+            return try decodeJSON(input)
+        default:
+            let hasSeparator = input.withUnsafeBufferPointer { buffer in
+                buffer.baseAddress.map { memchr($0, Int32(UInt8(ascii: ".")), end) != nil } ?? false
+            }
+            if hasSeparator { return try decodeBareJWS(input[..<end]) }
+            // `true`, `null`: JSON, but no format; anything else: neither.
+            guard let value = try? JSONValue.parse(input) else {
+                throw Rejection(.notJSON, "the file is neither a compact JWS (format 1: three base64url "
+                    + "segments joined by '.') nor JSON (formats 2 to 5); see README \"Input formats\"")
+            }
+            throw InputDecoder.notAnObject(value)
+        }
+    }
+
+    // MARK: - Format 1: a bare compact JWS
+
+    private func decodeBareJWS(_ bytes: ArraySlice<UInt8>) throws(Rejection) -> DecodedInput {
+        let jws = try InputDecoder.parseJWS(bytes, subject: "the file, read as a compact JWS (format 1),")
+        // The parse proved the bytes are base64url and dots: ASCII.
+        let text = String(decoding: bytes, as: UTF8.self)
+        let payload = jws.payload
+        if payload["transactionId"] != nil {
+            let transaction = try TransactionPayload(payload, subject: "the transaction in the file (format 1)")
+            var fields = ItemFields()
+            transaction.fill(&fields)
+            return .item(Item(key: transaction.transactionId, version: transaction.version(), kind: .transaction,
+                              fields: fields, signedStrings: [("signedTransactionInfo", text)]))
+        }
+        if payload["notificationType"] != nil {
+            // Notifications are often stored as the bare signedPayload: take it as format 2.
+            return .item(try notificationItem(jws, signedPayload: text, origin: "the file (format 1)"))
+        }
+        if payload["autoRenewStatus"] != nil || payload["autoRenewProductId"] != nil {
+            throw Rejection(.unsupportedContent, "the file is a signed renewal info alone, which has no transactionId "
+                + "to deliver under; drop it together with its transaction as {\"signedTransactionInfo\": \"…\", "
+                + "\"signedRenewalInfo\": \"…\"} (format 3)")
+        }
+        if payload["receiptType"] != nil || payload["applicationVersion"] != nil {
+            throw Rejection(.unsupportedContent, "the file is a signed app transaction (AppTransaction), which "
+                + "proves the purchase of the app itself; txrecon delivers in-app transactions and notifications")
+        }
+        throw Rejection(.missingField, "the JWS payload in the file (format 1) has neither transactionId "
+            + "(a signed transaction) nor notificationType (a signed notification)")
+    }
+
+    // MARK: - Formats 2 to 5: JSON objects
+
+    private func decodeJSON(_ input: [UInt8]) throws(Rejection) -> DecodedInput {
+        let value: JSONValue
+        do {
+            value = try JSONValue.parse(input)
+        } catch {
+            throw Rejection(.notJSON, "the file starts like JSON (formats 2 to 5) but is not valid JSON: \(error)")
+        }
+        guard case .object = value else { throw InputDecoder.notAnObject(value) }
+        if value["signedPayload"] != nil { return .item(try decodeNotificationBody(value)) }
+        if value["signedTransactionInfo"] != nil { return .item(try decodeTransactionUpload(value)) }
+        if value["signedTransactions"] != nil { return try decodeHistoryPage(value) }
+        if value["id"] != nil || value["version"] != nil || value["payload"] != nil {
+            return .item(try decodeEnvelope(value))
+        }
+        if value["signedRenewalInfo"] != nil {
+            throw Rejection(.unsupportedContent, "the file holds a signedRenewalInfo without a signedTransactionInfo; "
+                + "a renewal info is delivered only together with its transaction (format 3)")
+        }
+        throw Rejection(.unknownFormat, "a JSON object with none of signedPayload, signedTransactionInfo, "
+            + "signedTransactions or id/version/payload; see README \"Input formats\"")
+    }
+
+    /// Format 2: `{"signedPayload": "<JWS>"}`, an App Store Server Notifications V2 body.
+    private func decodeNotificationBody(_ value: JSONValue) throws(Rejection) -> Item {
+        let format = "an App Store Server Notification body (format 2)"
+        try InputDecoder.refuseOtherMembers(of: value, allowed: ["signedPayload"], format: format)
+        let reader = PayloadReader(object: value, subject: format)
+        let text = try reader.requireString("signedPayload")
+        let jws = try InputDecoder.parseJWS(text, subject: "signedPayload (format 2)")
+        return try notificationItem(jws, signedPayload: text, origin: "signedPayload (format 2)")
+    }
+
+    /// Format 3: `{"signedTransactionInfo": "<JWS>", "signedRenewalInfo": "<JWS>"?}`.
+    private func decodeTransactionUpload(_ value: JSONValue) throws(Rejection) -> Item {
+        let format = "a signed transaction upload (format 3)"
+        try InputDecoder.refuseOtherMembers(of: value, allowed: ["signedTransactionInfo", "signedRenewalInfo"],
+                                            format: format)
+        let reader = PayloadReader(object: value, subject: format)
+        let transactionText = try reader.requireString("signedTransactionInfo")
+        let transactionJWS = try InputDecoder.parseJWS(transactionText, subject: "signedTransactionInfo (format 3)")
+        let transaction = try TransactionPayload(transactionJWS.payload,
+                                                 subject: "the transaction in signedTransactionInfo (format 3)")
+        if let renewalText = try reader.string("signedRenewalInfo") {
+            let renewal = try InputDecoder.parseJWS(renewalText, subject: "signedRenewalInfo (format 3)")
+            try InputDecoder.checkRenewal(renewal.payload, belongsTo: transaction)
+        }
+        var fields = ItemFields()
+        transaction.fill(&fields)
+        // Keep the producer's member order: the backend sees what was dropped.
+        let signedStrings = (value.objectValue ?? []).compactMap { member in
+            member.1.stringValue.map { (name: member.0, value: $0) }
+        }
+        return Item(key: transaction.transactionId, version: transaction.version(), kind: .transaction,
+                    fields: fields, signedStrings: signedStrings)
+    }
+
+    /// Format 4: a transaction history page; each element must be a compact
+    /// JWS of a transaction, so that a bad page is refused as a whole before
+    /// it is split.
+    private func decodeHistoryPage(_ value: JSONValue) throws(Rejection) -> DecodedInput {
+        let reader = PayloadReader(object: value, subject: "a transaction history page (format 4)")
+        let member = try reader.require("signedTransactions")
+        guard case let .array(elements) = member else {
+            throw reader.invalid("signedTransactions", member, expected: "an array of compact JWS strings")
+        }
+        guard !elements.isEmpty else {
+            throw Rejection(.emptyPage, "signedTransactions of a transaction history page (format 4) is empty, "
+                + "so there is nothing to deliver; drop only pages that hold transactions")
+        }
+        var signedTransactions: [String] = []
+        signedTransactions.reserveCapacity(elements.count)
+        for (position, element) in elements.enumerated() {
+            let name = "signedTransactions[\(position)]"
+            guard case let .string(text) = element else {
+                throw reader.invalid(name, element, expected: "a string (a compact JWS)")
+            }
+            let jws = try InputDecoder.parseJWS(text, subject: "\(name) (format 4)")
+            _ = try TransactionPayload(jws.payload, subject: "the transaction in \(name) (format 4)")
+            signedTransactions.append(text)
+        }
+        return .page(signedTransactions: signedTransactions)
+    }
+
+    /// Format 5: `{"id": "<key>", "version": <integer ≥ 0>, "payload": <any JSON>}`.
+    private func decodeEnvelope(_ value: JSONValue) throws(Rejection) -> Item {
+        guard acceptEnvelopes else {
+            throw Rejection(.envelopesDisabled, "the file is a generic envelope (format 5), which this configuration "
+                + "does not accept; set AcceptEnvelopes=yes in the [Verification] section to accept envelopes")
+        }
+        let format = "the envelope (format 5)"
+        try InputDecoder.refuseOtherMembers(of: value, allowed: ["id", "version", "payload"], format: format)
+        let reader = PayloadReader(object: value, subject: format)
+        let key = try reader.requireKey("id")
+        let versionValue = try reader.require("version")
+        guard let version = versionValue.int64Value, version >= 0 else {
+            throw reader.invalid("version", versionValue, expected: "an integer from 0 to \(Int64.max)")
+        }
+        let payload = try reader.require("payload")
+        return Item(key: key, version: ItemVersion(primary: version), kind: .envelope, payload: payload)
+    }
+
+    // MARK: - Shared steps
+
+    /// Builds the item of a notification. With a transaction inside, it is
+    /// keyed and versioned by that transaction (its fields, `signedDate`
+    /// included, are the transaction's); without one, by its own
+    /// notificationUUID and signedDate. `origin` names where its signedPayload
+    /// came from.
+    private func notificationItem(_ jws: CompactJWS, signedPayload: String, origin: String) throws(Rejection) -> Item {
+        let subject = "the notification in \(origin)"
+        let notification = try NotificationPayload(jws.payload, subject: subject)
+        var transaction: TransactionPayload?
+        for (name, text) in notification.nestedSignedStrings {
+            let nested = try InputDecoder.parseJWS(text, subject: "data.\(name) of \(origin)")
+            if name == "signedTransactionInfo" {
+                transaction = try TransactionPayload(nested.payload, subject: "the transaction in data.\(name) of \(origin)")
+            }
+        }
+        var fields = ItemFields()
+        let key: ItemKey
+        let version: ItemVersion
+        if let transaction {
+            transaction.fill(&fields)
+            fields.bundleId = transaction.bundleId ?? notification.bundleId
+            fields.environment = transaction.environment ?? notification.environment
+            key = transaction.transactionId
+            version = transaction.version(notificationSignedDate: notification.signedDate)
+        } else {
+            fields.bundleId = notification.bundleId
+            fields.environment = notification.environment
+            fields.signedDate = notification.signedDate
+            key = try PayloadReader(object: jws.payload, subject: subject).requireKey("notificationUUID")
+            version = ItemVersion(primary: notification.signedDate)
+        }
+        fields.notificationType = notification.notificationType
+        fields.subtype = notification.subtype
+        fields.notificationUUID = notification.notificationUUID
+        return Item(key: key, version: version, kind: .notification, fields: fields,
+                    signedStrings: [("signedPayload", signedPayload)] + notification.nestedSignedStrings)
+    }
+
+    /// Refuses a renewal info that is really a transaction, or that belongs to
+    /// another subscription than the transaction it was dropped with.
+    private static func checkRenewal(_ renewal: JSONValue, belongsTo transaction: TransactionPayload) throws(Rejection) {
+        if renewal["transactionId"] != nil {
+            throw Rejection(.invalidField, "signedRenewalInfo (format 3) holds a transaction (it has a transactionId), "
+                + "not a renewal info; put a transaction in signedTransactionInfo")
+        }
+        let reader = PayloadReader(object: renewal, subject: "the renewal info in signedRenewalInfo (format 3)")
+        if let renewalOriginal = try reader.string("originalTransactionId"),
+           let transactionOriginal = transaction.originalTransactionId, renewalOriginal != transactionOriginal {
+            throw Rejection(.invalidField, "signedRenewalInfo (format 3) belongs to originalTransactionId "
+                + "\(renewalOriginal), but signedTransactionInfo to \(transactionOriginal); drop a renewal info "
+                + "only with a transaction of the same subscription")
+        }
+    }
+
+    /// Parses a compact JWS; `subject` names it as the subject of the sentence.
+    private static func parseJWS(_ compact: some Collection<UInt8>, subject: String) throws(Rejection) -> CompactJWS {
+        do {
+            return try CompactJWS(compact: compact)
+        } catch {
+            throw Rejection(error.code, "\(subject) \(error)")
+        }
+    }
+
+    private static func parseJWS(_ compact: String, subject: String) throws(Rejection) -> CompactJWS {
+        try parseJWS(compact.utf8, subject: subject)
+    }
+
+    /// Refuses any top-level member outside `allowed`, so nothing is dropped silently.
+    private static func refuseOtherMembers(of value: JSONValue, allowed: [String], format: String) throws(Rejection) {
+        for (name, _) in value.objectValue ?? [] where !allowed.contains(name) {
+            let names = allowed.joined(separator: ", ")
+            throw Rejection(.unexpectedMember, "the member \"\(name)\" is not part of \(format), which has only "
+                + "\(names); remove it, or wrap the data in a generic envelope (format 5)")
+        }
+    }
+
+    private static func notAnObject(_ value: JSONValue) -> Rejection {
+        Rejection(.unknownFormat, "the file is JSON but \(value.typeDescription), not an object; formats 2 to 5 "
+            + "are JSON objects and format 1 is a bare compact JWS; see README \"Input formats\"")
+    }
+
+    private static let byteOrderMark: [UInt8] = [0xEF, 0xBB, 0xBF]
+
+    private static func isWhitespace(_ byte: UInt8) -> Bool {
+        byte == 0x20 || byte == 0x09 || byte == 0x0D || byte == 0x0A
+    }
+}

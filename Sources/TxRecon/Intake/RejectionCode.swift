@@ -1,0 +1,35 @@
+// RejectionCode: the stable codes intake writes into `.reason` files and the
+// journal's TXRECON_REASON. Listed once here so that a code is never spelled
+// two ways; operators and scripts match on them, so never rename one.
+
+/// Why intake refused a file, as a stable machine-matchable code.
+enum RejectionCode: String, Sendable, CaseIterable {
+    /// The file is empty or holds only whitespace.
+    case emptyFile = "empty-file"
+    /// Neither a compact JWS nor valid JSON.
+    case notJSON = "not-json"
+    /// Valid JSON, but none of the known formats.
+    case unknownFormat = "unknown-format"
+    /// A compact JWS is structurally broken (segments, base64url, header).
+    case malformedJWS = "malformed-jws"
+    /// A JWS payload does not decode to a JSON object.
+    case malformedPayload = "malformed-payload"
+    /// A required member is absent.
+    case missingField = "missing-field"
+    /// A member has the wrong type or an impossible value.
+    case invalidField = "invalid-field"
+    /// A top-level member that the format does not define (formats 2, 3, 5).
+    case unexpectedMember = "unexpected-member"
+    /// A transaction history page without transactions.
+    case emptyPage = "empty-page"
+    /// A generic envelope while envelopes are not accepted.
+    case envelopesDisabled = "envelopes-disabled"
+    /// Well-formed App Store data that is not deliverable on its own.
+    case unsupportedContent = "unsupported-content"
+}
+
+extension Rejection {
+    init(_ code: RejectionCode, _ detail: String) {
+        self.init(code.rawValue, detail)
+    }
+}

@@ -1,0 +1,238 @@
+// Daemon: `txrecon run`, the service's life from start to exit.
+//
+//   start:   configuration (exit 78 when invalid) -> spool directories and
+//            lock -> engine rebuilt from queue/ and hold/ -> ctl/ and new/
+//            taken -> READY=1, then the watchdog ping from the engine's loop
+//   SIGHUP:  RELOADING=1, configuration read again and applied, or refused
+//            with a log line while the old one stays; READY=1
+//   SIGTERM, SIGINT: STOPPING=1, intake stops, attempts in flight get a
+//            bounded time to end, nothing undelivered is finished; exit 0
+//   new/ or ctl/ removed while running: exit 1 so systemd restarts us
+//
+// Reports: the lifecycle in the journal (started, reloaded, stopping) and
+// every failure that ends the process, with its exit status.
+import Dispatch
+import Glibc
+
+public enum Daemon {
+    /// Exit statuses, as systemd and scripts see them.
+    public enum ExitStatus {
+        public static let success: Int32 = 0
+        public static let failure: Int32 = 1
+        public static let configuration: Int32 = ConfigurationError.exitStatus
+    }
+
+    /// What wakes the daemon's main loop.
+    private enum Signal: Sendable {
+        case stop(String)
+        case reload
+        case lost(String)
+        /// Test builds only (TXRECON_TEST_FREEZE=1): wedge the engine so the
+        /// watchdog must fire.
+        case freeze
+    }
+
+    /// Runs the daemon until it is told to stop; returns the exit status.
+    public static func run(configurationPath: String, environment: [String: String], version: String) async -> Int32 {
+        let log = LogSinks.standard(environment: environment)
+        let health = SystemdNotifier(log: log)
+
+        let configuration: Configuration
+        let secrets: BackendSecrets
+        do {
+            configuration = try ConfigurationLoader.load(path: configurationPath)
+            secrets = try BackendSecrets.load(for: configuration, environment: environment)
+        } catch {
+            log.write(LogEntry(.error, "configuration error: \(error)"))
+            return ExitStatus.configuration
+        }
+
+        let layout = SpoolLayout(root: configuration.spool.directory)
+        let lock: SpoolLock
+        do {
+            try layout.createMissingDirectories()
+            lock = try SpoolLock.acquire(layout)
+        } catch {
+            log.write(LogEntry(.error, "cannot use the spool \(layout.root): \(error)"))
+            return ExitStatus.failure
+        }
+
+        let startedAt = Timestamp.nowMilliseconds()
+        let publisher = StatusPublisher(health: health, statusFile: layout.statusFile, startedAt: startedAt)
+        let spool = Spool(layout: layout, keepsDone: configuration.spool.doneRetention > .zero)
+        let reaper = spool.keepsDone
+            ? DoneReaper(directory: layout.done, retention: configuration.spool.doneRetention, log: log) : nil
+
+        let transport: CurlTransport
+        do {
+            transport = try CurlTransport(settings: configuration.backend,
+                                          workers: configuration.delivery.maxConcurrentDeliveries)
+        } catch {
+            log.write(LogEntry(.error, "cannot set up the HTTP client: \(error)"))
+            return ExitStatus.failure
+        }
+
+        let engine = DeliveryEngine(
+            spool: spool, settings: engineSettings(configuration), transport: transport,
+            prepare: preparer(version: version, secrets: secrets),
+            clock: SystemClock(), log: log,
+            publish: { status in
+                publisher.publish(status)
+                reaper?.observe(finished: status.delivered + status.superseded)
+            })
+        do {
+            try await engine.start()
+        } catch {
+            log.write(LogEntry(.error, "cannot read the spool \(layout.root): \(error)"))
+            return ExitStatus.failure
+        }
+        reaper?.start()
+
+        let watcher: InboxWatcher
+        do {
+            watcher = try InboxWatcher(layout: layout)
+        } catch {
+            log.write(LogEntry(.error, "cannot watch the spool: \(error)"))
+            return ExitStatus.failure
+        }
+        let intake = Intake(spool: spool, engine: engine, watcher: watcher,
+                            settings: intakeSettings(configuration), log: log)
+
+        let (signals, signalInput) = AsyncStream.makeStream(of: Signal.self)
+        let signalSources = installSignalHandlers(signalInput, allowFreeze: environment["TXRECON_TEST_FREEZE"] == "1")
+
+        let intakeStarted = await withCheckedContinuation { (started: CheckedContinuation<ThreadStartError?, Never>) in
+            do throws(ThreadStartError) {
+                try intake.start(ready: { started.resume(returning: nil) }, lost: { signalInput.yield(.lost($0)) })
+            } catch {
+                started.resume(returning: error)
+            }
+        }
+        if let intakeStarted {
+            log.write(LogEntry(.error, "\(intakeStarted)"))
+            return ExitStatus.failure
+        }
+        publisher.publish(await engine.currentStatus)
+        publisher.flushNow()
+        health.notify("READY=1")
+        log.write(LogEntry(.info, "txrecon \(version) ready: spool \(layout.root), backend \(configuration.backend.url)",
+                           messageID: MessageID.started))
+        let watchdog = startWatchdog(engine: engine, health: health)
+
+        var current = configuration
+        var exitStatus = ExitStatus.success
+        loop: for await signal in signals {
+            switch signal {
+            case .reload:
+                health.notify("RELOADING=1")
+                current = await reload(current, path: configurationPath, environment: environment, version: version,
+                                       engine: engine, transport: transport, intake: intake, log: log)
+                health.notify("READY=1")
+            case let .stop(name):
+                log.write(LogEntry(.info, "\(name) received: stopping", messageID: MessageID.stopping))
+                break loop
+            case let .lost(directory):
+                log.write(LogEntry(.critical, "\(directory) disappeared or was moved away; exiting so that "
+                                   + "systemd restarts txrecon and recreates it"))
+                exitStatus = ExitStatus.failure
+                break loop
+            case .freeze:
+                log.write(LogEntry(.warning, "test freeze requested: the engine stops answering"))
+                await engine.freezeForTesting()
+            }
+        }
+
+        health.notify("STOPPING=1")
+        watchdog.cancel()
+        intake.stop()
+        await engine.stop()
+        publisher.publish(await engine.currentStatus)
+        publisher.flushNow()
+        reaper?.stop()
+        transport.shutdown()
+        for source in signalSources { source.cancel() }
+        withExtendedLifetime(lock) {}
+        log.write(LogEntry(.info, "stopped"))
+        return exitStatus
+    }
+
+    // MARK: Reload
+
+    private static func reload(_ current: Configuration, path: String, environment: [String: String], version: String,
+                               engine: DeliveryEngine, transport: CurlTransport, intake: Intake,
+                               log: any LogSink) async -> Configuration {
+        let next: Configuration
+        let secrets: BackendSecrets
+        do {
+            next = try ConfigurationLoader.load(path: path)
+            secrets = try BackendSecrets.load(for: next, environment: environment)
+        } catch {
+            log.write(LogEntry(.error, "reload refused, the running configuration stays: \(error)",
+                               messageID: MessageID.reloadRefused))
+            return current
+        }
+        if next.spool.directory != current.spool.directory || next.spool.doneRetention != current.spool.doneRetention
+            || next.delivery.maxConcurrentDeliveries != current.delivery.maxConcurrentDeliveries {
+            log.write(LogEntry(.error, "reload refused: Directory=, DoneRetention= and MaxConcurrentDeliveries= "
+                               + "take effect only at restart (systemctl restart txrecon); the running configuration stays",
+                               messageID: MessageID.reloadRefused))
+            return current
+        }
+        transport.update(settings: next.backend)
+        intake.reconfigure(intakeSettings(next))
+        await engine.reconfigure(settings: engineSettings(next), transport: transport,
+                                 prepare: preparer(version: version, secrets: secrets))
+        log.write(LogEntry(.info, "configuration reloaded from \(path)", messageID: MessageID.reloaded))
+        return next
+    }
+
+    // MARK: Pieces
+
+    static func engineSettings(_ configuration: Configuration) -> DeliveryEngine.Settings {
+        DeliveryEngine.Settings(schedule: configuration.delivery.retrySchedule,
+                                maxConcurrentDeliveries: configuration.delivery.maxConcurrentDeliveries,
+                                maxFileSize: configuration.spool.maxFileSize,
+                                stopGrace: min(configuration.backend.timeout + .seconds(1), .seconds(20)))
+    }
+
+    static func intakeSettings(_ configuration: Configuration) -> Intake.Settings {
+        Intake.Settings(maximumFileSize: configuration.spool.maxFileSize, acceptEnvelopes: true)
+    }
+
+    static func preparer(version: String, secrets: BackendSecrets) -> DeliveryEngine.RequestPreparer {
+        let builder = RequestBuilder(softwareVersion: version, secrets: secrets)
+        return { item, attempt, receivedAt, now in
+            builder.request(for: item, attempt: attempt, receivedAt: receivedAt, signedAt: now / 1000)
+        }
+    }
+
+    /// Pings the watchdog at half its timeout, but only after the engine
+    /// answered: a wedged engine stops the pings and systemd restarts us.
+    private static func startWatchdog(engine: DeliveryEngine, health: any HealthNotifier) -> Task<Void, Never> {
+        guard let interval = health.watchdogPingInterval else { return Task {} }
+        return Task {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: interval, tolerance: interval / 10)
+                guard !Task.isCancelled, await engine.heartbeat() else { return }
+                health.notify("WATCHDOG=1")
+            }
+        }
+    }
+
+    /// Dispatch signal sources feeding the main loop. The default actions are
+    /// set aside first, or SIGTERM would end the process before the source sees it.
+    private static func installSignalHandlers(_ input: AsyncStream<Signal>.Continuation,
+                                              allowFreeze: Bool) -> [any DispatchSourceSignal] {
+        let queue = DispatchQueue(label: "txrecon.signals")
+        var handlers: [(Int32, Signal)] = [(SIGTERM, .stop("SIGTERM")), (SIGINT, .stop("SIGINT")), (SIGHUP, .reload)]
+        if allowFreeze { handlers.append((SIGUSR2, .freeze)) }
+        signal(SIGPIPE, SIG_IGN)
+        return handlers.map { number, event in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
+            source.setEventHandler { input.yield(event) }
+            source.resume()
+            return source
+        }
+    }
+}

@@ -1,0 +1,105 @@
+// DoneReaper: removes delivered and superseded snapshots from done/ once they
+// are older than DoneRetention=. A timer is armed only while done/ holds
+// something, for when its oldest file expires; scans are at least
+// `minimumInterval` apart so a busy done/ is not rescanned every second.
+// Runs on its own dispatch queue (directory scans block).
+// Reports: a warning when a file cannot be removed.
+import Dispatch
+import Glibc
+import Synchronization
+
+final class DoneReaper: Sendable {
+    private struct State {
+        var timer: (any DispatchSourceTimer)?
+        var armedFor: Int64?
+        var lastScan: Int64 = 0
+        var finished = 0
+    }
+
+    private let directory: String
+    private let retention: Int64
+    private let log: any LogSink
+    private let queue = DispatchQueue(label: "txrecon.done-reaper")
+    private let state = Mutex(State())
+
+    /// Scans are at least this far apart: a tenth of the retention, between
+    /// one minute and one hour.
+    var minimumInterval: Int64 { min(3_600_000, max(60_000, retention / 10)) }
+
+    init(directory: String, retention: Duration, log: any LogSink) {
+        self.directory = directory
+        self.retention = retention.milliseconds
+        self.log = log
+    }
+
+    /// Scans now, removing what has expired, and arms the timer for the rest.
+    func start() {
+        queue.async { self.reap() }
+    }
+
+    /// Called with the engine's count of finished (delivered or superseded)
+    /// items: when it grew, done/ got something, so make sure a removal is
+    /// scheduled.
+    func observe(finished: Int) {
+        let now = Timestamp.nowMilliseconds()
+        let needsArming = state.withLock { state -> Bool in
+            defer { state.finished = finished }
+            return finished > state.finished && state.armedFor == nil
+        }
+        if needsArming { queue.async { self.arm(at: now + self.retention) } }
+    }
+
+    func stop() {
+        queue.sync {
+            state.withLock { state in
+                state.timer?.cancel()
+                state.timer = nil
+                state.armedFor = nil
+            }
+        }
+    }
+
+    private func reap() {
+        let now = Timestamp.nowMilliseconds()
+        state.withLock { $0.lastScan = now }
+        var oldest: Int64?
+        guard let names = try? SystemCall.listDirectory(directory) else { return }
+        for name in names where !name.hasPrefix(".") {
+            let path = directory + "/" + name
+            guard let info = try? SystemCall.linkStatus(path) else { continue }
+            let modified = Int64(info.st_mtim.tv_sec) * 1000 + Int64(info.st_mtim.tv_nsec) / 1_000_000
+            // A rename keeps the mtime of the producer's write, so use the
+            // later of mtime and ctime (the move into done/).
+            let changed = Int64(info.st_ctim.tv_sec) * 1000 + Int64(info.st_ctim.tv_nsec) / 1_000_000
+            let finishedAt = max(modified, changed)
+            if finishedAt + retention <= now {
+                if unlink(path) != 0 && errno != ENOENT {
+                    log.write(LogEntry(.warning, "cannot remove done/\(LogText.escaped(name)): \(SpoolError("unlink", path))"))
+                }
+            } else {
+                oldest = min(oldest ?? finishedAt, finishedAt)
+            }
+        }
+        state.withLock { state in
+            state.timer?.cancel()
+            state.timer = nil
+            state.armedFor = nil
+        }
+        if let oldest { arm(at: oldest + retention) }
+    }
+
+    private func arm(at expiry: Int64) {
+        let at = max(expiry, state.withLock { $0.lastScan } + minimumInterval)
+        state.withLock { state in
+            if let armed = state.armedFor, armed <= at { return }
+            state.timer?.cancel()
+            let timer = DispatchSource.makeTimerSource(queue: queue)
+            let delay = max(0, at - Timestamp.nowMilliseconds())
+            timer.schedule(wallDeadline: .now() + .milliseconds(Int(delay)), leeway: .seconds(1))
+            timer.setEventHandler { [weak self] in self?.reap() }
+            timer.resume()
+            state.timer = timer
+            state.armedFor = at
+        }
+    }
+}

@@ -1,0 +1,84 @@
+// ItemEvents: the log entry for each thing that happens to an item, one entry
+// per event, with the fields `journalctl TXRECON_ID=…` needs to show an
+// item's whole history. Retries are info (they are normal operation), holds
+// and rejections warnings. Never a signed payload or a secret.
+
+/// What happened to an item; the TXRECON_OUTCOME field.
+enum ItemOutcome: String, Sendable {
+    case accepted, delivered, deferred, held, rejected, superseded, released, retried, requeued
+}
+
+/// Builds the log entries of item events.
+struct ItemEvents: Sendable {
+    let sink: any LogSink
+
+    func accepted(_ item: Item, file: String) {
+        write(.info, "\(item.key): accepted \(item.kind.rawValue) version \(item.version) from new/\(LogText.escaped(file))",
+              MessageID.accepted, .accepted, key: item.key, kind: item.kind, version: item.version,
+              extra: [("TXRECON_FILE", file)])
+    }
+
+    func delivered(_ key: ItemKey, kind: ItemKind?, version: ItemVersion?, attempt: Int, status: Int) {
+        write(.info, "\(key): delivered on attempt \(attempt) (HTTP \(status))", MessageID.delivered, .delivered,
+              key: key, kind: kind, version: version,
+              extra: [("TXRECON_ATTEMPT", String(attempt)), ("TXRECON_HTTP_STATUS", String(status))])
+    }
+
+    func deferred(_ key: ItemKey, kind: ItemKind?, version: ItemVersion?, attempt: Int, reason: String,
+                  status: Int?, nextAttemptAt: Int64) {
+        var extra = [("TXRECON_ATTEMPT", String(attempt)), ("TXRECON_REASON", reason),
+                     ("TXRECON_NEXT_ATTEMPT_USEC", String(nextAttemptAt * 1000))]
+        if let status { extra.append(("TXRECON_HTTP_STATUS", String(status))) }
+        write(.info, "\(key): attempt \(attempt) failed (\(LogText.singleLine(reason, limit: 200))), next attempt at "
+              + Timestamp.rfc3339(milliseconds: nextAttemptAt), MessageID.deferred, .deferred,
+              key: key, kind: kind, version: version, extra: extra)
+    }
+
+    func held(_ key: ItemKey, kind: ItemKind?, version: ItemVersion?, attempt: Int, reason: String, status: Int) {
+        write(.warning, "\(key): held after attempt \(attempt): \(LogText.singleLine(reason, limit: 200)); "
+              + "inspect with `txrecon show \(key)`, release with `txrecon release \(key)`", MessageID.held, .held,
+              key: key, kind: kind, version: version,
+              extra: [("TXRECON_ATTEMPT", String(attempt)), ("TXRECON_HTTP_STATUS", String(status)),
+                      ("TXRECON_REASON", reason)])
+    }
+
+    func superseded(_ key: ItemKey, kind: ItemKind?, version: ItemVersion, by newer: ItemVersion?, file: String?) {
+        let why = newer.map { "replaced by newer version \($0)" } ?? "not newer than the pending or delivered snapshot"
+        var extra: [(String, String)] = []
+        if let file { extra.append(("TXRECON_FILE", file)) }
+        write(.notice, "\(key): version \(version) superseded (\(why))", MessageID.superseded, .superseded,
+              key: key, kind: kind, version: version, extra: extra)
+    }
+
+    func rejected(file: String, rejection: Rejection, movedTo: String) {
+        write(.warning, "new/\(LogText.escaped(file)) rejected: \(rejection.code): \(rejection.detail); "
+              + "see rejected/\(LogText.escaped(movedTo)).reason", MessageID.rejected, .rejected, key: nil, kind: nil,
+              version: nil, extra: [("TXRECON_FILE", file), ("TXRECON_REASON", rejection.code)])
+    }
+
+    func operatorAction(_ outcome: ItemOutcome, key: ItemKey) {
+        let message: String
+        let id: String
+        switch outcome {
+        case .released: message = "\(key): released from hold by the operator, due now"; id = MessageID.released
+        default: message = "\(key): retry requested by the operator, due now"; id = MessageID.retryRequested
+        }
+        write(.notice, message, id, outcome, key: key, kind: nil, version: nil, extra: [])
+    }
+
+    func requeued(file: String) {
+        write(.notice, "rejected/\(LogText.escaped(file)) requeued by the operator into new/", MessageID.retryRequested,
+              .requeued, key: nil, kind: nil, version: nil, extra: [("TXRECON_FILE", file)])
+    }
+
+    private func write(_ priority: LogPriority, _ message: String, _ id: String, _ outcome: ItemOutcome,
+                       key: ItemKey?, kind: ItemKind?, version: ItemVersion?, extra: [(String, String)]) {
+        var fields: [(name: String, value: String)] = []
+        if let key { fields.append(("TXRECON_ID", key.rawValue)) }
+        if let kind { fields.append(("TXRECON_KIND", kind.rawValue)) }
+        fields.append(("TXRECON_OUTCOME", outcome.rawValue))
+        if let version { fields.append(("TXRECON_VERSION", version.description)) }
+        for (name, value) in extra { fields.append((name, value)) }
+        sink.write(LogEntry(priority, message, messageID: id, fields: fields))
+    }
+}

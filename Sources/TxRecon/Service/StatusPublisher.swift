@@ -1,0 +1,91 @@
+// StatusPublisher: turns the engine's status into the STATUS= line (sd_notify)
+// and the status file `txrecon status` reads. Under load the status changes
+// with every item, so updates are coalesced to at most one per second; the
+// last change is always published. While nothing changes nothing runs: the
+// coalescing timer exists only between a change and its publication.
+// Reports: nothing; a failed status-file write is retried with the next change.
+import Dispatch
+import Glibc
+import Synchronization
+
+final class StatusPublisher: Sendable {
+    private struct State {
+        var latest: EngineStatus?
+        var lastLine = ""
+        var lastFlush: Duration = .zero
+        var flushScheduled = false
+    }
+
+    static let interval: Duration = .seconds(1)
+
+    private let health: any HealthNotifier
+    private let statusFile: String
+    private let startedAt: Int64
+    private let queue = DispatchQueue(label: "txrecon.status")
+    private let state = Mutex(State())
+
+    init(health: any HealthNotifier, statusFile: String, startedAt: Int64) {
+        self.health = health
+        self.statusFile = statusFile
+        self.startedAt = startedAt
+    }
+
+    /// Records the newest status; publishes now or within `interval`.
+    func publish(_ status: EngineStatus) {
+        let now = SystemClock().now
+        let delay = state.withLock { state -> Duration? in
+            state.latest = status
+            if state.flushScheduled { return nil }
+            state.flushScheduled = true
+            return max(.zero, state.lastFlush + StatusPublisher.interval - now)
+        }
+        guard let delay else { return }
+        if delay == .zero {
+            queue.async { self.flush() }
+        } else {
+            queue.asyncAfter(deadline: .now() + .milliseconds(Int(delay.milliseconds) + 1)) { self.flush() }
+        }
+    }
+
+    /// Publishes the latest status at once (before READY=1 and when stopping).
+    func flushNow() {
+        queue.sync { self.flush() }
+    }
+
+    private func flush() {
+        let (status, changed) = state.withLock { state -> (EngineStatus?, Bool) in
+            state.flushScheduled = false
+            state.lastFlush = SystemClock().now
+            guard let latest = state.latest else { return (nil, false) }
+            let line = latest.line
+            defer { state.lastLine = line }
+            return (latest, line != state.lastLine)
+        }
+        guard let status, changed else { return }
+        health.notify("STATUS=" + status.line)
+        writeStatusFile(status)
+    }
+
+    private func writeStatusFile(_ status: EngineStatus) {
+        var members: [(String, JSONValue)] = [
+            ("pid", .integer(getpid())), ("startedAt", .string(Timestamp.rfc3339(milliseconds: startedAt))),
+            ("updatedAt", .string(Timestamp.rfc3339(milliseconds: Timestamp.nowMilliseconds()))),
+            ("status", .string(status.line)), ("phase", .string(status.phase)),
+            ("queued", .integer(status.queued)), ("delivering", .integer(status.delivering)),
+            ("held", .integer(status.held)), ("rejected", .integer(status.rejected)),
+            ("delivered", .integer(status.delivered)), ("superseded", .integer(status.superseded)),
+        ]
+        switch status.backend {
+        case .unknown: members.append(("backend", .string("unknown")))
+        case .ok: members.append(("backend", .string("ok")))
+        case let .failing(since, lastError):
+            members.append(("backend", .string("failing")))
+            members.append(("failingSince", .string(Timestamp.rfc3339(milliseconds: since))))
+            members.append(("lastError", .string(lastError)))
+        }
+        if let next = status.nextRetryAt { members.append(("nextRetryAt", .string(Timestamp.rfc3339(milliseconds: next)))) }
+        if let paused = status.intakePausedBecause { members.append(("intakePaused", .string(paused))) }
+        try? SystemCall.replaceFile(statusFile, JSONValue.object(members).serialized,
+                                    temporaryName: statusFile + ".tmp", sync: false)
+    }
+}

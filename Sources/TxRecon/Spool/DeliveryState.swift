@@ -1,0 +1,44 @@
+// DeliveryState: what the spool remembers about a queued item's failed
+// attempts, in queue/KEY.state beside the item. Written only after a failure,
+// so the hot path (deliver at the first try) never writes it; removed when the
+// item leaves queue/. Times are wall-clock ms since 1970, because they must
+// mean the same thing after a restart; the engine turns them back into
+// monotonic deadlines when it loads them.
+
+/// The persisted delivery history of one queued item.
+public struct DeliveryState: Sendable, Equatable {
+    /// Failed attempts so far; the next attempt is number `attempts + 1`.
+    public var attempts = 0
+    /// When the next attempt is due (ms since 1970); nil means now.
+    public var nextAttemptAt: Int64?
+    /// The last failure in words (`HTTP 503`, `timed out: …`).
+    public var lastError: String?
+    /// The HTTP status of the last failed attempt, if there was a response.
+    public var lastStatus: Int?
+
+    public init(attempts: Int = 0, nextAttemptAt: Int64? = nil, lastError: String? = nil, lastStatus: Int? = nil) {
+        self.attempts = attempts
+        self.nextAttemptAt = nextAttemptAt
+        self.lastError = lastError
+        self.lastStatus = lastStatus
+    }
+
+    var json: JSONValue {
+        var members: [(String, JSONValue)] = [("attempts", .integer(attempts))]
+        if let nextAttemptAt { members.append(("nextAttemptAt", .integer(nextAttemptAt))) }
+        if let lastError { members.append(("lastError", .string(lastError))) }
+        if let lastStatus { members.append(("lastStatus", .integer(lastStatus))) }
+        return .object(members)
+    }
+
+    /// nil for a file that is not a state record (damaged by hand, say): the
+    /// item is then simply due now, which loses nothing.
+    init?(json bytes: [UInt8]) {
+        guard let value = try? JSONValue.parse(bytes), let attempts = value["attempts"]?.int64Value,
+              attempts >= 0 else { return nil }
+        self.attempts = Int(attempts)
+        nextAttemptAt = value["nextAttemptAt"]?.int64Value
+        lastError = value["lastError"]?.stringValue
+        lastStatus = value["lastStatus"]?.int64Value.map { Int($0) }
+    }
+}

@@ -1,0 +1,131 @@
+// InboxWatcher: inotify on new/ and ctl/, read on the intake thread.
+//
+// No polling: the thread sleeps in poll(2) until a producer renames a file in
+// (IN_MOVED_TO) or closes one it wrote in place (IN_CLOSE_WRITE), creates
+// something that is not a file to write (IN_CREATE: links, FIFOs), or until
+// `stop()`. When the kernel's event queue overflows (a burst of more than
+// fs.inotify.max_queued_events files) the caller is told to rescan instead.
+// Reports: `.lost` when a watched directory is removed or moved away.
+import Glibc
+
+/// One wake-up's worth of news from the spool.
+enum InboxEvent: Equatable {
+    /// Names that appeared in new/, in event order (may repeat, may be gone already).
+    case drops([String])
+    /// Names created in new/ in place (IN_CREATE). A regular file created
+    /// in place is still being written and is taken at IN_CLOSE_WRITE; any
+    /// other kind (symlink, FIFO, directory) never closes after writing and
+    /// must be set aside now.
+    case created([String])
+    /// Names that appeared in ctl/.
+    case controls([String])
+    /// Events were lost (queue overflow): scan new/ and ctl/ again.
+    case rescan
+    /// A watched directory went away; intake cannot go on.
+    case lost(String)
+    /// `stop()` was called.
+    case stopped
+}
+
+/// Owns the inotify descriptor and a stop pipe. `next()` is called from
+/// one thread only (the intake thread); `stop()` from any.
+final class InboxWatcher: Sendable {
+    private let inotify: Int32
+    /// The read and write ends of a pipe that `stop()` writes to.
+    private let wake: Int32
+    private let wakeWriter: Int32
+    private let newWatch: Int32
+    private let ctlWatch: Int32
+    private let layout: SpoolLayout
+
+    init(layout: SpoolLayout) throws(SpoolError) {
+        self.layout = layout
+        inotify = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
+        guard inotify >= 0 else { throw SpoolError("inotify_init1 for", layout.new) }
+        var ends: [Int32] = [-1, -1]
+        guard pipe(&ends) == 0 else {
+            close(inotify)
+            throw SpoolError("pipe for", layout.new)
+        }
+        _ = fcntl(ends[0], F_SETFD, FD_CLOEXEC)
+        _ = fcntl(ends[1], F_SETFD, FD_CLOEXEC)
+        wake = ends[0]
+        wakeWriter = ends[1]
+        let mask = UInt32(IN_MOVED_TO | IN_CLOSE_WRITE | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR)
+        newWatch = inotify_add_watch(inotify, layout.new, mask | UInt32(IN_CREATE))
+        ctlWatch = inotify_add_watch(inotify, layout.ctl, mask)
+        guard newWatch >= 0, ctlWatch >= 0 else {
+            let failure = SpoolError("inotify_add_watch", newWatch < 0 ? layout.new : layout.ctl)
+            close(inotify)
+            close(wake)
+            close(wakeWriter)
+            throw failure
+        }
+    }
+
+    deinit {
+        close(inotify)
+        close(wake)
+        close(wakeWriter)
+    }
+
+    /// Wakes a thread blocked in `next()`; it then returns `.stopped`.
+    func stop() {
+        var one: UInt8 = 1
+        _ = write(wakeWriter, &one, 1)
+    }
+
+    /// Blocks until something happens; returns every event available then.
+    func next() -> [InboxEvent] {
+        var fds = [pollfd(fd: inotify, events: Int16(POLLIN), revents: 0), pollfd(fd: wake, events: Int16(POLLIN), revents: 0)]
+        while true {
+            let ready = poll(&fds, 2, -1)
+            if ready < 0 && errno == EINTR { continue }
+            if fds[1].revents != 0 { return [.stopped] }
+            if fds[0].revents != 0 { break }
+        }
+        return readEvents()
+    }
+
+    private func readEvents() -> [InboxEvent] {
+        var drops: [String] = []
+        var created: [String] = []
+        var controls: [String] = []
+        var result: [InboxEvent] = []
+        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(inotify, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { break }
+            buffer.withUnsafeBytes { raw in
+                var offset = 0
+                while offset + MemoryLayout<inotify_event>.size <= count {
+                    let event = raw.loadUnaligned(fromByteOffset: offset, as: inotify_event.self)
+                    let nameStart = offset + MemoryLayout<inotify_event>.size
+                    let nameBytes = raw[nameStart..<(nameStart + Int(event.len))].prefix { $0 != 0 }
+                    // A name that is not UTF-8 cannot be addressed through a
+                    // Swift path; the start-up scan reports it (see Spool).
+                    let name = String(validating: nameBytes, as: UTF8.self) ?? ""
+                    offset = nameStart + Int(event.len)
+                    if event.mask & UInt32(IN_Q_OVERFLOW) != 0 {
+                        result.append(.rescan)
+                    } else if event.mask & UInt32(IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED) != 0 {
+                        result.append(.lost(event.wd == newWatch ? layout.new : layout.ctl))
+                    } else if !name.isEmpty {
+                        if event.wd == ctlWatch {
+                            controls.append(name)
+                        } else if event.mask & UInt32(IN_CREATE) != 0 {
+                            created.append(name)
+                        } else {
+                            drops.append(name)
+                        }
+                    }
+                }
+            }
+        }
+        if !controls.isEmpty { result.insert(.controls(controls), at: 0) }
+        if !created.isEmpty { result.insert(.created(created), at: 0) }
+        if !drops.isEmpty { result.insert(.drops(drops), at: 0) }
+        return result
+    }
+}

@@ -1,0 +1,367 @@
+// Spool: every move of a file between the spool's state directories, and
+// nothing else. The commit point of each transition is one rename(2) within
+// the spool's file system, so a crash at any instant leaves each item in
+// exactly one directory (docs/crash-consistency.md gives the full argument).
+//
+//   new/NAME      -> queue/KEY                     accept
+//   new/NAME      -> rejected/NAME (+ .reason)      reject
+//   new/NAME      -> done/KEY.superseded-…          supersede a stale drop
+//   new/NAME      -> new/NAME.N … (page split)      split, the only path that fsyncs
+//   queue/KEY     -> done/KEY (or unlinked)         finish (delivered)
+//   queue/KEY     -> hold/KEY (+ .reason)           hold
+//   queue|hold/KEY -> done/KEY.superseded-…         supersede a pending snapshot
+//   hold/KEY      -> queue/KEY                      release (operator)
+//   rejected/NAME -> new/NAME                       requeue (operator)
+//
+// Only the daemon calls these; the CLI writes into tmp/, new/ and ctl/ only.
+// Errors are thrown as SpoolError; nothing is logged here.
+import Glibc
+import Synchronization
+
+/// The state directories an item can be in.
+public enum SpoolLocation: String, Sendable, CaseIterable {
+    case queue, hold, done
+}
+
+/// What reading one drop in new/ found.
+enum DropContent: Equatable {
+    /// The file's bytes and its modification time (ms since 1970), which is
+    /// when the producer wrote it: the item's `receivedAt`.
+    case bytes([UInt8], modifiedAt: Int64)
+    /// The name is no longer there (taken already, or a duplicate event).
+    case gone
+    /// Not something intake reads: a symlink, FIFO, device, directory, or
+    /// too large. The file is left untouched for `reject`.
+    case refused(Rejection)
+}
+
+/// A queued item as the spool holds it at start-up.
+struct QueuedFile: Equatable {
+    var key: ItemKey
+    var state: DeliveryState?
+    var receivedAt: Int64
+}
+
+/// The spool's file operations. Thread-safe: the only mutable state is a
+/// counter that makes superseded and rejected names unique.
+final class Spool: Sendable {
+    let layout: SpoolLayout
+    /// Zero removes delivered and superseded items instead of keeping them in done/.
+    let keepsDone: Bool
+    private let uniqueCounter = Atomic<Int>(0)
+
+    init(layout: SpoolLayout, keepsDone: Bool = true) {
+        self.layout = layout
+        self.keepsDone = keepsDone
+    }
+
+    func path(_ location: SpoolLocation, _ key: ItemKey) -> String {
+        directory(location) + "/" + key.fileName
+    }
+
+    func directory(_ location: SpoolLocation) -> String {
+        switch location {
+        case .queue: return layout.queue
+        case .hold: return layout.hold
+        case .done: return layout.done
+        }
+    }
+
+    // MARK: Inbox
+
+    /// Names waiting in new/, in directory order.
+    func inboxNames() throws(SpoolError) -> [String] {
+        try SystemCall.listDirectory(layout.new)
+    }
+
+    /// Whether new/NAME is a regular file (false when it is gone or anything else).
+    func isRegularFileInInbox(_ name: String) -> Bool {
+        guard let info = try? SystemCall.linkStatus(layout.new + "/" + name) else { return false }
+        return info.st_mode & S_IFMT == S_IFREG
+    }
+
+    /// Reads one drop without ever blocking on it or following a link:
+    /// lstat first (never open a device or FIFO), then open with
+    /// O_NOFOLLOW|O_NONBLOCK and check again with fstat (the name may have
+    /// been replaced in between).
+    func readDrop(_ name: String, maximumSize: Int) throws(SpoolError) -> DropContent {
+        let path = layout.new + "/" + name
+        guard let info = try SystemCall.linkStatus(path) else { return .gone }
+        if let refusal = Spool.refusal(for: info, maximumSize: maximumSize) { return .refused(refusal) }
+        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        if fd < 0 {
+            switch errno {
+            case ENOENT: return .gone
+            case ELOOP: return .refused(Rejection("not-a-regular-file", "it is a symbolic link; drop the file itself"))
+            case EACCES: return .refused(Rejection("unreadable", "txrecon may not read it (permission denied); let group txrecon read it"))
+            default: throw SpoolError("open", path)
+            }
+        }
+        defer { close(fd) }
+        var opened = stat()
+        guard fstat(fd, &opened) == 0 else { throw SpoolError("fstat", path) }
+        if let refusal = Spool.refusal(for: opened, maximumSize: maximumSize) { return .refused(refusal) }
+        do {
+            let bytes = try SystemCall.readAll(fd, path: path, limit: maximumSize, sizeHint: Int(opened.st_size))
+            let modified = Int64(opened.st_mtim.tv_sec) * 1000 + Int64(opened.st_mtim.tv_nsec) / 1_000_000
+            return .bytes(bytes, modifiedAt: modified)
+        } catch where error.code == EFBIG {
+            return .refused(Spool.tooLarge(maximumSize))
+        }
+    }
+
+    private static func refusal(for info: stat, maximumSize: Int) -> Rejection? {
+        switch info.st_mode & S_IFMT {
+        case S_IFREG:
+            return Int(info.st_size) > maximumSize ? tooLarge(maximumSize) : nil
+        case S_IFLNK: return Rejection("not-a-regular-file", "it is a symbolic link; drop the file itself")
+        case S_IFIFO: return Rejection("not-a-regular-file", "it is a FIFO; drop a regular file")
+        case S_IFDIR: return Rejection("not-a-regular-file", "it is a directory; drop one file per transaction")
+        case S_IFCHR, S_IFBLK: return Rejection("not-a-regular-file", "it is a device node; drop a regular file")
+        case S_IFSOCK: return Rejection("not-a-regular-file", "it is a socket; drop a regular file")
+        default: return Rejection("not-a-regular-file", "it is not a regular file")
+        }
+    }
+
+    private static func tooLarge(_ maximumSize: Int) -> Rejection {
+        Rejection("too-large", "it is larger than MaxFileSize= (\(maximumSize) bytes); one transaction is a few KiB")
+    }
+
+    /// new/NAME -> queue/KEY. Replaces nothing: the engine has moved any
+    /// pending snapshot of KEY away first.
+    func accept(drop name: String, as key: ItemKey) throws(SpoolError) {
+        try SystemCall.rename(layout.new + "/" + name, path(.queue, key))
+    }
+
+    /// new/NAME -> rejected/NAME with NAME.reason beside it. The reason is
+    /// written first: a crash in between leaves the drop in new/ (taken again
+    /// at start) and an orphan reason (removed at start).
+    /// Returns the name in rejected/.
+    @discardableResult
+    func reject(drop name: String, because rejection: Rejection, at now: Int64) throws(SpoolError) -> String {
+        let target = try uniqueName(in: layout.rejected, base: name)
+        let reason = Spool.rejectionText(name: name, rejection: rejection, at: now)
+        try SystemCall.replaceFile(layout.rejected + "/" + target + ".reason", Array(reason.utf8),
+                                   temporaryName: layout.rejected + "/.tmp-" + target + ".reason", sync: false)
+        try SystemCall.rename(layout.new + "/" + name, layout.rejected + "/" + target)
+        return target
+    }
+
+    static func rejectionText(name: String, rejection: Rejection, at now: Int64) -> String {
+        """
+        \(rejection.code): \(rejection.detail)
+        file: \(LogText.escaped(name))
+        rejected-at: \(Timestamp.rfc3339(milliseconds: now))
+        to retry: fix the producer or the configuration, then `txrecon requeue-rejected \(LogText.escaped(name))`; \
+        rejected files are never deleted automatically
+
+        """
+    }
+
+    /// rejected/NAME -> new/NAME (its .reason removed): intake reads it again.
+    /// Returns false when there is no such rejected file.
+    func requeueRejected(_ name: String) throws(SpoolError) -> Bool {
+        guard !name.hasSuffix(".reason"), !name.hasPrefix("."), !name.contains("/"),
+              try SystemCall.linkStatus(layout.rejected + "/" + name) != nil else { return false }
+        try moveIntoInbox(layout.rejected + "/" + name, base: name)
+        try SystemCall.unlinkIfPresent(layout.rejected + "/" + name + ".reason")
+        return true
+    }
+
+    /// Names of rejected inputs (not their reasons).
+    func rejectedNames() throws(SpoolError) -> [String] {
+        let names = try SystemCall.listDirectory(layout.rejected)
+        let present = Set(names)
+        return names.filter { name in
+            !name.hasPrefix(".tmp-") && !(name.hasSuffix(".reason") && present.contains(String(name.dropLast(7))))
+        }
+    }
+
+    /// A drop older than or equal to what is pending or delivered:
+    /// new/NAME -> done/KEY.superseded-VERSION-… (or removed when done/ keeps nothing).
+    func supersede(drop name: String, key: ItemKey, version: ItemVersion) throws(SpoolError) {
+        try retire(layout.new + "/" + name, key: key, version: version)
+    }
+
+    /// A pending snapshot replaced by a newer one: queue/KEY or hold/KEY ->
+    /// done/KEY.superseded-VERSION-…. A held snapshot's .reason goes with
+    /// it; a queued one's .state stays, for it is the key's backoff and the
+    /// newer snapshot that takes the name inherits it.
+    func supersede(_ location: SpoolLocation, key: ItemKey, version: ItemVersion) throws(SpoolError) {
+        try retire(path(location, key), key: key, version: version)
+        if location == .hold { try SystemCall.unlinkIfPresent(path(.hold, key) + ".reason") }
+    }
+
+    private func retire(_ source: String, key: ItemKey, version: ItemVersion) throws(SpoolError) {
+        guard keepsDone else { return try SystemCall.unlinkIfPresent(source) }
+        let target = try uniqueName(in: layout.done, base: "\(key.fileName).superseded-\(version)")
+        try SystemCall.rename(source, layout.done + "/" + target)
+    }
+
+    /// A page of the transaction history becomes one drop per transaction:
+    /// each written to tmp/ and fsynced, renamed into new/, new/ fsynced, and
+    /// only then the page removed. A crash in between leaves the page in new/
+    /// and some parts: taken again at start, the repeats are superseded.
+    func split(drop name: String, into parts: [String]) throws(SpoolError) -> [String] {
+        var names: [String] = []
+        for (index, part) in parts.enumerated() {
+            let temporary = layout.tmp + "/.txrecon-split-\(index + 1)-" + name
+            try SystemCall.replaceFile(temporary, Array(part.utf8), temporaryName: temporary + ".tmp", sync: true)
+            names.append(try moveIntoInbox(temporary, base: "\(name).\(index + 1)"))
+        }
+        try SystemCall.syncDirectory(layout.new)
+        try SystemCall.unlinkIfPresent(layout.new + "/" + name)
+        return names
+    }
+
+    // MARK: Queue
+
+    /// queue/KEY -> done/KEY, replacing the older delivered snapshot there;
+    /// or removed when done/ keeps nothing. No fsync: a rename lost in a
+    /// power cut only means the item is delivered again, which
+    /// at-least-once allows.
+    func finish(_ key: ItemKey) throws(SpoolError) {
+        if keepsDone {
+            try SystemCall.rename(path(.queue, key), path(.done, key))
+        } else {
+            try SystemCall.unlinkIfPresent(path(.queue, key))
+        }
+        try SystemCall.unlinkIfPresent(path(.queue, key) + ".state")
+    }
+
+    /// queue/KEY -> hold/KEY with KEY.reason written first.
+    func hold(_ key: ItemKey, reason: String, at now: Int64, attempts: Int) throws(SpoolError) {
+        let text = """
+            \(LogText.singleLine(reason))
+            held-at: \(Timestamp.rfc3339(milliseconds: now))
+            attempts: \(attempts)
+            to release: `txrecon show \(key)` to inspect, then `txrecon release \(key)` once the backend accepts it
+
+            """
+        try SystemCall.replaceFile(path(.hold, key) + ".reason", Array(text.utf8),
+                                   temporaryName: layout.hold + "/.tmp-" + key.fileName + ".reason", sync: false)
+        try SystemCall.rename(path(.queue, key), path(.hold, key))
+        try SystemCall.unlinkIfPresent(path(.queue, key) + ".state")
+    }
+
+    /// hold/KEY -> queue/KEY; false when KEY is not held.
+    func release(_ key: ItemKey) throws(SpoolError) -> Bool {
+        guard try SystemCall.linkStatus(path(.hold, key)) != nil else { return false }
+        try SystemCall.rename(path(.hold, key), path(.queue, key))
+        try SystemCall.unlinkIfPresent(path(.hold, key) + ".reason")
+        return true
+    }
+
+    /// Records a failed attempt in queue/KEY.state (write, then rename over).
+    func writeState(_ state: DeliveryState, for key: ItemKey) throws(SpoolError) {
+        try SystemCall.replaceFile(path(.queue, key) + ".state", state.json.serialized,
+                                   temporaryName: layout.queue + "/.tmp-" + key.fileName, sync: false)
+    }
+
+    /// The bytes of an item in a state directory; nil when it is not there.
+    func read(_ location: SpoolLocation, _ key: ItemKey, maximumSize: Int) throws(SpoolError) -> [UInt8]? {
+        do {
+            return try SystemCall.readFile(path(location, key), limit: maximumSize)
+        } catch where error.code == ENOENT {
+            return nil
+        }
+    }
+
+    /// The first line of hold/KEY.reason; nil when there is none.
+    func holdReason(_ key: ItemKey) -> String? {
+        guard let bytes = try? SystemCall.readFile(path(.hold, key) + ".reason", limit: 64 * 1024) else { return nil }
+        return String(decoding: bytes, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false).first.map(String.init)
+    }
+
+    // MARK: Start-up
+
+    /// Everything in queue/, with its state. Leftovers of interrupted writes
+    /// (.tmp-*) and states whose item is gone are removed; names that do not
+    /// encode a key were not put there by txrecon and are left alone
+    /// (returned in `foreign` for a warning).
+    func restoreQueue() throws(SpoolError) -> (items: [QueuedFile], foreign: [String]) {
+        let names = try SystemCall.listDirectory(layout.queue)
+        let present = Set(names)
+        var items: [QueuedFile] = []
+        var foreign: [String] = []
+        for name in names {
+            if name.hasPrefix(".tmp-") {
+                try SystemCall.unlinkIfPresent(layout.queue + "/" + name)
+            } else if name.hasSuffix(".state") {
+                if !present.contains(String(name.dropLast(6))) {
+                    try SystemCall.unlinkIfPresent(layout.queue + "/" + name)
+                }
+            } else if let key = ItemKey(fileName: name) {
+                var state: DeliveryState?
+                if present.contains(name + ".state"),
+                   let bytes = try? SystemCall.readFile(layout.queue + "/" + name + ".state", limit: 64 * 1024) {
+                    state = DeliveryState(json: bytes)
+                }
+                let modified = (try? SystemCall.linkStatus(layout.queue + "/" + name)).flatMap { $0 }
+                    .map { Int64($0.st_mtim.tv_sec) * 1000 + Int64($0.st_mtim.tv_nsec) / 1_000_000 } ?? 0
+                items.append(QueuedFile(key: key, state: state, receivedAt: modified))
+            } else {
+                foreign.append(name)
+            }
+        }
+        return (items, foreign)
+    }
+
+    /// Keys in hold/; orphan reasons and temporaries are removed.
+    func restoreHold() throws(SpoolError) -> [ItemKey] {
+        let names = try SystemCall.listDirectory(layout.hold)
+        let present = Set(names)
+        var keys: [ItemKey] = []
+        for name in names {
+            if name.hasPrefix(".tmp-") || (name.hasSuffix(".reason") && !present.contains(String(name.dropLast(7)))) {
+                try SystemCall.unlinkIfPresent(layout.hold + "/" + name)
+            } else if !name.hasSuffix(".reason"), let key = ItemKey(fileName: name) {
+                keys.append(key)
+            }
+        }
+        return keys
+    }
+
+    /// Removes leftovers of interrupted writes in rejected/ and tmp/, and
+    /// reasons whose rejected file is gone. Returns how many rejected inputs remain.
+    func restoreRejected() throws(SpoolError) -> Int {
+        let names = try SystemCall.listDirectory(layout.rejected)
+        let present = Set(names)
+        for name in names where name.hasPrefix(".tmp-")
+            || (name.hasSuffix(".reason") && !present.contains(String(name.dropLast(7)))) {
+            try SystemCall.unlinkIfPresent(layout.rejected + "/" + name)
+        }
+        for name in try SystemCall.listDirectory(layout.tmp) where name.hasPrefix(".txrecon-split-") {
+            try SystemCall.unlinkIfPresent(layout.tmp + "/" + name)
+        }
+        return try rejectedNames().count
+    }
+
+    // MARK: Names
+
+    /// Renames `source` into new/ as `base` or, when a producer already uses
+    /// that name, `base.N-M`: never over a producer's file.
+    @discardableResult
+    private func moveIntoInbox(_ source: String, base: String) throws(SpoolError) -> String {
+        var candidate = base
+        while !(try SystemCall.renameNoReplace(source, layout.new + "/" + candidate)) {
+            candidate = "\(base).\(uniqueCounter.add(1, ordering: .relaxed).newValue)"
+        }
+        return candidate
+    }
+
+    private func isTaken(_ path: String) throws(SpoolError) -> Bool {
+        if try SystemCall.linkStatus(path) != nil { return true }
+        return try SystemCall.linkStatus(path + ".reason") != nil
+    }
+
+    /// `base`, or `base.N` with a fresh N: the first name not taken in `directory`
+    /// (a name ending in .reason is never used, it would look like a reason).
+    private func uniqueName(in directory: String, base: String) throws(SpoolError) -> String {
+        var candidate = base.hasSuffix(".reason") ? base + ".input" : base
+        while try isTaken(directory + "/" + candidate) {
+            candidate = "\(base).\(uniqueCounter.add(1, ordering: .relaxed).newValue)"
+        }
+        return candidate
+    }
+}

@@ -1,0 +1,146 @@
+// SpoolInspector: read-only views of a spool for `txrecon status`, `list`
+// and `show`. It never moves or changes anything (the daemon is the single
+// writer), so it is safe to run while the daemon works; an item it lists may
+// have moved on by the time it is printed.
+import Glibc
+
+public struct SpoolInspector: Sendable {
+    /// A directory `list` can show.
+    public enum Listable: String, Sendable, CaseIterable {
+        case queue, hold, rejected, done
+    }
+
+    /// One row of `txrecon list`.
+    public struct Row: Sendable, Equatable {
+        /// The item key (queue, hold, done) or the file name (rejected).
+        public var name: String
+        /// The file's modification time, ms since 1970.
+        public var modifiedAt: Int64
+        /// queue: attempts failed so far; nil when never tried or not queued.
+        public var attempts: Int?
+        /// queue: when the next attempt is due (ms since 1970), if it waits.
+        public var nextAttemptAt: Int64?
+        /// queue: last error; hold and rejected: the first line of the reason;
+        /// done: `superseded` for snapshots that were never delivered.
+        public var note: String?
+    }
+
+    public let layout: SpoolLayout
+
+    public init(layout: SpoolLayout) { self.layout = layout }
+
+    public func list(_ directory: Listable) throws(SpoolError) -> [Row] {
+        let path = self.path(directory)
+        let names = try SystemCall.listDirectory(path)
+        let present = Set(names)
+        var rows: [Row] = []
+        for name in names where !name.hasPrefix(".") {
+            if name.hasSuffix(".state") { continue }
+            if name.hasSuffix(".reason"), present.contains(String(name.dropLast(7))) { continue }
+            guard let info = try SystemCall.linkStatus(path + "/" + name) else { continue }
+            var row = Row(name: name, modifiedAt: Int64(info.st_mtim.tv_sec) * 1000 + Int64(info.st_mtim.tv_nsec) / 1_000_000)
+            switch directory {
+            case .queue:
+                if let state = readState(name) {
+                    row.attempts = state.attempts
+                    row.nextAttemptAt = state.nextAttemptAt
+                    row.note = state.lastError
+                }
+                row.name = ItemKey(fileName: name)?.rawValue ?? name
+            case .hold:
+                row.note = firstLine(path + "/" + name + ".reason")
+                row.name = ItemKey(fileName: name)?.rawValue ?? name
+            case .rejected:
+                row.note = firstLine(path + "/" + name + ".reason")
+            case .done:
+                let parts = name.split(separator: ".", maxSplits: 1)
+                if parts.count == 2, parts[1].hasPrefix("superseded-") {
+                    row.name = ItemKey(fileName: String(parts[0]))?.rawValue ?? name
+                    row.note = "superseded " + parts[1].dropFirst("superseded-".count)
+                } else {
+                    row.name = ItemKey(fileName: name)?.rawValue ?? name
+                }
+            }
+            rows.append(row)
+        }
+        return rows.sorted { ($0.modifiedAt, $0.name) < ($1.modifiedAt, $1.name) }
+    }
+
+    /// Items per directory, and the oldest queued item's modification time.
+    public func counts() throws(SpoolError) -> (perDirectory: [(Listable, Int)], oldestQueuedAt: Int64?) {
+        var counts: [(Listable, Int)] = []
+        var oldest: Int64?
+        for directory in Listable.allCases {
+            let rows = try list(directory)
+            counts.append((directory, rows.count))
+            if directory == .queue { oldest = rows.map(\.modifiedAt).min() }
+        }
+        return (counts, oldest)
+    }
+
+    /// Everything known about one key: where it is, its content, its state.
+    public struct Report: Sendable {
+        public var key: ItemKey
+        public var location: SpoolLocation
+        public var path: String
+        /// nil when the file cannot be decoded any more.
+        public var item: Item?
+        public var state: DeliveryState?
+        /// hold: the whole reason file.
+        public var reason: String?
+    }
+
+    /// Where `key` is now, looking in queue/, then hold/, then done/.
+    public func show(_ key: ItemKey) throws(SpoolError) -> Report? {
+        for location in [SpoolLocation.queue, .hold, .done] {
+            let path = self.path(location) + "/" + key.fileName
+            guard let bytes = try? SystemCall.readFile(path, limit: 16 << 20) else { continue }
+            var item: Item?
+            if case let .item(decoded)? = try? InputDecoder(acceptEnvelopes: true).decode(bytes) { item = decoded }
+            var report = Report(key: key, location: location, path: path, item: item)
+            if location == .queue { report.state = readState(key.fileName) }
+            if location == .hold, let reason = try? SystemCall.readFile(path + ".reason", limit: 1 << 20) {
+                report.reason = String(decoding: reason, as: UTF8.self)
+            }
+            return report
+        }
+        return nil
+    }
+
+    /// The running daemon's last published status, or nil when no daemon holds the spool.
+    public func liveStatus() -> JSONValue? {
+        guard SpoolLock.isHeld(layout), let bytes = try? SystemCall.readFile(layout.statusFile, limit: 1 << 20) else {
+            return nil
+        }
+        return try? JSONValue.parse(bytes)
+    }
+
+    private func path(_ directory: Listable) -> String {
+        switch directory {
+        case .queue: return layout.queue
+        case .hold: return layout.hold
+        case .rejected: return layout.rejected
+        case .done: return layout.done
+        }
+    }
+
+    private func path(_ location: SpoolLocation) -> String {
+        switch location {
+        case .queue: return layout.queue
+        case .hold: return layout.hold
+        case .done: return layout.done
+        }
+    }
+
+    private func readState(_ fileName: String) -> DeliveryState? {
+        guard let bytes = try? SystemCall.readFile(layout.queue + "/" + fileName + ".state", limit: 64 * 1024) else {
+            return nil
+        }
+        return DeliveryState(json: bytes)
+    }
+
+    private func firstLine(_ path: String) -> String? {
+        guard let bytes = try? SystemCall.readFile(path, limit: 64 * 1024) else { return nil }
+        return String(decoding: bytes, as: UTF8.self).split(separator: "\n").first.map(String.init)
+    }
+}

@@ -1,0 +1,43 @@
+// Submission: how a producer drops a file the right way (what `txrecon
+// submit` does): write it under a unique name in tmp/, fsync it, rename it
+// into new/, fsync new/. The daemon only ever sees complete files, and once
+// submit returns the drop survives a power cut.
+import Glibc
+import Synchronization
+
+public final class Submission: Sendable {
+    public let layout: SpoolLayout
+    private let counter = Atomic<Int>(0)
+
+    public init(layout: SpoolLayout) { self.layout = layout }
+
+    /// Drops `bytes`; returns the name it got in new/.
+    @discardableResult
+    public func drop(_ bytes: [UInt8]) throws(SpoolError) -> String {
+        let name = uniqueName()
+        let temporary = layout.tmp + "/" + name
+        try SystemCall.writeNewFile(temporary, bytes, mode: 0o640, sync: true)
+        do {
+            try SystemCall.rename(temporary, layout.new + "/" + name)
+            try SystemCall.syncDirectory(layout.new)
+        } catch {
+            unlink(temporary)
+            throw error
+        }
+        return name
+    }
+
+    /// Maildir-style: time, pid, a counter and the host, unique across
+    /// producers and machines sharing the spool.
+    private func uniqueName() -> String {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        var host = [UInt8](repeating: 0, count: 256)
+        host.withUnsafeMutableBufferPointer { buffer in
+            buffer.withMemoryRebound(to: CChar.self) { _ = gethostname($0.baseAddress!, 255) }
+        }
+        let hostName = String(decoding: host.prefix { $0 != 0 }, as: UTF8.self).map { $0 == "/" || $0 == "." || $0 == ":" ? "_" : $0 }
+        let serial = counter.add(1, ordering: .relaxed).newValue
+        return "\(now.tv_sec).M\(now.tv_nsec / 1000)P\(getpid())Q\(serial).\(String(hostName))"
+    }
+}

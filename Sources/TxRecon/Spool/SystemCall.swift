@@ -1,0 +1,181 @@
+// SystemCall: thin, checked wrappers over the POSIX calls the spool uses, so
+// that every failure becomes a `SpoolError` naming the operation, the path and
+// errno's text. No policy lives here: callers decide what a failure means.
+import Glibc
+
+/// A failed file-system operation: what was tried, on which path, and why.
+public struct SpoolError: Error, Sendable, Equatable, CustomStringConvertible {
+    public var operation: String
+    public var path: String
+    public var code: Int32
+
+    public init(_ operation: String, _ path: String, _ code: Int32 = errno) {
+        self.operation = operation
+        self.path = path
+        self.code = code
+    }
+
+    public var description: String { "\(operation) \(path): \(String(cString: strerror(code)))" }
+}
+
+enum SystemCall {
+    /// Retries a call interrupted by a signal.
+    @inline(__always)
+    static func retrying(_ call: () -> Int32) -> Int32 {
+        while true {
+            let result = call()
+            if result == -1 && errno == EINTR { continue }
+            return result
+        }
+    }
+
+    static func rename(_ from: String, _ to: String) throws(SpoolError) {
+        guard Glibc.rename(from, to) == 0 else { throw SpoolError("rename to \(to) from", from) }
+    }
+
+    /// Moves `from` to `to` unless `to` exists (then returns false): link(2)
+    /// then unlink(2), because Glibc's module does not declare renameat2. A
+    /// crash in between leaves both names, a duplicate and never a loss.
+    /// Directories cannot be linked; they are renamed (no producer makes one
+    /// under the same name at the same instant).
+    static func renameNoReplace(_ from: String, _ to: String) throws(SpoolError) -> Bool {
+        if link(from, to) == 0 {
+            try unlinkIfPresent(from)
+            return true
+        }
+        switch errno {
+        case EEXIST: return false
+        case EPERM:
+            guard try linkStatus(to) == nil else { return false }
+            try rename(from, to)
+            return true
+        default: throw SpoolError("link to \(to) from", from)
+        }
+    }
+
+    /// Removes a file; a missing file is not an error.
+    static func unlinkIfPresent(_ path: String) throws(SpoolError) {
+        guard Glibc.unlink(path) == 0 || errno == ENOENT else { throw SpoolError("unlink", path) }
+    }
+
+    static func makeDirectory(_ path: String, mode: mode_t) throws(SpoolError) {
+        guard mkdir(path, mode) == 0 || errno == EEXIST else { throw SpoolError("mkdir", path) }
+    }
+
+    /// Flushes a directory's entries (renames and unlinks in it) to disk.
+    static func syncDirectory(_ path: String) throws(SpoolError) {
+        let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { throw SpoolError("open", path) }
+        defer { close(fd) }
+        guard fsync(fd) == 0 else { throw SpoolError("fsync", path) }
+    }
+
+    /// `lstat(2)`; nil when the path does not exist.
+    static func linkStatus(_ path: String) throws(SpoolError) -> stat? {
+        var info = stat()
+        if lstat(path, &info) == 0 { return info }
+        if errno == ENOENT { return nil }
+        throw SpoolError("lstat", path)
+    }
+
+    /// Names in a directory, without `.` and `..`, in directory order. Names
+    /// that are not valid UTF-8 cannot be addressed through Swift strings:
+    /// they are left out and counted in `unaddressable`.
+    static func listDirectory(_ path: String) throws(SpoolError) -> [String] {
+        try listDirectoryReportingUnaddressable(path).names
+    }
+
+    static func listDirectoryReportingUnaddressable(_ path: String) throws(SpoolError) -> (names: [String], unaddressable: Int) {
+        guard let directory = opendir(path) else { throw SpoolError("opendir", path) }
+        defer { closedir(directory) }
+        var names: [String] = []
+        var unaddressable = 0
+        while true {
+            errno = 0
+            guard let entry = readdir(directory) else {
+                if errno != 0 { throw SpoolError("readdir", path) }
+                return (names, unaddressable)
+            }
+            let name = withUnsafePointer(to: entry.pointee.d_name) {
+                $0.withMemoryRebound(to: UInt8.self, capacity: Int(NAME_MAX) + 1) {
+                    String(validating: UnsafeBufferPointer(start: $0, count: strlen(UnsafeRawPointer($0).assumingMemoryBound(to: CChar.self))), as: UTF8.self)
+                }
+            }
+            guard let name else {
+                unaddressable += 1
+                continue
+            }
+            if name != "." && name != ".." { names.append(name) }
+        }
+    }
+
+    /// Reads a whole regular file of at most `limit` bytes.
+    static func readFile(_ path: String, limit: Int) throws(SpoolError) -> [UInt8] {
+        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        guard fd >= 0 else { throw SpoolError("open", path) }
+        defer { close(fd) }
+        return try readAll(fd, path: path, limit: limit)
+    }
+
+    /// Reads from `fd` until end of file; more than `limit` bytes is EFBIG.
+    static func readAll(_ fd: Int32, path: String, limit: Int, sizeHint: Int = 4096) throws(SpoolError) -> [UInt8] {
+        var buffer = [UInt8](repeating: 0, count: min(limit, max(sizeHint, 0)) + 1)
+        var count = 0
+        while true {
+            if count == buffer.count {
+                guard buffer.count <= limit else { throw SpoolError("read", path, EFBIG) }
+                buffer.append(contentsOf: repeatElement(0, count: min(buffer.count, limit + 1 - buffer.count)))
+            }
+            let got = buffer.withUnsafeMutableBytes { raw in
+                Glibc.read(fd, raw.baseAddress! + count, raw.count - count)
+            }
+            if got < 0 {
+                if errno == EINTR { continue }
+                throw SpoolError("read", path)
+            }
+            if got == 0 { break }
+            count += got
+            if count > limit { throw SpoolError("read", path, EFBIG) }
+        }
+        buffer.removeSubrange(count...)
+        return buffer
+    }
+
+    /// Writes `bytes` to a new file at `path` (which must not exist),
+    /// optionally fsyncing it; the file is removed again if anything fails,
+    /// so a partial file never stays behind under that name.
+    static func writeNewFile(_ path: String, _ bytes: [UInt8], mode: mode_t = 0o660, sync: Bool) throws(SpoolError) {
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode)
+        guard fd >= 0 else { throw SpoolError("create", path) }
+        var failure: SpoolError?
+        var written = 0
+        while written < bytes.count {
+            let result = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + written, $0.count - written) }
+            if result < 0 {
+                if errno == EINTR { continue }
+                failure = SpoolError("write", path)
+                break
+            }
+            written += result
+        }
+        if failure == nil, sync, fsync(fd) != 0 { failure = SpoolError("fsync", path) }
+        if close(fd) != 0, failure == nil { failure = SpoolError("close", path) }
+        if let failure {
+            unlink(path)
+            throw failure
+        }
+    }
+
+    /// Replaces `path` with `bytes` through a temporary name beside it and a
+    /// rename, so readers see the old content or the new, never a mix.
+    static func replaceFile(_ path: String, _ bytes: [UInt8], temporaryName: String, sync: Bool) throws(SpoolError) {
+        try unlinkIfPresent(temporaryName)
+        try writeNewFile(temporaryName, bytes, sync: sync)
+        do {
+            try rename(temporaryName, path)
+        } catch {
+            unlink(temporaryName)
+            throw error
+        }
+    }
+}

@@ -1,0 +1,58 @@
+// RFC3339Timestamp: instants as RFC 3339 text in UTC with milliseconds, the
+// form the delivery body (`receivedAt`) and machine-readable output use.
+// Pure arithmetic on the proleptic Gregorian calendar; no clock, no locale.
+
+enum RFC3339Timestamp {
+    /// `2023-07-22T04:26:40.123Z` for `milliseconds` since 1970-01-01T00:00Z.
+    /// Years outside 0…9999 are not representable in RFC 3339 and are
+    /// clamped to that range.
+    static func format(millisecondsSince1970 milliseconds: Int64) -> String {
+        let (daysSince1970, millisecondOfDay) = floorDivision(milliseconds, 86_400_000)
+        let (year, month, day) = civilDate(daysSince1970: daysSince1970)
+        var text: [UInt8] = []
+        text.reserveCapacity(24)
+        append(min(max(year, 0), 9999), digits: 4, to: &text)
+        text.append(UInt8(ascii: "-"))
+        append(month, digits: 2, to: &text)
+        text.append(UInt8(ascii: "-"))
+        append(day, digits: 2, to: &text)
+        text.append(UInt8(ascii: "T"))
+        append(millisecondOfDay / 3_600_000, digits: 2, to: &text)
+        text.append(UInt8(ascii: ":"))
+        append(millisecondOfDay / 60_000 % 60, digits: 2, to: &text)
+        text.append(UInt8(ascii: ":"))
+        append(millisecondOfDay / 1000 % 60, digits: 2, to: &text)
+        text.append(UInt8(ascii: "."))
+        append(millisecondOfDay % 1000, digits: 3, to: &text)
+        text.append(UInt8(ascii: "Z"))
+        return String(decoding: text, as: UTF8.self)
+    }
+
+    /// Year, month (1…12) and day (1…31) of the day `daysSince1970` after
+    /// 1970-01-01, counting in 400-year eras that start on a 1 March.
+    static func civilDate(daysSince1970: Int64) -> (year: Int64, month: Int64, day: Int64) {
+        let (era, dayOfEra) = floorDivision(daysSince1970 + 719_468, 146_097)
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let shiftedMonth = (5 * dayOfYear + 2) / 153  // 0 is March
+        let day = dayOfYear - (153 * shiftedMonth + 2) / 5 + 1
+        let month = shiftedMonth < 10 ? shiftedMonth + 3 : shiftedMonth - 9
+        let year = era * 400 + yearOfEra + (month <= 2 ? 1 : 0)
+        return (year, month, day)
+    }
+
+    /// Quotient rounded toward minus infinity and the non-negative remainder.
+    private static func floorDivision(_ value: Int64, _ divisor: Int64) -> (Int64, Int64) {
+        let remainder = value % divisor
+        return remainder < 0 ? (value / divisor - 1, remainder + divisor) : (value / divisor, remainder)
+    }
+
+    private static func append(_ value: Int64, digits: Int, to text: inout [UInt8]) {
+        var divisor: Int64 = 1
+        for _ in 1..<digits { divisor *= 10 }
+        while divisor > 0 {
+            text.append(UInt8(ascii: "0") + UInt8(value / divisor % 10))
+            divisor /= 10
+        }
+    }
+}

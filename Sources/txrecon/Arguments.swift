@@ -1,0 +1,112 @@
+// Arguments and Command: the little argument parser the subcommands share.
+import Glibc
+import TxRecon
+
+/// One subcommand: its flags, its help, and what it does.
+protocol Command {
+    /// Flags without a value (`--json`, `--all`); `--help` is always allowed.
+    static var flags: [String] { get }
+    /// Options taking a value besides `--config`.
+    static var options: [String] { get }
+    static var summary: String { get }
+    static var help: String { get }
+    static func run(_ arguments: Arguments) async -> Int32
+}
+
+extension Command {
+    static var flags: [String] { [] }
+    static var options: [String] { [] }
+}
+
+struct ArgumentError: Error, CustomStringConvertible {
+    var description: String
+}
+
+struct Arguments {
+    var positional: [String] = []
+    private var present: Set<String> = []
+    private var values: [String: String] = [:]
+
+    init(_ words: [String], flags: [String], options: [String]) throws {
+        var rest = words[...]
+        while let word = rest.popFirst() {
+            if word == "--" {
+                positional.append(contentsOf: rest)
+                break
+            }
+            if word.hasPrefix("--"), word.count > 2 {
+                let parts = word.split(separator: "=", maxSplits: 1).map(String.init)
+                if options.contains(parts[0]) {
+                    if parts.count == 2 {
+                        values[parts[0]] = parts[1]
+                    } else if let value = rest.popFirst() {
+                        values[parts[0]] = value
+                    } else {
+                        throw ArgumentError(description: "\(parts[0]) needs a value")
+                    }
+                } else if flags.contains(word) || word == "--help" {
+                    present.insert(word)
+                } else {
+                    throw ArgumentError(description: "unknown option '\(word)'")
+                }
+            } else {
+                positional.append(word)
+            }
+        }
+    }
+
+    func has(_ flag: String) -> Bool { present.contains(flag) }
+    func value(_ option: String) -> String? { values[option] }
+
+    var configurationPath: String { value("--config") ?? Configuration.defaultPath }
+}
+
+enum Usage {
+    static func fail(_ message: String) -> Never {
+        printError("txrecon: \(message)")
+        exit(2)
+    }
+
+    static func overview(commands: [String: any Command.Type]) -> String {
+        var text = """
+            txrecon \(TxReconVersion.current): deliver App Store transactions from a spool to a backend, at least once.
+
+            Usage: txrecon COMMAND [--config PATH] [ARGUMENTS]
+
+            Commands:
+
+            """
+        for name in commands.keys.sorted() {
+            text += "  " + name.padding(toLength: 18) + commands[name]!.summary + "\n"
+        }
+        text += "\n--config PATH defaults to \(Configuration.defaultPath). 'txrecon COMMAND --help' for details."
+        return text
+    }
+}
+
+/// Writes a line to stderr (unbuffered, so it is never lost at exit).
+func printError(_ line: String) {
+    let bytes = Array((line + "\n").utf8)
+    _ = bytes.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
+}
+
+/// Loads the configuration for a subcommand, or prints the problem and
+/// returns the exit status to use.
+func loadConfiguration(_ arguments: Arguments) -> Result<Configuration, ExitCode> {
+    do {
+        return .success(try ConfigurationLoader.load(path: arguments.configurationPath))
+    } catch {
+        printError("txrecon: configuration error: \(error)")
+        return .failure(ExitCode(status: ConfigurationError.exitStatus))
+    }
+}
+
+struct ExitCode: Error {
+    var status: Int32
+}
+
+extension String {
+    func padding(toLength length: Int) -> String {
+        count >= length ? self + " " : self + String(repeating: " ", count: length - count)
+    }
+}

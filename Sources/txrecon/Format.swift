@@ -1,0 +1,67 @@
+// Format: how the CLI prints rows, reports and ages for people.
+import TxRecon
+
+enum Format {
+    static func age(milliseconds: Int64) -> String {
+        let seconds = max(0, milliseconds / 1000)
+        if seconds < 120 { return "\(seconds)s" }
+        if seconds < 7200 { return "\(seconds / 60)min" }
+        if seconds < 172_800 { return "\(seconds / 3600)h" }
+        return "\(seconds / 86400)d"
+    }
+
+    static func line(_ row: SpoolInspector.Row) -> String {
+        var text = "\(row.name)  \(WallTime.rfc3339(row.modifiedAt))"
+        if let attempts = row.attempts { text += "  attempts \(attempts)" }
+        if let next = row.nextAttemptAt { text += "  next \(WallTime.rfc3339(next))" }
+        if let note = row.note { text += "  \(note)" }
+        return text
+    }
+
+    static func json(_ row: SpoolInspector.Row) -> JSONValue {
+        var members: [(String, JSONValue)] = [("name", .string(row.name)), ("modifiedAt", .string(WallTime.rfc3339(row.modifiedAt)))]
+        if let attempts = row.attempts { members.append(("attempts", .integer(attempts))) }
+        if let next = row.nextAttemptAt { members.append(("nextAttemptAt", .string(WallTime.rfc3339(next)))) }
+        if let note = row.note { members.append(("note", .string(note))) }
+        return .object(members)
+    }
+
+    static func report(_ report: SpoolInspector.Report) -> String {
+        var lines = ["key:        \(report.key)", "location:   \(report.location.rawValue)/ (\(report.path))"]
+        if let item = report.item {
+            lines.append("kind:       \(item.kind.rawValue)")
+            lines.append("version:    \(item.version)")
+            let fields = item.fields
+            let pairs: [(String, String?)] = [
+                ("transactionId", fields.transactionId), ("originalTransactionId", fields.originalTransactionId),
+                ("productId", fields.productId), ("bundleId", fields.bundleId), ("environment", fields.environment),
+                ("signedDate", fields.signedDate.map { WallTime.rfc3339($0) }),
+                ("revocationDate", fields.revocationDate.map { WallTime.rfc3339($0) }),
+                ("notificationType", fields.notificationType), ("subtype", fields.subtype),
+                ("notificationUUID", fields.notificationUUID),
+            ]
+            for (name, value) in pairs { if let value { lines.append("\((name + ":").padding(toLength: 11))\(value)") } }
+            lines.append("signed:     \(item.signedStrings.map(\.name).joined(separator: ", "))")
+        } else {
+            lines.append("content:    cannot be decoded")
+        }
+        if let state = report.state {
+            lines.append("attempts:   \(state.attempts) failed")
+            if let next = state.nextAttemptAt { lines.append("next:       \(WallTime.rfc3339(next))") }
+            if let error = state.lastError { lines.append("last error: \(error)") }
+        }
+        if let reason = report.reason {
+            lines.append("hold reason:")
+            lines.append(contentsOf: reason.split(separator: "\n").map { "  " + $0 })
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    static func verb(_ command: ControlRequest.Command) -> String {
+        switch command {
+        case .release: return "released"
+        case .retry: return "due now"
+        case .requeueRejected: return "requeued"
+        }
+    }
+}

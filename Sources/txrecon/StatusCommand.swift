@@ -1,0 +1,47 @@
+// txrecon status: counts per directory, the oldest queued item, the live daemon.
+import TxRecon
+
+enum StatusCommand: Command {
+    static let flags = ["--json"]
+    static let summary = "show queue counts and the running daemon's state"
+    static let help = """
+        Usage: txrecon status [--config PATH] [--json]
+
+        Prints how many items are in queue/, hold/, rejected/ and done/, the age of the
+        oldest queued item, and, when the daemon runs, its own status line (backend
+        health, next retry). Exit status 0 even when items are held: read the counts.
+        """
+
+    static func run(_ arguments: Arguments) async -> Int32 {
+        let configuration: Configuration
+        switch loadConfiguration(arguments) {
+        case let .success(loaded): configuration = loaded
+        case let .failure(code): return code.status
+        }
+        let inspector = SpoolInspector(layout: SpoolLayout(root: configuration.spool.directory))
+        do {
+            let (counts, oldest) = try inspector.counts()
+            let live = inspector.liveStatus()
+            let now = WallTime.nowMilliseconds
+            if arguments.has("--json") {
+                var members: [(String, JSONValue)] = counts.map { ($0.0.rawValue, .integer($0.1)) }
+                if let oldest { members.append(("oldestQueuedAgeSeconds", .integer((now - oldest) / 1000))) }
+                members.append(("daemon", live ?? .null))
+                print(JSONValue.object(members).serializedString)
+            } else {
+                print("spool:    \(configuration.spool.directory)")
+                print(counts.map { "\($0.0.rawValue) \($0.1)" }.joined(separator: ", "))
+                if let oldest { print("oldest queued item: \(Format.age(milliseconds: now - oldest)) old") }
+                if let live {
+                    print("daemon:   running (pid \(live["pid"]?.int64Value ?? 0)), \(live["status"]?.stringValue ?? "")")
+                } else {
+                    print("daemon:   not running")
+                }
+            }
+            return 0
+        } catch {
+            printError("txrecon: status: \(error)")
+            return 1
+        }
+    }
+}

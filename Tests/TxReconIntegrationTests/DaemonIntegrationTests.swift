@@ -1,0 +1,241 @@
+// The built txrecon binary against a real HTTP server on 127.0.0.1 and a
+// datagram socket standing in for systemd's NOTIFY_SOCKET. These tests wait
+// on real processes (with timeouts), never on fixed sleeps.
+import Glibc
+import Synchronization
+import Testing
+@testable import TxRecon
+import TxReconTestSupport
+
+/// One daemon on a throw-away spool, talking to one loopback backend.
+final class DaemonFixture {
+    let directory = TemporaryDirectory("txrecon-it")
+    let server: LoopbackHTTPServer
+    let notify = NotifySocket()
+    var layout: SpoolLayout { SpoolLayout(root: directory.path + "/spool") }
+    var configPath: String { directory.path + "/txrecon.conf" }
+    private(set) var daemon: DaemonProcess?
+
+    init(extraConfig: String = "", handler: @escaping LoopbackHTTPServer.Handler = { _ in .status(200) }) throws {
+        server = try LoopbackHTTPServer(handler: handler)
+        try writeConfig(extraConfig)
+    }
+
+    func writeConfig(_ extra: String, url: String? = nil) throws {
+        let text = """
+            [Spool]
+            Directory=\(layout.root)
+
+            [Backend]
+            URL=\(url ?? server.url + "transactions")
+            Timeout=2s
+
+            [Delivery]
+            RetryDelays=1s 2s
+
+            \(extra)
+            """
+        _ = directory.write(text, to: "txrecon.conf")
+    }
+
+    /// Starts the daemon and waits for READY=1.
+    @discardableResult
+    func start(environment: [String: String] = [:]) async throws -> DaemonProcess {
+        let process = try DaemonProcess(["run", "--config", configPath],
+                                        environment: ["NOTIFY_SOCKET": notify.path].merging(environment) { $1 },
+                                        stderrPath: directory.path + "/daemon-\(notify.messages.count).log")
+        daemon = process
+        let ready = await notify.waitFor({ $0.senderPID == process.pid && $0.contains("READY=1") }, timeout: .seconds(30))
+        #expect(ready != nil, "READY=1 within 30 s; stderr:\n\(process.stderr)")
+        return process
+    }
+
+    /// Drops `text` into new/ the Maildir way.
+    func drop(_ text: String, name: String = "drop-\(UInt32.random(in: 0...UInt32.max))") throws {
+        _ = directory.write(text, to: "spool/tmp/" + name, mode: 0o640)
+        #expect(rename(layout.tmp + "/" + name, layout.new + "/" + name) == 0)
+    }
+
+    func envelope(_ id: String, version: Int) -> String {
+        #"{"id":"\#(id)","version":\#(version),"payload":{"amount":"9.99"}}"#
+    }
+
+    func names(_ directory: String) -> [String] {
+        ((try? SystemCall.listDirectory(layout.root + "/" + directory)) ?? []).sorted()
+    }
+
+    /// Waits until `condition` holds (checked every 20 ms), up to `timeout`.
+    func eventually(timeout: Duration = .seconds(20), _ condition: () -> Bool) async -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if condition() { return true }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        return condition()
+    }
+
+    func cli(_ arguments: [String]) throws -> (status: Int32, stdout: String, stderr: String) {
+        try DaemonProcess.run(arguments + ["--config", configPath], in: directory.path)
+    }
+
+    deinit {
+        if let daemon {
+            daemon.signal(SIGTERM)
+            _ = daemon.wait(timeout: .seconds(10))
+        }
+        server.stop()
+    }
+}
+
+@Suite(.serialized, .timeLimit(.minutes(2)))
+struct DaemonIntegrationTests {
+    static let samples = Self.repositoryRoot + "/Examples/samples"
+    static var repositoryRoot: String {
+        var path = #filePath
+        for _ in 0..<3 { path = String(path[..<path.lastIndex(of: "/")!]) }
+        return path
+    }
+
+    @Test func filesDroppedInNewAreDeliveredAndMoveToDone() async throws {
+        let fixture = try DaemonFixture()
+        try await fixture.start()
+        try fixture.drop(fixture.envelope("order-1", version: 3))
+        let transaction = try SystemCall.readFile(Self.samples + "/01-transaction.jws", limit: 1 << 20)
+        try fixture.drop(String(decoding: transaction, as: UTF8.self))
+        #expect(await fixture.server.waitForRequests(count: 2, timeout: .seconds(20)))
+        #expect(await fixture.eventually { fixture.names("done").count == 2 && fixture.names("queue").isEmpty })
+        #expect(fixture.names("new").isEmpty)
+        let envelope = try #require(fixture.server.requests.first { $0.header("Idempotency-Key") == "order-1:3" })
+        #expect(envelope.method == "POST")
+        #expect(envelope.header("Content-Type") == "application/json")
+        #expect(envelope.header("User-Agent") == "txrecon/\(TxReconVersion.current)")
+        let body = try JSONValue.parse(envelope.body)
+        #expect(body["id"] == .string("order-1"))
+        #expect(body["kind"] == .string("envelope"))
+        #expect(body["attempt"]?.int64Value == 1)
+        #expect(body["payload"] == .object([("amount", .string("9.99"))]))
+        let apple = try #require(fixture.server.requests.first { $0.header("Idempotency-Key") != "order-1:3" })
+        let appleBody = try JSONValue.parse(apple.body)
+        #expect(appleBody["kind"] == .string("appstore.transaction"))
+        #expect(appleBody["signedTransactionInfo"]?.stringValue
+            == String(decoding: transaction, as: UTF8.self).trimmingASCIISpaces().split(separator: "\n").first.map(String.init))
+    }
+
+    @Test func readyStatusWatchdogAndStoppingReachTheNotifySocket() async throws {
+        let fixture = try DaemonFixture()
+        let daemon = try await fixture.start(environment: ["WATCHDOG_USEC": "200000"])
+        let ping = await fixture.notify.waitFor({ $0.senderPID == daemon.pid && $0.contains("WATCHDOG=1") },
+                                                 timeout: .seconds(10))
+        #expect(ping != nil)
+        let status = fixture.notify.messages.compactMap { $0.value(of: "STATUS") }.last
+        #expect(status?.contains("0 queued") == true)
+        daemon.signal(SIGTERM)
+        #expect(daemon.wait(timeout: .seconds(10)) == 0)
+        #expect(fixture.notify.messages.contains { $0.contains("STOPPING=1") })
+    }
+
+    @Test func badFilesAreRejectedWithReasonsWhileGoodOnesAreDelivered() async throws {
+        let fixture = try DaemonFixture()
+        try await fixture.start()
+        try fixture.drop("{not json", name: "broken.json")
+        try fixture.drop(fixture.envelope("good-1", version: 1))
+        try fixture.drop("", name: "empty")
+        #expect(symlink("/etc/passwd", fixture.layout.new + "/link") == 0)
+        try fixture.drop(fixture.envelope("good-2", version: 1))
+        #expect(await fixture.eventually { fixture.names("done") == ["good-1", "good-2"] })
+        #expect(await fixture.eventually {
+            fixture.names("rejected") == ["broken.json", "broken.json.reason", "empty", "empty.reason", "link", "link.reason"]
+        })
+        let reason = try SystemCall.readFile(fixture.layout.rejected + "/broken.json.reason", limit: 65536)
+        #expect(String(decoding: reason, as: UTF8.self).hasPrefix("not-json: "))
+        let listing = try fixture.cli(["list", "rejected"])
+        #expect(listing.status == 0)
+        #expect(listing.stdout.contains("broken.json"))
+    }
+
+    @Test func releaseAndRetryWorkThroughCtl() async throws {
+        let refused = Mutex(true)
+        let fixture = try DaemonFixture(extraConfig: "") { request in
+            let key = request.header("Idempotency-Key") ?? ""
+            if key.hasPrefix("held:"), refused.withLock({ $0 }) { return .status(422, body: "unknown sku") }
+            if key.hasPrefix("slow:"), refused.withLock({ $0 }) { return .status(503) }
+            return .status(200)
+        }
+        try fixture.writeConfig("", url: nil)
+        try await fixture.start()
+        try fixture.drop(fixture.envelope("held", version: 1))
+        #expect(await fixture.eventually { fixture.names("hold") == ["held", "held.reason"] })
+        let shown = try fixture.cli(["show", "held"])
+        #expect(shown.stdout.contains("HTTP 422: unknown sku"))
+        refused.withLock { $0 = false }
+        let released = try fixture.cli(["release", "held"])
+        #expect(released.status == 0, "\(released.stderr)")
+        #expect(released.stdout.contains("held: released"))
+        #expect(await fixture.eventually { fixture.names("done") == ["held"] })
+
+        refused.withLock { $0 = true }
+        try fixture.writeConfig("", url: nil)
+        try fixture.drop(fixture.envelope("slow", version: 1))
+        #expect(await fixture.eventually { fixture.names("queue").contains("slow.state") })
+        refused.withLock { $0 = false }
+        let retried = try fixture.cli(["retry", "--all"])
+        #expect(retried.status == 0, "\(retried.stderr)")
+        #expect(await fixture.eventually { fixture.names("done").contains("slow") })
+    }
+
+    @Test func aConfigurationErrorExitsWith78NamingFileLineAndKey() async throws {
+        let fixture = try DaemonFixture()
+        try fixture.writeConfig("[Delivery]\nMaxConcurrentDeliveries=0\n")
+        let process = try DaemonProcess(["run", "--config", fixture.configPath],
+                                        stderrPath: fixture.directory.path + "/bad.log")
+        #expect(process.wait(timeout: .seconds(20)) == 78)
+        #expect(process.stderr.contains("txrecon.conf:12: Delivery.MaxConcurrentDeliveries"))
+        let check = try fixture.cli(["check-config"])
+        #expect(check.status == 78)
+    }
+
+    @Test func aRestartKeepsQueuedItemsAndDeliversThemLater() async throws {
+        let down = Mutex(true)
+        let fixture = try DaemonFixture { _ in down.withLock { $0 } ? .status(503) : .status(204) }
+        let first = try await fixture.start()
+        try fixture.drop(fixture.envelope("kept", version: 1))
+        #expect(await fixture.eventually { fixture.names("queue") == ["kept", "kept.state"] })
+        first.signal(SIGTERM)
+        #expect(first.wait(timeout: .seconds(10)) == 0)
+        down.withLock { $0 = false }
+        try await fixture.start()
+        #expect(await fixture.eventually { fixture.names("done") == ["kept"] })
+    }
+
+    @Test func sighupReloadsTheConfigurationAndRefusesABadOne() async throws {
+        let fixture = try DaemonFixture()
+        let daemon = try await fixture.start()
+        let other = try LoopbackHTTPServer { _ in .status(200) }
+        defer { other.stop() }
+        try fixture.writeConfig("", url: other.url + "elsewhere")
+        let before = fixture.notify.messages.count
+        daemon.signal(SIGHUP)
+        #expect(await fixture.notify.waitFor({ $0.contains("READY=1") }, from: before, timeout: .seconds(10)) != nil)
+        #expect(fixture.notify.messages[before...].contains { $0.contains("RELOADING=1") })
+        try fixture.drop(fixture.envelope("after-reload", version: 1))
+        #expect(await other.waitForRequests(count: 1, timeout: .seconds(20)))
+        try fixture.writeConfig("[Delivery]\nNoSuchKey=1\n")
+        daemon.signal(SIGHUP)
+        #expect(await fixture.eventually { daemon.stderr.contains("reload refused") })
+        try fixture.drop(fixture.envelope("still-running", version: 1))
+        #expect(await other.waitForRequests(count: 2, timeout: .seconds(20)))
+    }
+
+    @Test func submitDropsFilesThatTheDaemonDelivers() async throws {
+        let fixture = try DaemonFixture()
+        try await fixture.start()
+        _ = fixture.directory.write(fixture.envelope("submitted", version: 2), to: "item.json")
+        let submitted = try fixture.cli(["submit", fixture.directory.path + "/item.json"])
+        #expect(submitted.status == 0, "\(submitted.stderr)")
+        #expect(await fixture.eventually { fixture.names("done") == ["submitted"] })
+        let status = try fixture.cli(["status", "--json"])
+        let document = try JSONValue.parse(status.stdout)
+        #expect(document["done"]?.int64Value == 1)
+        #expect(document["daemon"]?["pid"]?.int64Value == Int64(fixture.daemon!.pid))
+    }
+}

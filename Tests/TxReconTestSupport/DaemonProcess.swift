@@ -1,0 +1,115 @@
+// DaemonProcess: the built `txrecon` binary run as a child process, for
+// integration tests: real spool, real HTTP server, real notify socket.
+// Standard error goes to a file the test can read; every process started is
+// ended by PID (SIGTERM, then SIGKILL) when the value goes away.
+import Glibc
+import Synchronization
+
+public final class DaemonProcess: Sendable {
+    public let pid: pid_t
+    public let stderrPath: String
+    private let exitStatus = Mutex<Int32?>(nil)
+
+    /// The `txrecon` executable next to the test bundle in the build directory.
+    public static var binary: String {
+        if let path = getenv("TXRECON_BINARY") { return String(cString: path) }
+        var directory = CommandLine.arguments[0]
+        while !directory.isEmpty, !directory.hasSuffix("/") { directory.removeLast() }
+        for candidate in [directory + "txrecon", directory + "../txrecon"] where access(candidate, X_OK) == 0 {
+            return candidate
+        }
+        return directory + "txrecon"
+    }
+
+    /// Starts `txrecon ARGUMENTS` with `environment` added to this process's own.
+    public init(_ arguments: [String], environment: [String: String] = [:], stderrPath: String,
+                stdinPath: String? = nil) throws {
+        self.stderrPath = stderrPath
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 2, stderrPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        posix_spawn_file_actions_addopen(&actions, 1, stderrPath + ".out", O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        posix_spawn_file_actions_addopen(&actions, 0, stdinPath ?? "/dev/null", O_RDONLY, 0)
+        var merged: [String: String] = [:]
+        var pointer = environ
+        while let entry = pointer.pointee {
+            let text = String(cString: entry)
+            if let equals = text.firstIndex(of: "=") {
+                merged[String(text[..<equals])] = String(text[text.index(after: equals)...])
+            }
+            pointer += 1
+        }
+        for name in ["NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID", "JOURNAL_STREAM", "CREDENTIALS_DIRECTORY"] {
+            merged[name] = nil
+        }
+        merged.merge(environment) { $1 }
+        let argv = ([DaemonProcess.binary] + arguments).map { strdup($0) } + [nil]
+        let envp = merged.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            argv.forEach { free($0) }
+            envp.forEach { free($0) }
+        }
+        var child = pid_t()
+        let result = posix_spawn(&child, DaemonProcess.binary, &actions, nil, argv, envp)
+        guard result == 0 else { throw SpawnError(code: result) }
+        pid = child
+    }
+
+    public struct SpawnError: Error, CustomStringConvertible {
+        public var code: Int32
+        public var description: String { "posix_spawn \(DaemonProcess.binary): \(String(cString: strerror(code)))" }
+    }
+
+    deinit {
+        if exitStatus.withLock({ $0 }) == nil {
+            kill(pid, SIGKILL)
+            var status: Int32 = 0
+            waitpid(pid, &status, 0)
+        }
+    }
+
+    public func signal(_ number: Int32) { kill(pid, number) }
+
+    /// Waits up to `timeout` for the process to exit; its exit status, or
+    /// 128+N for a signal, or nil if it is still running.
+    public func wait(timeout: Duration) -> Int32? {
+        if let known = exitStatus.withLock({ $0 }) { return known }
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            var status: Int32 = 0
+            let result = waitpid(pid, &status, WNOHANG)
+            if result == pid {
+                let code = (status & 0x7F) == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
+                exitStatus.withLock { $0 = code }
+                return code
+            }
+            if ContinuousClock.now >= deadline { return nil }
+            usleep(10_000)
+        }
+    }
+
+    /// Runs `txrecon ARGUMENTS` to completion; returns its status and output.
+    public static func run(_ arguments: [String], environment: [String: String] = [:],
+                           in directory: String) throws -> (status: Int32, stdout: String, stderr: String) {
+        let stderrPath = directory + "/cli-\(UInt32.random(in: 0...UInt32.max)).err"
+        let process = try DaemonProcess(arguments, environment: environment, stderrPath: stderrPath)
+        let status = process.wait(timeout: .seconds(60)) ?? -1
+        return (status, process.read(stderrPath + ".out"), process.read(stderrPath))
+    }
+
+    public var stderr: String { read(stderrPath) }
+
+    private func read(_ path: String) -> String {
+        guard let file = fopen(path, "r") else { return "" }
+        defer { fclose(file) }
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let count = fread(&buffer, 1, buffer.count, file)
+            if count <= 0 { break }
+            bytes.append(contentsOf: buffer[0..<count])
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+}

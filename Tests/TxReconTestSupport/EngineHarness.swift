@@ -1,0 +1,57 @@
+// EngineHarness: a DeliveryEngine on a temporary spool with a manual clock, a
+// scripted transport and recorders, plus builders for drops. One per test.
+import Glibc
+@testable import TxRecon
+
+public final class EngineHarness: Sendable {
+    public let directory: TemporaryDirectory
+    public let layout: SpoolLayout
+    public let spool: Spool
+    public let clock: ManualClock
+    public let transport: ScriptedTransport
+    public let status = StatusRecorder()
+    public let log = RecordingLogSink()
+    public let settings: DeliveryEngine.Settings
+
+    public init(settings: DeliveryEngine.Settings = DeliveryEngine.Settings(stopGrace: .seconds(5)),
+                keepsDone: Bool = true, clock: ManualClock = ManualClock(),
+                transport: ScriptedTransport = ScriptedTransport(), directory: TemporaryDirectory? = nil) throws {
+        self.directory = directory ?? TemporaryDirectory("txrecon-engine")
+        layout = SpoolLayout(root: self.directory.path + "/spool")
+        try layout.createMissingDirectories()
+        spool = Spool(layout: layout, keepsDone: keepsDone)
+        self.clock = clock
+        self.transport = transport
+        self.settings = settings
+    }
+
+    /// A new engine over this harness's spool (call again to simulate a restart).
+    public func makeEngine() -> DeliveryEngine {
+        let builder = RequestBuilder(softwareVersion: "test", secrets: BackendSecrets())
+        let status = self.status
+        return DeliveryEngine(
+            spool: spool, settings: settings, transport: transport,
+            prepare: { item, attempt, receivedAt, now in
+                builder.request(for: item, attempt: attempt, receivedAt: receivedAt, signedAt: now / 1000)
+            },
+            clock: clock, log: log, publish: { status.record($0) })
+    }
+
+    /// Writes an envelope drop into new/ and returns it as intake would hand it over.
+    public func envelope(_ id: String, version: Int64, name: String? = nil) throws -> Drop {
+        let fileName = name ?? "\(id)-v\(version)-\(UInt32.random(in: 0...UInt32.max))"
+        let text = #"{"id":"\#(id)","version":\#(version),"payload":{"n":\#(version)}}"#
+        try SystemCall.writeNewFile(layout.new + "/" + fileName, Array(text.utf8), sync: false)
+        let item = Item(key: ItemKey(id)!, version: ItemVersion(primary: version), kind: .envelope,
+                        payload: .object([("n", .integer(version))]))
+        return Drop(name: fileName, item: item, receivedAt: clock.wallMilliseconds)
+    }
+
+    public func exists(_ path: String) -> Bool {
+        access(layout.root + "/" + path, F_OK) == 0
+    }
+
+    public func names(in directory: String) -> [String] {
+        ((try? SystemCall.listDirectory(layout.root + "/" + directory)) ?? []).sorted()
+    }
+}

@@ -1,0 +1,110 @@
+// ScriptedTransport: a Transport that answers from a script per item key, so
+// engine tests decide every backend answer. Records each request, tracks how
+// many are in flight, and can hold a request open until the test lets go.
+import Synchronization
+@testable import TxRecon
+
+public final class ScriptedTransport: Transport {
+    public enum Reply: Sendable {
+        case status(Int, retryAfter: String? = nil, body: String = "")
+        case failure(TransportFailure)
+        /// Stay in flight until `releaseHeld(with:)`.
+        case hang
+    }
+
+    private struct State {
+        var scripts: [String: [Reply]] = [:]
+        var defaultReply: Reply
+        var requests: [DeliveryRequest] = []
+        var inFlight = 0
+        var maximumInFlight = 0
+        var held: [CheckedContinuation<TransportResult, Never>] = []
+        var waiters: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
+    }
+
+    private let state: Mutex<State>
+
+    public init(default reply: Reply = .status(200)) {
+        state = Mutex(State(defaultReply: reply))
+    }
+
+    /// Replies for `key`'s next requests, in order; the default after that.
+    public func script(_ key: String, _ replies: [Reply]) {
+        state.withLock { $0.scripts[key, default: []].append(contentsOf: replies) }
+    }
+
+    public func setDefault(_ reply: Reply) { state.withLock { $0.defaultReply = reply } }
+
+    public var requests: [DeliveryRequest] { state.withLock { $0.requests } }
+    public var maximumInFlight: Int { state.withLock { $0.maximumInFlight } }
+    public var inFlight: Int { state.withLock { $0.inFlight } }
+
+    /// Keys of the requests so far, in order (from Idempotency-Key).
+    public var requestedKeys: [String] {
+        requests.map { request in
+            let idempotency = request.header("Idempotency-Key") ?? ""
+            return String(idempotency[..<(idempotency.lastIndex(of: ":") ?? idempotency.endIndex)])
+        }
+    }
+
+    /// Returns once at least `count` requests have arrived.
+    public func waitForRequests(_ count: Int) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let ready = state.withLock { state -> Bool in
+                if state.requests.count >= count { return true }
+                state.waiters.append((count, continuation))
+                return false
+            }
+            if ready { continuation.resume() }
+        }
+    }
+
+    /// Answers every request held by `.hang`.
+    public func releaseHeld(with reply: Reply) {
+        let held = state.withLock { state -> [CheckedContinuation<TransportResult, Never>] in
+            defer { state.held.removeAll() }
+            return state.held
+        }
+        for continuation in held { continuation.resume(returning: Self.result(reply)) }
+    }
+
+    public func send(_ request: DeliveryRequest) async -> TransportResult {
+        let idempotency = request.header("Idempotency-Key") ?? ""
+        let key = String(idempotency[..<(idempotency.lastIndex(of: ":") ?? idempotency.endIndex)])
+        let (reply, woken) = state.withLock { state -> (Reply, [CheckedContinuation<Void, Never>]) in
+            state.requests.append(request)
+            state.inFlight += 1
+            state.maximumInFlight = max(state.maximumInFlight, state.inFlight)
+            let reply: Reply
+            if var script = state.scripts[key], !script.isEmpty {
+                reply = script.removeFirst()
+                state.scripts[key] = script
+            } else {
+                reply = state.defaultReply
+            }
+            let count = state.requests.count
+            let woken = state.waiters.filter { $0.count <= count }.map(\.continuation)
+            state.waiters.removeAll { $0.count <= count }
+            return (reply, woken)
+        }
+        for waiter in woken { waiter.resume() }
+        let result: TransportResult
+        if case .hang = reply {
+            result = await withCheckedContinuation { continuation in
+                state.withLock { $0.held.append(continuation) }
+            }
+        } else {
+            result = Self.result(reply)
+        }
+        state.withLock { $0.inFlight -= 1 }
+        return result
+    }
+
+    private static func result(_ reply: Reply) -> TransportResult {
+        switch reply {
+        case let .status(code, retryAfter, body): return .response(status: code, retryAfter: retryAfter, bodyPrefix: Array(body.utf8))
+        case let .failure(failure): return .failure(failure)
+        case .hang: return .failure(TransportFailure(.other, "released without a reply"))
+        }
+    }
+}

@@ -1,0 +1,198 @@
+// TestJWS: builders of unsigned, valid-looking App Store inputs for tests:
+// compact JWS with any header and payload, transactions, notifications and
+// the JSON drop formats around them.
+//
+// The signature segment is 64 zero bytes (the size of an ES256 r‖s), so
+// these inputs decode but never verify. The base64url encoder here is
+// written apart from the library's decoder on purpose, so that one checks
+// the other. Pure functions; nothing touches the file system.
+import TxRecon
+
+public enum TestJWS {
+    /// A header shaped like Apple's: ES256 with three (fake) certificates.
+    public static let defaultHeader: JSONValue = .object([
+        ("alg", .string("ES256")),
+        ("x5c", .array([.string("TEVBRg=="), .string("SU5URVJNRURJQVRF"), .string("Uk9PVA==")])),
+    ])
+
+    /// The signature segment's bytes: as long as an ES256 signature, all zero.
+    public static let placeholderSignature = [UInt8](repeating: 0, count: 64)
+
+    /// `base64url(header).base64url(payload).base64url(signature)`.
+    public static func make(header: JSONValue = defaultHeader, payload: JSONValue,
+                            signature: [UInt8] = placeholderSignature) -> String {
+        make(headerJSON: header.serializedString, payloadJSON: payload.serializedString, signature: signature)
+    }
+
+    /// A compact JWS from raw JSON text, for inputs JSONValue cannot express
+    /// (duplicate keys, invalid JSON).
+    public static func make(headerJSON: String, payloadJSON: String,
+                            signature: [UInt8] = placeholderSignature) -> String {
+        [Array(headerJSON.utf8), Array(payloadJSON.utf8), signature].map(base64URL).joined(separator: ".")
+    }
+
+    /// The payload of a JWSTransactionDecodedPayload with the members intake
+    /// reads; `extra` members are appended (or, by the same name, replace).
+    public static func transactionPayload(
+        transactionId: String = "2000000123456789",
+        originalTransactionId: String = "2000000100000000",
+        productId: String = "com.example.premium.monthly",
+        bundleId: String = "com.example.app",
+        environment: String = "Sandbox",
+        signedDate: Int64 = 1_760_000_000_000,
+        revocationDate: Int64? = nil,
+        extra: [(String, JSONValue)] = []
+    ) -> JSONValue {
+        var members: [(String, JSONValue)] = [
+            ("transactionId", .string(transactionId)),
+            ("originalTransactionId", .string(originalTransactionId)),
+            ("bundleId", .string(bundleId)),
+            ("productId", .string(productId)),
+            ("purchaseDate", .integer(signedDate - 60_000)),
+            ("quantity", .integer(1)),
+            ("type", .string("Auto-Renewable Subscription")),
+            ("signedDate", .integer(signedDate)),
+            ("environment", .string(environment)),
+        ]
+        if let revocationDate {
+            members.append(("revocationDate", .integer(revocationDate)))
+            members.append(("revocationReason", .integer(0)))
+        }
+        return JSONValue.object(members).merging(extra)
+    }
+
+    /// A compact JWS of a transaction; see `transactionPayload`.
+    public static func transaction(
+        transactionId: String = "2000000123456789",
+        originalTransactionId: String = "2000000100000000",
+        signedDate: Int64 = 1_760_000_000_000,
+        revocationDate: Int64? = nil
+    ) -> String {
+        make(payload: transactionPayload(transactionId: transactionId, originalTransactionId: originalTransactionId,
+                                         signedDate: signedDate, revocationDate: revocationDate))
+    }
+
+    /// A compact JWS of a JWSRenewalInfoDecodedPayload.
+    public static func renewalInfo(originalTransactionId: String = "2000000100000000",
+                                   signedDate: Int64 = 1_760_000_000_000) -> String {
+        make(payload: .object([
+            ("originalTransactionId", .string(originalTransactionId)),
+            ("autoRenewProductId", .string("com.example.premium.monthly")),
+            ("productId", .string("com.example.premium.monthly")),
+            ("autoRenewStatus", .integer(1)),
+            ("signedDate", .integer(signedDate)),
+            ("environment", .string("Sandbox")),
+        ]))
+    }
+
+    /// The payload of a ResponseBodyV2DecodedPayload; `data` members
+    /// `signedTransactionInfo` / `signedRenewalInfo` are added when given.
+    public static func notificationPayload(
+        notificationType: String = "DID_RENEW",
+        subtype: String? = nil,
+        notificationUUID: String = "9b2f7c1e-5d0a-4a47-9c1e-0123456789ab",
+        signedDate: Int64 = 1_760_000_000_500,
+        signedTransactionInfo: String? = nil,
+        signedRenewalInfo: String? = nil
+    ) -> JSONValue {
+        var data: [(String, JSONValue)] = [
+            ("appAppleId", .integer(1_234_567_890)),
+            ("bundleId", .string("com.example.app")),
+            ("bundleVersion", .string("42")),
+            ("environment", .string("Sandbox")),
+        ]
+        if let signedTransactionInfo { data.append(("signedTransactionInfo", .string(signedTransactionInfo))) }
+        if let signedRenewalInfo { data.append(("signedRenewalInfo", .string(signedRenewalInfo))) }
+        var members: [(String, JSONValue)] = [("notificationType", .string(notificationType))]
+        if let subtype { members.append(("subtype", .string(subtype))) }
+        members += [
+            ("notificationUUID", .string(notificationUUID)),
+            ("data", .object(data)),
+            ("version", .string("2.0")),
+            ("signedDate", .integer(signedDate)),
+        ]
+        return .object(members)
+    }
+
+    /// A compact JWS of a notification; see `notificationPayload`.
+    public static func notification(
+        notificationType: String = "DID_RENEW",
+        notificationUUID: String = "9b2f7c1e-5d0a-4a47-9c1e-0123456789ab",
+        signedDate: Int64 = 1_760_000_000_500,
+        signedTransactionInfo: String? = nil,
+        signedRenewalInfo: String? = nil
+    ) -> String {
+        make(payload: notificationPayload(notificationType: notificationType, notificationUUID: notificationUUID,
+                                          signedDate: signedDate, signedTransactionInfo: signedTransactionInfo,
+                                          signedRenewalInfo: signedRenewalInfo))
+    }
+
+    /// Unpadded base64url (RFC 4648 §5) of `bytes`.
+    public static func base64URL(_ bytes: [UInt8]) -> String {
+        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+        var output: [UInt8] = []
+        var index = 0
+        while index < bytes.count {
+            let chunk = bytes[index..<min(index + 3, bytes.count)]
+            var bits: UInt32 = 0
+            for (offset, byte) in chunk.enumerated() { bits |= UInt32(byte) << (16 - 8 * offset) }
+            for position in 0...chunk.count { output.append(alphabet[Int(bits >> (18 - 6 * position) & 0x3F)]) }
+            index += 3
+        }
+        return String(decoding: output, as: UTF8.self)
+    }
+}
+
+/// The JSON bodies the spool accepts around signed strings (formats 2 to 5).
+public enum TestDrop {
+    /// Format 2: `{"signedPayload": "…"}`.
+    public static func notificationBody(_ signedPayload: String) -> [UInt8] {
+        JSONValue.object([("signedPayload", .string(signedPayload))]).serialized
+    }
+
+    /// Format 3: `{"signedTransactionInfo": "…", "signedRenewalInfo": "…"?}`.
+    public static func transactionUpload(_ signedTransactionInfo: String, renewal signedRenewalInfo: String? = nil) -> [UInt8] {
+        var members: [(String, JSONValue)] = [("signedTransactionInfo", .string(signedTransactionInfo))]
+        if let signedRenewalInfo { members.append(("signedRenewalInfo", .string(signedRenewalInfo))) }
+        return JSONValue.object(members).serialized
+    }
+
+    /// Format 4: a transaction history page.
+    public static func historyPage(_ signedTransactions: [String]) -> [UInt8] {
+        JSONValue.object([
+            ("revision", .string("1760000000000_2000000123456789")),
+            ("bundleId", .string("com.example.app")),
+            ("appAppleId", .integer(1_234_567_890)),
+            ("environment", .string("Sandbox")),
+            ("hasMore", .bool(false)),
+            ("signedTransactions", .array(signedTransactions.map(JSONValue.string))),
+        ]).serialized
+    }
+
+    /// Format 5: `{"id": …, "version": …, "payload": …}`.
+    public static func envelope(id: String, version: Int64, payload: JSONValue) -> [UInt8] {
+        JSONValue.object([("id", .string(id)), ("version", .integer(version)), ("payload", payload)]).serialized
+    }
+}
+
+extension JSONValue {
+    /// This object with `extra` members: a name already present is replaced in
+    /// place, a new one appended.
+    public func merging(_ extra: [(String, JSONValue)]) -> JSONValue {
+        guard case var .object(members) = self else { return self }
+        for (name, value) in extra {
+            if let index = members.firstIndex(where: { $0.0 == name }) {
+                members[index].1 = value
+            } else {
+                members.append((name, value))
+            }
+        }
+        return .object(members)
+    }
+
+    /// This object without the members named in `names`.
+    public func removing(_ names: String...) -> JSONValue {
+        guard case let .object(members) = self else { return self }
+        return .object(members.filter { !names.contains($0.0) })
+    }
+}

@@ -1,0 +1,338 @@
+// The delivery engine against a manual clock and a scripted transport: no
+// test here sleeps; time moves only when a test advances the clock.
+import Testing
+@testable import TxRecon
+import TxReconTestSupport
+
+@Suite(.timeLimit(.minutes(1)))
+struct DeliveryEngineTests {
+    // MARK: Delivery and the response table
+
+    @Test func aConfirmedDeliveryMovesTheItemToDone() async throws {
+        let harness = try EngineHarness()
+        let engine = harness.makeEngine()
+        try await engine.start()
+        await engine.offer([try harness.envelope("a", version: 1)])
+        await harness.status.waitFor { $0.delivered == 1 }
+        #expect(harness.names(in: "queue") == [])
+        #expect(harness.names(in: "done") == ["a"])
+        #expect(harness.names(in: "new") == [])
+        #expect(harness.transport.requests.first?.header("Idempotency-Key") == "a:1")
+    }
+
+    @Test(arguments: [200, 201, 204, 299])
+    func everySuccessOtherThan202FinishesTheItem(status: Int) async throws {
+        let harness = try EngineHarness(transport: ScriptedTransport(default: .status(status)))
+        let engine = harness.makeEngine()
+        try await engine.start()
+        await engine.offer([try harness.envelope("a", version: 1)])
+        await harness.status.waitFor { $0.delivered == 1 }
+        #expect(harness.names(in: "done") == ["a"])
+    }
+
+    @Test(arguments: [
+        ScriptedTransport.Reply.status(202), .status(401), .status(403), .status(408), .status(425), .status(429),
+        .status(500), .status(503), .failure(TransportFailure(.connect, "refused")),
+        .failure(TransportFailure(.timeout, "10s")), .failure(TransportFailure(.tls, "untrusted")),
+        .failure(TransportFailure(.protocolError, "garbage")),
+    ])
+    func retryableAnswersKeepTheItemQueuedWithItsState(reply: ScriptedTransport.Reply) async throws {
+        let harness = try EngineHarness(transport: ScriptedTransport(default: reply))
+        let engine = harness.makeEngine()
+        try await engine.start()
+        let start = harness.clock.now
+        await engine.offer([try harness.envelope("a", version: 1)])
+        await harness.clock.waitForSleeper(until: start + .seconds(2))
+        #expect(harness.names(in: "queue") == ["a", "a.state"])
+        #expect(harness.names(in: "done") == [])
+        #expect(harness.names(in: "hold") == [])
+        let state = try #require(DeliveryState(json: try SystemCall.readFile(harness.layout.queue + "/a.state", limit: 4096)))
+        #expect(state.attempts == 1)
+        #expect(state.nextAttemptAt == harness.clock.wallMilliseconds + 2000)
+    }
+
+    @Test(arguments: [400, 404, 409, 410, 422, 451])
+    func refusalsMoveTheItemToHoldWithStatusAndBody(status: Int) async throws {
+        let harness = try EngineHarness(transport: ScriptedTransport(default: .status(status, body: "unknown product\n")))
+        let engine = harness.makeEngine()
+        try await engine.start()
+        await engine.offer([try harness.envelope("a", version: 1)])
+        await harness.status.waitFor { $0.held == 1 }
+        #expect(harness.names(in: "hold") == ["a", "a.reason"])
+        #expect(harness.names(in: "queue") == [])
+        #expect(harness.spool.holdReason(ItemKey("a")!) == "HTTP \(status): unknown product\\n")
+        #expect(harness.clock.sleeperDeadlines.isEmpty, "a held item is never retried automatically")
+    }
+
+    // MARK: Backoff
+
+    @Test func failuresFollowTheScheduleAndRepeatItsLastStep() async throws {
+        let harness = try EngineHarness(transport: ScriptedTransport(default: .status(503)))
+        let engine = harness.makeEngine()
+        try await engine.start()
+        await engine.offer([try harness.envelope("a", version: 1)])
+        let expected: [Duration] = [.seconds(2), .seconds(5), .seconds(15), .seconds(30), .seconds(60),
+                                    .seconds(300), .seconds(300), .seconds(300)]
+        for (index, delay) in expected.enumerated() {
+            await harness.transport.waitForRequests(index + 1)
+            let due = harness.clock.now + delay
+            await harness.clock.waitForSleeper(until: due)
+            harness.clock.advance(by: delay - .milliseconds(1))
+            #expect(harness.transport.requests.count == index + 1, "no attempt before the delay has passed")
+            harness.clock.advance(by: .milliseconds(1))
+        }
+        await harness.transport.waitForRequests(expected.count + 1)
+        let attempts = harness.transport.requests.map { try? JSONValue.parse($0.body)["attempt"]?.int64Value }
+        #expect(attempts == (1...9).map { Int64($0) })
+    }
+
+    @Test func retryAfterRaisesTheDelayButNotBeyondAnHour() async throws {
+        let transport = ScriptedTransport()
+        transport.script("a", [.status(503, retryAfter: "120"), .status(429, retryAfter: "86400")])
+        let harness = try EngineHarness(transport: transport)
+        let engine = harness.makeEngine()
+        try await engine.start()
+        await engine.offer([try harness.envelope("a", version: 1)])
+        await harness.clock.waitForSleeper(until: harness.clock.now + .seconds(120))
+        harness.clock.advance(by: .seconds(120))
+        await transport.waitForRequests(2)
+        await harness.clock.waitForSleeper(until: harness.clock.now + .seconds(3600))
+        harness.clock.advance(by: .seconds(3600))
+        await harness.status.waitFor { $0.delivered == 1 }
+    }
+
+    @Test func retryAfterNeverShortensTheSchedule() async throws {
+        let transport = ScriptedTransport()
+        transport.script("a", [.status(503, retryAfter: "0"), .status(503, retryAfter: "1")])
+        let harness = try EngineHarness(transport: transport)
+        let engine = harness.makeEngine()
+        try await engine.start()
+        await engine.offer([try harness.envelope("a", version: 1)])
+        await harness.clock.waitForSleeper(until: harness.clock.now + .seconds(2))
+        harness.clock.advance(by: .seconds(2))
+        await transport.waitForRequests(2)
+        await harness.clock.waitForSleeper(until: harness.clock.now + .seconds(5))
+    }
+
+    @Test func theTimerIsDisarmedOnceTheQueueDrains() async throws {
+        let transport = ScriptedTransport()
+        transport.script("a", [.status(503)])
+        let harness = try EngineHarness(transport: transport)
+        let engine = harness.makeEngine()
+        try await engine.start()
+        await engine.offer([try harness.envelope("a", version: 1)])
+        await harness.clock.waitForSleeper(until: harness.clock.now + .seconds(2))
+        harness.clock.advance(by: .seconds(2))
+        await harness.status.waitFor { $0.delivered == 1 }
+        #expect(harness.clock.sleeperDeadlines.isEmpty)
+    }
+
+    @Test func anIdleEngineArmsNoTimer() async throws {
+        let harness = try EngineHarness()
+        let engine = harness.makeEngine()
+        try await engine.start()
+        #expect(harness.clock.sleeperDeadlines.isEmpty)
+    }
+
+    // MARK: Concurrency
+
+    @Test func concurrentAttemptsReachTheCapAndNeverExceedIt() async throws {
+        let harness = try EngineHarness(transport: ScriptedTransport(default: .hang))
+        let engine = harness.makeEngine()
+        try await engine.start()
+        await engine.offer(try (1...10).map { try harness.envelope("k\($0)", version: 1) })
+        await harness.transport.waitForRequests(4)
+        #expect(harness.transport.inFlight == 4)
+        harness.transport.setDefault(.status(204))
+        harness.transport.releaseHeld(with: .status(204))
+        await harness.status.waitFor { $0.delivered == 10 }
+        #expect(harness.transport.maximumInFlight == 4)
+        #expect(harness.transport.requests.count == 10)
+    }
+
+    @Test func oneHungKeyDoesNotHoldUpTheOthers() async throws {
+        let transport = ScriptedTransport()
+        transport.script("slow", [.hang])
+        let harness = try EngineHarness(transport: transport)
+        let engine = harness.makeEngine()
+        try await engine.start()
+        await engine.offer([try harness.envelope("slow", version: 1)])
+        await transport.waitForRequests(1)
+        await engine.offer(try (1...5).map { try harness.envelope("k\($0)", version: 1) })
+        await harness.status.waitFor { $0.delivered == 5 }
+        #expect(harness.names(in: "queue") == ["slow"])
+    }
+
+    @Test func aNewerSnapshotArrivingDuringAnAttemptWaitsForIt() async throws {
+        let transport = ScriptedTransport()
+        transport.script("a", [.hang])
+        let harness = try EngineHarness(transport: transport)
+        let engine = harness.makeEngine()
+        try await engine.start()
+        await engine.offer([try harness.envelope("a", version: 1)])
+        await transport.waitForRequests(1)
+        let newer = try harness.envelope("a", version: 2)
+        await engine.offer([newer])
+        #expect(transport.requests.count == 1, "never two attempts of one key at once")
+        #expect(harness.exists("new/" + newer.name), "the waiting snapshot stays in new/ until its turn")
+        transport.releaseHeld(with: .status(200))
+        await harness.status.waitFor { $0.delivered == 2 }
+        #expect(transport.requests.map { $0.header("Idempotency-Key") } == ["a:1", "a:2"])
+        #expect(transport.maximumInFlight == 1)
+    }
+
+    // MARK: Supersede
+
+    @Test func aNewerSnapshotReplacesAPendingOlderOne() async throws {
+        let transport = ScriptedTransport()
+        transport.script("a", [.status(503)])
+        let harness = try EngineHarness(transport: transport)
+        let engine = harness.makeEngine()
+        try await engine.start()
+        await engine.offer([try harness.envelope("a", version: 1)])
+        await harness.clock.waitForSleeper(until: harness.clock.now + .seconds(2))
+        await engine.offer([try harness.envelope("a", version: 2)])
+        #expect(harness.names(in: "done").contains { $0.hasPrefix("a.superseded-1") })
+        harness.clock.advance(by: .seconds(2))
+        await harness.status.waitFor { $0.delivered == 1 }
+        #expect(transport.requests.map { $0.header("Idempotency-Key") } == ["a:1", "a:2"])
+        let body = try JSONValue.parse(transport.requests[1].body)
+        #expect(body["attempt"]?.int64Value == 2, "the replacement inherits the key's backoff and attempt count")
+    }
+
+    @Test func anOlderOrEqualSnapshotThanThePendingOneIsSuperseded() async throws {
+        let harness = try EngineHarness(transport: ScriptedTransport(default: .status(503)))
+        let engine = harness.makeEngine()
+        try await engine.start()
+        await engine.offer([try harness.envelope("a", version: 5)])
+        await harness.clock.waitForSleeper(until: harness.clock.now + .seconds(2))
+        await engine.offer([try harness.envelope("a", version: 4), try harness.envelope("a", version: 5)])
+        #expect(harness.names(in: "done").filter { $0.hasPrefix("a.superseded-") }.count == 2)
+        #expect(harness.names(in: "new") == [])
+        #expect(harness.transport.requests.count == 1)
+    }
+
+    @Test func aSnapshotNotNewerThanTheDeliveredOneIsNeverDelivered() async throws {
+        let harness = try EngineHarness()
+        let engine = harness.makeEngine()
+        try await engine.start()
+        await engine.offer([try harness.envelope("a", version: 7)])
+        await harness.status.waitFor { $0.delivered == 1 }
+        await engine.offer([try harness.envelope("a", version: 6), try harness.envelope("a", version: 7)])
+        await harness.status.waitFor { $0.superseded == 2 }
+        #expect(harness.transport.requests.count == 1)
+        await engine.offer([try harness.envelope("a", version: 8)])
+        await harness.status.waitFor { $0.delivered == 2 }
+    }
+
+    @Test func aNewerSnapshotReplacesAHeldOne() async throws {
+        let transport = ScriptedTransport()
+        transport.script("a", [.status(422)])
+        let harness = try EngineHarness(transport: transport)
+        let engine = harness.makeEngine()
+        try await engine.start()
+        await engine.offer([try harness.envelope("a", version: 1)])
+        await harness.status.waitFor { $0.held == 1 }
+        await engine.offer([try harness.envelope("a", version: 2)])
+        await harness.status.waitFor { $0.delivered == 1 }
+        #expect(harness.names(in: "hold") == [])
+        #expect(harness.names(in: "done").contains { $0.hasPrefix("a.superseded-1") })
+    }
+
+    // MARK: Restart, stop, operators
+
+    @Test func aRestartRebuildsTheQueueAndKeepsTheBackoff() async throws {
+        let transport = ScriptedTransport(default: .status(503))
+        let harness = try EngineHarness(transport: transport)
+        let first = harness.makeEngine()
+        try await first.start()
+        await first.offer([try harness.envelope("a", version: 1)])
+        for (count, delay) in [(1, 2), (2, 5)] {
+            await transport.waitForRequests(count)
+            await harness.clock.waitForSleeper(until: harness.clock.now + .seconds(delay))
+            harness.clock.advance(by: .seconds(delay))
+        }
+        await transport.waitForRequests(3)
+        await harness.clock.waitForSleeper(until: harness.clock.now + .seconds(15))
+        await first.stop()
+
+        transport.setDefault(.status(200))
+        let second = harness.makeEngine()
+        try await second.start()
+        #expect(transport.requests.count == 3, "the persisted backoff holds across the restart")
+        await harness.clock.waitForSleeper(until: harness.clock.now + .seconds(15))
+        harness.clock.advance(by: .seconds(15))
+        await harness.status.waitFor { $0.delivered == 1 }
+        #expect(try JSONValue.parse(transport.requests[3].body)["attempt"]?.int64Value == 4)
+    }
+
+    @Test func aWallClockJumpBackDoesNotStallRestoredItems() async throws {
+        let transport = ScriptedTransport(default: .status(503))
+        let harness = try EngineHarness(transport: transport)
+        let first = harness.makeEngine()
+        try await first.start()
+        await first.offer([try harness.envelope("a", version: 1)])
+        await harness.clock.waitForSleeper(until: harness.clock.now + .seconds(2))
+        await first.stop()
+        harness.clock.jumpWallClock(by: -86_400_000)
+        let second = harness.makeEngine()
+        try await second.start()
+        await harness.clock.waitForSleepers { $0.count == 1 }
+        let deadline = try #require(harness.clock.sleeperDeadlines.first)
+        #expect(deadline <= harness.clock.now + RetrySchedule.standard.longestDelay)
+    }
+
+    @Test func stoppingDuringAnAttemptFinishesNothingUndelivered() async throws {
+        let harness = try EngineHarness(transport: ScriptedTransport(default: .hang))
+        let engine = harness.makeEngine()
+        try await engine.start()
+        await engine.offer([try harness.envelope("a", version: 1)])
+        await harness.transport.waitForRequests(1)
+        async let stopped: Void = engine.stop()
+        await harness.clock.waitForSleeper(until: harness.clock.now + .seconds(5))
+        harness.clock.advance(by: .seconds(5))
+        await stopped
+        #expect(harness.names(in: "queue") == ["a"])
+        #expect(harness.names(in: "done") == [])
+    }
+
+    @Test func releaseMovesAHeldItemBackAndDeliversIt() async throws {
+        let transport = ScriptedTransport()
+        transport.script("a", [.status(409)])
+        let harness = try EngineHarness(transport: transport)
+        let engine = harness.makeEngine()
+        try await engine.start()
+        await engine.offer([try harness.envelope("a", version: 1)])
+        await harness.status.waitFor { $0.held == 1 }
+        let result = await engine.perform(ControlRequest(.release, targets: ["a", "b"]))
+        #expect(result.applied == ["a"])
+        #expect(result.skipped.map(\.target) == ["b"])
+        await harness.status.waitFor { $0.delivered == 1 }
+        #expect(harness.names(in: "hold") == [])
+    }
+
+    @Test func retryMakesAWaitingItemDueNow() async throws {
+        let transport = ScriptedTransport()
+        transport.script("a", [.status(503)])
+        let harness = try EngineHarness(transport: transport)
+        let engine = harness.makeEngine()
+        try await engine.start()
+        await engine.offer([try harness.envelope("a", version: 1)])
+        await harness.clock.waitForSleeper(until: harness.clock.now + .seconds(2))
+        let result = await engine.perform(ControlRequest(.retry, all: true))
+        #expect(result.applied == ["a"])
+        await harness.status.waitFor { $0.delivered == 1 }
+    }
+
+    @Test func statusSaysWhenTheBackendStartedFailing() async throws {
+        let harness = try EngineHarness(transport: ScriptedTransport(default: .status(503)))
+        let engine = harness.makeEngine()
+        try await engine.start()
+        let failingSince = harness.clock.wallMilliseconds
+        await engine.offer([try harness.envelope("a", version: 1)])
+        let status = await harness.status.waitFor { if case .failing = $0.backend { return true } else { return false } }
+        #expect(status.backend == .failing(since: failingSince, lastError: "HTTP 503"))
+        #expect(status.nextRetryAt == failingSince + 2000)
+        #expect(status.line.contains("backend failing since"))
+    }
+}
