@@ -135,7 +135,9 @@ def build_txrecon(args):
     if args.binary:
         return os.path.abspath(args.binary)
     if not args.no_build:
-        run_checked(["swift", "build", "-c", "release", "--static-swift-stdlib"], cwd=REPO)
+        # --product: the test-support library uses @testable import, which a
+        # release build of every target refuses.
+        run_checked(["swift", "build", "-c", "release", "--static-swift-stdlib", "--product", "txrecon"], cwd=REPO)
     binary = os.path.join(REPO, ".build", "release", "txrecon")
     if not os.access(binary, os.X_OK):
         raise SystemExit(f"bench: {binary} is missing; run without --no-build")
