@@ -58,6 +58,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import zlib
 
@@ -292,53 +293,66 @@ class Nginx:
 # The notify socket systemd would provide.
 
 class NotifySocket:
+    """Receives sd_notify datagrams on a thread of its own, as systemd does.
+
+    Reading at once matters: an AF_UNIX datagram socket queues only
+    net.unix.max_dgram_qlen (10) messages, after which the daemon's
+    sd_notify blocks in sendmsg.
+    """
+
     def __init__(self, path):
         self.path = path
         self.socket = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         self.socket.bind(path)
+        self.socket.settimeout(0.5)
+        self.messages = []  # (monotonic seconds, assignment line)
+        self.arrived = threading.Condition()
+        self.closing = False
+        self.reader = threading.Thread(target=self.read, name="notify-socket", daemon=True)
+        self.reader.start()
 
-    def discard_pending(self):
-        self.socket.setblocking(False)
-        try:
-            while True:
-                self.socket.recv(4096)
-        except BlockingIOError:
-            pass
-        finally:
-            self.socket.setblocking(True)
-
-    def wait_for(self, assignment, timeout, child=None):
-        """Monotonic time at which a datagram holding `assignment` (a line
-        such as READY=1) arrived; BenchError when the child exits first."""
-        deadline = time.monotonic() + timeout
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise BenchError(f"no {assignment} within {timeout:.0f} s")
-            self.socket.settimeout(min(left, 0.2))
+    def read(self):
+        while not self.closing:
             try:
-                message = self.socket.recv(4096).decode(errors="replace")
+                message = self.socket.recv(65536).decode(errors="replace")
             except socket.timeout:
+                continue
+            except OSError:
+                return
+            now = time.monotonic()
+            with self.arrived:
+                self.messages.extend((now, line) for line in message.split("\n") if line)
+                self.arrived.notify_all()
+
+    def mark(self):
+        """A position: later calls look only at messages after it."""
+        with self.arrived:
+            return len(self.messages)
+
+    def wait_for(self, assignment, timeout, since, child=None):
+        """Monotonic time at which `assignment` (a line such as READY=1)
+        arrived after `since`; BenchError when the child exits first."""
+        deadline = time.monotonic() + timeout
+        with self.arrived:
+            while True:
+                for arrival, line in self.messages[since:]:
+                    if line == assignment:
+                        return arrival
+                since = len(self.messages)
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise BenchError(f"no {assignment} within {timeout:.0f} s")
                 if child is not None and child.poll() is not None:
                     raise BenchError(f"txrecon exited with status {child.returncode} before {assignment}")
-                continue
-            if assignment in message.split("\n"):
-                return time.monotonic()
+                self.arrived.wait(min(left, 0.2))
 
-    def count(self, assignment, duration):
-        """How many datagrams holding `assignment` arrive within `duration` s."""
-        seen = 0
-        deadline = time.monotonic() + duration
-        while (left := deadline - time.monotonic()) > 0:
-            self.socket.settimeout(left)
-            try:
-                message = self.socket.recv(4096).decode(errors="replace")
-            except socket.timeout:
-                break
-            seen += assignment in message.split("\n")
-        return seen
+    def count(self, assignment, since):
+        with self.arrived:
+            return sum(1 for _, line in self.messages[since:] if line == assignment)
 
     def close(self):
+        self.closing = True
+        self.reader.join()
         self.socket.close()
 
 
@@ -483,7 +497,7 @@ class Daemon:
         self.exec_time = None
 
     def start(self):
-        self.bench.notify.discard_pending()
+        self.notify_mark = self.bench.notify.mark()
         self.log_file = open(self.log_path, "ab")
         self.exec_time = time.monotonic()
         self.process = PROCESSES.start([self.bench.binary, "run", "--config", self.config],
@@ -492,7 +506,7 @@ class Daemon:
         return self.exec_time
 
     def wait_ready(self, timeout=60):
-        return self.bench.notify.wait_for("READY=1", timeout, self.process)
+        return self.bench.notify.wait_for("READY=1", timeout, self.notify_mark, self.process)
 
     def alive(self):
         return self.process.poll() is None
@@ -811,8 +825,10 @@ class Bench:
                     daemon.wait_ready()
                     time.sleep(self.args.idle_settle)
                     before = proc_thread_totals(daemon.process.pid)
-                    pings.append(self.notify.count("WATCHDOG=1", window))
+                    since = self.notify.mark()
+                    time.sleep(window)
                     after = proc_thread_totals(daemon.process.pid)
+                    pings.append(self.notify.count("WATCHDOG=1", since))
                     if not daemon.alive():
                         raise BenchError(f"txrecon exited with status {daemon.process.returncode}")
                 finally:
