@@ -367,31 +367,76 @@ def proc_rss_kib(pid):
     return 0
 
 
-def proc_cpu_seconds(pid):
-    """utime + stime of the whole process (all threads, live and ended)."""
+def proc_cpu_ticks(pid):
+    """utime + stime of the whole process (all threads, live and ended), in clock ticks."""
     with open(f"/proc/{pid}/stat") as stat:
         fields = stat.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+    return int(fields[11]) + int(fields[12])
 
 
-def proc_thread_totals(pid):
-    """Summed over /proc/PID/task/*: context switches, CPU ticks, run ns."""
-    switches = ticks = run_ns = 0
+def proc_cpu_seconds(pid):
+    return proc_cpu_ticks(pid) / CLOCK_TICKS
+
+
+def proc_threads(pid):
+    """{tid: (context switches, run ns, name)} from /proc/PID/task/*:
+    voluntary + involuntary switches and the name from status, time on CPU
+    from schedstat."""
+    threads = {}
     task_dir = f"/proc/{pid}/task"
     for tid in os.listdir(task_dir):
         try:
+            switches, name = 0, "?"
             with open(f"{task_dir}/{tid}/status") as status:
                 for line in status:
                     if line.startswith(("voluntary_ctxt_switches:", "nonvoluntary_ctxt_switches:")):
                         switches += int(line.split()[1])
-            with open(f"{task_dir}/{tid}/stat") as stat:
-                fields = stat.read().rsplit(")", 1)[1].split()
-                ticks += int(fields[11]) + int(fields[12])
+                    elif line.startswith("Name:"):
+                        name = line.split(":", 1)[1].strip()
             with open(f"{task_dir}/{tid}/schedstat") as schedstat:
-                run_ns += int(schedstat.read().split()[0])
+                run_ns = int(schedstat.read().split()[0])
         except FileNotFoundError:
             continue  # the thread ended between listdir and open
-    return switches, ticks, run_ns
+        threads[tid] = (switches, run_ns, name)
+    return threads
+
+
+class ThreadWatch:
+    """Context switches and CPU nanoseconds of every thread of a process
+    over a window. A thread's counters vanish when it ends, so the threads
+    are sampled every `period` seconds and each is counted up to its last
+    sample; only what a thread did after its last sample is missed."""
+
+    def __init__(self, pid):
+        self.pid = pid
+        self.first = proc_threads(pid)
+        self.last = dict(self.first)
+        self.ended = 0
+
+    def sample(self):
+        current = proc_threads(self.pid)
+        self.ended += sum(1 for tid in self.last if tid not in current)
+        self.last.update(current)
+
+    def watch(self, seconds, period=0.5):
+        deadline = time.monotonic() + seconds
+        while (left := deadline - time.monotonic()) > 0:
+            time.sleep(min(period, left))
+            self.sample()
+
+    def totals(self):
+        """(context switches, run ns, threads started, threads ended,
+        {thread name: context switches} for the threads that switched)."""
+        switches = run_ns = 0
+        by_name = {}
+        for tid, (last_switches, last_ns, name) in self.last.items():
+            first_switches, first_ns, _ = self.first.get(tid, (0, 0, name))
+            switches += last_switches - first_switches
+            run_ns += last_ns - first_ns
+            if last_switches > first_switches:
+                by_name[name] = by_name.get(name, 0) + last_switches - first_switches
+        started = sum(1 for tid in self.last if tid not in self.first)
+        return switches, run_ns, started, self.ended, by_name
 
 
 # ---------------------------------------------------------------------------
@@ -595,6 +640,7 @@ class Bench:
         self.notify = NotifySocket(os.path.join(self.work, "notify.sock"))
         self.envelope_verification = []
         self.drain_rates = []
+        self.load_at_start = os.getloadavg()[0]
 
     def add(self, row):
         self.rows.append(row)
@@ -814,7 +860,7 @@ class Bench:
 
     def measure_idle(self):
         window = self.args.idle_seconds
-        switches, cpu_ms, run_ms, pings = [], [], [], []
+        switches, cpu_ms, run_ms, pings, churn = [], [], [], [], []
         try:
             for run in range(self.args.slow_runs):
                 log(f"idle run {run + 1}/{self.args.slow_runs}: {window} s")
@@ -824,10 +870,11 @@ class Bench:
                     daemon.start()
                     daemon.wait_ready()
                     time.sleep(self.args.idle_settle)
-                    before = proc_thread_totals(daemon.process.pid)
-                    since = self.notify.mark()
-                    time.sleep(window)
-                    after = proc_thread_totals(daemon.process.pid)
+                    pid = daemon.process.pid
+                    ticks_before, since = proc_cpu_ticks(pid), self.notify.mark()
+                    threads = ThreadWatch(pid)
+                    threads.watch(window)
+                    ticks_after = proc_cpu_ticks(pid)
                     pings.append(self.notify.count("WATCHDOG=1", since))
                     if not daemon.alive():
                         raise BenchError(f"txrecon exited with status {daemon.process.returncode}")
@@ -835,15 +882,20 @@ class Bench:
                     daemon.stop()
                     daemon.discard()
                 scale = 60.0 / window
-                switches.append((after[0] - before[0]) * scale)
-                cpu_ms.append((after[1] - before[1]) * 1000 / CLOCK_TICKS * scale)
-                run_ms.append((after[2] - before[2]) / 1e6 * scale)
+                thread_switches, run_ns, started, ended, by_name = threads.totals()
+                switches.append(thread_switches * scale)
+                cpu_ms.append((ticks_after - ticks_before) * 1000 / CLOCK_TICKS * scale)
+                run_ms.append(run_ns / 1e6 * scale)
+                busiest = ", ".join(f"{name} {count}" for name, count in
+                                    sorted(by_name.items(), key=lambda pair: -pair[1]))
+                churn.append(f"{started} started, {ended} ended; switches by thread: {busiest or 'none'}")
                 log(f"  {switches[-1]:.0f} context switches, {cpu_ms[-1]:.0f} ms CPU (stat), "
                     f"{run_ms[-1]:.2f} ms (schedstat), {pings[-1]} watchdog pings")
         except BenchError as error:
             return self.fail_row("4. Idle, context switches per minute", "≤ 10", error)
         self.add(Row("4. Idle, context switches per minute (all threads)", f"{median(switches):.0f}", "≤ 10",
-                     median(switches) <= 10, runs_note(switches) + f"; watchdog pings seen: {runs_note(pings)}"))
+                     median(switches) <= 10, runs_note(switches) + f"; watchdog pings seen: {runs_note(pings)}; "
+                     f"threads during the window: {'; '.join(churn)}"))
         self.add(Row("4. Idle, CPU time per minute", f"{median(run_ms):.2f} ms", "≤ 10 ms",
                      median(run_ms) <= 10, f"schedstat {runs_note(run_ms, ' ms')}; "
                      f"utime+stime {runs_note(cpu_ms, ' ms')} (10 ms ticks)"))
@@ -1057,6 +1109,8 @@ class Bench:
             f"- Backend: nginx {self.nginx.version()}, {self.args.nginx_workers} worker(s), 204 to every POST; "
             f"MaxConcurrentDeliveries={self.args.connections}",
             f"- Runs: median of {self.args.runs} (minute-long measurements: {self.args.slow_runs})",
+            f"- Load average (1 min) at start {self.load_at_start:.2f}, at end {os.getloadavg()[0]:.2f}: "
+            "other work on the machine shows up as noise in every figure",
         ]
 
     def report(self):
