@@ -411,11 +411,11 @@ class ThreadWatch:
         self.pid = pid
         self.first = proc_threads(pid)
         self.last = dict(self.first)
-        self.ended = 0
+        self.ended = set()
 
     def sample(self):
         current = proc_threads(self.pid)
-        self.ended += sum(1 for tid in self.last if tid not in current)
+        self.ended.update(tid for tid in self.last if tid not in current)
         self.last.update(current)
 
     def watch(self, seconds, period=0.5):
@@ -436,7 +436,7 @@ class ThreadWatch:
             if last_switches > first_switches:
                 by_name[name] = by_name.get(name, 0) + last_switches - first_switches
         started = sum(1 for tid in self.last if tid not in self.first)
-        return switches, run_ns, started, self.ended, by_name
+        return switches, run_ns, started, len(self.ended), by_name
 
 
 # ---------------------------------------------------------------------------
@@ -516,8 +516,11 @@ class Spool:
 class Daemon:
     """`txrecon run` on a fresh spool, with our notify socket."""
 
-    def __init__(self, bench, name, url, retry_delays=None, environment=None, verification=None):
+    def __init__(self, bench, name, url, retry_delays=None, environment=None, verification=None, wrapper=None):
         self.bench = bench
+        # A command the daemon runs under (perf record ... --); its PID is
+        # then the wrapper's and `pid` finds the daemon's among its children.
+        self.wrapper = wrapper or []
         self.name = name
         root = tempfile.mkdtemp(prefix=name + "-", dir=bench.work)
         self.spool = Spool(os.path.join(root, "spool"))
@@ -545,10 +548,25 @@ class Daemon:
         self.notify_mark = self.bench.notify.mark()
         self.log_file = open(self.log_path, "ab")
         self.exec_time = time.monotonic()
-        self.process = PROCESSES.start([self.bench.binary, "run", "--config", self.config],
+        self.process = PROCESSES.start(self.wrapper + [self.bench.binary, "run", "--config", self.config],
                                        stdin=subprocess.DEVNULL, stdout=self.log_file, stderr=self.log_file,
                                        env=self.environment)
         return self.exec_time
+
+    @property
+    def pid(self):
+        """The daemon's PID (not the wrapper's)."""
+        if not self.wrapper:
+            return self.process.pid
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            for task in os.listdir(f"/proc/{self.process.pid}/task"):
+                with open(f"/proc/{self.process.pid}/task/{task}/children") as children:
+                    found = children.read().split()
+                if found:
+                    return int(found[0])
+            time.sleep(0.01)
+        raise BenchError(f"{self.wrapper[0]} started no daemon")
 
     def wait_ready(self, timeout=60):
         return self.bench.notify.wait_for("READY=1", timeout, self.notify_mark, self.process)
@@ -586,6 +604,13 @@ class Daemon:
         if self.process is None or self.stopped:
             return
         self.stopped = True
+        if self.wrapper and self.process.poll() is None:
+            # The wrapper ends when the daemon does, after writing its data.
+            try:
+                os.kill(self.pid, signal.SIGTERM)
+                self.process.wait(timeout=120)
+            except (BenchError, ProcessLookupError, subprocess.TimeoutExpired):
+                pass
         status = PROCESSES.end(self.process, signal.SIGTERM, grace=30)
         self.log_file.close()
         if status != 0:
@@ -681,7 +706,7 @@ class Bench:
                 end = self.sample_until_empty(daemon, samples, timeout=self.drain_timeout(count))
             else:
                 end = daemon.wait_empty(self.drain_timeout(count))
-            cpu = proc_cpu_seconds(daemon.process.pid)
+            cpu = proc_cpu_seconds(daemon.pid)
             daemon.stop()
             daemon.check_all_delivered(count)
             return count / (end - start), cpu / count * 1e6, samples
@@ -702,12 +727,12 @@ class Bench:
             daemon.start()
             daemon.wait_ready()
             tmp, new = daemon.spool.path("tmp"), daemon.spool.path("new")
-            cpu_before = proc_cpu_seconds(daemon.process.pid)
+            cpu_before = proc_cpu_seconds(daemon.pid)
             start = time.monotonic()
             for name in names:
                 os.rename(f"{tmp}/{name}", f"{new}/{name}")
             end = daemon.wait_empty(self.drain_timeout(count))
-            cpu = proc_cpu_seconds(daemon.process.pid) - cpu_before
+            cpu = proc_cpu_seconds(daemon.pid) - cpu_before
             daemon.stop()
             daemon.check_all_delivered(count)
             return count / (end - start), cpu / count * 1e6
@@ -870,7 +895,7 @@ class Bench:
                     daemon.start()
                     daemon.wait_ready()
                     time.sleep(self.args.idle_settle)
-                    pid = daemon.process.pid
+                    pid = daemon.pid
                     ticks_before, since = proc_cpu_ticks(pid), self.notify.mark()
                     threads = ThreadWatch(pid)
                     threads.watch(window)
@@ -910,7 +935,7 @@ class Bench:
             os.sync()
             start = daemon.start()
             ready = daemon.wait_ready(timeout=120)
-            rss = proc_rss_kib(daemon.process.pid)
+            rss = proc_rss_kib(daemon.pid)
             return ready - start, rss
         finally:
             daemon.stop()
@@ -938,7 +963,7 @@ class Bench:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             try:
-                samples.append((time.monotonic() - daemon.exec_time, proc_rss_kib(daemon.process.pid),
+                samples.append((time.monotonic() - daemon.exec_time, proc_rss_kib(daemon.pid),
                                 daemon.spool.status().get("delivered")))
             except FileNotFoundError:
                 pass
@@ -1042,26 +1067,26 @@ class Bench:
     # -- profile (opt-in) ---------------------------------------------------
 
     def profile_drain(self):
-        """One pre-filled drain with `perf record` attached to the daemon
-        from exec + READY on; writes perf's report, demangled, to
-        --profile-output. Not a table row: the report is for reading."""
+        """One pre-filled drain run under `perf record` (which follows every
+        thread the daemon starts; attaching with -p misses threads made
+        later); writes perf's report, demangled, to --profile-output. Not a
+        table row: the report is for reading."""
         perf = shutil.which("perf")
         if perf is None:
             self.notes.append("profile: perf is not installed (apt-get install linux-perf)")
             return
         count = self.args.items
-        daemon = Daemon(self, "profile", self.nginx.url(self.nginx.fast_port))
+        daemon = Daemon(self, "profile", self.nginx.url(self.nginx.fast_port),
+                        wrapper=[perf, "record", "-q", "-e", "cpu-clock", "-F", "2999",
+                                 "--call-graph", self.args.call_graph, "-o", os.path.join(self.work, "perf.data"),
+                                 "--"])
         data = os.path.join(self.work, "perf.data")
         try:
             write_envelopes(daemon.spool.path("new"), keys("p", count))
             os.sync()
             start = daemon.start()
-            recorder = PROCESSES.start([perf, "record", "-q", "-e", "cpu-clock", "-F", "2999",
-                                        "--call-graph", self.args.call_graph, "-p", str(daemon.process.pid),
-                                        "-o", data], stdout=subprocess.DEVNULL)
             end = daemon.wait_empty(self.drain_timeout(count))
-            cpu = proc_cpu_seconds(daemon.process.pid)
-            PROCESSES.end(recorder, signal.SIGINT, grace=120)
+            cpu = proc_cpu_seconds(daemon.pid)
             daemon.stop()
         except BenchError as error:
             self.notes.append(f"profile: {error}")
