@@ -35,7 +35,7 @@ DEB_ARCH := $(shell dpkg --print-architecture 2>/dev/null)
 DEB_STAGE = .build/deb/txrecon_$(VERSION)_$(DEB_ARCH)
 
 .PHONY: all deps deps-docs deps-systemd-test build release test demo metrics-check clean install install-files \
-        deb check-docs systemd-test
+        deb check-docs systemd-test bench bench-long bench-profile
 
 all: build
 
@@ -145,3 +145,21 @@ check-docs: deps-docs
 # Needs root: boots systemd in containers (see the script's header).
 systemd-test: deps-systemd-test check-docs release deb
 	Tests/systemd/run.sh
+
+# The benchmark (issue 6): builds the release binary, runs it against nginx
+# on 127.0.0.1 (fetched from Debian when missing), prints a Markdown table
+# and writes it to bench/results.md. About 15 minutes; pass options with
+# BENCH_FLAGS, e.g. BENCH_FLAGS="--runs 5" or "--only drain,latency"
+# (python3 bench/bench.py --help lists them). bench-long drains 1,000,000
+# items for the RSS measurement instead of 200,000; bench-profile records one
+# drain with perf (linux-perf) into .build/bench/profile.txt.
+BENCH_FLAGS ?=
+
+bench: deps
+	python3 bench/bench.py $(BENCH_FLAGS)
+
+bench-long: deps
+	python3 bench/bench.py --long $(BENCH_FLAGS)
+
+bench-profile: deps
+	python3 bench/bench.py --only profile $(BENCH_FLAGS)

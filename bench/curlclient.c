@@ -1,0 +1,167 @@
+/*
+ * curlclient: the reference point of `make bench` (measurement 2), a plain
+ * libcurl client posting the same bodies as txrecon over the same number of
+ * keep-alive connections.
+ *
+ *   curlclient URL BODIES CONNECTIONS
+ *
+ * BODIES holds one request body per line, as txrecon would send them. Each
+ * body is POSTed once with the headers txrecon sends (Content-Type,
+ * User-Agent, Idempotency-Key taken from the body's "id"). CONNECTIONS
+ * threads each own one easy handle for the whole run, so every thread keeps
+ * one connection open, like txrecon's curl workers. The bodies are read
+ * before the clock starts: only the HTTP exchanges are timed.
+ *
+ * Prints one line on stdout:
+ *   items=N errors=E seconds=S rate=R cpu_seconds=C
+ * (rate in requests per second; cpu_seconds is user+system time of the
+ * whole process during the run). Exit status 0 when every answer was 2xx,
+ * 1 when some were not, 2 on bad usage or an unreadable BODIES file.
+ */
+#include <curl/curl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+struct body {
+    char *text;
+    size_t length;
+    char idempotency_header[192];
+};
+
+struct run {
+    const char *url;
+    struct body *bodies;
+    size_t count;
+    atomic_size_t next;
+    atomic_size_t errors;
+};
+
+/* Discards the response body: the status code is all that matters. */
+static size_t discard(char *data, size_t size, size_t count, void *context) {
+    (void)data;
+    (void)context;
+    return size * count;
+}
+
+/* The value of "id" in a body, as the Idempotency-Key txrecon would send. */
+static void make_idempotency_header(struct body *body) {
+    const char *id = strstr(body->text, "\"id\":\"");
+    const char *version = strstr(body->text, "\"versionToken\":\"");
+    if (id == NULL || version == NULL) {
+        snprintf(body->idempotency_header, sizeof body->idempotency_header, "Idempotency-Key: unknown");
+        return;
+    }
+    id += 6;
+    version += 16;
+    int id_length = (int)(strchr(id, '"') - id);
+    int version_length = (int)(strchr(version, '"') - version);
+    snprintf(body->idempotency_header, sizeof body->idempotency_header, "Idempotency-Key: %.*s:%.*s",
+             id_length, id, version_length, version);
+}
+
+static void *post_bodies(void *argument) {
+    struct run *run = argument;
+    CURL *handle = curl_easy_init();
+    if (handle == NULL) {
+        fprintf(stderr, "curlclient: curl_easy_init failed\n");
+        exit(2);
+    }
+    curl_easy_setopt(handle, CURLOPT_URL, run->url);
+    curl_easy_setopt(handle, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(handle, CURLOPT_TCP_NODELAY, 1L);
+    curl_easy_setopt(handle, CURLOPT_WRITEFUNCTION, discard);
+    for (;;) {
+        size_t index = atomic_fetch_add(&run->next, 1);
+        if (index >= run->count) break;
+        struct body *body = &run->bodies[index];
+        struct curl_slist *headers = NULL;
+        headers = curl_slist_append(headers, "Content-Type: application/json");
+        headers = curl_slist_append(headers, "User-Agent: curlclient/1");
+        headers = curl_slist_append(headers, body->idempotency_header);
+        headers = curl_slist_append(headers, "Expect:");
+        curl_easy_setopt(handle, CURLOPT_HTTPHEADER, headers);
+        curl_easy_setopt(handle, CURLOPT_POSTFIELDS, body->text);
+        curl_easy_setopt(handle, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body->length);
+        long status = 0;
+        CURLcode code = curl_easy_perform(handle);
+        if (code == CURLE_OK) curl_easy_getinfo(handle, CURLINFO_RESPONSE_CODE, &status);
+        if (code != CURLE_OK || status < 200 || status > 299) {
+            if (atomic_fetch_add(&run->errors, 1) == 0) {
+                fprintf(stderr, "curlclient: %s: %s, HTTP status %ld\n", run->url, curl_easy_strerror(code), status);
+            }
+        }
+        curl_slist_free_all(headers);
+    }
+    curl_easy_cleanup(handle);
+    return NULL;
+}
+
+/* Reads BODIES into memory, one body per line; returns the number read. */
+static size_t read_bodies(const char *path, struct body **bodies) {
+    FILE *file = fopen(path, "r");
+    if (file == NULL) {
+        perror(path);
+        exit(2);
+    }
+    size_t capacity = 1024, count = 0;
+    *bodies = malloc(capacity * sizeof **bodies);
+    char *line = NULL;
+    size_t line_capacity = 0;
+    ssize_t length;
+    while ((length = getline(&line, &line_capacity, file)) > 0) {
+        if (line[length - 1] == '\n') line[--length] = '\0';
+        if (length == 0) continue;
+        if (count == capacity) {
+            capacity *= 2;
+            *bodies = realloc(*bodies, capacity * sizeof **bodies);
+        }
+        (*bodies)[count].text = strndup(line, (size_t)length);
+        (*bodies)[count].length = (size_t)length;
+        make_idempotency_header(&(*bodies)[count]);
+        count++;
+    }
+    free(line);
+    fclose(file);
+    return count;
+}
+
+static double seconds_now(void) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (double)now.tv_sec + (double)now.tv_nsec / 1e9;
+}
+
+static double cpu_seconds(void) {
+    struct rusage usage;
+    getrusage(RUSAGE_SELF, &usage);
+    return (double)(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec)
+         + (double)(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
+}
+
+int main(int argc, char **argv) {
+    if (argc != 4 || atoi(argv[3]) < 1) {
+        fprintf(stderr, "usage: curlclient URL BODIES CONNECTIONS\n");
+        return 2;
+    }
+    struct run run = {.url = argv[1]};
+    run.count = read_bodies(argv[2], &run.bodies);
+    int connections = atoi(argv[3]);
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+
+    pthread_t *threads = calloc((size_t)connections, sizeof *threads);
+    double cpu_start = cpu_seconds(), start = seconds_now();
+    for (int i = 0; i < connections; i++) pthread_create(&threads[i], NULL, post_bodies, &run);
+    for (int i = 0; i < connections; i++) pthread_join(threads[i], NULL);
+    double elapsed = seconds_now() - start, cpu = cpu_seconds() - cpu_start;
+
+    size_t errors = atomic_load(&run.errors);
+    printf("items=%zu errors=%zu seconds=%.6f rate=%.1f cpu_seconds=%.6f\n", run.count, errors, elapsed,
+           (double)run.count / elapsed, cpu);
+    curl_global_cleanup();
+    return errors == 0 ? 0 : 1;
+}
