@@ -14,6 +14,7 @@ public struct Configuration: Sendable, Equatable {
     public var spool = SpoolSettings()
     public var backend = BackendSettings()
     public var delivery = DeliverySettings()
+    public var verification = VerificationSettings()
     /// Where each key that is not at its default was last set, by
     /// `Section.Key` (e.g. `"Backend.BearerTokenFile"`), so that checks made
     /// after loading, such as reading the secret files, can name the file

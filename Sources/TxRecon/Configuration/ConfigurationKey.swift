@@ -57,6 +57,14 @@ extension ConfigurationKey {
         ConfigurationKey("Delivery", "RetryDelays", \.delivery.retrySchedule, SettingValue.retrySchedule),
         ConfigurationKey("Delivery", "MaxConcurrentDeliveries", \.delivery.maxConcurrentDeliveries,
                          SettingValue.integer(in: 1...64)),
+
+        ConfigurationKey("Verification", "Mode", \.verification.mode, SettingValue.verificationMode),
+        ConfigurationKey("Verification", "RootCertificateFile", \.verification.rootCertificateFile,
+                         SettingValue.absolutePath),
+        ConfigurationKey("Verification", "BundleID", \.verification.bundleID, SettingValue.bundleID),
+        ConfigurationKey("Verification", "AppAppleID", \.verification.appAppleID, SettingValue.appAppleID),
+        ConfigurationKey("Verification", "Environment", \.verification.environment, SettingValue.appStoreEnvironment),
+        ConfigurationKey("Verification", "AcceptEnvelopes", \.verification.acceptEnvelopes, SettingValue.boolean),
     ]
 
     /// The section names, in table order.

@@ -1,8 +1,11 @@
 // ConfigurationSummary: the settings in force as `Key=value` lines, for
-// `txrecon check-config`. Secrets are shown only as set or not set.
+// `txrecon check-config`. Secrets are shown only as set or not set; each
+// trusted root by its subject and SHA-256 fingerprint.
 
 public enum ConfigurationSummary {
-    public static func lines(_ configuration: Configuration, secrets: BackendSecrets) -> [String] {
+    /// `verification` is what SignedDataPolicy.load made of the configuration.
+    public static func lines(_ configuration: Configuration, secrets: BackendSecrets,
+                             verification: SignedDataPolicy?) -> [String] {
         let spool = configuration.spool, backend = configuration.backend, delivery = configuration.delivery
         var lines = [
             "[Spool]",
@@ -23,6 +26,21 @@ public enum ConfigurationSummary {
             "RetryDelays=\(delivery.retrySchedule.delays.map(TimeSpan.format).joined(separator: " "))",
             "MaxConcurrentDeliveries=\(delivery.maxConcurrentDeliveries)",
         ]
+        return lines + verificationLines(configuration.verification, policy: verification)
+    }
+
+    private static func verificationLines(_ settings: VerificationSettings, policy: SignedDataPolicy?) -> [String] {
+        var lines = ["[Verification]", "Mode=\(settings.mode.rawValue)"]
+        if let bundleID = settings.bundleID { lines.append("BundleID=\(bundleID)") }
+        if let appAppleID = settings.appAppleID { lines.append("AppAppleID=\(appAppleID)") }
+        if let environment = settings.environment { lines.append("Environment=\(environment.rawValue)") }
+        if let policy, policy.environment.checksSignatures {
+            lines.append("RootCertificateFile=\(settings.rootCertificateFile)")
+            for root in policy.roots {
+                lines.append("Root: \(root.subject) SHA-256 \(root.sha256Fingerprint)")
+            }
+        }
+        lines.append("AcceptEnvelopes=\(settings.acceptEnvelopes ? "yes" : "no")")
         return lines
     }
 }
