@@ -1,9 +1,10 @@
 // Daemon: `txrecon run`, the service's life from start to exit.
 //
-//   start:   configuration (exit 78 when invalid) -> spool directories and
+//   start:   configuration and root certificates (exit 78 when invalid;
+//            a warning when signatures go unchecked) -> spool directories and
 //            lock -> engine rebuilt from queue/ and hold/ -> ctl/ and new/
 //            taken -> READY=1, then the watchdog ping from the engine's loop
-//   SIGHUP:  RELOADING=1, configuration read again and applied, or refused
+//   SIGHUP:  RELOADING=1, configuration and roots read again and applied, or refused
 //            with a log line while the old one stays; READY=1
 //   SIGTERM, SIGINT: STOPPING=1, intake stops, attempts in flight get a
 //            bounded time to end, nothing undelivered is finished; exit 0
@@ -39,13 +40,16 @@ public enum Daemon {
 
         let configuration: Configuration
         let secrets: BackendSecrets
+        let verification: SignedDataPolicy?
         do {
             configuration = try ConfigurationLoader.load(path: configurationPath)
             secrets = try BackendSecrets.load(for: configuration, environment: environment)
+            verification = try SignedDataPolicy.load(for: configuration)
         } catch {
             log.write(LogEntry(.error, "configuration error: \(error)"))
             return ExitStatus.configuration
         }
+        for warning in configuration.verification.startWarnings { log.write(LogEntry(.warning, warning)) }
 
         let layout = SpoolLayout(root: configuration.spool.directory)
         let lock: SpoolLock
@@ -96,7 +100,7 @@ public enum Daemon {
             return ExitStatus.failure
         }
         let intake = Intake(spool: spool, engine: engine, watcher: watcher,
-                            settings: intakeSettings(configuration), log: log)
+                            settings: intakeSettings(configuration, verification: verification), log: log)
 
         let (signals, signalInput) = AsyncStream.makeStream(of: Signal.self)
         let signalSources = installSignalHandlers(signalInput, allowFreeze: environment["TXRECON_TEST_FREEZE"] == "1")
@@ -163,9 +167,11 @@ public enum Daemon {
                                log: any LogSink) async -> Configuration {
         let next: Configuration
         let secrets: BackendSecrets
+        let verification: SignedDataPolicy?
         do {
             next = try ConfigurationLoader.load(path: path)
             secrets = try BackendSecrets.load(for: next, environment: environment)
+            verification = try SignedDataPolicy.load(for: next)
         } catch {
             log.write(LogEntry(.error, "reload refused, the running configuration stays: \(error)",
                                messageID: MessageID.reloadRefused))
@@ -179,7 +185,10 @@ public enum Daemon {
             return current
         }
         transport.update(settings: next.backend)
-        intake.reconfigure(intakeSettings(next))
+        intake.reconfigure(intakeSettings(next, verification: verification))
+        for warning in next.verification.startWarnings where !current.verification.startWarnings.contains(warning) {
+            log.write(LogEntry(.warning, warning))
+        }
         await engine.reconfigure(settings: engineSettings(next), transport: transport,
                                  prepare: preparer(version: version, secrets: secrets))
         log.write(LogEntry(.info, "configuration reloaded from \(path)", messageID: MessageID.reloaded))
@@ -195,8 +204,9 @@ public enum Daemon {
                                 stopGrace: min(configuration.backend.timeout + .seconds(1), .seconds(20)))
     }
 
-    static func intakeSettings(_ configuration: Configuration) -> Intake.Settings {
-        Intake.Settings(maximumFileSize: configuration.spool.maxFileSize, acceptEnvelopes: true)
+    static func intakeSettings(_ configuration: Configuration, verification: SignedDataPolicy?) -> Intake.Settings {
+        Intake.Settings(maximumFileSize: configuration.spool.maxFileSize,
+                        acceptEnvelopes: configuration.verification.acceptEnvelopes, verification: verification)
     }
 
     static func preparer(version: String, secrets: BackendSecrets) -> DeliveryEngine.RequestPreparer {
