@@ -7,8 +7,7 @@
 // naming the file, the 1-based line and `Section.Key`: a missing or
 // unreadable file, a malformed line, an unknown section or key, a key before
 // any section, a bad value, and, once everything is applied, a missing
-// `Backend.URL` (line nil), half of a client certificate pair, or a
-// [Verification] section missing what its mode needs. The first
+// `Backend.URL` (line nil) or half of a client certificate pair. The first
 // problem stops loading; nothing is logged. Blocks on disk I/O: call it from
 // the main thread at start-up or a reload thread, never from async code.
 
@@ -95,7 +94,6 @@ public enum ConfigurationLoader {
                 file: origin?.file ?? configuration.path, line: origin?.line, key: "Backend.\(present)",
                 message: "is set but \(absent)= is not; mutual TLS needs both or neither")
         }
-        try VerificationSettings.checkCompleteness(of: configuration)
     }
 
     /// Where a key written before any section header belongs.

@@ -2,7 +2,7 @@
 // Store signed data before anything is queued for the backend.
 //
 // Defaults are here; the keys are in ConfigurationKey.all. Besides each
-// value's own check, `checkCompleteness` requires BundleID= and Environment=
+// value's own check, `checkCompleteness` (run by SignedDataPolicy.load) requires BundleID= and Environment=
 // with Mode=appstore and AppAppleID= with Environment=Production (as Apple's
 // SignedDataVerifier does), throwing a `ConfigurationError` with the file,
 // line and key. `startWarnings` are the lines the daemon logs at start when

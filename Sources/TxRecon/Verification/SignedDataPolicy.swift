@@ -3,9 +3,11 @@
 // RootCertificateFile=), the bundle identifier, the App Apple ID and the
 // environment.
 //
-// `load(for:)` reads the root file once, at start-up, on reload and for
-// check-config; it throws a `ConfigurationError` naming the configuration
-// file, line and key that pointed at a bad file. Blocks on disk I/O, like
+// `load(for:)` runs at start-up, on reload and for check-config: it requires
+// what Mode=appstore needs (VerificationSettings.checkCompleteness) and reads
+// the root file; it throws a `ConfigurationError` naming the configuration
+// file, line and key at fault. Commands that only read the spool (status,
+// list) do not call it, so they work while [Verification] is incomplete. Blocks on disk I/O, like
 // the configuration loader. Logs nothing.
 
 /// The checks intake applies to every App Store signed string (Mode=appstore).
@@ -25,10 +27,9 @@ public struct SignedDataPolicy: Sendable, Equatable {
         self.environment = environment
     }
 
-    /// The policy `configuration` asks for, nil with Mode=none. The
-    /// configuration loader has already made sure that BundleID= and
-    /// Environment= are set with Mode=appstore.
+    /// The policy `configuration` asks for, nil with Mode=none.
     public static func load(for configuration: Configuration) throws(ConfigurationError) -> SignedDataPolicy? {
+        try VerificationSettings.checkCompleteness(of: configuration)
         let settings = configuration.verification
         guard settings.mode == .appStore, let bundleID = settings.bundleID, let environment = settings.environment else {
             return nil
