@@ -57,7 +57,7 @@ final class Intake: Sendable {
     func start(ready: @escaping @Sendable () -> Void, lost: @escaping @Sendable (String) -> Void) throws(ThreadStartError) {
         try DedicatedThread.start(name: "txrecon-intake") { [self] in
             let verifiers = VerifierSlot()
-            scanControl()
+            scanControl(verifiers)
             scanInbox(verifiers)
             ready()
             while true {
@@ -65,9 +65,9 @@ final class Intake: Sendable {
                     switch event {
                     case let .drops(names): take(names, verifiers)
                     case let .created(names): take(names.filter { !spool.isRegularFileInInbox($0) }, verifiers)
-                    case let .controls(names): execute(names)
+                    case let .controls(names): execute(names, verifiers)
                     case .rescan:
-                        scanControl()
+                        scanControl(verifiers)
                         scanInbox(verifiers)
                     case let .lost(directory):
                         return lost(directory)
@@ -168,17 +168,22 @@ final class Intake: Sendable {
 
     // MARK: ctl/
 
-    private func scanControl() {
+    private func scanControl(_ verifiers: VerifierSlot) {
         do {
-            execute(try SystemCall.listDirectory(spool.layout.ctl))
+            execute(try SystemCall.listDirectory(spool.layout.ctl), verifiers)
         } catch {
             log.write(LogEntry(.error, "cannot list ctl/: \(error)"))
         }
     }
 
     /// Executes requests in ctl/: answer in NAME.result, then NAME removed.
-    private func execute(_ names: [String]) {
+    private func execute(_ names: [String], _ verifiers: VerifierSlot) {
         let directory = spool.layout.ctl
+        var requeued = false
+        // Requeued files are linked into new/ (no-replace), which inotify
+        // reports as IN_CREATE without a close-after-write, so they are taken
+        // by a scan once the requests are answered.
+        defer { if requeued { scanInbox(verifiers) } }
         for name in names where !name.hasPrefix(".") && !name.hasSuffix(".result") {
             let path = directory + "/" + name
             guard let bytes = try? SystemCall.readFile(path, limit: 1 << 20) else { continue }
@@ -186,6 +191,7 @@ final class Intake: Sendable {
             if let request = ControlRequest(json: bytes) {
                 let engine = self.engine
                 result = waitFor { await engine.perform(request) }
+                requeued = requeued || (request.command == .requeueRejected && !result.applied.isEmpty)
                 log.write(LogEntry(.notice, "operator request \(request.command.rawValue): applied to \(result.applied.count), "
                                    + "skipped \(result.skipped.count)"))
             } else {
