@@ -39,10 +39,10 @@ let package = Package(
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         // Shared by both test targets: a loopback HTTP server, a notify
-        // socket, temporary spools, builders.
+        // socket, temporary spools, builders, a JWS signer for the test PKI.
         .target(
             name: "TxReconTestSupport",
-            dependencies: ["TxRecon"],
+            dependencies: ["TxRecon", "CCrypto"],
             path: "Tests/TxReconTestSupport",
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
