@@ -52,8 +52,9 @@ final class Certificate {
         return bytes
     }
 
-    /// The subject in RFC 2253 form, e.g. `CN=Apple Root CA - G3,OU=Apple
-    /// Certification Authority,O=Apple Inc.,C=US`.
+    /// The subject in RFC 2253 form (last RDN first, as `openssl x509
+    /// -nameopt RFC2253` prints it), e.g. `C=US,O=Apple Inc.,OU=Apple
+    /// Certification Authority,CN=Apple Root CA - G3`.
     var subject: String {
         guard let bio = BIO_new(BIO_s_mem()) else { return "" }
         defer { BIO_free(bio) }

@@ -12,7 +12,7 @@ import CCrypto
 /// compared; parsed again by each verifier that uses it.
 public struct RootCertificate: Sendable, Equatable {
     public let der: [UInt8]
-    /// RFC 2253, e.g. `CN=Apple Root CA - G3,OU=Apple Certification Authority,O=Apple Inc.,C=US`.
+    /// RFC 2253, e.g. `C=US,O=Apple Inc.,OU=Apple Certification Authority,CN=Apple Root CA - G3`.
     public let subject: String
     /// SHA-256 of the DER, colon-separated upper-case hex.
     public let sha256Fingerprint: String

@@ -138,7 +138,8 @@ final class SignedDataVerifier {
     /// notifications from Production are checked for appAppleId.
     private func check(_ claims: SignedDataClaims, kind: SignedDataKind) throws(VerificationFailure) {
         if kind != .renewalInfo { try checkBundleID(claims.bundleID) }
-        if kind == .notification, let want = policy.appAppleID, claims.appAppleID != want {
+        if kind == .notification, policy.environment == .production, let want = policy.appAppleID,
+           claims.appAppleID != want {
             throw .wrongAppAppleID(found: claims.appAppleID, want: want)
         }
         try checkEnvironment(claims.environment)
