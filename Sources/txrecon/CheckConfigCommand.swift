@@ -9,7 +9,7 @@ enum CheckConfigCommand: Command {
         Reads the configuration file and its drop-ins, and the secret and root
         certificate files they name, exactly as the daemon does; prints the settings
         in force (never a secret), each trusted root's subject and SHA-256 fingerprint,
-        and the warnings the daemon would log at start.
+        and the warning the daemon would log at start.
         Exit status 0 when valid, 78 with the file, line and key when not.
         """
 
@@ -27,7 +27,7 @@ enum CheckConfigCommand: Command {
             for line in ConfigurationSummary.lines(configuration, secrets: secrets, verification: verification) {
                 print("  " + line)
             }
-            for warning in configuration.verification.startWarnings { printError("txrecon: warning: \(warning)") }
+            if let warning = configuration.verification.startWarning { printError("txrecon: warning: \(warning)") }
             return 0
         } catch {
             printError("txrecon: configuration error: \(error)")

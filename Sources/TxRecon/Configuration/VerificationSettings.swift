@@ -5,7 +5,7 @@
 // value's own check, `checkCompleteness` (run by SignedDataPolicy.load) requires BundleID= and Environment=
 // with Mode=appstore and AppAppleID= with Environment=Production (as Apple's
 // SignedDataVerifier does), throwing a `ConfigurationError` with the file,
-// line and key. `startWarnings` are the lines the daemon logs at start when
+// line and key. `startWarning` is the line the daemon logs at start when
 // signatures go unchecked.
 
 /// `[Verification]`
@@ -29,22 +29,19 @@ public struct VerificationSettings: Sendable, Equatable {
 
     public static let defaultRootCertificateFile = "/usr/share/txrecon/AppleRootCA-G3.cer"
 
-    /// Warnings for the log at start (and check-config): verification is
-    /// off, or signatures are skipped.
-    public var startWarnings: [String] {
-        var warnings: [String] = []
+    /// The warning for the log at start (and check-config) when signatures
+    /// go unchecked: verification is off, or the environment is not signed
+    /// by the App Store; nil otherwise.
+    public var startWarning: String? {
         if mode == .none {
-            warnings.append("[Verification] Mode=none: App Store signatures are not checked; anyone who can write "
-                + "to the spool can have forged transactions delivered. Use it for development only")
-        } else if let environment, !environment.checksSignatures {
-            warnings.append("[Verification] Environment=\(environment.rawValue): signatures are not checked, as "
-                + "StoreKit testing data is not signed by the App Store. Never use it in production")
+            return "[Verification] Mode=none: App Store signatures are not checked; anyone who can write "
+                + "to the spool can have forged transactions delivered. Use it for development only"
         }
-        if acceptEnvelopes {
-            warnings.append("[Verification] AcceptEnvelopes=yes: generic envelopes (format 5), which carry no "
-                + "signature, are delivered as dropped")
+        if let environment, !environment.checksSignatures {
+            return "[Verification] Environment=\(environment.rawValue): signatures are not checked, as "
+                + "StoreKit testing data is not signed by the App Store. Never use it in production"
         }
-        return warnings
+        return nil
     }
 
     /// The checks that need every configuration file applied first.

@@ -49,7 +49,7 @@ public enum Daemon {
             log.write(LogEntry(.error, "configuration error: \(error)"))
             return ExitStatus.configuration
         }
-        for warning in configuration.verification.startWarnings { log.write(LogEntry(.warning, warning)) }
+        if let warning = configuration.verification.startWarning { log.write(LogEntry(.warning, warning)) }
 
         let layout = SpoolLayout(root: configuration.spool.directory)
         let lock: SpoolLock
@@ -186,7 +186,7 @@ public enum Daemon {
         }
         transport.update(settings: next.backend)
         intake.reconfigure(intakeSettings(next, verification: verification))
-        for warning in next.verification.startWarnings where !current.verification.startWarnings.contains(warning) {
+        if let warning = next.verification.startWarning, warning != current.verification.startWarning {
             log.write(LogEntry(.warning, warning))
         }
         await engine.reconfigure(settings: engineSettings(next), transport: transport,

@@ -100,11 +100,6 @@ final class Certificate {
         return X509_check_ca(handle) != 0 && X509_self_signed(handle, 1) == 1
     }
 
-    /// Whether the two hold the same certificate.
-    func isSame(as other: Certificate) -> Bool {
-        X509_cmp(handle, other.handle) == 0
-    }
-
     private static func seconds(_ time: UnsafePointer<ASN1_TIME>?) -> Int64? {
         var parts = tm()
         guard let time, ASN1_TIME_to_tm(time, &parts) == 1 else { return nil }

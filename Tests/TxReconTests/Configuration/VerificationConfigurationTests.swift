@@ -133,11 +133,10 @@ import TxReconTestSupport
     }
 
     @Test func modeNoneAndXcodeAreWarnedAboutAtStart() throws {
-        #expect(try configuration("[Verification]\nMode=none").verification.startWarnings.first?
-            .contains("Mode=none") == true)
-        #expect(try configuration("[Verification]\nEnvironment=Xcode").verification.startWarnings.first?
+        #expect(try configuration("[Verification]\nMode=none").verification.startWarning?.contains("Mode=none") == true)
+        #expect(try configuration("[Verification]\nEnvironment=Xcode").verification.startWarning?
             .contains("Environment=Xcode: signatures are not checked") == true)
-        #expect(try configuration("[Verification]\nEnvironment=Sandbox").verification.startWarnings.isEmpty)
+        #expect(try configuration("[Verification]\nEnvironment=Sandbox").verification.startWarning == nil)
     }
 
     @Test func checkConfigListsEachRootWithItsFingerprint() throws {
