@@ -54,6 +54,13 @@ private let minimal = """
             [Delivery]
             RetryDelays=1s 1min30s 1h
             MaxConcurrentDeliveries=64
+            [Verification]
+            Mode=none
+            RootCertificateFile=/etc/txrecon/roots.pem
+            BundleID=com.example.app
+            AppAppleID=1234567890
+            Environment=LocalTesting
+            AcceptEnvelopes=on
             """).load()
         #expect(configuration.spool.directory == "/srv/spool")
         #expect(configuration.spool.maxFileSize == 512 * 1024)
@@ -67,6 +74,12 @@ private let minimal = """
         #expect(configuration.backend.clientKeyFile == "/etc/txrecon/client.key")
         #expect(configuration.delivery.retrySchedule.delays == [.seconds(1), .seconds(90), .seconds(3600)])
         #expect(configuration.delivery.maxConcurrentDeliveries == 64)
+        #expect(configuration.verification.mode == .none)
+        #expect(configuration.verification.rootCertificateFile == "/etc/txrecon/roots.pem")
+        #expect(configuration.verification.bundleID == "com.example.app")
+        #expect(configuration.verification.appAppleID == 1_234_567_890)
+        #expect(configuration.verification.environment == .localTesting)
+        #expect(configuration.verification.acceptEnvelopes)
         #expect(Set(configuration.origins.keys) == Set(ConfigurationKey.all.map(\.qualifiedName)))
     }
 
@@ -134,7 +147,7 @@ private let minimal = """
         let files = ConfigurationFiles(minimal + "\n\n[Sweep]\n")
         #expect(files.loadError() == ConfigurationError(
             file: files.path, line: 4, key: nil,
-            message: "unknown section [Sweep]; the sections are [Spool], [Backend], [Delivery]"))
+            message: "unknown section [Sweep]; the sections are [Spool], [Backend], [Delivery], [Verification]"))
     }
 
     @Test func anUnknownKeyNamesItsSectionAndTheKeysAccepted() {
