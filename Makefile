@@ -3,21 +3,46 @@
 # `make test` and `make demo` work on a fresh Debian 12 machine with the Swift
 # toolchain on PATH: both first run `make deps`, which installs the Debian
 # packages the build needs when they are missing.
+#
+# `make install` (DESTDIR, PREFIX) installs the release binary, the systemd
+# unit, tmpfiles, sysusers and catalog files, the manual pages, the sample
+# configuration (never over an existing one) and Apple's root certificate.
+# `make deb` builds .build/deb/txrecon_<version>_<arch>.deb with dpkg-deb.
+# `make systemd-test` (root) runs Tests/systemd/run.sh: the release binary and
+# the package under a real systemd 252 in throw-away containers.
 
 SWIFT        ?= swift
 PREFIX       ?= /usr
 DESTDIR      ?=
 CONFIGURATION ?= debug
 
-DEB_PACKAGES := pkg-config libsystemd-dev libcurl4-openssl-dev libssl-dev python3
+BINDIR       ?= $(PREFIX)/bin
+MANDIR       ?= $(PREFIX)/share/man
+DATADIR      ?= $(PREFIX)/share/txrecon
+# systemd also reads units, tmpfiles, sysusers and catalogs under /usr/local/lib.
+LIBDIR       ?= $(PREFIX)/lib
+SYSCONFDIR   ?= /etc
 
-.PHONY: all deps build release test demo clean
+DEB_PACKAGES := pkg-config libsystemd-dev libcurl4-openssl-dev libssl-dev openssl python3
+# What `make check-docs` needs besides; and `make deb` and `make systemd-test`.
+DOCS_PACKAGES := groff
+SYSTEMD_TEST_PACKAGES := $(DOCS_PACKAGES) systemd-container debootstrap dpkg-dev jq
+
+RELEASE_BINARY := .build/release/txrecon
+# TxReconVersion.current, the version the binary reports.
+VERSION  := $(shell sed -n 's/.*static let current = "\(.*\)".*/\1/p' Sources/TxRecon/Support/CommandLineSupport.swift 2>/dev/null)
+DEB_ARCH := $(shell dpkg --print-architecture 2>/dev/null)
+DEB_STAGE = .build/deb/txrecon_$(VERSION)_$(DEB_ARCH)
+
+.PHONY: all deps deps-docs deps-systemd-test build release test demo metrics-check clean install install-files \
+        deb check-docs systemd-test
 
 all: build
 
-# Installs only what is missing; needs root (or sudo) the first time.
-deps:
-	@missing=""; for p in $(DEB_PACKAGES); do \
+# $(call install-missing,PACKAGES): apt-get installs those not installed yet;
+# needs root (or sudo) the first time.
+define install-missing
+	@missing=""; for p in $(1); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
 	done; \
 	if [ -n "$$missing" ]; then \
@@ -25,12 +50,24 @@ deps:
 	  SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
 	fi
+endef
+
+deps:
+	$(call install-missing,$(DEB_PACKAGES))
+
+deps-docs: deps
+	$(call install-missing,$(DOCS_PACKAGES))
+
+deps-systemd-test: deps
+	$(call install-missing,$(SYSTEMD_TEST_PACKAGES))
 
 build: deps
 	$(SWIFT) build
 
+# Only the product: TxReconTestSupport uses @testable import, which a release
+# build of every target refuses.
 release: deps
-	$(SWIFT) build -c release --static-swift-stdlib
+	$(SWIFT) build -c release --static-swift-stdlib --product txrecon
 
 test: deps
 	$(SWIFT) build
@@ -41,5 +78,70 @@ demo: deps
 	$(SWIFT) build
 	BIN=.build/debug/txrecon ./Examples/demo.sh
 
+# txrecon.prom as a real node_exporter (Debian's prometheus-node-exporter)
+# exports it. Installs the package when missing, without its recommends;
+# note that Debian enables its service on :9100. The check runs its own
+# instance on a free loopback port.
+metrics-check: deps
+	@command -v prometheus-node-exporter >/dev/null || { \
+	  SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends prometheus-node-exporter; }
+	$(SWIFT) build
+	BIN=.build/debug/txrecon ./Tests/metrics/node-exporter-check.sh --daemon
+
 clean:
 	rm -rf .build
+
+# Builds the release binary first; `install-files` alone installs what is built.
+install: release
+	@$(MAKE) --no-print-directory install-files
+
+# The unit names /usr/bin/txrecon and /etc/txrecon: rewritten for other places.
+install-files:
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(DATADIR) $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8 \
+	  $(DESTDIR)$(LIBDIR)/systemd/system $(DESTDIR)$(LIBDIR)/systemd/catalog \
+	  $(DESTDIR)$(LIBDIR)/tmpfiles.d $(DESTDIR)$(LIBDIR)/sysusers.d $(DESTDIR)$(SYSCONFDIR)/txrecon
+	install -m 0755 $(RELEASE_BINARY) $(DESTDIR)$(BINDIR)/txrecon
+	for unit in txrecon.service txrecon-sweep.service; do \
+	  sed -e 's|/usr/bin/txrecon|$(BINDIR)/txrecon|g' -e 's|/etc/txrecon/|$(SYSCONFDIR)/txrecon/|g' \
+	    systemd/$$unit > $(DESTDIR)$(LIBDIR)/systemd/system/$$unit && \
+	  chmod 0644 $(DESTDIR)$(LIBDIR)/systemd/system/$$unit || exit 1; \
+	done
+	install -m 0644 systemd/txrecon-sweep.timer $(DESTDIR)$(LIBDIR)/systemd/system/txrecon-sweep.timer
+	install -m 0644 systemd/txrecon.tmpfiles $(DESTDIR)$(LIBDIR)/tmpfiles.d/txrecon.conf
+	install -m 0644 systemd/txrecon.sysusers $(DESTDIR)$(LIBDIR)/sysusers.d/txrecon.conf
+	install -m 0644 systemd/txrecon.catalog $(DESTDIR)$(LIBDIR)/systemd/catalog/txrecon.catalog
+	install -m 0644 man/txrecon.8 $(DESTDIR)$(MANDIR)/man8/txrecon.8
+	install -m 0644 man/txrecon.conf.5 $(DESTDIR)$(MANDIR)/man5/txrecon.conf.5
+	install -m 0644 Config/AppleRootCA-G3.cer $(DESTDIR)$(DATADIR)/AppleRootCA-G3.cer
+	@if [ -e $(DESTDIR)$(SYSCONFDIR)/txrecon/txrecon.conf ]; then \
+	  echo "kept the existing $(DESTDIR)$(SYSCONFDIR)/txrecon/txrecon.conf"; \
+	else \
+	  echo "install -m 0644 Config/txrecon.conf $(DESTDIR)$(SYSCONFDIR)/txrecon/txrecon.conf"; \
+	  install -m 0644 Config/txrecon.conf $(DESTDIR)$(SYSCONFDIR)/txrecon/txrecon.conf; \
+	fi
+	@[ -n "$(DESTDIR)" ] || echo "now: systemd-sysusers; systemd-tmpfiles --create; journalctl --update-catalog;" \
+	  "systemctl daemon-reload; set URL= in $(SYSCONFDIR)/txrecon/txrecon.conf; systemctl enable --now txrecon;" \
+	  "once [Sweep] is set: systemctl enable --now txrecon-sweep.timer"
+
+# The package is staged with install-files, so it holds exactly what
+# `make install` installs; maintainer scripts and control are in packaging/deb/.
+deb: deps-systemd-test release
+	rm -rf $(DEB_STAGE) $(DEB_STAGE).deb
+	@$(MAKE) --no-print-directory install-files DESTDIR=$(CURDIR)/$(DEB_STAGE) PREFIX=/usr
+	gzip -9n $(DEB_STAGE)/usr/share/man/man5/txrecon.conf.5 $(DEB_STAGE)/usr/share/man/man8/txrecon.8
+	install -d -m 0755 $(DEB_STAGE)/DEBIAN
+	install -m 0755 packaging/deb/postinst packaging/deb/prerm packaging/deb/postrm $(DEB_STAGE)/DEBIAN/
+	install -m 0644 packaging/deb/conffiles $(DEB_STAGE)/DEBIAN/conffiles
+	shlibs="$$(packaging/deb/shlibs-depends $(DEB_STAGE)/usr/bin/txrecon)" && [ -n "$$shlibs" ] && \
+	sed -e 's/@VERSION@/$(VERSION)/' -e 's/@ARCH@/$(DEB_ARCH)/' -e "s/@SHLIBS_DEPENDS@/$$shlibs/" \
+	  -e "s/@INSTALLED_SIZE@/$$(du -sk --exclude=DEBIAN $(DEB_STAGE) | cut -f1)/" \
+	  packaging/deb/control.in > $(DEB_STAGE)/DEBIAN/control
+	dpkg-deb --root-owner-group -Zxz --build $(DEB_STAGE) $(DEB_STAGE).deb
+
+check-docs: deps-docs
+	Tests/systemd/check-docs.sh
+
+# Needs root: boots systemd in containers (see the script's header).
+systemd-test: deps-systemd-test check-docs release deb
+	Tests/systemd/run.sh

@@ -1,5 +1,6 @@
 /* CCrypto: OpenSSL's libcrypto for Swift: HMAC-SHA256 and SHA-256 for
- * webhook signatures, ECDSA P-256 and X.509 chain validation for App Store
+ * webhook signatures, ES256 signing of App Store Server API tokens with a
+ * PEM private key, ECDSA P-256 and X.509 chain validation for App Store
  * signed data. The STACK_OF(X509) accessors and the RFC 2253 name-printing
  * flags are macros, which Swift cannot use, so this header gives them typed
  * wrappers. No logic lives here. */

@@ -90,19 +90,15 @@ func printError(_ line: String) {
     _ = bytes.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
 }
 
-/// Loads the configuration for a subcommand, or prints the problem and
-/// returns the exit status to use.
-func loadConfiguration(_ arguments: Arguments) -> Result<Configuration, ExitCode> {
+/// Loads the configuration for a subcommand; nil after printing the problem
+/// (the caller then exits with ConfigurationError.exitStatus).
+func loadConfiguration(_ arguments: Arguments) -> Configuration? {
     do {
-        return .success(try ConfigurationLoader.load(path: arguments.configurationPath))
+        return try ConfigurationLoader.load(path: arguments.configurationPath)
     } catch {
         printError("txrecon: configuration error: \(error)")
-        return .failure(ExitCode(status: ConfigurationError.exitStatus))
+        return nil
     }
-}
-
-struct ExitCode: Error {
-    var status: Int32
 }
 
 extension String {

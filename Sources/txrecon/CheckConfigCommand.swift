@@ -15,11 +15,7 @@ enum CheckConfigCommand: Command {
 
     static func run(_ arguments: Arguments) async -> Int32 {
         guard arguments.positional.isEmpty else { Usage.fail("check-config: unexpected argument '\(arguments.positional[0])'") }
-        let configuration: Configuration
-        switch loadConfiguration(arguments) {
-        case let .success(loaded): configuration = loaded
-        case let .failure(code): return code.status
-        }
+        guard let configuration = loadConfiguration(arguments) else { return ConfigurationError.exitStatus }
         do {
             let secrets = try BackendSecrets.load(for: configuration, environment: ProcessEnvironment.current)
             let verification = try SignedDataPolicy.load(for: configuration)

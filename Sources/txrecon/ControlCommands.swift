@@ -55,11 +55,7 @@ enum ControlCommand {
         guard all != !arguments.positional.isEmpty else {
             Usage.fail("\(command.rawValue): name the items, or --all (not both)")
         }
-        let configuration: Configuration
-        switch loadConfiguration(arguments) {
-        case let .success(loaded): configuration = loaded
-        case let .failure(code): return code.status
-        }
+        guard let configuration = loadConfiguration(arguments) else { return ConfigurationError.exitStatus }
         let layout = SpoolLayout(root: configuration.spool.directory)
         let client = ControlClient(layout: layout)
         do {

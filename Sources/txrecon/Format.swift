@@ -10,6 +10,15 @@ enum Format {
         return "\(seconds / 86400)d"
     }
 
+    /// "2026-…Z (5min ago) completed: 3 pages, 41 found, 2 spooled; checkpoint 12min behind"
+    static func sweep(_ sweep: LastSweep, now: Int64) -> String {
+        var text = "\(WallTime.rfc3339(sweep.finishedAt)) (\(age(milliseconds: now - sweep.finishedAt)) ago) \(sweep.result)"
+        if let reason = sweep.reason { text += " (\(reason))" }
+        text += ": \(sweep.pages) pages, \(sweep.found) found, \(sweep.spooled) spooled"
+        if let checkpoint = sweep.checkpoint { text += "; checkpoint \(age(milliseconds: now - checkpoint)) behind" }
+        return text
+    }
+
     static func line(_ row: SpoolInspector.Row) -> String {
         var text = "\(row.name)  \(WallTime.rfc3339(row.modifiedAt))"
         if let attempts = row.attempts { text += "  attempts \(attempts)" }

@@ -18,11 +18,7 @@ enum ListCommand: Command {
         guard let directory = SpoolInspector.Listable(rawValue: which) else {
             Usage.fail("list: '\(which)' is not one of queue, hold, rejected, done")
         }
-        let configuration: Configuration
-        switch loadConfiguration(arguments) {
-        case let .success(loaded): configuration = loaded
-        case let .failure(code): return code.status
-        }
+        guard let configuration = loadConfiguration(arguments) else { return ConfigurationError.exitStatus }
         do {
             let rows = try SpoolInspector(layout: SpoolLayout(root: configuration.spool.directory)).list(directory)
             if arguments.has("--json") {

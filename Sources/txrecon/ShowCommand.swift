@@ -15,11 +15,7 @@ enum ShowCommand: Command {
         guard arguments.positional.count == 1, let key = ItemKey(arguments.positional[0]) else {
             Usage.fail("show: name exactly one KEY")
         }
-        let configuration: Configuration
-        switch loadConfiguration(arguments) {
-        case let .success(loaded): configuration = loaded
-        case let .failure(code): return code.status
-        }
+        guard let configuration = loadConfiguration(arguments) else { return ConfigurationError.exitStatus }
         do {
             guard let report = try SpoolInspector(layout: SpoolLayout(root: configuration.spool.directory)).show(key) else {
                 printError("txrecon: show: no item \(key) in queue/, hold/ or done/")

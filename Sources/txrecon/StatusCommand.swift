@@ -1,4 +1,5 @@
-// txrecon status: counts per directory, the oldest queued item, the live daemon.
+// txrecon status: counts per directory, the oldest queued item, the live
+// daemon, the last sweep.
 import TxRecon
 
 enum StatusCommand: Command {
@@ -9,15 +10,12 @@ enum StatusCommand: Command {
 
         Prints how many items are in queue/, hold/, rejected/ and done/, the age of the
         oldest queued item, and, when the daemon runs, its own status line (backend
-        health, next retry). Exit status 0 even when items are held: read the counts.
+        health, next retry), and the last `txrecon sweep` when there was one. Exit
+        status 0 even when items are held: read the counts.
         """
 
     static func run(_ arguments: Arguments) async -> Int32 {
-        let configuration: Configuration
-        switch loadConfiguration(arguments) {
-        case let .success(loaded): configuration = loaded
-        case let .failure(code): return code.status
-        }
+        guard let configuration = loadConfiguration(arguments) else { return ConfigurationError.exitStatus }
         let inspector = SpoolInspector(layout: SpoolLayout(root: configuration.spool.directory))
         do {
             let (counts, oldest) = try inspector.counts()
@@ -27,6 +25,7 @@ enum StatusCommand: Command {
                 var members: [(String, JSONValue)] = counts.map { ($0.0.rawValue, .integer($0.1)) }
                 if let oldest { members.append(("oldestQueuedAgeSeconds", .integer((now - oldest) / 1000))) }
                 members.append(("daemon", live ?? .null))
+                members.append(("sweep", LastSweep.read(inspector.layout)?.json ?? .null))
                 print(JSONValue.object(members).serializedString)
             } else {
                 print("spool:    \(configuration.spool.directory)")
@@ -37,6 +36,7 @@ enum StatusCommand: Command {
                 } else {
                     print("daemon:   not running")
                 }
+                if let sweep = LastSweep.read(inspector.layout) { print("sweep:    \(Format.sweep(sweep, now: now))") }
             }
             return 0
         } catch {

@@ -15,11 +15,7 @@ enum SubmitCommand: Command {
 
     static func run(_ arguments: Arguments) async -> Int32 {
         guard !arguments.positional.isEmpty else { Usage.fail("submit: name at least one FILE, or - for standard input") }
-        let configuration: Configuration
-        switch loadConfiguration(arguments) {
-        case let .success(loaded): configuration = loaded
-        case let .failure(code): return code.status
-        }
+        guard let configuration = loadConfiguration(arguments) else { return ConfigurationError.exitStatus }
         let submission = Submission(layout: SpoolLayout(root: configuration.spool.directory))
         var status: Int32 = 0
         for path in arguments.positional {

@@ -1,9 +1,10 @@
 // txrecon: the command line. Argument handling only; behaviour lives in TxRecon.
 //
 //   txrecon run | submit | status | list | show | release | retry |
-//           requeue-rejected | check-config   [--config PATH]
+//           requeue-rejected | check-config | sweep   [--config PATH]
 //
-// Exit status: 0 success, 1 failure, 2 bad arguments (usage), 78 configuration error.
+// Exit status: 0 success, 1 failure, 2 bad arguments (usage), 75 temporary
+// failure (sweep), 78 configuration error.
 import Glibc
 import TxRecon
 
@@ -11,7 +12,7 @@ let commands: [String: any Command.Type] = [
     "run": RunCommand.self, "submit": SubmitCommand.self, "status": StatusCommand.self,
     "list": ListCommand.self, "show": ShowCommand.self, "release": ReleaseCommand.self,
     "retry": RetryCommand.self, "requeue-rejected": RequeueRejectedCommand.self,
-    "check-config": CheckConfigCommand.self,
+    "check-config": CheckConfigCommand.self, "sweep": SweepCommand.self,
 ]
 
 var words = Array(CommandLine.arguments.dropFirst())

@@ -4,6 +4,7 @@
 // ended by PID (SIGTERM, then SIGKILL) when the value goes away.
 import Glibc
 import Synchronization
+import TxRecon
 
 public final class DaemonProcess: Sendable {
     public let pid: pid_t
@@ -31,15 +32,7 @@ public final class DaemonProcess: Sendable {
         posix_spawn_file_actions_addopen(&actions, 2, stderrPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         posix_spawn_file_actions_addopen(&actions, 1, stderrPath + ".out", O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         posix_spawn_file_actions_addopen(&actions, 0, stdinPath ?? "/dev/null", O_RDONLY, 0)
-        var merged: [String: String] = [:]
-        var pointer = environ
-        while let entry = pointer.pointee {
-            let text = String(cString: entry)
-            if let equals = text.firstIndex(of: "=") {
-                merged[String(text[..<equals])] = String(text[text.index(after: equals)...])
-            }
-            pointer += 1
-        }
+        var merged = ProcessEnvironment.current
         for name in ["NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID", "JOURNAL_STREAM", "CREDENTIALS_DIRECTORY"] {
             merged[name] = nil
         }
@@ -50,8 +43,20 @@ public final class DaemonProcess: Sendable {
             argv.forEach { free($0) }
             envp.forEach { free($0) }
         }
+        // A clean signal state: the test runner may block or ignore signals
+        // (SIGTERM, SIGPIPE) that the daemon must see as systemd would send them.
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var empty = sigset_t()
+        sigemptyset(&empty)
+        var all = sigset_t()
+        sigfillset(&all)
+        posix_spawnattr_setsigmask(&attributes, &empty)
+        posix_spawnattr_setsigdefault(&attributes, &all)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
         var child = pid_t()
-        let result = posix_spawn(&child, DaemonProcess.binary, &actions, nil, argv, envp)
+        let result = posix_spawn(&child, DaemonProcess.binary, &actions, &attributes, argv, envp)
         guard result == 0 else { throw SpawnError(code: result) }
         pid = child
     }

@@ -36,4 +36,9 @@ import Testing
         #expect(value == .string("a\"b\\c\n\u{1}é😀"))
         #expect(try JSONValue.parse(value.serialized) == value)
     }
+
+    @Test func escapesAreWrittenBetweenUnescapedRuns() {
+        let value = JSONValue.string("ab\"c\\d\n\u{1F}\u{0B}é")
+        #expect(value.serializedString == #""ab\"c\\d\n\u001f\u000bé""#)
+    }
 }

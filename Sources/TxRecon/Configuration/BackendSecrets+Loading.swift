@@ -2,7 +2,8 @@
 // secret a loaded `Configuration` names, once, at start-up and on reload.
 //
 // The token comes from BearerTokenFile=, else from the systemd credential
-// `backend-token` in $CREDENTIALS_DIRECTORY when that file exists; the
+// `backend-token` in $CREDENTIALS_DIRECTORY when that file exists and is not
+// empty (the unit sets an empty fallback for a missing token file); the
 // signing secret from SigningSecretFile=, a Standard Webhooks `whsec_…`
 // secret. Throws a `ConfigurationError` naming the configuration file, line
 // and key that pointed at a bad secret file (see `SecretFile` for the
@@ -45,6 +46,10 @@ extension BackendSecrets {
             do {
                 bytes = try SecretFile.read(path)
             } catch .unreadable(.missing) {
+                return nil
+            } catch .empty {
+                // The unit's fallback (SetCredential=backend-token:\n) for a
+                // missing /etc/txrecon/backend-token: no token configured.
                 return nil
             } catch {
                 throw configurationError(

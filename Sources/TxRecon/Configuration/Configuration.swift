@@ -15,6 +15,9 @@ public struct Configuration: Sendable, Equatable {
     public var backend = BackendSettings()
     public var delivery = DeliverySettings()
     public var verification = VerificationSettings()
+    public var metrics = MetricsSettings()
+    /// Read only by `txrecon sweep`.
+    public var sweep = SweepSettings()
     /// Where each key that is not at its default was last set, by
     /// `Section.Key` (e.g. `"Backend.BearerTokenFile"`), so that checks made
     /// after loading, such as reading the secret files, can name the file
@@ -82,6 +85,16 @@ public struct DeliverySettings: Sendable, Equatable {
     /// `MaxConcurrentDeliveries=`: attempts in flight at once, across
     /// different keys. Default 4, at most 64.
     public var maxConcurrentDeliveries = 4
+
+    public init() {}
+}
+
+/// `[Metrics]`
+public struct MetricsSettings: Sendable, Equatable {
+    /// `TextfileDirectory=`: where to keep `txrecon.prom` for node_exporter's
+    /// textfile collector (e.g. `/var/lib/prometheus/node-exporter`).
+    /// Default unset: no metrics file.
+    public var textfileDirectory: String?
 
     public init() {}
 }

@@ -61,10 +61,23 @@ extension ConfigurationKey {
         ConfigurationKey("Verification", "Mode", \.verification.mode, SettingValue.verificationMode),
         ConfigurationKey("Verification", "RootCertificateFile", \.verification.rootCertificateFile,
                          SettingValue.absolutePath),
-        ConfigurationKey("Verification", "BundleID", \.verification.bundleID, SettingValue.bundleID),
+        ConfigurationKey("Verification", "BundleID", \.verification.bundleID, SettingValue.appStoreIdentifier),
         ConfigurationKey("Verification", "AppAppleID", \.verification.appAppleID, SettingValue.appAppleID),
-        ConfigurationKey("Verification", "Environment", \.verification.environment, SettingValue.appStoreEnvironment),
+        ConfigurationKey("Verification", "Environment", \.verification.environment, SettingValue.signedDataEnvironment),
         ConfigurationKey("Verification", "AcceptEnvelopes", \.verification.acceptEnvelopes, SettingValue.boolean),
+
+        ConfigurationKey("Metrics", "TextfileDirectory", \.metrics.textfileDirectory, SettingValue.absolutePath),
+
+        ConfigurationKey("Sweep", "Environment", \.sweep.environment, SettingValue.appStoreEnvironment),
+        ConfigurationKey("Sweep", "BundleID", \.sweep.bundleID, SettingValue.appStoreIdentifier),
+        ConfigurationKey("Sweep", "IssuerID", \.sweep.issuerID, SettingValue.appStoreIdentifier),
+        ConfigurationKey("Sweep", "KeyID", \.sweep.keyID, SettingValue.appStoreIdentifier),
+        ConfigurationKey("Sweep", "PrivateKeyFile", \.sweep.privateKeyFile, SettingValue.absolutePath),
+        ConfigurationKey("Sweep", "BaseURL", \.sweep.baseURL, SettingValue.backendURL),
+        ConfigurationKey("Sweep", "Window", \.sweep.window, SettingValue.sweepWindow),
+        ConfigurationKey("Sweep", "Overlap", \.sweep.overlap, SettingValue.sweepOverlap),
+        ConfigurationKey("Sweep", "MaxRequestsPerSecond", \.sweep.maxRequestsPerSecond,
+                         SettingValue.integer(in: 1...50)),
     ]
 
     /// The section names, in table order.

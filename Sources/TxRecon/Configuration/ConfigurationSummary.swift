@@ -1,6 +1,8 @@
 // ConfigurationSummary: the settings in force as `Key=value` lines, for
 // `txrecon check-config`. Secrets are shown only as set or not set; each
-// trusted root by its subject and SHA-256 fingerprint.
+// trusted root by its subject and SHA-256 fingerprint; [Sweep] only when
+// something in it is set, and its key file only by name (it is read by
+// `txrecon sweep`, not here).
 
 public enum ConfigurationSummary {
     /// `verification` is what SignedDataPolicy.load made of the configuration.
@@ -26,7 +28,14 @@ public enum ConfigurationSummary {
             "RetryDelays=\(delivery.retrySchedule.delays.map(TimeSpan.format).joined(separator: " "))",
             "MaxConcurrentDeliveries=\(delivery.maxConcurrentDeliveries)",
         ]
-        return lines + verificationLines(configuration.verification, policy: verification)
+        lines += verificationLines(configuration.verification, policy: verification)
+        if let directory = configuration.metrics.textfileDirectory {
+            lines += ["[Metrics]", "TextfileDirectory=\(directory)"]
+        }
+        if configuration.origins.keys.contains(where: { $0.hasPrefix("Sweep.") }) {
+            lines += sweepLines(configuration.sweep)
+        }
+        return lines
     }
 
     private static func verificationLines(_ settings: VerificationSettings, policy: SignedDataPolicy?) -> [String] {
@@ -42,5 +51,20 @@ public enum ConfigurationSummary {
         }
         lines.append("AcceptEnvelopes=\(settings.acceptEnvelopes ? "yes" : "no")")
         return lines
+    }
+
+    private static func sweepLines(_ sweep: SweepSettings) -> [String] {
+        [
+            "[Sweep]",
+            "Environment=\(sweep.environment.rawValue)",
+            "BundleID=\(sweep.bundleID ?? "(not set)")",
+            "IssuerID=\(sweep.issuerID ?? "(not set)")",
+            "KeyID=\(sweep.keyID ?? "(not set)")",
+            "PrivateKey: from \(sweep.privateKeyFile ?? "credential appstore-key")",
+            "BaseURL=\(sweep.effectiveBaseURL)",
+            "Window=\(TimeSpan.format(sweep.window))",
+            "Overlap=\(TimeSpan.format(sweep.overlap))",
+            "MaxRequestsPerSecond=\(sweep.maxRequestsPerSecond)",
+        ]
     }
 }

@@ -10,31 +10,14 @@ extension SettingValue {
         return mode
     }
 
-    /// `Production`, `Sandbox`, `Xcode` or `LocalTesting`, spelled as Apple spells them.
-    static func appStoreEnvironment(_ text: String) throws(InvalidValue) -> AppStoreEnvironment {
-        guard let environment = AppStoreEnvironment(rawValue: text) else {
-            let names = AppStoreEnvironment.allCases.map(\.rawValue).joined(separator: ", ")
+    /// `Production`, `Sandbox`, `Xcode` or `LocalTesting`, spelled as Apple
+    /// spells `environment` in payloads.
+    static func signedDataEnvironment(_ text: String) throws(InvalidValue) -> SignedDataEnvironment {
+        guard let environment = SignedDataEnvironment(rawValue: text) else {
+            let names = SignedDataEnvironment.allCases.map(\.rawValue).joined(separator: ", ")
             throw InvalidValue(message: "\"\(text)\" is not an App Store environment; write one of \(names)")
         }
         return environment
-    }
-
-    /// A bundle identifier: letters, digits, `-` and `.`, as Apple allows.
-    static func bundleID(_ text: String) throws(InvalidValue) -> String {
-        let allowed = text.utf8.allSatisfy { byte in
-            switch byte {
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-                 UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."):
-                return true
-            default:
-                return false
-            }
-        }
-        guard allowed else {
-            throw InvalidValue(message: "\"\(text)\" is not a bundle identifier (letters, digits, '-' and '.', "
-                + "such as com.example.app)")
-        }
-        return text
     }
 
     /// The App Apple ID: a whole number from 1.

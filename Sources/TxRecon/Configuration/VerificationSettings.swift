@@ -20,7 +20,7 @@ public struct VerificationSettings: Sendable, Equatable {
     /// `AppAppleID=`: the app's Apple ID; required with Environment=Production.
     public var appAppleID: Int64?
     /// `Environment=`: required with Mode=appstore.
-    public var environment: AppStoreEnvironment?
+    public var environment: SignedDataEnvironment?
     /// `AcceptEnvelopes=`: whether generic envelopes (format 5), which carry
     /// no signature, are taken. Default no.
     public var acceptEnvelopes = false
@@ -80,9 +80,11 @@ public enum VerificationMode: String, Sendable, Equatable {
     case none
 }
 
-/// `Environment=`: the App Store environment data must come from, spelled as
-/// Apple's payloads spell `environment`.
-public enum AppStoreEnvironment: String, Sendable, Equatable, CaseIterable {
+/// `Environment=` of [Verification]: the environment signed data must come
+/// from, spelled as Apple's payloads spell `environment`. Wider than
+/// `AppStoreEnvironment` (the servers `txrecon sweep` talks to): StoreKit
+/// testing data comes from Xcode or local testing, never from a server.
+public enum SignedDataEnvironment: String, Sendable, Equatable, CaseIterable {
     case production = "Production"
     case sandbox = "Sandbox"
     /// StoreKit testing in Xcode: signed by Xcode, not by the App Store.

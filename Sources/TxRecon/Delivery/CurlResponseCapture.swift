@@ -1,10 +1,11 @@
 // CurlResponseCapture: what a worker keeps of one HTTP response while curl
 // reads it: the `Retry-After` header and the first bytes of the body.
 //
-// Called from curl's header and write callbacks on the worker's thread.
-// Touches no files and reports nothing; a body over `bodyLimit` stops the
-// transfer, which the worker treats as a complete answer (the status line
-// and headers have arrived).
+// Called from curl's header and write callbacks on the worker's thread (or
+// the sweep's, whose App Store API client keeps the whole body). Touches no
+// files and reports nothing; a body over `bodyLimit` stops the transfer,
+// which the worker treats as a complete answer (the status line and headers
+// have arrived).
 
 /// The parts of a response the engine needs. Not Sendable on purpose: it
 /// belongs to one `CurlWorker` and its thread.
@@ -16,6 +17,11 @@ final class CurlResponseCapture {
     /// the worker busy.
     static let bodyLimit = 1 << 20
 
+    /// How much of the body is kept, bytes.
+    let keptBodyLimit: Int
+    /// How much body is read before the transfer is stopped, bytes.
+    let readBodyLimit: Int
+
     private(set) var bodyPrefix: [UInt8] = []
     /// The raw value of the final response's `Retry-After` header.
     private(set) var retryAfter: String?
@@ -23,8 +29,13 @@ final class CurlResponseCapture {
     private(set) var bodyTooLong = false
     private var bodyLength = 0
 
-    init() {
-        bodyPrefix.reserveCapacity(Self.bodyPrefixLimit)
+    /// Keeps the first `keeping` bytes of each body (default
+    /// `bodyPrefixLimit`) and stops a transfer whose body passes
+    /// `readingAtMost` (default `bodyLimit`).
+    init(keeping: Int = CurlResponseCapture.bodyPrefixLimit, readingAtMost: Int = CurlResponseCapture.bodyLimit) {
+        keptBodyLimit = keeping
+        readBodyLimit = readingAtMost
+        bodyPrefix.reserveCapacity(min(keeping, 64 * 1024))
     }
 
     /// Forgets the previous response.
@@ -38,10 +49,10 @@ final class CurlResponseCapture {
     /// Takes a piece of the body. Returns the number of bytes consumed; a
     /// smaller number tells curl to stop.
     func receiveBody(_ bytes: UnsafeRawBufferPointer) -> Int {
-        let room = Self.bodyPrefixLimit - bodyPrefix.count
+        let room = keptBodyLimit - bodyPrefix.count
         if room > 0 { bodyPrefix.append(contentsOf: bytes.prefix(room)) }
         bodyLength += bytes.count
-        if bodyLength > Self.bodyLimit {
+        if bodyLength > readBodyLimit {
             bodyTooLong = true
             return 0
         }

@@ -38,12 +38,19 @@ public final class CurlTransport: Transport {
         workerCount = workers
         options = Mutex(CurlOptions(settings))
         for index in 1...workers {
+            // On failure, closing the queue ends the workers already started.
+            let worker: CurlWorker
             do {
-                let worker = try CurlWorker()
+                worker = try CurlWorker()
+            } catch {
+                _ = jobs.close()
+                throw error
+            }
+            do {
                 try DedicatedThread.start(name: "txrecon-curl-\(index)") { [jobs] in worker.run(jobs) }
             } catch {
                 _ = jobs.close()
-                throw StartError("\(error)")
+                throw StartError(error.description)
             }
         }
     }

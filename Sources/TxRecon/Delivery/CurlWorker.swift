@@ -47,13 +47,16 @@ final class CurlWorker {
         }
         var headers: UnsafeMutablePointer<curl_slist>?
         defer { curl_slist_free_all(headers) }
-        for (name, value) in request.headers {
-            // "Name:" would remove a header, "Name;" sends it empty.
-            headers = curl_slist_append(headers, value.isEmpty ? "\(name);" : "\(name): \(value)")
+        // "Name:" would remove a header, "Name;" sends it empty. "Expect:"
+        // sends the body at once; waiting for "100 Continue" costs a round trip.
+        let lines = request.headers.map { $0.value.isEmpty ? "\($0.name);" : "\($0.name): \($0.value)" } + ["Expect:"]
+        for line in lines {
+            // On failure curl_slist_append returns NULL and leaves the list as it was.
+            guard let longer = curl_slist_append(headers, line) else {
+                return .failure(TransportFailure(.other, "out of memory building headers"))
+            }
+            headers = longer
         }
-        // Send the body at once; waiting for "100 Continue" costs a round trip.
-        headers = curl_slist_append(headers, "Expect:")
-        guard headers != nil else { return .failure(TransportFailure(.other, "out of memory building headers")) }
 
         errorBuffer[0] = 0
         response.reset()
@@ -84,6 +87,12 @@ final class CurlWorker {
     /// Returns the failure when curl refuses an option, e.g. an unsupported
     /// TLS setting.
     private func configure(_ options: CurlOptions) -> TransportFailure? {
+        // Checked here so that curl's UNSUPPORTED_PROTOCOL can only mean an
+        // answer that is not HTTP (see CurlFailure).
+        let scheme = options.url.prefix { $0 != ":" }.lowercased()
+        guard scheme == "http" || scheme == "https" else {
+            return TransportFailure(.other, "URL= must start with http:// or https://")
+        }
         curl_easy_reset(handle)
         let context = Unmanaged.passUnretained(response).toOpaque()
         var codes: [(String, CURLcode)] = [

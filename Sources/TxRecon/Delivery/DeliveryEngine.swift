@@ -88,6 +88,7 @@ actor DeliveryEngine {
     private var entries: [ItemKey: Entry] = [:]
     private var held = Set<ItemKey>()
     private var ready = DeadlineQueue()
+    private var arrivals = ArrivalOrder()
     private var active = 0
     private var timer: Task<Void, Never>?
     private var timerDeadline: Duration?
@@ -130,6 +131,7 @@ actor DeliveryEngine {
             }
             entries[file.key] = Entry(state: state, deadline: deadline, receivedAt: file.receivedAt)
             ready.push(file.key, at: deadline)
+            arrivals.note(file.key, receivedAt: file.receivedAt)
         }
         held = Set(try spool.restoreHold())
         status.rejected = try spool.restoreRejected()
@@ -206,6 +208,7 @@ actor DeliveryEngine {
     /// Counts files intake has moved to rejected/.
     func noteRejected(count: Int) {
         status.rejected += count
+        status.statistics.rejected += count
         publishStatus()
     }
 
@@ -246,6 +249,7 @@ actor DeliveryEngine {
                 entry.kind = drop.item.kind
                 entry.receivedAt = drop.receivedAt
                 entries[key] = entry
+                arrivals.note(key, receivedAt: drop.receivedAt)
                 events.accepted(drop.item, file: drop.name)
                 return
             }
@@ -265,13 +269,13 @@ actor DeliveryEngine {
             entries[key] = Entry(version: version, kind: drop.item.kind, state: DeliveryState(), deadline: now,
                                  receivedAt: drop.receivedAt)
             ready.push(key, at: now)
+            arrivals.note(key, receivedAt: drop.receivedAt)
             events.accepted(drop.item, file: drop.name)
         } catch {
             // The drop stays in new/ and is taken again at the next start.
             log.write(LogEntry(.error, "new/\(LogText.escaped(drop.name)) (\(key)) not taken: \(error); "
                                + "it stays in new/ and is retried at the next start"))
         }
-        status.held = held.count
     }
 
     private func supersedeDrop(_ drop: Drop, because newer: ItemVersion?) throws(SpoolError) {
@@ -360,7 +364,7 @@ actor DeliveryEngine {
     /// Reads, decodes and sends one attempt off the actor, then reports back.
     private func launch(_ key: ItemKey, attempt: Int, receivedAt: Int64) {
         let spool = self.spool, decoder = self.decoder, transport = self.transport, prepare = self.prepare
-        let limit = settings.maxFileSize, now = clock.wallMilliseconds
+        let limit = settings.maxFileSize, now = clock.wallMilliseconds, started = clock.now
         Task.detached {
             let preparation: Preparation
             do {
@@ -383,12 +387,14 @@ actor DeliveryEngine {
                 return await self.attemptFailedLocally(key, preparation)
             }
             let result = await transport.send(request)
-            await self.attemptEnded(key, item: item, attempt: attempt, result: result)
+            await self.attemptEnded(key, item: item, attempt: attempt, result: result, started: started)
         }
     }
 
-    private func attemptEnded(_ key: ItemKey, item: Item, attempt: Int, result: TransportResult) {
+    /// `started`: the engine clock's `now` when the attempt was launched.
+    private func attemptEnded(_ key: ItemKey, item: Item, attempt: Int, result: TransportResult, started: Duration) {
         active -= 1
+        status.statistics.attemptDurations.record(clock.now - started)
         guard var entry = entries[key] else { return afterAttempt() }
         entry.inFlight = false
         entry.version = item.version
@@ -427,6 +433,7 @@ actor DeliveryEngine {
             }
             entries[key] = nil
             held.insert(key)
+            self.status.statistics.held += 1
             events.held(key, kind: item.kind, version: item.version, attempt: attempt, reason: reason, status: status)
             // The backend answered; a refusal of one item says nothing about its health.
             backendAnswered()
@@ -450,6 +457,7 @@ actor DeliveryEngine {
             do {
                 try spool.hold(key, reason: reason, at: clock.wallMilliseconds, attempts: entries[key]!.state.attempts)
                 held.insert(key)
+                status.statistics.held += 1
                 let parked = entries[key]?.parked
                 entries[key] = nil
                 log.write(LogEntry(.error, "\(key): \(reason); moved to hold/"))
@@ -488,6 +496,7 @@ actor DeliveryEngine {
         }
         events.deferred(key, kind: entry.kind, version: entry.version, attempt: entry.state.attempts,
                         reason: reason, status: httpStatus, nextAttemptAt: next)
+        status.statistics.deferred += 1
         if countsAgainstBackend { backendFailed(reason, at: wall) }
     }
 
@@ -508,9 +517,11 @@ actor DeliveryEngine {
                                messageID: MessageID.backendRecovered))
         }
         status.backend = .ok
+        status.statistics.consecutiveBackendFailures = 0
     }
 
     private func backendFailed(_ reason: String, at wall: Int64) {
+        status.statistics.consecutiveBackendFailures += 1
         switch status.backend {
         case let .failing(since, _):
             status.backend = .failing(since: since, lastError: reason)
@@ -541,8 +552,10 @@ actor DeliveryEngine {
                     }
                     held.remove(key)
                     let now = clock.now
-                    entries[key] = Entry(state: DeliveryState(), deadline: now, receivedAt: clock.wallMilliseconds)
+                    let receivedAt = clock.wallMilliseconds
+                    entries[key] = Entry(state: DeliveryState(), deadline: now, receivedAt: receivedAt)
                     ready.push(key, at: now)
+                    arrivals.note(key, receivedAt: receivedAt)
                     events.operatorAction(.released, key: key)
                     result.applied.append(key.rawValue)
                 } catch {
@@ -587,7 +600,6 @@ actor DeliveryEngine {
                 }
             }
         }
-        status.held = held.count
         dispatchDue()
         publishStatus()
         return result
@@ -605,6 +617,7 @@ actor DeliveryEngine {
             nextRetry = clock.wallMilliseconds + max(0, wait.milliseconds)
         }
         status.nextRetryAt = nextRetry
+        status.oldestQueuedAt = arrivals.oldest(queued: entries.count) { entries[$0]?.receivedAt }
         publish(status)
     }
 }

@@ -1,5 +1,5 @@
 // EngineStatus: the engine's state at a glance, for the STATUS= line, the
-// status file read by `txrecon status`, and tests. A value, recomputed by the
+// status file read by `txrecon status`, the metrics file, and tests. A value, recomputed by the
 // engine on every change; publishing it is someone else's job.
 
 /// How the backend has been answering lately.
@@ -31,6 +31,12 @@ public struct EngineStatus: Sendable, Equatable {
     public var intakePausedBecause: String?
     /// `starting`, `running`, `stopping`.
     public var phase = "starting"
+    /// receivedAt of the oldest item in queue/ (ms since 1970); nil when
+    /// queue/ is empty. For the metrics file.
+    var oldestQueuedAt: Int64?
+    /// Totals, the backend's failure streak and attempt durations since
+    /// start, for the metrics file.
+    var statistics = DeliveryStatistics()
 
     public init() {}
 

@@ -13,7 +13,7 @@ public enum TransportResult: Sendable, Equatable {
 
 /// Why no usable response arrived.
 public struct TransportFailure: Error, Sendable, Equatable, CustomStringConvertible {
-    public enum Kind: String, Sendable {
+    public enum Kind: String, Sendable, CaseIterable {
         case connect = "connection failed"
         case timeout = "timed out"
         case tls = "TLS failure"

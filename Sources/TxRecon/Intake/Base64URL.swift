@@ -1,5 +1,6 @@
 // Base64URL: decoding of unpadded base64url (RFC 4648 §5), the encoding of
-// every compact JWS segment.
+// every compact JWS segment, and encoding for the tokens `txrecon sweep`
+// signs.
 //
 // Strict on purpose, because a signature covers the encoded text and not the
 // decoded bytes: padding, the standard alphabet ('+', '/'), whitespace and
@@ -27,6 +28,28 @@ enum Base64URLError: Error, Sendable, Equatable {
 }
 
 enum Base64URL {
+    private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+
+    /// `bytes` as canonical unpadded base64url.
+    static func encode(_ bytes: some Collection<UInt8>) -> String {
+        let input = Array(bytes)
+        var output: [UInt8] = []
+        output.reserveCapacity((input.count + 2) / 3 * 4)
+        var index = 0
+        while index < input.count {
+            let remaining = input.count - index
+            let group = UInt32(input[index]) << 16
+                | (remaining > 1 ? UInt32(input[index + 1]) << 8 : 0)
+                | (remaining > 2 ? UInt32(input[index + 2]) : 0)
+            // One byte makes two characters, two make three, three make four.
+            for position in 0..<(min(remaining, 3) + 1) {
+                output.append(alphabet[Int(group >> UInt32(18 - 6 * position)) & 0x3F])
+            }
+            index += 3
+        }
+        return String(decoding: output, as: UTF8.self)
+    }
+
     /// The number of bytes `encodedCount` unpadded characters decode to
     /// (rounded down for the impossible length 4n+1), so that size limits can
     /// be enforced before anything is decoded.

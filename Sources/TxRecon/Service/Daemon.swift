@@ -7,7 +7,8 @@
 //   SIGHUP:  RELOADING=1, configuration and roots read again and applied, or refused
 //            with a log line while the old one stays; READY=1
 //   SIGTERM, SIGINT: STOPPING=1, intake stops, attempts in flight get a
-//            bounded time to end, nothing undelivered is finished; exit 0
+//            bounded time to end, nothing undelivered is finished, the
+//            metrics file (if any) says txrecon_up 0; exit 0
 //   new/ or ctl/ removed while running: exit 1 so systemd restarts us
 //
 // Reports: the lifecycle in the journal (started, reloaded, stopping) and
@@ -42,9 +43,7 @@ public enum Daemon {
         let secrets: BackendSecrets
         let verification: SignedDataPolicy?
         do {
-            configuration = try ConfigurationLoader.load(path: configurationPath)
-            secrets = try BackendSecrets.load(for: configuration, environment: environment)
-            verification = try SignedDataPolicy.load(for: configuration)
+            (configuration, secrets, verification) = try loadConfiguration(configurationPath, environment: environment)
         } catch {
             log.write(LogEntry(.error, "configuration error: \(error)"))
             return ExitStatus.configuration
@@ -63,6 +62,9 @@ public enum Daemon {
 
         let startedAt = Timestamp.nowMilliseconds()
         let publisher = StatusPublisher(health: health, statusFile: layout.statusFile, startedAt: startedAt)
+        let metrics = configuration.metrics.textfileDirectory.map {
+            MetricsExporter(directory: $0, startedAt: startedAt, version: version, log: log)
+        }
         let spool = Spool(layout: layout, keepsDone: configuration.spool.doneRetention > .zero)
         let reaper = spool.keepsDone
             ? DoneReaper(directory: layout.done, retention: configuration.spool.doneRetention, log: log) : nil
@@ -82,6 +84,7 @@ public enum Daemon {
             clock: SystemClock(), log: log,
             publish: { status in
                 publisher.publish(status)
+                metrics?.publish(status)
                 reaper?.observe(finished: status.delivered + status.superseded)
             })
         do {
@@ -150,8 +153,10 @@ public enum Daemon {
         watchdog.cancel()
         intake.stop()
         await engine.stop()
-        publisher.publish(await engine.currentStatus)
+        let final = await engine.currentStatus
+        publisher.publish(final)
         publisher.flushNow()
+        metrics?.stop(final: final)
         reaper?.stop()
         transport.shutdown()
         for source in signalSources { source.cancel() }
@@ -169,17 +174,17 @@ public enum Daemon {
         let secrets: BackendSecrets
         let verification: SignedDataPolicy?
         do {
-            next = try ConfigurationLoader.load(path: path)
-            secrets = try BackendSecrets.load(for: next, environment: environment)
-            verification = try SignedDataPolicy.load(for: next)
+            (next, secrets, verification) = try loadConfiguration(path, environment: environment)
         } catch {
             log.write(LogEntry(.error, "reload refused, the running configuration stays: \(error)",
                                messageID: MessageID.reloadRefused))
             return current
         }
         if next.spool.directory != current.spool.directory || next.spool.doneRetention != current.spool.doneRetention
-            || next.delivery.maxConcurrentDeliveries != current.delivery.maxConcurrentDeliveries {
-            log.write(LogEntry(.error, "reload refused: Directory=, DoneRetention= and MaxConcurrentDeliveries= "
+            || next.delivery.maxConcurrentDeliveries != current.delivery.maxConcurrentDeliveries
+            || next.metrics != current.metrics {
+            log.write(LogEntry(.error, "reload refused: Directory=, DoneRetention=, MaxConcurrentDeliveries= "
+                               + "and TextfileDirectory= "
                                + "take effect only at restart (systemctl restart txrecon); the running configuration stays",
                                messageID: MessageID.reloadRefused))
             return current
@@ -196,6 +201,15 @@ public enum Daemon {
     }
 
     // MARK: Pieces
+
+    /// The configuration, the secrets and the root certificates it names, as
+    /// start and reload read them.
+    private static func loadConfiguration(_ path: String, environment: [String: String])
+        throws(ConfigurationError) -> (Configuration, BackendSecrets, SignedDataPolicy?) {
+        let configuration = try ConfigurationLoader.load(path: path)
+        return (configuration, try BackendSecrets.load(for: configuration, environment: environment),
+                try SignedDataPolicy.load(for: configuration))
+    }
 
     static func engineSettings(_ configuration: Configuration) -> DeliveryEngine.Settings {
         DeliveryEngine.Settings(schedule: configuration.delivery.retrySchedule,

@@ -37,6 +37,15 @@ final class DoneReaper: Sendable {
         queue.async { self.reap() }
     }
 
+    /// A scan as if the wall clock read `now`, waiting for it to end.
+    /// // internal for testing
+    func reap(asOf now: Int64) {
+        queue.sync { self.reap(now: now) }
+    }
+
+    /// When the next scan is due (ms since 1970), if one is armed. // internal for testing
+    var nextScanAt: Int64? { state.withLock { $0.armedFor } }
+
     /// Called with the engine's count of finished (delivered or superseded)
     /// items: when it grew, done/ got something, so make sure a removal is
     /// scheduled.
@@ -59,8 +68,7 @@ final class DoneReaper: Sendable {
         }
     }
 
-    private func reap() {
-        let now = Timestamp.nowMilliseconds()
+    private func reap(now: Int64 = Timestamp.nowMilliseconds()) {
         state.withLock { $0.lastScan = now }
         var oldest: Int64?
         guard let names = try? SystemCall.listDirectory(directory) else { return }

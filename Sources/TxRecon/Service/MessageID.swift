@@ -81,10 +81,21 @@ public enum MessageID {
     /// Intake takes drops again after `intakePaused`. Logged at notice.
     public static let intakeResumed = "22bac95512584903ba7bdd7511f97efa"
 
+    // MARK: History sweep
+
+    /// A run of `txrecon sweep` ended: completed, or stopped with the reason
+    /// (configuration, temporary, failed). One per run, with the pages read,
+    /// the notifications found and newly spooled, the checkpoint and its lag,
+    /// and the range Apple no longer keeps when the run had to skip one.
+    /// Logged at info (notice when it spooled something, warning when it
+    /// skipped history or stopped for a temporary reason, error otherwise).
+    public static let sweepFinished = "1e9ab6bdd3714046a7126854579e5ecc"
+
     /// Every id above, for checks that each is distinct and has a catalog entry.
     static let all: [String] = [  // internal for testing
         accepted, delivered, deferred, held, rejected, superseded, released, retryRequested,
         started, stopping, reloaded, reloadRefused,
         backendFailing, backendRecovered, intakePaused, intakeResumed,
+        sweepFinished,
     ]
 }

@@ -41,9 +41,22 @@ public struct SpoolLayout: Sendable, Equatable {
     /// Creates the root and any missing subdirectory. Existing directories
     /// keep their modes: the operator's (or tmpfiles') choice wins.
     public func createMissingDirectories() throws(SpoolError) {
-        try SystemCall.makeDirectory(root, mode: 0o2750)
+        try Self.makeDirectory(root, mode: 0o2750)
         for (path, mode) in directoryModes {
+            try Self.makeDirectory(path, mode: mode)
+        }
+    }
+
+    /// mkdir(2) of a spool directory; an existing one is left as it is. The
+    /// units' RestrictSUIDSGID=yes makes seccomp refuse, with EPERM, any
+    /// mkdir whose mode has the setgid bit, even for a directory that exists.
+    /// The directory is then made without the bit; the tmpfiles entry puts it
+    /// back at the next boot (or `systemd-tmpfiles --create`).
+    static func makeDirectory(_ path: String, mode: mode_t) throws(SpoolError) {
+        do throws(SpoolError) {
             try SystemCall.makeDirectory(path, mode: mode)
+        } catch where error.code == EPERM && mode & S_ISGID != 0 {
+            try SystemCall.makeDirectory(path, mode: mode & ~S_ISGID)
         }
     }
 }

@@ -167,10 +167,12 @@ enum SystemCall {
     }
 
     /// Replaces `path` with `bytes` through a temporary name beside it and a
-    /// rename, so readers see the old content or the new, never a mix.
-    static func replaceFile(_ path: String, _ bytes: [UInt8], temporaryName: String, sync: Bool) throws(SpoolError) {
+    /// rename, so readers see the old content or the new, never a mix. A new
+    /// file gets `mode` (default 0660) less the umask.
+    static func replaceFile(_ path: String, _ bytes: [UInt8], temporaryName: String, sync: Bool,
+                            mode: mode_t = 0o660) throws(SpoolError) {
         try unlinkIfPresent(temporaryName)
-        try writeNewFile(temporaryName, bytes, sync: sync)
+        try writeNewFile(temporaryName, bytes, mode: mode, sync: sync)
         do {
             try rename(temporaryName, path)
         } catch {

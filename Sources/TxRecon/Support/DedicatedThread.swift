@@ -1,6 +1,7 @@
 // DedicatedThread: starts a POSIX thread of our own for blocking work (curl
-// transfers, and later fsync or directory scans), so that such work never
-// occupies one of the cooperative pool's threads (two on a two-core host).
+// transfers, a whole `txrecon sweep`, fsync or directory scans), so that
+// such work never occupies one of the cooperative pool's threads (two on a
+// two-core host).
 //
 // Touches only /proc/thread-self/comm (the thread's name). Reports a failed
 // pthread_create as `ThreadStartError`.
@@ -30,6 +31,23 @@ enum DedicatedThread {
             Unmanaged<ThreadContext>.fromOpaque(context).release()
             throw ThreadStartError(name: name, code: status)
         }
+    }
+}
+
+extension DedicatedThread {
+    /// Runs `body` on a new thread and suspends, without blocking the
+    /// caller's thread, until it returns its result. Whatever `body` needs
+    /// that is not Sendable it makes on that thread.
+    static func run<Value: Sendable>(name: String,
+                                     _ body: @escaping @Sendable () -> Value) async throws(ThreadStartError) -> Value {
+        let outcome = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Value, ThreadStartError>, Never>) in
+            do throws(ThreadStartError) {
+                try start(name: name) { continuation.resume(returning: .success(body())) }
+            } catch {
+                continuation.resume(returning: .failure(error))
+            }
+        }
+        return try outcome.get()
     }
 }
 

@@ -18,9 +18,9 @@ public struct SignedDataPolicy: Sendable, Equatable {
     public var bundleID: String
     /// `appAppleId` every Production notification must carry; nil outside Production.
     public var appAppleID: Int64?
-    public var environment: AppStoreEnvironment
+    public var environment: SignedDataEnvironment
 
-    public init(roots: [RootCertificate], bundleID: String, appAppleID: Int64?, environment: AppStoreEnvironment) {
+    public init(roots: [RootCertificate], bundleID: String, appAppleID: Int64?, environment: SignedDataEnvironment) {
         self.roots = roots
         self.bundleID = bundleID
         self.appAppleID = appAppleID

@@ -180,7 +180,7 @@ private struct SignedDataClaims {
             }
             if name == "externalPurchaseToken" {
                 let sandbox = try inner.string("externalPurchaseId")?.hasPrefix("SANDBOX") == true
-                environment = sandbox ? AppStoreEnvironment.sandbox.rawValue : AppStoreEnvironment.production.rawValue
+                environment = sandbox ? SignedDataEnvironment.sandbox.rawValue : SignedDataEnvironment.production.rawValue
             } else {
                 environment = try inner.string("environment")
             }

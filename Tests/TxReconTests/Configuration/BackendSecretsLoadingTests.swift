@@ -88,6 +88,12 @@ private let signingSecret = "whsec_AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcY"
         #expect(try fixture.load(environment: ["CREDENTIALS_DIRECTORY": fixture.credentialsDirectory]).bearerToken == nil)
     }
 
+    @Test func anEmptyCredentialTheUnitsFallbackMakesMeansNoToken() throws {
+        let fixture = SecretsFixture()
+        fixture.writeCredential("\n")
+        #expect(try fixture.load(environment: ["CREDENTIALS_DIRECTORY": fixture.credentialsDirectory]).bearerToken == nil)
+    }
+
     @Test func aCredentialOthersCanReadIsRefusedOnTheConfigurationFile() {
         let fixture = SecretsFixture()
         fixture.writeCredential("from-credential", mode: 0o644)

@@ -61,6 +61,18 @@ private let minimal = """
             AppAppleID=1234567890
             Environment=LocalTesting
             AcceptEnvelopes=on
+            [Metrics]
+            TextfileDirectory=/var/lib/prometheus/node-exporter
+            [Sweep]
+            Environment=Sandbox
+            BundleID=com.example.app
+            IssuerID=57246542-96fe-1a63-e053-0824d011072a
+            KeyID=2X9R4HXF34
+            PrivateKeyFile=/etc/txrecon/appstore-key.p8
+            BaseURL=http://127.0.0.1:8443
+            Window=6h
+            Overlap=0
+            MaxRequestsPerSecond=50
             """).load()
         #expect(configuration.spool.directory == "/srv/spool")
         #expect(configuration.spool.maxFileSize == 512 * 1024)
@@ -80,6 +92,12 @@ private let minimal = """
         #expect(configuration.verification.appAppleID == 1_234_567_890)
         #expect(configuration.verification.environment == .localTesting)
         #expect(configuration.verification.acceptEnvelopes)
+        #expect(configuration.metrics.textfileDirectory == "/var/lib/prometheus/node-exporter")
+        let sweep = configuration.sweep
+        #expect(sweep.environment == .sandbox && sweep.bundleID == "com.example.app")
+        #expect(sweep.issuerID == "57246542-96fe-1a63-e053-0824d011072a" && sweep.keyID == "2X9R4HXF34")
+        #expect(sweep.privateKeyFile == "/etc/txrecon/appstore-key.p8" && sweep.baseURL == "http://127.0.0.1:8443")
+        #expect(sweep.window == .seconds(6 * 3600) && sweep.overlap == .zero && sweep.maxRequestsPerSecond == 50)
         #expect(Set(configuration.origins.keys) == Set(ConfigurationKey.all.map(\.qualifiedName)))
     }
 
@@ -144,10 +162,11 @@ private let minimal = """
     }
 
     @Test func anUnknownSectionIsAnErrorOnItsHeaderLine() {
-        let files = ConfigurationFiles(minimal + "\n\n[Sweep]\n")
+        let files = ConfigurationFiles(minimal + "\n\n[Monitoring]\n")
         #expect(files.loadError() == ConfigurationError(
             file: files.path, line: 4, key: nil,
-            message: "unknown section [Sweep]; the sections are [Spool], [Backend], [Delivery], [Verification]"))
+            message: "unknown section [Monitoring]; the sections are [Spool], [Backend], [Delivery], [Verification], "
+                + "[Metrics], [Sweep]"))
     }
 
     @Test func anUnknownKeyNamesItsSectionAndTheKeysAccepted() {
@@ -257,6 +276,7 @@ private let minimal = """
         ("Delivery", "MaxConcurrentDeliveries", "65", #""65" is not between 1 and 64"#),
         ("Delivery", "MaxConcurrentDeliveries", "four", #""four" is not a whole number between 1 and 64"#),
         ("Delivery", "MaxConcurrentDeliveries", "+4", #""+4" is not a whole number between 1 and 64"#),
+        ("Metrics", "TextfileDirectory", "node-exporter", #""node-exporter" is not an absolute path"#),
     ])
     func badValuesAreErrorsNamingTheKeyAndLine(section: String, key: String, value: String, message: String) {
         let files = ConfigurationFiles(minimal + "\n[\(section)]\n# the value under test\n\(key)=\(value)\n")

@@ -31,7 +31,7 @@ import TxReconTestSupport
         }
     }
 
-    static func verifier(bundleID: String, environment: AppStoreEnvironment = .sandbox,
+    static func verifier(bundleID: String, environment: SignedDataEnvironment = .sandbox,
                          roots: [RootCertificate]) -> SignedDataVerifier {
         SignedDataVerifier(policy: SignedDataPolicy(roots: roots, bundleID: bundleID, appAppleID: nil,
                                                     environment: environment))

@@ -17,7 +17,7 @@ enum VerificationFixtures {
 
     /// A policy for the test PKI's data: TestJWS's bundle id and environment.
     static func testPolicy(bundleID: String = "com.example.app", appAppleID: Int64? = nil,
-                           environment: AppStoreEnvironment = .sandbox) throws -> SignedDataPolicy {
+                           environment: SignedDataEnvironment = .sandbox) throws -> SignedDataPolicy {
         SignedDataPolicy(roots: environment.checksSignatures ? try testRoots() : [], bundleID: bundleID,
                          appAppleID: appAppleID, environment: environment)
     }

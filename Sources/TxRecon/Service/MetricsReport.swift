@@ -1,0 +1,62 @@
+// MetricsReport: the content of txrecon.prom, the file node_exporter's
+// textfile collector exposes: what the engine's status says, as Prometheus
+// metric families with their HELP and TYPE lines.
+//
+// Nothing in it changes while the daemon is idle: the age of the oldest
+// queued item is given as its arrival time (a timestamp gauge; the age is
+// `time() - txrecon_oldest_queued_timestamp_seconds` in PromQL), so the file
+// needs no rewrite just because time passes.
+// Reports: nothing.
+
+/// Renders one status as exposition-format text.
+enum MetricsReport {
+    /// The outcome label values of `txrecon_deliveries_total`, in the order written.
+    static let outcomes = ["delivered", "deferred", "held", "rejected", "superseded"]
+
+    /// `startedAt`: when the daemon started (ms since 1970). `running`:
+    /// false for the last file written at a clean stop (`txrecon_up 0`).
+    static func render(_ status: EngineStatus, startedAt: Int64, version: String, running: Bool) -> String {
+        var text = PrometheusText()
+        text.family("txrecon_up", .gauge,
+                    help: "1 while txrecon runs; 0 once it stopped cleanly (a crash leaves 1: "
+                        + "the file is not rewritten while idle, so check the unit's state too).")
+        text.sample("txrecon_up", running ? "1" : "0")
+        text.family("txrecon_start_time_seconds", .gauge, help: "When the txrecon daemon started, in seconds since 1970.")
+        text.sample("txrecon_start_time_seconds", PrometheusText.seconds(sinceEpochMilliseconds: startedAt))
+        text.family("txrecon_build_info", .gauge, help: "Always 1; the version label is the running txrecon's.")
+        text.sample("txrecon_build_info", labels: ["version": version], "1")
+
+        text.family("txrecon_spool_items", .gauge,
+                    help: "Items in each spool state directory; queue includes the attempts in flight.")
+        text.sample("txrecon_spool_items", labels: ["directory": "queue"], PrometheusText.integer(status.queued))
+        text.sample("txrecon_spool_items", labels: ["directory": "hold"], PrometheusText.integer(status.held))
+        text.sample("txrecon_spool_items", labels: ["directory": "rejected"], PrometheusText.integer(status.rejected))
+        text.family("txrecon_deliveries_in_flight", .gauge, help: "Delivery attempts in flight.")
+        text.sample("txrecon_deliveries_in_flight", PrometheusText.integer(status.delivering))
+        if let oldest = status.oldestQueuedAt {
+            text.family("txrecon_oldest_queued_timestamp_seconds", .gauge,
+                        help: "When the oldest item in queue/ arrived, in seconds since 1970; absent while "
+                            + "queue/ is empty. Its age: time() - txrecon_oldest_queued_timestamp_seconds.")
+            text.sample("txrecon_oldest_queued_timestamp_seconds",
+                        PrometheusText.seconds(sinceEpochMilliseconds: oldest))
+        }
+
+        let statistics = status.statistics
+        text.family("txrecon_deliveries_total", .counter,
+                    help: "Outcomes since the daemon started: delivered (confirmed by the backend), deferred "
+                        + "(an attempt failed; retried later), held (refused, moved to hold/), rejected (input "
+                        + "moved to rejected/), superseded (replaced by a newer snapshot of the same item).")
+        let counts = [status.delivered, statistics.deferred, statistics.held, statistics.rejected, status.superseded]
+        for (outcome, count) in zip(outcomes, counts) {
+            text.sample("txrecon_deliveries_total", labels: ["outcome": outcome], PrometheusText.integer(count))
+        }
+        text.histogram("txrecon_attempt_duration_seconds",
+                       help: "How long delivery attempts took, from reading the item to the backend's answer "
+                           + "or the transport's failure.",
+                       statistics.attemptDurations)
+        text.family("txrecon_backend_consecutive_failures", .gauge,
+                    help: "Attempts that failed against the backend since it last answered; 0 while it answers.")
+        text.sample("txrecon_backend_consecutive_failures", PrometheusText.integer(statistics.consecutiveBackendFailures))
+        return text.text
+    }
+}

@@ -1,0 +1,105 @@
+// AnswerDisposition: what the sweep does after an answer that is not a page,
+// decided in one function from one table (one test per row):
+//
+//   429 (RateLimitExceededError, 4290000)     wait for Retry-After, same page
+//                                             (no usable Retry-After: back off)
+//   5xx, 5000001 (GeneralInternalRetryable),  back off with jitter, same page
+//   a 200 that is not a page, no answer
+//   4000014 / 4000017 (invalid or expired     start the window again from
+//   pagination token)                         its first page
+//   401                                       stop: configuration (exit 78)
+//   4000012 (start date too far in the past)  stop: failed (the clock is off)
+//   any other answer                          stop: failed, with Apple's code
+//
+// Pure; the texts name what to check and never carry a token or payload.
+
+/// Why a run stopped early, and the exit status that says so.
+struct SweepStop: Error, Sendable, Equatable {
+    enum Kind: String, Sendable {
+        /// Credentials or settings are wrong: exit 78, rerunning cannot help.
+        case configuration
+        /// Apple or the network keeps failing: exit 75 (EX_TEMPFAIL); the
+        /// next run resumes from the checkpoint.
+        case temporary
+        /// Anything else the sweep cannot get past: exit 1.
+        case failed
+    }
+
+    var kind: Kind
+    /// One line for the operator.
+    var reason: String
+
+    /// 78 (EX_CONFIG), 75 (EX_TEMPFAIL) or 1.
+    var exitStatus: Int32 {
+        switch kind {
+        case .configuration: ConfigurationError.exitStatus
+        case .temporary: 75
+        case .failed: 1
+        }
+    }
+}
+
+/// The sweep's next step after an answer that is not a page.
+enum AnswerDisposition: Equatable {
+    /// Wait this long, then ask for the same page again.
+    case waitAndRetry(Duration)
+    /// Back off (`RateLimiter.backOff`), then ask for the same page again;
+    /// the text says why, for the reason if the backoff budget runs out.
+    case backOffAndRetry(String)
+    /// Ask for the window's first page again, without a token.
+    case restartWindow
+    case stop(SweepStop)
+
+    /// Apple's error codes the table names.
+    enum ErrorCode {
+        static let rateLimitExceeded: Int64 = 4_290_000
+        static let generalInternalRetryable: Int64 = 5_000_001
+        static let startDateTooFarInPast: Int64 = 4_000_012
+        static let invalidPaginationToken: Int64 = 4_000_014
+        static let paginationTokenExpired: Int64 = 4_000_017
+    }
+
+    /// The step after `answer`, which is not `.page`; `nowMilliseconds` (wall
+    /// clock) reads a `Retry-After` given as a UNIX time.
+    static func after(_ answer: HistoryAnswer, nowMilliseconds: Int64) -> AnswerDisposition {
+        switch answer {
+        case .page:
+            preconditionFailure("AnswerDisposition.after: a page is not a failure")
+        case .malformed(let detail):
+            return .backOffAndRetry("Apple's answer is not a notification history page: \(detail)")
+        case .unreachable(let detail):
+            return .backOffAndRetry("no answer from the App Store Server API: \(detail)")
+        case .refused(let error):
+            return after(error, nowMilliseconds: nowMilliseconds)
+        }
+    }
+
+    private static func after(_ error: AppStoreAPIError, nowMilliseconds: Int64) -> AnswerDisposition {
+        if error.status == 429 || error.errorCode == ErrorCode.rateLimitExceeded {
+            guard let delay = RateLimiter.retryAfterDelay(error.retryAfter, nowMilliseconds: nowMilliseconds) else {
+                return .backOffAndRetry("rate limited (\(error.summary)) without a usable Retry-After")
+            }
+            return .waitAndRetry(delay)
+        }
+        if error.status == 401 {
+            return .stop(SweepStop(kind: .configuration, reason: "the App Store Server API refused the credentials "
+                + "(HTTP 401); check IssuerID=, KeyID= and BundleID= under [Sweep], that the key is an active "
+                + "In-App Purchase key of that issuer, and the host's clock"))
+        }
+        switch error.errorCode {
+        case ErrorCode.invalidPaginationToken?, ErrorCode.paginationTokenExpired?:
+            return .restartWindow
+        case ErrorCode.generalInternalRetryable?:
+            return .backOffAndRetry("Apple asks to retry (\(error.summary))")
+        case ErrorCode.startDateTooFarInPast?:
+            return .stop(SweepStop(kind: .failed, reason: "Apple finds the start date too far in the past "
+                + "(\(error.summary)); check the host's clock"))
+        default:
+            break
+        }
+        if error.status >= 500 {
+            return .backOffAndRetry("the App Store Server API failed (\(error.summary))")
+        }
+        return .stop(SweepStop(kind: .failed, reason: "the App Store Server API refused the request (\(error.summary))"))
+    }
+}

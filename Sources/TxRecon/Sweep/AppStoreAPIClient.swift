@@ -1,0 +1,170 @@
+// AppStoreAPIClient: Get Notification History over libcurl's easy
+// interface, one blocking request at a time.
+//
+// `txrecon sweep` is a short-lived command whose requests are paced one after
+// another, so a single reused handle (one kept-alive connection to Apple) on
+// the sweep's own thread is all it needs; it never runs on Swift's
+// cooperative pool. Each request carries a freshly signed token
+// (`Authorization: Bearer …`) and the same JSON body for every page of a
+// window, the page's `paginationToken` in the query. Touches no files; every
+// outcome, including curl failures, is a `HistoryAnswer`; only creating the
+// handle throws. Nothing is logged, and neither the token nor a signed
+// payload ever appears in an error.
+import CCurl
+
+/// What one Get Notification History request came back with.
+enum HistoryAnswer: Equatable {
+    /// HTTP 200 with a page.
+    case page(NotificationHistoryPage)
+    /// Any other HTTP status, with Apple's error code when it sent one.
+    case refused(AppStoreAPIError)
+    /// HTTP 200 whose body is not a page.
+    case malformed(String)
+    /// No HTTP answer: DNS, connection, TLS, timeout; curl's message.
+    case unreachable(String)
+}
+
+/// A curl handle talking to one App Store Server API base URL. Not Sendable
+/// on purpose: it belongs to the sweep's thread.
+final class AppStoreAPIClient {
+    /// The endpoint's path under the base URL.
+    static let historyPath = "/inApps/v1/notifications/history"
+    /// The whole exchange, connect included: 60 s.
+    static let timeoutMilliseconds = 60_000
+    /// Opening the connection: 10 s.
+    static let connectTimeoutMilliseconds = 10_000
+    /// The largest answer read, bytes: 16 MiB. A page holds at most 20
+    /// notifications of about 15 KiB each.
+    static let answerLimit = 16 << 20
+
+    /// `BaseURL=` followed by `historyPath`.
+    let endpoint: String
+    private let tokens: APITokenIssuer
+    private let clock: any SweepClock
+    private let handle: UnsafeMutableRawPointer
+    private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE))
+    private let response = CurlResponseCapture(keeping: AppStoreAPIClient.answerLimit,
+                                               readingAtMost: AppStoreAPIClient.answerLimit)
+
+    /// curl could not be set up (out of memory, or an option this libcurl
+    /// refuses); the sweep cannot run.
+    struct StartError: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    init(baseURL: String, tokens: APITokenIssuer, clock: any SweepClock) throws(StartError) {
+        let initialization = CurlLibrary.initialization
+        guard initialization == CURLE_OK else {
+            errorBuffer.deallocate()
+            throw StartError(description: "curl_global_init failed: \(String(cString: curl_easy_strerror(initialization)))")
+        }
+        guard let handle = curl_easy_init() else {
+            errorBuffer.deallocate()
+            throw StartError(description: "curl_easy_init failed (out of memory?)")
+        }
+        var base = baseURL
+        while base.hasSuffix("/") { base.removeLast() }
+        endpoint = base + Self.historyPath
+        self.tokens = tokens
+        self.clock = clock
+        self.handle = handle
+        if let refused = configure() {
+            throw StartError(description: "curl refused option CURLOPT_\(refused)")
+        }
+    }
+
+    deinit {
+        curl_easy_cleanup(handle)
+        errorBuffer.deallocate()
+    }
+
+    /// Asks for one page of `request`; the first page of a window without a
+    /// token, the next ones with the token the previous page gave.
+    func notificationHistory(_ request: NotificationHistoryRequest, paginationToken: String?) -> HistoryAnswer {
+        guard let token = tokens.token(nowMilliseconds: clock.wallMilliseconds) else {
+            return .unreachable("OpenSSL could not sign the request token")
+        }
+        var url = endpoint
+        if let paginationToken {
+            guard let escaped = escape(paginationToken) else { return .unreachable("out of memory") }
+            url += "?paginationToken=" + escaped
+        }
+        var headers: UnsafeMutablePointer<curl_slist>?
+        defer { curl_slist_free_all(headers) }
+        for line in ["Authorization: Bearer \(token)", "Content-Type: application/json", "Accept: application/json",
+                     "User-Agent: txrecon/\(TxReconVersion.current)", "Expect:"] {
+            // On failure curl_slist_append returns NULL and leaves the list as it was.
+            guard let longer = curl_slist_append(headers, line) else { return .unreachable("out of memory building headers") }
+            headers = longer
+        }
+
+        errorBuffer[0] = 0
+        response.reset()
+        let body = request.body
+        let code = body.withUnsafeBytes { bytes -> CURLcode in
+            _ = txr_curl_setopt_string(handle, CURLOPT_URL, url)
+            _ = txr_curl_setopt_off(handle, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(bytes.count))
+            _ = txr_curl_setopt_pointer(handle, CURLOPT_POSTFIELDS, UnsafeMutableRawPointer(mutating: bytes.baseAddress))
+            _ = txr_curl_setopt_slist(handle, CURLOPT_HTTPHEADER, headers)
+            let code = curl_easy_perform(handle)
+            // Neither the header list nor the body outlives this call.
+            _ = txr_curl_setopt_slist(handle, CURLOPT_HTTPHEADER, nil)
+            _ = txr_curl_setopt_pointer(handle, CURLOPT_POSTFIELDS, nil)
+            return code
+        }
+        if response.bodyTooLong {
+            return .malformed("the answer is larger than \(Self.answerLimit) bytes")
+        }
+        guard code == CURLE_OK else {
+            let message = String(cString: errorBuffer)
+            return .unreachable(message.isEmpty ? String(cString: curl_easy_strerror(code)) : message)
+        }
+        var status = 0
+        _ = txr_curl_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &status)
+        guard status == 200 else {
+            return .refused(AppStoreAPIError(status: status, body: response.bodyPrefix, retryAfter: response.retryAfter))
+        }
+        do {
+            return .page(try NotificationHistoryPage(json: response.bodyPrefix))
+        } catch {
+            return .malformed(error.description)
+        }
+    }
+
+    /// `text` percent-encoded for a query value.
+    private func escape(_ text: String) -> String? {
+        guard let escaped = curl_easy_escape(handle, text, Int32(text.utf8.count)) else { return nil }
+        defer { curl_free(escaped) }
+        return String(cString: escaped)
+    }
+
+    /// Sets what stays the same for every request; the name of the first
+    /// option curl refuses, or nil.
+    private func configure() -> String? {
+        let context = Unmanaged.passUnretained(response).toOpaque()
+        let codes: [(String, CURLcode)] = [
+            // http only so that tests can point BaseURL= at 127.0.0.1.
+            ("PROTOCOLS_STR", txr_curl_setopt_string(handle, CURLOPT_PROTOCOLS_STR, "https,http")),
+            ("NOSIGNAL", txr_curl_setopt_long(handle, CURLOPT_NOSIGNAL, 1)),
+            ("POST", txr_curl_setopt_long(handle, CURLOPT_POST, 1)),
+            ("FOLLOWLOCATION", txr_curl_setopt_long(handle, CURLOPT_FOLLOWLOCATION, 0)),
+            ("SSL_VERIFYPEER", txr_curl_setopt_long(handle, CURLOPT_SSL_VERIFYPEER, 1)),
+            ("SSL_VERIFYHOST", txr_curl_setopt_long(handle, CURLOPT_SSL_VERIFYHOST, 2)),
+            ("TIMEOUT_MS", txr_curl_setopt_long(handle, CURLOPT_TIMEOUT_MS, Self.timeoutMilliseconds)),
+            ("CONNECTTIMEOUT_MS", txr_curl_setopt_long(handle, CURLOPT_CONNECTTIMEOUT_MS, Self.connectTimeoutMilliseconds)),
+            ("ERRORBUFFER", txr_curl_setopt_pointer(handle, CURLOPT_ERRORBUFFER, errorBuffer)),
+            ("WRITEDATA", txr_curl_setopt_pointer(handle, CURLOPT_WRITEDATA, context)),
+            ("HEADERDATA", txr_curl_setopt_pointer(handle, CURLOPT_HEADERDATA, context)),
+            ("WRITEFUNCTION", txr_curl_setopt_data_callback(handle, CURLOPT_WRITEFUNCTION) { data, size, count, context in
+                let response = Unmanaged<CurlResponseCapture>.fromOpaque(context!).takeUnretainedValue()
+                return response.receiveBody(UnsafeRawBufferPointer(start: data, count: size * count))
+            }),
+            ("HEADERFUNCTION", txr_curl_setopt_data_callback(handle, CURLOPT_HEADERFUNCTION) { data, size, count, context in
+                let response = Unmanaged<CurlResponseCapture>.fromOpaque(context!).takeUnretainedValue()
+                response.receiveHeader(UnsafeRawBufferPointer(start: data, count: size * count))
+                return size * count
+            }),
+        ]
+        return codes.first { $0.1 != CURLE_OK }?.0
+    }
+}

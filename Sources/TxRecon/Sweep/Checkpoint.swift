@@ -1,0 +1,115 @@
+// Checkpoint: what `txrecon sweep` remembers between runs, as the JSON in
+// `<spool>/sweep/checkpoint`:
+//
+//   {"format":1,
+//    "completedThrough":1760000000000,            full pass: everything before is in the spool
+//    "pending":{"start":…,"end":…,"paginationToken":"…"},   a window half paged (a shortcut only)
+//    "spooled":{"<notificationUUID>":<signedDate ms>,…}}     recently dropped notifications
+//
+// `completedThrough` moves past a window only once every notification of
+// that window is durably in new/, so a crash or kill at any instant means the
+// window is fetched again, never skipped. `pending` lets the next run go on
+// from the page after the last spooled one; Apple may have expired the token
+// by then, and the window simply starts over. `spooled` keeps the sweep from
+// dropping the same notification again on every run while it stays in the
+// 8-day failures pass (the daemon would absorb the copies, but only while
+// the delivered one is still in done/); entries older than anything a later
+// run can fetch are forgotten. Losing the file loses none of the spool's
+// state: the next run starts 8 days back.
+//
+// Pure: `SweepStateDirectory` reads and writes the file. A file that is not
+// this format is `Checkpoint.Damaged`, with the member at fault.
+
+struct SweepCheckpoint: Sendable, Equatable {
+    /// A full-pass window the last run was paging when it stopped.
+    struct PendingWindow: Sendable, Equatable {
+        /// UNIX milliseconds, as in the window's request.
+        var start: Int64
+        var end: Int64
+        /// Where the next page starts.
+        var paginationToken: String
+    }
+
+    /// The format this code writes.
+    static let format: Int64 = 1
+
+    /// Every full-pass notification dated before this (UNIX milliseconds) is
+    /// in the spool; nil before the first complete window.
+    var completedThrough: Int64?
+    var pending: PendingWindow?
+    /// `notificationUUID` → its `signedDate` (UNIX milliseconds) for the
+    /// notifications sweeps have dropped lately.
+    var spooled: [String: Int64] = [:]
+
+    init(completedThrough: Int64? = nil, pending: PendingWindow? = nil, spooled: [String: Int64] = [:]) {
+        self.completedThrough = completedThrough
+        self.pending = pending
+        self.spooled = spooled
+    }
+
+    /// Forgets what no run can fetch again: notifications dated before
+    /// `cutoff` (UNIX milliseconds).
+    mutating func forgetSpooled(before cutoff: Int64) {
+        spooled = spooled.filter { $0.value >= cutoff }
+    }
+
+    /// The file's content; `spooled` sorted by UUID, so that one state
+    /// always has one spelling.
+    var serialized: [UInt8] {
+        var members: [(String, JSONValue)] = [("format", .integer(Self.format))]
+        members.append(("completedThrough", completedThrough.map { .integer($0) } ?? .null))
+        if let pending {
+            members.append(("pending", .object([
+                ("start", .integer(pending.start)), ("end", .integer(pending.end)),
+                ("paginationToken", .string(pending.paginationToken)),
+            ])))
+        } else {
+            members.append(("pending", .null))
+        }
+        members.append(("spooled", .object(spooled.sorted { $0.key < $1.key }.map { ($0.key, .integer($0.value)) })))
+        return JSONValue.object(members).serialized
+    }
+
+    /// The file is not a checkpoint this code wrote.
+    struct Damaged: Error, Equatable, CustomStringConvertible {
+        var description: String
+    }
+
+    /// Reads a checkpoint file's content.
+    init(json bytes: [UInt8]) throws(Damaged) {
+        let value: JSONValue
+        do {
+            value = try JSONValue.parse(bytes)
+        } catch {
+            throw Damaged(description: "it is not JSON (\(error))")
+        }
+        guard value["format"]?.int64Value == Self.format else {
+            throw Damaged(description: "it has no \"format\":\(Self.format)")
+        }
+        switch value["completedThrough"] {
+        case .null?: completedThrough = nil
+        case let number? where number.int64Value != nil: completedThrough = number.int64Value
+        default: throw Damaged(description: "completedThrough is not a number or null")
+        }
+        switch value["pending"] {
+        case .null?:
+            pending = nil
+        case let object?:
+            guard let start = object["start"]?.int64Value, let end = object["end"]?.int64Value,
+                  let token = object["paginationToken"]?.stringValue
+            else { throw Damaged(description: "pending lacks start, end or paginationToken") }
+            pending = PendingWindow(start: start, end: end, paginationToken: token)
+        case nil:
+            throw Damaged(description: "pending is missing")
+        }
+        guard let entries = value["spooled"]?.objectValue else {
+            throw Damaged(description: "spooled is not an object")
+        }
+        for (uuid, date) in entries {
+            guard let milliseconds = date.int64Value else {
+                throw Damaged(description: "spooled.\(LogText.singleLine(uuid, limit: 60)) is not a number")
+            }
+            spooled[uuid] = milliseconds
+        }
+    }
+}

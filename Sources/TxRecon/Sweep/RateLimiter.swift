@@ -1,0 +1,99 @@
+// RateLimiter: how fast the sweep asks Apple, and how long it waits after
+// Apple says no.
+//
+// - Pace: requests start at least 1/MaxRequestsPerSecond apart (monotonic
+//   clock), retries included.
+// - 429: wait for `Retry-After`, which Apple sends as a UNIX time in
+//   milliseconds; a value up to 10^12 is read as seconds to wait (RFC 9110's
+//   form). At most `longestRetryAfter`, at most `maximumRateLimitWaits` in a
+//   row; beyond that the run gives up and the next one resumes.
+// - 5xx, Apple's retryable errors and network failures: exponential backoff
+//   from 1 s doubling to 60 s, each wait drawn between half and all of it
+//   (jitter, so that many hosts do not retry in step), at most
+//   `maximumBackoffs` in a row.
+//
+// Every wait goes through the injected `SweepClock`. Not Sendable: one per
+// run, used by the sweep's thread. Reports nothing; the sweeper words the
+// reason when a budget is spent.
+
+final class RateLimiter {
+    /// Waits in a row after transient failures before the run gives up: 6
+    /// (about a minute in all).
+    static let maximumBackoffs = 6
+    static let firstBackoff: Duration = .seconds(1)
+    static let longestBackoff: Duration = .seconds(60)
+    /// The longest `Retry-After` the sweep waits for: 10 minutes.
+    static let longestRetryAfter: Duration = .seconds(600)
+    /// 429 answers in a row the sweep waits out before it gives up: 10.
+    static let maximumRateLimitWaits = 10
+    /// `Retry-After` values above this are UNIX times in milliseconds.
+    static let epochMillisecondsThreshold: Int64 = 1_000_000_000_000
+
+    /// The least time between the starts of two requests.
+    let interval: Duration
+    private let clock: any SweepClock
+    /// A factor in 0.5...1 applied to each backoff.
+    private let jitter: () -> Double
+    private var lastRequest: Duration?
+    private var backoffsInARow = 0
+    private var rateLimitWaitsInARow = 0
+
+    /// - Parameters:
+    ///   - maxRequestsPerSecond: `MaxRequestsPerSecond=`, at least 1.
+    ///   - jitter: default a uniform draw from 0.5...1; tests pass a constant.
+    init(maxRequestsPerSecond: Int, clock: any SweepClock, jitter: @escaping () -> Double = { Double.random(in: 0.5...1) }) {
+        precondition(maxRequestsPerSecond >= 1, "RateLimiter: \(maxRequestsPerSecond) requests per second")
+        interval = .seconds(1) / maxRequestsPerSecond
+        self.clock = clock
+        self.jitter = jitter
+    }
+
+    /// Blocks until the next request may start, then counts it as started.
+    func awaitTurn() {
+        if let lastRequest {
+            clock.sleep(for: lastRequest + interval - clock.now)
+        }
+        lastRequest = clock.now
+    }
+
+    /// An answer came that is not a failure: the budgets start afresh.
+    func succeeded() {
+        backoffsInARow = 0
+        rateLimitWaitsInARow = 0
+    }
+
+    /// Waits out a transient failure; false, without waiting, when
+    /// `maximumBackoffs` waits in a row have not helped.
+    func backOff() -> Bool {
+        guard backoffsInARow < Self.maximumBackoffs else { return false }
+        let full = min(Self.firstBackoff * (1 << backoffsInARow), Self.longestBackoff)
+        backoffsInARow += 1
+        clock.sleep(for: full * min(1, max(0.5, jitter())))
+        return true
+    }
+
+    /// Waits `delay` as a 429's `Retry-After` asks; false, without waiting,
+    /// when it is longer than `longestRetryAfter` or the answers keep coming.
+    func waitOutRateLimit(_ delay: Duration) -> Bool {
+        guard delay <= Self.longestRetryAfter, rateLimitWaitsInARow < Self.maximumRateLimitWaits else { return false }
+        rateLimitWaitsInARow += 1
+        clock.sleep(for: delay)
+        return true
+    }
+
+    /// The wait a `Retry-After` value asks for at `nowMilliseconds` (wall
+    /// clock): until that UNIX time in milliseconds when above 10^12, else
+    /// that many seconds; zero for a time already past; nil when the header
+    /// is absent or not a whole number.
+    static func retryAfterDelay(_ header: String?, nowMilliseconds: Int64) -> Duration? {
+        guard let text = header?.trimmingASCIISpaces(), !text.isEmpty,
+              text.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") })
+        else { return nil }
+        // Too many digits for Int64 is a time far away: longer than any wait.
+        let value = Int64(text) ?? Int64.max
+        if value > epochMillisecondsThreshold {
+            return .milliseconds(max(0, value - nowMilliseconds))
+        }
+        return .seconds(value)
+    }
+}

@@ -1,0 +1,98 @@
+// SweepRun: `txrecon sweep` from start to exit status: read the
+// configuration and the key, lock the state directory, run the `Sweeper`,
+// record the result for `txrecon status`, and write the run's one log entry.
+//
+// Everything runs on one dedicated thread (file reads, curl, fsync, sleeps),
+// never on Swift's cooperative pool; the caller only awaits the exit status.
+// There is no signal handling on purpose: SIGTERM (a stopped unit, a
+// timeout) ends the process wherever it is, which the checkpoint makes
+// harmless. Exit status: 0 completed, 78 configuration (bad settings or key,
+// HTTP 401), 75 temporary (another sweep runs, Apple or the network kept
+// failing), 1 anything else; each with its reason in the log entry. A dry
+// run writes its list to standard output and saves nothing.
+import Glibc
+
+/// The `txrecon sweep` command's behaviour.
+public enum SweepRun {
+    /// Runs one sweep with the configuration at `configurationPath`;
+    /// `environment` is the process environment (`CREDENTIALS_DIRECTORY`,
+    /// `JOURNAL_STREAM`). Returns the exit status.
+    public static func run(configurationPath: String, environment: [String: String], dryRun: Bool) async -> Int32 {
+        let log = LogSinks.standard(environment: environment)
+        do {
+            return try await DedicatedThread.run(name: "txrecon-sweep") {
+                let listing: ((HistoryNotification) -> Void)? = dryRun ? { print(line(for: $0)) } : nil
+                let report = perform(configurationPath: configurationPath, environment: environment, listing: listing)
+                log.write(report.logEntry)
+                return report.exitStatus
+            }
+        } catch {
+            let stop = SweepStop(kind: .failed, reason: error.description)
+            var report = SweepReport(environment: nil, dryRun: dryRun, startedAt: Timestamp.nowMilliseconds())
+            report.stop = stop
+            log.write(report.logEntry)
+            return stop.exitStatus
+        }
+    }
+
+    /// The whole run, blocking; `listing` as for `Sweeper` (nil: a real run).
+    static func perform(configurationPath: String, environment: [String: String],
+                        listing: ((HistoryNotification) -> Void)?) -> SweepReport {
+        let clock = SystemSweepClock()
+        var report = SweepReport(environment: nil, dryRun: listing != nil, startedAt: clock.wallMilliseconds)
+        let configuration: Configuration
+        let tokens: APITokenIssuer
+        do {
+            configuration = try ConfigurationLoader.load(path: configurationPath)
+            report.environment = configuration.sweep.environment
+            tokens = try SweepCredentials.load(for: configuration, environment: environment)
+        } catch {
+            report.stop = SweepStop(kind: .configuration, reason: error.description)
+            return report
+        }
+        let settings = configuration.sweep
+        let layout = SpoolLayout(root: configuration.spool.directory)
+        let state: SweepStateDirectory
+        let client: AppStoreAPIClient
+        do throws(SweepStop) {
+            state = try SweepStateDirectory(layout: layout)
+            do {
+                client = try AppStoreAPIClient(baseURL: settings.effectiveBaseURL, tokens: tokens, clock: clock)
+            } catch {
+                throw SweepStop(kind: .failed, reason: error.description)
+            }
+        } catch {
+            report.stop = error
+            return report
+        }
+        let sweeper = Sweeper(settings: settings, client: client,
+                              limiter: RateLimiter(maxRequestsPerSecond: settings.maxRequestsPerSecond, clock: clock),
+                              clock: clock, submission: Submission(layout: layout), store: state, listing: listing)
+        report = sweeper.run()
+        if listing == nil {
+            do {
+                try state.saveLastRun(report)
+            } catch {
+                // The run's outcome stands; only `txrecon status` misses it.
+                let note = "cannot record the result for txrecon status: \(error)"
+                if report.stop == nil {
+                    report.stop = SweepStop(kind: .failed, reason: note)
+                } else {
+                    report.stop?.reason += "; \(note)"
+                }
+            }
+        }
+        return report
+    }
+
+    /// One dry-run line: `signedDate  TYPE[/SUBTYPE]  notificationUUID  last attempt RESULT`.
+    static func line(for notification: HistoryNotification) -> String {
+        let date = notification.signedDate.map { Timestamp.rfc3339(milliseconds: $0) } ?? "(undated)"
+        var type = notification.notificationType ?? "(unreadable)"
+        if let subtype = notification.subtype { type += "/" + subtype }
+        let uuid = notification.notificationUUID ?? "(no notificationUUID)"
+        let attempt = notification.lastSendAttemptResult.map { "  last attempt \($0)" } ?? ""
+        return "\(date)  \(LogText.singleLine(type, limit: 80))  \(LogText.singleLine(uuid, limit: 80))"
+            + LogText.singleLine(attempt, limit: 80)
+    }
+}

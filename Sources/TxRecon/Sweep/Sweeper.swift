@@ -1,0 +1,160 @@
+// Sweeper: one run of `txrecon sweep`: page every window of the plan and
+// drop each notification not dropped before into the spool.
+//
+// For each window: ask for a page (paced by the `RateLimiter`), drop every
+// new notification as `{"signedPayload": …}` through `Submission` (tmp/,
+// fsync, rename into new/, fsync new/), then save the checkpoint, and only
+// then ask for the next page. The checkpoint's `completedThrough` moves to
+// the end of a full-pass window after its last page is spooled, so a kill at
+// any instant leaves the window to be fetched again: nothing is lost, and
+// what is dropped twice has the same key and version, which the daemon's
+// supersede rule absorbs. Answers that are not pages go through
+// `AnswerDisposition`: wait and ask again, start the window over, or stop.
+//
+// The sweep only produces: the daemon verifies, keys, supersedes and
+// delivers what it drops. In a dry run nothing is dropped or saved; each
+// notification that would be dropped goes to `listing` instead. Touches
+// tmp/ and new/ (through `Submission`) and the state store; reports through
+// the returned `SweepReport`, never by logging itself. Blocks (HTTP, fsync,
+// sleeps): run it on a dedicated thread.
+
+/// One run. Not Sendable: made, run and dropped on the sweep's thread.
+final class Sweeper {
+    /// How often one window may be started over after Apple refused its
+    /// pagination token, before the run gives up: 3.
+    static let maximumWindowRestarts = 3
+    /// How far before the earliest window a spooled notification is still
+    /// remembered: 1 day, for history dates and `signedDate` that differ.
+    static let rememberMargin: Duration = .seconds(86_400)
+
+    private let settings: SweepSettings
+    private let client: AppStoreAPIClient
+    private let limiter: RateLimiter
+    private let clock: any SweepClock
+    private let submission: Submission
+    private let store: any SweepStateStore
+    private let listing: ((HistoryNotification) -> Void)?
+
+    /// - Parameter listing: nil for a real run; for a dry run, what to do
+    ///   with each notification that would be spooled.
+    init(settings: SweepSettings, client: AppStoreAPIClient, limiter: RateLimiter, clock: any SweepClock,
+         submission: Submission, store: any SweepStateStore, listing: ((HistoryNotification) -> Void)? = nil) {
+        self.settings = settings
+        self.client = client
+        self.limiter = limiter
+        self.clock = clock
+        self.submission = submission
+        self.store = store
+        self.listing = listing
+    }
+
+    private var dryRun: Bool { listing != nil }
+
+    /// Sweeps every window of this run's plan; blocks until done or stopped.
+    func run() -> SweepReport {
+        var report = SweepReport(environment: settings.environment, dryRun: dryRun, startedAt: clock.wallMilliseconds)
+        var checkpoint = SweepCheckpoint()
+        do throws(SweepStop) {
+            checkpoint = try store.loadCheckpoint()
+            let plan = SweepPlan(now: report.startedAt, settings: settings, checkpoint: checkpoint)
+            report.clamped = plan.clamped
+            if plan.clamped != nil { checkpoint.pending = nil }
+            let earliest = plan.windows.map(\.start).min() ?? report.startedAt
+            checkpoint.forgetSpooled(before: earliest - Self.rememberMargin.milliseconds)
+            for window in plan.windows {
+                try sweep(window, checkpoint: &checkpoint, report: &report)
+            }
+        } catch {
+            report.stop = error
+        }
+        report.checkpoint = checkpoint.completedThrough
+        report.finishedAt = clock.wallMilliseconds
+        return report
+    }
+
+    /// Pages one window to its end.
+    private func sweep(_ window: SweepWindow, checkpoint: inout SweepCheckpoint,
+                       report: inout SweepReport) throws(SweepStop) {
+        var token: String?
+        if window.pass == .full, let pending = checkpoint.pending, pending.start == window.start,
+           pending.end == window.end {
+            token = pending.paginationToken
+        }
+        var restarts = 0
+        while true {
+            limiter.awaitTurn()
+            let answer = client.notificationHistory(window.request, paginationToken: token)
+            guard case .page(let page) = answer else {
+                switch AnswerDisposition.after(answer, nowMilliseconds: clock.wallMilliseconds) {
+                case .waitAndRetry(let delay):
+                    guard limiter.waitOutRateLimit(delay) else {
+                        throw SweepStop(kind: .temporary, reason: "Apple keeps rate-limiting the requests "
+                            + "(Retry-After \(TimeSpan.format(delay))); the next run resumes at the \(window) window")
+                    }
+                case .backOffAndRetry(let why):
+                    guard limiter.backOff() else {
+                        throw SweepStop(kind: .temporary, reason: "\(why), \(RateLimiter.maximumBackoffs + 1) times "
+                            + "in a row; the next run resumes at the \(window) window")
+                    }
+                case .restartWindow:
+                    guard token != nil, restarts < Self.maximumWindowRestarts else {
+                        throw SweepStop(kind: .failed, reason: "Apple keeps refusing the pagination tokens of the "
+                            + "\(window) window")
+                    }
+                    restarts += 1
+                    token = nil
+                    checkpoint.pending = nil
+                case .stop(let stop):
+                    throw stop
+                }
+                continue
+            }
+            limiter.succeeded()
+            report.pages += 1
+            try take(page.notifications, checkpoint: &checkpoint, report: &report)
+            if page.hasMore, let next = page.paginationToken {
+                token = next
+                if window.pass == .full {
+                    checkpoint.pending = SweepCheckpoint.PendingWindow(start: window.start, end: window.end,
+                                                                       paginationToken: next)
+                }
+                try save(checkpoint)
+            } else {
+                if window.pass == .full {
+                    checkpoint.completedThrough = window.end
+                    checkpoint.pending = nil
+                }
+                try save(checkpoint)
+                return
+            }
+        }
+    }
+
+    /// Drops (or lists) each notification not dropped before.
+    private func take(_ notifications: [HistoryNotification], checkpoint: inout SweepCheckpoint,
+                      report: inout SweepReport) throws(SweepStop) {
+        for notification in notifications {
+            report.found += 1
+            if let uuid = notification.notificationUUID, checkpoint.spooled[uuid] != nil { continue }
+            if let listing {
+                listing(notification)
+            } else {
+                do {
+                    try submission.drop(notification.spoolBody)
+                } catch {
+                    throw SweepStop(kind: .failed, reason: "cannot drop into the spool: \(error); "
+                        + "the next run fetches this window again")
+                }
+            }
+            report.spooled += 1
+            if let uuid = notification.notificationUUID {
+                checkpoint.spooled[uuid] = notification.signedDate ?? clock.wallMilliseconds
+            }
+        }
+    }
+
+    private func save(_ checkpoint: SweepCheckpoint) throws(SweepStop) {
+        guard !dryRun else { return }
+        try store.saveCheckpoint(checkpoint)
+    }
+}

@@ -1,0 +1,212 @@
+// CurlTransport against a real HTTP server on 127.0.0.1: real sockets and
+// real (short) time. TLS is in CurlTransportTLSTests.
+import Glibc
+import Synchronization
+import Testing
+import TxReconTestSupport
+@testable import TxRecon
+
+@Suite struct CurlTransportTests {
+    private func settings(_ url: String, timeout: Duration = .seconds(1)) -> BackendSettings {
+        var settings = BackendSettings()
+        settings.url = url
+        settings.timeout = timeout
+        return settings
+    }
+
+    private func request(_ body: String = #"{"id":"1"}"#) -> DeliveryRequest {
+        DeliveryRequest(headers: [("Content-Type", "application/json"), ("Idempotency-Key", "1:2")],
+                        body: Array(body.utf8))
+    }
+
+    private func failureKind(_ result: TransportResult) -> TransportFailure.Kind? {
+        if case let .failure(failure) = result { return failure.kind }
+        return nil
+    }
+
+    @Test func successfulAnswerCarriesTheStatusAndTheFirst512BytesOfTheBody() async throws {
+        let server = try LoopbackHTTPServer { _ in .status(200, body: String(repeating: "a", count: 600)) }
+        let transport = try CurlTransport(settings: settings(server.url), workers: 1)
+        defer { transport.shutdown() }
+        let result = await transport.send(request())
+        #expect(result == .response(status: 200, retryAfter: nil, bodyPrefix: Array(repeating: UInt8(ascii: "a"), count: 512)))
+    }
+
+    @Test func requestArrivesAsAPostWithItsHeadersAndBodyAndWithoutExpect() async throws {
+        let server = try LoopbackHTTPServer()
+        let transport = try CurlTransport(settings: settings(server.url), workers: 1)
+        defer { transport.shutdown() }
+        _ = await transport.send(request(#"{"id":"42"}"#))
+        let received = try #require(server.requests.first)
+        #expect(received.method == "POST")
+        #expect(received.header("Content-Type") == "application/json")
+        #expect(received.header("Idempotency-Key") == "1:2")
+        #expect(received.header("Expect") == nil)
+        #expect(received.bodyText == #"{"id":"42"}"#)
+    }
+
+    @Test func retryAfterHeaderIsCaptured() async throws {
+        let server = try LoopbackHTTPServer { _ in .status(503, headers: [("Retry-After", " 120 ")]) }
+        let transport = try CurlTransport(settings: settings(server.url), workers: 1)
+        defer { transport.shutdown() }
+        #expect(await transport.send(request()) == .response(status: 503, retryAfter: "120", bodyPrefix: []))
+    }
+
+    @Test func redirectIsReportedAndNotFollowed() async throws {
+        let target = try LoopbackHTTPServer()
+        let server = try LoopbackHTTPServer { _ in .status(307, headers: [("Location", target.url)]) }
+        let transport = try CurlTransport(settings: settings(server.url), workers: 1)
+        defer { transport.shutdown() }
+        #expect(await transport.send(request()) == .response(status: 307, retryAfter: nil, bodyPrefix: []))
+        #expect(target.requests.isEmpty)
+    }
+
+    @Test func refusedConnectionIsAConnectFailure() async throws {
+        let port = try ClosedPort()
+        let transport = try CurlTransport(settings: settings("http://127.0.0.1:\(port.number)/"), workers: 1)
+        defer { transport.shutdown() }
+        #expect(failureKind(await transport.send(request())) == .connect)
+    }
+
+    @Test func hangingBackendTimesOutWhileAnotherRequestCompletes() async throws {
+        let server = try LoopbackHTTPServer { request in request.bodyText == "hang" ? .hang : .status(204) }
+        // 3 s rather than 1 s: on a loaded CI machine the other request must
+        // comfortably finish while the hung one still waits.
+        let transport = try CurlTransport(settings: settings(server.url, timeout: .seconds(3)), workers: 2)
+        defer { transport.shutdown() }
+        let clock = ContinuousClock()
+        let start = clock.now
+        let hungEnded = Mutex(false)
+        async let hung = { () async -> TransportResult in
+            let result = await transport.send(request("hang"))
+            hungEnded.withLock { $0 = true }
+            return result
+        }()
+        #expect(await server.waitForRequests(count: 1, timeout: .seconds(5)))
+        #expect(await transport.send(request()) == .response(status: 204, retryAfter: nil, bodyPrefix: []))
+        #expect(hungEnded.withLock { $0 } == false, "the other request completed while the hung one was still waiting")
+        #expect(failureKind(await hung) == .timeout)
+        #expect(clock.now - start >= .seconds(3))
+    }
+
+    @Test func garbageAnswerIsAProtocolError() async throws {
+        let server = try LoopbackHTTPServer { _ in .garbage("SSH-2.0-OpenSSH_9.2\r\n\r\n") }
+        let transport = try CurlTransport(settings: settings(server.url), workers: 1)
+        defer { transport.shutdown() }
+        #expect(failureKind(await transport.send(request())) == .protocolError)
+    }
+
+    @Test func truncatedAnswerIsAProtocolError() async throws {
+        let server = try LoopbackHTTPServer { _ in .truncated }
+        let transport = try CurlTransport(settings: settings(server.url), workers: 1)
+        defer { transport.shutdown() }
+        #expect(failureKind(await transport.send(request())) == .protocolError)
+    }
+
+    @Test func connectionClosedWithoutAnswerIsAProtocolError() async throws {
+        let server = try LoopbackHTTPServer { _ in .close }
+        let transport = try CurlTransport(settings: settings(server.url), workers: 1)
+        defer { transport.shutdown() }
+        #expect(failureKind(await transport.send(request())) == .protocolError)
+    }
+
+    @Test func sequentialRequestsShareOneConnection() async throws {
+        let server = try LoopbackHTTPServer()
+        let transport = try CurlTransport(settings: settings(server.url), workers: 1)
+        defer { transport.shutdown() }
+        for _ in 1...5 {
+            #expect(await transport.send(request()) == .response(status: 204, retryAfter: nil, bodyPrefix: []))
+        }
+        #expect(server.acceptedConnections == 1)
+        #expect(server.requests.map(\.connection) == [1, 1, 1, 1, 1])
+    }
+
+    @Test func everyWorkerCarriesARequestAtTheSameTime() async throws {
+        // Each answer waits until all three requests are in the server at
+        // once, which only happens when three workers send in parallel.
+        let server = try LoopbackHTTPServer()
+        server.setHandler { [server] _ in
+            server.waitForRequests(count: 3, timeout: .seconds(5)) ? .status(204) : .status(500)
+        }
+        defer { server.stop() }
+        let transport = try CurlTransport(settings: settings(server.url, timeout: .seconds(10)), workers: 3)
+        defer { transport.shutdown() }
+        let results = await withTaskGroup(of: TransportResult.self) { group in
+            for _ in 1...3 { group.addTask { await transport.send(self.request()) } }
+            return await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(results == Array(repeating: .response(status: 204, retryAfter: nil, bodyPrefix: []), count: 3))
+        #expect(server.acceptedConnections == 3)
+    }
+
+    @Test func overlongBodyIsCutOffAndTheStatusStillReported() async throws {
+        let server = try LoopbackHTTPServer { _ in .status(200, body: String(repeating: "b", count: 3 << 20)) }
+        let transport = try CurlTransport(settings: settings(server.url, timeout: .seconds(5)), workers: 1)
+        defer { transport.shutdown() }
+        let result = await transport.send(request())
+        #expect(result == .response(status: 200, retryAfter: nil, bodyPrefix: Array(repeating: UInt8(ascii: "b"), count: 512)))
+    }
+
+    @Test func updatedSettingsApplyToTheNextAttempt() async throws {
+        let first = try LoopbackHTTPServer()
+        let second = try LoopbackHTTPServer { _ in .status(201) }
+        let transport = try CurlTransport(settings: settings(first.url), workers: 1)
+        defer { transport.shutdown() }
+        _ = await transport.send(request())
+        transport.update(settings: settings(second.url))
+        #expect(await transport.send(request()) == .response(status: 201, retryAfter: nil, bodyPrefix: []))
+        #expect(first.requests.count == 1)
+        #expect(second.requests.count == 1)
+    }
+
+    @Test func urlWithAnotherSchemeIsRefusedWithoutAnAttempt() async throws {
+        let transport = try CurlTransport(settings: settings("ftp://127.0.0.1/"), workers: 1)
+        defer { transport.shutdown() }
+        let result = await transport.send(request())
+        #expect(result == .failure(TransportFailure(.other, "URL= must start with http:// or https://")))
+    }
+
+    @Test func headerWithALineBreakIsRefusedWithoutSending() async throws {
+        let server = try LoopbackHTTPServer()
+        let transport = try CurlTransport(settings: settings(server.url), workers: 1)
+        defer { transport.shutdown() }
+        let smuggling = DeliveryRequest(headers: [("X-Key", "a\r\nX-Evil: 1")], body: [])
+        #expect(failureKind(await transport.send(smuggling)) == .other)
+        #expect(server.requests.isEmpty)
+    }
+
+    @Test func sendAfterShutdownFailsAtOnce() async throws {
+        let server = try LoopbackHTTPServer()
+        let transport = try CurlTransport(settings: settings(server.url), workers: 2)
+        transport.shutdown()
+        #expect(failureKind(await transport.send(request())) == .other)
+        #expect(server.requests.isEmpty)
+    }
+}
+
+/// A port on 127.0.0.1 that is bound but not listening while the value
+/// lives, so connecting to it is refused and nobody else can take it.
+private final class ClosedPort {
+    let number: UInt16
+    private let socket: Int32
+
+    init() throws {
+        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr = in_addr(s_addr: UInt32(0x7F00_0001).bigEndian)
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(socket, $0, length) == 0 && getsockname(socket, $0, &length) == 0
+            }
+        }
+        self.socket = socket
+        number = UInt16(bigEndian: address.sin_port)
+        try #require(bound, "cannot bind a port on 127.0.0.1: errno \(errno)")
+    }
+
+    deinit {
+        close(socket)
+    }
+}

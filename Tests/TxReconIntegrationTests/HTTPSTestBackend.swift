@@ -1,0 +1,101 @@
+// HTTPSTestBackend: an https server on 127.0.0.1 for the TLS tests, with a
+// self-signed certificate made by the `openssl` command for each test.
+//
+// The server is Python's http.server wrapped in ssl, started as a child
+// process and killed by its PID; it answers every POST with 204. Files live
+// in a temporary directory that disappears with the value.
+import Foundation
+import Testing
+import TxReconTestSupport
+
+final class HTTPSTestBackend {
+    let directory = TemporaryDirectory("txrecon-tls")
+    /// The server's self-signed certificate (for 127.0.0.1), usable as CAFile=.
+    let certificateFile: String
+    /// A client certificate and key the server requires when started with
+    /// `requireClientCertificate`.
+    let clientCertificateFile: String
+    let clientKeyFile: String
+    private(set) var port: UInt16 = 0
+    private let server = Process()
+
+    var url: String { "https://127.0.0.1:\(port)/" }
+
+    init(requireClientCertificate: Bool = false) async throws {
+        certificateFile = directory.path + "/server.pem"
+        clientCertificateFile = directory.path + "/client.pem"
+        clientKeyFile = directory.path + "/client.key"
+        let serverKey = directory.path + "/server.key"
+        try Self.makeCertificate(commonName: "127.0.0.1", certificate: certificateFile, key: serverKey)
+        try Self.makeCertificate(commonName: "txrecon-test-client", certificate: clientCertificateFile,
+                                 key: clientKeyFile)
+        let portFile = directory.path + "/port"
+        server.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        server.arguments = ["python3", "-c", Self.script, certificateFile, serverKey, portFile,
+                            requireClientCertificate ? clientCertificateFile : ""]
+        try server.run()
+        let deadline = ContinuousClock.now + .seconds(10)
+        while ContinuousClock.now < deadline {
+            if let text = try? String(contentsOfFile: portFile, encoding: .utf8), let port = UInt16(text) {
+                self.port = port
+                return
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        stop()
+        Issue.record("the https test server did not start within 10 s")
+        throw CancellationError()
+    }
+
+    deinit {
+        stop()
+    }
+
+    func stop() {
+        guard server.isRunning else { return }
+        // SIGKILL: children of the test process inherit its blocked signal
+        // mask, in which SIGTERM is blocked.
+        kill(server.processIdentifier, SIGKILL)
+        server.waitUntilExit()
+    }
+
+    private static func makeCertificate(commonName: String, certificate: String, key: String) throws {
+        let openssl = Process()
+        openssl.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        openssl.arguments = ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+                             "-nodes", "-days", "1", "-subj", "/CN=\(commonName)",
+                             "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", key, "-out", certificate]
+        openssl.standardError = FileHandle.nullDevice
+        try openssl.run()
+        openssl.waitUntilExit()
+        try #require(openssl.terminationStatus == 0, "openssl req failed for \(commonName)")
+    }
+
+    /// argv: certificate, key, port file, client CA file (empty: none).
+    /// The port is written to a temporary name first so that the test never
+    /// reads half of it.
+    private static let script = """
+        import http.server, os, ssl, sys
+        certificate, key, port_file, client_ca = sys.argv[1:5]
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+            def do_POST(self):
+                self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                self.send_response(204)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+            def log_message(self, *args):
+                pass
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(certificate, key)
+        if client_ca:
+            context.verify_mode = ssl.CERT_REQUIRED
+            context.load_verify_locations(client_ca)
+        server.socket = context.wrap_socket(server.socket, server_side=True)
+        with open(port_file + ".tmp", "w") as f:
+            f.write(str(server.server_address[1]))
+        os.rename(port_file + ".tmp", port_file)
+        server.serve_forever()
+        """
+}

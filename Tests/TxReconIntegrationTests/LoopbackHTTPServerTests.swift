@@ -1,0 +1,55 @@
+// The test server's own promises that the transport tests do not already
+// show: late answers and stopping with a connection left hanging.
+import Testing
+import TxReconTestSupport
+@testable import TxRecon
+
+@Suite struct LoopbackHTTPServerTests {
+    private func transport(for server: LoopbackHTTPServer, timeout: Duration) throws -> CurlTransport {
+        var settings = BackendSettings()
+        settings.url = server.url
+        settings.timeout = timeout
+        return try CurlTransport(settings: settings, workers: 1)
+    }
+
+    @Test func delayedAnswerArrivesAfterItsDelay() async throws {
+        let server = try LoopbackHTTPServer { _ in .delayed(.milliseconds(300), .status(200)) }
+        let transport = try transport(for: server, timeout: .seconds(2))
+        defer { transport.shutdown() }
+        let clock = ContinuousClock()
+        let start = clock.now
+        #expect(await transport.send(DeliveryRequest(headers: [], body: [])) == .response(status: 200, retryAfter: nil, bodyPrefix: []))
+        #expect(clock.now - start >= .milliseconds(300))
+    }
+
+    @Test func stoppingEndsAHangingConnectionAtOnce() async throws {
+        let server = try LoopbackHTTPServer { _ in .hang }
+        let transport = try transport(for: server, timeout: .seconds(10))
+        defer { transport.shutdown() }
+        let clock = ContinuousClock()
+        async let result = transport.send(DeliveryRequest(headers: [], body: []))
+        #expect(await server.waitForRequests(count: 1, timeout: .seconds(5)))
+        let stopped = clock.now
+        server.stop()
+        guard case let .failure(failure) = await result else {
+            Issue.record("a hanging request got an answer")
+            return
+        }
+        #expect(failure.kind == .protocolError)
+        #expect(clock.now - stopped < .seconds(5), "ended by the stop, long before the 10 s timeout")
+    }
+
+    @Test func requestsRecordTheirConnection() async throws {
+        let server = try LoopbackHTTPServer { request in
+            request.bodyText == "last" ? .status(204, headers: [("Connection", "close")]) : .status(204)
+        }
+        let transport = try transport(for: server, timeout: .seconds(2))
+        defer { transport.shutdown() }
+        for body in ["first", "last", "after"] {
+            _ = await transport.send(DeliveryRequest(headers: [], body: Array(body.utf8)))
+        }
+        #expect(server.requests.map(\.bodyText) == ["first", "last", "after"])
+        #expect(server.requests.map(\.connection) == [1, 1, 2])
+        #expect(server.acceptedConnections == 2)
+    }
+}

@@ -1,0 +1,105 @@
+// The built `txrecon sweep` against the mock App Store Server API on
+// 127.0.0.1, serving the real Apple-signed Sandbox notifications, with the
+// daemon running on the same spool and delivering to a loopback backend.
+// Real clocks here; the tests wait on processes with timeouts, never on
+// fixed sleeps.
+import Glibc
+import Testing
+@testable import TxRecon
+import TxReconTestSupport
+
+/// A mock App Store Server API serving every real sample notification, dated
+/// over the last few hours (every third one failed), plus a daemon fixture
+/// whose configuration has a [Sweep] section pointing at it.
+private final class SweepFixture {
+    let api: MockAppStoreServerAPI
+    let daemon: DaemonFixture
+    /// The samples' signed payloads, as served.
+    let payloads: [String]
+
+    init() throws {
+        payloads = AppStoreSamples.real().filter(\.isNotification).map {
+            String(decoding: $0.bytes, as: UTF8.self).split(separator: "\n").first.map(String.init) ?? ""
+        }
+        let now = WallTime.nowMilliseconds
+        let entries = payloads.enumerated().map { index, payload in
+            MockAppStoreServerAPI.Entry(date: now - Int64(index + 1) * 600_000, signedPayload: payload,
+                                        failed: index % 3 == 0)
+        }
+        let key = TestSigningKey()
+        api = try MockAppStoreServerAPI(identity: MockAppStoreServerAPI.Identity(key: key), entries: entries,
+                                        pageSize: 4, historyDays: 30, now: { WallTime.nowMilliseconds })
+        daemon = try DaemonFixture()
+        let keyPath = daemon.directory.write(key.pkcs8PEM, to: "appstore-key.p8", mode: 0o600)
+        let identity = api.identity
+        try daemon.writeConfig("""
+            [Sweep]
+            Environment=Sandbox
+            BundleID=\(identity.bundleID)
+            IssuerID=\(identity.issuerID)
+            KeyID=\(identity.keyID)
+            PrivateKeyFile=\(keyPath)
+            BaseURL=\(api.url)
+            MaxRequestsPerSecond=50
+            """)
+    }
+}
+
+@Suite(.serialized, .timeLimit(.minutes(2)))
+struct SweepIntegrationTests {
+    @Test func sweptNotificationsReachTheBackendThroughTheRunningDaemon() async throws {
+        let fixture = try SweepFixture()
+        try fixture.daemon.layout.createMissingDirectories()
+        try await fixture.daemon.start()
+        let sweep = try fixture.daemon.cli(["sweep"])
+        #expect(sweep.status == 0, "stderr: \(sweep.stderr)")
+        #expect(fixture.api.problems == [])
+
+        let decoder = InputDecoder()
+        var keys: Set<String> = []
+        for payload in fixture.payloads {
+            guard case .item(let item) = try decoder.decode(Array(#"{"signedPayload":"\#(payload)"}"#.utf8)) else {
+                Issue.record("a sample does not decode")
+                continue
+            }
+            keys.insert(item.key.rawValue)
+        }
+        let backend = fixture.daemon.server
+        #expect(await fixture.daemon.eventually {
+            Set(backend.requests.compactMap { $0.header("Idempotency-Key")?.split(separator: ":").first.map(String.init) })
+                == keys && fixture.daemon.names("queue").isEmpty && fixture.daemon.names("new").isEmpty
+        })
+        #expect(fixture.daemon.names("rejected").isEmpty)
+        for request in backend.requests {
+            let body = try JSONValue.parse(request.body)
+            #expect(body["kind"] == .string("appstore.notification"))
+            #expect(fixture.payloads.contains(body["signedPayload"]?.stringValue ?? ""))
+        }
+
+        let status = try fixture.daemon.cli(["status"])
+        #expect(status.stdout.contains("sweep:") && status.stdout.contains("completed: "))
+    }
+
+    @Test func aDryRunPrintsEveryNotificationItWouldSpoolAndSpoolsNone() async throws {
+        let fixture = try SweepFixture()
+        try fixture.daemon.layout.createMissingDirectories()
+        let sweep = try fixture.daemon.cli(["sweep", "--dry-run"])
+        #expect(sweep.status == 0, "stderr: \(sweep.stderr)")
+        let lines = sweep.stdout.split(separator: "\n")
+        #expect(lines.count == fixture.payloads.count)
+        #expect(lines.contains { $0.contains("  REFUND  ") })
+        #expect(fixture.daemon.names("new").isEmpty)
+        #expect(!fixture.daemon.names("sweep").contains("checkpoint"))
+    }
+
+    @Test func credentialsAppleRefusesExitWith78AndOneLine() async throws {
+        let fixture = try SweepFixture()
+        try fixture.daemon.layout.createMissingDirectories()
+        fixture.api.refuseCredentials()
+        let sweep = try fixture.daemon.cli(["sweep"])
+        #expect(sweep.status == 78)
+        let lines = sweep.stderr.split(separator: "\n")
+        #expect(lines.count == 1 && lines.first?.contains("HTTP 401") == true)
+        #expect(!sweep.stderr.contains("PRIVATE KEY") && !sweep.stderr.contains("Bearer"))
+    }
+}

@@ -1,0 +1,240 @@
+// MockAppStoreServerAPI: Get Notification History on 127.0.0.1, for the
+// sweep's tests, built on `LoopbackHTTPServer`.
+//
+// It checks every request the way Apple would and records what is wrong in
+// `problems` (answering 401): the bearer token's header (alg ES256, kid, typ
+// JWT), claims (iss, bid, aud appstoreconnect-v1, iat within a minute of the
+// test's clock, exp after it and at most 60 minutes after iat), its ES256
+// signature with the test key, and that no token is used twice; the body
+// (startDate, endDate, optional onlyFailures, nothing else) and that a
+// pagination token comes back with the very body it was issued for. It
+// refuses a startDate beyond the history limit with 4000012, as Apple does.
+// It serves its history entries sorted by date, `pageSize` per page,
+// filtered by [startDate, endDate) and by onlyFailures, and plays scripted
+// faults one request at a time: 429 with a Retry-After, 5xx, 5000001, 401,
+// and an expired pagination token (4000017).
+import Foundation
+import Synchronization
+@testable import TxRecon
+
+public final class MockAppStoreServerAPI: Sendable {
+    /// One notification in the mock's history.
+    public struct Entry: Sendable {
+        /// When Apple first tried to send it: what the date range filters on.
+        public var date: Int64
+        public var signedPayload: String
+        /// True when every send attempt failed: served to onlyFailures.
+        public var failed: Bool
+
+        public init(date: Int64, signedPayload: String, failed: Bool = false) {
+            self.date = date
+            self.signedPayload = signedPayload
+            self.failed = failed
+        }
+    }
+
+    /// An answer played instead of the next matching request's page.
+    public enum Fault: Sendable {
+        /// 429, errorCode 4290000, with this Retry-After.
+        case rateLimited(retryAfter: String)
+        /// This status (5xx) with an empty body.
+        case serverError(Int)
+        /// 500, errorCode 5000001.
+        case retryableError
+        /// 400, errorCode 4000017, for the next request that carries a
+        /// pagination token.
+        case expiredToken
+    }
+
+    /// One history request as served.
+    public struct Served: Sendable {
+        public var startDate: Int64
+        public var endDate: Int64
+        public var onlyFailures: Bool
+        public var paginationToken: String?
+        public var status: Int
+    }
+
+    /// The App Store Connect identity requests must be signed for.
+    public struct Identity: Sendable {
+        public var issuerID = "57246542-96fe-1a63-e053-0824d011072a"
+        public var keyID = "2X9R4HXF34"
+        public var bundleID = "com.example.app"
+        public var key: TestSigningKey
+
+        public init(key: TestSigningKey) { self.key = key }
+    }
+
+    private struct State {
+        var faults: [Fault] = []
+        var refuseEverything = false
+        var problems: [String] = []
+        var served: [Served] = []
+        var seenTokens: Set<String> = []
+        /// Pagination token → the body it was issued for and the next offset.
+        var pages: [String: (body: [UInt8], offset: Int)] = [:]
+        var nextToken = 1
+    }
+
+    public let identity: Identity
+    private let entries: [Entry]
+    private let pageSize: Int
+    private let historyLimit: Int64
+    private let now: @Sendable () -> Int64
+    private let state = Mutex(State())
+    private let server: LoopbackHTTPServer
+
+    /// - Parameters:
+    ///   - historyDays: how far back startDate may reach (180 production, 30 sandbox).
+    ///   - now: the test's wall clock in UNIX milliseconds, for token and
+    ///     history-limit checks.
+    public init(identity: Identity, entries: [Entry], pageSize: Int = 3, historyDays: Int64 = 180,
+                now: @escaping @Sendable () -> Int64) throws {
+        self.identity = identity
+        self.entries = entries.sorted { $0.date < $1.date }
+        self.pageSize = pageSize
+        historyLimit = historyDays * 86_400_000
+        self.now = now
+        server = try LoopbackHTTPServer()
+        server.setHandler { [weak self] request in
+            self?.answer(request) ?? .status(503)
+        }
+    }
+
+    deinit { server.stop() }
+
+    /// The base URL, for BaseURL=.
+    public var url: String { "http://127.0.0.1:\(server.port)" }
+
+    /// Plays `faults`, in order, one per matching request.
+    public func inject(_ faults: Fault...) {
+        state.withLock { $0.faults += faults }
+    }
+
+    /// Answers 401 to every request from now on.
+    public func refuseCredentials() {
+        state.withLock { $0.refuseEverything = true }
+    }
+
+    /// What the mock found wrong with the requests, empty when nothing.
+    public var problems: [String] { state.withLock { $0.problems } }
+
+    /// Every history request, in arrival order.
+    public var served: [Served] { state.withLock { $0.served } }
+
+    private func answer(_ request: LoopbackHTTPServer.Request) -> LoopbackHTTPServer.Reply {
+        let path = "/inApps/v1/notifications/history"
+        var token: String?
+        if request.path != path {
+            let prefix = path + "?paginationToken="
+            guard request.path.hasPrefix(prefix) else { return problem("unexpected target \(request.path)", 404) }
+            token = String(request.path.dropFirst(prefix.count)).removingPercentEncoding
+        }
+        guard request.method == "POST" else { return problem("method \(request.method)", 405) }
+        if let trouble = checkToken(request.header("Authorization")) { return problem(trouble, 401) }
+        if request.header("Content-Type") != "application/json" { return problem("Content-Type is not JSON", 400) }
+        guard let body = try? JSONValue.parse(request.body), let members = body.objectValue,
+              let startDate = body["startDate"]?.int64Value, let endDate = body["endDate"]?.int64Value,
+              members.allSatisfy({ ["startDate", "endDate", "onlyFailures"].contains($0.0) })
+        else { return problem("body \(request.bodyText) is not a NotificationHistoryRequest", 400) }
+        let onlyFailures = body["onlyFailures"]?.boolValue ?? false
+
+        return state.withLock { state -> LoopbackHTTPServer.Reply in
+            var served = Served(startDate: startDate, endDate: endDate, onlyFailures: onlyFailures,
+                                paginationToken: token, status: 200)
+            defer { state.served.append(served) }
+            func error(_ status: Int, _ code: Int64?, _ headers: [(name: String, value: String)] = []) -> LoopbackHTTPServer.Reply {
+                served.status = status
+                let text = code.map { #"{"errorCode":\#($0),"errorMessage":"mock"}"# } ?? ""
+                return .status(status, headers: headers, body: text)
+            }
+            if state.refuseEverything { return error(401, nil) }
+            if startDate >= endDate {
+                state.problems.append("startDate \(startDate) is not before endDate \(endDate)")
+                return error(400, 4_000_010)
+            }
+            if startDate < now() - historyLimit { return error(400, 4_000_012) }
+            if let fault = state.faults.first, token != nil || !Self.needsToken(fault) {
+                state.faults.removeFirst()
+                switch fault {
+                case .rateLimited(let retryAfter): return error(429, 4_290_000, [("Retry-After", retryAfter)])
+                case .serverError(let status): return error(status, nil)
+                case .retryableError: return error(500, 5_000_001)
+                case .expiredToken: return error(400, 4_000_017)
+                }
+            }
+            var offset = 0
+            if let token {
+                guard let page = state.pages[token] else { return error(400, 4_000_014) }
+                guard page.body == request.body else {
+                    state.problems.append("pagination token \(token) came back with another body")
+                    return error(400, 4_000_014)
+                }
+                offset = page.offset
+            }
+            let matching = entries.filter { $0.date >= startDate && $0.date < endDate && (!onlyFailures || $0.failed) }
+            let page = matching.dropFirst(offset).prefix(pageSize)
+            let hasMore = offset + page.count < matching.count
+            let next = "page-\(state.nextToken)"
+            state.nextToken += 1
+            state.pages[next] = (request.body, offset + page.count)
+            let history: [JSONValue] = page.map { entry in
+                .object([
+                    ("sendAttempts", .array([.object([
+                        ("attemptDate", .integer(entry.date)),
+                        ("sendAttemptResult", .string(entry.failed ? "TIMED_OUT" : "SUCCESS")),
+                    ])])),
+                    ("signedPayload", .string(entry.signedPayload)),
+                ])
+            }
+            let answer = JSONValue.object([
+                ("notificationHistory", .array(history)), ("hasMore", .bool(hasMore)), ("paginationToken", .string(next)),
+            ])
+            return .status(200, headers: [("Content-Type", "application/json")], body: answer.serializedString)
+        }
+    }
+
+    private static func needsToken(_ fault: Fault) -> Bool {
+        if case .expiredToken = fault { return true }
+        return false
+    }
+
+    private func problem(_ text: String, _ status: Int) -> LoopbackHTTPServer.Reply {
+        state.withLock { $0.problems.append(text) }
+        return .status(status)
+    }
+
+    /// What is wrong with the Authorization header, or nil.
+    private func checkToken(_ authorization: String?) -> String? {
+        guard let authorization, authorization.hasPrefix("Bearer ") else { return "no bearer token" }
+        let token = String(authorization.dropFirst("Bearer ".count))
+        let fresh = state.withLock { $0.seenTokens.insert(token).inserted }
+        guard fresh else { return "a token was used twice" }
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+        guard parts.count == 3, let headerBytes = Self.base64URL(parts[0]), let claimBytes = Self.base64URL(parts[1]),
+              let signature = Self.base64URL(parts[2]),
+              let header = try? JSONValue.parse(headerBytes), let claims = try? JSONValue.parse(claimBytes)
+        else { return "the token is not a compact JWS of JSON" }
+        guard header == .object([("alg", .string("ES256")), ("kid", .string(identity.keyID)), ("typ", .string("JWT"))])
+        else { return "header \(header.serializedString)" }
+        guard claims["iss"] == .string(identity.issuerID), claims["bid"] == .string(identity.bundleID),
+              claims["aud"] == .string("appstoreconnect-v1"),
+              let issuedAt = claims["iat"]?.int64Value, let expires = claims["exp"]?.int64Value,
+              claims.objectValue?.count == 5
+        else { return "claims \(claims.serializedString)" }
+        let seconds = now() / 1000
+        guard abs(issuedAt - seconds) <= 60, expires > seconds, expires - issuedAt <= 3600 else {
+            return "iat \(issuedAt), exp \(expires) at \(seconds)"
+        }
+        guard identity.key.verifies(signature: signature, of: Array((parts[0] + "." + parts[1]).utf8)) else {
+            return "the signature does not verify with the test key"
+        }
+        return nil
+    }
+
+    private static func base64URL(_ text: String) -> [UInt8]? {
+        var standard = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        standard += String(repeating: "=", count: (4 - standard.count % 4) % 4)
+        return Data(base64Encoded: standard).map { [UInt8]($0) }
+    }
+}

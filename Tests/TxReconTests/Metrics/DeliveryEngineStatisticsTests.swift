@@ -1,0 +1,106 @@
+// What the engine counts for the metrics file, on a manual clock and a
+// scripted transport: outcomes, the backend's failure streak, attempt
+// durations and the oldest queued arrival. No test here sleeps.
+import Testing
+@testable import TxRecon
+import TxReconTestSupport
+
+@Suite(.timeLimit(.minutes(1)))
+struct DeliveryEngineStatisticsTests {
+    @Test func anAttemptIsTimedOnTheEngineClockFromLaunchToAnswer() async throws {
+        let harness = try EngineHarness(transport: ScriptedTransport(default: .hang))
+        let engine = harness.makeEngine()
+        try await engine.start()
+        await engine.offer([try harness.envelope("a", version: 1)])
+        await harness.transport.waitForRequests(1)
+        harness.clock.advance(by: .milliseconds(30))
+        harness.transport.releaseHeld(with: .status(200))
+        let durations = await harness.status.waitFor { $0.delivered == 1 }.statistics.attemptDurations
+        #expect(durations.count == 1)
+        #expect(durations.sum == .milliseconds(30))
+        let bucket = try #require(durations.bounds.firstIndex(of: .milliseconds(50)))
+        #expect(durations.cumulativeCounts[bucket - 1] == 0)
+        #expect(durations.cumulativeCounts[bucket] == 1)
+    }
+
+    @Test func failedAttemptsCountAsDeferredAndLengthenTheFailureStreak() async throws {
+        let harness = try EngineHarness(transport: ScriptedTransport(default: .status(503)))
+        let engine = harness.makeEngine()
+        try await engine.start()
+        await engine.offer([try harness.envelope("a", version: 1)])
+        let first = await harness.status.waitFor { $0.statistics.deferred == 1 }
+        #expect(first.statistics.consecutiveBackendFailures == 1)
+        await harness.clock.waitForSleeper(until: harness.clock.now + .seconds(2))
+        harness.clock.advance(by: .seconds(2))
+        let second = await harness.status.waitFor { $0.statistics.deferred == 2 }
+        #expect(second.statistics.consecutiveBackendFailures == 2)
+        #expect(second.statistics.attemptDurations.count == 2)
+    }
+
+    @Test func aDeliveryEndsTheFailureStreak() async throws {
+        let transport = ScriptedTransport()
+        transport.script("a", [.status(503)])
+        let harness = try EngineHarness(transport: transport)
+        let engine = harness.makeEngine()
+        try await engine.start()
+        await engine.offer([try harness.envelope("a", version: 1)])
+        await harness.status.waitFor { $0.statistics.consecutiveBackendFailures == 1 }
+        await harness.clock.waitForSleeper(until: harness.clock.now + .seconds(2))
+        harness.clock.advance(by: .seconds(2))
+        let delivered = await harness.status.waitFor { $0.delivered == 1 }
+        #expect(delivered.statistics.consecutiveBackendFailures == 0)
+        #expect(delivered.statistics.deferred == 1, "a counter never goes back")
+    }
+
+    @Test func aRefusalCountsAsHeldAndEndsTheFailureStreak() async throws {
+        let transport = ScriptedTransport()
+        transport.script("a", [.status(503), .status(422)])
+        let harness = try EngineHarness(transport: transport)
+        let engine = harness.makeEngine()
+        try await engine.start()
+        await engine.offer([try harness.envelope("a", version: 1)])
+        await harness.status.waitFor { $0.statistics.consecutiveBackendFailures == 1 }
+        await harness.clock.waitForSleeper(until: harness.clock.now + .seconds(2))
+        harness.clock.advance(by: .seconds(2))
+        let held = await harness.status.waitFor { $0.held == 1 }
+        #expect(held.statistics.held == 1)
+        #expect(held.statistics.consecutiveBackendFailures == 0)
+    }
+
+    @Test func dropsIntakeRejectedAreCounted() async throws {
+        let harness = try EngineHarness()
+        let engine = harness.makeEngine()
+        try await engine.start()
+        await engine.noteRejected(count: 2)
+        let status = await engine.currentStatus
+        #expect(status.statistics.rejected == 2)
+        #expect(status.rejected == 2)
+    }
+
+    @Test func anEmptyQueueHasNoOldestArrival() async throws {
+        let harness = try EngineHarness()
+        let engine = harness.makeEngine()
+        try await engine.start()
+        #expect(await engine.currentStatus.oldestQueuedAt == nil)
+    }
+
+    @Test func theOldestQueuedTimeIsTheEarliestArrivalStillQueued() async throws {
+        let transport = ScriptedTransport(default: .status(503))
+        transport.script("a", [.hang])
+        let harness = try EngineHarness(transport: transport)
+        let engine = harness.makeEngine()
+        try await engine.start()
+        let first = try harness.envelope("a", version: 1)
+        await engine.offer([first])
+        await transport.waitForRequests(1)
+        harness.clock.advance(by: .seconds(1))
+        let second = try harness.envelope("b", version: 1)
+        await engine.offer([second])
+        let both = await harness.status.waitFor { $0.statistics.deferred == 1 }
+        #expect(both.oldestQueuedAt == first.receivedAt)
+        transport.releaseHeld(with: .status(200))
+        let afterDelivery = await harness.status.waitFor { $0.delivered == 1 }
+        #expect(afterDelivery.oldestQueuedAt == second.receivedAt)
+        #expect(second.receivedAt == first.receivedAt + 1000)
+    }
+}

@@ -1,0 +1,133 @@
+// The spool's moves on a real temporary directory.
+import Glibc
+import Testing
+@testable import TxRecon
+import TxReconTestSupport
+
+@Suite struct SpoolTests {
+    let directory = TemporaryDirectory("txrecon-spool")
+    var layout: SpoolLayout { SpoolLayout(root: directory.path + "/spool") }
+
+    func makeSpool(keepsDone: Bool = true) throws -> Spool {
+        try layout.createMissingDirectories()
+        return Spool(layout: layout, keepsDone: keepsDone)
+    }
+
+    func names(_ subdirectory: String) -> [String] {
+        ((try? SystemCall.listDirectory(layout.root + "/" + subdirectory)) ?? []).sorted()
+    }
+
+    @Test func keysBecomeFileNamesWithoutDotsAndComeBack() throws {
+        for raw in ["2000001032604840", "592751ef-c1b8-47fc-929e-d62dee66df4c", "a.b/c d", "..", "é", "x%41"] {
+            let key = try #require(ItemKey(raw))
+            #expect(!key.fileName.contains("."))
+            #expect(!key.fileName.contains("/"))
+            #expect(ItemKey(fileName: key.fileName) == key)
+        }
+        #expect(ItemKey(fileName: "a.state") == nil)
+        #expect(ItemKey(String(repeating: "x", count: ItemKey.maximumLength + 1)) == nil)
+    }
+
+    @Test func readingADropRefusesWhatIsNotARegularFileWithoutOpeningIt() throws {
+        let spool = try makeSpool()
+        #expect(symlink("/etc/hostname", layout.new + "/link") == 0)
+        #expect(mkfifo(layout.new + "/fifo", 0o600) == 0)
+        #expect(mkdir(layout.new + "/dir", 0o700) == 0)
+        for name in ["link", "fifo", "dir"] {
+            guard case let .refused(rejection) = try spool.readDrop(name, maximumSize: 1024) else {
+                Issue.record("\(name) was not refused")
+                continue
+            }
+            #expect(rejection.code == "not-a-regular-file")
+        }
+    }
+
+    @Test func aDropLargerThanTheLimitIsRefusedUnread() throws {
+        let spool = try makeSpool()
+        _ = directory.write(String(repeating: "x", count: 2048), to: "spool/new/big")
+        guard case let .refused(rejection) = try spool.readDrop("big", maximumSize: 1024) else {
+            Issue.record("not refused")
+            return
+        }
+        #expect(rejection.code == "too-large")
+        #expect(try spool.readDrop("missing", maximumSize: 1024) == .gone)
+    }
+
+    @Test func aRejectedDropKeepsItsNameAndGetsAReasonBesideIt() throws {
+        let spool = try makeSpool()
+        _ = directory.write("junk", to: "spool/new/x.reason")
+        _ = directory.write("junk", to: "spool/new/y")
+        let first = try spool.reject(drop: "x.reason", because: Rejection("not-json", "it is not JSON"), at: 0)
+        let second = try spool.reject(drop: "y", because: Rejection("not-json", "it is not JSON"), at: 0)
+        #expect(first == "x.reason.input")
+        #expect(second == "y")
+        #expect(names("rejected") == ["x.reason.input", "x.reason.input.reason", "y", "y.reason"])
+        let reason = String(decoding: try SystemCall.readFile(layout.rejected + "/y.reason", limit: 4096), as: UTF8.self)
+        #expect(reason.hasPrefix("not-json: it is not JSON\nfile: y\n"))
+        #expect(try spool.rejectedNames().sorted() == ["x.reason.input", "y"])
+    }
+
+    @Test func requeueingARejectedFileMovesItBackIntoNew() throws {
+        let spool = try makeSpool()
+        _ = directory.write("junk", to: "spool/new/y")
+        try spool.reject(drop: "y", because: Rejection("not-json", "no"), at: 0)
+        #expect(try spool.requeueRejected("y"))
+        #expect(names("rejected") == [])
+        #expect(names("new") == ["y"])
+        #expect(try spool.requeueRejected("y") == false)
+    }
+
+    @Test func aPageIsSplitIntoDurableDropsBeforeItIsRemoved() throws {
+        let spool = try makeSpool()
+        _ = directory.write("page", to: "spool/new/page")
+        let parts = try spool.split(drop: "page", into: ["one", "two"])
+        #expect(parts == ["page.1", "page.2"])
+        #expect(names("new") == ["page.1", "page.2"])
+        #expect(names("tmp") == [])
+    }
+
+    @Test func restoringTheQueueRemovesLeftoversAndReadsStates() throws {
+        let spool = try makeSpool()
+        _ = directory.write("item", to: "spool/queue/a")
+        _ = directory.write("item", to: "spool/queue/b")
+        _ = directory.write(DeliveryState(attempts: 3, nextAttemptAt: 42, lastError: "HTTP 503").json.serializedString,
+                            to: "spool/queue/b.state")
+        _ = directory.write("{}", to: "spool/queue/gone.state")
+        _ = directory.write("half", to: "spool/queue/.tmp-b")
+        _ = directory.write("foreign", to: "spool/queue/not.a.key")
+        let (items, foreign) = try spool.restoreQueue()
+        #expect(items.map(\.key.rawValue).sorted() == ["a", "b"])
+        #expect(items.first { $0.key.rawValue == "b" }?.state == DeliveryState(attempts: 3, nextAttemptAt: 42, lastError: "HTTP 503"))
+        #expect(foreign == ["not.a.key"])
+        #expect(names("queue") == ["a", "b", "b.state", "not.a.key"])
+    }
+
+    @Test func finishingWithoutRetentionRemovesTheItem() throws {
+        let spool = try makeSpool(keepsDone: false)
+        _ = directory.write("item", to: "spool/queue/a")
+        _ = directory.write("{}", to: "spool/queue/a.state")
+        try spool.finish(ItemKey("a")!)
+        #expect(names("queue") == [])
+        #expect(names("done") == [])
+    }
+
+    @Test func holdingAndReleasingMoveTheItemAndItsReason() throws {
+        let spool = try makeSpool()
+        _ = directory.write("item", to: "spool/queue/a")
+        _ = directory.write("{}", to: "spool/queue/a.state")
+        try spool.hold(ItemKey("a")!, reason: "HTTP 422: bad\nsku", at: 0, attempts: 1)
+        #expect(names("hold") == ["a", "a.reason"])
+        #expect(names("queue") == [])
+        #expect(spool.holdReason(ItemKey("a")!) == "HTTP 422: bad\\nsku")
+        #expect(try spool.release(ItemKey("a")!))
+        #expect(names("hold") == [])
+        #expect(names("queue") == ["a"])
+    }
+
+    @Test func aLockedSpoolRefusesASecondDaemon() throws {
+        try layout.createMissingDirectories()
+        let lock = try SpoolLock.acquire(layout)
+        #expect(SpoolLock.isHeld(layout))
+        withExtendedLifetime(lock) {}
+    }
+}

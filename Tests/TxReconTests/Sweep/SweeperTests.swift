@@ -1,0 +1,226 @@
+// The sweep against the mock App Store Server API on 127.0.0.1, on a manual
+// clock: pages, faults, the checkpoint, a kill between a page and its
+// checkpoint. No test sleeps: every wait goes through the clock.
+import Synchronization
+import Testing
+import TxReconTestSupport
+@testable import TxRecon
+
+private let hour: Int64 = 3_600_000
+private let day: Int64 = 86_400_000
+
+/// `count` notifications spread over the last `days` days before `SweepHarness.start`;
+/// every third one failed.
+private func history(_ count: Int, overDays days: Int64 = 3) -> [MockAppStoreServerAPI.Entry] {
+    (0..<count).map { number in
+        let date = SweepHarness.start - days * day + Int64(number) * (days * day / Int64(count)) + 1_000
+        return MockAppStoreServerAPI.Entry(date: date, signedPayload: SweepHarness.notification(number, signedDate: date),
+                                           failed: number % 3 == 0)
+    }
+}
+
+@Suite struct SweeperTests {
+    @Test func everyNotificationLandsInTheSpoolOnce() async throws {
+        let entries = history(10)
+        let harness = try SweepHarness(entries: entries)
+        let report = try await harness.run()
+        #expect(report.stop == nil)
+        #expect(try harness.spooledPayloads().sorted() == entries.map(\.signedPayload).sorted())
+        #expect(report.spooled == 10)
+        #expect(report.found == 10 + entries.filter(\.failed).count)
+        #expect(harness.api.problems == [])
+    }
+
+    @Test func severalPagesOfAWindowAreFollowedByTheirTokens() async throws {
+        let entries = history(8, overDays: 1)
+        let harness = try SweepHarness(entries: entries, pageSize: 3) { $0.window = .seconds(8 * 86_400) }
+        let report = try await harness.run()
+        let full = harness.api.served.filter { !$0.onlyFailures }
+        #expect(full.count == 3 && full.first?.paginationToken == nil && full.dropFirst().allSatisfy { $0.paginationToken != nil })
+        #expect(report.stop == nil)
+        #expect(try harness.spooledPayloads().count == 8)
+    }
+
+    @Test func theCheckpointMovesToTheEndOfTheLastWindow() async throws {
+        let harness = try SweepHarness(entries: history(4))
+        let report = try await harness.run()
+        let checkpoint = try harness.savedCheckpoint()
+        #expect(checkpoint.completedThrough == SweepHarness.start - 2 * 60_000)
+        let completedThrough = try #require(checkpoint.completedThrough)
+        #expect(report.checkpoint == completedThrough)
+        #expect(report.checkpointLagSeconds == (report.finishedAt - completedThrough) / 1000)
+        #expect(checkpoint.pending == nil && checkpoint.spooled.count == 4)
+    }
+
+    @Test func aSecondRunDropsNothingAlreadyDropped() async throws {
+        let harness = try SweepHarness(entries: history(10))
+        _ = try await harness.run()
+        harness.clock.advance(by: .seconds(3600))
+        let second = try await harness.run()
+        #expect(second.stop == nil && second.spooled == 0 && second.found > 0)
+        #expect(try harness.spooledPayloads().count == 10)
+        let full = harness.api.served.filter { !$0.onlyFailures }
+        #expect(full.last?.startDate == SweepHarness.start - 2 * 60_000 - hour)
+    }
+
+    @Test func aRateLimitedPageIsAskedForAgainAtTheRetryAfterTime() async throws {
+        let harness = try SweepHarness(entries: history(6))
+        harness.api.inject(.rateLimited(retryAfter: String(SweepHarness.start + 7_000)))
+        let report = try await harness.run()
+        #expect(report.stop == nil)
+        #expect(try harness.spooledPayloads().count == 6)
+        #expect(harness.clock.sleeps.contains(.milliseconds(7_000)))
+        let served = harness.api.served
+        #expect(served[0].status == 429 && served[1].status == 200)
+        #expect(served[0].startDate == served[1].startDate && served[0].paginationToken == served[1].paginationToken)
+    }
+
+    @Test func anExpiredPaginationTokenStartsTheWindowOverAndLosesNothing() async throws {
+        let entries = history(8, overDays: 1)
+        let harness = try SweepHarness(entries: entries, pageSize: 3) { $0.window = .seconds(8 * 86_400) }
+        harness.api.inject(.expiredToken)
+        let report = try await harness.run()
+        #expect(report.stop == nil)
+        #expect(try harness.spooledPayloads().sorted() == entries.map(\.signedPayload).sorted())
+        let served = harness.api.served
+        let expired = try #require(served.firstIndex { $0.status == 400 })
+        #expect(served[expired].paginationToken != nil && served[expired + 1].paginationToken == nil)
+        #expect(served[expired + 1].startDate == served[expired].startDate)
+    }
+
+    @Test func serverErrorsAreRetriedAfterABackoff() async throws {
+        let harness = try SweepHarness(entries: history(6))
+        harness.api.inject(.serverError(503), .retryableError)
+        let report = try await harness.run()
+        #expect(report.stop == nil)
+        #expect(try harness.spooledPayloads().count == 6)
+        #expect(harness.clock.sleeps.prefix(2) == [.seconds(1), .seconds(2)])
+        #expect(harness.api.served.prefix(3).map(\.status) == [503, 500, 200])
+    }
+
+    @Test func serverErrorsThatKeepComingEndTheRunAsTemporary() async throws {
+        let harness = try SweepHarness(entries: history(6))
+        for _ in 0...RateLimiter.maximumBackoffs { harness.api.inject(.serverError(503)) }
+        let report = try await harness.run()
+        #expect(report.stop?.kind == .temporary && report.exitStatus == 75)
+        #expect(try harness.spooledPayloads().isEmpty)
+    }
+
+    @Test func theFailuresPassRecoversWhatApplesRetriesGaveUpOn() async throws {
+        let entries = history(9, overDays: 6)
+        let harness = try SweepHarness(entries: entries)
+        try harness.saveCheckpoint(SweepCheckpoint(completedThrough: SweepHarness.start - hour))
+        let report = try await harness.run()
+        #expect(report.stop == nil)
+        #expect(try harness.spooledPayloads().sorted() == entries.filter(\.failed).map(\.signedPayload).sorted())
+    }
+
+    @Test func aKillBetweenAPageAndItsCheckpointLosesNothingAndOnlyRepeatsThatPage() async throws {
+        let entries = history(8, overDays: 1)
+        let harness = try SweepHarness(entries: entries, pageSize: 3) { $0.window = .seconds(8 * 86_400) }
+        // Saves: the failures page (entries 0, 3, 6), then full pages 1 (0-2),
+        // 2 (3-5) and 3 (6, 7). The kill comes after full page 2's new
+        // notifications (4, 5) are in new/ but before its checkpoint.
+        let killed = try await harness.run(interruptAtSave: 3)
+        #expect(killed.stop?.kind == .failed)
+        let afterKill = try harness.spooledPayloads()
+        let resumed = try await harness.run()
+        #expect(resumed.stop == nil)
+        let all = try harness.spooledPayloads()
+        #expect(Set(all) == Set(entries.map(\.signedPayload)))
+        // Each repeated drop is a byte-identical copy of one already there:
+        // same key, same version, which the daemon supersedes undelivered.
+        var copies = all
+        for payload in Set(all) { copies.remove(at: copies.firstIndex(of: payload)!) }
+        #expect(copies.allSatisfy { afterKill.contains($0) })
+        #expect(copies.sorted() == [entries[4], entries[5]].map(\.signedPayload).sorted())
+        let decoder = InputDecoder()
+        for copy in copies {
+            guard case .item(let item) = try decoder.decode(Array(#"{"signedPayload":"\#(copy)"}"#.utf8)) else {
+                Issue.record("not an item")
+                continue
+            }
+            #expect(item.key.rawValue.hasPrefix("00000000-0000-4000-8000-"))
+        }
+    }
+
+    @Test func unauthorizedStopsTheRunWithExitStatus78() async throws {
+        let harness = try SweepHarness(entries: history(3))
+        harness.api.refuseCredentials()
+        let report = try await harness.run()
+        #expect(report.exitStatus == 78 && report.stop?.kind == .configuration)
+        #expect(report.stop?.reason.contains("HTTP 401") == true)
+        #expect(try harness.spooledPayloads().isEmpty)
+        #expect(try harness.savedCheckpoint() == SweepCheckpoint())
+    }
+
+    @Test func aCheckpointBeyondTheHistoryLimitIsClampedAndSaidSo() async throws {
+        let harness = try SweepHarness(entries: history(3)) { $0.environment = .sandbox; $0.window = .seconds(30 * 86_400) }
+        try harness.saveCheckpoint(SweepCheckpoint(completedThrough: SweepHarness.start - 40 * day))
+        let report = try await harness.run()
+        #expect(report.stop == nil)
+        let earliest = SweepHarness.start - 30 * day + hour
+        #expect(report.clamped == (SweepHarness.start - 40 * day - hour)..<earliest)
+        #expect(harness.api.served.allSatisfy { $0.startDate >= earliest && $0.status == 200 })
+        #expect(report.logEntry.priority == .warning)
+        #expect(report.logEntry.message.contains("beyond Apple's 30-day limit"))
+    }
+
+    @Test func aDryRunListsWhatItWouldSpoolAndWritesNothing() async throws {
+        let entries = history(5)
+        let harness = try SweepHarness(entries: entries)
+        let listed = Mutex<[String]>([])
+        let report = try await harness.run(listing: { notification in
+            listed.withLock { $0.append(notification.signedPayload) }
+        })
+        #expect(report.dryRun && report.spooled == 5)
+        #expect(listed.withLock { $0 }.sorted() == entries.map(\.signedPayload).sorted())
+        #expect(try harness.spooledPayloads().isEmpty)
+        #expect(try SystemCall.linkStatus(harness.layout.root + "/sweep/checkpoint") == nil)
+    }
+
+    @Test func requestsArePacedAtMaxRequestsPerSecond() async throws {
+        let harness = try SweepHarness(entries: history(3)) { $0.maxRequestsPerSecond = 2 }
+        _ = try await harness.run()
+        #expect(!harness.clock.sleeps.isEmpty && harness.clock.sleeps.allSatisfy { $0 == .milliseconds(500) })
+    }
+}
+
+@Suite struct SweepReportTests {
+    private func report() -> SweepReport {
+        var report = SweepReport(environment: .production, dryRun: false, startedAt: 1_767_225_600_000)
+        report.finishedAt = 1_767_225_660_000
+        report.pages = 4
+        report.found = 50
+        report.spooled = 2
+        report.checkpoint = 1_767_225_480_000
+        return report
+    }
+
+    @Test func theLogEntryCarriesTheCountsAndTheCheckpointLag() {
+        let entry = report().logEntry
+        #expect(entry.messageID == MessageID.sweepFinished && entry.priority == .notice)
+        #expect(entry.message == "sweep (Production) completed: 4 pages, 50 notifications found, 2 newly spooled; "
+            + "checkpoint 2025-12-31T23:58:00.000Z (3min behind)")
+        #expect(entry.field("TXRECON_SWEEP_RESULT") == "completed" && entry.field("TXRECON_SWEEP_PAGES") == "4")
+        #expect(entry.field("TXRECON_SWEEP_FOUND") == "50" && entry.field("TXRECON_SWEEP_SPOOLED") == "2")
+        #expect(entry.field("TXRECON_SWEEP_CHECKPOINT_LAG_SEC") == "180")
+    }
+
+    @Test func aStoppedRunIsLoggedWithItsReasonAtItsPriority() {
+        var stopped = report()
+        stopped.stop = SweepStop(kind: .temporary, reason: "Apple keeps failing")
+        #expect(stopped.logEntry.priority == .warning && stopped.exitStatus == 75)
+        #expect(stopped.logEntry.message.hasPrefix("sweep (Production) stopped: Apple keeps failing; 4 pages"))
+        #expect(stopped.logEntry.field("TXRECON_REASON") == "Apple keeps failing")
+    }
+
+    @Test func theLastRunFileReadsBackForStatus() throws {
+        let directory = TemporaryDirectory()
+        let layout = SpoolLayout(root: directory.path)
+        try SweepStateDirectory(layout: layout).saveLastRun(report())
+        let last = try #require(LastSweep.read(layout))
+        #expect(last.result == "completed" && last.pages == 4 && last.spooled == 2)
+        #expect(last.finishedAt == 1_767_225_660_000 && last.checkpoint == 1_767_225_480_000)
+    }
+}

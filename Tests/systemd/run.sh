@@ -1,0 +1,552 @@
+#!/bin/bash
+# run.sh - txrecon under a real systemd 252 and journald, in throw-away containers.
+#
+# Part "service": boots the host's own /usr as a volatile container
+#   (systemd-nspawn -D / --volatile=yes, as in ../shared/recipes/systemd-nspawn-harness.sh:
+#   empty tmpfs root, fresh /etc and /var, the host's /usr read-only) with what
+#   `make install-files` installs laid over /usr, so the real unit, tmpfiles,
+#   sysusers and catalog files and the release binary sit where a package puts
+#   them. A test backend (backend.py) runs on the container's loopback. Checked
+#   with systemctl and journalctl: static analysis and the exposure score, READY
+#   before active, STATUS, delivery through the spool with the credential, the
+#   journal fields and catalog, hold and release, reload, a configuration error
+#   (exit 78, no restart loop), a watchdog kill with the queue intact, a clean stop,
+#   and one run of txrecon-sweep.service against the test backend standing in for Apple.
+# Part "package": a .deb cannot be installed into that read-only /usr, so the
+#   package is installed, used and removed in a debootstrap'ed bookworm root,
+#   booted with --volatile=overlay so that the cached root stays pristine.
+#
+# Never boots systemd on the host's own root: its systemd-tmpfiles would wipe /tmp.
+#
+# Needs root, the Debian packages systemd-container debootstrap jq (make
+#   deps-systemd-test), the release binary and the .deb (make release deb; or
+#   simply `make systemd-test`).
+# Usage: Tests/systemd/run.sh            exit 0 = every check passed; prints PASS/FAIL per check
+#   env: PARTS="service package" (default both), WORK=dir (default: mktemp -d), KEEP=1 (keep WORK),
+#        CACHE=dir for the bookworm root (default /var/cache/txrecon-systemd-test),
+#        MIRROR=Debian mirror for debootstrap (default http://deb.debian.org/debian),
+#        BOOT_TIMEOUT=seconds (default 60), HOLD=seconds to keep each container up
+#        that long after its checks, to look inside with nsenter
+set -Eeuo pipefail
+
+ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
+PARTS="${PARTS:-service package}"
+WORK="${WORK:-$(mktemp -d /tmp/txrecon-systemd-test.XXXXXX)}"
+CACHE="${CACHE:-/var/cache/txrecon-systemd-test}"
+MIRROR="${MIRROR:-http://deb.debian.org/debian}"
+BOOT_TIMEOUT="${BOOT_TIMEOUT:-60}"
+BINARY="$ROOT/.build/release/txrecon"
+UNIT=txrecon.service
+RUN_ID="txrecon-test-$$"
+NSPAWN_PID= CT_PID= CT_NAME= BOOKWORM_ROOT= FAILS=0 CGDIRS=()
+
+log()  { printf '[%(%H:%M:%S)T] %s\n' -1 "$*"; }
+pass() { log "PASS: $*"; }
+fail() { log "FAIL: $*"; FAILS=$((FAILS + 1)); }
+# check DESCRIPTION COMMAND...: PASS when the command succeeds.
+# The command's own output goes to WORK/checks.log.
+check() { local what=$1; shift; if "$@" >> "$WORK/checks.log" 2>&1; then pass "$what"; else fail "$what"; fi; }
+now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
+# A command inside the container, with a clean environment (none of the host's variables).
+in_ct() { nsenter -t "$CT_PID" -a -- /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 "$@"; }
+prop()  { in_ct systemctl show -p "$1" --value "${2:-$UNIT}"; }
+# wait_until SECONDS COMMAND...: polls every 0.2 s until the command succeeds.
+wait_until() {
+  local deadline=$(( $(now_ms) + $1 * 1000 )); shift
+  until "$@" >/dev/null 2>&1; do [ "$(now_ms)" -lt "$deadline" ] || return 1; sleep 0.2; done
+}
+# The unit's journal entries as JSON lines; extra arguments are journalctl matches.
+journal_json() { in_ct journalctl -u "$UNIT" -o json --no-pager "$@"; }
+# A txrecon command run by the test user "producer", a member of group txrecon.
+as_producer() { in_ct setpriv --reuid=producer --regid=producer --init-groups txrecon "$@"; }
+# Predicates for check and wait_until.
+# contains PATTERN: standard input has a line matching PATTERN. Reads to the end:
+# `grep -q` would stop early, and under pipefail the writer's SIGPIPE fails the test.
+contains() { grep -e "$1" > /dev/null; }
+state_is() { [ "$(prop ActiveState)/$(prop SubState)" = "$1" ]; }
+# journal_has NAME [PATTERN]: the unit logged MessageID.NAME, with PATTERN in the message.
+journal_has() { in_ct journalctl -u "$UNIT" -o cat MESSAGE_ID="$(message_id "$1")" | contains "${2:-.}"; }
+unit_journal_mentions() { in_ct journalctl -u "$UNIT" -o cat | contains "$1"; }
+# listed DIRECTORY PATTERN: `txrecon list DIRECTORY` shows PATTERN.
+listed() { in_ct txrecon list "$1" | contains "$2"; }
+status_mentions() { prop StatusText | contains "$1"; }
+# restarted_since N: more than N automatic restarts, and running again.
+restarted_since() { [ "$(prop NRestarts)" -gt "$1" ] && state_is active/running; }
+# explained NAME PATTERN: journalctl -x shows PATTERN under the latest MessageID.NAME entry.
+explained() { in_ct journalctl -x -u "$UNIT" --no-pager -n 1 MESSAGE_ID="$(message_id "$1")" | contains "$2"; }
+# message_id NAME: the id MessageID.swift gives NAME.
+message_id() {
+  sed -n "s/.*static let $1 = \"\([0-9a-f]\{32\}\)\".*/\1/p" "$ROOT/Sources/TxRecon/Service/MessageID.swift"
+}
+
+# ---------------------------------------------------------------- containers
+stop_container() {
+  [ -n "$NSPAWN_PID" ] || return 0
+  if [ -n "${HOLD:-}" ] && [ -n "$CT_PID" ]; then
+    log "HOLD: $CT_NAME container's init is host PID $CT_PID for ${HOLD}s (nsenter -t $CT_PID -a)"
+    sleep "$HOLD" || true
+  fi
+  if [ -n "$CT_PID" ] && kill -0 "$CT_PID" 2>/dev/null; then
+    in_ct journalctl --no-pager -o short-precise > "$WORK/$CT_NAME-journal.txt" 2>&1 || true
+  fi
+  if kill -0 "$NSPAWN_PID" 2>/dev/null; then
+    kill -TERM "$NSPAWN_PID"            # nspawn -> SIGRTMIN+3 -> orderly container shutdown
+    for _ in $(seq 150); do kill -0 "$NSPAWN_PID" 2>/dev/null || break; sleep 0.1; done
+    if kill -0 "$NSPAWN_PID" 2>/dev/null; then
+      log "nspawn did not exit in 15 s; SIGKILL to container init $CT_PID and nspawn $NSPAWN_PID"
+      [ -n "$CT_PID" ] && kill -KILL "$CT_PID" 2>/dev/null; sleep 0.5; kill -KILL "$NSPAWN_PID" 2>/dev/null
+    fi
+  fi
+  wait "$NSPAWN_PID" 2>/dev/null || true
+  NSPAWN_PID= CT_PID=
+}
+
+teardown() {
+  local rc=$?
+  set +e
+  trap - ERR
+  stop_container
+  # our own host cgroups (nspawn leaves empty payload/ subgroups behind)
+  for d in "${CGDIRS[@]}"; do [ -d "$d" ] && find "$d" -depth -type d -exec rmdir {} \; 2>/dev/null; done
+  # nspawn's scratch directories on the host's /run (rmdir removes them only when empty)
+  for d in /run/systemd/nspawn/locks /run/systemd/nspawn/propagate /run/systemd/nspawn \
+           /run/systemd/nspawn-root; do
+    rmdir "$d" 2>/dev/null
+  done
+  if [ "${KEEP:-0}" = 1 ] || [ "$FAILS" != 0 ] || [ "$rc" != 0 ]; then log "artifacts kept in $WORK"
+  else rm -rf "$WORK"; fi
+  if [ "$rc" = 0 ] && [ "$FAILS" = 0 ]; then log "ALL CHECKS PASSED"
+  else log "FAILED (exit status $rc, failed checks: $FAILS)"; fi
+  [ "$rc" = 0 ] && [ "$FAILS" != 0 ] && exit 1
+  exit "$rc"
+}
+trap teardown EXIT
+trap 'exit 130' INT TERM
+trap 'log "aborted: line $LINENO: $BASH_COMMAND"' ERR
+
+# boot_container NAME NSPAWN-ARGUMENTS...: boots a container in host cgroups of its
+# own (so that two runs never share nspawn's payload/ cgroup), waits until it is
+# running and sets CT_PID to its init's host PID.
+boot_container() {
+  CT_NAME=$1; shift
+  local h cgdirs=() t0 state
+  for h in /sys/fs/cgroup/unified /sys/fs/cgroup/systemd /sys/fs/cgroup; do
+    case "$(stat -fc %T "$h" 2>/dev/null)" in
+      cgroup2fs|cgroupfs) [ "$h" = /sys/fs/cgroup ] && [ ${#cgdirs[@]} -gt 0 ] && continue
+                          mkdir -p "$h/$RUN_ID-$CT_NAME"; cgdirs+=("$h/$RUN_ID-$CT_NAME") ;;
+    esac
+  done
+  CGDIRS+=("${cgdirs[@]}")
+  t0=$(now_ms)
+  (
+    for d in "${cgdirs[@]}"; do echo "$BASHPID" > "$d/cgroup.procs"; done
+    exec systemd-nspawn --machine="$RUN_ID-$CT_NAME" --register=no --keep-unit \
+      --private-network --console=read-only "$@" --boot -- systemd.firstboot=off
+  ) > "$WORK/$CT_NAME-console.log" 2>&1 < /dev/null &
+  NSPAWN_PID=$!
+  for _ in $(seq $((BOOT_TIMEOUT * 10))); do
+    for c in $(pgrep -P "$NSPAWN_PID" 2>/dev/null); do
+      [ "$(cat "/proc/$c/comm" 2>/dev/null)" = systemd ] && CT_PID=$c
+    done
+    [ -n "$CT_PID" ] && break
+    kill -0 "$NSPAWN_PID" 2>/dev/null || { cat "$WORK/$CT_NAME-console.log"; log "nspawn died"; exit 1; }
+    sleep 0.1
+  done
+  [ -n "$CT_PID" ] || { log "container init not found"; exit 1; }
+  for _ in $(seq $((BOOT_TIMEOUT * 10))); do     # PID 1's private bus socket appears a bit later
+    nsenter -t "$CT_PID" -m -- test -S /run/systemd/private 2>/dev/null && break; sleep 0.1; done
+  state=$(timeout "$BOOT_TIMEOUT" nsenter -t "$CT_PID" -a -- systemctl is-system-running --wait 2>&1 || true)
+  if [ "$state" = running ]; then pass "$CT_NAME container booted to 'running' in $(( $(now_ms) - t0 )) ms"
+  else in_ct systemctl --failed --no-pager || true; fail "$CT_NAME container state '$state'"; fi
+}
+
+[ "$(id -u)" = 0 ] || { echo "run.sh: must run as root (it boots containers)" >&2; exit 2; }
+for b in systemd-nspawn nsenter setpriv jq openssl systemd-analyze debootstrap dpkg-deb; do
+  command -v "$b" >/dev/null || { echo "run.sh: $b is missing; run 'make deps-systemd-test'" >&2; exit 2; }
+done
+[ -x "$BINARY" ] || { echo "run.sh: $BINARY is missing; run 'make release'" >&2; exit 2; }
+log "work directory $WORK"
+
+# ================================================================ part 1: the service
+service_part() {
+  local stage="$WORK/stage"
+  mkdir -p "$WORK/units" "$WORK/preset" "$WORK/etc-txrecon" "$WORK/sysusers" "$WORK/backend" "$WORK/items"
+  # exactly what `make install` installs, to lay over the container's /usr
+  make -C "$ROOT" --no-print-directory -s install-files DESTDIR="$stage" PREFIX=/usr >/dev/null
+  # /etc is empty => first boot runs preset-all, which would enable every unit the host has
+  echo 'disable *' > "$WORK/preset/00-txrecon-test.preset"
+  printf 'u producer - "txrecon test producer"\nm producer txrecon\n' > "$WORK/sysusers/txrecon-test.conf"
+
+  local token; token=$(head -c 24 /dev/urandom | base64 | tr -d '/+=')
+  install -m 0600 /dev/null "$WORK/etc-txrecon/backend-token"
+  printf '%s\n' "$token" > "$WORK/etc-txrecon/backend-token"
+  printf '%s\n' "$token" > "$WORK/backend/token"
+  # the In-App Purchase key txrecon-sweep.service loads as its credential
+  openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$WORK/etc-txrecon/appstore-key.p8" 2>/dev/null
+  chmod 0600 "$WORK/etc-txrecon/appstore-key.p8"
+  write_config "http://127.0.0.1:8080/transactions"
+
+  boot_container service --directory=/ --volatile=yes \
+    --overlay-ro="/usr:$stage/usr:/usr" \
+    --bind="$WORK/units:/etc/systemd/system" \
+    --bind-ro="$WORK/preset:/etc/systemd/system-preset" \
+    --bind-ro="$WORK/sysusers:/etc/sysusers.d" \
+    --bind-ro=/etc/manpath.config \
+    --bind="$WORK/etc-txrecon:/etc/txrecon" \
+    --bind="$WORK/backend:/var/lib/txrecon-test-backend" \
+    --bind-ro="$ROOT/Tests/systemd:/opt/txrecon-test" \
+    --bind-ro="$WORK/items:/opt/txrecon-test-items"
+
+  static_checks
+  installed_files_checks
+  start_backend
+  startup_checks
+  delivery_checks
+  hold_and_release_checks
+  reload_checks
+  watchdog_checks
+  configuration_error_checks
+  sweep_checks
+  catalog_checks
+  stop_checks
+  stop_container
+}
+
+# [Backend] URL=, fast retries, envelopes accepted; ConfigurationError names this file.
+write_config() {
+  cat > "$WORK/etc-txrecon/txrecon.conf.new" <<EOF
+# written by Tests/systemd/run.sh
+[Backend]
+URL=$1
+Timeout=5s
+
+[Delivery]
+RetryDelays=1s 2s
+
+# Apple's root as installed (/usr/share/txrecon); envelopes carry no signature.
+[Verification]
+BundleID=com.example.txrecon-test
+Environment=Sandbox
+AcceptEnvelopes=yes
+
+[Sweep]
+Environment=Sandbox
+BundleID=com.example.txrecon-test
+IssuerID=57246542-96fe-1a63-e053-0824d011072a
+KeyID=TESTKEY123
+BaseURL=http://127.0.0.1:8080
+EOF
+  chmod 0644 "$WORK/etc-txrecon/txrecon.conf.new"
+  mv "$WORK/etc-txrecon/txrecon.conf.new" "$WORK/etc-txrecon/txrecon.conf"
+}
+
+# envelope ID VERSION: an envelope drop, written where the container can read it.
+envelope() {
+  printf '{"id": "%s", "version": %s, "payload": {"test": "systemd"}}\n' "$1" "$2" > "$WORK/items/$1-v$2.json"
+  echo "/opt/txrecon-test-items/$1-v$2.json"
+}
+submit() { as_producer submit "$@" >/dev/null; }
+delivered_count() { jq -c --arg id "$1" 'select(.id == $id)' "$WORK/backend/deliveries.jsonl" 2>/dev/null | wc -l; }
+delivered() { [ "$(delivered_count "$1")" -ge 1 ]; }
+delivered_to() { jq -e --arg id "$1" --arg path "$2" 'select(.id == $id and .path == $path)' "$WORK/backend/deliveries.jsonl"; }
+# has_entry ID OUTCOME [FIELD=VALUE...]: the item has a journal entry with that outcome and fields.
+has_entry() {
+  local id=$1 outcome=$2; shift 2
+  journal_json "TXRECON_ID=$id" "TXRECON_OUTCOME=$outcome" "$@" | contains .
+}
+
+static_checks() {
+  local name unit score
+  for name in "$UNIT" txrecon-sweep.service txrecon-sweep.timer; do
+    unit=/usr/lib/systemd/system/$name
+    if in_ct systemd-analyze verify "$unit" > "$WORK/verify-$name.txt" 2>&1 && [ ! -s "$WORK/verify-$name.txt" ]; then
+      pass "systemd-analyze verify $name: no complaint"
+    else sed 's/^/    /' "$WORK/verify-$name.txt"; fail "systemd-analyze verify $name"; fi
+    [ "${name##*.}" = service ] || continue
+    in_ct systemd-analyze security --offline=true --no-pager "$unit" > "$WORK/security-$name.txt" 2>&1 || true
+    score=$(grep -a 'Overall exposure level' "$WORK/security-$name.txt" | sed 's/.*: //')
+    # --threshold is on a 0..100 scale: 15 is an exposure of 1.5
+    check "systemd-analyze security --offline=true $name: $score (at most 1.5)" \
+      in_ct systemd-analyze security --offline=true --threshold=15 "$unit"
+  done
+}
+
+installed_files_checks() {
+  check "sysusers created user and group txrecon at boot" in_ct getent passwd txrecon
+  local modes
+  modes=$(in_ct stat -c '%n %a %U:%G' /var/spool/txrecon /var/spool/txrecon/new /var/spool/txrecon/queue | paste -sd' ')
+  check "tmpfiles created the spool ($modes)" \
+    test "$modes" = "/var/spool/txrecon 750 txrecon:txrecon /var/spool/txrecon/new 3770 txrecon:txrecon /var/spool/txrecon/queue 750 txrecon:txrecon"
+  in_ct journalctl --update-catalog
+  check "journalctl --update-catalog took the txrecon catalog" \
+    test "$(in_ct journalctl --list-catalog | grep -c ' txrecon: ')" = "$(grep -c '^-- ' "$ROOT/systemd/txrecon.catalog")"
+  # Test-only drop-in: a short watchdog, and the engine freeze on SIGUSR2.
+  mkdir -p "$WORK/units/$UNIT.d"
+  cat > "$WORK/units/$UNIT.d/50-test.conf" <<EOF
+[Service]
+Environment=TXRECON_TEST_FREEZE=1
+WatchdogSec=3s
+RestartSec=1s
+EOF
+  in_ct systemctl daemon-reload
+}
+
+start_backend() {
+  in_ct systemd-run --quiet --unit=txrecon-test-backend --property=Type=exec \
+    /usr/bin/python3 /opt/txrecon-test/backend.py --listen 127.0.0.1:8080 --state /var/lib/txrecon-test-backend
+  wait_until 10 in_ct bash -c 'exec 3<>/dev/tcp/127.0.0.1/8080' || fail "test backend not listening"
+}
+
+startup_checks() {
+  # dropped while the daemon is down: the start-up scan must take them before READY
+  submit "$(envelope early-1 1)" "$(envelope early-2 1)"
+  local t0 took main_start active_enter last_accepted
+  t0=$(now_ms)
+  if ! in_ct systemctl start "$UNIT"; then   # Type=notify: returns once READY=1 arrived
+    in_ct journalctl -u "$UNIT" --no-pager -n 30 | sed 's/^/    /'
+    fail "systemctl start $UNIT"; exit 1
+  fi
+  took=$(( $(now_ms) - t0 ))
+  check "systemctl start returned after $took ms; active/running" \
+    test "$(prop ActiveState)/$(prop SubState)" = active/running
+  main_start=$(prop ExecMainStartTimestampMonotonic)
+  active_enter=$(prop ActiveEnterTimestampMonotonic)
+  last_accepted=$(journal_json TXRECON_OUTCOME=accepted | jq -r '.__MONOTONIC_TIMESTAMP' | sort -n | tail -1)
+  check "active only after READY: started at $main_start, drops in new/ accepted by $last_accepted, active at $active_enter (µs)" \
+    test -n "$last_accepted" -a "$main_start" -lt "$last_accepted" -a "$last_accepted" -lt "$active_enter"
+  check "the daemon logged that it is ready (MESSAGE_ID started)" journal_has started
+  in_ct systemctl status --no-pager "$UNIT" > "$WORK/status.txt" 2>&1 || true
+  local line; line=$(grep -m1 'Status: "' "$WORK/status.txt" | sed 's/^ *//')
+  check "systemctl status shows the STATUS line: $line" grep -q 'Status: ".*queued' "$WORK/status.txt"
+}
+
+delivery_checks() {
+  check "drops made before the start were delivered" wait_until 10 delivered early-1
+  check "... both of them" wait_until 10 delivered early-2
+  submit "$(envelope item-1 1)"
+  check "a file dropped into the spool by a member of group txrecon was delivered (with the credential's token)" \
+    wait_until 10 delivered item-1
+  wait_until 5 has_entry item-1 delivered || true
+  check "journalctl -u txrecon TXRECON_ID=item-1: accepted with kind and version" \
+    has_entry item-1 accepted TXRECON_KIND=envelope TXRECON_VERSION=1
+  check "journalctl -u txrecon TXRECON_ID=item-1: delivered on attempt 1 with HTTP 200" \
+    has_entry item-1 delivered TXRECON_ATTEMPT=1 TXRECON_HTTP_STATUS=200 MESSAGE_ID="$(message_id delivered)"
+  journal_json TXRECON_ID=item-1 | jq -c '{MESSAGE, TXRECON_OUTCOME, TXRECON_KIND, TXRECON_VERSION, TXRECON_ATTEMPT, TXRECON_HTTP_STATUS}' \
+    | sed 's/^/    /'
+  check "txrecon list done shows item-1" listed done item-1
+
+  submit "$(envelope item-1 1)"           # the same snapshot again
+  check "a repeated snapshot is superseded, not delivered again" \
+    wait_until 10 has_entry item-1 superseded MESSAGE_ID="$(message_id superseded)"
+  [ "$(delivered_count item-1)" = 1 ] || fail "item-1 was delivered $(delivered_count item-1) times"
+
+  printf 'this is not a transaction\n' | as_producer submit - >/dev/null
+  check "an unreadable drop is rejected with a reason (txrecon list rejected)" wait_until 10 listed rejected .
+  check "the rejection is in the journal (MESSAGE_ID rejected)" journal_has rejected
+}
+
+hold_and_release_checks() {
+  submit "$(envelope hold-1 1)"
+  check "a 422 from the backend holds the item (txrecon list hold)" wait_until 10 listed hold hold-1
+  check "journal: held with HTTP 422 and the reason" \
+    has_entry hold-1 held TXRECON_HTTP_STATUS=422 MESSAGE_ID="$(message_id held)"
+  touch "$WORK/backend/accept-held"
+  check "txrecon release hold-1 (as a member of group txrecon)" as_producer release hold-1
+  check "the released item was delivered" wait_until 10 delivered hold-1
+  check "journal: hold-1 released by the operator" has_entry hold-1 released MESSAGE_ID="$(message_id released)"
+  check "journal: hold-1 delivered after the release" wait_until 5 has_entry hold-1 delivered
+}
+
+reload_checks() {
+  local pid; pid=$(prop MainPID)
+  write_config "http://127.0.0.1:8080/reloaded"
+  in_ct systemctl reload "$UNIT"
+  check "systemctl reload: the new configuration is in force (MESSAGE_ID reloaded)" wait_until 5 journal_has reloaded
+  submit "$(envelope item-2 1)"
+  check "after the reload, items go to the new URL" wait_until 10 delivered_to item-2 /reloaded
+  printf '[Backend]\nURL=http://127.0.0.1:8080/reloaded\nNoSuchKey=1\n' > "$WORK/etc-txrecon/txrecon.conf"
+  in_ct systemctl reload "$UNIT"
+  check "an invalid configuration is refused on reload (MESSAGE_ID reloadRefused)" \
+    wait_until 5 journal_has reloadRefused NoSuchKey
+  check "same process, still active after the refused reload" \
+    test "$(prop MainPID)/$(prop ActiveState)" = "$pid/active"
+  write_config "http://127.0.0.1:8080/transactions"
+  in_ct systemctl reload "$UNIT"
+}
+
+watchdog_checks() {
+  touch "$WORK/backend/fail"
+  submit "$(envelope queued-1 1)"
+  check "with the backend down the item is deferred (TXRECON_NEXT_ATTEMPT_USEC set)" \
+    wait_until 10 has_entry queued-1 deferred MESSAGE_ID="$(message_id deferred)"
+  check "STATUS says the backend is failing" wait_until 5 status_mentions 'backend failing'
+  local old_pid restarts t0 status
+  old_pid=$(prop MainPID); restarts=$(prop NRestarts); t0=$(now_ms)
+  in_ct systemctl kill --signal=SIGUSR2 --kill-who=main "$UNIT"      # TXRECON_TEST_FREEZE=1: wedge the engine
+  if wait_until 20 restarted_since "$restarts"; then
+    pass "wedged engine: watchdog restart after $(( $(now_ms) - t0 )) ms, MainPID $old_pid -> $(prop MainPID)"
+  else fail "no watchdog restart (NRestarts=$(prop NRestarts), $(prop ActiveState)/$(prop SubState))"; fi
+  check "journal: systemd's 'Watchdog timeout' for the unit" unit_journal_mentions 'Watchdog timeout'
+  status=$(in_ct txrecon list queue 2>&1 || true)
+  check "the queue survived the kill: queued-1 still queued" grep -q queued-1 <<<"$status"
+  rm -f "$WORK/backend/fail"
+  check "txrecon retry queued-1" as_producer retry queued-1
+  check "the surviving item was delivered after the backend came back" wait_until 15 delivered queued-1
+  check "journal: retry requested (MESSAGE_ID retryRequested)" journal_has retryRequested
+  check "journal: backend failing (MESSAGE_ID backendFailing)" journal_has backendFailing
+  check "journal: backend recovered (MESSAGE_ID backendRecovered)" wait_until 5 journal_has backendRecovered
+}
+
+configuration_error_checks() {
+  local restarts
+  printf '[Backend]\nURL=ftp://example.invalid/\n' > "$WORK/etc-txrecon/txrecon.conf"
+  in_ct systemctl restart "$UNIT" 2>/dev/null || true
+  restarts=$(prop NRestarts)                        # a manual start resets the count
+  sleep 3                                           # > RestartSec=1s: a restart would have happened
+  check "a configuration error stops the unit: exit status 78, failed, no restart loop" \
+    test "$(prop ExecMainStatus)/$(prop ActiveState)/$(prop NRestarts)" = "78/failed/$restarts"
+  check "journal: the configuration error names the file, line and key" \
+    unit_journal_mentions '/etc/txrecon/txrecon.conf:2: Backend.URL'
+  write_config "http://127.0.0.1:8080/transactions"
+  in_ct systemctl reset-failed "$UNIT"
+  in_ct systemctl start "$UNIT"
+  check "after the fix the unit starts again" test "$(prop ActiveState)" = active
+}
+
+# One run of the sweep's own hardened unit, with its key as a credential,
+# against backend.py standing in for Apple (an empty history).
+sweep_checks() {
+  local sweep=txrecon-sweep.service
+  if in_ct systemctl start "$sweep"; then    # Type=oneshot: returns when the run ended
+    pass "systemctl start $sweep: the run ended"
+  else in_ct journalctl -u "$sweep" --no-pager -n 20 | sed 's/^/    /'; fail "systemctl start $sweep"; fi
+  check "the sweep's run succeeded under its unit (result $(prop Result "$sweep"), exit status $(prop ExecMainStatus "$sweep"))" \
+    test "$(prop Result "$sweep")/$(prop ExecMainStatus "$sweep")" = success/0
+  check "it asked the stand-in for Apple with a signed token (the appstore-key credential was read)" \
+    test -s "$WORK/backend/history.jsonl"
+  check "journal: the run's entry (MESSAGE_ID sweepFinished, TXRECON_SWEEP_RESULT=completed)" \
+    sweep_journal_has MESSAGE_ID="$(message_id sweepFinished)" TXRECON_SWEEP_RESULT=completed
+  check "txrecon status shows the last sweep" listed_status sweep
+}
+sweep_journal_has() { in_ct journalctl -u txrecon-sweep.service -o json "$@" | contains .; }
+listed_status() { in_ct txrecon status | contains "$1"; }
+
+# Every MESSAGE_ID the daemon and the sweep logged has its catalog text under journalctl -x.
+catalog_checks() {
+  local seen id subject missing= units=(-u "$UNIT" -u txrecon-sweep.service)
+  seen=$(in_ct journalctl "${units[@]}" -o json | jq -r '.MESSAGE_ID // empty' | sort -u)
+  for id in $(sed -n 's/^-- \([0-9a-f]\{32\}\)$/\1/p' "$ROOT/systemd/txrecon.catalog"); do
+    if ! grep -qx "$id" <<<"$seen"; then missing="$missing $id"; continue; fi
+    subject=$(in_ct journalctl -x "${units[@]}" --no-pager MESSAGE_ID="$id" -n 1 \
+              | awk '/Subject:/ && !done { sub(/^.*Subject: /, ""); print; done = 1 }')
+    if in_ct journalctl -x "${units[@]}" --no-pager MESSAGE_ID="$id" -n 1 | contains 'Defined-By: txrecon'; then
+      pass "journalctl -x explains $id: $subject"
+    else fail "journalctl -x shows no catalog text for $id"; fi
+  done
+  log "catalog ids not logged in this run:$missing"
+  check "journalctl -x fills in the item's fields (held: 'txrecon release hold-1')" explained held 'txrecon release hold-1'
+}
+
+stop_checks() {
+  local t0 took refused
+  # libdispatch logs "errno=1" (EPERM: refused by the unit's SystemCallFilter=)
+  # each time it cannot set a new worker thread's priority.
+  refused=$(in_ct journalctl -u "$UNIT" -u txrecon-sweep.service -o cat | grep -c 'thread priority.*errno=1$' || true)
+  check "the sandboxes refused no call the daemon and the sweep make ($refused libdispatch EPERM lines)" \
+    test "$refused" = 0
+  submit "$(envelope late-1 1)"
+  t0=$(now_ms)
+  in_ct systemctl stop "$UNIT"
+  took=$(( $(now_ms) - t0 ))
+  check "systemctl stop is quick: $took ms (under 5 s)" test "$took" -lt 5000
+  check "the stop was clean: result success, exit status 0" \
+    test "$(prop Result)/$(prop ExecMainStatus)" = success/0
+  check "journal: stopping (MESSAGE_ID stopping)" journal_has stopping
+}
+
+# ================================================================ part 2: the package
+# A bookworm root from Debian packages, made once and reused: the container
+# boots it with --volatile=overlay, so every run starts from the same state.
+# Sets BOOKWORM_ROOT.
+bookworm_root() {
+  local dir="$CACHE/bookworm"
+  if [ ! -e "$dir/.txrecon-test-complete" ]; then
+    log "debootstrap bookworm into $dir (once; about a minute)"
+    rm -rf "$dir.partial" "$dir"
+    mkdir -p "$CACHE"
+    debootstrap --variant=minbase --include=systemd,systemd-sysv,dbus,libcurl4,libssl3 \
+      bookworm "$dir.partial" "$MIRROR" > "$WORK/debootstrap.log" 2>&1 \
+      || { tail -20 "$WORK/debootstrap.log"; log "debootstrap failed"; exit 1; }
+    rm -f "$dir.partial/etc/machine-id"; : > "$dir.partial/etc/machine-id"
+    touch "$dir.partial/.txrecon-test-complete"
+    mv "$dir.partial" "$dir"
+  fi
+  BOOKWORM_ROOT=$dir
+}
+
+package_part() {
+  local deb
+  deb=$(ls -t "$ROOT"/.build/deb/txrecon_*.deb 2>/dev/null | head -1)
+  [ -n "$deb" ] || { fail "no .deb in .build/deb (make deb)"; return; }
+  bookworm_root
+  # No "disable *" preset here: the root holds only what debootstrap put there, and
+  # deb-systemd-helper asks `systemctl preset` whether to enable a new unit.
+  boot_container package --directory="$BOOKWORM_ROOT" --volatile=overlay \
+    --bind-ro="$(dirname "$deb"):/mnt/txrecon-deb"
+
+  if in_ct dpkg -i "/mnt/txrecon-deb/$(basename "$deb")" > "$WORK/dpkg-install.txt" 2>&1; then
+    pass "dpkg -i $(basename "$deb")"
+  else sed 's/^/    /' "$WORK/dpkg-install.txt"; fail "dpkg -i $(basename "$deb")"; fi
+  check "the binary's libraries all come from bookworm packages" in_ct sh -c '! ldd /usr/bin/txrecon | grep "not found"'
+  check "postinst: user txrecon created (systemd-sysusers)" in_ct getent passwd txrecon
+  check "postinst: spool created (systemd-tmpfiles)" \
+    test "$(in_ct stat -c '%a %U' /var/spool/txrecon/new)" = "3770 txrecon"
+  check "postinst: unit enabled (deb-systemd-helper)" test "$(prop UnitFileState)" = enabled
+  check "postinst: txrecon-sweep.timer installed, not enabled (it needs [Sweep] first)" \
+    test "$(prop UnitFileState txrecon-sweep.timer)" = disabled
+  check "postinst: service started and running" wait_until 10 state_is active/running
+  check "the systemd package's trigger compiled the catalog" in_ct sh -c 'journalctl --list-catalog | grep " txrecon: "'
+  check "/etc/txrecon/txrecon.conf is a conffile" \
+    in_ct sh -c 'dpkg-query -W -f="\${Conffiles}" txrecon | grep /etc/txrecon/txrecon.conf'
+  check "txrecon status sees the running daemon" in_ct sh -c 'txrecon status | grep "daemon: *running"'
+  # No backend listens in this root: the item's first attempt must fail cleanly
+  # and be deferred, which exercises bookworm's libcurl through the package.
+  printf '{"id": "pkg-1", "version": 1, "payload": {}}\n' | in_ct txrecon submit - >/dev/null
+  check "a drop is taken and its attempt deferred (the packaged default URL has no backend)" \
+    wait_until 10 has_entry pkg-1 deferred
+
+  in_ct systemctl enable --quiet txrecon-sweep.timer    # what an administrator does once [Sweep] is set
+
+  local pid; pid=$(prop MainPID)
+  if in_ct dpkg -i "/mnt/txrecon-deb/$(basename "$deb")" > "$WORK/dpkg-reinstall.txt" 2>&1; then
+    pass "dpkg -i again (the upgrade path)"
+  else sed 's/^/    /' "$WORK/dpkg-reinstall.txt"; fail "dpkg -i again (the upgrade path)"; fi
+  check "the upgrade restarted the running service (MainPID $pid -> $(prop MainPID))" \
+    test "$(prop MainPID)" != "$pid" -a "$(prop ActiveState)" = active
+  check "the queued item survived the upgrade" in_ct sh -c 'txrecon list queue | grep pkg-1'
+  check "the upgrade left the timer the administrator enabled enabled" \
+    test "$(prop UnitFileState txrecon-sweep.timer)" = enabled
+
+  if in_ct dpkg -r txrecon > "$WORK/dpkg-remove.txt" 2>&1; then pass "dpkg -r txrecon"
+  else sed 's/^/    /' "$WORK/dpkg-remove.txt"; fail "dpkg -r txrecon"; fi
+  check "prerm stopped the service" test "$(prop ActiveState)" != active
+  check "the binary and unit are gone, the configuration and the spool stay" \
+    in_ct bash -c '! test -e /usr/bin/txrecon && ! test -e /usr/lib/systemd/system/txrecon.service &&
+                   test -e /etc/txrecon/txrecon.conf && test -d /var/spool/txrecon'
+  if in_ct dpkg -P txrecon > "$WORK/dpkg-purge.txt" 2>&1; then pass "dpkg -P txrecon"
+  else sed 's/^/    /' "$WORK/dpkg-purge.txt"; fail "dpkg -P txrecon"; fi
+  check "purge removed the configuration and the enablement, kept the spool" \
+    in_ct bash -c '! test -e /etc/txrecon && ! test -e /etc/systemd/system/multi-user.target.wants/txrecon.service &&
+                   ! test -e /etc/systemd/system/timers.target.wants/txrecon-sweep.timer && test -d /var/spool/txrecon'
+  stop_container
+}
+
+T_START=$(now_ms)
+for part in $PARTS; do
+  case "$part" in
+    service) service_part ;;
+    package) package_part ;;
+    *) echo "run.sh: unknown part '$part' (service, package)" >&2; exit 2 ;;
+  esac
+done
+log "total $(( $(now_ms) - T_START )) ms"
