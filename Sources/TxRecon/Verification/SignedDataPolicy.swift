@@ -7,8 +7,8 @@
 // what Mode=appstore needs (VerificationSettings.checkCompleteness) and reads
 // the root file; it throws a `ConfigurationError` naming the configuration
 // file, line and key at fault. Commands that only read the spool (status,
-// list) do not call it, so they work while [Verification] is incomplete. Blocks on disk I/O, like
-// the configuration loader. Logs nothing.
+// list) do not call it, so they work while [Verification] is incomplete.
+// Blocks on disk I/O, like the configuration loader. Logs nothing.
 
 /// The checks intake applies to every App Store signed string (Mode=appstore).
 public struct SignedDataPolicy: Sendable, Equatable {
