@@ -39,8 +39,8 @@ let package = Package(
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         // Shared by both test targets: a loopback HTTP server, a notify
-        // socket, temporary spools, builders, a mock App Store Server API
-        // (which checks ES256 tokens with libcrypto).
+        // socket, temporary spools, builders, a JWS signer for the test PKI, a
+        // mock App Store Server API (which checks ES256 tokens with libcrypto).
         .target(
             name: "TxReconTestSupport",
             dependencies: ["TxRecon", "CCrypto"],

@@ -5,6 +5,7 @@
 set -euo pipefail
 
 BIN=${BIN:-.build/debug/txrecon}
+REPO=$(cd "$(dirname "$0")/.." && pwd)
 WORK=$(mktemp -d /tmp/txrecon-demo.XXXXXX)
 BACKEND_PID= DAEMON_PID=
 cleanup() {
@@ -33,6 +34,16 @@ Timeout=5s
 
 [Delivery]
 RetryDelays=1s 2s 5s
+
+# The samples are real Sandbox data of one app, signed by Apple: each is
+# verified against Apple Root CA - G3 at its signedDate. The envelope sample
+# carries no signature and is taken only because AcceptEnvelopes=yes.
+[Verification]
+Mode=appstore
+BundleID=com.loki-project.loki-messenger
+Environment=Sandbox
+RootCertificateFile=$REPO/Config/AppleRootCA-G3.cer
+AcceptEnvelopes=yes
 CONF
 cat "$WORK/txrecon.conf"
 

@@ -6,8 +6,10 @@ enum CheckConfigCommand: Command {
     static let help = """
         Usage: txrecon check-config [--config PATH]
 
-        Reads the configuration file and its drop-ins, and the secret files they name,
-        exactly as the daemon does; prints the settings in force (never a secret).
+        Reads the configuration file and its drop-ins, and the secret and root
+        certificate files they name, exactly as the daemon does; prints the settings
+        in force (never a secret), each trusted root's subject and SHA-256 fingerprint,
+        and the warning the daemon would log at start.
         Exit status 0 when valid, 78 with the file, line and key when not.
         """
 
@@ -16,8 +18,12 @@ enum CheckConfigCommand: Command {
         guard let configuration = loadConfiguration(arguments) else { return ConfigurationError.exitStatus }
         do {
             let secrets = try BackendSecrets.load(for: configuration, environment: ProcessEnvironment.current)
+            let verification = try SignedDataPolicy.load(for: configuration)
             print("\(configuration.path): valid")
-            for line in ConfigurationSummary.lines(configuration, secrets: secrets) { print("  " + line) }
+            for line in ConfigurationSummary.lines(configuration, secrets: secrets, verification: verification) {
+                print("  " + line)
+            }
+            if let warning = configuration.verification.startWarning { printError("txrecon: warning: \(warning)") }
             return 0
         } catch {
             printError("txrecon: configuration error: \(error)")

@@ -21,7 +21,23 @@ final class DaemonFixture {
         try writeConfig(extraConfig)
     }
 
-    func writeConfig(_ extra: String, url: String? = nil) throws {
+    /// Verification of the real Sandbox samples (Examples/samples, the
+    /// fixtures): Apple's root from Config/, their bundle id and environment,
+    /// and envelopes accepted, which most tests drop.
+    static func sampleVerification(bundleID: String = "com.loki-project.loki-messenger",
+                                   roots: String = DaemonIntegrationTests.repositoryRoot + "/Config/AppleRootCA-G3.cer") -> String {
+        """
+        [Verification]
+        BundleID=\(bundleID)
+        Environment=Sandbox
+        RootCertificateFile=\(roots)
+        AcceptEnvelopes=yes
+        """
+    }
+
+    /// `verification` comes last, after `extra`, so line numbers in `extra` stay put.
+    func writeConfig(_ extra: String, url: String? = nil,
+                     verification: String = DaemonFixture.sampleVerification()) throws {
         let text = """
             [Spool]
             Directory=\(layout.root)
@@ -34,6 +50,8 @@ final class DaemonFixture {
             RetryDelays=1s 2s
 
             \(extra)
+
+            \(verification)
             """
         _ = directory.write(text, to: "txrecon.conf")
     }

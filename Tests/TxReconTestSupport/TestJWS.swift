@@ -72,17 +72,23 @@ public enum TestJWS {
                                          signedDate: signedDate, revocationDate: revocationDate))
     }
 
-    /// A compact JWS of a JWSRenewalInfoDecodedPayload.
-    public static func renewalInfo(originalTransactionId: String = "2000000100000000",
-                                   signedDate: Int64 = 1_760_000_000_000) -> String {
-        make(payload: .object([
+    /// The payload of a JWSRenewalInfoDecodedPayload.
+    public static func renewalInfoPayload(originalTransactionId: String = "2000000100000000",
+                                          signedDate: Int64 = 1_760_000_000_000) -> JSONValue {
+        .object([
             ("originalTransactionId", .string(originalTransactionId)),
             ("autoRenewProductId", .string("com.example.premium.monthly")),
             ("productId", .string("com.example.premium.monthly")),
             ("autoRenewStatus", .integer(1)),
             ("signedDate", .integer(signedDate)),
             ("environment", .string("Sandbox")),
-        ]))
+        ])
+    }
+
+    /// A compact JWS of a JWSRenewalInfoDecodedPayload.
+    public static func renewalInfo(originalTransactionId: String = "2000000100000000",
+                                   signedDate: Int64 = 1_760_000_000_000) -> String {
+        make(payload: renewalInfoPayload(originalTransactionId: originalTransactionId, signedDate: signedDate))
     }
 
     /// The payload of a ResponseBodyV2DecodedPayload; `data` members

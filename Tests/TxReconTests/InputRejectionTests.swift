@@ -238,6 +238,8 @@ import TxReconTestSupport
         #expect(RejectionCode.allCases.map(\.rawValue) == [
             "empty-file", "not-json", "unknown-format", "malformed-jws", "malformed-payload", "missing-field",
             "invalid-field", "unexpected-member", "empty-page", "envelopes-disabled", "unsupported-content",
+            "unsupported-alg", "invalid-x5c", "invalid-certificate", "invalid-chain", "missing-oid", "invalid-signature",
+            "wrong-bundle-id", "wrong-app-apple-id", "wrong-environment",
         ])
     }
 }

@@ -139,6 +139,11 @@ run_with_daemon() {
 Directory=$WORK/spool
 [Backend]
 URL=http://127.0.0.1:$port/transactions
+[Verification]
+BundleID=com.loki-project.loki-messenger
+Environment=Sandbox
+RootCertificateFile=$PWD/Config/AppleRootCA-G3.cer
+AcceptEnvelopes=yes
 [Metrics]
 TextfileDirectory=$WORK/textfile
 CONF
@@ -154,14 +159,14 @@ CONF
     [ -z "$(ls -A "$WORK/spool/queue")" ] || fail "the samples were not delivered: $(cat "$WORK/daemon.log")"
     # Rewrites are coalesced (one per 5 s): wait for the one with the end state.
     for _ in $(seq 100); do
-        grep -qxF 'txrecon_deliveries_total{outcome="rejected"} 1' "$WORK/textfile/txrecon.prom" \
+        grep -qxF 'txrecon_deliveries_total{outcome="rejected"} 2' "$WORK/textfile/txrecon.prom" \
             && grep -qxF 'txrecon_spool_items{directory="queue"} 0' "$WORK/textfile/txrecon.prom" && break
         sleep 0.1
     done
 
     note "while the daemon runs:"
     check_directory "$WORK/textfile" 'txrecon_up 1' 'txrecon_spool_items{directory="queue"} 0' \
-        'txrecon_deliveries_total{outcome="rejected"} 1'
+        'txrecon_deliveries_total{outcome="rejected"} 2'
     kill -TERM "$daemon_pid"
     wait "$daemon_pid" || fail "the daemon did not stop cleanly: $(tail -5 "$WORK/daemon.log")"
     note "after the daemon stopped:"

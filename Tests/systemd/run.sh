@@ -212,7 +212,7 @@ service_part() {
   stop_container
 }
 
-# [Backend] URL= and fast retries; ConfigurationError names this file.
+# [Backend] URL=, fast retries, envelopes accepted; ConfigurationError names this file.
 write_config() {
   cat > "$WORK/etc-txrecon/txrecon.conf.new" <<EOF
 # written by Tests/systemd/run.sh
@@ -222,6 +222,12 @@ Timeout=5s
 
 [Delivery]
 RetryDelays=1s 2s
+
+# Apple's root as installed (/usr/share/txrecon); envelopes carry no signature.
+[Verification]
+BundleID=com.example.txrecon-test
+Environment=Sandbox
+AcceptEnvelopes=yes
 
 [Sweep]
 Environment=Sandbox
@@ -503,11 +509,19 @@ package_part() {
   check "/etc/txrecon/txrecon.conf is a conffile" \
     in_ct sh -c 'dpkg-query -W -f="\${Conffiles}" txrecon | grep /etc/txrecon/txrecon.conf'
   check "txrecon status sees the running daemon" in_ct sh -c 'txrecon status | grep "daemon: *running"'
+  # The packaged configuration takes no envelopes (AcceptEnvelopes=no): a drop-in
+  # allows them, as an administrator would; it goes again before the purge.
+  in_ct sh -c 'mkdir -p /etc/txrecon/txrecon.conf.d &&
+               printf "[Verification]\nAcceptEnvelopes=yes\n" > /etc/txrecon/txrecon.conf.d/test.conf'
+  # (A restart, not a reload: minbase has no /bin/kill, which ExecReload= runs.)
+  in_ct systemctl restart "$UNIT"
+  check "restarted with a drop-in accepting envelopes" wait_until 10 state_is active/running
   # No backend listens in this root: the item's first attempt must fail cleanly
   # and be deferred, which exercises bookworm's libcurl through the package.
   printf '{"id": "pkg-1", "version": 1, "payload": {}}\n' | in_ct txrecon submit - >/dev/null
   check "a drop is taken and its attempt deferred (the packaged default URL has no backend)" \
     wait_until 10 has_entry pkg-1 deferred
+  in_ct rm /etc/txrecon/txrecon.conf.d/test.conf
 
   in_ct systemctl enable --quiet txrecon-sweep.timer    # what an administrator does once [Sweep] is set
 

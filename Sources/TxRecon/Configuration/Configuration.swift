@@ -14,6 +14,7 @@ public struct Configuration: Sendable, Equatable {
     public var spool = SpoolSettings()
     public var backend = BackendSettings()
     public var delivery = DeliverySettings()
+    public var verification = VerificationSettings()
     public var metrics = MetricsSettings()
     /// Read only by `txrecon sweep`.
     public var sweep = SweepSettings()

@@ -58,6 +58,14 @@ extension ConfigurationKey {
         ConfigurationKey("Delivery", "MaxConcurrentDeliveries", \.delivery.maxConcurrentDeliveries,
                          SettingValue.integer(in: 1...64)),
 
+        ConfigurationKey("Verification", "Mode", \.verification.mode, SettingValue.verificationMode),
+        ConfigurationKey("Verification", "RootCertificateFile", \.verification.rootCertificateFile,
+                         SettingValue.absolutePath),
+        ConfigurationKey("Verification", "BundleID", \.verification.bundleID, SettingValue.appStoreIdentifier),
+        ConfigurationKey("Verification", "AppAppleID", \.verification.appAppleID, SettingValue.appAppleID),
+        ConfigurationKey("Verification", "Environment", \.verification.environment, SettingValue.signedDataEnvironment),
+        ConfigurationKey("Verification", "AcceptEnvelopes", \.verification.acceptEnvelopes, SettingValue.boolean),
+
         ConfigurationKey("Metrics", "TextfileDirectory", \.metrics.textfileDirectory, SettingValue.absolutePath),
 
         ConfigurationKey("Sweep", "Environment", \.sweep.environment, SettingValue.appStoreEnvironment),

@@ -1,10 +1,13 @@
 // ConfigurationSummary: the settings in force as `Key=value` lines, for
-// `txrecon check-config`. Secrets are shown only as set or not set; [Sweep]
-// only when something in it is set, and its key file only by name (it is
-// read by `txrecon sweep`, not here).
+// `txrecon check-config`. Secrets are shown only as set or not set; each
+// trusted root by its subject and SHA-256 fingerprint; [Sweep] only when
+// something in it is set, and its key file only by name (it is read by
+// `txrecon sweep`, not here).
 
 public enum ConfigurationSummary {
-    public static func lines(_ configuration: Configuration, secrets: BackendSecrets) -> [String] {
+    /// `verification` is what SignedDataPolicy.load made of the configuration.
+    public static func lines(_ configuration: Configuration, secrets: BackendSecrets,
+                             verification: SignedDataPolicy?) -> [String] {
         let spool = configuration.spool, backend = configuration.backend, delivery = configuration.delivery
         var lines = [
             "[Spool]",
@@ -25,12 +28,28 @@ public enum ConfigurationSummary {
             "RetryDelays=\(delivery.retrySchedule.delays.map(TimeSpan.format).joined(separator: " "))",
             "MaxConcurrentDeliveries=\(delivery.maxConcurrentDeliveries)",
         ]
+        lines += verificationLines(configuration.verification, policy: verification)
         if let directory = configuration.metrics.textfileDirectory {
             lines += ["[Metrics]", "TextfileDirectory=\(directory)"]
         }
         if configuration.origins.keys.contains(where: { $0.hasPrefix("Sweep.") }) {
             lines += sweepLines(configuration.sweep)
         }
+        return lines
+    }
+
+    private static func verificationLines(_ settings: VerificationSettings, policy: SignedDataPolicy?) -> [String] {
+        var lines = ["[Verification]", "Mode=\(settings.mode.rawValue)"]
+        if let bundleID = settings.bundleID { lines.append("BundleID=\(bundleID)") }
+        if let appAppleID = settings.appAppleID { lines.append("AppAppleID=\(appAppleID)") }
+        if let environment = settings.environment { lines.append("Environment=\(environment.rawValue)") }
+        if let policy, policy.environment.checksSignatures {
+            lines.append("RootCertificateFile=\(settings.rootCertificateFile)")
+            for root in policy.roots {
+                lines.append("Root: \(root.subject) SHA-256 \(root.sha256Fingerprint)")
+            }
+        }
+        lines.append("AcceptEnvelopes=\(settings.acceptEnvelopes ? "yes" : "no")")
         return lines
     }
 

@@ -26,6 +26,29 @@ enum RejectionCode: String, Sendable, CaseIterable {
     case envelopesDisabled = "envelopes-disabled"
     /// Well-formed App Store data that is not deliverable on its own.
     case unsupportedContent = "unsupported-content"
+
+    // Verification (Mode=appstore), in the order the checks run.
+
+    /// The JWS header's `alg` is not `ES256`.
+    case unsupportedAlgorithm = "unsupported-alg"
+    /// The header's `x5c` is missing or does not hold exactly three strings.
+    case invalidX5C = "invalid-x5c"
+    /// An `x5c` entry is not standard base64 of a DER certificate, or the
+    /// leaf's key is not P-256.
+    case invalidCertificate = "invalid-certificate"
+    /// The certificates do not chain to a configured root under RFC 5280 at
+    /// the payload's `signedDate`.
+    case invalidChain = "invalid-chain"
+    /// The intermediate or leaf lacks Apple's marker extension.
+    case missingOID = "missing-oid"
+    /// The ES256 signature does not verify with the leaf's key.
+    case invalidSignature = "invalid-signature"
+    /// `bundleId` is not `BundleID=`.
+    case wrongBundleID = "wrong-bundle-id"
+    /// `appAppleId` of a Production notification is not `AppAppleID=`.
+    case wrongAppAppleID = "wrong-app-apple-id"
+    /// `environment` is not `Environment=`.
+    case wrongEnvironment = "wrong-environment"
 }
 
 extension Rejection {

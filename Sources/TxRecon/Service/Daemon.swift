@@ -1,9 +1,10 @@
 // Daemon: `txrecon run`, the service's life from start to exit.
 //
-//   start:   configuration (exit 78 when invalid) -> spool directories and
+//   start:   configuration and root certificates (exit 78 when invalid;
+//            a warning when signatures go unchecked) -> spool directories and
 //            lock -> engine rebuilt from queue/ and hold/ -> ctl/ and new/
 //            taken -> READY=1, then the watchdog ping from the engine's loop
-//   SIGHUP:  RELOADING=1, configuration read again and applied, or refused
+//   SIGHUP:  RELOADING=1, configuration and roots read again and applied, or refused
 //            with a log line while the old one stays; READY=1
 //   SIGTERM, SIGINT: STOPPING=1, intake stops, attempts in flight get a
 //            bounded time to end, nothing undelivered is finished, the
@@ -40,12 +41,14 @@ public enum Daemon {
 
         let configuration: Configuration
         let secrets: BackendSecrets
+        let verification: SignedDataPolicy?
         do {
-            (configuration, secrets) = try loadConfiguration(configurationPath, environment: environment)
+            (configuration, secrets, verification) = try loadConfiguration(configurationPath, environment: environment)
         } catch {
             log.write(LogEntry(.error, "configuration error: \(error)"))
             return ExitStatus.configuration
         }
+        if let warning = configuration.verification.startWarning { log.write(LogEntry(.warning, warning)) }
 
         let layout = SpoolLayout(root: configuration.spool.directory)
         let lock: SpoolLock
@@ -100,7 +103,7 @@ public enum Daemon {
             return ExitStatus.failure
         }
         let intake = Intake(spool: spool, engine: engine, watcher: watcher,
-                            settings: intakeSettings(configuration), log: log)
+                            settings: intakeSettings(configuration, verification: verification), log: log)
 
         let (signals, signalInput) = AsyncStream.makeStream(of: Signal.self)
         let signalSources = installSignalHandlers(signalInput, allowFreeze: environment["TXRECON_TEST_FREEZE"] == "1")
@@ -169,8 +172,9 @@ public enum Daemon {
                                log: any LogSink) async -> Configuration {
         let next: Configuration
         let secrets: BackendSecrets
+        let verification: SignedDataPolicy?
         do {
-            (next, secrets) = try loadConfiguration(path, environment: environment)
+            (next, secrets, verification) = try loadConfiguration(path, environment: environment)
         } catch {
             log.write(LogEntry(.error, "reload refused, the running configuration stays: \(error)",
                                messageID: MessageID.reloadRefused))
@@ -186,7 +190,10 @@ public enum Daemon {
             return current
         }
         transport.update(settings: next.backend)
-        intake.reconfigure(intakeSettings(next))
+        intake.reconfigure(intakeSettings(next, verification: verification))
+        if let warning = next.verification.startWarning, warning != current.verification.startWarning {
+            log.write(LogEntry(.warning, warning))
+        }
         await engine.reconfigure(settings: engineSettings(next), transport: transport,
                                  prepare: preparer(version: version, secrets: secrets))
         log.write(LogEntry(.info, "configuration reloaded from \(path)", messageID: MessageID.reloaded))
@@ -195,11 +202,13 @@ public enum Daemon {
 
     // MARK: Pieces
 
-    /// The configuration and the secrets it names, as start and reload read them.
+    /// The configuration, the secrets and the root certificates it names, as
+    /// start and reload read them.
     private static func loadConfiguration(_ path: String, environment: [String: String])
-        throws(ConfigurationError) -> (Configuration, BackendSecrets) {
+        throws(ConfigurationError) -> (Configuration, BackendSecrets, SignedDataPolicy?) {
         let configuration = try ConfigurationLoader.load(path: path)
-        return (configuration, try BackendSecrets.load(for: configuration, environment: environment))
+        return (configuration, try BackendSecrets.load(for: configuration, environment: environment),
+                try SignedDataPolicy.load(for: configuration))
     }
 
     static func engineSettings(_ configuration: Configuration) -> DeliveryEngine.Settings {
@@ -209,8 +218,9 @@ public enum Daemon {
                                 stopGrace: min(configuration.backend.timeout + .seconds(1), .seconds(20)))
     }
 
-    static func intakeSettings(_ configuration: Configuration) -> Intake.Settings {
-        Intake.Settings(maximumFileSize: configuration.spool.maxFileSize, acceptEnvelopes: true)
+    static func intakeSettings(_ configuration: Configuration, verification: SignedDataPolicy?) -> Intake.Settings {
+        Intake.Settings(maximumFileSize: configuration.spool.maxFileSize,
+                        acceptEnvelopes: configuration.verification.acceptEnvelopes, verification: verification)
     }
 
     static func preparer(version: String, secrets: BackendSecrets) -> DeliveryEngine.RequestPreparer {

@@ -54,6 +54,13 @@ private let minimal = """
             [Delivery]
             RetryDelays=1s 1min30s 1h
             MaxConcurrentDeliveries=64
+            [Verification]
+            Mode=none
+            RootCertificateFile=/etc/txrecon/roots.pem
+            BundleID=com.example.app
+            AppAppleID=1234567890
+            Environment=LocalTesting
+            AcceptEnvelopes=on
             [Metrics]
             TextfileDirectory=/var/lib/prometheus/node-exporter
             [Sweep]
@@ -79,6 +86,12 @@ private let minimal = """
         #expect(configuration.backend.clientKeyFile == "/etc/txrecon/client.key")
         #expect(configuration.delivery.retrySchedule.delays == [.seconds(1), .seconds(90), .seconds(3600)])
         #expect(configuration.delivery.maxConcurrentDeliveries == 64)
+        #expect(configuration.verification.mode == .none)
+        #expect(configuration.verification.rootCertificateFile == "/etc/txrecon/roots.pem")
+        #expect(configuration.verification.bundleID == "com.example.app")
+        #expect(configuration.verification.appAppleID == 1_234_567_890)
+        #expect(configuration.verification.environment == .localTesting)
+        #expect(configuration.verification.acceptEnvelopes)
         #expect(configuration.metrics.textfileDirectory == "/var/lib/prometheus/node-exporter")
         let sweep = configuration.sweep
         #expect(sweep.environment == .sandbox && sweep.bundleID == "com.example.app")
@@ -152,7 +165,8 @@ private let minimal = """
         let files = ConfigurationFiles(minimal + "\n\n[Monitoring]\n")
         #expect(files.loadError() == ConfigurationError(
             file: files.path, line: 4, key: nil,
-            message: "unknown section [Monitoring]; the sections are [Spool], [Backend], [Delivery], [Metrics], [Sweep]"))
+            message: "unknown section [Monitoring]; the sections are [Spool], [Backend], [Delivery], [Verification], "
+                + "[Metrics], [Sweep]"))
     }
 
     @Test func anUnknownKeyNamesItsSectionAndTheKeysAccepted() {

@@ -40,8 +40,8 @@ import TxReconTestSupport
 
     @Test func checkConfigShowsTheSweepSectionOnlyWhenSomethingInItIsSet() throws {
         let secrets = BackendSecrets()
-        #expect(!ConfigurationSummary.lines(try load(""), secrets: secrets).contains("[Sweep]"))
-        let lines = ConfigurationSummary.lines(try load("KeyID=KEY123"), secrets: secrets)
+        #expect(!ConfigurationSummary.lines(try load(""), secrets: secrets, verification: nil).contains("[Sweep]"))
+        let lines = ConfigurationSummary.lines(try load("KeyID=KEY123"), secrets: secrets, verification: nil)
         #expect(lines.contains("[Sweep]") && lines.contains("KeyID=KEY123")
             && lines.contains("PrivateKey: from credential appstore-key"))
     }

@@ -1,0 +1,97 @@
+// VerificationSettings: the [Verification] section, how intake checks App
+// Store signed data before anything is queued for the backend.
+//
+// Defaults are here; the keys are in ConfigurationKey.all. Besides each
+// value's own check, `checkCompleteness` (run by SignedDataPolicy.load) requires BundleID= and Environment=
+// with Mode=appstore and AppAppleID= with Environment=Production (as Apple's
+// SignedDataVerifier does), throwing a `ConfigurationError` with the file,
+// line and key. `startWarning` is the line the daemon logs at start when
+// signatures go unchecked.
+
+/// `[Verification]`
+public struct VerificationSettings: Sendable, Equatable {
+    /// `Mode=`: default `appstore`.
+    public var mode = VerificationMode.appStore
+    /// `RootCertificateFile=`: PEM or DER, one or more self-signed roots.
+    /// Default Apple Root CA - G3 as the package installs it.
+    public var rootCertificateFile = VerificationSettings.defaultRootCertificateFile
+    /// `BundleID=`: required with Mode=appstore.
+    public var bundleID: String?
+    /// `AppAppleID=`: the app's Apple ID; required with Environment=Production.
+    public var appAppleID: Int64?
+    /// `Environment=`: required with Mode=appstore.
+    public var environment: SignedDataEnvironment?
+    /// `AcceptEnvelopes=`: whether generic envelopes (format 5), which carry
+    /// no signature, are taken. Default no.
+    public var acceptEnvelopes = false
+
+    public init() {}
+
+    public static let defaultRootCertificateFile = "/usr/share/txrecon/AppleRootCA-G3.cer"
+
+    /// The warning for the log at start (and check-config) when signatures
+    /// go unchecked: verification is off, or the environment is not signed
+    /// by the App Store; nil otherwise.
+    public var startWarning: String? {
+        if mode == .none {
+            return "[Verification] Mode=none: App Store signatures are not checked; anyone who can write "
+                + "to the spool can have forged transactions delivered. Use it for development only"
+        }
+        if let environment, !environment.checksSignatures {
+            return "[Verification] Environment=\(environment.rawValue): signatures are not checked, as "
+                + "StoreKit testing data is not signed by the App Store. Never use it in production"
+        }
+        return nil
+    }
+
+    /// The checks that need every configuration file applied first.
+    static func checkCompleteness(of configuration: Configuration) throws(ConfigurationError) {
+        let settings = configuration.verification
+        guard settings.mode == .appStore else { return }
+        let modeOrigin = configuration.origins["Verification.Mode"]
+        let because = modeOrigin == nil ? "with Mode=appstore (the default)" : "with Mode=appstore"
+        if settings.bundleID == nil {
+            throw ConfigurationError(
+                file: configuration.path, line: nil, key: "Verification.BundleID",
+                message: "is required \(because); set BundleID= under [Verification] to your app's bundle "
+                    + "identifier, or Mode=none to deliver without verification (development only)")
+        }
+        guard let environment = settings.environment else {
+            throw ConfigurationError(
+                file: configuration.path, line: nil, key: "Verification.Environment",
+                message: "is required \(because); set Environment= under [Verification] to Production, Sandbox, "
+                    + "Xcode or LocalTesting")
+        }
+        if environment == .production, settings.appAppleID == nil {
+            let origin = configuration.origins["Verification.Environment"]
+            throw ConfigurationError(
+                file: origin?.file ?? configuration.path, line: origin?.line, key: "Verification.AppAppleID",
+                message: "is required with Environment=Production, to check the appAppleId of notifications; "
+                    + "set AppAppleID= under [Verification] to your app's Apple ID (App Store Connect, App Information)")
+        }
+    }
+}
+
+/// `Mode=`
+public enum VerificationMode: String, Sendable, Equatable {
+    /// Every App Store signed string is verified as Apple's SignedDataVerifier does.
+    case appStore = "appstore"
+    /// Decode only (development).
+    case none
+}
+
+/// `Environment=` of [Verification]: the environment signed data must come
+/// from, spelled as Apple's payloads spell `environment`. Wider than
+/// `AppStoreEnvironment` (the servers `txrecon sweep` talks to): StoreKit
+/// testing data comes from Xcode or local testing, never from a server.
+public enum SignedDataEnvironment: String, Sendable, Equatable, CaseIterable {
+    case production = "Production"
+    case sandbox = "Sandbox"
+    /// StoreKit testing in Xcode: signed by Xcode, not by the App Store.
+    case xcode = "Xcode"
+    /// StoreKit local testing: not signed by the App Store either.
+    case localTesting = "LocalTesting"
+
+    /// Whether data from this environment carries App Store signatures.
+    public var checksSignatures: Bool { self == .production || self == .sandbox }
+}

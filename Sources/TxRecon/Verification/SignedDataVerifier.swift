@@ -1,0 +1,190 @@
+// SignedDataVerifier: decides whether a decoded App Store item may be
+// delivered, the way Apple's SignedDataVerifier does (Mode=appstore), and in
+// places more strictly (README "Signature verification").
+//
+// Every signed string of the item is checked: a transaction, a renewal info,
+// a notification's outer signedPayload and each signedTransactionInfo and
+// signedRenewalInfo nested in it. For each, in order, each step an early
+// exit with one `VerificationFailure`: header `alg` is ES256; `x5c` holds
+// three certificates that chain to a configured root at the payload's
+// signedDate, with Apple's OIDs (ChainValidator, its verdicts cached by
+// VerifiedChainCache); the ES256 signature over `header.payload`; then the
+// claims: bundleId, appAppleId (Production notifications), environment.
+// With Environment=Xcode or LocalTesting only the claims are checked.
+// Envelopes carry no signature and pass untouched (AcceptEnvelopes= decides
+// whether they are decoded at all). Throws a `Rejection`; logs nothing.
+
+/// The kinds of App Store signed strings, by the name Apple gives them.
+enum SignedDataKind: Sendable {
+    case transaction, renewalInfo, notification
+
+    /// The kind of the signed string named `name` in an `Item`.
+    init?(signedStringName name: String) {
+        switch name {
+        case "signedTransactionInfo": self = .transaction
+        case "signedRenewalInfo": self = .renewalInfo
+        case "signedPayload": self = .notification
+        default: return nil
+        }
+    }
+}
+
+/// Verifies App Store signed data under one policy. Not Sendable on
+/// purpose: it owns OpenSSL state and a cache without locks, and lives on the
+/// intake thread.
+final class SignedDataVerifier {
+    let policy: SignedDataPolicy
+    /// nil when the environment's data is not signed by the App Store.
+    private let validator: ChainValidator?
+    private var cache: VerifiedChainCache
+
+    /// `chainCacheCapacity` 0 validates every chain afresh.
+    init(policy: SignedDataPolicy, chainCacheCapacity: Int = VerifiedChainCache.defaultCapacity) {
+        self.policy = policy
+        validator = policy.environment.checksSignatures ? ChainValidator(roots: policy.roots) : nil
+        cache = VerifiedChainCache(capacity: chainCacheCapacity)
+    }
+
+    /// Chains currently cached (internal for testing).
+    var cachedChainCount: Int { cache.count }
+
+    /// Verifies every signed string of `item`, outer before nested.
+    func verify(_ item: Item) throws(Rejection) {
+        for (name, text) in item.signedStrings {
+            guard let kind = SignedDataKind(signedStringName: name) else { continue }
+            let subject = item.kind == .notification && kind != .notification ? "data.\(name) of signedPayload" : name
+            try verify(text, as: kind, subject: subject)
+        }
+    }
+
+    /// Verifies one signed string; `subject` names it in messages.
+    func verify(_ compact: String, as kind: SignedDataKind, subject: String) throws(Rejection) {
+        let jws: CompactJWS
+        do {
+            jws = try CompactJWS(compact: compact)
+        } catch {
+            throw Rejection(error.code, "\(subject) \(error)")
+        }
+        let reader = PayloadReader(object: jws.payload, subject: "the payload of \(subject)")
+        if let validator {
+            // Apple's payloads all carry signedDate; without it there is no
+            // time to validate the chain at, so it is required.
+            let signedDate = try reader.requireMilliseconds("signedDate")
+            do {
+                try checkSignature(of: jws, at: signedDate, validator: validator)
+            } catch {
+                throw error.rejection(subject: subject)
+            }
+        }
+        let claims = try SignedDataClaims(kind: kind, reader: reader)
+        do {
+            try check(claims, kind: kind)
+        } catch {
+            throw error.rejection(subject: subject)
+        }
+    }
+
+    // MARK: - Signature and chain
+
+    private func checkSignature(of jws: CompactJWS, at signedDate: Int64,
+                                validator: ChainValidator) throws(VerificationFailure) {
+        if jws.header["crit"] != nil { throw .criticalHeader }
+        guard jws.header["alg"] == .string("ES256") else {
+            throw .unsupportedAlgorithm(SignedDataVerifier.describeAlgorithm(jws.header["alg"]))
+        }
+        let x5c = try SignedDataVerifier.certificateStrings(jws.header["x5c"])
+        // Certificate times have whole seconds; OpenSSL compares in seconds.
+        let time = signedDate / 1000
+        let key = ChainKey(x5c: x5c)
+        let leafKey: ES256PublicKey
+        if let cached = cache.leafKey(for: key, at: time) {
+            leafKey = cached
+        } else {
+            let chain = try validator.validate(x5c: x5c, at: time)
+            cache.insert(chain, for: key)
+            leafKey = chain.leafKey
+        }
+        guard leafKey.isValidSignature(jws.signature, of: jws.signingInput) else { throw .invalidSignature }
+    }
+
+    /// The three `x5c` strings, or why there are not three.
+    private static func certificateStrings(_ value: JSONValue?) throws(VerificationFailure) -> [String] {
+        guard let value else { throw .invalidX5C("is missing") }
+        guard case let .array(entries) = value else { throw .invalidX5C("is \(value.typeDescription), not an array") }
+        guard entries.count == ChainValidator.chainLength else {
+            throw .invalidX5C("holds \(entries.count) certificate\(entries.count == 1 ? "" : "s")")
+        }
+        var strings: [String] = []
+        for (position, entry) in entries.enumerated() {
+            guard case let .string(text) = entry else {
+                throw .invalidX5C("has \(entry.typeDescription) at position \(position), not a string")
+            }
+            strings.append(text)
+        }
+        return strings
+    }
+
+    /// `none`, `HS256`, `missing`, `a number`: what the header's alg holds.
+    private static func describeAlgorithm(_ value: JSONValue?) -> String {
+        guard let value else { return "missing" }
+        guard case let .string(text) = value else { return value.typeDescription }
+        return text.isEmpty ? "an empty string" : LogText.singleLine(text, limit: 32)
+    }
+
+    // MARK: - Claims
+
+    /// bundleId, appAppleId and environment, as Apple's SignedDataVerifier
+    /// checks each kind: renewal infos carry no bundleId, and only
+    /// notifications from Production are checked for appAppleId.
+    private func check(_ claims: SignedDataClaims, kind: SignedDataKind) throws(VerificationFailure) {
+        if kind != .renewalInfo { try checkBundleID(claims.bundleID) }
+        if kind == .notification, policy.environment == .production, let want = policy.appAppleID,
+           claims.appAppleID != want {
+            throw .wrongAppAppleID(found: claims.appAppleID, want: want)
+        }
+        try checkEnvironment(claims.environment)
+    }
+
+    private func checkBundleID(_ found: String?) throws(VerificationFailure) {
+        guard found == policy.bundleID else { throw .wrongBundleID(found: found, want: policy.bundleID) }
+    }
+
+    private func checkEnvironment(_ found: String?) throws(VerificationFailure) {
+        let want = policy.environment.rawValue
+        guard found == want else { throw .wrongEnvironment(found: found, want: want) }
+    }
+}
+
+/// The members of a payload that name its app and environment. A
+/// notification names them in `data`, else `summary`, else
+/// `externalPurchaseToken`, whose environment Apple derives from the
+/// `externalPurchaseId` prefix. A member of the wrong type is a `Rejection`.
+private struct SignedDataClaims {
+    var bundleID: String?
+    var appAppleID: Int64?
+    var environment: String?
+
+    init(kind: SignedDataKind, reader: PayloadReader) throws(Rejection) {
+        guard kind == .notification else {
+            bundleID = try reader.string("bundleId")
+            environment = try reader.string("environment")
+            return
+        }
+        for name in ["data", "summary", "externalPurchaseToken"] {
+            guard let container = try reader.nestedObject(name) else { continue }
+            let inner = PayloadReader(object: container, subject: "\(name) of \(reader.subject)")
+            bundleID = try inner.string("bundleId")
+            if let value = container["appAppleId"] {
+                guard let number = value.int64Value else { throw inner.invalid("appAppleId", value, expected: "an integer") }
+                appAppleID = number
+            }
+            if name == "externalPurchaseToken" {
+                let sandbox = try inner.string("externalPurchaseId")?.hasPrefix("SANDBOX") == true
+                environment = sandbox ? SignedDataEnvironment.sandbox.rawValue : SignedDataEnvironment.production.rawValue
+            } else {
+                environment = try inner.string("environment")
+            }
+            return
+        }
+    }
+}

@@ -1,0 +1,138 @@
+// The built txrecon binary verifying App Store data at intake (Mode=appstore):
+// a mixed spool of genuine and forged files, the fix-the-configuration flow
+// with requeue-rejected, and the configuration errors and warnings.
+import Glibc
+import Testing
+@testable import TxRecon
+import TxReconTestSupport
+
+@Suite(.serialized, .timeLimit(.minutes(2)))
+struct VerificationIntegrationTests {
+    static let bundleID = "com.loki-project.loki-messenger"
+
+    static func sample(_ name: String) throws -> String {
+        let bytes = try SystemCall.readFile(DaemonIntegrationTests.samples + "/" + name, limit: 1 << 20)
+        return String(decoding: bytes, as: UTF8.self).trimmingASCIISpaces()
+    }
+
+    /// A transaction for the samples' app signed by the test PKI.
+    static func testPKITransaction(_ id: String, chain: [String] = TestPKI.validChain, bundleId: String = bundleID,
+                                   environment: String = "Sandbox",
+                                   signedDate: Int64 = TestPKI.insideLeafValidity) -> String {
+        TestPKI.sign(header: TestPKI.header(chain: chain),
+                     payload: TestJWS.transactionPayload(transactionId: id, bundleId: bundleId,
+                                                         environment: environment, signedDate: signedDate))
+    }
+
+    @Test func aMixedSpoolDeliversExactlyTheGenuineFiles() async throws {
+        let fixture = try DaemonFixture()
+        // Apple's root and the test PKI's, in one PEM file.
+        let roots = try SystemCall.readFile(AppStoreSamples.directory + "/AppleRootCA-G3.pem", limit: 1 << 20)
+            + SystemCall.readFile(TestPKI.path("root"), limit: 1 << 20)
+        let rootsPath = fixture.directory.write(roots, to: "roots.pem")
+        try fixture.writeConfig("", verification: """
+            [Verification]
+            BundleID=\(Self.bundleID)
+            Environment=Sandbox
+            RootCertificateFile=\(rootsPath)
+            """)
+        try await fixture.start()
+
+        let genuine: [(name: String, text: String, key: String)] = [
+            ("apple-transaction", try Self.sample("01-transaction.jws"), "2000001024998954"),
+            ("apple-transaction-2", try Self.sample("02-transaction.jws"), "2000001027701928"),
+            ("apple-refund", try Self.sample("04-notification-refund.json"), "2000001032604840"),
+            ("apple-test-notification", try Self.sample("05-notification-test.json"), "592751ef-c1b8-47fc-929e-d62dee66df4c"),
+            ("testpki-transaction", Self.testPKITransaction("3000000000000001"), "3000000000000001"),
+        ]
+        let appleParts = try Self.sample("01-transaction.jws").split(separator: ".").map(String.init)
+        let forgedPayload = TestJWS.transactionPayload(transactionId: "3000000000000099", bundleId: Self.bundleID)
+        let forged: [(name: String, text: String, code: String)] = [
+            ("tampered-apple", appleParts[0] + "." + TestJWS.base64URL(forgedPayload.serialized) + "." + appleParts[2],
+             "invalid-signature"),
+            ("alg-none", TestPKI.sign(header: TestPKI.header(alg: "none"), payload: forgedPayload), "unsupported-alg"),
+            ("lookalike", Self.testPKITransaction("3000000000000002",
+                                                  chain: ["leaf-under-lookalike", "lookalike-intermediate", "lookalike-root"]),
+             "invalid-chain"),
+            ("no-leaf-oid", Self.testPKITransaction("3000000000000003", chain: ["leaf-no-oid", "intermediate", "root"]),
+             "missing-oid"),
+            ("expired", Self.testPKITransaction("3000000000000004", signedDate: TestPKI.afterLeafValidity), "invalid-chain"),
+            ("other-app", Self.testPKITransaction("3000000000000005", bundleId: "com.other"), "wrong-bundle-id"),
+            ("production", Self.testPKITransaction("3000000000000006", environment: "Production"), "wrong-environment"),
+            ("unsigned", TestJWS.transaction(transactionId: "3000000000000007"), "invalid-certificate"),
+            ("envelope", fixture.envelope("order-1", version: 1), "envelopes-disabled"),
+        ]
+        for (name, text, _) in genuine { try fixture.drop(text, name: name) }
+        for (name, text, _) in forged { try fixture.drop(text, name: name) }
+
+        #expect(await fixture.eventually { fixture.names("done").count == genuine.count })
+        #expect(await fixture.eventually { fixture.names("rejected").count == 2 * forged.count })
+        #expect(fixture.names("queue").isEmpty && fixture.names("new").isEmpty)
+        let delivered = Set(fixture.server.requests.compactMap { $0.header("Idempotency-Key")?.split(separator: ":").first })
+        #expect(delivered == Set(genuine.map { Substring($0.key) }))
+        #expect(fixture.server.requests.count == genuine.count)
+        for (name, _, code) in forged {
+            let reason = try SystemCall.readFile(fixture.layout.rejected + "/" + name + ".reason", limit: 65536)
+            #expect(String(decoding: reason, as: UTF8.self).hasPrefix(code + ": "), "\(name)")
+        }
+        #expect(fixture.daemon?.stderr.contains("rejected: invalid-signature: ") == true)
+    }
+
+    @Test func aFileRejectedForAWrongBundleIDIsDeliveredOnceTheConfigurationIsFixedAndItIsRequeued() async throws {
+        let fixture = try DaemonFixture()
+        try fixture.writeConfig("", verification: DaemonFixture.sampleVerification(bundleID: "com.example.wrong"))
+        let daemon = try await fixture.start()
+        try fixture.drop(try Self.sample("01-transaction.jws"), name: "purchase.jws")
+        #expect(await fixture.eventually { fixture.names("rejected") == ["purchase.jws", "purchase.jws.reason"] })
+        let reason = try SystemCall.readFile(fixture.layout.rejected + "/purchase.jws.reason", limit: 65536)
+        #expect(String(decoding: reason, as: UTF8.self)
+            .hasPrefix("wrong-bundle-id: com.loki-project.loki-messenger (want com.example.wrong) in signedTransactionInfo"))
+        #expect(try fixture.cli(["list", "rejected"]).stdout.contains("purchase.jws"))
+
+        try fixture.writeConfig("")
+        let before = fixture.notify.messages.count
+        daemon.signal(SIGHUP)
+        #expect(await fixture.notify.waitFor({ $0.contains("READY=1") }, from: before, timeout: .seconds(10)) != nil)
+        let requeued = try fixture.cli(["requeue-rejected", "--all"])
+        #expect(requeued.status == 0, "\(requeued.stderr)")
+        #expect(await fixture.eventually { fixture.names("done") == ["2000001024998954"] }, "\(daemon.stderr)")
+        #expect(fixture.names("rejected").isEmpty)
+        #expect(fixture.server.requests.count == 1)
+    }
+
+    @Test func appStoreModeWithoutABundleIDExitsWith78NamingTheKey() async throws {
+        let fixture = try DaemonFixture()
+        try fixture.writeConfig("", verification: "[Verification]\nEnvironment=Sandbox\n")
+        let process = try DaemonProcess(["run", "--config", fixture.configPath],
+                                        stderrPath: fixture.directory.path + "/bad.log")
+        #expect(process.wait(timeout: .seconds(20)) == 78)
+        #expect(process.stderr.contains("txrecon.conf: Verification.BundleID: is required with Mode=appstore"))
+    }
+
+    @Test func aMissingRootFileExitsWith78NamingTheLine() async throws {
+        let fixture = try DaemonFixture()
+        try fixture.writeConfig("", verification: DaemonFixture.sampleVerification(roots: "/nonexistent/root.cer"))
+        let check = try fixture.cli(["check-config"])
+        #expect(check.status == 78)
+        #expect(check.stderr.contains("Verification.RootCertificateFile: /nonexistent/root.cer does not exist"))
+    }
+
+    @Test func checkConfigShowsTheRootSubjectAndFingerprint() async throws {
+        let fixture = try DaemonFixture()
+        let check = try fixture.cli(["check-config"])
+        #expect(check.status == 0, "\(check.stderr)")
+        #expect(check.stdout.contains("Root: C=US,O=Apple Inc.,OU=Apple Certification Authority,CN=Apple Root CA - G3 "
+            + "SHA-256 63:34:3A:BF:B8:9A:6A:03:EB:B5:7E:9B:3F:5F:A7:BE:7C:4F:5C:75:6F:30:17:B3:A8:C4:88:C3:65:3E:91:79"))
+        #expect(check.stdout.contains("AcceptEnvelopes=yes"))
+        #expect(check.stderr.isEmpty)
+    }
+
+    @Test func modeNoneIsWarnedAboutAtStartAndDeliversUnsignedData() async throws {
+        let fixture = try DaemonFixture()
+        try fixture.writeConfig("", verification: "[Verification]\nMode=none\n")
+        let daemon = try await fixture.start()
+        #expect(daemon.stderr.contains("Mode=none: App Store signatures are not checked"))
+        try fixture.drop(TestJWS.transaction(transactionId: "4000000000000001"))
+        #expect(await fixture.eventually { fixture.names("done") == ["4000000000000001"] })
+    }
+}

@@ -1,0 +1,73 @@
+// An opt-in measurement, not a timed test: it asserts nothing about speed
+// and runs only with TXRECON_BENCH=1, best in a release build:
+//
+//   TXRECON_BENCH=1 swift test -c release --filter VerificationBenchmark
+//
+// It prints the cost of one ES256 check with a leaf key, and of verifying one
+// real Apple transaction once its chain is cached (parse, cache look-up,
+// signature, claims), and their ratio. README "Signature verification" quotes it.
+import Glibc
+import Testing
+import TxReconTestSupport
+@testable import TxRecon
+
+@Suite(.enabled(if: getenv("TXRECON_BENCH") != nil, "set TXRECON_BENCH=1 to measure"))
+struct VerificationBenchmark {
+    static let rounds = 20_000
+
+    /// CPU microseconds of this thread per call of `body`, the best of three
+    /// runs of `rounds` calls. CPU time rather than wall time, so that other
+    /// work on a shared machine does not count.
+    static func microseconds(rounds: Int = rounds, _ body: () -> Void) -> Double {
+        func cpuSeconds() -> Double {
+            var now = timespec()
+            clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now)
+            return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+        }
+        var best = Double.infinity
+        for _ in 0..<3 {
+            let start = cpuSeconds()
+            for _ in 0..<rounds { body() }
+            best = min(best, (cpuSeconds() - start) * 1e6 / Double(rounds))
+        }
+        return best
+    }
+
+    @Test func verificationOfACachedChainCostsAboutOneSignatureCheck() throws {
+        let sample = AppStoreSamples.named("sessionpro__signedTransactionInfo_AutoRenewableSubscription__sandbox__20251001__2e2da401ed58.jws")
+        let text = String(decoding: sample.bytes, as: UTF8.self).trimmingSuffixNewline
+        let jws = try CompactJWS(compact: text)
+        let item = try #require(decodeItem(sample.bytes))
+        let verifier = SignedDataVerifier(policy: SignedDataPolicy(
+            roots: try VerificationFixtures.appleRoots(), bundleID: "com.loki-project.loki-messenger", appAppleID: nil,
+            environment: .sandbox))
+        try verifier.verify(item)
+
+        let x5c = (jws.header["x5c"]?.arrayValue ?? []).compactMap { $0.stringValue }
+        let signedDate = try #require(jws.payload["signedDate"]?.int64Value)
+        let validator = ChainValidator(roots: try VerificationFixtures.appleRoots())
+        let chain = try validator.validate(x5c: x5c, at: signedDate / 1000)
+        var valid = true
+        let signature = Self.microseconds { valid = valid && chain.leafKey.isValidSignature(jws.signature, of: jws.signingInput) }
+        let cached = Self.microseconds { valid = valid && (try? verifier.verify(item)) != nil }
+        let decoder = InputDecoder(acceptEnvelopes: false)
+        let intake = Self.microseconds {
+            guard case let .item(decoded)? = try? decoder.decode(sample.bytes) else { valid = false; return }
+            valid = valid && (try? verifier.verify(decoded)) != nil
+        }
+        let uncachedVerifier = SignedDataVerifier(policy: verifier.policy, chainCacheCapacity: 0)
+        let uncached = Self.microseconds(rounds: Self.rounds / 20) { valid = valid && (try? uncachedVerifier.verify(item)) != nil }
+        #expect(valid)
+        print("""
+            verification of one real Apple transaction (CPU time, best of 3 runs):
+              one ES256 check with the leaf key  \(Self.format(signature)) µs  (\(Int(1e6 / signature))/s)
+              verify, chain cached               \(Self.format(cached)) µs  (\(Int(1e6 / cached))/s) = \(Self.format(cached / signature)) ES256 checks
+              decode + verify, chain cached      \(Self.format(intake)) µs  (\(Int(1e6 / intake))/s)
+              verify, no cache                   \(Self.format(uncached)) µs  (\(Int(1e6 / uncached))/s)
+            """)
+    }
+
+    static func format(_ value: Double) -> String {
+        String(Double(Int(value * 10)) / 10)
+    }
+}

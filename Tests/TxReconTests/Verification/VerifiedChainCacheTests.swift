@@ -1,0 +1,78 @@
+import Testing
+import TxReconTestSupport
+@testable import TxRecon
+
+/// The verified-chain cache saves work and never changes a verdict.
+@Suite struct VerifiedChainCacheTests {
+    /// Valid data and forgeries sharing the valid chain, in an order that
+    /// puts the chain in the cache before each forgery is judged.
+    static func mixedDrops() -> [[UInt8]] {
+        let valid = SignedDataVerifierTests.transaction()
+        let tampered = SignedDataVerifierTests.replacing(
+            segment: 1, of: valid, with: TestJWS.base64URL(TestJWS.transactionPayload(transactionId: "7").serialized))
+        let texts = [
+            valid,
+            SignedDataVerifierTests.transaction(signedDate: TestPKI.afterLeafValidity),
+            SignedDataVerifierTests.transaction(signedDate: TestPKI.beforeLeafValidity),
+            tampered,
+            SignedDataVerifierTests.transaction(bundleId: "com.other"),
+            SignedDataVerifierTests.transaction(environment: "Production"),
+            SignedDataVerifierTests.transaction(chain: ["leaf-no-oid", "intermediate", "root"]),
+            SignedDataVerifierTests.transaction(chain: ["leaf-under-lookalike", "lookalike-intermediate", "lookalike-root"]),
+            SignedDataVerifierTests.transaction(chain: ["leaf-under-intermediate-no-oid", "intermediate-no-oid", "root"]),
+            SignedDataVerifierTests.transaction(signedDate: TestPKI.insideLeafValidity + 1),
+            TestPKI.sign(payload: TestJWS.notificationPayload(signedTransactionInfo: tampered)),
+            TestPKI.sign(payload: TestJWS.notificationPayload(signedTransactionInfo: valid)),
+        ]
+        return texts.map { Array($0.utf8) }
+    }
+
+    @Test func theVerdictIsTheSameWithAndWithoutTheCache() throws {
+        let policy = try VerificationFixtures.testPolicy()
+        let cached = SignedDataVerifier(policy: policy)
+        let uncached = SignedDataVerifier(policy: policy, chainCacheCapacity: 0)
+        let drops = Self.mixedDrops()
+        // Twice through the cached verifier: the second round judges everything with the chain cached.
+        let first = drops.map { intakeVerdict($0, cached) }
+        let second = drops.map { intakeVerdict($0, cached) }
+        let fresh = drops.map { intakeVerdict($0, uncached) }
+        #expect(first == fresh)
+        #expect(second == fresh)
+        #expect(fresh.filter { $0 == nil }.count == 3)
+        #expect(cached.cachedChainCount == 1)
+        #expect(uncached.cachedChainCount == 0)
+    }
+
+    @Test func manyTransactionsSignedByOneLeafShareOneCachedChain() throws {
+        let verifier = SignedDataVerifier(policy: try VerificationFixtures.testPolicy())
+        for index in 0..<20 {
+            let jws = TestPKI.sign(payload: TestJWS.transactionPayload(transactionId: "20000000000000\(10 + index)"))
+            #expect(intakeVerdict(jws, verifier) == nil)
+        }
+        #expect(verifier.cachedChainCount == 1)
+    }
+
+    @Test func aCachedChainIsJudgedAfreshOutsideItsValidity() throws {
+        let verifier = SignedDataVerifier(policy: try VerificationFixtures.testPolicy())
+        #expect(intakeVerdict(SignedDataVerifierTests.transaction(), verifier) == nil)
+        #expect(verifier.cachedChainCount == 1)
+        let expired = intakeVerdict(SignedDataVerifierTests.transaction(signedDate: TestPKI.afterLeafValidity), verifier)
+        #expect(expired?.code == "invalid-chain")
+    }
+
+    @Test func failedChainsAreNotCached() throws {
+        let verifier = SignedDataVerifier(policy: try VerificationFixtures.testPolicy())
+        _ = intakeVerdict(SignedDataVerifierTests.transaction(chain: ["leaf-no-oid", "intermediate", "root"]), verifier)
+        _ = intakeVerdict(SignedDataVerifierTests.transaction(signedDate: TestPKI.afterLeafValidity), verifier)
+        #expect(verifier.cachedChainCount == 0)
+    }
+
+    @Test func aFullCacheIsEmptiedBeforeANewChainGoesIn() throws {
+        let verifier = SignedDataVerifier(policy: try VerificationFixtures.testPolicy(), chainCacheCapacity: 1)
+        #expect(intakeVerdict(SignedDataVerifierTests.transaction(), verifier) == nil)
+        // The same leaf and intermediate with another (ignored) third entry is another key.
+        let other = SignedDataVerifierTests.transaction(chain: ["leaf", "intermediate", "lookalike-root"])
+        #expect(intakeVerdict(other, verifier) == nil)
+        #expect(verifier.cachedChainCount == 1)
+    }
+}
