@@ -1,7 +1,9 @@
 // EngineClock: the engine's sense of time, injected so tests drive it by hand.
 // Delays are scheduled on a monotonic clock (a wall-clock jump neither stalls
 // nor floods the queue); only persisted times use the wall clock.
+import Dispatch
 import Glibc
+import Synchronization
 
 /// Monotonic time to schedule on, wall time to persist.
 public protocol EngineClock: Sendable {
@@ -14,9 +16,14 @@ public protocol EngineClock: Sendable {
     func sleep(until deadline: Duration) async throws
 }
 
-/// The real clocks: CLOCK_BOOTTIME (keeps counting across suspend, like
-/// Swift's ContinuousClock, which does the sleeping) and CLOCK_REALTIME.
+/// The real clocks: CLOCK_BOOTTIME (keeps counting across suspend) and
+/// CLOCK_REALTIME. Sleeping is a one-shot `asyncAfter` rather than
+/// `Task.sleep`, which on Linux re-arms a one-second timer until its deadline
+/// and so wakes the process every second while a retry waits.
 public struct SystemClock: EngineClock {
+    /// Where the timers fire; their handlers only resume a continuation.
+    private static let timers = DispatchQueue(label: "txrecon.timers")
+
     public init() {}
 
     public var now: Duration {
@@ -29,10 +36,53 @@ public struct SystemClock: EngineClock {
 
     public func sleep(until deadline: Duration) async throws {
         let remaining = deadline - now
-        if remaining > .zero {
-            try await ContinuousClock().sleep(for: remaining, tolerance: .milliseconds(5))
-        } else {
-            try Task.checkCancellation()
+        guard remaining > .zero else { return try Task.checkCancellation() }
+        let wait = TimerWait()
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                let nanoseconds = Int(clamping: remaining.components.seconds * 1_000_000_000
+                    + remaining.components.attoseconds / 1_000_000_000)
+                wait.start(continuation, after: .nanoseconds(nanoseconds), on: Self.timers)
+            }
+        } onCancel: {
+            wait.cancel()
         }
+    }
+}
+
+/// One sleeping task's wait: resumes its continuation exactly once, when its
+/// timer fires or when the task is cancelled, whichever comes first. (A
+/// cancelled wait's timer still fires once, at its deadline, and finds
+/// nothing to do.)
+private final class TimerWait: Sendable {
+    private struct State {
+        var continuation: CheckedContinuation<Void, any Error>?
+        var cancelled = false
+    }
+
+    private let state = Mutex(State())
+
+    func start(_ continuation: CheckedContinuation<Void, any Error>, after delay: DispatchTimeInterval,
+               on queue: DispatchQueue) {
+        let cancelledAlready = state.withLock { state -> Bool in
+            guard !state.cancelled else { return true }
+            state.continuation = continuation
+            return false
+        }
+        if cancelledAlready { return continuation.resume(throwing: CancellationError()) }
+        queue.asyncAfter(deadline: .now() + delay) { [self] in finish(with: .success(())) }
+    }
+
+    func cancel() {
+        state.withLock { $0.cancelled = true }
+        finish(with: .failure(CancellationError()))
+    }
+
+    private func finish(with result: Result<Void, any Error>) {
+        let continuation = state.withLock { state in
+            defer { state.continuation = nil }
+            return state.continuation
+        }
+        continuation?.resume(with: result)
     }
 }

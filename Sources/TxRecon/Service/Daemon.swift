@@ -124,7 +124,7 @@ public enum Daemon {
         health.notify("READY=1")
         log.write(LogEntry(.info, "txrecon \(version) ready: spool \(layout.root), backend \(configuration.backend.url)",
                            messageID: MessageID.started))
-        let watchdog = startWatchdog(engine: engine, health: health)
+        let watchdog = Watchdog(engine: engine, health: health)
 
         var current = configuration
         var exitStatus = ExitStatus.success
@@ -150,7 +150,7 @@ public enum Daemon {
         }
 
         health.notify("STOPPING=1")
-        watchdog.cancel()
+        watchdog.stop()
         intake.stop()
         await engine.stop()
         let final = await engine.currentStatus
@@ -227,19 +227,6 @@ public enum Daemon {
         let builder = RequestBuilder(softwareVersion: version, secrets: secrets)
         return { item, attempt, receivedAt, now in
             builder.request(for: item, attempt: attempt, receivedAt: receivedAt, signedAt: now / 1000)
-        }
-    }
-
-    /// Pings the watchdog at half its timeout, but only after the engine
-    /// answered: a wedged engine stops the pings and systemd restarts us.
-    private static func startWatchdog(engine: DeliveryEngine, health: any HealthNotifier) -> Task<Void, Never> {
-        guard let interval = health.watchdogPingInterval else { return Task {} }
-        return Task {
-            while !Task.isCancelled {
-                try? await Task.sleep(for: interval, tolerance: interval / 10)
-                guard !Task.isCancelled, await engine.heartbeat() else { return }
-                health.notify("WATCHDOG=1")
-            }
         }
     }
 
