@@ -7,7 +7,8 @@
 //            with a log line while the old one stays; READY=1
 //   SIGTERM, SIGINT: STOPPING=1, intake stops, attempts in flight get a
 //            bounded time to end, nothing undelivered is finished; exit 0
-//   new/ or ctl/ removed while running: exit 1 so systemd restarts us
+//   new/ or ctl/ removed or made inaccessible while running: exit 1 so
+//            systemd restarts us
 //
 // Reports: the lifecycle in the journal (started, reloaded, stopping) and
 // every failure that ends the process, with its exit status.
@@ -131,9 +132,9 @@ public enum Daemon {
             case let .stop(name):
                 log.write(LogEntry(.info, "\(name) received: stopping", messageID: MessageID.stopping))
                 break loop
-            case let .lost(directory):
-                log.write(LogEntry(.critical, "\(directory) disappeared or was moved away; exiting so that "
-                                   + "systemd restarts txrecon and recreates it"))
+            case let .lost(problem):
+                log.write(LogEntry(.critical, "\(problem); exiting so that systemd restarts txrecon "
+                                   + "(a missing directory is recreated at start)"))
                 exitStatus = ExitStatus.failure
                 break loop
             case .freeze:
