@@ -48,6 +48,9 @@ demo: deps
 # SOAK_KEYS=5000 SOAK_KILLS=200 make soak (see Tests/Soak/soak.py).
 soak: release
 	python3 Tests/Soak/soak.py .build/release/txrecon
+	$(SWIFT) build --build-tests
+	TXRECON_BINARY=$(CURDIR)/.build/release/txrecon TXRECON_BURST_FILES=100000 \
+	  $(SWIFT) test --skip-build --filter InboxBurstTests
 
 clean:
 	rm -rf .build

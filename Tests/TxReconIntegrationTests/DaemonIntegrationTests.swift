@@ -21,7 +21,15 @@ final class DaemonFixture {
         try writeConfig(extraConfig)
     }
 
-    func writeConfig(_ extra: String, url: String? = nil) throws {
+    /// Settings every test configuration carries beyond its own: the one
+    /// place to say how tests that drop unsigned envelopes verify (once
+    /// App Store signature verification is the default, `[Verification]`
+    /// with `Mode=none` and `AcceptEnvelopes=yes`).
+    static let verificationSettings = ""
+
+    /// Writes the configuration: `extra` is appended (a key set again
+    /// there wins), then `verificationSettings`; `delays` is `RetryDelays=`.
+    func writeConfig(_ extra: String, url: String? = nil, delays: String = "1s 2s") throws {
         let text = """
             [Spool]
             Directory=\(layout.root)
@@ -31,9 +39,10 @@ final class DaemonFixture {
             Timeout=2s
 
             [Delivery]
-            RetryDelays=1s 2s
+            RetryDelays=\(delays)
 
             \(extra)
+            \(DaemonFixture.verificationSettings)
             """
         _ = directory.write(text, to: "txrecon.conf")
     }
@@ -48,6 +57,11 @@ final class DaemonFixture {
         let ready = await notify.waitFor({ $0.senderPID == process.pid && $0.contains("READY=1") }, timeout: .seconds(30))
         #expect(ready != nil, "READY=1 within 30 s; stderr:\n\(process.stderr)")
         return process
+    }
+
+    /// Makes `process` the fixture's daemon, stopped when the fixture goes away.
+    func adopt(_ process: DaemonProcess) {
+        daemon = process
     }
 
     /// Drops `text` into new/ the Maildir way.

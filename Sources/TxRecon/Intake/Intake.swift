@@ -89,6 +89,8 @@ final class Intake: Sendable {
                     case let .controls(names):
                         finish(execute(names), fullScan: false, &backlog)
                     case .rescan:
+                        log.write(LogEntry(.info, "rescanning new/ and ctl/: inotify's event queue overflowed "
+                                           + "or a drop was left in new/"))
                         if let problem = scan(&backlog) { return lost(problem) }
                     case .timedOut:
                         let now = clock.now
