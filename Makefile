@@ -52,5 +52,33 @@ soak: release
 	TXRECON_BINARY=$(CURDIR)/.build/release/txrecon TXRECON_BURST_FILES=100000 \
 	  $(SWIFT) test --skip-build --filter InboxBurstTests
 
+# libFuzzer on the intake decoder (every input format), from the committed
+# seed corpus for FUZZ_SECONDS; new inputs go to .build/fuzz/corpus, a crash to
+# .build/fuzz/crash-*. A crash becomes a regression test: copy the input to
+# Tests/Fuzz/regressions/ (FuzzCorpusTests replays it in `make test`).
+# Built with swiftc from the decoder's own sources: SwiftPM cannot link one
+# target with the fuzzer's main.
+FUZZ_SECONDS ?= 60
+FUZZ_SOURCES := $(addprefix Sources/TxRecon/Intake/,InputDecoder.swift CompactJWS.swift Base64URL.swift Item.swift \
+	Rejection.swift RejectionCode.swift PayloadReader.swift AppStorePayloads.swift JSONValueDescription.swift) \
+	Sources/TxRecon/Support/JSONValue.swift Tests/Fuzz/InputDecoderFuzzer.swift
+
+.build/fuzz/input-decoder: $(FUZZ_SOURCES)
+	mkdir -p .build/fuzz
+	swiftc -sanitize=fuzzer,address -parse-as-library -O -g -swift-version 6 -module-name TxReconFuzz \
+	  -use-ld=lld $(FUZZ_SOURCES) -o $@
+
+fuzz: .build/fuzz/input-decoder
+	mkdir -p .build/fuzz/corpus
+	.build/fuzz/input-decoder .build/fuzz/corpus Tests/Fuzz/corpus Tests/Fuzz/regressions \
+	  -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -timeout=10 -artifact_prefix=.build/fuzz/ -print_final_stats=1
+
+# The whole test suite once under AddressSanitizer and once under
+# ThreadSanitizer (the daemon binary the integration tests run included),
+# each in its own build directory so the normal build stays as it is.
+sanitize: deps
+	$(SWIFT) test --sanitize=address --scratch-path .build/asan
+	$(SWIFT) test --sanitize=thread --scratch-path .build/tsan
+
 clean:
 	rm -rf .build
