@@ -149,6 +149,23 @@ struct HostileInputTests {
         #expect(listing.stdout.contains("_.tmp-like-ours"))
     }
 
+    @Test func namesThatAreNotUTF8AreRenamedAndThenTaken() async throws {
+        let fixture = try DaemonFixture()
+        try await fixture.start()
+        let odd: [(name: [UInt8], content: String)] = [([0x76, 0xFF, 0x61], fixture.envelope("latin1-named", version: 1)),
+                                                        ([0x6A, 0xC3], "junk")]
+        for (bytes, content) in odd {
+            let path = Array((fixture.layout.tmp + "/x").utf8).map { CChar(bitPattern: $0) }
+            _ = fixture.directory.write(content, to: "spool/tmp/x", mode: 0o640)
+            let target = Array((fixture.layout.new + "/").utf8).map { CChar(bitPattern: $0) } + bytes.map { CChar(bitPattern: $0) }
+            #expect(rename(path + [0], target + [0]) == 0)
+        }
+        #expect(await fixture.eventually { fixture.names("done") == ["latin1-named"] })
+        #expect(await fixture.eventually { fixture.rejectionCode("j\u{FFFD}.not-utf8") == "not-json" })
+        #expect(fixture.names("new") == [])
+        try await fixture.expectNeighbourDelivered("after-odd-names")
+    }
+
     @Test func aDirectoryDroppedIntoNewIsSetAsideWhole() async throws {
         let fixture = try DaemonFixture()
         try await fixture.start()

@@ -136,10 +136,12 @@ final class Intake: Sendable {
             let executed = execute(names)
             failures.count += executed.count
             failures.space = failures.space ?? executed.space
-            let (inbox, unaddressable) = try SystemCall.listDirectoryReportingUnaddressable(spool.layout.new)
-            if unaddressable > 0 {
-                log.write(LogEntry(.error, "new/ holds \(unaddressable) file(s) whose names are not UTF-8; "
-                                   + "txrecon cannot take them: rename them (they are left in place)"))
+            var (inbox, unaddressable) = try SystemCall.listDirectoryReportingUnaddressable(spool.layout.new)
+            for bytes in unaddressable {
+                let renamed = try spool.renameUndecodableDrop(bytes)
+                log.write(LogEntry(.warning, "new/\(LogText.escaped(renamed)): renamed from a name that is not UTF-8, "
+                                   + "which txrecon cannot address", fields: [("TXRECON_FILE", renamed)]))
+                inbox.append(renamed)
             }
             let taken = take(inbox, settling: true, &backlog)
             failures.count += taken.count

@@ -141,9 +141,13 @@ final class InboxWatcher: Sendable {
                     let nameStart = offset + MemoryLayout<inotify_event>.size
                     let nameBytes = raw[nameStart..<(nameStart + Int(event.len))].prefix { $0 != 0 }
                     // A name that is not UTF-8 cannot be addressed through a
-                    // Swift path; the start-up scan reports it (see Spool).
-                    let name = String(validating: nameBytes, as: UTF8.self) ?? ""
+                    // Swift path: a scan renames it first (Spool.renameUndecodableDrop).
+                    let name = String(validating: nameBytes, as: UTF8.self)
                     offset = nameStart + Int(event.len)
+                    guard let name else {
+                        if event.wd == newWatch, !result.contains(.rescan) { result.append(.rescan) }
+                        continue
+                    }
                     if event.mask & UInt32(IN_Q_OVERFLOW) != 0 {
                         result.append(.rescan)
                     } else if event.mask & UInt32(IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED) != 0 {

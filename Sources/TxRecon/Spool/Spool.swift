@@ -78,6 +78,18 @@ final class Spool: Sendable {
         try SystemCall.listDirectory(layout.new)
     }
 
+    /// Gives a drop whose name is not UTF-8 (which Swift cannot address) a
+    /// name that is: the invalid bytes become U+FFFD and `.not-utf8` is
+    /// added, plus `.N` if that is taken. Returns the new name.
+    func renameUndecodableDrop(_ bytes: [UInt8]) throws(SpoolError) -> String {
+        let base = Spool.prefix(of: String(decoding: bytes, as: UTF8.self), maximumBytes: 180) + ".not-utf8"
+        var candidate = base
+        while !(try SystemCall.renameRawName(in: layout.new, from: bytes, to: candidate)) {
+            candidate = "\(base).\(uniqueCounter.add(1, ordering: .relaxed).newValue)"
+        }
+        return candidate
+    }
+
     /// Whether new/NAME is a regular file (false when it is gone or anything else).
     func isRegularFileInInbox(_ name: String) -> Bool {
         guard let info = try? SystemCall.linkStatus(layout.new + "/" + name) else { return false }
