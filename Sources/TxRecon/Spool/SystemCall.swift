@@ -85,6 +85,16 @@ enum SystemCall {
         try listDirectoryReportingUnaddressable(path).names
     }
 
+    /// The name in a `readdir(3)` entry, read in place. glibc sizes each
+    /// entry to its name (`d_reclen`), so copying the entry's full 256-byte
+    /// `d_name` (`entry.pointee.d_name`) reads past the end of the last entry
+    /// in its buffer; AddressSanitizer caught exactly that.
+    static func entryName(_ entry: UnsafeMutablePointer<dirent>) -> [UInt8] {
+        let start = (UnsafeRawPointer(entry) + MemoryLayout<dirent>.offset(of: \dirent.d_name)!)
+            .assumingMemoryBound(to: CChar.self)
+        return Array(UnsafeRawBufferPointer(start: start, count: strlen(start)))
+    }
+
     /// Like `listDirectory`, and also the names that are not UTF-8, as bytes.
     static func listDirectoryReportingUnaddressable(_ path: String) throws(SpoolError)
         -> (names: [String], unaddressable: [[UInt8]]) {
@@ -98,11 +108,7 @@ enum SystemCall {
                 if errno != 0 { throw SpoolError("readdir", path) }
                 return (names, unaddressable)
             }
-            let bytes = withUnsafePointer(to: entry.pointee.d_name) {
-                $0.withMemoryRebound(to: UInt8.self, capacity: Int(NAME_MAX) + 1) {
-                    Array(UnsafeBufferPointer(start: $0, count: strlen(UnsafeRawPointer($0).assumingMemoryBound(to: CChar.self))))
-                }
-            }
+            let bytes = entryName(entry)
             guard let name = String(validating: bytes, as: UTF8.self) else {
                 unaddressable.append(bytes)
                 continue
