@@ -77,7 +77,8 @@ fuzz: .build/fuzz/input-decoder
 # ThreadSanitizer (the daemon binary the integration tests run included),
 # each in its own build directory so the normal build stays as it is.
 sanitize: deps
-	$(SWIFT) test --sanitize=address --scratch-path .build/asan
+	LSAN_OPTIONS=suppressions=$(CURDIR)/Tests/Sanitize/lsan.supp \
+	  $(SWIFT) test --sanitize=address --scratch-path .build/asan
 	$(SWIFT) test --sanitize=thread --scratch-path .build/tsan
 
 clean:

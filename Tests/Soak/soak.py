@@ -390,6 +390,10 @@ def main():
     for sub, names in leftovers.items():
         if names:
             violations.append("%d files left in %s/: %s" % (len(names), sub, names[:5]))
+    expected_root = {"tmp", "new", "queue", "hold", "rejected", "done", "ctl", "txrecon.lock", "txrecon.status"}
+    strays = sorted(set(os.listdir(root)) - expected_root)
+    if strays:
+        violations.append("files outside the spool's directories: %s" % strays)
     rejected = os.listdir(os.path.join(root, "rejected"))
     rejected_files = [name for name in rejected if not name.endswith(".reason")]
     reasons = [name for name in rejected if name.endswith(".reason")]
