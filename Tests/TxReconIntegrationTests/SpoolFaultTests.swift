@@ -90,7 +90,7 @@ struct SpoolFaultTests {
         #expect(await fixture.eventually(timeout: .seconds(40)) { daemon.stderr.contains("intake resumed after") })
         #expect(await fixture.eventually { fixture.statusLines.last?.contains("intake paused") == false })
         #expect(await fixture.eventually { fixture.names("done") == ["before", "during"] })
-        // The empty file written in place is young: it settles first (2 s).
+        // The empty file written in place is young: it settles first (5 s).
         #expect(await fixture.eventually { fixture.names("rejected") == ["broken", "broken.reason", "partial", "partial.reason"] })
         #expect(fixture.rejectionCode("partial") == "empty-file")
         #expect(fixture.names("new") == [])

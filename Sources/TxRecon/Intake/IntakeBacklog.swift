@@ -17,9 +17,11 @@ import Glibc
 /// Intake's pending work; not Sendable on purpose: it lives on the intake thread.
 struct IntakeBacklog {
     /// How long after its last modification a file written in place is
-    /// left alone by a scan: 2 s. A writer that renames (the Maildir rule,
-    /// `txrecon submit`) or closes the file is taken at once regardless.
-    static let settleTime: Duration = .seconds(2)
+    /// left alone by a scan: 5 s, long enough for a writer descheduled on a
+    /// busy host (2 s was not, under ThreadSanitizer on two loaded cores). A
+    /// writer that renames (the Maildir rule, `txrecon submit`) or closes the
+    /// file is taken at once regardless.
+    static let settleTime: Duration = .seconds(5)
     /// The first wait before scanning again after a failure: 1 s.
     static let firstRetry: Duration = .seconds(1)
     /// The longest wait between scans while failures persist: 30 s.
