@@ -83,7 +83,8 @@ fuzz: .build/fuzz/input-decoder
 sanitize: deps
 	ASAN_OPTIONS=detect_leaks=0 $(SWIFT) test --sanitize=address --scratch-path .build/asan
 	sh Tests/Sanitize/daemon-leak-check.sh .build/asan/debug/txrecon
-	$(SWIFT) test --sanitize=thread --scratch-path .build/tsan
+	TSAN_OPTIONS=suppressions=$(CURDIR)/Tests/Sanitize/tsan.supp \
+	  $(SWIFT) test --sanitize=thread --scratch-path .build/tsan
 
 clean:
 	rm -rf .build
