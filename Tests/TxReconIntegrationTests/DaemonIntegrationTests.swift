@@ -35,8 +35,10 @@ final class DaemonFixture {
         """
     }
 
-    /// `verification` comes last, after `extra`, so line numbers in `extra` stay put.
-    func writeConfig(_ extra: String, url: String? = nil,
+    /// Writes the configuration: `extra` is appended (a key set again there
+    /// wins), then `verification`, last, so line numbers in `extra` stay
+    /// put; `delays` is `RetryDelays=`.
+    func writeConfig(_ extra: String, url: String? = nil, delays: String = "1s 2s",
                      verification: String = DaemonFixture.sampleVerification()) throws {
         let text = """
             [Spool]
@@ -47,7 +49,7 @@ final class DaemonFixture {
             Timeout=2s
 
             [Delivery]
-            RetryDelays=1s 2s
+            RetryDelays=\(delays)
 
             \(extra)
 
@@ -66,6 +68,11 @@ final class DaemonFixture {
         let ready = await notify.waitFor({ $0.senderPID == process.pid && $0.contains("READY=1") }, timeout: .seconds(30))
         #expect(ready != nil, "READY=1 within 30 s; stderr:\n\(process.stderr)")
         return process
+    }
+
+    /// Makes `process` the fixture's daemon, stopped when the fixture goes away.
+    func adopt(_ process: DaemonProcess) {
+        daemon = process
     }
 
     /// Drops `text` into new/ the Maildir way.

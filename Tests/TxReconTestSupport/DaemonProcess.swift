@@ -23,7 +23,18 @@ public final class DaemonProcess: Sendable {
     }
 
     /// Starts `txrecon ARGUMENTS` with `environment` added to this process's own.
-    public init(_ arguments: [String], environment: [String: String] = [:], stderrPath: String,
+    /// `launcher`, when given, runs first with the binary and arguments after
+    /// it, e.g. `["/usr/bin/setpriv", "--reuid=65534", …]` to run as another user.
+    public convenience init(_ arguments: [String], environment: [String: String] = [:], stderrPath: String,
+                            stdinPath: String? = nil, launcher: [String] = []) throws {
+        try self.init(command: launcher + [DaemonProcess.binary] + arguments, environment: environment,
+                      stderrPath: stderrPath, stdinPath: stdinPath)
+    }
+
+    /// Starts any `command` (its first element a path) the same way, for
+    /// helper processes such as `openssl s_server`; stdout goes to
+    /// `stderrPath + ".out"`.
+    public init(command: [String], environment: [String: String] = [:], stderrPath: String,
                 stdinPath: String? = nil) throws {
         self.stderrPath = stderrPath
         var actions = posix_spawn_file_actions_t()
@@ -37,7 +48,7 @@ public final class DaemonProcess: Sendable {
             merged[name] = nil
         }
         merged.merge(environment) { $1 }
-        let argv = ([DaemonProcess.binary] + arguments).map { strdup($0) } + [nil]
+        let argv = command.map { strdup($0) } + [nil]
         let envp = merged.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer {
             argv.forEach { free($0) }
@@ -56,14 +67,14 @@ public final class DaemonProcess: Sendable {
         posix_spawnattr_setsigdefault(&attributes, &all)
         posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
         var child = pid_t()
-        let result = posix_spawn(&child, DaemonProcess.binary, &actions, &attributes, argv, envp)
+        let result = posix_spawn(&child, command[0], &actions, &attributes, argv, envp)
         guard result == 0 else { throw SpawnError(code: result) }
         pid = child
     }
 
     public struct SpawnError: Error, CustomStringConvertible {
         public var code: Int32
-        public var description: String { "posix_spawn \(DaemonProcess.binary): \(String(cString: strerror(code)))" }
+        public var description: String { "posix_spawn: \(String(cString: strerror(code)))" }
     }
 
     deinit {
@@ -104,6 +115,9 @@ public final class DaemonProcess: Sendable {
     }
 
     public var stderr: String { read(stderrPath) }
+
+    /// What the process wrote to standard output so far.
+    public var stdout: String { read(stderrPath + ".out") }
 
     private func read(_ path: String) -> String {
         guard let file = fopen(path, "r") else { return "" }

@@ -28,10 +28,11 @@ public final class LoopbackHTTPServer: Sendable {
     public let port: UInt16
     private let core: ServerCore
 
-    /// Starts listening on 127.0.0.1 at once. `handler` defaults to
-    /// answering every request with 204.
-    public init(handler: @escaping Handler = { _ in .status(204) }) throws(StartError) {
-        core = try ServerCore(handler: handler)
+    /// Starts listening on 127.0.0.1 at once, on `port` (0, the default:
+    /// one the kernel picks; another: that one again, to bring a stopped
+    /// backend back). `handler` defaults to answering every request with 204.
+    public init(port requested: UInt16 = 0, handler: @escaping Handler = { _ in .status(204) }) throws(StartError) {
+        core = try ServerCore(port: requested, handler: handler)
         port = core.port
         let core = self.core
         Thread.detachNewThread { core.acceptConnections() }
@@ -161,7 +162,7 @@ private final class ServerCore: Sendable {
     private let stopReader: Int32
     private let stopWriter: Int32
 
-    init(handler: @escaping LoopbackHTTPServer.Handler) throws(LoopbackHTTPServer.StartError) {
+    init(port requested: UInt16, handler: @escaping LoopbackHTTPServer.Handler) throws(LoopbackHTTPServer.StartError) {
         func failure(_ operation: String) -> LoopbackHTTPServer.StartError {
             LoopbackHTTPServer.StartError(operation: operation, code: errno)
         }
@@ -171,7 +172,11 @@ private final class ServerCore: Sendable {
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr = in_addr(s_addr: UInt32(0x7F00_0001).bigEndian)
-        address.sin_port = 0
+        address.sin_port = requested.bigEndian
+        // Rebinding the port of a stopped server: its old connections may
+        // still be in TIME_WAIT.
+        var reuse: Int32 = 1
+        setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &reuse, socklen_t(MemoryLayout<Int32>.size))
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         let bound = withUnsafeMutablePointer(to: &address) { pointer in
             pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress in

@@ -25,9 +25,7 @@ enum DropInDirectory {
 
         var names: [String] = []
         while let entry = readdir(stream) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(cString: raw.baseAddress!.assumingMemoryBound(to: CChar.self))
-            }
+            let name = String(decoding: SystemCall.entryName(entry), as: UTF8.self)
             if name.hasSuffix(".conf"), !name.hasPrefix(".") { names.append(name) }
         }
         return names

@@ -95,6 +95,9 @@ actor DeliveryEngine {
     private var status = EngineStatus()
     private var roomWaiters: [CheckedContinuation<Void, Never>] = []
     private var drainWaiter: CheckedContinuation<Void, Never>?
+    /// Called when a drop intake handed over earlier could not be taken
+    /// after all and stays in new/ (see `place`), so that intake looks again.
+    private var inboxNeedsRescan: @Sendable () -> Void = {}
 
     init(spool: Spool, settings: Settings, transport: any Transport, prepare: @escaping RequestPreparer,
                 clock: any EngineClock, log: any LogSink, publish: @escaping @Sendable (EngineStatus) -> Void) {
@@ -113,7 +116,9 @@ actor DeliveryEngine {
     /// Rebuilds the engine from queue/ and hold/ (the durable truth) and
     /// starts delivering. Persisted next-attempt times are honoured, so a
     /// restart neither forgets nor resets the backoff; a time further away
-    /// than the schedule allows (the wall clock jumped back) is pulled in.
+    /// than the delay planned for it (or, for states that do not record it,
+    /// than the schedule allows), as after the wall clock jumped back, is
+    /// pulled in.
     func start() throws(SpoolError) {
         precondition(phase == .starting, "DeliveryEngine.start() called twice")
         let (queued, foreign) = try spool.restoreQueue()
@@ -127,7 +132,8 @@ actor DeliveryEngine {
             let state = file.state ?? DeliveryState()
             var deadline = now
             if let next = state.nextAttemptAt, next > wall {
-                deadline = now + min(.milliseconds(next - wall), longest)
+                let planned = state.delayMilliseconds.map { Duration.milliseconds($0) } ?? longest
+                deadline = now + min(.milliseconds(next - wall), planned, longest)
             }
             entries[file.key] = Entry(state: state, deadline: deadline, receivedAt: file.receivedAt)
             ready.push(file.key, at: deadline)
@@ -194,15 +200,27 @@ actor DeliveryEngine {
 
     /// Takes decoded drops from new/, applying the supersede rule to each,
     /// then waits while too many keys are pending (intake back-pressure).
-    func offer(_ drops: [Drop]) async {
+    /// Returns the drops that could not be taken (they stay in new/) with
+    /// the spool's error; intake logs them and looks again later.
+    @discardableResult
+    func offer(_ drops: [Drop]) async -> [(name: String, error: SpoolError)] {
+        var failures: [(name: String, error: SpoolError)] = []
         for drop in drops where phase == .running || phase == .starting {
-            place(drop)
+            if let error = place(drop) { failures.append((drop.name, error)) }
         }
         dispatchDue()
         publishStatus()
         while entries.count >= DeliveryEngine.highWater, phase == .running {
             await withCheckedContinuation { roomWaiters.append($0) }
         }
+        return failures
+    }
+
+    /// Sets what to call when a drop parked during an attempt could not be
+    /// taken once the attempt ended; it is still in new/ and intake must
+    /// read it again. Default: nothing.
+    func onInboxNeedsRescan(_ hook: @escaping @Sendable () -> Void) {
+        inboxNeedsRescan = hook
     }
 
     /// Counts files intake has moved to rejected/.
@@ -221,24 +239,32 @@ actor DeliveryEngine {
     /// The supersede rule: at most one pending snapshot per key, and only a
     /// newer one replaces it; an older or equal one (than the pending, the
     /// held, or the last delivered still in done/) goes to done/ undelivered.
-    private func place(_ drop: Drop) {
+    /// Returns the spool's error when the drop could not be taken; it then
+    /// stays in new/.
+    @discardableResult
+    private func place(_ drop: Drop) -> SpoolError? {
         let key = drop.item.key
         let version = drop.item.version
+        defer { status.held = held.count }
         do {
             if var entry = entries[key] {
+                // The parked drop read again (a rescan, a repeated event): it
+                // is the same file, not a second snapshot, and must not
+                // supersede itself, which would lose it.
+                if let parked = entry.parked, parked.name == drop.name { return nil }
                 let current = try knownVersion(of: &entry, key: key)
                 entries[key] = entry
                 if entry.inFlight {
-                    guard version > current else { return try supersedeDrop(drop, because: nil) }
+                    guard version > current else { try supersedeDrop(drop, because: nil); return nil }
                     if let parked = entry.parked {
-                        guard version > parked.item.version else { return try supersedeDrop(drop, because: nil) }
+                        guard version > parked.item.version else { try supersedeDrop(drop, because: nil); return nil }
                         try supersedeDrop(parked, because: version)
                     }
                     entry.parked = drop
                     entries[key] = entry
-                    return
+                    return nil
                 }
-                guard version > current else { return try supersedeDrop(drop, because: nil) }
+                guard version > current else { try supersedeDrop(drop, because: nil); return nil }
                 // The replacement inherits the key's backoff (and its .state
                 // file): a new version does not make a failing backend work.
                 try spool.supersede(.queue, key: key, version: current)
@@ -251,18 +277,19 @@ actor DeliveryEngine {
                 entries[key] = entry
                 arrivals.note(key, receivedAt: drop.receivedAt)
                 events.accepted(drop.item, file: drop.name)
-                return
+                return nil
             }
             if held.contains(key) {
                 if let heldVersion = try storedVersion(.hold, key) {
-                    guard version > heldVersion else { return try supersedeDrop(drop, because: nil) }
+                    guard version > heldVersion else { try supersedeDrop(drop, because: nil); return nil }
                     try spool.supersede(.hold, key: key, version: heldVersion)
                     status.superseded += 1
                     events.superseded(key, kind: drop.item.kind, version: heldVersion, by: version, file: nil)
                 }
                 held.remove(key)
             } else if spool.keepsDone, let delivered = try storedVersion(.done, key), version <= delivered {
-                return try supersedeDrop(drop, because: nil)
+                try supersedeDrop(drop, because: nil)
+                return nil
             }
             try spool.accept(drop: drop.name, as: key)
             let now = clock.now
@@ -271,11 +298,20 @@ actor DeliveryEngine {
             ready.push(key, at: now)
             arrivals.note(key, receivedAt: drop.receivedAt)
             events.accepted(drop.item, file: drop.name)
+            return nil
         } catch {
-            // The drop stays in new/ and is taken again at the next start.
-            log.write(LogEntry(.error, "new/\(LogText.escaped(drop.name)) (\(key)) not taken: \(error); "
-                               + "it stays in new/ and is retried at the next start"))
+            return error
         }
+    }
+
+    /// Places a drop that waited for its key's attempt to end. Intake is
+    /// not waiting for an answer, so a failure is logged here and intake is
+    /// asked to read new/ again.
+    private func placeParked(_ drop: Drop) {
+        guard let error = place(drop) else { return }
+        log.write(LogEntry(.error, "new/\(LogText.escaped(drop.name)) (\(drop.item.key)) not taken: \(error); "
+                           + "it stays in new/ and intake reads it again"))
+        inboxNeedsRescan()
     }
 
     private func supersedeDrop(_ drop: Drop, because newer: ItemVersion?) throws(SpoolError) {
@@ -415,13 +451,13 @@ actor DeliveryEngine {
             self.status.delivered += 1
             events.delivered(key, kind: item.kind, version: item.version, attempt: attempt, status: status)
             backendAnswered()
-            if let parked = entry.parked { place(parked) }
+            if let parked = entry.parked { placeParked(parked) }
         case let .retryLater(reason, status, retryAfter):
             entries[key] = entry
             scheduleRetry(key, reason: reason, status: status, retryAfter: retryAfter, countsAgainstBackend: true)
             if let parked = entry.parked {
                 entries[key]?.parked = nil
-                place(parked)
+                placeParked(parked)
             }
         case let .hold(reason, status):
             do {
@@ -437,7 +473,7 @@ actor DeliveryEngine {
             events.held(key, kind: item.kind, version: item.version, attempt: attempt, reason: reason, status: status)
             // The backend answered; a refusal of one item says nothing about its health.
             backendAnswered()
-            if let parked = entry.parked { place(parked) }
+            if let parked = entry.parked { placeParked(parked) }
         }
         afterAttempt()
     }
@@ -451,7 +487,7 @@ actor DeliveryEngine {
             log.write(LogEntry(.warning, "\(key): queue/\(key.fileName) disappeared (removed by hand?); forgetting it"))
             let parked = entries[key]?.parked
             entries[key] = nil
-            if let parked { place(parked) }
+            if let parked { placeParked(parked) }
         case let .undecodable(rejection):
             let reason = "queued file no longer decodes: \(rejection)"
             do {
@@ -461,7 +497,7 @@ actor DeliveryEngine {
                 let parked = entries[key]?.parked
                 entries[key] = nil
                 log.write(LogEntry(.error, "\(key): \(reason); moved to hold/"))
-                if let parked { place(parked) }
+                if let parked { placeParked(parked) }
             } catch {
                 scheduleRetry(key, reason: reason, status: nil, retryAfter: nil, countsAgainstBackend: false)
             }
@@ -484,6 +520,7 @@ actor DeliveryEngine {
         let next = wall + delay.milliseconds
         entry.deadline = clock.now + delay
         entry.state.nextAttemptAt = next
+        entry.state.delayMilliseconds = delay.milliseconds
         entry.state.lastError = reason
         entry.state.lastStatus = httpStatus
         entries[key] = entry
@@ -578,6 +615,7 @@ actor DeliveryEngine {
                 }
                 entry.deadline = clock.now
                 entry.state.nextAttemptAt = nil
+                entry.state.delayMilliseconds = nil
                 entries[key] = entry
                 ready.push(key, at: entry.deadline)
                 try? spool.writeState(entry.state, for: key)

@@ -6,15 +6,24 @@
 // to the engine, which decides between queue/ and done/ (superseded). A
 // history page is split into one drop per transaction first, and each is
 // verified on its own. Files in queue/ have passed this; the engine only
-// decodes them again. Requests in
-// ctl/ are executed by the engine; their answers are written beside them.
+// decodes them again. Requests in ctl/ are executed by the engine; their
+// answers are written beside them.
+//
+// A file renamed into new/ or closed by its writer is taken at once; one
+// found by a scan (start-up, inotify overflow) that was modified within the
+// last IntakeBacklog.settleTime is looked at again later, so a file still
+// being written in place is never taken half-written. A drop the spool could
+// not take stays in new/ and is retried; lack of space pauses intake until a
+// scan succeeds again (IntakeBacklog).
 //
 // Everything here blocks (file reads, chain validation, waiting for the
 // engine to take a batch), which is why it runs on a dedicated thread and never on Swift's
 // cooperative pool. Waiting for the engine is also the back-pressure: a flood
 // of drops waits in new/, not in memory.
-// Reports: one log entry per rejection; errors reading the spool.
+// Reports: one log entry per rejection; errors reading the spool; intake
+// paused and resumed (MessageID.intakePaused, .intakeResumed, and STATUS).
 import Dispatch
+import Glibc
 import Synchronization
 
 final class Intake: Sendable {
@@ -52,25 +61,61 @@ final class Intake: Sendable {
 
     /// Starts the intake thread: it first executes what is waiting in ctl/
     /// and takes everything already in new/, then calls `ready`, then
-    /// follows inotify until `stop()`. `lost` is called (once) if new/ or
-    /// ctl/ disappears, after which the thread ends.
+    /// follows inotify until `stop()`. `lost` is called (once) with a
+    /// sentence for the operator if new/ or ctl/ disappears or becomes
+    /// inaccessible, after which the thread ends.
     func start(ready: @escaping @Sendable () -> Void, lost: @escaping @Sendable (String) -> Void) throws(ThreadStartError) {
         try DedicatedThread.start(name: "txrecon-intake") { [self] in
+            let engine = self.engine, watcher = self.watcher
+            waitFor { await engine.onInboxNeedsRescan { watcher.requestRescan() } }
+            var backlog = IntakeBacklog()
             let verifiers = VerifierSlot()
-            scanControl(verifiers)
-            scanInbox(verifiers)
+            if let problem = scan(&backlog, verifiers) {
+                // `lost` first: the daemon then exits right after start-up.
+                lost(problem)
+                return ready()
+            }
             ready()
             while true {
-                for event in watcher.next() {
+                let timeout = backlog.nextWakeUp.map { max(.zero, $0 - clock.now) }
+                for event in watcher.next(timeout: timeout) {
                     switch event {
-                    case let .drops(names): take(names, verifiers)
-                    case let .created(names): take(names.filter { !spool.isRegularFileInInbox($0) }, verifiers)
-                    case let .controls(names): execute(names, verifiers)
+                    case let .drops(names):
+                        guard !backlog.isPaused else { continue }
+                        finish(take(names, settling: false, &backlog, verifiers), fullScan: false, &backlog)
+                    case let .created(names):
+                        guard !backlog.isPaused else { continue }
+                        // A regular file created in place is taken when its
+                        // writer closes it; one never written (a hard link)
+                        // once it has settled.
+                        let now = clock.now
+                        for name in names where spool.isRegularFileInInbox(name) { backlog.deferFile(name, now: now) }
+                        finish(take(names.filter { !spool.isRegularFileInInbox($0) }, settling: false, &backlog,
+                                    verifiers), fullScan: false, &backlog)
+                    case let .controls(names):
+                        let (failures, requeued) = execute(names)
+                        finish(failures, fullScan: false, &backlog)
+                        // Requeued files are linked into new/, which raises no
+                        // event intake takes at once: read new/ again now.
+                        if requeued, let problem = scan(&backlog, verifiers) { return lost(problem) }
                     case .rescan:
-                        scanControl(verifiers)
-                        scanInbox(verifiers)
+                        log.write(LogEntry(.info, "rescanning new/ and ctl/: inotify's event queue overflowed "
+                                           + "or a drop was left in new/"))
+                        if let problem = scan(&backlog, verifiers) { return lost(problem) }
+                    case .timedOut:
+                        let now = clock.now
+                        // Taken off the backlog even while paused: the
+                        // retry scan reads all of new/ anyway.
+                        let due = backlog.dueFiles(now: now)
+                        if backlog.isRetryDue(now: now) {
+                            if let problem = scan(&backlog, verifiers) { return lost(problem) }
+                        } else if !backlog.isPaused {
+                            finish(take(due, settling: true, &backlog, verifiers), fullScan: false, &backlog)
+                        }
+                    case let .attributesChanged(directory):
+                        if let problem = Intake.accessProblem(directory) { return lost(problem) }
                     case let .lost(directory):
-                        return lost(directory)
+                        return lost("\(directory) disappeared or was moved away")
                     case .stopped:
                         return
                     }
@@ -81,109 +126,180 @@ final class Intake: Sendable {
 
     func stop() { watcher.stop() }
 
-    // MARK: new/
+    /// Monotonic time for the backlog's deadlines.
+    private let clock = SystemClock()
 
-    private func scanInbox(_ verifiers: VerifierSlot) {
-        do {
-            let (names, unaddressable) = try SystemCall.listDirectoryReportingUnaddressable(spool.layout.new)
-            if unaddressable > 0 {
-                log.write(LogEntry(.error, "new/ holds \(unaddressable) file(s) whose names are not UTF-8; "
-                                   + "txrecon cannot take them: rename them (they are left in place)"))
+    /// Why `directory` cannot be used any more, or nil when it can.
+    static func accessProblem(_ directory: String) -> String? {
+        guard access(directory, R_OK | W_OK | X_OK) != 0 else { return nil }
+        return "\(directory) is no longer readable and writable by txrecon (\(String(cString: strerror(errno)))); "
+            + "give it back to the txrecon user (see systemd/txrecon.tmpfiles)"
+    }
+
+    /// Executes ctl/ and takes everything in new/; records the outcome in
+    /// the backlog. Returns a sentence for the operator when a directory
+    /// cannot be listed at all (intake cannot go on), else nil.
+    private func scan(_ backlog: inout IntakeBacklog, _ verifiers: VerifierSlot) -> String? {
+        var failures = IntakeBacklog.Failures()
+        do throws(SpoolError) {
+            let names = try SystemCall.listDirectory(spool.layout.ctl)
+            let (executed, _) = execute(names)
+            failures.count += executed.count
+            failures.space = failures.space ?? executed.space
+            var (inbox, unaddressable) = try SystemCall.listDirectoryReportingUnaddressable(spool.layout.new)
+            for bytes in unaddressable {
+                let renamed = try spool.renameUndecodableDrop(bytes)
+                log.write(LogEntry(.warning, "new/\(LogText.escaped(renamed)): renamed from a name that is not UTF-8, "
+                                   + "which txrecon cannot address", fields: [("TXRECON_FILE", renamed)]))
+                inbox.append(renamed)
             }
-            take(names, verifiers)
+            let taken = take(inbox, settling: true, &backlog, verifiers)
+            failures.count += taken.count
+            failures.space = failures.space ?? taken.space
+        } catch where error.code == EACCES || error.code == ENOENT || error.code == ENOTDIR {
+            return "cannot list \(error.path): \(String(cString: strerror(error.code))); the spool is not usable"
         } catch {
-            log.write(LogEntry(.error, "cannot list new/: \(error)"))
+            log.write(LogEntry(.error, "\(error); scanning again shortly"))
+            failures.count += 1
+        }
+        finish(failures, fullScan: true, &backlog)
+        return nil
+    }
+
+    /// Logs and publishes a pause or a resumption.
+    private func finish(_ failures: IntakeBacklog.Failures, fullScan: Bool, _ backlog: inout IntakeBacklog) {
+        guard let transition = backlog.finished(failures, fullScan: fullScan, now: clock.now) else { return }
+        let engine = self.engine
+        switch transition {
+        case let .paused(reason):
+            log.write(LogEntry(.error, "intake paused: \(reason); new drops wait in new/ and are taken once "
+                               + "the spool can be written again (free space in \(spool.layout.root))",
+                               messageID: MessageID.intakePaused, fields: [("TXRECON_REASON", reason)]))
+            waitFor { await engine.noteIntakePaused(reason) }
+        case let .resumed(after):
+            log.write(LogEntry(.notice, "intake resumed after \(after.milliseconds / 1000)s paused",
+                               messageID: MessageID.intakeResumed))
+            waitFor { await engine.noteIntakePaused(nil) }
         }
     }
 
-    /// Reads, decodes, verifies and hands over `names` in batches.
-    private func take(_ names: [String], _ verifiers: VerifierSlot) {
+    // MARK: new/
+
+    /// Reads, decodes, verifies and hands over `names` in batches. With
+    /// `settling`, files modified within IntakeBacklog.settleTime are
+    /// deferred instead.
+    private func take(_ names: [String], settling: Bool, _ backlog: inout IntakeBacklog,
+                      _ verifiers: VerifierSlot) -> IntakeBacklog.Failures {
         let settings = self.settings.withLock { $0 }
         let decoder = InputDecoder(acceptEnvelopes: settings.acceptEnvelopes)
         let verifier = verifiers.verifier(for: settings.verification)
+        var window: ClosedRange<Int64>?
+        if settling {
+            let wall = Timestamp.nowMilliseconds(), settle = IntakeBacklog.settleTime.milliseconds
+            window = (wall - settle)...(wall + settle)
+        }
+        var failures = IntakeBacklog.Failures()
         var batch: [Drop] = []
         var rejected = 0
-        for name in names {
-            for drop in read(name, decoder: decoder, verifier: verifier, settings: settings, rejected: &rejected) {
+        var seen = Set<String>()
+        for name in names where seen.insert(name).inserted {
+            backlog.forget(name)
+            for drop in read(name, decoder: decoder, verifier: verifier, settings: settings, settling: window,
+                             rejected: &rejected, failures: &failures, backlog: &backlog) {
                 batch.append(drop)
             }
             if batch.count >= Intake.batchSize {
-                hand(batch, rejected: rejected)
+                hand(batch, rejected: rejected, failures: &failures)
                 batch.removeAll(keepingCapacity: true)
                 rejected = 0
             }
         }
-        if !batch.isEmpty || rejected > 0 { hand(batch, rejected: rejected) }
+        if !batch.isEmpty || rejected > 0 { hand(batch, rejected: rejected, failures: &failures) }
+        return failures
     }
 
-    /// The drops one file yields: none (gone, rejected), one, or one per
-    /// transaction of a history page.
+    /// The drops one file yields: none (gone, rejected, unsettled, failed),
+    /// one, or one per transaction of a history page.
     private func read(_ name: String, decoder: InputDecoder, verifier: SignedDataVerifier?, settings: Settings,
-                      rejected: inout Int) -> [Drop] {
-        do {
-            switch try spool.readDrop(name, maximumSize: settings.maximumFileSize) {
+                      settling: ClosedRange<Int64>?,
+                      rejected: inout Int, failures: inout IntakeBacklog.Failures,
+                      backlog: inout IntakeBacklog) -> [Drop] {
+        do throws(SpoolError) {
+            let bytes: [UInt8], modifiedAt: Int64
+            switch try spool.readDrop(name, maximumSize: settings.maximumFileSize, settling: settling) {
             case .gone:
+                return []
+            case .unsettled:
+                backlog.deferFile(name, now: clock.now)
                 return []
             case let .refused(rejection):
                 try reject(name, rejection, rejected: &rejected)
                 return []
-            case let .bytes(bytes, modifiedAt):
-                do {
-                    switch try decoder.decode(bytes) {
-                    case let .item(item):
-                        try verifier?.verify(item)
-                        return [Drop(name: name, item: item, receivedAt: modifiedAt)]
-                    case let .page(transactions):
-                        let parts = try spool.split(drop: name, into: transactions)
-                        log.write(LogEntry(.info, "new/\(LogText.escaped(name)): history page split into \(parts.count) drops",
-                                           fields: [("TXRECON_FILE", name)]))
-                        return parts.flatMap {
-                            read($0, decoder: decoder, verifier: verifier, settings: settings, rejected: &rejected)
-                        }
-                    }
-                } catch let rejection as Rejection {
-                    try reject(name, rejection, rejected: &rejected)
-                    return []
+            case let .bytes(content, modified):
+                (bytes, modifiedAt) = (content, modified)
+            }
+            let decoded: DecodedInput
+            do {
+                decoded = try decoder.decode(bytes)
+                if case let .item(item) = decoded { try verifier?.verify(item) }
+            } catch {
+                try reject(name, error, rejected: &rejected)
+                return []
+            }
+            switch decoded {
+            case let .item(item):
+                return [Drop(name: name, item: item, receivedAt: modifiedAt)]
+            case let .page(transactions):
+                let parts = try spool.split(drop: name, into: transactions)
+                log.write(LogEntry(.info, "new/\(LogText.escaped(name)): history page split into \(parts.count) drops",
+                                   fields: [("TXRECON_FILE", name)]))
+                return parts.flatMap {
+                    read($0, decoder: decoder, verifier: verifier, settings: settings, settling: nil,
+                         rejected: &rejected, failures: &failures, backlog: &backlog)
                 }
             }
         } catch {
-            log.write(LogEntry(.error, "new/\(LogText.escaped(name)) not taken: \(error); it stays in new/"))
+            note(error, name: name, failures: &failures)
             return []
         }
     }
 
-    private func reject(_ name: String, _ rejection: Rejection, rejected: inout Int) throws {
+    /// Counts a drop the spool could not take; it stays in new/ and the
+    /// next scan tries it again. Lack of space is reported once, as the
+    /// pause, rather than once per file.
+    private func note(_ error: SpoolError, name: String, failures: inout IntakeBacklog.Failures) {
+        if !IntakeBacklog.isLackOfSpace(error) {
+            log.write(LogEntry(.error, "new/\(LogText.escaped(name)) not taken: \(error); it stays in new/ "
+                               + "and is tried again shortly", fields: [("TXRECON_FILE", name)]))
+        }
+        failures.record(error)
+    }
+
+    private func reject(_ name: String, _ rejection: Rejection, rejected: inout Int) throws(SpoolError) {
         let movedTo = try spool.reject(drop: name, because: rejection, at: Timestamp.nowMilliseconds())
         events.rejected(file: name, rejection: rejection, movedTo: movedTo)
         rejected += 1
     }
 
-    private func hand(_ drops: [Drop], rejected: Int) {
+    private func hand(_ drops: [Drop], rejected: Int, failures: inout IntakeBacklog.Failures) {
         let engine = self.engine
-        waitFor {
+        let refused = waitFor {
             if rejected > 0 { await engine.noteRejected(count: rejected) }
-            if !drops.isEmpty { await engine.offer(drops) }
+            return drops.isEmpty ? [] : await engine.offer(drops)
         }
+        for (name, error) in refused { note(error, name: name, failures: &failures) }
     }
 
     // MARK: ctl/
 
-    private func scanControl(_ verifiers: VerifierSlot) {
-        do {
-            execute(try SystemCall.listDirectory(spool.layout.ctl), verifiers)
-        } catch {
-            log.write(LogEntry(.error, "cannot list ctl/: \(error)"))
-        }
-    }
-
     /// Executes requests in ctl/: answer in NAME.result, then NAME removed.
-    private func execute(_ names: [String], _ verifiers: VerifierSlot) {
-        let directory = spool.layout.ctl
+    /// A request whose answer cannot be written stays and is executed again
+    /// by the next scan (every command is idempotent). `requeued` tells
+    /// whether rejected files went back into new/.
+    private func execute(_ names: [String]) -> (failures: IntakeBacklog.Failures, requeued: Bool) {
+        var failures = IntakeBacklog.Failures()
         var requeued = false
-        // Requeued files are linked into new/ (no-replace), which inotify
-        // reports as IN_CREATE without a close-after-write, so they are taken
-        // by a scan once the requests are answered.
-        defer { if requeued { scanInbox(verifiers) } }
+        let directory = spool.layout.ctl
         for name in names where !name.hasPrefix(".") && !name.hasSuffix(".result") {
             let path = directory + "/" + name
             guard let bytes = try? SystemCall.readFile(path, limit: 1 << 20) else { continue }
@@ -203,9 +319,11 @@ final class Intake: Sendable {
                                            temporaryName: directory + "/.tmp-" + name, sync: false)
                 try SystemCall.unlinkIfPresent(path)
             } catch {
-                log.write(LogEntry(.error, "cannot answer ctl/\(LogText.escaped(name)): \(error)"))
+                log.write(LogEntry(.error, "cannot answer ctl/\(LogText.escaped(name)): \(error); it is executed again shortly"))
+                failures.record(error)
             }
         }
+        return (failures, requeued)
     }
 
     /// Runs async work and blocks this (dedicated) thread until it is done.

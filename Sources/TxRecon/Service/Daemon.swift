@@ -9,7 +9,8 @@
 //   SIGTERM, SIGINT: STOPPING=1, intake stops, attempts in flight get a
 //            bounded time to end, nothing undelivered is finished, the
 //            metrics file (if any) says txrecon_up 0; exit 0
-//   new/ or ctl/ removed while running: exit 1 so systemd restarts us
+//   new/ or ctl/ removed or made inaccessible while running: exit 1 so
+//            systemd restarts us
 //
 // Reports: the lifecycle in the journal (started, reloaded, stopping) and
 // every failure that ends the process, with its exit status.
@@ -138,9 +139,9 @@ public enum Daemon {
             case let .stop(name):
                 log.write(LogEntry(.info, "\(name) received: stopping", messageID: MessageID.stopping))
                 break loop
-            case let .lost(directory):
-                log.write(LogEntry(.critical, "\(directory) disappeared or was moved away; exiting so that "
-                                   + "systemd restarts txrecon and recreates it"))
+            case let .lost(problem):
+                log.write(LogEntry(.critical, "\(problem); exiting so that systemd restarts txrecon "
+                                   + "(a missing directory is recreated at start)"))
                 exitStatus = ExitStatus.failure
                 break loop
             case .freeze:

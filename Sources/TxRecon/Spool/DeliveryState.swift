@@ -15,12 +15,19 @@ public struct DeliveryState: Sendable, Equatable {
     public var lastError: String?
     /// The HTTP status of the last failed attempt, if there was a response.
     public var lastStatus: Int?
+    /// The wait planned when `nextAttemptAt` was set, in ms; nil in states
+    /// written before it was recorded. At restart the remaining wait is cut
+    /// to this, so a wall clock set back in between never stalls the item
+    /// longer than the schedule meant.
+    public var delayMilliseconds: Int64?
 
-    public init(attempts: Int = 0, nextAttemptAt: Int64? = nil, lastError: String? = nil, lastStatus: Int? = nil) {
+    public init(attempts: Int = 0, nextAttemptAt: Int64? = nil, lastError: String? = nil, lastStatus: Int? = nil,
+                delayMilliseconds: Int64? = nil) {
         self.attempts = attempts
         self.nextAttemptAt = nextAttemptAt
         self.lastError = lastError
         self.lastStatus = lastStatus
+        self.delayMilliseconds = delayMilliseconds
     }
 
     var json: JSONValue {
@@ -28,6 +35,7 @@ public struct DeliveryState: Sendable, Equatable {
         if let nextAttemptAt { members.append(("nextAttemptAt", .integer(nextAttemptAt))) }
         if let lastError { members.append(("lastError", .string(lastError))) }
         if let lastStatus { members.append(("lastStatus", .integer(lastStatus))) }
+        if let delayMilliseconds { members.append(("delayMilliseconds", .integer(delayMilliseconds))) }
         return .object(members)
     }
 
@@ -40,5 +48,6 @@ public struct DeliveryState: Sendable, Equatable {
         nextAttemptAt = value["nextAttemptAt"]?.int64Value
         lastError = value["lastError"]?.stringValue
         lastStatus = value["lastStatus"]?.int64Value.map { Int($0) }
+        delayMilliseconds = value["delayMilliseconds"]?.int64Value.flatMap { $0 > 0 ? $0 : nil }
     }
 }

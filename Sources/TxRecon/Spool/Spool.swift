@@ -30,9 +30,13 @@ enum DropContent: Equatable {
     case bytes([UInt8], modifiedAt: Int64)
     /// The name is no longer there (taken already, or a duplicate event).
     case gone
-    /// Not something intake reads: a symlink, FIFO, device, directory, or
-    /// too large. The file is left untouched for `reject`.
+    /// Not something intake reads: a symlink, FIFO, device, directory, a
+    /// file with other hard links, or too large. The file is left untouched
+    /// for `reject`.
     case refused(Rejection)
+    /// A regular file modified so recently that its writer may not be done
+    /// (only when the caller passed a `settling` window); not read.
+    case unsettled
 }
 
 /// A queued item as the spool holds it at start-up.
@@ -74,6 +78,18 @@ final class Spool: Sendable {
         try SystemCall.listDirectory(layout.new)
     }
 
+    /// Gives a drop whose name is not UTF-8 (which Swift cannot address) a
+    /// name that is: the invalid bytes become U+FFFD and `.not-utf8` is
+    /// added, plus `.N` if that is taken. Returns the new name.
+    func renameUndecodableDrop(_ bytes: [UInt8]) throws(SpoolError) -> String {
+        let base = Spool.prefix(of: String(decoding: bytes, as: UTF8.self), maximumBytes: 180) + ".not-utf8"
+        var candidate = base
+        while !(try SystemCall.renameRawName(in: layout.new, from: bytes, to: candidate)) {
+            candidate = "\(base).\(uniqueCounter.add(1, ordering: .relaxed).newValue)"
+        }
+        return candidate
+    }
+
     /// Whether new/NAME is a regular file (false when it is gone or anything else).
     func isRegularFileInInbox(_ name: String) -> Bool {
         guard let info = try? SystemCall.linkStatus(layout.new + "/" + name) else { return false }
@@ -83,10 +99,15 @@ final class Spool: Sendable {
     /// Reads one drop without ever blocking on it or following a link:
     /// lstat first (never open a device or FIFO), then open with
     /// O_NOFOLLOW|O_NONBLOCK and check again with fstat (the name may have
-    /// been replaced in between).
-    func readDrop(_ name: String, maximumSize: Int) throws(SpoolError) -> DropContent {
+    /// been replaced in between). A regular file whose mtime (ms since 1970)
+    /// lies in `settling` is reported `.unsettled` and not read: its writer
+    /// may still be writing it in place (docs/crash-consistency.md).
+    func readDrop(_ name: String, maximumSize: Int, settling: ClosedRange<Int64>? = nil) throws(SpoolError) -> DropContent {
         let path = layout.new + "/" + name
         guard let info = try SystemCall.linkStatus(path) else { return .gone }
+        if let settling, info.st_mode & S_IFMT == S_IFREG, settling.contains(Spool.modifiedMilliseconds(info)) {
+            return .unsettled
+        }
         if let refusal = Spool.refusal(for: info, maximumSize: maximumSize) { return .refused(refusal) }
         let fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
         if fd < 0 {
@@ -103,17 +124,27 @@ final class Spool: Sendable {
         if let refusal = Spool.refusal(for: opened, maximumSize: maximumSize) { return .refused(refusal) }
         do {
             let bytes = try SystemCall.readAll(fd, path: path, limit: maximumSize, sizeHint: Int(opened.st_size))
-            let modified = Int64(opened.st_mtim.tv_sec) * 1000 + Int64(opened.st_mtim.tv_nsec) / 1_000_000
-            return .bytes(bytes, modifiedAt: modified)
+            return .bytes(bytes, modifiedAt: Spool.modifiedMilliseconds(opened))
         } catch where error.code == EFBIG {
             return .refused(Spool.tooLarge(maximumSize))
         }
     }
 
+    static func modifiedMilliseconds(_ info: stat) -> Int64 {
+        Int64(info.st_mtim.tv_sec) * 1000 + Int64(info.st_mtim.tv_nsec) / 1_000_000
+    }
+
     private static func refusal(for info: stat, maximumSize: Int) -> Rejection? {
         switch info.st_mode & S_IFMT {
         case S_IFREG:
-            return Int(info.st_size) > maximumSize ? tooLarge(maximumSize) : nil
+            if Int(info.st_size) > maximumSize { return tooLarge(maximumSize) }
+            // Another name for the same inode could change the item after it
+            // was checked, under queue/ (Postfix's pickup refuses these too).
+            if info.st_nlink > 1 {
+                return Rejection("hard-linked", "it has \(info.st_nlink) names (hard links), so it could change after "
+                                 + "intake; drop a copy of its own (write it in tmp/, then rename it into new/)")
+            }
+            return nil
         case S_IFLNK: return Rejection("not-a-regular-file", "it is a symbolic link; drop the file itself")
         case S_IFIFO: return Rejection("not-a-regular-file", "it is a FIFO; drop a regular file")
         case S_IFDIR: return Rejection("not-a-regular-file", "it is a directory; drop one file per transaction")
@@ -139,7 +170,11 @@ final class Spool: Sendable {
     /// Returns the name in rejected/.
     @discardableResult
     func reject(drop name: String, because rejection: Rejection, at now: Int64) throws(SpoolError) -> String {
-        let target = try uniqueName(in: layout.rejected, base: name)
+        // A leading dot would hide the file from listings, and `.tmp-` names
+        // are the daemon's own leftovers, removed at start: never a producer's.
+        // A name near NAME_MAX is shortened so that NAME.reason still fits.
+        let base = Spool.prefix(of: name.hasPrefix(".") ? "_" + name : name, maximumBytes: 200)
+        let target = try uniqueName(in: layout.rejected, base: base)
         let reason = Spool.rejectionText(name: name, rejection: rejection, at: now)
         try SystemCall.replaceFile(layout.rejected + "/" + target + ".reason", Array(reason.utf8),
                                    temporaryName: layout.rejected + "/.tmp-" + target + ".reason", sync: false)
@@ -204,10 +239,13 @@ final class Spool: Sendable {
     /// and some parts: taken again at start, the repeats are superseded.
     func split(drop name: String, into parts: [String]) throws(SpoolError) -> [String] {
         var names: [String] = []
+        // Part names are the page's name plus `.N`; a page name near
+        // NAME_MAX (255 bytes) is shortened first so that they still fit.
+        let base = Spool.prefix(of: name, maximumBytes: 200)
         for (index, part) in parts.enumerated() {
-            let temporary = layout.tmp + "/.txrecon-split-\(index + 1)-" + name
+            let temporary = layout.tmp + "/.txrecon-split-\(getpid())-\(uniqueCounter.add(1, ordering: .relaxed).newValue)"
             try SystemCall.replaceFile(temporary, Array(part.utf8), temporaryName: temporary + ".tmp", sync: true)
-            names.append(try moveIntoInbox(temporary, base: "\(name).\(index + 1)"))
+            names.append(try moveIntoInbox(temporary, base: "\(base).\(index + 1)"))
         }
         try SystemCall.syncDirectory(layout.new)
         try SystemCall.unlinkIfPresent(layout.new + "/" + name)
@@ -298,7 +336,7 @@ final class Spool: Sendable {
                     state = DeliveryState(json: bytes)
                 }
                 let modified = (try? SystemCall.linkStatus(layout.queue + "/" + name)).flatMap { $0 }
-                    .map { Int64($0.st_mtim.tv_sec) * 1000 + Int64($0.st_mtim.tv_nsec) / 1_000_000 } ?? 0
+                    .map(Spool.modifiedMilliseconds) ?? 0
                 items.append(QueuedFile(key: key, state: state, receivedAt: modified))
             } else {
                 foreign.append(name)
@@ -338,6 +376,20 @@ final class Spool: Sendable {
     }
 
     // MARK: Names
+
+    /// The longest prefix of `name` of at most `maximumBytes` UTF-8 bytes
+    /// that ends on a character boundary.
+    static func prefix(of name: String, maximumBytes: Int) -> String {
+        guard name.utf8.count > maximumBytes else { return name }
+        var result = ""
+        var bytes = 0
+        for character in name {
+            bytes += character.utf8.count
+            if bytes > maximumBytes { break }
+            result.append(character)
+        }
+        return result
+    }
 
     /// Renames `source` into new/ as `base` or, when a producer already uses
     /// that name, `base.N-M`: never over a producer's file.

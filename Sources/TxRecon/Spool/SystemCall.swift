@@ -80,33 +80,56 @@ enum SystemCall {
 
     /// Names in a directory, without `.` and `..`, in directory order. Names
     /// that are not valid UTF-8 cannot be addressed through Swift strings:
-    /// they are left out and counted in `unaddressable`.
+    /// they are left out (see `listDirectoryReportingUnaddressable`).
     static func listDirectory(_ path: String) throws(SpoolError) -> [String] {
         try listDirectoryReportingUnaddressable(path).names
     }
 
-    static func listDirectoryReportingUnaddressable(_ path: String) throws(SpoolError) -> (names: [String], unaddressable: Int) {
+    /// The name in a `readdir(3)` entry, read in place. glibc sizes each
+    /// entry to its name (`d_reclen`), so copying the entry's full 256-byte
+    /// `d_name` (`entry.pointee.d_name`) reads past the end of the last entry
+    /// in its buffer; AddressSanitizer caught exactly that.
+    static func entryName(_ entry: UnsafeMutablePointer<dirent>) -> [UInt8] {
+        let start = (UnsafeRawPointer(entry) + MemoryLayout<dirent>.offset(of: \dirent.d_name)!)
+            .assumingMemoryBound(to: CChar.self)
+        return Array(UnsafeRawBufferPointer(start: start, count: strlen(start)))
+    }
+
+    /// Like `listDirectory`, and also the names that are not UTF-8, as bytes.
+    static func listDirectoryReportingUnaddressable(_ path: String) throws(SpoolError)
+        -> (names: [String], unaddressable: [[UInt8]]) {
         guard let directory = opendir(path) else { throw SpoolError("opendir", path) }
         defer { closedir(directory) }
         var names: [String] = []
-        var unaddressable = 0
+        var unaddressable: [[UInt8]] = []
         while true {
             errno = 0
             guard let entry = readdir(directory) else {
                 if errno != 0 { throw SpoolError("readdir", path) }
                 return (names, unaddressable)
             }
-            let name = withUnsafePointer(to: entry.pointee.d_name) {
-                $0.withMemoryRebound(to: UInt8.self, capacity: Int(NAME_MAX) + 1) {
-                    String(validating: UnsafeBufferPointer(start: $0, count: strlen(UnsafeRawPointer($0).assumingMemoryBound(to: CChar.self))), as: UTF8.self)
-                }
-            }
-            guard let name else {
-                unaddressable += 1
+            let bytes = entryName(entry)
+            guard let name = String(validating: bytes, as: UTF8.self) else {
+                unaddressable.append(bytes)
                 continue
             }
             if name != "." && name != ".." { names.append(name) }
         }
+    }
+
+    /// Renames `directory/<bytes>` to `directory/<name>` unless that exists
+    /// (then returns false), for a name that is not UTF-8. Checked, then
+    /// renamed: only the daemon renames within the directory it uses this on
+    /// at that moment, and a producer's file created in between under the
+    /// same new name is the one risk, which the caller's unusual name avoids.
+    static func renameRawName(in directory: String, from bytes: [UInt8], to name: String) throws(SpoolError) -> Bool {
+        let target = directory + "/" + name
+        guard try linkStatus(target) == nil else { return false }
+        let source = Array((directory + "/").utf8).map { CChar(bitPattern: $0) } + bytes.map { CChar(bitPattern: $0) } + [0]
+        guard Glibc.rename(source, target) == 0 else {
+            throw SpoolError("rename to \(target) from", directory + "/" + String(decoding: bytes, as: UTF8.self))
+        }
+        return true
     }
 
     /// Reads a whole regular file of at most `limit` bytes.

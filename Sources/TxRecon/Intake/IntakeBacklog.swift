@@ -1,0 +1,110 @@
+// IntakeBacklog: what intake still owes new/, and when to look again.
+//
+// Two kinds of debt, both kept on the intake thread only:
+//   - unsettled files: regular files in new/ modified so recently that their
+//     writer may still be writing them in place (no rename); each is looked
+//     at again after `settleTime`.
+//   - failed passes: a drop the spool could not take (a full file system, an
+//     I/O error) stays in new/; new/ and ctl/ are scanned again after a
+//     backoff that doubles from `firstRetry` to `longestRetry`. A failure
+//     for lack of space (ENOSPC, EDQUOT) also pauses intake: events are not
+//     acted on until a full scan succeeds again.
+// Times are monotonic (EngineClock.now), so a wall-clock jump neither
+// stalls nor hurries a retry. Touches no files and logs nothing: Intake
+// reports the transitions this returns.
+import Glibc
+
+/// Intake's pending work; not Sendable on purpose: it lives on the intake thread.
+struct IntakeBacklog {
+    /// How long after its last modification a file written in place is
+    /// left alone by a scan: 5 s, long enough for a writer descheduled on a
+    /// busy host (2 s was not, under ThreadSanitizer on two loaded cores). A
+    /// writer that renames (the Maildir rule, `txrecon submit`) or closes the
+    /// file is taken at once regardless.
+    static let settleTime: Duration = .seconds(5)
+    /// The first wait before scanning again after a failure: 1 s.
+    static let firstRetry: Duration = .seconds(1)
+    /// The longest wait between scans while failures persist: 30 s.
+    static let longestRetry: Duration = .seconds(30)
+
+    /// What a scan or batch ran into.
+    struct Failures {
+        /// The first error for lack of space, if any.
+        var space: SpoolError?
+        /// How many drops or requests failed for any reason.
+        var count = 0
+
+        mutating func record(_ error: SpoolError) {
+            count += 1
+            if space == nil, IntakeBacklog.isLackOfSpace(error) { space = error }
+        }
+    }
+
+    /// A change of the paused state, for Intake to log and publish.
+    enum Transition: Equatable {
+        case paused(reason: String)
+        case resumed(after: Duration)
+    }
+
+    /// Names in new/ to look at again, with when (monotonic).
+    private(set) var unsettled: [String: Duration] = [:]
+    /// When to scan again after a failure (monotonic); nil when nothing failed.
+    private(set) var retryAt: Duration?
+    private var retryInterval = IntakeBacklog.firstRetry
+    /// Why intake is paused and since when (monotonic); nil while it runs.
+    private(set) var paused: (reason: String, since: Duration)?
+
+    var isPaused: Bool { paused != nil }
+
+    /// The earliest moment something is due, or nil when nothing is owed.
+    var nextWakeUp: Duration? {
+        [retryAt, unsettled.values.min()].compactMap { $0 }.min()
+    }
+
+    static func isLackOfSpace(_ error: SpoolError) -> Bool {
+        error.code == ENOSPC || error.code == EDQUOT
+    }
+
+    mutating func deferFile(_ name: String, now: Duration) {
+        unsettled[name] = now + IntakeBacklog.settleTime
+    }
+
+    mutating func forget(_ name: String) {
+        unsettled[name] = nil
+    }
+
+    /// Removes and returns the unsettled names due at `now`.
+    mutating func dueFiles(now: Duration) -> [String] {
+        let due = unsettled.filter { $0.value <= now }.map(\.key).sorted()
+        for name in due { unsettled[name] = nil }
+        return due
+    }
+
+    /// Whether the retry scan is due at `now`.
+    func isRetryDue(now: Duration) -> Bool {
+        retryAt.map { $0 <= now } ?? false
+    }
+
+    /// Records the outcome of a batch (`fullScan` false) or of a scan of all
+    /// of new/ (`fullScan` true); returns the pause transition it caused.
+    mutating func finished(_ failures: Failures, fullScan: Bool, now: Duration) -> Transition? {
+        if failures.count > 0 {
+            retryAt = now + retryInterval
+            retryInterval = min(retryInterval * 2, IntakeBacklog.longestRetry)
+            if paused == nil, let space = failures.space {
+                let reason = "the spool's file system refused a write (\(space))"
+                paused = (reason, now)
+                return .paused(reason: reason)
+            }
+            return nil
+        }
+        guard fullScan else { return nil }
+        retryAt = nil
+        retryInterval = IntakeBacklog.firstRetry
+        if let since = paused?.since {
+            paused = nil
+            return .resumed(after: now - since)
+        }
+        return nil
+    }
+}

@@ -1,0 +1,137 @@
+// The spool's own faults, against the built binary: a file system that fills
+// up (a small tmpfs), and directories or files the daemon may not read. Tests
+// run as root, which no permission stops, so the permission tests run the
+// daemon as nobody (uid 65534) with setpriv on a spool nobody owns.
+import Glibc
+import Synchronization
+import Testing
+@testable import TxRecon
+import TxReconTestSupport
+
+extension DaemonFixture {
+    static let nobody: uid_t = 65534
+
+    /// Runs a command that must succeed (mount, chown, …).
+    func must(_ command: String...) throws {
+        let result = try DaemonProcess.run(command: command, in: directory.path)
+        guard result.status == 0 else {
+            throw FixtureError("\(command.joined(separator: " ")) exited \(result.status): \(result.stderr)")
+        }
+    }
+
+    /// Starts the daemon as nobody on a spool nobody owns, and waits until
+    /// it is ready (READY=1 on a notify socket nobody may write to).
+    @discardableResult
+    func startAsNobody() async throws -> DaemonProcess {
+        try layout.createMissingDirectories()
+        chmod(directory.path, 0o755)
+        try must("/bin/chown", "-R", "\(DaemonFixture.nobody):\(DaemonFixture.nobody)", layout.root)
+        let socketDirectory = String(notify.path[..<notify.path.lastIndex(of: "/")!])
+        chmod(socketDirectory, 0o755)
+        chmod(notify.path, 0o777)
+        chmod(configPath, 0o644)
+        let id = "\(DaemonFixture.nobody)"
+        let process = try DaemonProcess(["run", "--config", configPath], environment: ["NOTIFY_SOCKET": notify.path],
+                                        stderrPath: directory.path + "/nobody-\(notify.messages.count).log",
+                                        launcher: ["/usr/bin/setpriv", "--reuid=" + id, "--regid=" + id, "--clear-groups"])
+        adopt(process)
+        let ready = await notify.waitFor({ $0.senderPID == process.pid && $0.contains("READY=1") }, timeout: .seconds(30))
+        guard ready != nil else { throw FixtureError("no READY=1 from the daemon run as nobody:\n\(process.stderr)") }
+        return process
+    }
+}
+
+struct FixtureError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+@Suite(.serialized, .timeLimit(.minutes(2)), .enabled(if: getuid() == 0, "needs root: mount, chown, setpriv"))
+struct SpoolFaultTests {
+    @Test func aFullSpoolPausesIntakeWithoutTakingPartialFilesAndResumesWhenSpaceIsFree() async throws {
+        let fixture = try DaemonFixture()
+        try SystemCall.makeDirectory(fixture.layout.root, mode: 0o755)
+        try fixture.must("/bin/mount", "-t", "tmpfs", "-o", "size=2m,mode=0755", "tmpfs", fixture.layout.root)
+        defer {
+            if let daemon = fixture.daemon {
+                daemon.signal(SIGTERM)
+                _ = daemon.wait(timeout: .seconds(10))
+            }
+            try? fixture.must("/bin/umount", "-l", fixture.layout.root)
+        }
+        let daemon = try await fixture.start()
+        try fixture.drop(fixture.envelope("before", version: 1))
+        #expect(await fixture.eventually { fixture.names("done") == ["before"] })
+
+        // Written while there is room; moved into new/ once there is none.
+        _ = fixture.directory.write("{broken", to: "spool/tmp/broken", mode: 0o640)
+        _ = fixture.directory.write(fixture.envelope("during", version: 1), to: "spool/tmp/during", mode: 0o640)
+        try fill(fixture.layout.root + "/filler")
+
+        #expect(rename(fixture.layout.tmp + "/broken", fixture.layout.new + "/broken") == 0)
+        #expect(await fixture.eventually { daemon.stderr.contains("intake paused: the spool's file system refused a write") })
+        #expect(await fixture.eventually { fixture.statusLines.last?.contains("intake paused:") == true },
+                "\(fixture.statusLines.last ?? "")")
+        #expect(rename(fixture.layout.tmp + "/during", fixture.layout.new + "/during") == 0)
+
+        // A well-behaved producer fails and leaves nothing; one writing in
+        // place leaves an empty file, which must never become an item.
+        _ = fixture.directory.write(fixture.envelope("submitted", version: 1), to: "submitted.json")
+        let submitted = try fixture.cli(["submit", fixture.directory.path + "/submitted.json"])
+        #expect(submitted.status != 0)
+        #expect(submitted.stderr.contains("No space left on device"), "\(submitted.stderr)")
+        #expect(fixture.names("tmp") == [])
+        let partial = open(fixture.layout.new + "/partial", O_WRONLY | O_CREAT | O_EXCL, 0o640)
+        let bytes = Array(fixture.envelope("partial", version: 1).utf8)
+        #expect(write(partial, bytes, bytes.count) < bytes.count)
+        close(partial)
+
+        #expect(unlink(fixture.layout.root + "/filler") == 0)
+        #expect(await fixture.eventually(timeout: .seconds(40)) { daemon.stderr.contains("intake resumed after") })
+        #expect(await fixture.eventually { fixture.statusLines.last?.contains("intake paused") == false })
+        #expect(await fixture.eventually { fixture.names("done") == ["before", "during"] })
+        // The empty file written in place is young: it settles first (5 s).
+        #expect(await fixture.eventually { fixture.names("rejected") == ["broken", "broken.reason", "partial", "partial.reason"] })
+        #expect(fixture.rejectionCode("partial") == "empty-file")
+        #expect(fixture.names("new") == [])
+        #expect(!fixture.server.requests.contains { $0.header("Idempotency-Key")?.hasPrefix("partial") == true })
+    }
+
+    @Test func newMadeInaccessibleEndsTheDaemonWithStatus1AndAClearMessage() async throws {
+        let fixture = try DaemonFixture()
+        let daemon = try await fixture.startAsNobody()
+        #expect(chmod(fixture.layout.new, 0o000) == 0)
+        #expect(daemon.wait(timeout: .seconds(10)) == 1)
+        #expect(daemon.stderr.contains("/new is no longer readable and writable by txrecon (Permission denied)"))
+        #expect(daemon.stderr.contains("exiting so that systemd restarts txrecon"))
+        let again = try DaemonProcess(["run", "--config", fixture.configPath], stderrPath: fixture.directory.path + "/again.log",
+                                      launcher: ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"])
+        #expect(again.wait(timeout: .seconds(10)) == 1, "a restart fails the same clear way until the operator repairs it")
+        #expect(again.stderr.contains("Permission denied"))
+    }
+
+    @Test func aFileAnotherUserKeepsToItselfIsRejectedAndOneItSharesIsDelivered() async throws {
+        let fixture = try DaemonFixture()
+        try await fixture.startAsNobody()
+        for (name, mode) in [("private", mode_t(0o600)), ("shared", mode_t(0o644))] {
+            _ = fixture.directory.write(fixture.envelope(name, version: 1), to: "spool/tmp/" + name, mode: mode)
+            #expect(chown(fixture.layout.tmp + "/" + name, 4242, 4242) == 0)
+            #expect(rename(fixture.layout.tmp + "/" + name, fixture.layout.new + "/" + name) == 0)
+        }
+        #expect(await fixture.eventually { fixture.names("done") == ["shared"] })
+        #expect(await fixture.eventually { fixture.names("rejected") == ["private", "private.reason"] })
+        let reason = try SystemCall.readFile(fixture.layout.rejected + "/private.reason", limit: 65536)
+        #expect(String(decoding: reason, as: UTF8.self).hasPrefix("unreadable: "))
+    }
+
+    /// Writes zeros to `path` until the file system is full.
+    private func fill(_ path: String) throws {
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        guard descriptor >= 0 else { throw FixtureError("open \(path): errno \(errno)") }
+        defer { close(descriptor) }
+        let chunk = [UInt8](repeating: 0, count: 65536)
+        while write(descriptor, chunk, chunk.count) > 0 {}
+        let small = [UInt8](repeating: 0, count: 1)
+        while write(descriptor, small, 1) > 0 {}
+    }
+}
