@@ -324,15 +324,56 @@ struct DeliveryEngineTests {
         await harness.status.waitFor { $0.delivered == 1 }
     }
 
-    @Test func statusSaysWhenTheBackendStartedFailing() async throws {
+    @Test func theBackendCountsAsFailingAfterThreeFailuresInARowAndStatusSaysSince() async throws {
         let harness = try EngineHarness(transport: ScriptedTransport(default: .status(503)))
         let engine = harness.makeEngine()
         try await engine.start()
         let failingSince = harness.clock.wallMilliseconds
         await engine.offer([try harness.envelope("a", version: 1)])
+        for delay in [2, 5] {
+            await harness.clock.waitForSleeper(until: harness.clock.now + .seconds(delay))
+            #expect(harness.status.latest?.backend != .failing(since: failingSince, lastError: "HTTP 503"))
+            harness.clock.advance(by: .seconds(delay))
+        }
         let status = await harness.status.waitFor { if case .failing = $0.backend { return true } else { return false } }
         #expect(status.backend == .failing(since: failingSince, lastError: "HTTP 503"))
-        #expect(status.nextRetryAt == failingSince + 2000)
+        #expect(status.nextRetryAt == harness.clock.wallMilliseconds + 15_000)
         #expect(status.line.contains("backend failing since"))
+    }
+
+    @Test func whenTheBackendRecoversKeysWaitingForItAreDueAtOnce() async throws {
+        let transport = ScriptedTransport(default: .status(503))
+        let harness = try EngineHarness(transport: transport)
+        let engine = harness.makeEngine()
+        try await engine.start()
+        await engine.offer(try (1...3).map { try harness.envelope("k\($0)", version: 1) })
+        await transport.waitForRequests(3)
+        await harness.status.waitFor { if case .failing = $0.backend { return true } else { return false } }
+        // A new key is delivered at once: the backend is back. The three
+        // waiting keys go now instead of after their 2 s step; the clock
+        // never moves in this test.
+        transport.setDefault(.status(200))
+        await engine.offer([try harness.envelope("fresh", version: 1)])
+        await harness.status.waitFor { $0.delivered == 4 }
+        #expect(transport.requests.count == 7)
+        #expect(harness.clock.sleeperDeadlines.isEmpty)
+    }
+
+    @Test func oneKeyFailingAmongDeliveriesIsNotAnOutage() async throws {
+        let transport = ScriptedTransport()
+        transport.script("bad", [.status(503), .status(503), .status(503)])
+        let harness = try EngineHarness(transport: transport)
+        let engine = harness.makeEngine()
+        try await engine.start()
+        await engine.offer([try harness.envelope("bad", version: 1), try harness.envelope("good1", version: 1)])
+        await harness.status.waitFor { $0.delivered == 1 }
+        await harness.clock.waitForSleeper(until: harness.clock.now + .seconds(2))
+        harness.clock.advance(by: .seconds(2))
+        await transport.waitForRequests(3)
+        await engine.offer([try harness.envelope("good2", version: 1)])
+        await harness.status.waitFor { $0.delivered == 2 }
+        #expect(harness.status.history.allSatisfy { if case .failing = $0.backend { false } else { true } })
+        // "bad" keeps its own schedule: 5 s after its second failure.
+        await harness.clock.waitForSleeper(until: harness.clock.now + .seconds(5))
     }
 }

@@ -59,7 +59,14 @@ actor DeliveryEngine {
 
     private enum Phase { case starting, running, draining, stopped }
 
-    /// One pending key.
+    /// Keys at most this many pending keep intake's decoded item for their
+    /// first attempt, which then neither reads nor decodes queue/KEY again;
+    /// beyond it (a backlog) items are read back when their turn comes, so
+    /// memory stays small.
+    static let itemCacheLimit = 4096
+
+    /// One pending key. Kept small (a backlog may hold 100,000): what is
+    /// large or rare is boxed.
     private struct Entry {
         /// nil until the file is read (entries restored at start are not read).
         var version: ItemVersion?
@@ -69,9 +76,16 @@ actor DeliveryEngine {
         var deadline: Duration
         var receivedAt: Int64
         var inFlight = false
+        /// Whether queue/KEY.state may exist (restored with one, or an attempt failed).
+        var hasStateFile = false
+        /// Whether the last attempt failed because of the backend (not the
+        /// spool): such keys are tried at once when the backend recovers.
+        var waitsForBackend = false
+        /// Intake's decoded item, for the first attempt (see itemCacheLimit).
+        var cachedItem: Boxed<Item>?
         /// A newer snapshot that arrived while this key was in flight; it
         /// stays in new/ (so a crash loses nothing) until the attempt ends.
-        var parked: Drop?
+        var parked: Boxed<Drop>?
     }
 
     private let spool: Spool
@@ -98,6 +112,8 @@ actor DeliveryEngine {
     /// Called when a drop intake handed over earlier could not be taken
     /// after all and stays in new/ (see `place`), so that intake looks again.
     private var inboxNeedsRescan: @Sendable () -> Void = {}
+    /// When the current run of consecutive backend failures began (wall ms).
+    private var failureStreakSince: Int64?
 
     init(spool: Spool, settings: Settings, transport: any Transport, prepare: @escaping RequestPreparer,
                 clock: any EngineClock, log: any LogSink, publish: @escaping @Sendable (EngineStatus) -> Void) {
@@ -128,6 +144,7 @@ actor DeliveryEngine {
         let now = clock.now
         let wall = clock.wallMilliseconds
         let longest = settings.schedule.longestDelay
+        entries.reserveCapacity(queued.count)
         for file in queued {
             let state = file.state ?? DeliveryState()
             var deadline = now
@@ -135,7 +152,8 @@ actor DeliveryEngine {
                 let planned = state.delayMilliseconds.map { Duration.milliseconds($0) } ?? longest
                 deadline = now + min(.milliseconds(next - wall), planned, longest)
             }
-            entries[file.key] = Entry(state: state, deadline: deadline, receivedAt: file.receivedAt)
+            entries[file.key] = Entry(state: state, deadline: deadline, receivedAt: file.receivedAt,
+                                      hasStateFile: file.state != nil, waitsForBackend: state.attempts > 0)
             ready.push(file.key, at: deadline)
             arrivals.note(file.key, receivedAt: file.receivedAt)
         }
@@ -251,16 +269,16 @@ actor DeliveryEngine {
                 // The parked drop read again (a rescan, a repeated event): it
                 // is the same file, not a second snapshot, and must not
                 // supersede itself, which would lose it.
-                if let parked = entry.parked, parked.name == drop.name { return nil }
+                if let parked = entry.parked?.value, parked.name == drop.name { return nil }
                 let current = try knownVersion(of: &entry, key: key)
                 entries[key] = entry
                 if entry.inFlight {
                     guard version > current else { try supersedeDrop(drop, because: nil); return nil }
-                    if let parked = entry.parked {
+                    if let parked = entry.parked?.value {
                         guard version > parked.item.version else { try supersedeDrop(drop, because: nil); return nil }
                         try supersedeDrop(parked, because: version)
                     }
-                    entry.parked = drop
+                    entry.parked = Boxed(drop)
                     entries[key] = entry
                     return nil
                 }
@@ -274,6 +292,7 @@ actor DeliveryEngine {
                 entry.version = version
                 entry.kind = drop.item.kind
                 entry.receivedAt = drop.receivedAt
+                entry.cachedItem = entries.count < DeliveryEngine.itemCacheLimit ? Boxed(drop.item) : nil
                 entries[key] = entry
                 arrivals.note(key, receivedAt: drop.receivedAt)
                 events.accepted(drop.item, file: drop.name)
@@ -294,7 +313,8 @@ actor DeliveryEngine {
             try spool.accept(drop: drop.name, as: key)
             let now = clock.now
             entries[key] = Entry(version: version, kind: drop.item.kind, state: DeliveryState(), deadline: now,
-                                 receivedAt: drop.receivedAt)
+                                 receivedAt: drop.receivedAt,
+                                 cachedItem: entries.count < DeliveryEngine.itemCacheLimit ? Boxed(drop.item) : nil)
             ready.push(key, at: now)
             arrivals.note(key, receivedAt: drop.receivedAt)
             events.accepted(drop.item, file: drop.name)
@@ -348,9 +368,12 @@ actor DeliveryEngine {
             ready.popFirst()
             guard var entry = entries[first.key], !entry.inFlight, entry.deadline == first.deadline else { continue }
             entry.inFlight = true
+            let cached = entry.cachedItem?.value
+            entry.cachedItem = nil
             entries[first.key] = entry
             active += 1
-            launch(first.key, attempt: entry.state.attempts + 1, receivedAt: entry.receivedAt)
+            launch(first.key, attempt: entry.state.attempts + 1, receivedAt: entry.receivedAt, cached: cached,
+                   hasStateFile: entry.hasStateFile)
         }
         armTimer()
     }
@@ -397,75 +420,101 @@ actor DeliveryEngine {
         case unreadable(SpoolError)
     }
 
-    /// Reads, decodes and sends one attempt off the actor, then reports back.
-    private func launch(_ key: ItemKey, attempt: Int, receivedAt: Int64) {
+    /// What an attempt's answer did to the spool: the outcome, and the error
+    /// of committing it (moving the item to done/ or hold/), if that failed.
+    private struct Settlement: Sendable {
+        var outcome: Outcome
+        var spoolError: SpoolError?
+    }
+
+    /// Prepares, sends and commits one attempt off the actor, then reports
+    /// back. A delivered or refused item is moved out of queue/ here, on a
+    /// pool thread, and not on the actor: the key is in flight, so nothing
+    /// else touches its file, and the actor's serial work stays small.
+    private func launch(_ key: ItemKey, attempt: Int, receivedAt: Int64, cached: Item?, hasStateFile: Bool) {
         let spool = self.spool, decoder = self.decoder, transport = self.transport, prepare = self.prepare
-        let limit = settings.maxFileSize, now = clock.wallMilliseconds, started = clock.now
+        let limit = settings.maxFileSize, now = clock.wallMilliseconds, started = clock.now, clock = self.clock
         Task.detached {
-            let preparation: Preparation
-            do {
-                if let bytes = try spool.read(.queue, key, maximumSize: limit) {
-                    switch try decoder.decode(bytes) {
-                    case let .item(item): preparation = .ready(item, prepare(item, attempt, receivedAt, now))
-                    case .page: preparation = .undecodable(Rejection("unknown-format", "a queued file holds a page"))
-                    }
-                } else {
-                    preparation = .missing
-                }
-            } catch let error as SpoolError {
-                preparation = .unreadable(error)
-            } catch let rejection as Rejection {
-                preparation = .undecodable(rejection)
-            } catch {
-                preparation = .unreadable(SpoolError("read", key.fileName, EIO))
-            }
+            let preparation = DeliveryEngine.prepare(key, cached: cached, attempt: attempt, receivedAt: receivedAt,
+                                                     now: now, spool: spool, decoder: decoder, limit: limit,
+                                                     prepare: prepare)
             guard case let .ready(item, request) = preparation else {
                 return await self.attemptFailedLocally(key, preparation)
             }
             let result = await transport.send(request)
-            await self.attemptEnded(key, item: item, attempt: attempt, result: result, started: started)
+            let wall = clock.wallMilliseconds
+            var settlement = Settlement(outcome: Outcome(result, now: Double(wall) / 1000))
+            do throws(SpoolError) {
+                switch settlement.outcome {
+                case .delivered: try spool.finish(key, hasState: hasStateFile)
+                case let .hold(reason, _):
+                    try spool.hold(key, reason: reason, at: wall, attempts: attempt, hasState: hasStateFile)
+                case .retryLater: break
+                }
+            } catch {
+                settlement.spoolError = error
+            }
+            await self.attemptEnded(key, item: item, attempt: attempt, settlement: settlement, started: started)
+        }
+    }
+
+    /// The request of one attempt: from intake's item when it is at hand,
+    /// else from queue/KEY read and decoded again.
+    private static func prepare(_ key: ItemKey, cached: Item?, attempt: Int, receivedAt: Int64, now: Int64,
+                                spool: Spool, decoder: InputDecoder, limit: Int,
+                                prepare: RequestPreparer) -> Preparation {
+        if let cached { return .ready(cached, prepare(cached, attempt, receivedAt, now)) }
+        do {
+            guard let bytes = try spool.read(.queue, key, maximumSize: limit) else { return .missing }
+            switch try decoder.decode(bytes) {
+            case let .item(item): return .ready(item, prepare(item, attempt, receivedAt, now))
+            case .page: return .undecodable(Rejection("unknown-format", "a queued file holds a page"))
+            }
+        } catch let error as SpoolError {
+            return .unreadable(error)
+        } catch let rejection as Rejection {
+            return .undecodable(rejection)
+        } catch {
+            return .unreadable(SpoolError("read", key.fileName, EIO))
         }
     }
 
     /// `started`: the engine clock's `now` when the attempt was launched.
-    private func attemptEnded(_ key: ItemKey, item: Item, attempt: Int, result: TransportResult, started: Duration) {
+    private func attemptEnded(_ key: ItemKey, item: Item, attempt: Int, settlement: Settlement, started: Duration) {
         active -= 1
         status.statistics.attemptDurations.record(clock.now - started)
         guard var entry = entries[key] else { return afterAttempt() }
         entry.inFlight = false
         entry.version = item.version
         entry.kind = item.kind
-        let wall = clock.wallMilliseconds
-        switch Outcome(result, now: Double(wall) / 1000) {
+        switch settlement.outcome {
         case let .delivered(status):
-            do {
-                try spool.finish(key)
-            } catch {
+            if let error = settlement.spoolError {
                 // Delivered, but the move failed: it will be delivered again,
                 // which at-least-once allows; never lose it instead.
                 log.write(LogEntry(.error, "\(key): delivered but not moved to done/: \(error); it will be delivered again"))
                 entries[key] = entry
-                return scheduleRetry(key, reason: "spool: \(error)", status: nil, retryAfter: nil, countsAgainstBackend: false)
+                scheduleRetry(key, reason: "spool: \(error)", status: nil, retryAfter: nil, countsAgainstBackend: false)
+                return afterAttempt()
             }
             entries[key] = nil
             self.status.delivered += 1
             events.delivered(key, kind: item.kind, version: item.version, attempt: attempt, status: status)
             backendAnswered()
-            if let parked = entry.parked { placeParked(parked) }
+            if let parked = entry.parked?.value { placeParked(parked) }
         case let .retryLater(reason, status, retryAfter):
             entries[key] = entry
             scheduleRetry(key, reason: reason, status: status, retryAfter: retryAfter, countsAgainstBackend: true)
-            if let parked = entry.parked {
+            if let parked = entry.parked?.value {
                 entries[key]?.parked = nil
                 placeParked(parked)
             }
         case let .hold(reason, status):
-            do {
-                try spool.hold(key, reason: reason, at: wall, attempts: attempt)
-            } catch {
+            if let error = settlement.spoolError {
                 log.write(LogEntry(.error, "\(key): backend refused it (\(reason)) but it could not be moved to hold/: \(error)"))
                 entries[key] = entry
-                return scheduleRetry(key, reason: reason, status: status, retryAfter: nil, countsAgainstBackend: false)
+                scheduleRetry(key, reason: reason, status: status, retryAfter: nil, countsAgainstBackend: false)
+                return afterAttempt()
             }
             entries[key] = nil
             held.insert(key)
@@ -473,7 +522,7 @@ actor DeliveryEngine {
             events.held(key, kind: item.kind, version: item.version, attempt: attempt, reason: reason, status: status)
             // The backend answered; a refusal of one item says nothing about its health.
             backendAnswered()
-            if let parked = entry.parked { placeParked(parked) }
+            if let parked = entry.parked?.value { placeParked(parked) }
         }
         afterAttempt()
     }
@@ -485,7 +534,7 @@ actor DeliveryEngine {
         switch preparation {
         case .missing:
             log.write(LogEntry(.warning, "\(key): queue/\(key.fileName) disappeared (removed by hand?); forgetting it"))
-            let parked = entries[key]?.parked
+            let parked = entries[key]?.parked?.value
             entries[key] = nil
             if let parked { placeParked(parked) }
         case let .undecodable(rejection):
@@ -494,7 +543,7 @@ actor DeliveryEngine {
                 try spool.hold(key, reason: reason, at: clock.wallMilliseconds, attempts: entries[key]!.state.attempts)
                 held.insert(key)
                 status.statistics.held += 1
-                let parked = entries[key]?.parked
+                let parked = entries[key]?.parked?.value
                 entries[key] = nil
                 log.write(LogEntry(.error, "\(key): \(reason); moved to hold/"))
                 if let parked { placeParked(parked) }
@@ -523,6 +572,8 @@ actor DeliveryEngine {
         entry.state.delayMilliseconds = delay.milliseconds
         entry.state.lastError = reason
         entry.state.lastStatus = httpStatus
+        entry.hasStateFile = true
+        entry.waitsForBackend = countsAgainstBackend
         entries[key] = entry
         ready.push(key, at: entry.deadline)
         do {
@@ -547,23 +598,44 @@ actor DeliveryEngine {
         if phase == .draining, active == 0 { endDrain() }
     }
 
+    /// Consecutive backend failures (across keys) before the backend counts
+    /// as failing: one item the backend keeps refusing with 503 among items
+    /// it takes is that item's problem, not an outage.
+    static let failingThreshold = 3
+
+    /// An answer from the backend (delivered or refused for good). After an
+    /// outage, every key that waits only because the backend failed is due
+    /// at once: the schedule paced the retries while the backend was down,
+    /// it is no reason to keep a recovered backend waiting up to 5 minutes.
     private func backendAnswered() {
         if case let .failing(since, _) = status.backend {
             let seconds = (clock.wallMilliseconds - since) / 1000
-            log.write(LogEntry(.notice, "backend recovered after failing for \(seconds)s",
-                               messageID: MessageID.backendRecovered))
+            let now = clock.now
+            var woken = 0
+            for (key, entry) in entries where entry.waitsForBackend && !entry.inFlight && entry.deadline > now {
+                entries[key]?.deadline = now
+                entries[key]?.waitsForBackend = false
+                ready.push(key, at: now)
+                woken += 1
+            }
+            log.write(LogEntry(.notice, "backend recovered after failing for \(seconds)s; "
+                               + "\(woken) waiting item(s) are due now", messageID: MessageID.backendRecovered))
         }
         status.backend = .ok
         status.statistics.consecutiveBackendFailures = 0
+        failureStreakSince = nil
     }
 
     private func backendFailed(_ reason: String, at wall: Int64) {
         status.statistics.consecutiveBackendFailures += 1
+        let since = failureStreakSince ?? wall
+        failureStreakSince = since
         switch status.backend {
-        case let .failing(since, _):
+        case .failing:
             status.backend = .failing(since: since, lastError: reason)
         case .ok, .unknown:
-            status.backend = .failing(since: wall, lastError: reason)
+            guard status.statistics.consecutiveBackendFailures >= DeliveryEngine.failingThreshold else { return }
+            status.backend = .failing(since: since, lastError: reason)
             log.write(LogEntry(.warning, "backend failing: \(LogText.singleLine(reason, limit: 200)); "
                                + "items stay queued and are retried on schedule",
                                messageID: MessageID.backendFailing, fields: [("TXRECON_REASON", reason)]))

@@ -258,17 +258,19 @@ final class Spool: Sendable {
     /// or removed when done/ keeps nothing. No fsync: a rename lost in a
     /// power cut only means the item is delivered again, which
     /// at-least-once allows.
-    func finish(_ key: ItemKey) throws(SpoolError) {
+    /// `hasState`: whether KEY.state may exist (an attempt failed); the
+    /// first-try path then costs one rename or unlink and no lookup more.
+    func finish(_ key: ItemKey, hasState: Bool = true) throws(SpoolError) {
         if keepsDone {
             try SystemCall.rename(path(.queue, key), path(.done, key))
         } else {
             try SystemCall.unlinkIfPresent(path(.queue, key))
         }
-        try SystemCall.unlinkIfPresent(path(.queue, key) + ".state")
+        if hasState { try SystemCall.unlinkIfPresent(path(.queue, key) + ".state") }
     }
 
     /// queue/KEY -> hold/KEY with KEY.reason written first.
-    func hold(_ key: ItemKey, reason: String, at now: Int64, attempts: Int) throws(SpoolError) {
+    func hold(_ key: ItemKey, reason: String, at now: Int64, attempts: Int, hasState: Bool = true) throws(SpoolError) {
         let text = """
             \(LogText.singleLine(reason))
             held-at: \(Timestamp.rfc3339(milliseconds: now))
@@ -279,7 +281,7 @@ final class Spool: Sendable {
         try SystemCall.replaceFile(path(.hold, key) + ".reason", Array(text.utf8),
                                    temporaryName: layout.hold + "/.tmp-" + key.fileName + ".reason", sync: false)
         try SystemCall.rename(path(.queue, key), path(.hold, key))
-        try SystemCall.unlinkIfPresent(path(.queue, key) + ".state")
+        if hasState { try SystemCall.unlinkIfPresent(path(.queue, key) + ".state") }
     }
 
     /// hold/KEY -> queue/KEY; false when KEY is not held.

@@ -6,6 +6,9 @@ enum LogText {
     /// The text with control characters (newlines included) and backslashes
     /// written as `\n`, `\t`, `\xNN`, `\\`.
     static func escaped(_ text: String) -> String {
+        // Most text (keys, file names, reasons) needs nothing: check the
+        // bytes once and hand the same string back.
+        if text.utf8.allSatisfy({ $0 >= 0x20 && $0 != 0x7F && $0 != UInt8(ascii: "\\") }) { return text }
         var result = ""
         result.reserveCapacity(text.utf8.count)
         for scalar in text.unicodeScalars {
