@@ -696,11 +696,13 @@ class Bench:
         return completed.returncode == 0, (completed.stderr or completed.stdout).strip()
 
     def probe_envelope_settings(self):
-        # Once verification lands, envelopes need AcceptEnvelopes=yes (issue 3).
-        accepted, _ = self.accepts(["AcceptEnvelopes=yes"])
-        self.envelope_verification = ["AcceptEnvelopes=yes"] if accepted else []
+        # Envelopes are unsigned: they need AcceptEnvelopes=yes, and Mode=none
+        # spares the App Store settings (BundleID=, Environment=) they do not use.
+        lines = ["Mode=none", "AcceptEnvelopes=yes"]
+        accepted, _ = self.accepts(lines)
+        self.envelope_verification = lines if accepted else []
         if accepted:
-            self.notes.append("Envelope runs use [Verification] AcceptEnvelopes=yes.")
+            self.notes.append("Envelope runs use [Verification] Mode=none, AcceptEnvelopes=yes.")
 
     # -- 1 and 2: drain and the libcurl limit ------------------------------
 

@@ -159,6 +159,23 @@ struct DaemonIntegrationTests {
         #expect(fixture.notify.messages.contains { $0.contains("STOPPING=1") })
     }
 
+    @Test func aWedgedEngineStopsTheWatchdogPings() async throws {
+        let fixture = try DaemonFixture()
+        let daemon = try await fixture.start(environment: ["WATCHDOG_USEC": "200000", "TXRECON_TEST_FREEZE": "1"])
+        let isPing: @Sendable (NotifyMessage) -> Bool = { $0.senderPID == daemon.pid && $0.contains("WATCHDOG=1") }
+        #expect(await fixture.notify.waitFor(isPing, timeout: .seconds(10)) != nil)
+        daemon.signal(SIGUSR2)
+        #expect(await fixture.eventually { daemon.stderr.contains("test freeze requested") })
+        // At most one ping was already under way; after that, silence for
+        // ten ping intervals (a real systemd would have killed it by now).
+        let frozenAt = fixture.notify.messages.count
+        _ = await fixture.notify.waitFor(isPing, from: frozenAt, timeout: .milliseconds(150))
+        let settled = fixture.notify.messages.count
+        #expect(await fixture.notify.waitFor(isPing, from: settled, timeout: .seconds(1)) == nil)
+        daemon.signal(SIGKILL)
+        _ = daemon.wait(timeout: .seconds(10))
+    }
+
     @Test func badFilesAreRejectedWithReasonsWhileGoodOnesAreDelivered() async throws {
         let fixture = try DaemonFixture()
         try await fixture.start()

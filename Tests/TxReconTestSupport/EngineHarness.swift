@@ -4,6 +4,16 @@ import Glibc
 @testable import TxRecon
 
 public final class EngineHarness: Sendable {
+    /// One engine thread for every test engine in the process: engines that
+    /// tests never stop would otherwise each leave a thread behind.
+    static let executor: EngineExecutor = {
+        do {
+            return try EngineExecutor(name: "txrecon-test-engine")
+        } catch {
+            fatalError("cannot start the test engine thread: \(error)")
+        }
+    }()
+
     public let directory: TemporaryDirectory
     public let layout: SpoolLayout
     public let spool: Spool
@@ -34,7 +44,7 @@ public final class EngineHarness: Sendable {
             prepare: { item, attempt, receivedAt, now in
                 builder.request(for: item, attempt: attempt, receivedAt: receivedAt, signedAt: now / 1000)
             },
-            clock: clock, log: log, publish: { status.record($0) })
+            clock: clock, log: log, executor: EngineHarness.executor, publish: { status.record($0) })
     }
 
     /// Writes an envelope drop into new/ and returns it as intake would hand it over.

@@ -1,6 +1,9 @@
 // ScriptedTransport: a Transport that answers from a script per item key, so
 // engine tests decide every backend answer. Records each request, tracks how
 // many are in flight, and can hold a request open until the test lets go.
+// Exchanges run on dispatch threads, where they may block, as they would on
+// a real transport's workers.
+import Dispatch
 import Synchronization
 @testable import TxRecon
 
@@ -18,7 +21,8 @@ public final class ScriptedTransport: Transport {
         var requests: [DeliveryRequest] = []
         var inFlight = 0
         var maximumInFlight = 0
-        var held: [CheckedContinuation<TransportResult, Never>] = []
+        var held: [DispatchSemaphore] = []
+        var releaseReply = Reply.status(200)
         var waiters: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
     }
 
@@ -61,16 +65,31 @@ public final class ScriptedTransport: Transport {
 
     /// Answers every request held by `.hang`.
     public func releaseHeld(with reply: Reply) {
-        let held = state.withLock { state -> [CheckedContinuation<TransportResult, Never>] in
+        let held = state.withLock { state -> [DispatchSemaphore] in
             defer { state.held.removeAll() }
+            state.releaseReply = reply
             return state.held
         }
-        for continuation in held { continuation.resume(returning: Self.result(reply)) }
+        for semaphore in held { semaphore.signal() }
     }
 
-    public func send(_ request: DeliveryRequest) async -> TransportResult {
+    /// Runs the exchange on a dispatch thread (it blocks, as on a real
+    /// transport's worker), with a `send` that answers from the script.
+    public func run<Result: Sendable>(
+        _ exchange: @escaping @Sendable (_ send: (DeliveryRequest) -> TransportResult) -> Result
+    ) async -> Result {
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                continuation.resume(returning: exchange { request in self.answer(request) })
+            }
+        }
+    }
+
+    /// The scripted answer to `request`; blocks while it is `.hang`.
+    private func answer(_ request: DeliveryRequest) -> TransportResult {
         let idempotency = request.header("Idempotency-Key") ?? ""
         let key = String(idempotency[..<(idempotency.lastIndex(of: ":") ?? idempotency.endIndex)])
+        let semaphore = DispatchSemaphore(value: 0)
         let (reply, woken) = state.withLock { state -> (Reply, [CheckedContinuation<Void, Never>]) in
             state.requests.append(request)
             state.inFlight += 1
@@ -82,6 +101,7 @@ public final class ScriptedTransport: Transport {
             } else {
                 reply = state.defaultReply
             }
+            if case .hang = reply { state.held.append(semaphore) }
             let count = state.requests.count
             let woken = state.waiters.filter { $0.count <= count }.map(\.continuation)
             state.waiters.removeAll { $0.count <= count }
@@ -90,9 +110,8 @@ public final class ScriptedTransport: Transport {
         for waiter in woken { waiter.resume() }
         let result: TransportResult
         if case .hang = reply {
-            result = await withCheckedContinuation { continuation in
-                state.withLock { $0.held.append(continuation) }
-            }
+            semaphore.wait()
+            result = Self.result(state.withLock { $0.releaseReply })
         } else {
             result = Self.result(reply)
         }

@@ -3,14 +3,16 @@
 //
 // One worker thread per allowed concurrent delivery (MaxConcurrentDeliveries=),
 // each owning one curl handle for its whole life, so connections to the backend
-// stay open between attempts. `send` hands a job to the workers through a
-// `HandoffQueue` and suspends on a continuation: no blocking call ever runs on
-// the cooperative pool, and idle workers sleep without waking.
+// stay open between attempts. `run` hands an exchange to the workers through
+// a `HandoffQueue` and suspends on a continuation: the exchange (the engine's
+// spool reads and commits, and the transfer) runs on the worker, no blocking
+// call ever runs on the cooperative pool, and idle workers sleep without waking.
 //
-// Touches no spool state. Every problem, including a shut-down transport, is
-// reported as a `TransportResult.failure`; only starting the transport throws
-// (`CurlTransport.StartError`). Nothing is logged here.
+// Touches no spool state itself. Every transfer problem, including a shut-down
+// transport, is reported as a `TransportResult.failure`; only starting the
+// transport throws (`CurlTransport.StartError`). Nothing is logged here.
 import CCurl
+import Dispatch
 import Synchronization
 
 /// Sends delivery requests with libcurl, at most `workerCount` at a time.
@@ -59,18 +61,26 @@ public final class CurlTransport: Transport {
         shutdown()
     }
 
-    /// POSTs `request` on the next free worker and returns what came back.
-    /// Waits at most `Timeout=` once a worker has taken the request; it does
-    /// not react to task cancellation, because the timeout already bounds it.
-    public func send(_ request: DeliveryRequest) async -> TransportResult {
-        if let name = request.headers.first(where: { !Self.isSafe($0.name) || !Self.isSafe($0.value) })?.name {
-            return .failure(TransportFailure(.other, "header \(name) contains a line break or NUL; not sent"))
-        }
+    /// Runs `exchange` on the next free worker, with a `send` that POSTs on
+    /// that worker's connection. A send waits at most `Timeout=`; the
+    /// exchange does not react to task cancellation, because the timeout
+    /// already bounds it. After `shutdown()`, exchanges still run (on a
+    /// dispatch thread, so that what they commit stays consistent) with a
+    /// `send` that fails at once.
+    public func run<Result: Sendable>(
+        _ exchange: @escaping @Sendable (_ send: (DeliveryRequest) -> TransportResult) -> Result
+    ) async -> Result {
         let options = self.options.withLock { $0 }
         return await withCheckedContinuation { continuation in
-            if let refused = jobs.put(CurlJob(request: request, options: options, continuation: continuation)) {
-                refused.continuation.resume(returning: Self.shutDownResult)
+            let job = CurlJob(options: options) { send in
+                continuation.resume(returning: exchange { request in
+                    if let name = request.headers.first(where: { !Self.isSafe($0.name) || !Self.isSafe($0.value) })?.name {
+                        return .failure(TransportFailure(.other, "header \(name) contains a line break or NUL; not sent"))
+                    }
+                    return send(request)
+                })
             }
+            if let refused = jobs.put(job) { refused.refuse() }
         }
     }
 
@@ -83,12 +93,8 @@ public final class CurlTransport: Transport {
     /// Stops the workers: attempts already running finish, waiting ones and
     /// later ones fail at once. Does not wait for the threads; idempotent.
     public func shutdown() {
-        for job in jobs.close() {
-            job.continuation.resume(returning: Self.shutDownResult)
-        }
+        for job in jobs.close() { job.refuse() }
     }
-
-    private static let shutDownResult = TransportResult.failure(TransportFailure(.other, "transport shut down"))
 
     /// A header line must not be split or cut short by its own content.
     private static func isSafe(_ text: String) -> Bool {
@@ -114,10 +120,18 @@ enum CurlLibrary {
 
 /// One attempt waiting for a worker.
 struct CurlJob: Sendable {
-    var request: DeliveryRequest
-    /// The settings in force when the attempt was sent.
+    /// The settings in force when the exchange was handed over.
     var options: CurlOptions
-    var continuation: CheckedContinuation<TransportResult, Never>
+    /// The exchange; it is given the function that sends one request.
+    var execute: @Sendable (_ send: (DeliveryRequest) -> TransportResult) -> Void
+
+    private static let shutDownResult = TransportResult.failure(TransportFailure(.other, "transport shut down"))
+
+    /// Runs the exchange with a send that fails at once, on a dispatch
+    /// thread (never the caller's: the exchange may block).
+    func refuse() {
+        DispatchQueue.global().async { execute { _ in CurlJob.shutDownResult } }
+    }
 }
 
 /// The backend settings a worker applies to its handle. A new instance is

@@ -35,7 +35,7 @@ final class CurlWorker {
     /// dedicated thread only.
     func run(_ jobs: HandoffQueue<CurlJob>) {
         while let job = jobs.take() {
-            job.continuation.resume(returning: attempt(job.request, with: job.options))
+            job.execute { request in attempt(request, with: job.options) }
         }
     }
 

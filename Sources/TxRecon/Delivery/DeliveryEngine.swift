@@ -88,6 +88,11 @@ actor DeliveryEngine {
         var parked: Boxed<Drop>?
     }
 
+    /// The engine's own thread (see EngineExecutor): actor jobs run there,
+    /// never on the cooperative pool.
+    nonisolated let executor: EngineExecutor
+    nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+
     private let spool: Spool
     private let decoder = InputDecoder(acceptEnvelopes: true)
     private let clock: any EngineClock
@@ -116,7 +121,9 @@ actor DeliveryEngine {
     private var failureStreakSince: Int64?
 
     init(spool: Spool, settings: Settings, transport: any Transport, prepare: @escaping RequestPreparer,
-                clock: any EngineClock, log: any LogSink, publish: @escaping @Sendable (EngineStatus) -> Void) {
+         clock: any EngineClock, log: any LogSink, executor: EngineExecutor,
+         publish: @escaping @Sendable (EngineStatus) -> Void) {
+        self.executor = executor
         self.spool = spool
         self.settings = settings
         self.transport = transport
@@ -200,9 +207,6 @@ actor DeliveryEngine {
         self.prepare = prepare
         dispatchDue()
     }
-
-    /// Proof of life for the watchdog: answered only when the actor is not wedged.
-    func heartbeat() -> Bool { phase != .stopped }
 
     /// Wedges the engine on purpose, for the real-systemd test that the
     /// watchdog restarts a stuck daemon (enabled only by
@@ -427,34 +431,47 @@ actor DeliveryEngine {
         var spoolError: SpoolError?
     }
 
-    /// Prepares, sends and commits one attempt off the actor, then reports
-    /// back. A delivered or refused item is moved out of queue/ here, on a
-    /// pool thread, and not on the actor: the key is in flight, so nothing
-    /// else touches its file, and the actor's serial work stays small.
+    /// What one exchange on the transport's thread came to.
+    private enum Exchange: Sendable {
+        /// It never reached the backend: the item could not be read.
+        case local(Preparation)
+        case answered(Item, Settlement)
+    }
+
+    /// Runs one attempt as an exchange on the transport's own thread: read
+    /// (or take intake's item), send, and commit a delivered or refused item
+    /// out of queue/ right there — the key is in flight, so nothing else
+    /// touches its file, and no blocking call runs on the actor or the
+    /// cooperative pool. Then reports back to the actor.
     private func launch(_ key: ItemKey, attempt: Int, receivedAt: Int64, cached: Item?, hasStateFile: Bool) {
         let spool = self.spool, decoder = self.decoder, transport = self.transport, prepare = self.prepare
         let limit = settings.maxFileSize, now = clock.wallMilliseconds, started = clock.now, clock = self.clock
-        Task.detached {
-            let preparation = DeliveryEngine.prepare(key, cached: cached, attempt: attempt, receivedAt: receivedAt,
-                                                     now: now, spool: spool, decoder: decoder, limit: limit,
-                                                     prepare: prepare)
-            guard case let .ready(item, request) = preparation else {
-                return await self.attemptFailedLocally(key, preparation)
-            }
-            let result = await transport.send(request)
-            let wall = clock.wallMilliseconds
-            var settlement = Settlement(outcome: Outcome(result, now: Double(wall) / 1000))
-            do throws(SpoolError) {
-                switch settlement.outcome {
-                case .delivered: try spool.finish(key, hasState: hasStateFile)
-                case let .hold(reason, _):
-                    try spool.hold(key, reason: reason, at: wall, attempts: attempt, hasState: hasStateFile)
-                case .retryLater: break
+        Task {
+            let exchange = await transport.run { send -> Exchange in
+                let preparation = DeliveryEngine.prepare(key, cached: cached, attempt: attempt,
+                                                         receivedAt: receivedAt, now: now, spool: spool,
+                                                         decoder: decoder, limit: limit, prepare: prepare)
+                guard case let .ready(item, request) = preparation else { return .local(preparation) }
+                let result = send(request)
+                let wall = clock.wallMilliseconds
+                var settlement = Settlement(outcome: Outcome(result, now: Double(wall) / 1000))
+                do throws(SpoolError) {
+                    switch settlement.outcome {
+                    case .delivered: try spool.finish(key, hasState: hasStateFile)
+                    case let .hold(reason, _):
+                        try spool.hold(key, reason: reason, at: wall, attempts: attempt, hasState: hasStateFile)
+                    case .retryLater: break
+                    }
+                } catch {
+                    settlement.spoolError = error
                 }
-            } catch {
-                settlement.spoolError = error
+                return .answered(item, settlement)
             }
-            await self.attemptEnded(key, item: item, attempt: attempt, settlement: settlement, started: started)
+            switch exchange {
+            case let .local(preparation): attemptFailedLocally(key, preparation)
+            case let .answered(item, settlement):
+                attemptEnded(key, item: item, attempt: attempt, settlement: settlement, started: started)
+            }
         }
     }
 

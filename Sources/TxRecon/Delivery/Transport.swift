@@ -1,5 +1,7 @@
 // Transport: the one way the engine talks to the backend. Production uses
 // `CurlTransport` (libcurl on dedicated threads); tests use a scripted fake.
+// An exchange runs on the transport's thread from reading the item to
+// committing its outcome, which keeps blocking I/O off the cooperative pool.
 
 /// One HTTP POST to the backend.
 public struct DeliveryRequest: Sendable, Equatable {
@@ -22,12 +24,25 @@ public struct DeliveryRequest: Sendable, Equatable {
     }
 }
 
-/// Sends requests to the configured backend URL.
+/// Sends requests to the configured backend URL, on threads of its own.
 ///
-/// Contract: `send` never throws and never blocks the calling thread; it
-/// suspends until the exchange ends or `Timeout=` passes, and reports every
-/// problem as `.failure`. Implementations are safe to call concurrently; the
-/// engine never has more than `MaxConcurrentDeliveries=` sends outstanding.
+/// Contract: `run` suspends the caller (never blocks its thread) and runs
+/// `exchange` on one of the transport's own threads, where blocking is
+/// allowed: the engine reads the queued item, sends it with the `send`
+/// function it is given, and commits the outcome to the spool there, so
+/// that no file-system call of an attempt runs on Swift's cooperative pool.
+/// `send` blocks until the exchange ends or `Timeout=` passes and reports
+/// every problem as `.failure`; it never throws. At most
+/// `MaxConcurrentDeliveries=` exchanges run at once.
 public protocol Transport: Sendable {
-    func send(_ request: DeliveryRequest) async -> TransportResult
+    func run<Result: Sendable>(
+        _ exchange: @escaping @Sendable (_ send: (DeliveryRequest) -> TransportResult) -> Result
+    ) async -> Result
+}
+
+extension Transport {
+    /// One request and nothing else around it.
+    public func send(_ request: DeliveryRequest) async -> TransportResult {
+        await run { send in send(request) }
+    }
 }

@@ -79,10 +79,19 @@ public enum Daemon {
             return ExitStatus.failure
         }
 
+        // The engine's own thread also pings the watchdog, between its jobs:
+        // a wedged engine stops the pings and systemd restarts the daemon.
+        let executor: EngineExecutor
+        do {
+            executor = try EngineExecutor(tickInterval: health.watchdogPingInterval) { health.notify("WATCHDOG=1") }
+        } catch {
+            log.write(LogEntry(.error, "\(error)"))
+            return ExitStatus.failure
+        }
         let engine = DeliveryEngine(
             spool: spool, settings: engineSettings(configuration), transport: transport,
             prepare: preparer(version: version, secrets: secrets),
-            clock: SystemClock(), log: log,
+            clock: SystemClock(), log: log, executor: executor,
             publish: { status in
                 publisher.publish(status)
                 metrics?.publish(status)
@@ -125,7 +134,6 @@ public enum Daemon {
         health.notify("READY=1")
         log.write(LogEntry(.info, "txrecon \(version) ready: spool \(layout.root), backend \(configuration.backend.url)",
                            messageID: MessageID.started))
-        let watchdog = Watchdog(engine: engine, health: health)
 
         var current = configuration
         var exitStatus = ExitStatus.success
@@ -151,7 +159,6 @@ public enum Daemon {
         }
 
         health.notify("STOPPING=1")
-        watchdog.stop()
         intake.stop()
         await engine.stop()
         let final = await engine.currentStatus
@@ -160,6 +167,7 @@ public enum Daemon {
         metrics?.stop(final: final)
         reaper?.stop()
         transport.shutdown()
+        executor.shutdown()
         for source in signalSources { source.cancel() }
         withExtendedLifetime(lock) {}
         log.write(LogEntry(.info, "stopped"))

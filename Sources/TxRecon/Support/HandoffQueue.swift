@@ -18,9 +18,16 @@ final class HandoffQueue<Element: Sendable>: @unchecked Sendable {
     private var head = 0
     private var closed = false
 
-    init() {
+    /// `monotonicTimeouts`: deadlines given to `take(until:)` are on
+    /// CLOCK_BOOTTIME (SystemClock's `now`), so a wall-clock step neither
+    /// delays nor hastens them.
+    init(monotonicTimeouts: Bool = false) {
         pthread_mutex_init(mutex, nil)
-        pthread_cond_init(condition, nil)
+        var attributes = pthread_condattr_t()
+        pthread_condattr_init(&attributes)
+        if monotonicTimeouts { pthread_condattr_setclock(&attributes, CLOCK_BOOTTIME) }
+        pthread_cond_init(condition, &attributes)
+        pthread_condattr_destroy(&attributes)
     }
 
     deinit {
@@ -57,6 +64,40 @@ final class HandoffQueue<Element: Sendable>: @unchecked Sendable {
             head = 0
         }
         return element
+    }
+
+    /// What `take(until:)` found.
+    enum Taken {
+        case element(Element)
+        case timedOut
+        case closed
+    }
+
+    /// Like `take`, but returns `.timedOut` at `deadline` (CLOCK_BOOTTIME,
+    /// see `init`); nil waits for ever. Call only from a dedicated thread.
+    func take(until deadline: Duration?) -> Taken {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        while head == elements.count && !closed {
+            guard let deadline else {
+                pthread_cond_wait(condition, mutex)
+                continue
+            }
+            let seconds = deadline.components.seconds
+            var time = timespec(tv_sec: time_t(seconds),
+                                tv_nsec: Int(deadline.components.attoseconds / 1_000_000_000))
+            if pthread_cond_timedwait(condition, mutex, &time) == ETIMEDOUT, head == elements.count {
+                return .timedOut
+            }
+        }
+        guard !closed else { return .closed }
+        let element = elements[head]
+        head += 1
+        if head == elements.count {
+            elements.removeAll(keepingCapacity: true)
+            head = 0
+        }
+        return .element(element)
     }
 
     /// Closes the queue: every waiting and future `take` returns nil and
