@@ -99,15 +99,12 @@ final class DaemonFixture {
         return condition()
     }
 
-    func cli(_ arguments: [String]) throws -> (status: Int32, stdout: String, stderr: String) {
-        try DaemonProcess.run(arguments + ["--config", configPath], in: directory.path)
+    func cli(_ arguments: [String]) async throws -> (status: Int32, stdout: String, stderr: String) {
+        try await DaemonProcess.run(arguments + ["--config", configPath], in: directory.path)
     }
 
     deinit {
-        if let daemon {
-            daemon.signal(SIGTERM)
-            _ = daemon.wait(timeout: .seconds(10))
-        }
+        daemon?.terminate()
         server.stop()
     }
 }
@@ -155,7 +152,7 @@ struct DaemonIntegrationTests {
         let status = fixture.notify.messages.compactMap { $0.value(of: "STATUS") }.last
         #expect(status?.contains("0 queued") == true)
         daemon.signal(SIGTERM)
-        #expect(daemon.wait(timeout: .seconds(10)) == 0)
+        #expect(await daemon.wait(timeout: .seconds(10)) == 0)
         #expect(fixture.notify.messages.contains { $0.contains("STOPPING=1") })
     }
 
@@ -173,7 +170,7 @@ struct DaemonIntegrationTests {
         let settled = fixture.notify.messages.count
         #expect(await fixture.notify.waitFor(isPing, from: settled, timeout: .seconds(1)) == nil)
         daemon.signal(SIGKILL)
-        _ = daemon.wait(timeout: .seconds(10))
+        _ = await daemon.wait(timeout: .seconds(10))
     }
 
     @Test func badFilesAreRejectedWithReasonsWhileGoodOnesAreDelivered() async throws {
@@ -190,7 +187,7 @@ struct DaemonIntegrationTests {
         })
         let reason = try SystemCall.readFile(fixture.layout.rejected + "/broken.json.reason", limit: 65536)
         #expect(String(decoding: reason, as: UTF8.self).hasPrefix("not-json: "))
-        let listing = try fixture.cli(["list", "rejected"])
+        let listing = try await fixture.cli(["list", "rejected"])
         #expect(listing.status == 0)
         #expect(listing.stdout.contains("broken.json"))
     }
@@ -207,10 +204,10 @@ struct DaemonIntegrationTests {
         try await fixture.start()
         try fixture.drop(fixture.envelope("held", version: 1))
         #expect(await fixture.eventually { fixture.names("hold") == ["held", "held.reason"] })
-        let shown = try fixture.cli(["show", "held"])
+        let shown = try await fixture.cli(["show", "held"])
         #expect(shown.stdout.contains("HTTP 422: unknown sku"))
         refused.withLock { $0 = false }
-        let released = try fixture.cli(["release", "held"])
+        let released = try await fixture.cli(["release", "held"])
         #expect(released.status == 0, "\(released.stderr)")
         #expect(released.stdout.contains("held: released"))
         #expect(await fixture.eventually { fixture.names("done") == ["held"] })
@@ -220,7 +217,7 @@ struct DaemonIntegrationTests {
         try fixture.drop(fixture.envelope("slow", version: 1))
         #expect(await fixture.eventually { fixture.names("queue").contains("slow.state") })
         refused.withLock { $0 = false }
-        let retried = try fixture.cli(["retry", "--all"])
+        let retried = try await fixture.cli(["retry", "--all"])
         #expect(retried.status == 0, "\(retried.stderr)")
         #expect(await fixture.eventually { fixture.names("done").contains("slow") })
     }
@@ -230,9 +227,9 @@ struct DaemonIntegrationTests {
         try fixture.writeConfig("[Delivery]\nMaxConcurrentDeliveries=0\n")
         let process = try DaemonProcess(["run", "--config", fixture.configPath],
                                         stderrPath: fixture.directory.path + "/bad.log")
-        #expect(process.wait(timeout: .seconds(20)) == 78)
+        #expect(await process.wait(timeout: .seconds(20)) == 78)
         #expect(process.stderr.contains("txrecon.conf:12: Delivery.MaxConcurrentDeliveries"))
-        let check = try fixture.cli(["check-config"])
+        let check = try await fixture.cli(["check-config"])
         #expect(check.status == 78)
     }
 
@@ -243,7 +240,7 @@ struct DaemonIntegrationTests {
         try fixture.drop(fixture.envelope("kept", version: 1))
         #expect(await fixture.eventually { fixture.names("queue") == ["kept", "kept.state"] })
         first.signal(SIGTERM)
-        #expect(first.wait(timeout: .seconds(10)) == 0)
+        #expect(await first.wait(timeout: .seconds(10)) == 0)
         down.withLock { $0 = false }
         try await fixture.start()
         #expect(await fixture.eventually { fixture.names("done") == ["kept"] })
@@ -272,10 +269,10 @@ struct DaemonIntegrationTests {
         let fixture = try DaemonFixture()
         try await fixture.start()
         _ = fixture.directory.write(fixture.envelope("submitted", version: 2), to: "item.json")
-        let submitted = try fixture.cli(["submit", fixture.directory.path + "/item.json"])
+        let submitted = try await fixture.cli(["submit", fixture.directory.path + "/item.json"])
         #expect(submitted.status == 0, "\(submitted.stderr)")
         #expect(await fixture.eventually { fixture.names("done") == ["submitted"] })
-        let status = try fixture.cli(["status", "--json"])
+        let status = try await fixture.cli(["status", "--json"])
         let document = try JSONValue.parse(status.stdout)
         #expect(document["done"]?.int64Value == 1)
         #expect(document["daemon"]?["pid"]?.int64Value == Int64(fixture.daemon!.pid))

@@ -25,7 +25,7 @@ extension DaemonFixture {
     func expectNeighbourDelivered(_ key: String) async throws {
         try drop(envelope(key, version: 1))
         #expect(await eventually { names("done").contains(key) }, "the valid neighbour \(key) was delivered")
-        #expect(daemon?.wait(timeout: .zero) == nil, "the daemon is still running")
+        #expect(await daemon?.wait(timeout: .zero) == nil, "the daemon is still running")
     }
 }
 
@@ -84,7 +84,7 @@ struct HostileInputTests {
         // Half-written when the daemon starts: its start-up scan must wait
         // for the writer, who goes on writing a little at a time.
         fixture.daemon?.signal(SIGTERM)
-        #expect(fixture.daemon?.wait(timeout: .seconds(10)) == 0)
+        #expect(await fixture.daemon?.wait(timeout: .seconds(10)) == 0)
         let later = Array(fixture.envelope("across-start", version: 1).utf8)
         let writer = open(fixture.layout.new + "/across-start", O_WRONLY | O_CREAT | O_EXCL, 0o640)
         _ = write(writer, later, later.count / 2)
@@ -142,10 +142,10 @@ struct HostileInputTests {
         #expect(await fixture.eventually { fixture.names("rejected") == ["_..hidden", "_..hidden.reason", "_.tmp-like-ours", "_.tmp-like-ours.reason"] })
         // A restart removes the daemon's own temporaries, never these.
         fixture.daemon?.signal(SIGTERM)
-        #expect(fixture.daemon?.wait(timeout: .seconds(10)) == 0)
+        #expect(await fixture.daemon?.wait(timeout: .seconds(10)) == 0)
         try await fixture.start()
         #expect(fixture.names("rejected").count == 4)
-        let listing = try fixture.cli(["list", "rejected"])
+        let listing = try await fixture.cli(["list", "rejected"])
         #expect(listing.stdout.contains("_.tmp-like-ours"))
     }
 

@@ -51,9 +51,9 @@ struct MetricsIntegrationTests {
         #expect(try SystemCall.listDirectory(fixture.metricsDirectory.path) == ["txrecon.prom"])
     }
 
-    @Test func checkConfigShowsTheMetricsDirectory() throws {
+    @Test func checkConfigShowsTheMetricsDirectory() async throws {
         let fixture = try MetricsFixture()
-        let check = try fixture.daemon.cli(["check-config"])
+        let check = try await fixture.daemon.cli(["check-config"])
         #expect(check.status == 0)
         let lines = check.stdout.split(separator: "\n").map { $0.trimmingPrefix(while: \.isWhitespace) }
         let section = try #require(lines.firstIndex(of: "[Metrics]"))
@@ -82,7 +82,7 @@ struct MetricsIntegrationTests {
         try fixture.daemon.drop(fixture.daemon.envelope("s-2", version: 1))
         #expect(await fixture.daemon.eventually { fixture.daemon.names("done").count == 2 })
         process.signal(SIGTERM)
-        #expect(process.wait(timeout: .seconds(10)) == 0)
+        #expect(await process.wait(timeout: .seconds(10)) == 0)
 
         let metrics = try #require(fixture.read())
         #expect(metrics.value("txrecon_up") == "0")

@@ -12,10 +12,12 @@ extension DaemonFixture {
     static let nobody: uid_t = 65534
 
     /// Runs a command that must succeed (mount, chown, …).
+    /// Blocks briefly: these commands end at once, and teardown cannot await.
     func must(_ command: String...) throws {
-        let result = try DaemonProcess.run(command: command, in: directory.path)
-        guard result.status == 0 else {
-            throw FixtureError("\(command.joined(separator: " ")) exited \(result.status): \(result.stderr)")
+        let process = try DaemonProcess(command: command, stderrPath: directory.path + "/must-\(UInt32.random(in: 0...UInt32.max)).err")
+        let status = process.waitBlocking(timeout: .seconds(30)) ?? -1
+        guard status == 0 else {
+            throw FixtureError("\(command.joined(separator: " ")) exited \(status): \(process.stderr)")
         }
     }
 
@@ -53,10 +55,7 @@ struct SpoolFaultTests {
         try SystemCall.makeDirectory(fixture.layout.root, mode: 0o755)
         try fixture.must("/bin/mount", "-t", "tmpfs", "-o", "size=2m,mode=0755", "tmpfs", fixture.layout.root)
         defer {
-            if let daemon = fixture.daemon {
-                daemon.signal(SIGTERM)
-                _ = daemon.wait(timeout: .seconds(10))
-            }
+            fixture.daemon?.terminate()
             try? fixture.must("/bin/umount", "-l", fixture.layout.root)
         }
         let daemon = try await fixture.start()
@@ -77,7 +76,7 @@ struct SpoolFaultTests {
         // A well-behaved producer fails and leaves nothing; one writing in
         // place leaves an empty file, which must never become an item.
         _ = fixture.directory.write(fixture.envelope("submitted", version: 1), to: "submitted.json")
-        let submitted = try fixture.cli(["submit", fixture.directory.path + "/submitted.json"])
+        let submitted = try await fixture.cli(["submit", fixture.directory.path + "/submitted.json"])
         #expect(submitted.status != 0)
         #expect(submitted.stderr.contains("No space left on device"), "\(submitted.stderr)")
         #expect(fixture.names("tmp") == [])
@@ -101,12 +100,12 @@ struct SpoolFaultTests {
         let fixture = try DaemonFixture()
         let daemon = try await fixture.startAsNobody()
         #expect(chmod(fixture.layout.new, 0o000) == 0)
-        #expect(daemon.wait(timeout: .seconds(10)) == 1)
+        #expect(await daemon.wait(timeout: .seconds(10)) == 1)
         #expect(daemon.stderr.contains("/new is no longer readable and writable by txrecon (Permission denied)"))
         #expect(daemon.stderr.contains("exiting so that systemd restarts txrecon"))
         let again = try DaemonProcess(["run", "--config", fixture.configPath], stderrPath: fixture.directory.path + "/again.log",
                                       launcher: ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"])
-        #expect(again.wait(timeout: .seconds(10)) == 1, "a restart fails the same clear way until the operator repairs it")
+        #expect(await again.wait(timeout: .seconds(10)) == 1, "a restart fails the same clear way until the operator repairs it")
         #expect(again.stderr.contains("Permission denied"))
     }
 

@@ -51,7 +51,7 @@ struct SweepIntegrationTests {
         let fixture = try SweepFixture()
         try fixture.daemon.layout.createMissingDirectories()
         try await fixture.daemon.start()
-        let sweep = try fixture.daemon.cli(["sweep"])
+        let sweep = try await fixture.daemon.cli(["sweep"])
         #expect(sweep.status == 0, "stderr: \(sweep.stderr)")
         #expect(fixture.api.problems == [])
 
@@ -76,14 +76,14 @@ struct SweepIntegrationTests {
             #expect(fixture.payloads.contains(body["signedPayload"]?.stringValue ?? ""))
         }
 
-        let status = try fixture.daemon.cli(["status"])
+        let status = try await fixture.daemon.cli(["status"])
         #expect(status.stdout.contains("sweep:") && status.stdout.contains("completed: "))
     }
 
     @Test func aDryRunPrintsEveryNotificationItWouldSpoolAndSpoolsNone() async throws {
         let fixture = try SweepFixture()
         try fixture.daemon.layout.createMissingDirectories()
-        let sweep = try fixture.daemon.cli(["sweep", "--dry-run"])
+        let sweep = try await fixture.daemon.cli(["sweep", "--dry-run"])
         #expect(sweep.status == 0, "stderr: \(sweep.stderr)")
         let lines = sweep.stdout.split(separator: "\n")
         #expect(lines.count == fixture.payloads.count)
@@ -96,7 +96,7 @@ struct SweepIntegrationTests {
         let fixture = try SweepFixture()
         try fixture.daemon.layout.createMissingDirectories()
         fixture.api.refuseCredentials()
-        let sweep = try fixture.daemon.cli(["sweep"])
+        let sweep = try await fixture.daemon.cli(["sweep"])
         #expect(sweep.status == 78)
         let lines = sweep.stderr.split(separator: "\n")
         #expect(lines.count == 1 && lines.first?.contains("HTTP 401") == true)

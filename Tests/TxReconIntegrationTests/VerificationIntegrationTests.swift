@@ -87,13 +87,13 @@ struct VerificationIntegrationTests {
         let reason = try SystemCall.readFile(fixture.layout.rejected + "/purchase.jws.reason", limit: 65536)
         #expect(String(decoding: reason, as: UTF8.self)
             .hasPrefix("wrong-bundle-id: com.loki-project.loki-messenger (want com.example.wrong) in signedTransactionInfo"))
-        #expect(try fixture.cli(["list", "rejected"]).stdout.contains("purchase.jws"))
+        #expect(try await fixture.cli(["list", "rejected"]).stdout.contains("purchase.jws"))
 
         try fixture.writeConfig("")
         let before = fixture.notify.messages.count
         daemon.signal(SIGHUP)
         #expect(await fixture.notify.waitFor({ $0.contains("READY=1") }, from: before, timeout: .seconds(10)) != nil)
-        let requeued = try fixture.cli(["requeue-rejected", "--all"])
+        let requeued = try await fixture.cli(["requeue-rejected", "--all"])
         #expect(requeued.status == 0, "\(requeued.stderr)")
         #expect(await fixture.eventually { fixture.names("done") == ["2000001024998954"] }, "\(daemon.stderr)")
         #expect(fixture.names("rejected").isEmpty)
@@ -105,21 +105,21 @@ struct VerificationIntegrationTests {
         try fixture.writeConfig("", verification: "[Verification]\nEnvironment=Sandbox\n")
         let process = try DaemonProcess(["run", "--config", fixture.configPath],
                                         stderrPath: fixture.directory.path + "/bad.log")
-        #expect(process.wait(timeout: .seconds(20)) == 78)
+        #expect(await process.wait(timeout: .seconds(20)) == 78)
         #expect(process.stderr.contains("txrecon.conf: Verification.BundleID: is required with Mode=appstore"))
     }
 
     @Test func aMissingRootFileExitsWith78NamingTheLine() async throws {
         let fixture = try DaemonFixture()
         try fixture.writeConfig("", verification: DaemonFixture.sampleVerification(roots: "/nonexistent/root.cer"))
-        let check = try fixture.cli(["check-config"])
+        let check = try await fixture.cli(["check-config"])
         #expect(check.status == 78)
         #expect(check.stderr.contains("Verification.RootCertificateFile: /nonexistent/root.cer does not exist"))
     }
 
     @Test func checkConfigShowsTheRootSubjectAndFingerprint() async throws {
         let fixture = try DaemonFixture()
-        let check = try fixture.cli(["check-config"])
+        let check = try await fixture.cli(["check-config"])
         #expect(check.status == 0, "\(check.stderr)")
         #expect(check.stdout.contains("Root: C=US,O=Apple Inc.,OU=Apple Certification Authority,CN=Apple Root CA - G3 "
             + "SHA-256 63:34:3A:BF:B8:9A:6A:03:EB:B5:7E:9B:3F:5F:A7:BE:7C:4F:5C:75:6F:30:17:B3:A8:C4:88:C3:65:3E:91:79"))

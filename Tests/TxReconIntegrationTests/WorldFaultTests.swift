@@ -49,7 +49,7 @@ struct WorldFaultTests {
         #expect(await fixture.eventually { fixture.statusLines.last?.contains("backend ok") == true })
         #expect(daemon.stderr.contains("backend failing: HTTP 503"))
         #expect(daemon.stderr.contains("backend recovered after failing for"))
-        #expect(daemon.wait(timeout: .zero) == nil, "the same process delivered them: no restart")
+        #expect(await daemon.wait(timeout: .zero) == nil, "the same process delivered them: no restart")
     }
 
     @Test func aRefusedConnectionIsRetriedUntilTheBackendListensAgain() async throws {
@@ -124,7 +124,7 @@ struct WorldFaultTests {
     @Test func anUntrustedCertificateIsRetriedAndLoggedAsATLSFailure() async throws {
         let fixture = try DaemonFixture()
         let directory = fixture.directory.path
-        let made = try DaemonProcess.run(command: [
+        let made = try await DaemonProcess.run(command: [
             "/usr/bin/openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
             "-nodes", "-keyout", directory + "/key.pem", "-out", directory + "/cert.pem", "-days", "1",
             "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
@@ -135,8 +135,7 @@ struct WorldFaultTests {
             "-key", directory + "/key.pem", "-www",
         ], stderrPath: directory + "/s_server.log")
         defer {
-            tlsServer.signal(SIGTERM)
-            _ = tlsServer.wait(timeout: .seconds(5))
+            tlsServer.terminate()
         }
         #expect(await fixture.eventually { tlsServer.stdout.contains("ACCEPT") })
         let accept = try #require(tlsServer.stdout.split(separator: "\n").first { $0.hasPrefix("ACCEPT") })
@@ -155,9 +154,9 @@ struct WorldFaultTests {
     @Test func theSpoolRemovedWhileRunningEndsTheDaemonWithStatus1AndARestartRecreatesIt() async throws {
         let fixture = try DaemonFixture()
         let daemon = try await fixture.start()
-        let removed = try DaemonProcess.run(command: ["/bin/rm", "-rf", fixture.layout.root], in: fixture.directory.path)
+        let removed = try await DaemonProcess.run(command: ["/bin/rm", "-rf", fixture.layout.root], in: fixture.directory.path)
         #expect(removed.status == 0)
-        #expect(daemon.wait(timeout: .seconds(10)) == 1)
+        #expect(await daemon.wait(timeout: .seconds(10)) == 1)
         #expect(daemon.stderr.contains("disappeared or was moved away; exiting so that systemd restarts txrecon"))
         try await fixture.start()
         try fixture.drop(fixture.envelope("after", version: 1))
@@ -167,10 +166,10 @@ struct WorldFaultTests {
 
 extension DaemonProcess {
     /// Runs any command to completion; returns its status and output.
-    static func run(command: [String], in directory: String) throws -> (status: Int32, stdout: String, stderr: String) {
+    static func run(command: [String], in directory: String) async throws -> (status: Int32, stdout: String, stderr: String) {
         let path = directory + "/command-\(UInt32.random(in: 0...UInt32.max)).err"
         let process = try DaemonProcess(command: command, stderrPath: path)
-        let status = process.wait(timeout: .seconds(60)) ?? -1
+        let status = await process.wait(timeout: .seconds(60)) ?? -1
         return (status, process.stdout, process.stderr)
     }
 }

@@ -67,7 +67,9 @@ public final class DaemonProcess: Sendable {
         posix_spawnattr_setsigdefault(&attributes, &all)
         posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
         var child = pid_t()
-        let result = posix_spawn(&child, command[0], &actions, &attributes, argv, envp)
+        let result = DescriptorInheritance.exclusively {
+            posix_spawn(&child, command[0], &actions, &attributes, argv, envp)
+        }
         guard result == 0 else { throw SpawnError(code: result) }
         pid = child
     }
@@ -87,9 +89,44 @@ public final class DaemonProcess: Sendable {
 
     public func signal(_ number: Int32) { kill(pid, number) }
 
+    /// `wait(timeout:)` blocking the calling thread: only for quick commands
+    /// (mount, chown) in set-up and teardown code that cannot await.
+    public func waitBlocking(timeout: Duration) -> Int32? {
+        let deadline = ContinuousClock.now + timeout
+        var status: Int32 = 0
+        while waitpid(pid, &status, WNOHANG) == 0 {
+            if ContinuousClock.now >= deadline { return nil }
+            usleep(2_000)
+        }
+        let code = (status & 0x7F) == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
+        exitStatus.withLock { $0 = code }
+        return code
+    }
+
+    /// For teardown (deinit, defer), where nothing can be awaited: SIGTERM,
+    /// up to `grace` for the process to exit, then SIGKILL. Blocks the
+    /// calling thread, briefly: a daemon exits within milliseconds of SIGTERM.
+    public func terminate(grace: Duration = .seconds(5)) {
+        guard exitStatus.withLock({ $0 }) == nil else { return }
+        kill(pid, SIGTERM)
+        let deadline = ContinuousClock.now + grace
+        var status: Int32 = 0
+        while waitpid(pid, &status, WNOHANG) == 0 {
+            if ContinuousClock.now >= deadline {
+                kill(pid, SIGKILL)
+                waitpid(pid, &status, 0)
+                break
+            }
+            usleep(5_000)
+        }
+        exitStatus.withLock { $0 = (status & 0x7F) == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F) }
+    }
+
     /// Waits up to `timeout` for the process to exit; its exit status, or
-    /// 128+N for a signal, or nil if it is still running.
-    public func wait(timeout: Duration) -> Int32? {
+    /// 128+N for a signal, or nil if it is still running. Suspends between
+    /// checks: a test must never block one of the cooperative pool's two
+    /// threads, or every other test stalls with it.
+    public func wait(timeout: Duration) async -> Int32? {
         if let known = exitStatus.withLock({ $0 }) { return known }
         let deadline = ContinuousClock.now + timeout
         while true {
@@ -101,16 +138,16 @@ public final class DaemonProcess: Sendable {
                 return code
             }
             if ContinuousClock.now >= deadline { return nil }
-            usleep(10_000)
+            try? await Task.sleep(for: .milliseconds(10))
         }
     }
 
     /// Runs `txrecon ARGUMENTS` to completion; returns its status and output.
     public static func run(_ arguments: [String], environment: [String: String] = [:],
-                           in directory: String) throws -> (status: Int32, stdout: String, stderr: String) {
+                           in directory: String) async throws -> (status: Int32, stdout: String, stderr: String) {
         let stderrPath = directory + "/cli-\(UInt32.random(in: 0...UInt32.max)).err"
         let process = try DaemonProcess(arguments, environment: environment, stderrPath: stderrPath)
-        let status = process.wait(timeout: .seconds(60)) ?? -1
+        let status = await process.wait(timeout: .seconds(60)) ?? -1
         return (status, process.read(stderrPath + ".out"), process.read(stderrPath))
     }
 

@@ -222,9 +222,12 @@ private final class ServerCore: Sendable {
     func acceptConnections() {
         defer { close(listener) }
         while wait(for: listener, milliseconds: -1) == .ready {
-            let connection = accept(listener, nil, nil)
+            let connection = DescriptorInheritance.exclusively { () -> Int32 in
+                let connection = accept(listener, nil, nil)
+                if connection >= 0 { _ = fcntl(connection, F_SETFD, FD_CLOEXEC) }
+                return connection
+            }
             guard connection >= 0 else { continue }
-            _ = fcntl(connection, F_SETFD, FD_CLOEXEC)
             var on: Int32 = 1
             setsockopt(connection, Int32(IPPROTO_TCP), TCP_NODELAY, &on, socklen_t(MemoryLayout<Int32>.size))
             let id = state.withLock { state in

@@ -122,14 +122,10 @@ public final class NotifySocket: Sendable {
     }
 
     /// The async form of `waitFor(_:from:timeout:)`: the blocking wait runs on
-    /// a Dispatch worker, never on Swift's cooperative pool.
+    /// a thread of its own, never on Swift's cooperative pool.
     public func waitFor(_ predicate: @escaping @Sendable (NotifyMessage) -> Bool,
                         from start: Int = 0, timeout: Duration) async -> NotifyMessage? {
-        await withCheckedContinuation { continuation in
-            DispatchQueue.global().async {
-                continuation.resume(returning: self.waitFor(predicate, from: start, timeout: timeout))
-            }
-        }
+        await BlockingWork.run("txrecon-test-notify") { self.waitFor(predicate, from: start, timeout: timeout) }
     }
 
     /// Blocks until an assignment (e.g. `READY=1`) arrives; see `waitFor(_:from:timeout:)`.

@@ -1,8 +1,8 @@
 // ScriptedTransport: a Transport that answers from a script per item key, so
 // engine tests decide every backend answer. Records each request, tracks how
 // many are in flight, and can hold a request open until the test lets go.
-// Exchanges run on dispatch threads, where they may block, as they would on
-// a real transport's workers.
+// Exchanges run on threads of their own, where they may block, as they would
+// on a real transport's workers.
 import Dispatch
 import Synchronization
 @testable import TxRecon
@@ -73,16 +73,12 @@ public final class ScriptedTransport: Transport {
         for semaphore in held { semaphore.signal() }
     }
 
-    /// Runs the exchange on a dispatch thread (it blocks, as on a real
+    /// Runs the exchange on a thread of its own (it blocks, as on a real
     /// transport's worker), with a `send` that answers from the script.
     public func run<Result: Sendable>(
         _ exchange: @escaping @Sendable (_ send: (DeliveryRequest) -> TransportResult) -> Result
     ) async -> Result {
-        await withCheckedContinuation { continuation in
-            DispatchQueue.global().async {
-                continuation.resume(returning: exchange { request in self.answer(request) })
-            }
-        }
+        await BlockingWork.run("txrecon-test-send") { exchange { request in self.answer(request) } }
     }
 
     /// The scripted answer to `request`; blocks while it is `.hang`.

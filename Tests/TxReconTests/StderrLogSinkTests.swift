@@ -2,6 +2,7 @@ import Dispatch
 import Glibc
 import Testing
 @testable import TxRecon
+import TxReconTestSupport
 
 @Suite struct StderrLogSinkTests {
     @Test func lineIsThePriorityWordAndTheMessage() {
@@ -78,15 +79,10 @@ private func onDedicatedThreads(_ count: Int, _ body: @escaping @Sendable (Int) 
         precondition(started == 0, "pthread_create failed: \(started)")
         return thread
     }
-    await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-        DispatchQueue.global().async {
-            for thread in threads { pthread_join(thread, nil) }
-            done.resume()
-        }
-    }
+    await BlockingWork.run { for thread in threads { pthread_join(thread, nil) } }
 }
 
-/// A pipe whose read end is drained on a Dispatch worker, off the cooperative pool.
+/// A pipe whose read end is drained on a thread of its own, off the cooperative pool.
 private final class Pipe: Sendable {
     let readEnd: Int32
     let writeEnd: Int32
@@ -104,18 +100,16 @@ private final class Pipe: Sendable {
 
     /// Everything written until the write end closes.
     func readAll() async -> String {
-        await withCheckedContinuation { continuation in
-            DispatchQueue.global().async { [readEnd] in
-                var bytes: [UInt8] = []
-                var chunk = [UInt8](repeating: 0, count: 65536)
-                while true {
-                    let count = read(readEnd, &chunk, chunk.count)
-                    if count < 0 && errno == EINTR { continue }
-                    if count <= 0 { break }
-                    bytes += chunk[..<count]
-                }
-                continuation.resume(returning: String(decoding: bytes, as: UTF8.self))
+        await BlockingWork.run { [readEnd] in
+            var bytes: [UInt8] = []
+            var chunk = [UInt8](repeating: 0, count: 65536)
+            while true {
+                let count = read(readEnd, &chunk, chunk.count)
+                if count < 0 && errno == EINTR { continue }
+                if count <= 0 { break }
+                bytes += chunk[..<count]
             }
+            return String(decoding: bytes, as: UTF8.self)
         }
     }
 }

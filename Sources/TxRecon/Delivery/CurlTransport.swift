@@ -12,7 +12,6 @@
 // transport, is reported as a `TransportResult.failure`; only starting the
 // transport throws (`CurlTransport.StartError`). Nothing is logged here.
 import CCurl
-import Dispatch
 import Synchronization
 
 /// Sends delivery requests with libcurl, at most `workerCount` at a time.
@@ -127,10 +126,16 @@ struct CurlJob: Sendable {
 
     private static let shutDownResult = TransportResult.failure(TransportFailure(.other, "transport shut down"))
 
-    /// Runs the exchange with a send that fails at once, on a dispatch
-    /// thread (never the caller's: the exchange may block).
+    /// Runs the exchange with a send that fails at once, on a thread of its
+    /// own (never the caller's, nor a dispatch worker the cooperative pool
+    /// shares: the exchange may block). Only after shutdown, so rare.
     func refuse() {
-        DispatchQueue.global().async { execute { _ in CurlJob.shutDownResult } }
+        let execute = self.execute
+        do {
+            try DedicatedThread.start(name: "txrecon-refused") { execute { _ in CurlJob.shutDownResult } }
+        } catch {
+            execute { _ in CurlJob.shutDownResult }
+        }
     }
 }
 
