@@ -13,7 +13,7 @@ import Glibc
 
 final class EngineExecutor: SerialExecutor {
     /// nil is the end-of-work marker `shutdown` puts.
-    private let jobs = HandoffQueue<UnownedJob?>(monotonicTimeouts: true)
+    private let jobs = HandoffQueue<UnownedJob?>()
     private let tickInterval: Duration?
     private let tick: @Sendable () -> Void
 
@@ -42,9 +42,10 @@ final class EngineExecutor: SerialExecutor {
 
     private func run() {
         let executor = asUnownedSerialExecutor()
-        var nextTick = tickInterval.map { SystemClock().now + $0 }
+        let clock = SystemClock()
+        var nextTick = tickInterval.map { clock.now + $0 }
         while true {
-            switch jobs.take(until: nextTick) {
+            switch jobs.take(timeout: nextTick.map { max(.zero, $0 - clock.now) }) {
             case let .element(job?):
                 job.runSynchronously(on: executor)
             case .element(nil), .closed:
@@ -52,9 +53,9 @@ final class EngineExecutor: SerialExecutor {
             case .timedOut:
                 break
             }
-            if let due = nextTick, let interval = tickInterval, SystemClock().now >= due {
+            if let due = nextTick, let interval = tickInterval, clock.now >= due {
                 tick()
-                nextTick = SystemClock().now + interval
+                nextTick = clock.now + interval
             }
         }
     }

@@ -18,14 +18,14 @@ final class HandoffQueue<Element: Sendable>: @unchecked Sendable {
     private var head = 0
     private var closed = false
 
-    /// `monotonicTimeouts`: deadlines given to `take(until:)` are on
-    /// CLOCK_BOOTTIME (SystemClock's `now`), so a wall-clock step neither
-    /// delays nor hastens them.
-    init(monotonicTimeouts: Bool = false) {
+    init() {
         pthread_mutex_init(mutex, nil)
+        // Timed waits count on CLOCK_MONOTONIC, so a wall-clock step neither
+        // delays nor hastens them (glibc's condition variables take only
+        // REALTIME or MONOTONIC).
         var attributes = pthread_condattr_t()
         pthread_condattr_init(&attributes)
-        if monotonicTimeouts { pthread_condattr_setclock(&attributes, CLOCK_BOOTTIME) }
+        pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
         pthread_cond_init(condition, &attributes)
         pthread_condattr_destroy(&attributes)
     }
@@ -66,27 +66,31 @@ final class HandoffQueue<Element: Sendable>: @unchecked Sendable {
         return element
     }
 
-    /// What `take(until:)` found.
+    /// What `take(timeout:)` found.
     enum Taken {
         case element(Element)
         case timedOut
         case closed
     }
 
-    /// Like `take`, but returns `.timedOut` at `deadline` (CLOCK_BOOTTIME,
-    /// see `init`); nil waits for ever. Call only from a dedicated thread.
-    func take(until deadline: Duration?) -> Taken {
+    /// Like `take`, but returns `.timedOut` once `timeout` has passed; nil
+    /// waits for ever. Call only from a dedicated thread.
+    func take(timeout: Duration?) -> Taken {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
+        var deadline = timespec()
+        if let timeout {
+            clock_gettime(CLOCK_MONOTONIC, &deadline)
+            let nanoseconds = Int64(deadline.tv_nsec) + timeout.components.attoseconds / 1_000_000_000
+            deadline.tv_sec += time_t(timeout.components.seconds + nanoseconds / 1_000_000_000)
+            deadline.tv_nsec = Int(nanoseconds % 1_000_000_000)
+        }
         while head == elements.count && !closed {
-            guard let deadline else {
+            guard timeout != nil else {
                 pthread_cond_wait(condition, mutex)
                 continue
             }
-            let seconds = deadline.components.seconds
-            var time = timespec(tv_sec: time_t(seconds),
-                                tv_nsec: Int(deadline.components.attoseconds / 1_000_000_000))
-            if pthread_cond_timedwait(condition, mutex, &time) == ETIMEDOUT, head == elements.count {
+            if pthread_cond_timedwait(condition, mutex, &deadline) == ETIMEDOUT, head == elements.count {
                 return .timedOut
             }
         }
