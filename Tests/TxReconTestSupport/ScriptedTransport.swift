@@ -27,9 +27,13 @@ public final class ScriptedTransport: Transport {
     }
 
     private let state: Mutex<State>
+    /// Like a real transport's worker threads: at most this many exchanges
+    /// run at once, however many the engine hands over.
+    private let workers: DispatchSemaphore
 
-    public init(default reply: Reply = .status(200)) {
+    public init(default reply: Reply = .status(200), workers: Int = 4) {
         state = Mutex(State(defaultReply: reply))
+        self.workers = DispatchSemaphore(value: workers)
     }
 
     /// Replies for `key`'s next requests, in order; the default after that.
@@ -75,10 +79,14 @@ public final class ScriptedTransport: Transport {
 
     /// Runs the exchange on a thread of its own (it blocks, as on a real
     /// transport's worker), with a `send` that answers from the script.
-    public func run<Result: Sendable>(
+    nonisolated(nonsending) public func run<Result: Sendable>(
         _ exchange: @escaping @Sendable (_ send: (DeliveryRequest) -> TransportResult) -> Result
     ) async -> Result {
-        await BlockingWork.run("txrecon-test-send") { exchange { request in self.answer(request) } }
+        await BlockingWork.run("txrecon-test-send") {
+            self.workers.wait()
+            defer { self.workers.signal() }
+            return exchange { request in self.answer(request) }
+        }
     }
 
     /// The scripted answer to `request`; blocks while it is `.hang`.

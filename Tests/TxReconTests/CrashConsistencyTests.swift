@@ -116,14 +116,6 @@ struct CrashConsistencyTests {
         #expect(rejection.code == "hard-linked")
     }
 
-    @Test func aRecentlyModifiedFileIsUnsettledWhenASettlingWindowIsGiven() throws {
-        let harness = try EngineHarness()
-        try SystemCall.writeNewFile(harness.layout.new + "/fresh", Array("{}".utf8), sync: false)
-        let now = Timestamp.nowMilliseconds()
-        #expect(try harness.spool.readDrop("fresh", maximumSize: 1 << 20, settling: (now - 2000)...(now + 2000)) == .unsettled)
-        #expect(try harness.spool.readDrop("fresh", maximumSize: 1 << 20) != .unsettled)
-    }
-
     @Test func aPageNamedNearTheLengthLimitSplitsIntoNamesThatFit() throws {
         let harness = try EngineHarness()
         let name = String(repeating: "p", count: 254)

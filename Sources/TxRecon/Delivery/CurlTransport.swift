@@ -66,7 +66,7 @@ public final class CurlTransport: Transport {
     /// already bounds it. After `shutdown()`, exchanges still run (on a
     /// dispatch thread, so that what they commit stays consistent) with a
     /// `send` that fails at once.
-    public func run<Result: Sendable>(
+    nonisolated(nonsending) public func run<Result: Sendable>(
         _ exchange: @escaping @Sendable (_ send: (DeliveryRequest) -> TransportResult) -> Result
     ) async -> Result {
         let options = self.options.withLock { $0 }

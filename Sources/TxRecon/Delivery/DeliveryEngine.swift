@@ -363,12 +363,18 @@ actor DeliveryEngine {
 
     // MARK: Scheduling
 
+    /// Attempts handed to the transport at once: twice its workers, so a
+    /// worker that finishes finds the next attempt waiting instead of idling
+    /// through the round trip to this actor. The transport still sends at
+    /// most MaxConcurrentDeliveries at a time, and one key never has two.
+    private var outstandingLimit: Int { settings.maxConcurrentDeliveries * 2 }
+
     /// Starts attempts for due keys while there is capacity, then arms the
     /// timer for the next deadline (or disarms it when nothing waits).
     private func dispatchDue() {
         guard phase == .running else { return }
         let now = clock.now
-        while active < settings.maxConcurrentDeliveries, let first = ready.first, first.deadline <= now {
+        while active < outstandingLimit, let first = ready.first, first.deadline <= now {
             ready.popFirst()
             guard var entry = entries[first.key], !entry.inFlight, entry.deadline == first.deadline else { continue }
             entry.inFlight = true
@@ -384,7 +390,7 @@ actor DeliveryEngine {
 
     private func armTimer() {
         while let first = ready.first, !isCurrent(first) { ready.popFirst() }
-        guard phase == .running, active < settings.maxConcurrentDeliveries, let next = ready.first?.deadline else {
+        guard phase == .running, active < outstandingLimit, let next = ready.first?.deadline else {
             return cancelTimer()
         }
         if timer != nil, let timerDeadline, timerDeadline <= next { return }

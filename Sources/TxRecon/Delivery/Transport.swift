@@ -35,14 +35,17 @@ public struct DeliveryRequest: Sendable, Equatable {
 /// every problem as `.failure`; it never throws. At most
 /// `MaxConcurrentDeliveries=` exchanges run at once.
 public protocol Transport: Sendable {
-    func run<Result: Sendable>(
+    /// `nonisolated(nonsending)`: runs on the caller's executor up to the
+    /// hand-over, so an attempt goes from the engine's thread to a worker
+    /// and back without a detour through the cooperative pool.
+    nonisolated(nonsending) func run<Result: Sendable>(
         _ exchange: @escaping @Sendable (_ send: (DeliveryRequest) -> TransportResult) -> Result
     ) async -> Result
 }
 
 extension Transport {
     /// One request and nothing else around it.
-    public func send(_ request: DeliveryRequest) async -> TransportResult {
+    nonisolated(nonsending) public func send(_ request: DeliveryRequest) async -> TransportResult {
         await run { send in send(request) }
     }
 }

@@ -9,10 +9,11 @@
 // decodes them again. Requests in ctl/ are executed by the engine; their
 // answers are written beside them.
 //
-// A file renamed into new/ or closed by its writer is taken at once; one
-// found by a scan (start-up, inotify overflow) that was modified within the
-// last IntakeBacklog.settleTime is looked at again later, so a file still
-// being written in place is never taken half-written. A drop the spool could
+// A file renamed into new/ or closed by its writer is taken at once, and so
+// is a complete one found by a scan (start-up, inotify overflow); one that
+// does not decode and was modified within the last IntakeBacklog.settleTime
+// is looked at again later, so a file still being written in place is not
+// rejected half-written. A drop the spool could
 // not take stays in new/ and is retried; lack of space pauses intake until a
 // scan succeeds again (IntakeBacklog).
 //
@@ -218,7 +219,7 @@ final class Intake: Sendable {
         return failures
     }
 
-    /// The drops one file yields: none (gone, rejected, unsettled, failed),
+    /// The drops one file yields: none (gone, rejected, deferred, failed),
     /// one, or one per transaction of a history page.
     private func read(_ name: String, decoder: InputDecoder, verifier: SignedDataVerifier?, settings: Settings,
                       settling: ClosedRange<Int64>?,
@@ -226,11 +227,8 @@ final class Intake: Sendable {
                       backlog: inout IntakeBacklog) -> [Drop] {
         do throws(SpoolError) {
             let bytes: [UInt8], modifiedAt: Int64
-            switch try spool.readDrop(name, maximumSize: settings.maximumFileSize, settling: settling) {
+            switch try spool.readDrop(name, maximumSize: settings.maximumFileSize) {
             case .gone:
-                return []
-            case .unsettled:
-                backlog.deferFile(name, now: clock.now)
                 return []
             case let .refused(rejection):
                 try reject(name, rejection, rejected: &rejected)
@@ -243,6 +241,14 @@ final class Intake: Sendable {
                 decoded = try decoder.decode(bytes)
                 if case let .item(item) = decoded { try verifier?.verify(item) }
             } catch {
+                // Found by a scan and written moments ago, it may be a file
+                // still being written in place: look again once it has
+                // settled rather than reject half a file. A complete one
+                // (the normal case, even in a burst) is taken at once.
+                if let settling, settling.contains(modifiedAt) {
+                    backlog.deferFile(name, now: clock.now)
+                    return []
+                }
                 try reject(name, error, rejected: &rejected)
                 return []
             }

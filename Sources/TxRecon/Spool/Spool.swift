@@ -34,9 +34,6 @@ enum DropContent: Equatable {
     /// file with other hard links, or too large. The file is left untouched
     /// for `reject`.
     case refused(Rejection)
-    /// A regular file modified so recently that its writer may not be done
-    /// (only when the caller passed a `settling` window); not read.
-    case unsettled
 }
 
 /// A queued item as the spool holds it at start-up.
@@ -99,15 +96,10 @@ final class Spool: Sendable {
     /// Reads one drop without ever blocking on it or following a link:
     /// lstat first (never open a device or FIFO), then open with
     /// O_NOFOLLOW|O_NONBLOCK and check again with fstat (the name may have
-    /// been replaced in between). A regular file whose mtime (ms since 1970)
-    /// lies in `settling` is reported `.unsettled` and not read: its writer
-    /// may still be writing it in place (docs/crash-consistency.md).
-    func readDrop(_ name: String, maximumSize: Int, settling: ClosedRange<Int64>? = nil) throws(SpoolError) -> DropContent {
+    /// been replaced in between).
+    func readDrop(_ name: String, maximumSize: Int) throws(SpoolError) -> DropContent {
         let path = layout.new + "/" + name
         guard let info = try SystemCall.linkStatus(path) else { return .gone }
-        if let settling, info.st_mode & S_IFMT == S_IFREG, settling.contains(Spool.modifiedMilliseconds(info)) {
-            return .unsettled
-        }
         if let refusal = Spool.refusal(for: info, maximumSize: maximumSize) { return .refused(refusal) }
         let fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
         if fd < 0 {
