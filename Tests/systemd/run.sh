@@ -380,6 +380,18 @@ watchdog_checks() {
   check "with the backend down the item is deferred (TXRECON_NEXT_ATTEMPT_USEC set)" \
     wait_until 10 has_entry queued-1 deferred MESSAGE_ID="$(message_id deferred)"
   check "STATUS says the backend is failing" wait_until 5 status_mentions 'backend failing'
+  check "journal: backend failing (MESSAGE_ID backendFailing)" journal_has backendFailing
+  # Recovery is reported by the process that saw the failures, so check it
+  # before the watchdog restart below starts a process with no such memory.
+  rm -f "$WORK/backend/fail"
+  check "txrecon retry queued-1" as_producer retry queued-1
+  check "the deferred item was delivered once the backend came back" wait_until 15 delivered queued-1
+  check "journal: retry requested (MESSAGE_ID retryRequested)" journal_has retryRequested
+  check "journal: backend recovered (MESSAGE_ID backendRecovered)" wait_until 5 journal_has backendRecovered
+  touch "$WORK/backend/fail"
+  submit "$(envelope queued-2 1)"
+  check "with the backend down again queued-2 is deferred" \
+    wait_until 10 has_entry queued-2 deferred MESSAGE_ID="$(message_id deferred)"
   local old_pid restarts t0 status
   old_pid=$(prop MainPID); restarts=$(prop NRestarts); t0=$(now_ms)
   in_ct systemctl kill --signal=SIGUSR2 --kill-who=main "$UNIT"      # TXRECON_TEST_FREEZE=1: wedge the engine
@@ -388,13 +400,10 @@ watchdog_checks() {
   else fail "no watchdog restart (NRestarts=$(prop NRestarts), $(prop ActiveState)/$(prop SubState))"; fi
   check "journal: systemd's 'Watchdog timeout' for the unit" unit_journal_mentions 'Watchdog timeout'
   status=$(in_ct txrecon list queue 2>&1 || true)
-  check "the queue survived the kill: queued-1 still queued" grep -q queued-1 <<<"$status"
+  check "the queue survived the kill: queued-2 still queued" grep -q queued-2 <<<"$status"
   rm -f "$WORK/backend/fail"
-  check "txrecon retry queued-1" as_producer retry queued-1
-  check "the surviving item was delivered after the backend came back" wait_until 15 delivered queued-1
-  check "journal: retry requested (MESSAGE_ID retryRequested)" journal_has retryRequested
-  check "journal: backend failing (MESSAGE_ID backendFailing)" journal_has backendFailing
-  check "journal: backend recovered (MESSAGE_ID backendRecovered)" wait_until 5 journal_has backendRecovered
+  check "txrecon retry queued-2" as_producer retry queued-2
+  check "the surviving item was delivered after the backend came back" wait_until 15 delivered queued-2
 }
 
 configuration_error_checks() {
