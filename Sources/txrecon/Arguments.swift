@@ -3,7 +3,7 @@ import Glibc
 import TxRecon
 
 /// One subcommand: its flags, its help, and what it does.
-protocol Command {
+protocol Command: SendableMetatype {
     /// Flags without a value (`--json`, `--all`); `--help` is always allowed.
     static var flags: [String] { get }
     /// Options taking a value besides `--config`.

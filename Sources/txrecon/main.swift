@@ -39,4 +39,4 @@ if arguments.has("--help") {
     print(command.help)
     exit(0)
 }
-exit(await command.run(arguments))
+exit(await CommandThread.run { await command.run(arguments) })

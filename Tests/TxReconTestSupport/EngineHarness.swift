@@ -6,9 +6,9 @@ import Glibc
 public final class EngineHarness: Sendable {
     /// One engine thread for every test engine in the process: engines that
     /// tests never stop would otherwise each leave a thread behind.
-    static let executor: EngineExecutor = {
+    static let executor: ThreadExecutor = {
         do {
-            return try EngineExecutor(name: "txrecon-test-engine")
+            return try ThreadExecutor(name: "txrecon-test-engine")
         } catch {
             fatalError("cannot start the test engine thread: \(error)")
         }

@@ -88,9 +88,12 @@ actor DeliveryEngine {
         var parked: Boxed<Drop>?
     }
 
-    /// The engine's own thread (see EngineExecutor): actor jobs run there,
-    /// never on the cooperative pool.
-    nonisolated let executor: EngineExecutor
+    /// The engine's own thread (a ThreadExecutor): actor jobs run there,
+    /// never on the cooperative pool. The engine's tasks (attempts, timers)
+    /// prefer it as their task executor too: a task without a preference
+    /// resumes on the global executor after a continuation, which on Linux
+    /// starts libdispatch's never-ending one-second monitor.
+    nonisolated let executor: ThreadExecutor
     nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
 
     private let spool: Spool
@@ -121,7 +124,7 @@ actor DeliveryEngine {
     private var failureStreakSince: Int64?
 
     init(spool: Spool, settings: Settings, transport: any Transport, prepare: @escaping RequestPreparer,
-         clock: any EngineClock, log: any LogSink, executor: EngineExecutor,
+         clock: any EngineClock, log: any LogSink, executor: ThreadExecutor,
          publish: @escaping @Sendable (EngineStatus) -> Void) {
         self.executor = executor
         self.spool = spool
@@ -184,9 +187,9 @@ actor DeliveryEngine {
         roomWaiters.removeAll()
         publishStatus()
         if active > 0 {
-            let grace = Task { [clock, settings] in
+            let grace = Task(executorPreference: executor) { [clock, settings] in
                 try? await clock.sleep(until: clock.now + settings.stopGrace)
-                self.endDrain()
+                await self.endDrain()
             }
             await withCheckedContinuation { drainWaiter = $0 }
             grace.cancel()
@@ -396,9 +399,9 @@ actor DeliveryEngine {
         if timer != nil, let timerDeadline, timerDeadline <= next { return }
         timer?.cancel()
         timerDeadline = next
-        timer = Task { [clock] in
+        timer = Task(executorPreference: executor) { [clock] in
             do { try await clock.sleep(until: next) } catch { return }
-            self.timerFired(next)
+            await self.timerFired(next)
         }
     }
 
@@ -452,7 +455,7 @@ actor DeliveryEngine {
     private func launch(_ key: ItemKey, attempt: Int, receivedAt: Int64, cached: Item?, hasStateFile: Bool) {
         let spool = self.spool, decoder = self.decoder, transport = self.transport, prepare = self.prepare
         let limit = settings.maxFileSize, now = clock.wallMilliseconds, started = clock.now, clock = self.clock
-        Task {
+        Task(executorPreference: executor) {
             let exchange = await transport.run { send -> Exchange in
                 let preparation = DeliveryEngine.prepare(key, cached: cached, attempt: attempt,
                                                          receivedAt: receivedAt, now: now, spool: spool,
@@ -474,9 +477,9 @@ actor DeliveryEngine {
                 return .answered(item, settlement)
             }
             switch exchange {
-            case let .local(preparation): attemptFailedLocally(key, preparation)
+            case let .local(preparation): await self.attemptFailedLocally(key, preparation)
             case let .answered(item, settlement):
-                attemptEnded(key, item: item, attempt: attempt, settlement: settlement, started: started)
+                await self.attemptEnded(key, item: item, attempt: attempt, settlement: settlement, started: started)
             }
         }
     }

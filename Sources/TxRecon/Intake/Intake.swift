@@ -333,10 +333,12 @@ final class Intake: Sendable {
     }
 
     /// Runs async work and blocks this (dedicated) thread until it is done.
+    /// The task starts on the engine's thread, where its work goes anyway,
+    /// not on the global executor (see ThreadExecutor).
     private func waitFor<T: Sendable>(_ work: @escaping @Sendable () async -> T) -> T {
         let result = Mutex<T?>(nil)
         let done = DispatchSemaphore(value: 0)
-        Task {
+        Task(executorPreference: engine.executor) {
             let value = await work()
             result.withLock { $0 = value }
             done.signal()

@@ -81,9 +81,9 @@ public enum Daemon {
 
         // The engine's own thread also pings the watchdog, between its jobs:
         // a wedged engine stops the pings and systemd restarts the daemon.
-        let executor: EngineExecutor
+        let executor: ThreadExecutor
         do {
-            executor = try EngineExecutor(tickInterval: health.watchdogPingInterval) { health.notify("WATCHDOG=1") }
+            executor = try ThreadExecutor(name: "txrecon-engine", tickInterval: health.watchdogPingInterval) { health.notify("WATCHDOG=1") }
         } catch {
             log.write(LogEntry(.error, "\(error)"))
             return ExitStatus.failure

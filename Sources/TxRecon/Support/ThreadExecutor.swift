@@ -1,0 +1,76 @@
+// ThreadExecutor: one dedicated thread that runs Swift jobs in order. The
+// delivery engine's actor runs on one, and `txrecon` runs its whole command
+// on another (as the preferred task executor), so that the daemon never
+// puts a job on Swift's global concurrent executor. Two reasons:
+//  - the cooperative pool has two threads on two cores, and the engine's
+//    work includes short blocking file-system calls (a rename into queue/,
+//    a look into done/) that must not stall it;
+//  - on Linux, the first job libdispatch runs on a non-overcommit worker
+//    (the pool Swift's global executor uses) starts its workqueue monitor, a
+//    one-second timer that never stops: sixty wake-ups a minute in a daemon
+//    that should sleep while idle.
+//
+// The thread can also carry a periodic `tick` between jobs: the engine's
+// watchdog ping, so a job that never returns (a wedged engine) stops the
+// pings and systemd restarts the daemon. While idle the thread sleeps until
+// the next tick: one wake-up per tick and none otherwise.
+// Reports: nothing; `tick` does the notifying.
+import Glibc
+
+final class ThreadExecutor: SerialExecutor, TaskExecutor {
+    /// nil is the end-of-work marker `shutdown` puts.
+    private let jobs = HandoffQueue<UnownedJob?>()
+    private let tickInterval: Duration?
+    private let tick: @Sendable () -> Void
+
+    /// Starts the thread `name`. `tick` runs on it every `tickInterval` (nil: never).
+    init(name: String, tickInterval: Duration? = nil,
+         tick: @escaping @Sendable () -> Void = {}) throws(ThreadStartError) {
+        self.tickInterval = tickInterval
+        self.tick = tick
+        try DedicatedThread.start(name: name) { [self] in run() }
+    }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        // The executor lives as long as its user; after `shutdown` nothing
+        // more is enqueued but final replies, which may then be dropped.
+        _ = jobs.put(UnownedJob(job))
+    }
+
+    func asUnownedSerialExecutor() -> UnownedSerialExecutor {
+        UnownedSerialExecutor(ordinary: self)
+    }
+
+    func asUnownedTaskExecutor() -> UnownedTaskExecutor {
+        UnownedTaskExecutor(ordinary: self)
+    }
+
+    /// Ends the thread once the jobs queued so far have run.
+    func shutdown() {
+        _ = jobs.put(nil)
+    }
+
+    private func run() {
+        // One thread runs every job in turn, so each job has it to itself:
+        // running a task-executor job as isolated to this serial executor is
+        // sound, and it lets such a job call an actor on this executor
+        // without a hop.
+        let serial = asUnownedSerialExecutor(), task = asUnownedTaskExecutor()
+        let clock = SystemClock()
+        var nextTick = tickInterval.map { clock.now + $0 }
+        while true {
+            switch jobs.take(timeout: nextTick.map { max(.zero, $0 - clock.now) }) {
+            case let .element(job?):
+                job.runSynchronously(isolatedTo: serial, taskExecutor: task)
+            case .element(nil), .closed:
+                return
+            case .timedOut:
+                break
+            }
+            if let due = nextTick, let interval = tickInterval, clock.now >= due {
+                tick()
+                nextTick = clock.now + interval
+            }
+        }
+    }
+}
