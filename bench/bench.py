@@ -38,8 +38,11 @@ Measurements (each on a fresh spool under a temporary directory):
               from exec), 204 after. From nginx's access log: 503 answers
               during the outage against the bound the RetryDelays= schedule
               allows, the shortest gap between two attempts of one key
-              against its scheduled delay, and the time from recovery to
-              all delivered against 10,000 / drain rate of 1 (+25%).
+              against its scheduled delay; the first 204 against the
+              schedule's next step after the outage (the daemon has no
+              other way to learn of the recovery), and the time from that
+              first 204 to all delivered against 10,000 / drain rate of 1
+              (+25%).
     profile   opt-in (--only profile, make bench-profile): one drain of 1
               under `perf record -e cpu-clock --call-graph dwarf`, the
               report demangled into .build/bench/profile.txt.
@@ -1068,17 +1071,28 @@ class Bench:
         self.add(Row("6. Retries earlier than the schedule", f"{early}", "0", early == 0))
         if not successes:
             return self.fail_row("6. Drain after recovery", "", "no 204 in nginx's log")
+        # The daemon learns of the recovery from the first attempt the
+        # schedule allows (or a new drop; this run has none), then pulls
+        # every waiting key in: the wait is the schedule's, the drain after
+        # it is measured against the drain rate.
         drained_after = end - recovered
         times = sorted(msec - recovered_wall for msec, _, _ in successes)
         peak = max_in_window(times, 1.0)
+        next_step = min((step for step in cumulative(delays) if step > outage), default=None)
+        if next_step is not None:
+            wait = next_step - outage
+            self.add(Row("6. Recovery → first 204 (the next scheduled attempt)", f"+{times[0]:.1f} s",
+                         f"the schedule's next step, +{wait:.0f} s", times[0] <= wait + 2.0,
+                         f"all delivered {drained_after:.1f} s after recovery"))
+        first_to_last = end - (recovered + times[0])
         reference = median(self.drain_rates) if self.drain_rates else None
         target = "at the drain rate"
         passed = None
         if reference:
             allowed = 1.25 * count / reference
             target = f"≤ {allowed:.1f} s ({count:,} at the drain rate {fmt_rate(reference)}, +25%)"
-            passed = drained_after <= allowed
-        self.add(Row("6. Recovery → all delivered", f"{drained_after:.1f} s", target, passed,
+            passed = first_to_last <= allowed
+        self.add(Row("6. First 204 → all delivered", f"{first_to_last:.1f} s", target, passed,
                      f"204 answers from +{times[0]:.1f} s to +{times[-1]:.1f} s after recovery, half by "
                      f"+{percentile(times, 50):.1f} s; at most {peak:,} in one second"))
 
