@@ -71,7 +71,14 @@ actor DeliveryEngine {
         /// nil until the file is read (entries restored at start are not read).
         var version: ItemVersion?
         var kind: ItemKind?
-        var state: DeliveryState
+        /// The failed-attempt history; boxed (nil while there is none), as
+        /// a backlog of fresh or restored keys mostly has none and the
+        /// dictionary holding the entries reserves room for more than their count.
+        private var failures: Boxed<DeliveryState>?
+        var state: DeliveryState {
+            get { failures?.value ?? DeliveryState() }
+            set { failures = newValue == DeliveryState() ? nil : Boxed(newValue) }
+        }
         /// Monotonic time of the next attempt.
         var deadline: Duration
         var receivedAt: Int64
@@ -86,6 +93,19 @@ actor DeliveryEngine {
         /// A newer snapshot that arrived while this key was in flight; it
         /// stays in new/ (so a crash loses nothing) until the attempt ends.
         var parked: Boxed<Drop>?
+
+        init(version: ItemVersion? = nil, kind: ItemKind? = nil, state: DeliveryState, deadline: Duration,
+             receivedAt: Int64, hasStateFile: Bool = false, waitsForBackend: Bool = false,
+             cachedItem: Boxed<Item>? = nil) {
+            self.version = version
+            self.kind = kind
+            self.deadline = deadline
+            self.receivedAt = receivedAt
+            self.hasStateFile = hasStateFile
+            self.waitsForBackend = waitsForBackend
+            self.cachedItem = cachedItem
+            self.state = state
+        }
     }
 
     /// The engine's own thread (a ThreadExecutor): actor jobs run there,
