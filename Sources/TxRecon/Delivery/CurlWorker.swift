@@ -45,34 +45,12 @@ final class CurlWorker {
             if let failure = configure(options) { return .failure(failure) }
             configured = options
         }
-        var headers: UnsafeMutablePointer<curl_slist>?
-        defer { curl_slist_free_all(headers) }
-        // "Name:" would remove a header, "Name;" sends it empty. "Expect:"
-        // sends the body at once; waiting for "100 Continue" costs a round trip.
-        let lines = request.headers.map { $0.value.isEmpty ? "\($0.name);" : "\($0.name): \($0.value)" } + ["Expect:"]
-        for line in lines {
-            // On failure curl_slist_append returns NULL and leaves the list as it was.
-            guard let longer = curl_slist_append(headers, line) else {
-                return .failure(TransportFailure(.other, "out of memory building headers"))
-            }
-            headers = longer
-        }
-
+        // "Name:" would remove a header, "Name;" sends it empty.
+        let lines = request.headers.map { $0.value.isEmpty ? "\($0.name);" : "\($0.name): \($0.value)" }
         errorBuffer[0] = 0
         response.reset()
-        let code = request.body.withUnsafeBytes { body -> CURLcode in
-            // POSTFIELDS with a null pointer would make curl read the body
-            // from stdin, so an empty body points at a static empty string.
-            let bytes = body.baseAddress.map { UnsafeMutableRawPointer(mutating: $0) }
-            let emptyBody = UnsafeMutableRawPointer(mutating: ("" as StaticString).utf8Start)
-            _ = txr_curl_setopt_off(handle, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(body.count))
-            _ = txr_curl_setopt_pointer(handle, CURLOPT_POSTFIELDS, bytes ?? emptyBody)
-            _ = txr_curl_setopt_slist(handle, CURLOPT_HTTPHEADER, headers)
-            let code = curl_easy_perform(handle)
-            // The header list is freed on return; the body pointer is
-            // replaced before the next perform.
-            _ = txr_curl_setopt_slist(handle, CURLOPT_HTTPHEADER, nil)
-            return code
+        guard let code = CurlEasy.post(handle, body: request.body, headerLines: lines) else {
+            return .failure(TransportFailure(.other, "out of memory building headers"))
         }
 
         if code == CURLE_OK || (code == CURLE_WRITE_ERROR && response.bodyTooLong) {
@@ -94,33 +72,10 @@ final class CurlWorker {
             return TransportFailure(.other, "URL= must start with http:// or https://")
         }
         curl_easy_reset(handle)
-        let context = Unmanaged.passUnretained(response).toOpaque()
-        var codes: [(String, CURLcode)] = [
-            ("URL", txr_curl_setopt_string(handle, CURLOPT_URL, options.url)),
-            ("PROTOCOLS_STR", txr_curl_setopt_string(handle, CURLOPT_PROTOCOLS_STR, "http,https")),
-            ("NOSIGNAL", txr_curl_setopt_long(handle, CURLOPT_NOSIGNAL, 1)),
-            ("POST", txr_curl_setopt_long(handle, CURLOPT_POST, 1)),
-            // A redirect is an answer to judge (3xx: retry later), never to follow.
-            ("FOLLOWLOCATION", txr_curl_setopt_long(handle, CURLOPT_FOLLOWLOCATION, 0)),
-            // curl's defaults already; stated so that no later change weakens them.
-            ("SSL_VERIFYPEER", txr_curl_setopt_long(handle, CURLOPT_SSL_VERIFYPEER, 1)),
-            ("SSL_VERIFYHOST", txr_curl_setopt_long(handle, CURLOPT_SSL_VERIFYHOST, 2)),
-            ("TIMEOUT_MS", txr_curl_setopt_long(handle, CURLOPT_TIMEOUT_MS, options.timeoutMilliseconds)),
-            ("CONNECTTIMEOUT_MS",
-             txr_curl_setopt_long(handle, CURLOPT_CONNECTTIMEOUT_MS, options.connectTimeoutMilliseconds)),
-            ("ERRORBUFFER", txr_curl_setopt_pointer(handle, CURLOPT_ERRORBUFFER, errorBuffer)),
-            ("WRITEDATA", txr_curl_setopt_pointer(handle, CURLOPT_WRITEDATA, context)),
-            ("HEADERDATA", txr_curl_setopt_pointer(handle, CURLOPT_HEADERDATA, context)),
-            ("WRITEFUNCTION", txr_curl_setopt_data_callback(handle, CURLOPT_WRITEFUNCTION) { data, size, count, context in
-                let response = Unmanaged<CurlResponseCapture>.fromOpaque(context!).takeUnretainedValue()
-                return response.receiveBody(UnsafeRawBufferPointer(start: data, count: size * count))
-            }),
-            ("HEADERFUNCTION", txr_curl_setopt_data_callback(handle, CURLOPT_HEADERFUNCTION) { data, size, count, context in
-                let response = Unmanaged<CurlResponseCapture>.fromOpaque(context!).takeUnretainedValue()
-                response.receiveHeader(UnsafeRawBufferPointer(start: data, count: size * count))
-                return size * count
-            }),
-        ]
+        var codes = [("URL", txr_curl_setopt_string(handle, CURLOPT_URL, options.url))]
+        codes += CurlEasy.setPostOptions(handle, timeoutMilliseconds: options.timeoutMilliseconds,
+                                         connectTimeoutMilliseconds: options.connectTimeoutMilliseconds,
+                                         errorBuffer: errorBuffer, response: response)
         if let caFile = options.caFile {
             // CAFile= replaces the system trust store rather than adding to it.
             codes.append(("CAINFO", txr_curl_setopt_string(handle, CURLOPT_CAINFO, caFile)))

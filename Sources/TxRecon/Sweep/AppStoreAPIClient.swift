@@ -89,28 +89,13 @@ final class AppStoreAPIClient {
             guard let escaped = escape(paginationToken) else { return .unreachable("out of memory") }
             url += "?paginationToken=" + escaped
         }
-        var headers: UnsafeMutablePointer<curl_slist>?
-        defer { curl_slist_free_all(headers) }
-        for line in ["Authorization: Bearer \(token)", "Content-Type: application/json", "Accept: application/json",
-                     "User-Agent: txrecon/\(TxReconVersion.current)", "Expect:"] {
-            // On failure curl_slist_append returns NULL and leaves the list as it was.
-            guard let longer = curl_slist_append(headers, line) else { return .unreachable("out of memory building headers") }
-            headers = longer
-        }
-
+        let lines = ["Authorization: Bearer \(token)", "Content-Type: application/json", "Accept: application/json",
+                     "User-Agent: txrecon/\(TxReconVersion.current)"]
         errorBuffer[0] = 0
         response.reset()
-        let body = request.body
-        let code = body.withUnsafeBytes { bytes -> CURLcode in
-            _ = txr_curl_setopt_string(handle, CURLOPT_URL, url)
-            _ = txr_curl_setopt_off(handle, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(bytes.count))
-            _ = txr_curl_setopt_pointer(handle, CURLOPT_POSTFIELDS, UnsafeMutableRawPointer(mutating: bytes.baseAddress))
-            _ = txr_curl_setopt_slist(handle, CURLOPT_HTTPHEADER, headers)
-            let code = curl_easy_perform(handle)
-            // Neither the header list nor the body outlives this call.
-            _ = txr_curl_setopt_slist(handle, CURLOPT_HTTPHEADER, nil)
-            _ = txr_curl_setopt_pointer(handle, CURLOPT_POSTFIELDS, nil)
-            return code
+        _ = txr_curl_setopt_string(handle, CURLOPT_URL, url)
+        guard let code = CurlEasy.post(handle, body: request.body, headerLines: lines) else {
+            return .unreachable("out of memory building headers")
         }
         if response.bodyTooLong {
             return .malformed("the answer is larger than \(Self.answerLimit) bytes")
@@ -141,30 +126,10 @@ final class AppStoreAPIClient {
     /// Sets what stays the same for every request; the name of the first
     /// option curl refuses, or nil.
     private func configure() -> String? {
-        let context = Unmanaged.passUnretained(response).toOpaque()
-        let codes: [(String, CURLcode)] = [
-            // http only so that tests can point BaseURL= at 127.0.0.1.
-            ("PROTOCOLS_STR", txr_curl_setopt_string(handle, CURLOPT_PROTOCOLS_STR, "https,http")),
-            ("NOSIGNAL", txr_curl_setopt_long(handle, CURLOPT_NOSIGNAL, 1)),
-            ("POST", txr_curl_setopt_long(handle, CURLOPT_POST, 1)),
-            ("FOLLOWLOCATION", txr_curl_setopt_long(handle, CURLOPT_FOLLOWLOCATION, 0)),
-            ("SSL_VERIFYPEER", txr_curl_setopt_long(handle, CURLOPT_SSL_VERIFYPEER, 1)),
-            ("SSL_VERIFYHOST", txr_curl_setopt_long(handle, CURLOPT_SSL_VERIFYHOST, 2)),
-            ("TIMEOUT_MS", txr_curl_setopt_long(handle, CURLOPT_TIMEOUT_MS, Self.timeoutMilliseconds)),
-            ("CONNECTTIMEOUT_MS", txr_curl_setopt_long(handle, CURLOPT_CONNECTTIMEOUT_MS, Self.connectTimeoutMilliseconds)),
-            ("ERRORBUFFER", txr_curl_setopt_pointer(handle, CURLOPT_ERRORBUFFER, errorBuffer)),
-            ("WRITEDATA", txr_curl_setopt_pointer(handle, CURLOPT_WRITEDATA, context)),
-            ("HEADERDATA", txr_curl_setopt_pointer(handle, CURLOPT_HEADERDATA, context)),
-            ("WRITEFUNCTION", txr_curl_setopt_data_callback(handle, CURLOPT_WRITEFUNCTION) { data, size, count, context in
-                let response = Unmanaged<CurlResponseCapture>.fromOpaque(context!).takeUnretainedValue()
-                return response.receiveBody(UnsafeRawBufferPointer(start: data, count: size * count))
-            }),
-            ("HEADERFUNCTION", txr_curl_setopt_data_callback(handle, CURLOPT_HEADERFUNCTION) { data, size, count, context in
-                let response = Unmanaged<CurlResponseCapture>.fromOpaque(context!).takeUnretainedValue()
-                response.receiveHeader(UnsafeRawBufferPointer(start: data, count: size * count))
-                return size * count
-            }),
-        ]
+        // The base URL may be http only so that tests can point BaseURL= at 127.0.0.1.
+        let codes = CurlEasy.setPostOptions(handle, timeoutMilliseconds: Self.timeoutMilliseconds,
+                                            connectTimeoutMilliseconds: Self.connectTimeoutMilliseconds,
+                                            errorBuffer: errorBuffer, response: response)
         return codes.first { $0.1 != CURLE_OK }?.0
     }
 }
