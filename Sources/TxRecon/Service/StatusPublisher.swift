@@ -12,8 +12,7 @@ final class StatusPublisher: Sendable {
     private struct State {
         var latest: EngineStatus?
         var lastLine = ""
-        var lastFlush: Duration = .zero
-        var flushScheduled = false
+        var coalescer = UpdateCoalescer(interval: StatusPublisher.interval)
     }
 
     static let interval: Duration = .seconds(1)
@@ -35,9 +34,7 @@ final class StatusPublisher: Sendable {
         let now = SystemClock().now
         let delay = state.withLock { state -> Duration? in
             state.latest = status
-            if state.flushScheduled { return nil }
-            state.flushScheduled = true
-            return max(.zero, state.lastFlush + StatusPublisher.interval - now)
+            return state.coalescer.changed(at: now)
         }
         guard let delay else { return }
         if delay == .zero {
@@ -53,9 +50,9 @@ final class StatusPublisher: Sendable {
     }
 
     private func flush() {
+        let now = SystemClock().now
         let (status, changed) = state.withLock { state -> (EngineStatus?, Bool) in
-            state.flushScheduled = false
-            state.lastFlush = SystemClock().now
+            state.coalescer.wrote(at: now)
             guard let latest = state.latest else { return (nil, false) }
             let line = latest.line
             defer { state.lastLine = line }

@@ -1,5 +1,5 @@
 // UpdateCoalescer: when to write out something that changes often but should
-// be written at most once per interval (the metrics file): the first change
+// be written at most once per interval (the STATUS line, the metrics file): the first change
 // after a quiet spell is written at once, later ones are gathered until the
 // interval since the last write has passed, and the last change is always
 // written. Pure bookkeeping on instants the caller passes in; the caller
