@@ -82,7 +82,9 @@ import TxReconTestSupport
             hungEnded.withLock { $0 = true }
             return result
         }()
-        #expect(await server.waitForRequests(count: 1, timeout: .seconds(5)))
+        // Generous: under a sanitizer with every suite running, the child
+        // task may wait seconds for a thread before it sends anything.
+        #expect(await server.waitForRequests(count: 1, timeout: .seconds(20)))
         #expect(await transport.send(request()) == .response(status: 204, retryAfter: nil, bodyPrefix: []))
         #expect(hungEnded.withLock { $0 } == false, "the other request completed while the hung one was still waiting")
         #expect(failureKind(await hung) == .timeout)
