@@ -247,8 +247,13 @@ private struct JSONParser {
             guard index < bytes.count else { throw fail("unterminated string") }
             let byte = bytes[index]
             if byte == UInt8(ascii: "\"") {
+                defer { index += 1 }
+                // Most strings have no escape (an escape always adds to
+                // `utf8`): make the String straight from the input.
+                if utf8.isEmpty {
+                    return String(decoding: UnsafeBufferPointer(rebasing: bytes[runStart..<index]), as: UTF8.self)
+                }
                 utf8.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<index]))
-                index += 1
                 break
             }
             if byte < 0x20 { throw fail("control character in string") }
