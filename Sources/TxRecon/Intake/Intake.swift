@@ -202,7 +202,7 @@ final class Intake: Sendable {
         var failures = IntakeBacklog.Failures()
         var batch: [Drop] = []
         var rejected = 0
-        var seen = Set<String>()
+        var seen = Set<String>(minimumCapacity: names.count)
         for name in names where seen.insert(name).inserted {
             backlog.forget(name)
             for drop in read(name, decoder: decoder, verifier: verifier, settings: settings, settling: window,
