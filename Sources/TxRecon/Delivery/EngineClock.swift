@@ -51,26 +51,46 @@ public struct SystemClock: EngineClock {
 }
 
 /// One sleeping task's wait: resumes its continuation exactly once, when its
-/// timer fires or when the task is cancelled, whichever comes first. (A
-/// cancelled wait's timer still fires once, at its deadline, and finds
-/// nothing to do.)
+/// timer fires or when the task is cancelled, whichever comes first. A
+/// cancelled wait cancels its timer too, so a retry pulled in early (an
+/// operator's `retry`, a recovery) leaves no wake-up behind at the old time.
 private final class TimerWait: Sendable {
     private struct State {
         var continuation: CheckedContinuation<Void, any Error>?
+        var timer: Timer?
         var cancelled = false
+    }
+
+    /// The dispatch timer, to cancel it from whichever thread gets there
+    /// first. `@unchecked Sendable`: libdispatch sources are documented as
+    /// safe to cancel from any thread, and `source` is never reassigned;
+    /// swift-corelibs-libdispatch just does not mark the protocol Sendable.
+    private final class Timer: @unchecked Sendable {
+        let source: any DispatchSourceTimer
+        init(_ source: any DispatchSourceTimer) { self.source = source }
     }
 
     private let state = Mutex(State())
 
     func start(_ continuation: CheckedContinuation<Void, any Error>, after delay: DispatchTimeInterval,
                on queue: DispatchQueue) {
+        let source = DispatchSource.makeTimerSource(queue: queue)
+        source.schedule(deadline: .now() + delay, leeway: .milliseconds(1))
+        source.setEventHandler { [self] in finish(with: .success(())) }
+        let timer = Timer(source)
         let cancelledAlready = state.withLock { state -> Bool in
             guard !state.cancelled else { return true }
             state.continuation = continuation
+            state.timer = timer
             return false
         }
-        if cancelledAlready { return continuation.resume(throwing: CancellationError()) }
-        queue.asyncAfter(deadline: .now() + delay) { [self] in finish(with: .success(())) }
+        if cancelledAlready {
+            // libdispatch refuses to release a source that was never activated.
+            source.cancel()
+            source.resume()
+            return continuation.resume(throwing: CancellationError())
+        }
+        source.resume()
     }
 
     func cancel() {
@@ -79,10 +99,11 @@ private final class TimerWait: Sendable {
     }
 
     private func finish(with result: Result<Void, any Error>) {
-        let continuation = state.withLock { state in
-            defer { state.continuation = nil }
-            return state.continuation
+        let (continuation, timer) = state.withLock { state in
+            defer { state.continuation = nil; state.timer = nil }
+            return (state.continuation, state.timer)
         }
+        timer?.source.cancel()
         continuation?.resume(with: result)
     }
 }
