@@ -31,7 +31,8 @@ struct CrashConsistencyTests {
     }
 
     @Test func aDropTheSpoolCannotTakeIsReturnedAndStaysInNew() async throws {
-        let harness = try EngineHarness()
+        // No window: every drop is moved into queue/ at once.
+        let harness = try EngineHarness(settings: DeliveryEngine.Settings(inboxWindow: 0))
         let engine = harness.makeEngine()
         try await engine.start()
         #expect(rmdir(harness.layout.queue) == 0)

@@ -1,5 +1,7 @@
 // The delivery engine against a manual clock and a scripted transport: no
 // test here sleeps; time moves only when a test advances the clock.
+import Glibc
+import Synchronization
 import Testing
 @testable import TxRecon
 import TxReconTestSupport
@@ -44,6 +46,7 @@ struct DeliveryEngineTests {
         await engine.offer([try harness.envelope("a", version: 1)])
         await harness.clock.waitForSleeper(until: start + .seconds(2))
         #expect(harness.names(in: "queue") == ["a", "a.state"])
+        #expect(harness.names(in: "new") == [])
         #expect(harness.names(in: "done") == [])
         #expect(harness.names(in: "hold") == [])
         let state = try #require(DeliveryState(json: try SystemCall.readFile(harness.layout.queue + "/a.state", limit: 4096)))
@@ -60,8 +63,126 @@ struct DeliveryEngineTests {
         await harness.status.waitFor { $0.held == 1 }
         #expect(harness.names(in: "hold") == ["a", "a.reason"])
         #expect(harness.names(in: "queue") == [])
+        #expect(harness.names(in: "new") == [])
         #expect(harness.spool.holdReason(ItemKey("a")!) == "HTTP \(status): unknown product\\n")
         #expect(harness.clock.sleeperDeadlines.isEmpty, "a held item is never retried automatically")
+    }
+
+    // MARK: A fresh key's first attempt, straight from new/
+
+    @Test func aFreshKeysFirstAttemptSendsFromNewAndOneMoveFinishesIt() async throws {
+        let harness = try EngineHarness(transport: ScriptedTransport(default: .hang))
+        let engine = harness.makeEngine()
+        try await engine.start()
+        let drop = try harness.envelope("a", version: 1)
+        await engine.offer([drop])
+        await harness.transport.waitForRequests(1)
+        #expect(harness.names(in: "new") == [drop.name])
+        #expect(harness.names(in: "queue") == [], "never moved into queue/")
+        harness.transport.releaseHeld(with: .status(204))
+        await harness.status.waitFor { $0.delivered == 1 }
+        #expect(harness.names(in: "new") == [])
+        #expect(harness.names(in: "done") == ["a"])
+    }
+
+    @Test func aNewerSnapshotReplacesAFreshKeyStillWaitingInNew() async throws {
+        // One worker, two attempts outstanding: x and y hang, so a waits.
+        let harness = try EngineHarness(settings: DeliveryEngine.Settings(maxConcurrentDeliveries: 1),
+                                        transport: ScriptedTransport(default: .hang))
+        let engine = harness.makeEngine()
+        try await engine.start()
+        let x = try harness.envelope("x", version: 1), y = try harness.envelope("y", version: 1)
+        await engine.offer([x, y])
+        await harness.transport.waitForRequests(1)
+        let older = try harness.envelope("a", version: 1), newer = try harness.envelope("a", version: 2)
+        await engine.offer([older])
+        await engine.offer([newer])
+        #expect(harness.names(in: "new").sorted() == [newer.name, x.name, y.name].sorted())
+        #expect(harness.names(in: "done").contains { $0.hasPrefix("a.superseded-1") })
+        harness.transport.setDefault(.status(204))
+        harness.transport.releaseHeld(with: .status(204))
+        await harness.status.waitFor { $0.delivered == 3 }
+        let keys = harness.transport.requests.compactMap { $0.header("Idempotency-Key") }.filter { $0.hasPrefix("a:") }
+        #expect(keys == ["a:2"], "the older snapshot is never sent")
+        #expect(harness.names(in: "new") == [])
+    }
+
+    @Test func aDropReadAgainAfterItsFileLeftNewIsNeitherAnErrorNorSentTwice() async throws {
+        let harness = try EngineHarness()
+        let engine = harness.makeEngine()
+        try await engine.start()
+        let drop = try harness.envelope("a", version: 1)
+        await engine.offer([drop])
+        await harness.status.waitFor { $0.delivered == 1 }
+        let failures = await engine.offer([drop])
+        #expect(failures.isEmpty)
+        #expect(harness.transport.requests.count == 1)
+        #expect(harness.names(in: "done") == ["a"])
+    }
+
+    @Test func freshKeysBeyondTheWindowGoToQueueAfterIntakeWaitedBriefly() async throws {
+        let settings = DeliveryEngine.Settings(maxConcurrentDeliveries: 1, inboxWindow: 2, inboxWindowWait: .seconds(1))
+        let harness = try EngineHarness(settings: settings, transport: ScriptedTransport(default: .hang))
+        let engine = harness.makeEngine()
+        try await engine.start()
+        let start = harness.clock.now
+        let returned = Mutex(false)
+        let offer = Task {
+            _ = await engine.offer(try (1...3).map { try harness.envelope("k\($0)", version: 1) })
+            returned.withLock { $0 = true }
+        }
+        await harness.clock.waitForSleeper(until: start + .seconds(1))
+        #expect(harness.names(in: "queue") == ["k3"], "the window holds two; the third went to queue/")
+        #expect(!returned.withLock { $0 }, "intake waits for room while the window is full")
+        harness.clock.advance(by: .seconds(1))
+        try await offer.value
+        #expect(returned.withLock { $0 })
+        #expect(harness.names(in: "new").count == 2)
+    }
+
+    @Test func intakeStopsWaitingForTheWindowAsAttemptsEnd() async throws {
+        let settings = DeliveryEngine.Settings(maxConcurrentDeliveries: 1, inboxWindow: 2, inboxWindowWait: .seconds(1))
+        let harness = try EngineHarness(settings: settings, transport: ScriptedTransport(default: .hang))
+        let engine = harness.makeEngine()
+        try await engine.start()
+        let offer = Task { _ = await engine.offer(try (1...2).map { try harness.envelope("k\($0)", version: 1) }) }
+        await harness.transport.waitForRequests(1)
+        harness.transport.setDefault(.status(204))
+        harness.transport.releaseHeld(with: .status(204))
+        // Returns with the manual clock never advanced: room, not the wait's end.
+        try await offer.value
+        await harness.status.waitFor { $0.delivered == 2 }
+    }
+
+    @Test func whileTheBackendFailsFreshKeysGoToQueue() async throws {
+        let transport = ScriptedTransport(default: .status(503))
+        transport.script("d", [.hang])
+        let harness = try EngineHarness(transport: transport)
+        let engine = harness.makeEngine()
+        try await engine.start()
+        await engine.offer(try (1...3).map { try harness.envelope("k\($0)", version: 1) })
+        await harness.status.waitFor { if case .failing = $0.backend { true } else { false } }
+        await engine.offer([try harness.envelope("d", version: 1)])
+        await transport.waitForRequests(4)
+        #expect(harness.names(in: "queue").contains("d"), "in queue/ while its first attempt is in flight")
+        #expect(harness.names(in: "new") == [])
+    }
+
+    @Test func aFailedFirstAttemptWhoseFileCannotMoveStaysInNewAndIsRetried() async throws {
+        let transport = ScriptedTransport()
+        transport.script("a", [.status(503)])
+        let harness = try EngineHarness(transport: transport)
+        let engine = harness.makeEngine()
+        try await engine.start()
+        #expect(rmdir(harness.layout.queue) == 0)
+        let drop = try harness.envelope("a", version: 1)
+        await engine.offer([drop])
+        await harness.clock.waitForSleeper(until: harness.clock.now + .seconds(2))
+        #expect(harness.names(in: "new") == [drop.name])
+        harness.clock.advance(by: .seconds(2))
+        await harness.status.waitFor { $0.delivered == 1 }
+        #expect(harness.names(in: "done") == ["a"])
+        #expect(harness.transport.requests.map { $0.header("Idempotency-Key") } == ["a:1", "a:1"])
     }
 
     // MARK: Backoff
@@ -156,11 +277,12 @@ struct DeliveryEngineTests {
         let harness = try EngineHarness(transport: transport)
         let engine = harness.makeEngine()
         try await engine.start()
-        await engine.offer([try harness.envelope("slow", version: 1)])
+        let slow = try harness.envelope("slow", version: 1)
+        await engine.offer([slow])
         await transport.waitForRequests(1)
         await engine.offer(try (1...5).map { try harness.envelope("k\($0)", version: 1) })
         await harness.status.waitFor { $0.delivered == 5 }
-        #expect(harness.names(in: "queue") == ["slow"])
+        #expect(harness.names(in: "new") == [slow.name], "a first attempt still in flight, its file still in new/")
     }
 
     @Test func aNewerSnapshotArrivingDuringAnAttemptWaitsForIt() async throws {
@@ -286,13 +408,14 @@ struct DeliveryEngineTests {
         let harness = try EngineHarness(transport: ScriptedTransport(default: .hang))
         let engine = harness.makeEngine()
         try await engine.start()
-        await engine.offer([try harness.envelope("a", version: 1)])
+        let drop = try harness.envelope("a", version: 1)
+        await engine.offer([drop])
         await harness.transport.waitForRequests(1)
         async let stopped: Void = engine.stop()
         await harness.clock.waitForSleeper(until: harness.clock.now + .seconds(5))
         harness.clock.advance(by: .seconds(5))
         await stopped
-        #expect(harness.names(in: "queue") == ["a"])
+        #expect(harness.names(in: "new") == [drop.name], "read again at the next start")
         #expect(harness.names(in: "done") == [])
     }
 

@@ -7,6 +7,13 @@
 // every new drop. The spool on disk is the truth: `start()` rebuilds all of
 // this from queue/ and hold/.
 //
+// A fresh key (none pending, none held) is not moved into queue/ while the
+// backend answers: its first attempt sends intake's verified item and moves
+// new/NAME straight to done/, hold/, or (when it failed) queue/, one rename
+// where two were made before. At most `Settings.inboxWindow` keys wait in
+// new/ like this; intake waits briefly for room before further drops go to
+// queue/. A crash leaves such a file in new/, read again at start.
+//
 // Time comes from an injected EngineClock: a timer is armed only while some
 // key waits for its next attempt, so an idle engine never wakes up.
 // Spool work here is a handful of short local syscalls per item (rename,
@@ -38,13 +45,23 @@ actor DeliveryEngine {
         var maxFileSize: Int
         /// How long `stop()` lets attempts in flight finish.
         var stopGrace: Duration
+        /// Fresh keys at most this many wait for their first attempt in new/
+        /// with intake's decoded item in memory (see the header).
+        var inboxWindow: Int
+        /// How long intake waits for room in that window before it moves
+        /// further drops into queue/: short, for intake also executes the
+        /// operator's ctl/ requests.
+        var inboxWindowWait: Duration
 
         init(schedule: RetrySchedule = .standard, maxConcurrentDeliveries: Int = 4,
-                    maxFileSize: Int = 1 << 20, stopGrace: Duration = .seconds(10)) {
+                    maxFileSize: Int = 1 << 20, stopGrace: Duration = .seconds(10),
+                    inboxWindow: Int = 4096, inboxWindowWait: Duration = .seconds(1)) {
             self.schedule = schedule
             self.maxConcurrentDeliveries = maxConcurrentDeliveries
             self.maxFileSize = maxFileSize
             self.stopGrace = stopGrace
+            self.inboxWindow = inboxWindow
+            self.inboxWindowWait = inboxWindowWait
         }
     }
 
@@ -88,8 +105,14 @@ actor DeliveryEngine {
         /// Whether the last attempt failed because of the backend (not the
         /// spool): such keys are tried at once when the backend recovers.
         var waitsForBackend = false
-        /// Intake's decoded item, for the first attempt (see itemCacheLimit).
+        /// Intake's decoded item, for the first attempt (see itemCacheLimit),
+        /// and for every attempt while `inbox` is set.
         var cachedItem: Boxed<Item>?
+        /// The file's name in new/ while the key has not been moved into
+        /// queue/ (a fresh key before its first attempt failed). Its attempts
+        /// send `cachedItem`, never new/NAME read again: new/ is the
+        /// producers' to change, what was verified is what goes out.
+        var inbox: String?
         /// A newer snapshot that arrived while this key was in flight; it
         /// stays in new/ (so a crash loses nothing) until the attempt ends.
         var parked: Boxed<Drop>?
@@ -132,6 +155,8 @@ actor DeliveryEngine {
     private var ready = DeadlineQueue()
     private var arrivals = ArrivalOrder()
     private var active = 0
+    /// Entries with `inbox` set.
+    private var inboxCount = 0
     private var timer: Task<Void, Never>?
     private var timerDeadline: Duration?
     private var status = EngineStatus()
@@ -203,8 +228,7 @@ actor DeliveryEngine {
         phase = .draining
         status.phase = "stopping"
         cancelTimer()
-        for waiter in roomWaiters { waiter.resume() }
-        roomWaiters.removeAll()
+        resumeRoomWaiters()
         publishStatus()
         if active > 0 {
             let grace = Task(executorPreference: executor) { [clock, settings] in
@@ -255,10 +279,44 @@ actor DeliveryEngine {
         }
         dispatchDue()
         publishStatus()
-        while entries.count >= DeliveryEngine.highWater, phase == .running {
+        let giveUpOnWindow = clock.now + settings.inboxWindowWait
+        var windowTimer: Task<Void, Never>?
+        defer { windowTimer?.cancel() }
+        while phase == .running {
+            if entries.count < DeliveryEngine.highWater {
+                guard inboxWindowIsFull, clock.now < giveUpOnWindow else { break }
+                if windowTimer == nil {
+                    windowTimer = Task(executorPreference: executor) { [clock] in
+                        do { try await clock.sleep(until: giveUpOnWindow) } catch { return }
+                        await self.resumeRoomWaiters()
+                    }
+                }
+            }
             await withCheckedContinuation { roomWaiters.append($0) }
         }
         return failures
+    }
+
+    /// Whether a fresh key waits in new/ (not queue/) for its first attempt
+    /// now: while the window has room and the backend is not failing.
+    private var freshKeysWaitInInbox: Bool { !backendIsFailing && inboxCount < settings.inboxWindow }
+
+    /// Whether intake should wait for room in the window: it is full and
+    /// empties as attempts end (a window of 0 never fills). Not while the
+    /// backend is failing: its attempts may take a timeout each, and fresh
+    /// keys go to queue/ then.
+    private var inboxWindowIsFull: Bool {
+        !backendIsFailing && inboxCount > 0 && inboxCount >= settings.inboxWindow
+    }
+
+    private var backendIsFailing: Bool {
+        if case .failing = status.backend { return true }
+        return false
+    }
+
+    private func resumeRoomWaiters() {
+        for waiter in roomWaiters { waiter.resume() }
+        roomWaiters.removeAll()
     }
 
     /// Sets what to call when a drop parked during an attempt could not be
@@ -293,9 +351,10 @@ actor DeliveryEngine {
         defer { status.held = held.count }
         do {
             if var entry = entries[key] {
-                // The parked drop read again (a rescan, a repeated event): it
-                // is the same file, not a second snapshot, and must not
-                // supersede itself, which would lose it.
+                // The parked drop, or the key's own file in new/, read again
+                // (a rescan, a repeated event): the same file, not a second
+                // snapshot, and must not supersede itself, which would lose it.
+                if entry.inbox == drop.name { return nil }
                 if let parked = entry.parked?.value, parked.name == drop.name { return nil }
                 let current = try knownVersion(of: &entry, key: key)
                 entries[key] = entry
@@ -310,16 +369,25 @@ actor DeliveryEngine {
                     return nil
                 }
                 guard version > current else { try supersedeDrop(drop, because: nil); return nil }
-                // The replacement inherits the key's backoff (and its .state
-                // file): a new version does not make a failing backend work.
-                try spool.supersede(.queue, key: key, version: current)
-                status.superseded += 1
-                events.superseded(key, kind: entry.kind, version: current, by: version, file: nil)
-                try spool.accept(drop: drop.name, as: key)
+                if let inbox = entry.inbox {
+                    // Still waiting in new/: the newer file takes its place there.
+                    try spool.supersede(drop: inbox, key: key, version: current)
+                    status.superseded += 1
+                    events.superseded(key, kind: entry.kind, version: current, by: version, file: inbox)
+                    entry.inbox = drop.name
+                    entry.cachedItem = Boxed(drop.item)
+                } else {
+                    // The replacement inherits the key's backoff (and its .state
+                    // file): a new version does not make a failing backend work.
+                    try spool.supersede(.queue, key: key, version: current)
+                    status.superseded += 1
+                    events.superseded(key, kind: entry.kind, version: current, by: version, file: nil)
+                    try spool.accept(drop: drop.name, as: key)
+                    entry.cachedItem = entries.count < DeliveryEngine.itemCacheLimit ? Boxed(drop.item) : nil
+                }
                 entry.version = version
                 entry.kind = drop.item.kind
                 entry.receivedAt = drop.receivedAt
-                entry.cachedItem = entries.count < DeliveryEngine.itemCacheLimit ? Boxed(drop.item) : nil
                 entries[key] = entry
                 arrivals.note(key, receivedAt: drop.receivedAt)
                 events.accepted(drop.item, file: drop.name)
@@ -337,14 +405,24 @@ actor DeliveryEngine {
                 try supersedeDrop(drop, because: nil)
                 return nil
             }
-            try spool.accept(drop: drop.name, as: key)
             let now = clock.now
-            entries[key] = Entry(version: version, kind: drop.item.kind, state: DeliveryState(), deadline: now,
-                                 receivedAt: drop.receivedAt,
-                                 cachedItem: entries.count < DeliveryEngine.itemCacheLimit ? Boxed(drop.item) : nil)
+            var entry = Entry(version: version, kind: drop.item.kind, state: DeliveryState(), deadline: now,
+                              receivedAt: drop.receivedAt)
+            if !freshKeysWaitInInbox {
+                try spool.accept(drop: drop.name, as: key)
+                entry.cachedItem = entries.count < DeliveryEngine.itemCacheLimit ? Boxed(drop.item) : nil
+            } else {
+                entry.inbox = drop.name
+                entry.cachedItem = Boxed(drop.item)
+                inboxCount += 1
+            }
+            entries[key] = entry
             ready.push(key, at: now)
             arrivals.note(key, receivedAt: drop.receivedAt)
             events.accepted(drop.item, file: drop.name)
+            return nil
+        } catch where spool.isGoneFromInbox(drop.name, after: error) {
+            // Read twice (the second time by a scan) and taken meanwhile.
             return nil
         } catch {
             return error
@@ -402,11 +480,11 @@ actor DeliveryEngine {
             guard var entry = entries[first.key], !entry.inFlight, entry.deadline == first.deadline else { continue }
             entry.inFlight = true
             let cached = entry.cachedItem?.value
-            entry.cachedItem = nil
+            if entry.inbox == nil { entry.cachedItem = nil }
             entries[first.key] = entry
             active += 1
             launch(first.key, attempt: entry.state.attempts + 1, receivedAt: entry.receivedAt, cached: cached,
-                   hasStateFile: entry.hasStateFile)
+                   hasStateFile: entry.hasStateFile, inbox: entry.inbox)
         }
         armTimer()
     }
@@ -454,7 +532,8 @@ actor DeliveryEngine {
     }
 
     /// What an attempt's answer did to the spool: the outcome, and the error
-    /// of committing it (moving the item to done/ or hold/), if that failed.
+    /// of committing it (moving the item to done/ or hold/, or a first
+    /// attempt's file from new/ into queue/), if that failed.
     private struct Settlement: Sendable {
         var outcome: Outcome
         var spoolError: SpoolError?
@@ -468,11 +547,13 @@ actor DeliveryEngine {
     }
 
     /// Runs one attempt as an exchange on the transport's own thread: read
-    /// (or take intake's item), send, and commit a delivered or refused item
-    /// out of queue/ right there — the key is in flight, so nothing else
-    /// touches its file, and no blocking call runs on the actor or the
-    /// cooperative pool. Then reports back to the actor.
-    private func launch(_ key: ItemKey, attempt: Int, receivedAt: Int64, cached: Item?, hasStateFile: Bool) {
+    /// (or take intake's item), send, and commit the outcome right there: a
+    /// delivered or refused item out of queue/ (or new/), a failed first
+    /// attempt's file from new/ into queue/. The key is in flight, so
+    /// nothing else touches its file, and no blocking call runs on the actor
+    /// or the cooperative pool. Then reports back to the actor.
+    private func launch(_ key: ItemKey, attempt: Int, receivedAt: Int64, cached: Item?, hasStateFile: Bool,
+                        inbox: String?) {
         let spool = self.spool, decoder = self.decoder, transport = self.transport, prepare = self.prepare
         let limit = settings.maxFileSize, now = clock.wallMilliseconds, started = clock.now, clock = self.clock
         Task(executorPreference: executor) {
@@ -486,10 +567,12 @@ actor DeliveryEngine {
                 var settlement = Settlement(outcome: Outcome(result, now: Double(wall) / 1000))
                 do throws(SpoolError) {
                     switch settlement.outcome {
-                    case .delivered: try spool.finish(key, hasState: hasStateFile)
+                    case .delivered: try spool.finish(key, hasState: hasStateFile, inbox: inbox)
                     case let .hold(reason, _):
-                        try spool.hold(key, reason: reason, at: wall, attempts: attempt, hasState: hasStateFile)
-                    case .retryLater: break
+                        try spool.hold(key, reason: reason, at: wall, attempts: attempt, hasState: hasStateFile,
+                                       inbox: inbox)
+                    case .retryLater:
+                        if let inbox { try spool.accept(drop: inbox, as: key) }
                     }
                 } catch {
                     settlement.spoolError = error
@@ -533,6 +616,12 @@ actor DeliveryEngine {
         entry.inFlight = false
         entry.version = item.version
         entry.kind = item.kind
+        if entry.inbox != nil, settlement.spoolError == nil {
+            // Out of new/ now: done/, hold/, or queue/ for the next attempt.
+            entry.inbox = nil
+            entry.cachedItem = nil
+            inboxCount -= 1
+        }
         switch settlement.outcome {
         case let .delivered(status):
             if let error = settlement.spoolError {
@@ -549,6 +638,10 @@ actor DeliveryEngine {
             backendAnswered()
             if let parked = entry.parked?.value { placeParked(parked) }
         case let .retryLater(reason, status, retryAfter):
+            if let inbox = entry.inbox, let error = settlement.spoolError {
+                log.write(LogEntry(.warning, "\(key): new/\(LogText.escaped(inbox)) could not be moved to queue/: "
+                                   + "\(error); it stays in new/ and is retried on schedule (after a restart, at once)"))
+            }
             entries[key] = entry
             scheduleRetry(key, reason: reason, status: status, retryAfter: retryAfter, countsAgainstBackend: true)
             if let parked = entry.parked?.value {
@@ -581,7 +674,7 @@ actor DeliveryEngine {
         case .missing:
             log.write(LogEntry(.warning, "\(key): queue/\(key.fileName) disappeared (removed by hand?); forgetting it"))
             let parked = entries[key]?.parked?.value
-            entries[key] = nil
+            forget(key)
             if let parked { placeParked(parked) }
         case let .undecodable(rejection):
             let reason = "queued file no longer decodes: \(rejection)"
@@ -590,7 +683,7 @@ actor DeliveryEngine {
                 held.insert(key)
                 status.statistics.held += 1
                 let parked = entries[key]?.parked?.value
-                entries[key] = nil
+                forget(key)
                 log.write(LogEntry(.error, "\(key): \(reason); moved to hold/"))
                 if let parked { placeParked(parked) }
             } catch {
@@ -602,6 +695,12 @@ actor DeliveryEngine {
             preconditionFailure("attemptFailedLocally called for a prepared attempt")
         }
         afterAttempt()
+    }
+
+    /// Drops a key's entry after a local failure. An entry whose file is in
+    /// new/ sends intake's item and never fails locally; counted anyway.
+    private func forget(_ key: ItemKey) {
+        if entries.removeValue(forKey: key)?.inbox != nil { inboxCount -= 1 }
     }
 
     /// Keeps the item and arms its next attempt per the schedule; persists
@@ -618,16 +717,19 @@ actor DeliveryEngine {
         entry.state.delayMilliseconds = delay.milliseconds
         entry.state.lastError = reason
         entry.state.lastStatus = httpStatus
-        entry.hasStateFile = true
         entry.waitsForBackend = countsAgainstBackend
+        // A file still in new/ has no queue/KEY.state beside it.
+        if entry.inbox == nil {
+            entry.hasStateFile = true
+            do {
+                try spool.writeState(entry.state, for: key)
+            } catch {
+                log.write(LogEntry(.warning, "\(key): could not record the failed attempt: \(error); "
+                                   + "after a restart it may be tried sooner than scheduled"))
+            }
+        }
         entries[key] = entry
         ready.push(key, at: entry.deadline)
-        do {
-            try spool.writeState(entry.state, for: key)
-        } catch {
-            log.write(LogEntry(.warning, "\(key): could not record the failed attempt: \(error); "
-                               + "after a restart it may be tried sooner than scheduled"))
-        }
         events.deferred(key, kind: entry.kind, version: entry.version, attempt: entry.state.attempts,
                         reason: reason, status: httpStatus, nextAttemptAt: next)
         status.statistics.deferred += 1
@@ -637,9 +739,11 @@ actor DeliveryEngine {
     private func afterAttempt() {
         dispatchDue()
         publishStatus()
-        if entries.count < DeliveryEngine.lowWater, !roomWaiters.isEmpty {
-            for waiter in roomWaiters { waiter.resume() }
-            roomWaiters.removeAll()
+        // Room again below the low-water mark, and in the window once a
+        // quarter of it is free: intake then hands over batches, not single drops.
+        if !roomWaiters.isEmpty, entries.count < DeliveryEngine.lowWater,
+           !inboxWindowIsFull && inboxCount <= settings.inboxWindow * 3 / 4 || backendIsFailing {
+            resumeRoomWaiters()
         }
         if phase == .draining, active == 0 { endDrain() }
     }
@@ -682,6 +786,8 @@ actor DeliveryEngine {
         case .ok, .unknown:
             guard status.statistics.consecutiveBackendFailures >= DeliveryEngine.failingThreshold else { return }
             status.backend = .failing(since: since, lastError: reason)
+            // Intake no longer waits for the window (see inboxWindowIsFull).
+            resumeRoomWaiters()
             log.write(LogEntry(.warning, "backend failing: \(LogText.singleLine(reason, limit: 200)); "
                                + "items stay queued and are retried on schedule",
                                messageID: MessageID.backendFailing, fields: [("TXRECON_REASON", reason)]))
@@ -736,7 +842,7 @@ actor DeliveryEngine {
                 entry.state.delayMilliseconds = nil
                 entries[key] = entry
                 ready.push(key, at: entry.deadline)
-                try? spool.writeState(entry.state, for: key)
+                if entry.inbox == nil { try? spool.writeState(entry.state, for: key) }
                 if !request.all { events.operatorAction(.retried, key: key) }
                 result.applied.append(key.rawValue)
             }

@@ -14,7 +14,8 @@ public enum BackendCondition: Sendable, Equatable {
 }
 
 public struct EngineStatus: Sendable, Equatable {
-    /// Items in queue/ (in flight included).
+    /// Items pending: in queue/, or fresh ones read from new/ awaiting their
+    /// first attempt (in flight included).
     public var queued = 0
     /// Attempts in flight.
     public var delivering = 0

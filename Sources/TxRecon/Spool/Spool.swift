@@ -3,7 +3,9 @@
 // the spool's file system, so a crash at any instant leaves each item in
 // exactly one directory (docs/crash-consistency.md gives the full argument).
 //
-//   new/NAME      -> queue/KEY                     accept
+//   new/NAME      -> queue/KEY                     accept (or a first attempt failed)
+//   new/NAME      -> done/KEY (or unlinked)         finish a first attempt (delivered)
+//   new/NAME      -> hold/KEY (+ .reason)           hold a first attempt (refused)
 //   new/NAME      -> rejected/NAME (+ .reason)      reject
 //   new/NAME      -> done/KEY.superseded-…          supersede a stale drop
 //   new/NAME      -> new/NAME.N … (page split)      split, the only path that fsyncs
@@ -156,6 +158,16 @@ final class Spool: Sendable {
         try SystemCall.rename(layout.new + "/" + name, path(.queue, key))
     }
 
+    /// Whether a move failed because new/NAME is not there (any more): a
+    /// drop read twice, the second time by a scan while the engine took it.
+    func isGoneFromInbox(_ name: String, after error: SpoolError) -> Bool {
+        error.code == ENOENT && Spool.isGone(layout.new + "/" + name)
+    }
+
+    private static func isGone(_ path: String) -> Bool {
+        do { return try SystemCall.linkStatus(path) == nil } catch { return false }
+    }
+
     /// new/NAME -> rejected/NAME with NAME.reason beside it. The reason is
     /// written first: a crash in between leaves the drop in new/ (taken again
     /// at start) and an orphan reason (removed at start).
@@ -246,23 +258,31 @@ final class Spool: Sendable {
 
     // MARK: Queue
 
-    /// queue/KEY -> done/KEY, replacing the older delivered snapshot there;
-    /// or removed when done/ keeps nothing. No fsync: a rename lost in a
-    /// power cut only means the item is delivered again, which
-    /// at-least-once allows.
+    /// queue/KEY (or, for a key whose first attempt this was, `inbox`: its
+    /// file still in new/) -> done/KEY, replacing the older delivered
+    /// snapshot there; or removed when done/ keeps nothing. No fsync: a
+    /// rename lost in a power cut only means the item is delivered again,
+    /// which at-least-once allows. A file gone from new/ is finished already
+    /// (taken away by hand).
     /// `hasState`: whether KEY.state may exist (an attempt failed); the
     /// first-try path then costs one rename or unlink and no lookup more.
-    func finish(_ key: ItemKey, hasState: Bool = true) throws(SpoolError) {
-        if keepsDone {
-            try SystemCall.rename(path(.queue, key), path(.done, key))
-        } else {
-            try SystemCall.unlinkIfPresent(path(.queue, key))
+    func finish(_ key: ItemKey, hasState: Bool = true, inbox: String? = nil) throws(SpoolError) {
+        let source = inbox.map { layout.new + "/" + $0 } ?? path(.queue, key)
+        do {
+            if keepsDone {
+                try SystemCall.rename(source, path(.done, key))
+            } else {
+                try SystemCall.unlinkIfPresent(source)
+            }
+        } catch where inbox != nil && error.code == ENOENT && Spool.isGone(source) {
+            return
         }
         if hasState { try SystemCall.unlinkIfPresent(path(.queue, key) + ".state") }
     }
 
-    /// queue/KEY -> hold/KEY with KEY.reason written first.
-    func hold(_ key: ItemKey, reason: String, at now: Int64, attempts: Int, hasState: Bool = true) throws(SpoolError) {
+    /// queue/KEY (or new/`inbox`, see `finish`) -> hold/KEY with KEY.reason written first.
+    func hold(_ key: ItemKey, reason: String, at now: Int64, attempts: Int, hasState: Bool = true,
+              inbox: String? = nil) throws(SpoolError) {
         let text = """
             \(LogText.singleLine(reason))
             held-at: \(Timestamp.rfc3339(milliseconds: now))
@@ -272,7 +292,7 @@ final class Spool: Sendable {
             """
         try SystemCall.replaceFile(path(.hold, key) + ".reason", Array(text.utf8),
                                    temporaryName: layout.hold + "/.tmp-" + key.fileName + ".reason", sync: false)
-        try SystemCall.rename(path(.queue, key), path(.hold, key))
+        try SystemCall.rename(inbox.map { layout.new + "/" + $0 } ?? path(.queue, key), path(.hold, key))
         if hasState { try SystemCall.unlinkIfPresent(path(.queue, key) + ".state") }
     }
 
