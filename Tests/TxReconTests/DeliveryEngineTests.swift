@@ -347,6 +347,20 @@ struct DeliveryEngineTests {
         await harness.status.waitFor { $0.delivered == 2 }
     }
 
+    @Test func aSnapshotNotNewerThanOneDeliveredBeforeARestartIsNeverDelivered() async throws {
+        let harness = try EngineHarness()
+        let first = harness.makeEngine()
+        try await first.start()
+        await first.offer([try harness.envelope("a", version: 7)])
+        await harness.status.waitFor { $0.delivered == 1 }
+        await first.stop()
+        let second = harness.makeEngine()
+        try await second.start()
+        await second.offer([try harness.envelope("a", version: 7)])
+        await harness.status.waitFor { $0.superseded == 1 }
+        #expect(harness.transport.requests.count == 1, "done/ read at start tells the second engine about a:7")
+    }
+
     @Test func aNewerSnapshotReplacesAHeldOne() async throws {
         let transport = ScriptedTransport()
         transport.script("a", [.status(422)])

@@ -13,20 +13,19 @@ enum DropInDirectory {
     /// name byte by byte (so `10-a.conf` comes before `20-b.conf`).
     static func files(of configurationFile: String) throws(ConfigurationError) -> [String] {
         let directory = configurationFile + ".d"
-        guard let stream = opendir(directory) else {
-            let error = errno
-            if error == ENOENT || error == ENOTDIR { return [] }
+        var names: [String] = []
+        do {
+            try SystemCall.forEachName(in: directory) { bytes in
+                let name = String(decoding: bytes, as: UTF8.self)
+                if name.hasSuffix(".conf"), !name.hasPrefix(".") { names.append(name) }
+            }
+        } catch where error.code == ENOENT || error.code == ENOTDIR {
+            return []
+        } catch {
             throw ConfigurationError(
                 file: directory, line: nil, key: nil,
-                message: "cannot be listed: \(String(cString: strerror(error))); "
+                message: "cannot be listed: \(String(cString: strerror(error.code))); "
                     + "make it readable by the txrecon user or remove it")
-        }
-        defer { closedir(stream) }
-
-        var names: [String] = []
-        while let entry = readdir(stream) {
-            let name = String(decoding: SystemCall.entryName(entry), as: UTF8.self)
-            if name.hasSuffix(".conf"), !name.hasPrefix(".") { names.append(name) }
         }
         return names
             .sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }

@@ -152,6 +152,10 @@ actor DeliveryEngine {
     private var phase = Phase.starting
     private var entries: [ItemKey: Entry] = [:]
     private var held = Set<ItemKey>()
+    /// The keys done/ may hold a delivered snapshot of; nil when done/
+    /// keeps nothing or could not be listed (then done/KEY is always read).
+    private var doneIndex: DoneIndex?
+    private var deliveredSinceIndexBuilt = 0
     private var ready = DeadlineQueue()
     private var arrivals = ArrivalOrder()
     private var active = 0
@@ -214,6 +218,7 @@ actor DeliveryEngine {
         }
         held = Set(try spool.restoreHold())
         status.rejected = try spool.restoreRejected()
+        rebuildDoneIndex()
         phase = .running
         status.phase = "running"
         dispatchDue()
@@ -401,7 +406,8 @@ actor DeliveryEngine {
                     events.superseded(key, kind: drop.item.kind, version: heldVersion, by: version, file: nil)
                 }
                 held.remove(key)
-            } else if spool.keepsDone, let delivered = try storedVersion(.done, key), version <= delivered {
+            } else if spool.keepsDone, doneIndex?.mayContain(key) ?? true,
+                      let delivered = try storedVersion(.done, key), version <= delivered {
                 try supersedeDrop(drop, because: nil)
                 return nil
             }
@@ -443,6 +449,32 @@ actor DeliveryEngine {
         try spool.supersede(drop: drop.name, key: drop.item.key, version: drop.item.version)
         status.superseded += 1
         events.superseded(drop.item.key, kind: drop.item.kind, version: drop.item.version, by: newer, file: drop.name)
+    }
+
+    /// Builds the index of done/ afresh from its names.
+    private func rebuildDoneIndex() {
+        guard spool.keepsDone else { return }
+        // A new one, not the old one cleared: its pages stay out of RSS until used.
+        let index = DoneIndex()
+        deliveredSinceIndexBuilt = 0
+        do {
+            try spool.indexDelivered(into: index)
+            doneIndex = index
+        } catch {
+            doneIndex = nil
+            log.write(LogEntry(.warning, "cannot list done/: \(error); every new snapshot is checked against "
+                               + "done/ by reading it, which is slower"))
+        }
+    }
+
+    /// done/KEY now holds a delivered snapshot. After `DoneIndex.capacity`
+    /// additions the index is rebuilt from done/ (one listing, on this
+    /// thread), which forgets what DoneReaper removed meanwhile.
+    private func noteDelivered(_ key: ItemKey) {
+        guard let doneIndex else { return }
+        doneIndex.add(key)
+        deliveredSinceIndexBuilt += 1
+        if deliveredSinceIndexBuilt >= DoneIndex.capacity { rebuildDoneIndex() }
     }
 
     /// The entry's version, reading queue/KEY once if it is not known yet.
@@ -634,6 +666,7 @@ actor DeliveryEngine {
             }
             entries[key] = nil
             self.status.delivered += 1
+            noteDelivered(key)
             events.delivered(key, kind: item.kind, version: item.version, attempt: attempt, status: status)
             backendAnswered()
             if let parked = entry.parked?.value { placeParked(parked) }

@@ -359,6 +359,15 @@ final class Spool: Sendable {
         return (items, foreign)
     }
 
+    /// Adds every key delivered into done/ (a name without a dot: keys
+    /// encode every byte but letters, digits, `-` and `_`) to `index`.
+    func indexDelivered(into index: DoneIndex) throws(SpoolError) {
+        let dot = UInt8(ascii: ".")
+        try SystemCall.forEachName(in: layout.done) { name in
+            if !name.isEmpty, !name.contains(dot) { index.add(name) }
+        }
+    }
+
     /// Keys in hold/; orphan reasons and temporaries are removed.
     func restoreHold() throws(SpoolError) -> [ItemKey] {
         let names = try SystemCall.listDirectory(layout.hold)

@@ -85,36 +85,39 @@ enum SystemCall {
         try listDirectoryReportingUnaddressable(path).names
     }
 
-    /// The name in a `readdir(3)` entry, read in place. glibc sizes each
-    /// entry to its name (`d_reclen`), so copying the entry's full 256-byte
-    /// `d_name` (`entry.pointee.d_name`) reads past the end of the last entry
-    /// in its buffer; AddressSanitizer caught exactly that.
-    static func entryName(_ entry: UnsafeMutablePointer<dirent>) -> [UInt8] {
-        let start = (UnsafeRawPointer(entry) + MemoryLayout<dirent>.offset(of: \dirent.d_name)!)
-            .assumingMemoryBound(to: CChar.self)
-        return Array(UnsafeRawBufferPointer(start: start, count: strlen(start)))
+    /// Calls `body` with each name in a directory (`.` and `..` included),
+    /// read in place: the bytes are valid only during the call. glibc sizes
+    /// each entry to its name (`d_reclen`), so copying the entry's full
+    /// 256-byte `d_name` (`entry.pointee.d_name`) would read past the end of
+    /// the last entry in its buffer; AddressSanitizer caught exactly that.
+    static func forEachName(in path: String, _ body: (UnsafeRawBufferPointer) -> Void) throws(SpoolError) {
+        guard let directory = opendir(path) else { throw SpoolError("opendir", path) }
+        defer { closedir(directory) }
+        while true {
+            errno = 0
+            guard let entry = readdir(directory) else {
+                if errno != 0 { throw SpoolError("readdir", path) }
+                return
+            }
+            let start = (UnsafeRawPointer(entry) + MemoryLayout<dirent>.offset(of: \dirent.d_name)!)
+                .assumingMemoryBound(to: CChar.self)
+            body(UnsafeRawBufferPointer(start: start, count: strlen(start)))
+        }
     }
 
     /// Like `listDirectory`, and also the names that are not UTF-8, as bytes.
     static func listDirectoryReportingUnaddressable(_ path: String) throws(SpoolError)
         -> (names: [String], unaddressable: [[UInt8]]) {
-        guard let directory = opendir(path) else { throw SpoolError("opendir", path) }
-        defer { closedir(directory) }
         var names: [String] = []
         var unaddressable: [[UInt8]] = []
-        while true {
-            errno = 0
-            guard let entry = readdir(directory) else {
-                if errno != 0 { throw SpoolError("readdir", path) }
-                return (names, unaddressable)
-            }
-            let bytes = entryName(entry)
+        try forEachName(in: path) { bytes in
             guard let name = String(validating: bytes, as: UTF8.self) else {
-                unaddressable.append(bytes)
-                continue
+                unaddressable.append(Array(bytes))
+                return
             }
             if name != "." && name != ".." { names.append(name) }
         }
+        return (names, unaddressable)
     }
 
     /// Renames `directory/<bytes>` to `directory/<name>` unless that exists

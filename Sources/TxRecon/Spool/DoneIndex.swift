@@ -1,0 +1,70 @@
+// DoneIndex: which keys may have a delivered snapshot in done/, so that the
+// supersede check of a fresh drop ("not newer than the one delivered") reads
+// done/KEY only when there may be one. Without it every fresh drop cost a
+// failed lookup in done/, a directory of up to DoneRetention='s worth of items.
+//
+// A Bloom filter of fixed size (1 MiB): it may answer "maybe" for a key never
+// delivered (done/KEY is then read, and found missing, as before), never "no"
+// for one that was. Built at start from done/'s names; the engine adds every
+// key it delivers. Removals by DoneReaper are not taken out, they only make
+// "maybe" likelier: after `capacity` deliveries the engine rebuilds it from
+// done/. Used by the engine only (not Sendable).
+import Glibc
+
+final class DoneIndex {
+    private static let wordCount = (1 << 23) / 64
+    private static let probes = 3
+    /// Additions after which the filter answers "maybe" too often (about
+    /// 3% at this count): the engine then rebuilds it from done/.
+    static let capacity = 1_000_000
+
+    private let words: UnsafeMutablePointer<UInt64>
+
+    init() {
+        // calloc: the pages stay untouched (and out of RSS) until a bit is set.
+        guard let memory = calloc(DoneIndex.wordCount, MemoryLayout<UInt64>.size) else {
+            fatalError("DoneIndex: out of memory for 1 MiB")
+        }
+        words = memory.assumingMemoryBound(to: UInt64.self)
+    }
+
+    deinit { free(words) }
+
+    func add(_ key: ItemKey) {
+        var name = key.fileName
+        name.withUTF8 { add(UnsafeRawBufferPointer($0)) }
+    }
+
+    /// Adds a name as read from done/ (a key's file name).
+    func add(_ fileName: UnsafeRawBufferPointer) {
+        forEachBit(of: fileName) { word, mask in words[word] |= mask }
+    }
+
+    /// False only when done/KEY was never delivered since the index was built.
+    func mayContain(_ key: ItemKey) -> Bool {
+        var name = key.fileName
+        return name.withUTF8 { bytes in
+            var all = true
+            forEachBit(of: UnsafeRawBufferPointer(bytes)) { word, mask in all = all && words[word] & mask != 0 }
+            return all
+        }
+    }
+
+    /// The filter's bits for a name: FNV-1a, mixed (murmur3's finalizer),
+    /// split into two halves for double hashing.
+    private func forEachBit(of bytes: UnsafeRawBufferPointer, _ body: (Int, UInt64) -> Void) {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in bytes { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        hash ^= hash >> 33
+        hash = hash &* 0xff51_afd7_ed55_8ccd
+        hash ^= hash >> 33
+        hash = hash &* 0xc4ce_b9fe_1a85_ec53
+        hash ^= hash >> 33
+        let first = hash & 0xffff_ffff, step = (hash >> 32) | 1
+        let bitCount = UInt64(DoneIndex.wordCount * 64)
+        for probe in 0..<UInt64(DoneIndex.probes) {
+            let bit = (first &+ probe &* step) % bitCount
+            body(Int(bit / 64), 1 << (bit % 64))
+        }
+    }
+}
