@@ -386,9 +386,14 @@ def proc_rss_kib(pid):
 
 def proc_cpu_ticks(pid):
     """utime + stime of the whole process (all threads, live and ended), in clock ticks."""
+    return sum(proc_cpu_split_ticks(pid))
+
+
+def proc_cpu_split_ticks(pid):
+    """(utime, stime) of the whole process, in clock ticks: user space and kernel."""
     with open(f"/proc/{pid}/stat") as stat:
         fields = stat.read().rsplit(")", 1)[1].split()
-    return int(fields[11]) + int(fields[12])
+    return int(fields[11]), int(fields[12])
 
 
 def proc_cpu_seconds(pid):
@@ -670,6 +675,7 @@ class Bench:
         self.args = args
         self.rows = []
         self.notes = []
+        self.kernel_shares = []
         self.work = tempfile.mkdtemp(prefix="txrecon-bench-", dir=args.work_dir)
         # nginx's workers run as nobody when we are root: let them reach the flag.
         os.chmod(self.work, 0o711)
@@ -713,7 +719,8 @@ class Bench:
     # -- 1 and 2: drain and the libcurl limit ------------------------------
 
     def drain_prefilled(self, run, count, url=None, fill=write_envelopes, verification=None, sample_rss=False):
-        """Exec with `count` drops waiting in new/; (rate, cpu µs/item, rss samples)."""
+        """Exec with `count` drops waiting in new/; (rate, cpu µs/item, rss samples); the kernel's
+        share of that CPU in self.kernel_shares."""
         daemon = Daemon(self, f"drain-{run}", url or self.nginx.url(self.nginx.fast_port), verification=verification)
         try:
             names = keys(f"d{run}", count)
@@ -725,7 +732,9 @@ class Bench:
                 end = self.sample_until_empty(daemon, samples, timeout=self.drain_timeout(count))
             else:
                 end = daemon.wait_empty(self.drain_timeout(count))
-            cpu = proc_cpu_seconds(daemon.pid)
+            user, system = proc_cpu_split_ticks(daemon.pid)
+            cpu = (user + system) / CLOCK_TICKS
+            self.kernel_shares.append(system / max(1, user + system))
             daemon.stop()
             daemon.check_all_delivered(count)
             return count / (end - start), cpu / count * 1e6, samples
@@ -776,6 +785,7 @@ class Bench:
             for name in keys("c", count):
                 out.write(request_body(name) + "\n")
         txrecon, txrecon_cpu, curl, curl_cpu = [], [], [], []
+        self.kernel_shares = []
         try:
             for run in range(runs):
                 log(f"drain (pre-filled) run {run + 1}/{runs}: {count} items")
@@ -801,7 +811,9 @@ class Bench:
                      median(fractions) >= 0.25, ", ".join(f"{f:.0%}" for f in fractions)))
         self.add(Row("2. CPU per item: txrecon / libcurl client",
                      f"{median(txrecon_cpu):.0f} µs / {median(curl_cpu):.0f} µs", "", None,
-                     "txrecon " + runs_note(txrecon_cpu, " µs") + "; curl " + runs_note(curl_cpu, " µs")))
+                     "txrecon " + runs_note(txrecon_cpu, " µs") + "; curl " + runs_note(curl_cpu, " µs")
+                     + "; txrecon's CPU in the kernel (stime): "
+                     + ", ".join(f"{share:.0%}" for share in self.kernel_shares)))
         os.unlink(bodies_path)
 
     def measure_dropped(self):
