@@ -8,8 +8,8 @@ enum StatusCommand: Command {
     static let help = """
         Usage: txrecon status [--config PATH] [--json]
 
-        Prints how many items are in queue/, hold/, rejected/ and done/, the age of the
-        oldest queued item, and, when the daemon runs, its own status line (backend
+        Prints how many files are in new/ (not yet tried) and items in queue/, hold/,
+        rejected/ and done/, the age of the oldest queued item, and, when the daemon runs, its own status line (backend
         health, next retry), and the last `txrecon sweep` when there was one. Exit
         status 0 even when items are held: read the counts.
         """
@@ -18,18 +18,20 @@ enum StatusCommand: Command {
         guard let configuration = loadConfiguration(arguments) else { return ConfigurationError.exitStatus }
         let inspector = SpoolInspector(layout: SpoolLayout(root: configuration.spool.directory))
         do {
+            let inbox = try inspector.inboxCount()
             let (counts, oldest) = try inspector.counts()
             let live = inspector.liveStatus()
             let now = WallTime.nowMilliseconds
             if arguments.has("--json") {
-                var members: [(String, JSONValue)] = counts.map { ($0.0.rawValue, .integer($0.1)) }
+                var members: [(String, JSONValue)] = [("new", .integer(inbox))]
+                members += counts.map { ($0.0.rawValue, .integer($0.1)) }
                 if let oldest { members.append(("oldestQueuedAgeSeconds", .integer((now - oldest) / 1000))) }
                 members.append(("daemon", live ?? .null))
                 members.append(("sweep", LastSweep.read(inspector.layout)?.json ?? .null))
                 print(JSONValue.object(members).serializedString)
             } else {
                 print("spool:    \(configuration.spool.directory)")
-                print(counts.map { "\($0.0.rawValue) \($0.1)" }.joined(separator: ", "))
+                print((["new \(inbox)"] + counts.map { "\($0.0.rawValue) \($0.1)" }).joined(separator: ", "))
                 if let oldest { print("oldest queued item: \(Format.age(milliseconds: now - oldest)) old") }
                 if let live {
                     print("daemon:   running (pid \(live["pid"]?.int64Value ?? 0)), \(live["status"]?.stringValue ?? "")")

@@ -275,6 +275,7 @@ struct DaemonIntegrationTests {
         let status = try await fixture.cli(["status", "--json"])
         let document = try JSONValue.parse(status.stdout)
         #expect(document["done"]?.int64Value == 1)
+        #expect(document["new"]?.int64Value == 0)
         #expect(document["daemon"]?["pid"]?.int64Value == Int64(fixture.daemon!.pid))
     }
 }

@@ -28,6 +28,14 @@ import TxReconTestSupport
         #expect(ItemKey(String(repeating: "x", count: ItemKey.maximumLength + 1)) == nil)
     }
 
+    @Test func statusCountsFilesInNewButNotProducersHiddenTemporaries() throws {
+        _ = try makeSpool()
+        for name in ["a", "b", ".writing"] {
+            try SystemCall.writeNewFile(layout.new + "/" + name, Array("{}".utf8), sync: false)
+        }
+        #expect(try SpoolInspector(layout: layout).inboxCount() == 2)
+    }
+
     @Test func readingADropRefusesWhatIsNotARegularFileWithoutOpeningIt() throws {
         let spool = try makeSpool()
         #expect(symlink("/etc/hostname", layout.new + "/link") == 0)

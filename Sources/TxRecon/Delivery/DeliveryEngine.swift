@@ -105,30 +105,40 @@ actor DeliveryEngine {
         /// Whether the last attempt failed because of the backend (not the
         /// spool): such keys are tried at once when the backend recovers.
         var waitsForBackend = false
+        /// Intake's decoded item and where its file is, boxed (one pointer
+        /// in the entry, nil for a backlog).
+        private var intaken: Boxed<Intaken>?
         /// Intake's decoded item, for the first attempt (see itemCacheLimit),
         /// and for every attempt while `inbox` is set.
-        var cachedItem: Boxed<Item>?
+        var cachedItem: Item? { intaken?.value.item }
         /// The file's name in new/ while the key has not been moved into
         /// queue/ (a fresh key before its first attempt failed). Its attempts
         /// send `cachedItem`, never new/NAME read again: new/ is the
         /// producers' to change, what was verified is what goes out.
-        var inbox: String?
+        var inbox: String? { intaken?.value.inbox }
         /// A newer snapshot that arrived while this key was in flight; it
         /// stays in new/ (so a crash loses nothing) until the attempt ends.
         var parked: Boxed<Drop>?
 
         init(version: ItemVersion? = nil, kind: ItemKind? = nil, state: DeliveryState, deadline: Duration,
-             receivedAt: Int64, hasStateFile: Bool = false, waitsForBackend: Bool = false,
-             cachedItem: Boxed<Item>? = nil) {
+             receivedAt: Int64, hasStateFile: Bool = false, waitsForBackend: Bool = false) {
             self.version = version
             self.kind = kind
             self.deadline = deadline
             self.receivedAt = receivedAt
             self.hasStateFile = hasStateFile
             self.waitsForBackend = waitsForBackend
-            self.cachedItem = cachedItem
             self.state = state
         }
+
+        mutating func keep(_ item: Item, inbox: String?) { intaken = Boxed(Intaken(item: item, inbox: inbox)) }
+
+        mutating func forgetItem() { intaken = nil }
+    }
+
+    private struct Intaken: Sendable {
+        var item: Item
+        var inbox: String?
     }
 
     /// The engine's own thread (a ThreadExecutor): actor jobs run there,
@@ -379,8 +389,7 @@ actor DeliveryEngine {
                     try spool.supersede(drop: inbox, key: key, version: current)
                     status.superseded += 1
                     events.superseded(key, kind: entry.kind, version: current, by: version, file: inbox)
-                    entry.inbox = drop.name
-                    entry.cachedItem = Boxed(drop.item)
+                    entry.keep(drop.item, inbox: drop.name)
                 } else {
                     // The replacement inherits the key's backoff (and its .state
                     // file): a new version does not make a failing backend work.
@@ -388,7 +397,7 @@ actor DeliveryEngine {
                     status.superseded += 1
                     events.superseded(key, kind: entry.kind, version: current, by: version, file: nil)
                     try spool.accept(drop: drop.name, as: key)
-                    entry.cachedItem = entries.count < DeliveryEngine.itemCacheLimit ? Boxed(drop.item) : nil
+                    keepIfRoom(drop.item, in: &entry)
                 }
                 entry.version = version
                 entry.kind = drop.item.kind
@@ -416,10 +425,9 @@ actor DeliveryEngine {
                               receivedAt: drop.receivedAt)
             if !freshKeysWaitInInbox {
                 try spool.accept(drop: drop.name, as: key)
-                entry.cachedItem = entries.count < DeliveryEngine.itemCacheLimit ? Boxed(drop.item) : nil
+                keepIfRoom(drop.item, in: &entry)
             } else {
-                entry.inbox = drop.name
-                entry.cachedItem = Boxed(drop.item)
+                entry.keep(drop.item, inbox: drop.name)
                 inboxCount += 1
             }
             entries[key] = entry
@@ -433,6 +441,12 @@ actor DeliveryEngine {
         } catch {
             return error
         }
+    }
+
+    /// A queued key's first attempt sends intake's item unless the backlog
+    /// is large (see itemCacheLimit).
+    private func keepIfRoom(_ item: Item, in entry: inout Entry) {
+        if entries.count < DeliveryEngine.itemCacheLimit { entry.keep(item, inbox: nil) } else { entry.forgetItem() }
     }
 
     /// Places a drop that waited for its key's attempt to end. Intake is
@@ -511,8 +525,8 @@ actor DeliveryEngine {
             ready.popFirst()
             guard var entry = entries[first.key], !entry.inFlight, entry.deadline == first.deadline else { continue }
             entry.inFlight = true
-            let cached = entry.cachedItem?.value
-            if entry.inbox == nil { entry.cachedItem = nil }
+            let cached = entry.cachedItem
+            if entry.inbox == nil { entry.forgetItem() }
             entries[first.key] = entry
             active += 1
             launch(first.key, attempt: entry.state.attempts + 1, receivedAt: entry.receivedAt, cached: cached,
@@ -650,8 +664,7 @@ actor DeliveryEngine {
         entry.kind = item.kind
         if entry.inbox != nil, settlement.spoolError == nil {
             // Out of new/ now: done/, hold/, or queue/ for the next attempt.
-            entry.inbox = nil
-            entry.cachedItem = nil
+            entry.forgetItem()
             inboxCount -= 1
         }
         switch settlement.outcome {

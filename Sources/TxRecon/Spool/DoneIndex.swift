@@ -20,15 +20,17 @@ final class DoneIndex {
 
     private let words: UnsafeMutablePointer<UInt64>
 
+    private static let byteCount = wordCount * MemoryLayout<UInt64>.size
+
     init() {
-        // calloc: the pages stay untouched (and out of RSS) until a bit is set.
-        guard let memory = calloc(DoneIndex.wordCount, MemoryLayout<UInt64>.size) else {
-            fatalError("DoneIndex: out of memory for 1 MiB")
-        }
+        // Anonymous pages read as zero and stay out of RSS until a bit is
+        // set (calloc may hand out heap memory it clears, touching it all).
+        let memory = mmap(nil, DoneIndex.byteCount, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+        guard let memory, memory != MAP_FAILED else { fatalError("DoneIndex: cannot map 1 MiB: \(errno)") }
         words = memory.assumingMemoryBound(to: UInt64.self)
     }
 
-    deinit { free(words) }
+    deinit { munmap(words, DoneIndex.byteCount) }
 
     func add(_ key: ItemKey) {
         var name = key.fileName

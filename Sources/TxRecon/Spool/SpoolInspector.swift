@@ -78,6 +78,17 @@ public struct SpoolInspector: Sendable {
         return (counts, oldest)
     }
 
+    /// Files in new/: dropped and not yet taken, or taken and not yet tried
+    /// (a fresh item waits there for its first attempt). Hidden names are
+    /// producers' temporaries and not counted.
+    public func inboxCount() throws(SpoolError) -> Int {
+        var count = 0
+        try SystemCall.forEachName(in: layout.new) { name in
+            if name.first != UInt8(ascii: ".") { count += 1 }
+        }
+        return count
+    }
+
     /// Everything known about one key: where it is, its content, its state.
     public struct Report: Sendable {
         public var key: ItemKey
