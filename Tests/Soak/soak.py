@@ -362,6 +362,8 @@ def main():
     superseded = {}
     plain = []
     for name in done:
+        if name.endswith(".state"):
+            continue  # the failure record of a retried item, moved in beside it
         if ".superseded-" in name:
             key_part, _, rest = name.partition(".superseded-")
             version = int(rest.split(".")[0].rstrip("r"))

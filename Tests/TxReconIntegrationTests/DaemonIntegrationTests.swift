@@ -89,6 +89,12 @@ final class DaemonFixture {
         ((try? SystemCall.listDirectory(layout.root + "/" + directory)) ?? []).sorted()
     }
 
+    /// done/ without the failure records (KEY.state) kept beside items
+    /// that were retried before they were delivered.
+    func doneItems() -> [String] {
+        names("done").filter { !$0.hasSuffix(".state") }
+    }
+
     /// Waits until `condition` holds (checked every 20 ms), up to `timeout`.
     func eventually(timeout: Duration = .seconds(20), _ condition: () -> Bool) async -> Bool {
         let deadline = ContinuousClock.now + timeout
@@ -125,7 +131,7 @@ struct DaemonIntegrationTests {
         let transaction = try SystemCall.readFile(Self.samples + "/01-transaction.jws", limit: 1 << 20)
         try fixture.drop(String(decoding: transaction, as: UTF8.self))
         #expect(await fixture.server.waitForRequests(count: 2, timeout: .seconds(20)))
-        #expect(await fixture.eventually { fixture.names("done").count == 2 && fixture.names("queue").isEmpty })
+        #expect(await fixture.eventually { fixture.doneItems().count == 2 && fixture.names("queue").isEmpty })
         #expect(fixture.names("new").isEmpty)
         let envelope = try #require(fixture.server.requests.first { $0.header("Idempotency-Key") == "order-1:3" })
         #expect(envelope.method == "POST")
@@ -181,7 +187,7 @@ struct DaemonIntegrationTests {
         try fixture.drop("", name: "empty")
         #expect(symlink("/etc/passwd", fixture.layout.new + "/link") == 0)
         try fixture.drop(fixture.envelope("good-2", version: 1))
-        #expect(await fixture.eventually { fixture.names("done") == ["good-1", "good-2"] })
+        #expect(await fixture.eventually { fixture.doneItems() == ["good-1", "good-2"] })
         #expect(await fixture.eventually {
             fixture.names("rejected") == ["broken.json", "broken.json.reason", "empty", "empty.reason", "link", "link.reason"]
         })
@@ -210,7 +216,7 @@ struct DaemonIntegrationTests {
         let released = try await fixture.cli(["release", "held"])
         #expect(released.status == 0, "\(released.stderr)")
         #expect(released.stdout.contains("held: released"))
-        #expect(await fixture.eventually { fixture.names("done") == ["held"] })
+        #expect(await fixture.eventually { fixture.doneItems() == ["held"] })
 
         refused.withLock { $0 = true }
         try fixture.writeConfig("", url: nil)
@@ -219,7 +225,7 @@ struct DaemonIntegrationTests {
         refused.withLock { $0 = false }
         let retried = try await fixture.cli(["retry", "--all"])
         #expect(retried.status == 0, "\(retried.stderr)")
-        #expect(await fixture.eventually { fixture.names("done").contains("slow") })
+        #expect(await fixture.eventually { fixture.doneItems().contains("slow") })
     }
 
     @Test func aConfigurationErrorExitsWith78NamingFileLineAndKey() async throws {
@@ -243,7 +249,8 @@ struct DaemonIntegrationTests {
         #expect(await first.wait(timeout: .seconds(10)) == 0)
         down.withLock { $0 = false }
         try await fixture.start()
-        #expect(await fixture.eventually { fixture.names("done") == ["kept"] })
+        #expect(await fixture.eventually { fixture.names("done") == ["kept", "kept.state"] },
+                "the failure record goes with the item into done/")
     }
 
     @Test func sighupReloadsTheConfigurationAndRefusesABadOne() async throws {
@@ -271,7 +278,7 @@ struct DaemonIntegrationTests {
         _ = fixture.directory.write(fixture.envelope("submitted", version: 2), to: "item.json")
         let submitted = try await fixture.cli(["submit", fixture.directory.path + "/item.json"])
         #expect(submitted.status == 0, "\(submitted.stderr)")
-        #expect(await fixture.eventually { fixture.names("done") == ["submitted"] })
+        #expect(await fixture.eventually { fixture.doneItems() == ["submitted"] })
         let status = try await fixture.cli(["status", "--json"])
         let document = try JSONValue.parse(status.stdout)
         #expect(document["done"]?.int64Value == 1)

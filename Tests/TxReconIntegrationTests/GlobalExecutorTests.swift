@@ -30,7 +30,7 @@ struct GlobalExecutorTests {
         #expect(Self.globalPoolWorkers(of: daemon.pid) == [], "after start-up")
 
         try fixture.drop(fixture.envelope("first", version: 1))
-        #expect(await fixture.eventually { fixture.names("done") == ["first"] })
+        #expect(await fixture.eventually { fixture.doneItems() == ["first"] })
         #expect(Self.globalPoolWorkers(of: daemon.pid) == [], "after a delivery")
 
         failing.withLock { $0 = true }
@@ -41,7 +41,7 @@ struct GlobalExecutorTests {
         failing.withLock { $0 = false }
         let retried = try await fixture.cli(["retry", "second"])
         #expect(retried.status == 0, "\(retried.stderr)")
-        #expect(await fixture.eventually { fixture.names("done").contains("second") })
+        #expect(await fixture.eventually { fixture.doneItems().contains("second") })
         #expect(Self.globalPoolWorkers(of: daemon.pid) == [], "after a retry through ctl/")
 
         let before = fixture.notify.messages.count

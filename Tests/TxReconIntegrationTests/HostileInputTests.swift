@@ -24,7 +24,7 @@ extension DaemonFixture {
     /// intake kept flowing.
     func expectNeighbourDelivered(_ key: String) async throws {
         try drop(envelope(key, version: 1))
-        #expect(await eventually { names("done").contains(key) }, "the valid neighbour \(key) was delivered")
+        #expect(await eventually { doneItems().contains(key) }, "the valid neighbour \(key) was delivered")
         #expect(await daemon?.wait(timeout: .zero) == nil, "the daemon is still running")
     }
 }
@@ -79,7 +79,7 @@ struct HostileInputTests {
         #expect(fixture.names("rejected") == [] && fixture.names("queue") == [])
         _ = bytes[half...].withUnsafeBytes { write(running, $0.baseAddress, $0.count) }
         close(running)
-        #expect(await fixture.eventually { fixture.names("done") == ["slowly"] })
+        #expect(await fixture.eventually { fixture.doneItems() == ["slowly"] })
 
         // Half-written when the daemon starts: its start-up scan must wait
         // for the writer, who goes on writing a little at a time.
@@ -94,7 +94,7 @@ struct HostileInputTests {
             _ = later[offset..<min(offset + 4, later.count)].withUnsafeBytes { write(writer, $0.baseAddress, $0.count) }
         }
         close(writer)
-        #expect(await fixture.eventually { fixture.names("done") == ["across-start", "slowly"] })
+        #expect(await fixture.eventually { fixture.doneItems() == ["across-start", "slowly"] })
         #expect(fixture.names("rejected") == [])
     }
 
@@ -138,7 +138,7 @@ struct HostileInputTests {
         fixture.drop(bytes: Array(fixture.envelope("dots", version: 1).utf8), name: "a..b")
         fixture.drop(bytes: Array("junk".utf8), name: "..hidden")
         fixture.drop(bytes: Array("junk".utf8), name: ".tmp-like-ours")
-        #expect(await fixture.eventually { fixture.names("done") == ["dots", "newline"] })
+        #expect(await fixture.eventually { fixture.doneItems() == ["dots", "newline"] })
         #expect(await fixture.eventually { fixture.names("rejected") == ["_..hidden", "_..hidden.reason", "_.tmp-like-ours", "_.tmp-like-ours.reason"] })
         // A restart removes the daemon's own temporaries, never these.
         fixture.daemon?.signal(SIGTERM)
@@ -160,7 +160,7 @@ struct HostileInputTests {
             let target = Array((fixture.layout.new + "/").utf8).map { CChar(bitPattern: $0) } + bytes.map { CChar(bitPattern: $0) }
             #expect(rename(path + [0], target + [0]) == 0)
         }
-        #expect(await fixture.eventually { fixture.names("done") == ["latin1-named"] })
+        #expect(await fixture.eventually { fixture.doneItems() == ["latin1-named"] })
         #expect(await fixture.eventually { fixture.rejectionCode("j\u{FFFD}.not-utf8") == "not-json" })
         #expect(fixture.names("new") == [])
         try await fixture.expectNeighbourDelivered("after-odd-names")
@@ -217,7 +217,7 @@ struct InboxBurstTests {
         }
         #expect(fixture.names("new") == [] && fixture.names("queue") == [])
         // Each file was delivered or superseded (kept under its own name).
-        let done = fixture.names("done")
+        let done = fixture.doneItems()
         #expect(done.filter { !$0.contains(".superseded-") }.count == keys)
         #expect(done.filter { $0.contains(".superseded-") }.count == keys * (versions - 1))
         #expect(fixture.names("rejected") == [])

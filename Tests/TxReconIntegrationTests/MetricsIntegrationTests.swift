@@ -80,7 +80,7 @@ struct MetricsIntegrationTests {
         let process = try await fixture.daemon.start()
         try fixture.daemon.drop(fixture.daemon.envelope("s-1", version: 1))
         try fixture.daemon.drop(fixture.daemon.envelope("s-2", version: 1))
-        #expect(await fixture.daemon.eventually { fixture.daemon.names("done").count == 2 })
+        #expect(await fixture.daemon.eventually { fixture.daemon.doneItems().count == 2 })
         process.signal(SIGTERM)
         #expect(await process.wait(timeout: .seconds(10)) == 0)
 

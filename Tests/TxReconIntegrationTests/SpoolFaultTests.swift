@@ -60,7 +60,7 @@ struct SpoolFaultTests {
         }
         let daemon = try await fixture.start()
         try fixture.drop(fixture.envelope("before", version: 1))
-        #expect(await fixture.eventually { fixture.names("done") == ["before"] })
+        #expect(await fixture.eventually { fixture.doneItems() == ["before"] })
 
         // Written while there is room; moved into new/ once there is none.
         _ = fixture.directory.write("{broken", to: "spool/tmp/broken", mode: 0o640)
@@ -88,7 +88,7 @@ struct SpoolFaultTests {
         #expect(unlink(fixture.layout.root + "/filler") == 0)
         #expect(await fixture.eventually(timeout: .seconds(40)) { daemon.stderr.contains("intake resumed after") })
         #expect(await fixture.eventually { fixture.statusLines.last?.contains("intake paused") == false })
-        #expect(await fixture.eventually { fixture.names("done") == ["before", "during"] })
+        #expect(await fixture.eventually { fixture.doneItems() == ["before", "during"] })
         // The empty file written in place is young: it settles first (5 s).
         #expect(await fixture.eventually { fixture.names("rejected") == ["broken", "broken.reason", "partial", "partial.reason"] })
         #expect(fixture.rejectionCode("partial") == "empty-file")
@@ -117,7 +117,7 @@ struct SpoolFaultTests {
             #expect(chown(fixture.layout.tmp + "/" + name, 4242, 4242) == 0)
             #expect(rename(fixture.layout.tmp + "/" + name, fixture.layout.new + "/" + name) == 0)
         }
-        #expect(await fixture.eventually { fixture.names("done") == ["shared"] })
+        #expect(await fixture.eventually { fixture.doneItems() == ["shared"] })
         #expect(await fixture.eventually { fixture.names("rejected") == ["private", "private.reason"] })
         let reason = try SystemCall.readFile(fixture.layout.rejected + "/private.reason", limit: 65536)
         #expect(String(decoding: reason, as: UTF8.self).hasPrefix("unreadable: "))

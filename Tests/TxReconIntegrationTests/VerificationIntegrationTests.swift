@@ -65,7 +65,7 @@ struct VerificationIntegrationTests {
         for (name, text, _) in genuine { try fixture.drop(text, name: name) }
         for (name, text, _) in forged { try fixture.drop(text, name: name) }
 
-        #expect(await fixture.eventually { fixture.names("done").count == genuine.count })
+        #expect(await fixture.eventually { fixture.doneItems().count == genuine.count })
         #expect(await fixture.eventually { fixture.names("rejected").count == 2 * forged.count })
         #expect(fixture.names("queue").isEmpty && fixture.names("new").isEmpty)
         let delivered = Set(fixture.server.requests.compactMap { $0.header("Idempotency-Key")?.split(separator: ":").first })
@@ -95,7 +95,7 @@ struct VerificationIntegrationTests {
         #expect(await fixture.notify.waitFor({ $0.contains("READY=1") }, from: before, timeout: .seconds(10)) != nil)
         let requeued = try await fixture.cli(["requeue-rejected", "--all"])
         #expect(requeued.status == 0, "\(requeued.stderr)")
-        #expect(await fixture.eventually { fixture.names("done") == ["2000001024998954"] }, "\(daemon.stderr)")
+        #expect(await fixture.eventually { fixture.doneItems() == ["2000001024998954"] }, "\(daemon.stderr)")
         #expect(fixture.names("rejected").isEmpty)
         #expect(fixture.server.requests.count == 1)
     }
@@ -133,6 +133,6 @@ struct VerificationIntegrationTests {
         let daemon = try await fixture.start()
         #expect(daemon.stderr.contains("Mode=none: App Store signatures are not checked"))
         try fixture.drop(TestJWS.transaction(transactionId: "4000000000000001"))
-        #expect(await fixture.eventually { fixture.names("done") == ["4000000000000001"] })
+        #expect(await fixture.eventually { fixture.doneItems() == ["4000000000000001"] })
     }
 }

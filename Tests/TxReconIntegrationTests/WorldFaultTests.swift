@@ -45,7 +45,7 @@ struct WorldFaultTests {
             #expect(fixture.attempts(of: key) >= 3, "\(key) was retried while the backend was down")
             #expect(fixture.attempts(of: key) <= allowed, "\(key): \(fixture.attempts(of: key)) attempts in \(downFor)")
         }
-        #expect(await fixture.eventually { fixture.names("done") == ["d1", "d2", "d3"] })
+        #expect(await fixture.eventually { fixture.doneItems() == ["d1", "d2", "d3"] })
         #expect(await fixture.eventually { fixture.statusLines.last?.contains("backend ok") == true })
         #expect(daemon.stderr.contains("backend failing: HTTP 503"))
         #expect(daemon.stderr.contains("backend recovered after failing for"))
@@ -68,7 +68,7 @@ struct WorldFaultTests {
         }
         let server = try #require(back, "port \(port) free again")
         defer { server.stop() }
-        #expect(await fixture.eventually { fixture.names("done") == ["refused"] })
+        #expect(await fixture.eventually { fixture.doneItems() == ["refused"] })
         #expect(server.requests.count == 1)
     }
 
@@ -81,11 +81,11 @@ struct WorldFaultTests {
         try fixture.drop(fixture.envelope("stuck", version: 1))
         #expect(await fixture.server.waitForRequests(count: 1, timeout: .seconds(10)))
         for key in ["f1", "f2", "f3"] { try fixture.drop(fixture.envelope(key, version: 1)) }
-        #expect(await fixture.eventually(timeout: .seconds(1.5)) { fixture.names("done") == ["f1", "f2", "f3"] },
+        #expect(await fixture.eventually(timeout: .seconds(1.5)) { fixture.doneItems() == ["f1", "f2", "f3"] },
                 "the others are delivered before the stuck attempt even times out")
         #expect(await fixture.eventually { fixture.state(of: "stuck")?.lastError?.hasPrefix("timed out") == true })
         stuck.withLock { $0 = false }
-        #expect(await fixture.eventually { fixture.names("done").contains("stuck") })
+        #expect(await fixture.eventually { fixture.doneItems().contains("stuck") })
     }
 
     @Test func garbageAndTruncatedAnswersAreRetriedAsUnreadable() async throws {
@@ -99,7 +99,7 @@ struct WorldFaultTests {
         let daemon = try await fixture.start()
         try fixture.drop(fixture.envelope("garbage", version: 1))
         try fixture.drop(fixture.envelope("truncated", version: 1))
-        #expect(await fixture.eventually { fixture.names("done") == ["garbage", "truncated"] })
+        #expect(await fixture.eventually { fixture.doneItems() == ["garbage", "truncated"] })
         #expect(fixture.attempts(of: "garbage") == 2)
         #expect(fixture.attempts(of: "truncated") == 2)
         let lines = daemon.stderr.split(separator: "\n")
@@ -118,7 +118,7 @@ struct WorldFaultTests {
         }, "\(String(describing: fixture.state(of: "dns")))")
         try fixture.writeConfig("", delays: "200ms 400ms")
         daemon.signal(SIGHUP)
-        #expect(await fixture.eventually { fixture.names("done") == ["dns"] })
+        #expect(await fixture.eventually { fixture.doneItems() == ["dns"] })
     }
 
     @Test func anUntrustedCertificateIsRetriedAndLoggedAsATLSFailure() async throws {
@@ -147,7 +147,7 @@ struct WorldFaultTests {
             (fixture.state(of: "tls")?.attempts ?? 0) >= 3
                 && fixture.state(of: "tls")?.lastError?.hasPrefix("TLS failure") == true
         }, "\(String(describing: fixture.state(of: "tls")))")
-        #expect(fixture.names("done") == [], "verification is never skipped")
+        #expect(fixture.doneItems() == [], "verification is never skipped")
         #expect(daemon.stderr.contains("tls: attempt 1 failed (TLS failure"))
     }
 
@@ -166,7 +166,7 @@ struct WorldFaultTests {
         #expect(daemon.stderr.contains("disappeared or was moved away; exiting so that systemd restarts txrecon"))
         try await fixture.start()
         try fixture.drop(fixture.envelope("after", version: 1))
-        #expect(await fixture.eventually { fixture.names("done") == ["after"] })
+        #expect(await fixture.eventually { fixture.doneItems() == ["after"] })
     }
 }
 

@@ -119,6 +119,18 @@ import TxReconTestSupport
         #expect(names("done") == [])
     }
 
+    @Test func finishingAnItemThatFailedBeforeMovesItsStateBesideItIntoDone() throws {
+        let spool = try makeSpool()
+        _ = directory.write("item", to: "spool/queue/a")
+        _ = directory.write("{}", to: "spool/queue/a.state")
+        _ = directory.write("item", to: "spool/queue/b")
+        try spool.finish(ItemKey("a")!)
+        try spool.finish(ItemKey("b")!, hasState: true)
+        #expect(names("queue") == [])
+        #expect(names("done") == ["a", "a.state", "b"], "no unlink on the delivery path; b had no state to move")
+        #expect(try SpoolInspector(layout: layout).list(.done).map(\.name).sorted() == ["a", "b"])
+    }
+
     @Test func holdingAndReleasingMoveTheItemAndItsReason() throws {
         let spool = try makeSpool()
         _ = directory.write("item", to: "spool/queue/a")

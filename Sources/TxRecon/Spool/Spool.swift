@@ -9,7 +9,7 @@
 //   new/NAME      -> rejected/NAME (+ .reason)      reject
 //   new/NAME      -> done/KEY.superseded-…          supersede a stale drop
 //   new/NAME      -> new/NAME.N … (page split)      split, the only path that fsyncs
-//   queue/KEY     -> done/KEY (or unlinked)         finish (delivered)
+//   queue/KEY     -> done/KEY (or unlinked)         finish (delivered); KEY.state alongside
 //   queue/KEY     -> hold/KEY (+ .reason)           hold
 //   queue|hold/KEY -> done/KEY.superseded-…         supersede a pending snapshot
 //   hold/KEY      -> queue/KEY                      release (operator)
@@ -277,7 +277,16 @@ final class Spool: Sendable {
         } catch where inbox != nil && error.code == ENOENT && Spool.isGone(source) {
             return
         }
-        if hasState { try SystemCall.unlinkIfPresent(path(.queue, key) + ".state") }
+        guard hasState else { return }
+        if keepsDone {
+            // Beside the delivered item, its failure record, removed with it
+            // by DoneReaper: an unlink here would cost a synchronous discard
+            // per retried item on a file system mounted with `discard`, on
+            // the delivery path (half the drain rate after an outage).
+            try SystemCall.renameIfPresent(path(.queue, key) + ".state", path(.done, key) + ".state")
+        } else {
+            try SystemCall.unlinkIfPresent(path(.queue, key) + ".state")
+        }
     }
 
     /// queue/KEY (or new/`inbox`, see `finish`) -> hold/KEY with KEY.reason written first.

@@ -53,6 +53,17 @@ enum SystemCall {
         }
     }
 
+    /// Renames a file that may not exist; a missing source is not an error
+    /// (a missing target directory is).
+    static func renameIfPresent(_ from: String, _ to: String) throws(SpoolError) {
+        guard Glibc.rename(from, to) != 0 else { return }
+        let error = errno
+        var info = stat()
+        guard error == ENOENT, lstat(from, &info) != 0, errno == ENOENT else {
+            throw SpoolError("rename to \(to) from", from, error)
+        }
+    }
+
     /// Removes a file; a missing file is not an error.
     static func unlinkIfPresent(_ path: String) throws(SpoolError) {
         guard Glibc.unlink(path) == 0 || errno == ENOENT else { throw SpoolError("unlink", path) }
