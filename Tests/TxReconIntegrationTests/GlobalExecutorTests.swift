@@ -26,6 +26,9 @@ struct GlobalExecutorTests {
     @Test func noStepOfTheDaemonRunsAJobOnTheGlobalExecutor() async throws {
         let failing = Mutex(false)
         let fixture = try DaemonFixture { _ in failing.withLock { $0 } ? .status(503) : .status(200) }
+        // A retry an hour away: only `txrecon retry` below brings "second"
+        // back (with the default 1 s, a slow run saw the timer deliver it first).
+        try fixture.writeConfig("", delays: "1h")
         let daemon = try await fixture.start(environment: ["WATCHDOG_USEC": "200000"])
         #expect(Self.globalPoolWorkers(of: daemon.pid) == [], "after start-up")
 

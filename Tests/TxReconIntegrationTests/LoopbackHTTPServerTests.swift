@@ -36,7 +36,9 @@ import TxReconTestSupport
             return
         }
         #expect(failure.kind == .protocolError)
-        #expect(clock.now - stopped < .seconds(5), "ended by the stop, long before the 10 s timeout")
+        // Bounded well under the timeout, not tightly: under ThreadSanitizer
+        // on 2 cores the failure's way back took 5.1 s.
+        #expect(clock.now - stopped < .seconds(8), "ended by the stop, before the 10 s timeout")
     }
 
     @Test func requestsRecordTheirConnection() async throws {
