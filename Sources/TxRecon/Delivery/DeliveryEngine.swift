@@ -788,7 +788,7 @@ actor DeliveryEngine {
         // Room again below the low-water mark, and in the window once a
         // quarter of it is free: intake then hands over batches, not single drops.
         if !roomWaiters.isEmpty, entries.count < DeliveryEngine.lowWater,
-           !inboxWindowIsFull && inboxCount <= settings.inboxWindow * 3 / 4 || backendIsFailing {
+           inboxCount <= settings.inboxWindow * 3 / 4 || backendIsFailing {
             resumeRoomWaiters()
         }
         if phase == .draining, active == 0 { endDrain() }

@@ -161,11 +161,7 @@ final class Spool: Sendable {
     /// Whether a move failed because new/NAME is not there (any more): a
     /// drop read twice, the second time by a scan while the engine took it.
     func isGoneFromInbox(_ name: String, after error: SpoolError) -> Bool {
-        error.code == ENOENT && Spool.isGone(layout.new + "/" + name)
-    }
-
-    private static func isGone(_ path: String) -> Bool {
-        do { return try SystemCall.linkStatus(path) == nil } catch { return false }
+        error.code == ENOENT && SystemCall.isMissing(layout.new + "/" + name)
     }
 
     /// new/NAME -> rejected/NAME with NAME.reason beside it. The reason is
@@ -274,7 +270,7 @@ final class Spool: Sendable {
             } else {
                 try SystemCall.unlinkIfPresent(source)
             }
-        } catch where inbox != nil && error.code == ENOENT && Spool.isGone(source) {
+        } catch where inbox.map({ isGoneFromInbox($0, after: error) }) ?? false {
             return
         }
         guard hasState else { return }

@@ -56,12 +56,17 @@ enum SystemCall {
     /// Renames a file that may not exist; a missing source is not an error
     /// (a missing target directory is).
     static func renameIfPresent(_ from: String, _ to: String) throws(SpoolError) {
-        guard Glibc.rename(from, to) != 0 else { return }
-        let error = errno
-        var info = stat()
-        guard error == ENOENT, lstat(from, &info) != 0, errno == ENOENT else {
-            throw SpoolError("rename to \(to) from", from, error)
+        do {
+            try rename(from, to)
+        } catch where error.code == ENOENT && isMissing(from) {
+            return
         }
+    }
+
+    /// Whether nothing is at `path` now (false when that cannot be told).
+    static func isMissing(_ path: String) -> Bool {
+        var info = stat()
+        return lstat(path, &info) != 0 && errno == ENOENT
     }
 
     /// Removes a file; a missing file is not an error.
