@@ -47,6 +47,13 @@ public final class EngineHarness: Sendable {
             clock: clock, log: log, executor: EngineHarness.executor, publish: { status.record($0) })
     }
 
+    /// A new engine, started: restored from the spool and delivering.
+    public func startedEngine() async throws -> DeliveryEngine {
+        let engine = makeEngine()
+        try await engine.start()
+        return engine
+    }
+
     /// Writes an envelope drop into new/ and returns it as intake would hand it over.
     public func envelope(_ id: String, version: Int64, name: String? = nil) throws -> Drop {
         let fileName = name ?? "\(id)-v\(version)-\(UInt32.random(in: 0...UInt32.max))"

@@ -16,8 +16,7 @@ struct CrashConsistencyTests {
         let transport = ScriptedTransport()
         transport.script("a", [.hang])
         let harness = try EngineHarness(transport: transport)
-        let engine = harness.makeEngine()
-        try await engine.start()
+        let engine = try await harness.startedEngine()
         await engine.offer([try harness.envelope("a", version: 1)])
         await transport.waitForRequests(1)
         let newer = try harness.envelope("a", version: 2)
@@ -33,8 +32,7 @@ struct CrashConsistencyTests {
     @Test func aDropTheSpoolCannotTakeIsReturnedAndStaysInNew() async throws {
         // No window: every drop is moved into queue/ at once.
         let harness = try EngineHarness(settings: DeliveryEngine.Settings(inboxWindow: 0))
-        let engine = harness.makeEngine()
-        try await engine.start()
+        let engine = try await harness.startedEngine()
         #expect(rmdir(harness.layout.queue) == 0)
         let drop = try harness.envelope("a", version: 1)
         let failures = await engine.offer([drop])
@@ -62,8 +60,7 @@ struct CrashConsistencyTests {
     @Test func aWallClockJumpForwardDoesNotHurryAWaitingItem() async throws {
         let transport = ScriptedTransport(default: .status(503))
         let harness = try EngineHarness(transport: transport)
-        let engine = harness.makeEngine()
-        try await engine.start()
+        let engine = try await harness.startedEngine()
         await engine.offer([try harness.envelope("a", version: 1)])
         let due = harness.clock.now + .seconds(2)
         await harness.clock.waitForSleeper(until: due)
@@ -77,8 +74,7 @@ struct CrashConsistencyTests {
     @Test func aWallClockJumpBackDoesNotStallAWaitingItem() async throws {
         let transport = ScriptedTransport(default: .status(503))
         let harness = try EngineHarness(transport: transport)
-        let engine = harness.makeEngine()
-        try await engine.start()
+        let engine = try await harness.startedEngine()
         await engine.offer([try harness.envelope("a", version: 1)])
         await harness.clock.waitForSleeper(until: harness.clock.now + .seconds(2))
         harness.clock.jumpWallClock(by: -3_600_000)

@@ -12,8 +12,7 @@ struct DeliveryEngineTests {
 
     @Test func aConfirmedDeliveryMovesTheItemToDone() async throws {
         let harness = try EngineHarness()
-        let engine = harness.makeEngine()
-        try await engine.start()
+        let engine = try await harness.startedEngine()
         await engine.offer([try harness.envelope("a", version: 1)])
         await harness.status.waitFor { $0.delivered == 1 }
         #expect(harness.names(in: "queue") == [])
@@ -25,8 +24,7 @@ struct DeliveryEngineTests {
     @Test(arguments: [200, 201, 204, 299])
     func everySuccessOtherThan202FinishesTheItem(status: Int) async throws {
         let harness = try EngineHarness(transport: ScriptedTransport(default: .status(status)))
-        let engine = harness.makeEngine()
-        try await engine.start()
+        let engine = try await harness.startedEngine()
         await engine.offer([try harness.envelope("a", version: 1)])
         await harness.status.waitFor { $0.delivered == 1 }
         #expect(harness.names(in: "done") == ["a"])
@@ -40,8 +38,7 @@ struct DeliveryEngineTests {
     ])
     func retryableAnswersKeepTheItemQueuedWithItsState(reply: ScriptedTransport.Reply) async throws {
         let harness = try EngineHarness(transport: ScriptedTransport(default: reply))
-        let engine = harness.makeEngine()
-        try await engine.start()
+        let engine = try await harness.startedEngine()
         let start = harness.clock.now
         await engine.offer([try harness.envelope("a", version: 1)])
         await harness.clock.waitForSleeper(until: start + .seconds(2))
@@ -57,8 +54,7 @@ struct DeliveryEngineTests {
     @Test(arguments: [400, 404, 409, 410, 422, 451])
     func refusalsMoveTheItemToHoldWithStatusAndBody(status: Int) async throws {
         let harness = try EngineHarness(transport: ScriptedTransport(default: .status(status, body: "unknown product\n")))
-        let engine = harness.makeEngine()
-        try await engine.start()
+        let engine = try await harness.startedEngine()
         await engine.offer([try harness.envelope("a", version: 1)])
         await harness.status.waitFor { $0.held == 1 }
         #expect(harness.names(in: "hold") == ["a", "a.reason"])
@@ -72,8 +68,7 @@ struct DeliveryEngineTests {
 
     @Test func aFreshKeysFirstAttemptSendsFromNewAndOneMoveFinishesIt() async throws {
         let harness = try EngineHarness(transport: ScriptedTransport(default: .hang))
-        let engine = harness.makeEngine()
-        try await engine.start()
+        let engine = try await harness.startedEngine()
         let drop = try harness.envelope("a", version: 1)
         await engine.offer([drop])
         await harness.transport.waitForRequests(1)
@@ -89,8 +84,7 @@ struct DeliveryEngineTests {
         // One worker, two attempts outstanding: x and y hang, so a waits.
         let harness = try EngineHarness(settings: DeliveryEngine.Settings(maxConcurrentDeliveries: 1),
                                         transport: ScriptedTransport(default: .hang))
-        let engine = harness.makeEngine()
-        try await engine.start()
+        let engine = try await harness.startedEngine()
         let x = try harness.envelope("x", version: 1), y = try harness.envelope("y", version: 1)
         await engine.offer([x, y])
         await harness.transport.waitForRequests(1)
@@ -109,8 +103,7 @@ struct DeliveryEngineTests {
 
     @Test func aDropReadAgainAfterItsFileLeftNewIsNeitherAnErrorNorSentTwice() async throws {
         let harness = try EngineHarness()
-        let engine = harness.makeEngine()
-        try await engine.start()
+        let engine = try await harness.startedEngine()
         let drop = try harness.envelope("a", version: 1)
         await engine.offer([drop])
         await harness.status.waitFor { $0.delivered == 1 }
@@ -123,8 +116,7 @@ struct DeliveryEngineTests {
     @Test func freshKeysBeyondTheWindowGoToQueueAfterIntakeWaitedBriefly() async throws {
         let settings = DeliveryEngine.Settings(maxConcurrentDeliveries: 1, inboxWindow: 2, inboxWindowWait: .seconds(1))
         let harness = try EngineHarness(settings: settings, transport: ScriptedTransport(default: .hang))
-        let engine = harness.makeEngine()
-        try await engine.start()
+        let engine = try await harness.startedEngine()
         let start = harness.clock.now
         let returned = Mutex(false)
         let offer = Task {
@@ -143,8 +135,7 @@ struct DeliveryEngineTests {
     @Test func intakeStopsWaitingForTheWindowAsAttemptsEnd() async throws {
         let settings = DeliveryEngine.Settings(maxConcurrentDeliveries: 1, inboxWindow: 2, inboxWindowWait: .seconds(1))
         let harness = try EngineHarness(settings: settings, transport: ScriptedTransport(default: .hang))
-        let engine = harness.makeEngine()
-        try await engine.start()
+        let engine = try await harness.startedEngine()
         let offer = Task { _ = await engine.offer(try (1...2).map { try harness.envelope("k\($0)", version: 1) }) }
         await harness.transport.waitForRequests(1)
         harness.transport.setDefault(.status(204))
@@ -158,8 +149,7 @@ struct DeliveryEngineTests {
         let transport = ScriptedTransport(default: .status(503))
         transport.script("d", [.hang])
         let harness = try EngineHarness(transport: transport)
-        let engine = harness.makeEngine()
-        try await engine.start()
+        let engine = try await harness.startedEngine()
         await engine.offer(try (1...3).map { try harness.envelope("k\($0)", version: 1) })
         await harness.status.waitFor { if case .failing = $0.backend { true } else { false } }
         await engine.offer([try harness.envelope("d", version: 1)])
@@ -172,8 +162,7 @@ struct DeliveryEngineTests {
         let transport = ScriptedTransport()
         transport.script("a", [.status(503)])
         let harness = try EngineHarness(transport: transport)
-        let engine = harness.makeEngine()
-        try await engine.start()
+        let engine = try await harness.startedEngine()
         #expect(rmdir(harness.layout.queue) == 0)
         let drop = try harness.envelope("a", version: 1)
         await engine.offer([drop])
@@ -189,8 +178,7 @@ struct DeliveryEngineTests {
 
     @Test func failuresFollowTheScheduleAndRepeatItsLastStep() async throws {
         let harness = try EngineHarness(transport: ScriptedTransport(default: .status(503)))
-        let engine = harness.makeEngine()
-        try await engine.start()
+        let engine = try await harness.startedEngine()
         await engine.offer([try harness.envelope("a", version: 1)])
         let expected: [Duration] = [.seconds(2), .seconds(5), .seconds(15), .seconds(30), .seconds(60),
                                     .seconds(300), .seconds(300), .seconds(300)]
@@ -211,8 +199,7 @@ struct DeliveryEngineTests {
         let transport = ScriptedTransport()
         transport.script("a", [.status(503, retryAfter: "120"), .status(429, retryAfter: "86400")])
         let harness = try EngineHarness(transport: transport)
-        let engine = harness.makeEngine()
-        try await engine.start()
+        let engine = try await harness.startedEngine()
         await engine.offer([try harness.envelope("a", version: 1)])
         await harness.clock.waitForSleeper(until: harness.clock.now + .seconds(120))
         harness.clock.advance(by: .seconds(120))
@@ -226,8 +213,7 @@ struct DeliveryEngineTests {
         let transport = ScriptedTransport()
         transport.script("a", [.status(503, retryAfter: "0"), .status(503, retryAfter: "1")])
         let harness = try EngineHarness(transport: transport)
-        let engine = harness.makeEngine()
-        try await engine.start()
+        let engine = try await harness.startedEngine()
         await engine.offer([try harness.envelope("a", version: 1)])
         await harness.clock.waitForSleeper(until: harness.clock.now + .seconds(2))
         harness.clock.advance(by: .seconds(2))
@@ -239,8 +225,7 @@ struct DeliveryEngineTests {
         let transport = ScriptedTransport()
         transport.script("a", [.status(503)])
         let harness = try EngineHarness(transport: transport)
-        let engine = harness.makeEngine()
-        try await engine.start()
+        let engine = try await harness.startedEngine()
         await engine.offer([try harness.envelope("a", version: 1)])
         await harness.clock.waitForSleeper(until: harness.clock.now + .seconds(2))
         harness.clock.advance(by: .seconds(2))
@@ -250,8 +235,7 @@ struct DeliveryEngineTests {
 
     @Test func anIdleEngineArmsNoTimer() async throws {
         let harness = try EngineHarness()
-        let engine = harness.makeEngine()
-        try await engine.start()
+        let engine = try await harness.startedEngine()
         #expect(harness.clock.sleeperDeadlines.isEmpty)
     }
 
@@ -259,8 +243,7 @@ struct DeliveryEngineTests {
 
     @Test func concurrentAttemptsReachTheCapAndNeverExceedIt() async throws {
         let harness = try EngineHarness(transport: ScriptedTransport(default: .hang))
-        let engine = harness.makeEngine()
-        try await engine.start()
+        let engine = try await harness.startedEngine()
         await engine.offer(try (1...10).map { try harness.envelope("k\($0)", version: 1) })
         await harness.transport.waitForRequests(4)
         #expect(harness.transport.inFlight == 4)
@@ -275,8 +258,7 @@ struct DeliveryEngineTests {
         let transport = ScriptedTransport()
         transport.script("slow", [.hang])
         let harness = try EngineHarness(transport: transport)
-        let engine = harness.makeEngine()
-        try await engine.start()
+        let engine = try await harness.startedEngine()
         let slow = try harness.envelope("slow", version: 1)
         await engine.offer([slow])
         await transport.waitForRequests(1)
@@ -289,8 +271,7 @@ struct DeliveryEngineTests {
         let transport = ScriptedTransport()
         transport.script("a", [.hang])
         let harness = try EngineHarness(transport: transport)
-        let engine = harness.makeEngine()
-        try await engine.start()
+        let engine = try await harness.startedEngine()
         await engine.offer([try harness.envelope("a", version: 1)])
         await transport.waitForRequests(1)
         let newer = try harness.envelope("a", version: 2)
@@ -309,8 +290,7 @@ struct DeliveryEngineTests {
         let transport = ScriptedTransport()
         transport.script("a", [.status(503)])
         let harness = try EngineHarness(transport: transport)
-        let engine = harness.makeEngine()
-        try await engine.start()
+        let engine = try await harness.startedEngine()
         await engine.offer([try harness.envelope("a", version: 1)])
         await harness.clock.waitForSleeper(until: harness.clock.now + .seconds(2))
         await engine.offer([try harness.envelope("a", version: 2)])
@@ -324,8 +304,7 @@ struct DeliveryEngineTests {
 
     @Test func anOlderOrEqualSnapshotThanThePendingOneIsSuperseded() async throws {
         let harness = try EngineHarness(transport: ScriptedTransport(default: .status(503)))
-        let engine = harness.makeEngine()
-        try await engine.start()
+        let engine = try await harness.startedEngine()
         await engine.offer([try harness.envelope("a", version: 5)])
         await harness.clock.waitForSleeper(until: harness.clock.now + .seconds(2))
         await engine.offer([try harness.envelope("a", version: 4), try harness.envelope("a", version: 5)])
@@ -336,8 +315,7 @@ struct DeliveryEngineTests {
 
     @Test func aSnapshotNotNewerThanTheDeliveredOneIsNeverDelivered() async throws {
         let harness = try EngineHarness()
-        let engine = harness.makeEngine()
-        try await engine.start()
+        let engine = try await harness.startedEngine()
         await engine.offer([try harness.envelope("a", version: 7)])
         await harness.status.waitFor { $0.delivered == 1 }
         await engine.offer([try harness.envelope("a", version: 6), try harness.envelope("a", version: 7)])
@@ -365,8 +343,7 @@ struct DeliveryEngineTests {
         let transport = ScriptedTransport()
         transport.script("a", [.status(422)])
         let harness = try EngineHarness(transport: transport)
-        let engine = harness.makeEngine()
-        try await engine.start()
+        let engine = try await harness.startedEngine()
         await engine.offer([try harness.envelope("a", version: 1)])
         await harness.status.waitFor { $0.held == 1 }
         await engine.offer([try harness.envelope("a", version: 2)])
@@ -420,8 +397,7 @@ struct DeliveryEngineTests {
 
     @Test func stoppingDuringAnAttemptFinishesNothingUndelivered() async throws {
         let harness = try EngineHarness(transport: ScriptedTransport(default: .hang))
-        let engine = harness.makeEngine()
-        try await engine.start()
+        let engine = try await harness.startedEngine()
         let drop = try harness.envelope("a", version: 1)
         await engine.offer([drop])
         await harness.transport.waitForRequests(1)
@@ -437,8 +413,7 @@ struct DeliveryEngineTests {
         let transport = ScriptedTransport()
         transport.script("a", [.status(409)])
         let harness = try EngineHarness(transport: transport)
-        let engine = harness.makeEngine()
-        try await engine.start()
+        let engine = try await harness.startedEngine()
         await engine.offer([try harness.envelope("a", version: 1)])
         await harness.status.waitFor { $0.held == 1 }
         let result = await engine.perform(ControlRequest(.release, targets: ["a", "b"]))
@@ -452,8 +427,7 @@ struct DeliveryEngineTests {
         let transport = ScriptedTransport()
         transport.script("a", [.status(503)])
         let harness = try EngineHarness(transport: transport)
-        let engine = harness.makeEngine()
-        try await engine.start()
+        let engine = try await harness.startedEngine()
         await engine.offer([try harness.envelope("a", version: 1)])
         await harness.clock.waitForSleeper(until: harness.clock.now + .seconds(2))
         let result = await engine.perform(ControlRequest(.retry, all: true))
@@ -463,8 +437,7 @@ struct DeliveryEngineTests {
 
     @Test func theBackendCountsAsFailingAfterThreeFailuresInARowAndStatusSaysSince() async throws {
         let harness = try EngineHarness(transport: ScriptedTransport(default: .status(503)))
-        let engine = harness.makeEngine()
-        try await engine.start()
+        let engine = try await harness.startedEngine()
         let failingSince = harness.clock.wallMilliseconds
         await engine.offer([try harness.envelope("a", version: 1)])
         for delay in [2, 5] {
@@ -481,8 +454,7 @@ struct DeliveryEngineTests {
     @Test func whenTheBackendRecoversKeysWaitingForItAreDueAtOnce() async throws {
         let transport = ScriptedTransport(default: .status(503))
         let harness = try EngineHarness(transport: transport)
-        let engine = harness.makeEngine()
-        try await engine.start()
+        let engine = try await harness.startedEngine()
         await engine.offer(try (1...3).map { try harness.envelope("k\($0)", version: 1) })
         await transport.waitForRequests(3)
         await harness.status.waitFor { if case .failing = $0.backend { return true } else { return false } }
@@ -500,8 +472,7 @@ struct DeliveryEngineTests {
         let transport = ScriptedTransport()
         transport.script("bad", [.status(503), .status(503), .status(503)])
         let harness = try EngineHarness(transport: transport)
-        let engine = harness.makeEngine()
-        try await engine.start()
+        let engine = try await harness.startedEngine()
         await engine.offer([try harness.envelope("bad", version: 1), try harness.envelope("good1", version: 1)])
         await harness.status.waitFor { $0.delivered == 1 }
         await harness.clock.waitForSleeper(until: harness.clock.now + .seconds(2))

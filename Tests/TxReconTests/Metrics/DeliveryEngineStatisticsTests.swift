@@ -9,8 +9,7 @@ import TxReconTestSupport
 struct DeliveryEngineStatisticsTests {
     @Test func anAttemptIsTimedOnTheEngineClockFromLaunchToAnswer() async throws {
         let harness = try EngineHarness(transport: ScriptedTransport(default: .hang))
-        let engine = harness.makeEngine()
-        try await engine.start()
+        let engine = try await harness.startedEngine()
         await engine.offer([try harness.envelope("a", version: 1)])
         await harness.transport.waitForRequests(1)
         harness.clock.advance(by: .milliseconds(30))
@@ -25,8 +24,7 @@ struct DeliveryEngineStatisticsTests {
 
     @Test func failedAttemptsCountAsDeferredAndLengthenTheFailureStreak() async throws {
         let harness = try EngineHarness(transport: ScriptedTransport(default: .status(503)))
-        let engine = harness.makeEngine()
-        try await engine.start()
+        let engine = try await harness.startedEngine()
         await engine.offer([try harness.envelope("a", version: 1)])
         let first = await harness.status.waitFor { $0.statistics.deferred == 1 }
         #expect(first.statistics.consecutiveBackendFailures == 1)
@@ -41,8 +39,7 @@ struct DeliveryEngineStatisticsTests {
         let transport = ScriptedTransport()
         transport.script("a", [.status(503)])
         let harness = try EngineHarness(transport: transport)
-        let engine = harness.makeEngine()
-        try await engine.start()
+        let engine = try await harness.startedEngine()
         await engine.offer([try harness.envelope("a", version: 1)])
         await harness.status.waitFor { $0.statistics.consecutiveBackendFailures == 1 }
         await harness.clock.waitForSleeper(until: harness.clock.now + .seconds(2))
@@ -56,8 +53,7 @@ struct DeliveryEngineStatisticsTests {
         let transport = ScriptedTransport()
         transport.script("a", [.status(503), .status(422)])
         let harness = try EngineHarness(transport: transport)
-        let engine = harness.makeEngine()
-        try await engine.start()
+        let engine = try await harness.startedEngine()
         await engine.offer([try harness.envelope("a", version: 1)])
         await harness.status.waitFor { $0.statistics.consecutiveBackendFailures == 1 }
         await harness.clock.waitForSleeper(until: harness.clock.now + .seconds(2))
@@ -69,8 +65,7 @@ struct DeliveryEngineStatisticsTests {
 
     @Test func dropsIntakeRejectedAreCounted() async throws {
         let harness = try EngineHarness()
-        let engine = harness.makeEngine()
-        try await engine.start()
+        let engine = try await harness.startedEngine()
         await engine.noteRejected(count: 2)
         let status = await engine.currentStatus
         #expect(status.statistics.rejected == 2)
@@ -79,8 +74,7 @@ struct DeliveryEngineStatisticsTests {
 
     @Test func anEmptyQueueHasNoOldestArrival() async throws {
         let harness = try EngineHarness()
-        let engine = harness.makeEngine()
-        try await engine.start()
+        let engine = try await harness.startedEngine()
         #expect(await engine.currentStatus.oldestQueuedAt == nil)
     }
 
@@ -88,8 +82,7 @@ struct DeliveryEngineStatisticsTests {
         let transport = ScriptedTransport(default: .status(503))
         transport.script("a", [.hang])
         let harness = try EngineHarness(transport: transport)
-        let engine = harness.makeEngine()
-        try await engine.start()
+        let engine = try await harness.startedEngine()
         let first = try harness.envelope("a", version: 1)
         await engine.offer([first])
         await transport.waitForRequests(1)
