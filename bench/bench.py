@@ -46,6 +46,8 @@ Measurements (each on a fresh spool under a temporary directory):
     profile   opt-in (--only profile, make bench-profile): one drain of 1
               under `perf record -e cpu-clock --call-graph dwarf`, the
               report demangled into .build/bench/profile.txt.
+    profile-jws  opt-in (--only profile-jws): the same for the JWS drain of
+              1 under Mode=appstore.
 
 nginx comes from PATH, else Debian's package is fetched with apt-get
 download and unpacked under .build/bench/nginx (no root needed, and no
@@ -1111,7 +1113,20 @@ class Bench:
     # -- profile (opt-in) ---------------------------------------------------
 
     def profile_drain(self):
-        """One pre-filled drain run under `perf record` (which follows every
+        """One pre-filled drain run of envelopes under `perf record`."""
+        self.profile("envelopes", write_envelopes, verification=None)
+
+    def profile_drain_jws(self):
+        """The same for App Store JWS under Mode=appstore (test PKI)."""
+        from appstore_pki import TestPKI  # bench/appstore_pki.py
+        pki = TestPKI(os.path.join(self.work, "pki-profile"), self.tools)
+        pki.create()
+        self.profile("App Store JWS (Mode=appstore)", pki.fill,
+                     verification=["Mode=appstore", f"RootCertificateFile={pki.root_certificate}",
+                                   f"BundleID={pki.bundle_id}", f"Environment={pki.environment}"])
+
+    def profile(self, what, fill, verification):
+        """One pre-filled drain under `perf record` (which follows every
         thread the daemon starts; attaching with -p misses threads made
         later); writes perf's report, demangled, to --profile-output. Not a
         table row: the report is for reading."""
@@ -1120,13 +1135,13 @@ class Bench:
             self.notes.append("profile: perf is not installed (apt-get install linux-perf)")
             return
         count = self.args.items
-        daemon = Daemon(self, "profile", self.nginx.url(self.nginx.fast_port),
+        daemon = Daemon(self, "profile", self.nginx.url(self.nginx.fast_port), verification=verification,
                         wrapper=[perf, "record", "-q", "-e", "cpu-clock", "-F", "2999",
                                  "--call-graph", self.args.call_graph, "-o", os.path.join(self.work, "perf.data"),
                                  "--"])
         data = os.path.join(self.work, "perf.data")
         try:
-            write_envelopes(daemon.spool.path("new"), keys("p", count))
+            fill(daemon.spool.path("new"), keys("p", count))
             os.sync()
             start = daemon.start()
             end = daemon.wait_empty(self.drain_timeout(count))
@@ -1140,7 +1155,7 @@ class Bench:
             daemon.discard()
         log("profile: perf report")
         header = (f"perf record -e cpu-clock -F 2999 --call-graph {self.args.call_graph}: drain of {count} "
-                  f"envelopes in new/ at start, {count / (end - start):,.0f}/s under perf, "
+                  f"{what} in new/ at start, {count / (end - start):,.0f}/s under perf, "
                   f"{cpu / count * 1e6:.0f} µs CPU per item\n\n")
         sections = []
         for title, options in (("self time by symbol", ["--no-children", "--sort", "dso,symbol"]),
@@ -1277,7 +1292,7 @@ def rss_at_fraction(samples, count, fraction):
 
 MEASUREMENTS = ["drain", "dropped", "jws", "latency", "idle", "startup", "rss", "outage"]
 # Run only when asked for (--only profile, make bench-profile).
-OPT_IN = ["profile"]
+OPT_IN = ["profile", "profile-jws"]
 
 
 def parse_arguments():
@@ -1286,7 +1301,7 @@ def parse_arguments():
     parser.add_argument("--slow-runs", type=int, default=1, help="runs of the minute-long ones (default 1)")
     parser.add_argument("--only", default=",".join(MEASUREMENTS),
                         help="comma-separated subset of: " + ", ".join(MEASUREMENTS + OPT_IN)
-                        + " (profile: perf record of one drain; not run by default)")
+                        + " (profile, profile-jws: perf record of one drain; not run by default)")
     parser.add_argument("--items", type=int, default=20000, help="items per drain (default 20000)")
     parser.add_argument("--connections", type=int, default=4,
                         help="MaxConcurrentDeliveries= and curlclient threads (default 4, the daemon's default)")
@@ -1335,7 +1350,7 @@ def main():
         steps = {"drain": bench.measure_drain_and_limit, "dropped": bench.measure_dropped,
                  "jws": bench.measure_drain_jws, "latency": bench.measure_latency, "idle": bench.measure_idle,
                  "startup": bench.measure_startup, "rss": bench.measure_long_drain, "outage": bench.measure_outage,
-                 "profile": bench.profile_drain}
+                 "profile": bench.profile_drain, "profile-jws": bench.profile_drain_jws}
         for name in MEASUREMENTS + OPT_IN:
             if name in args.only:
                 steps[name]()

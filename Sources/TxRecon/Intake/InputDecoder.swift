@@ -25,6 +25,13 @@ struct InputDecoder: Sendable {
     /// Decodes the whole content of one spool file; trailing spaces, tabs,
     /// CRs and LFs are ignored.
     func decode(_ bytes: some Collection<UInt8>) throws(Rejection) -> DecodedInput {
+        var parsed = ParsedSignedStrings()
+        return try decode(bytes, parsed: &parsed)
+    }
+
+    /// Decodes like `decode(_:)` and records in `parsed` the JWS parsed for
+    /// an item's signed strings, for the verifier.
+    func decode(_ bytes: some Collection<UInt8>, parsed: inout ParsedSignedStrings) throws(Rejection) -> DecodedInput {
         let input = Array(bytes)
         var end = input.count
         while end > 0, InputDecoder.isWhitespace(input[end - 1]) { end -= 1 }
@@ -39,12 +46,12 @@ struct InputDecoder: Sendable {
         switch first {
         case UInt8(ascii: "{"), UInt8(ascii: "["), UInt8(ascii: "\""), UInt8(ascii: "-"),
              UInt8(ascii: "0")...UInt8(ascii: "9"):
-            return try decodeJSON(input)
+            return try decodeJSON(input, parsed: &parsed)
         default:
             let hasSeparator = input.withUnsafeBufferPointer { buffer in
                 buffer.baseAddress.map { memchr($0, Int32(UInt8(ascii: ".")), end) != nil } ?? false
             }
-            if hasSeparator { return try decodeBareJWS(input[..<end]) }
+            if hasSeparator { return try decodeBareJWS(input[..<end], parsed: &parsed) }
             // `true`, `null`: JSON, but no format; anything else: neither.
             guard let value = try? JSONValue.parse(input) else {
                 throw Rejection(.notJSON, "the file is neither a compact JWS (format 1: three base64url "
@@ -56,7 +63,8 @@ struct InputDecoder: Sendable {
 
     // MARK: - Format 1: a bare compact JWS
 
-    private func decodeBareJWS(_ bytes: ArraySlice<UInt8>) throws(Rejection) -> DecodedInput {
+    private func decodeBareJWS(_ bytes: ArraySlice<UInt8>,
+                               parsed: inout ParsedSignedStrings) throws(Rejection) -> DecodedInput {
         let jws = try InputDecoder.parseJWS(bytes, subject: "the file, read as a compact JWS (format 1),")
         // The parse proved the bytes are base64url and dots: ASCII.
         let text = String(decoding: bytes, as: UTF8.self)
@@ -65,12 +73,13 @@ struct InputDecoder: Sendable {
             let transaction = try TransactionPayload(payload, subject: "the transaction in the file (format 1)")
             var fields = ItemFields()
             transaction.fill(&fields)
+            parsed.record(jws, name: "signedTransactionInfo", text: text)
             return .item(Item(key: transaction.transactionId, version: transaction.version(), kind: .transaction,
                               fields: fields, signedStrings: [("signedTransactionInfo", text)]))
         }
         if payload["notificationType"] != nil {
             // Notifications are often stored as the bare signedPayload: take it as format 2.
-            return .item(try notificationItem(jws, signedPayload: text, origin: "the file (format 1)"))
+            return .item(try notificationItem(jws, signedPayload: text, origin: "the file (format 1)", parsed: &parsed))
         }
         if payload["autoRenewStatus"] != nil || payload["autoRenewProductId"] != nil {
             throw Rejection(.unsupportedContent, "the file is a signed renewal info alone, which has no transactionId "
@@ -87,7 +96,7 @@ struct InputDecoder: Sendable {
 
     // MARK: - Formats 2 to 5: JSON objects
 
-    private func decodeJSON(_ input: [UInt8]) throws(Rejection) -> DecodedInput {
+    private func decodeJSON(_ input: [UInt8], parsed: inout ParsedSignedStrings) throws(Rejection) -> DecodedInput {
         let value: JSONValue
         do {
             value = try JSONValue.parse(input)
@@ -95,8 +104,8 @@ struct InputDecoder: Sendable {
             throw Rejection(.notJSON, "the file starts like JSON (formats 2 to 5) but is not valid JSON: \(error)")
         }
         guard case .object = value else { throw InputDecoder.notAnObject(value) }
-        if value["signedPayload"] != nil { return .item(try decodeNotificationBody(value)) }
-        if value["signedTransactionInfo"] != nil { return .item(try decodeTransactionUpload(value)) }
+        if value["signedPayload"] != nil { return .item(try decodeNotificationBody(value, parsed: &parsed)) }
+        if value["signedTransactionInfo"] != nil { return .item(try decodeTransactionUpload(value, parsed: &parsed)) }
         if value["signedTransactions"] != nil { return try decodeHistoryPage(value) }
         if value["id"] != nil || value["version"] != nil || value["payload"] != nil {
             return .item(try decodeEnvelope(value))
@@ -110,17 +119,17 @@ struct InputDecoder: Sendable {
     }
 
     /// Format 2: `{"signedPayload": "<JWS>"}`, an App Store Server Notifications V2 body.
-    private func decodeNotificationBody(_ value: JSONValue) throws(Rejection) -> Item {
+    private func decodeNotificationBody(_ value: JSONValue, parsed: inout ParsedSignedStrings) throws(Rejection) -> Item {
         let format = "an App Store Server Notification body (format 2)"
         try InputDecoder.refuseOtherMembers(of: value, allowed: ["signedPayload"], format: format)
         let reader = PayloadReader(object: value, subject: format)
         let text = try reader.requireString("signedPayload")
         let jws = try InputDecoder.parseJWS(text, subject: "signedPayload (format 2)")
-        return try notificationItem(jws, signedPayload: text, origin: "signedPayload (format 2)")
+        return try notificationItem(jws, signedPayload: text, origin: "signedPayload (format 2)", parsed: &parsed)
     }
 
     /// Format 3: `{"signedTransactionInfo": "<JWS>", "signedRenewalInfo": "<JWS>"?}`.
-    private func decodeTransactionUpload(_ value: JSONValue) throws(Rejection) -> Item {
+    private func decodeTransactionUpload(_ value: JSONValue, parsed: inout ParsedSignedStrings) throws(Rejection) -> Item {
         let format = "a signed transaction upload (format 3)"
         try InputDecoder.refuseOtherMembers(of: value, allowed: ["signedTransactionInfo", "signedRenewalInfo"],
                                             format: format)
@@ -129,9 +138,11 @@ struct InputDecoder: Sendable {
         let transactionJWS = try InputDecoder.parseJWS(transactionText, subject: "signedTransactionInfo (format 3)")
         let transaction = try TransactionPayload(transactionJWS.payload,
                                                  subject: "the transaction in signedTransactionInfo (format 3)")
+        parsed.record(transactionJWS, name: "signedTransactionInfo", text: transactionText)
         if let renewalText = try reader.string("signedRenewalInfo") {
             let renewal = try InputDecoder.parseJWS(renewalText, subject: "signedRenewalInfo (format 3)")
             try InputDecoder.checkRenewal(renewal.payload, belongsTo: transaction)
+            parsed.record(renewal, name: "signedRenewalInfo", text: renewalText)
         }
         var fields = ItemFields()
         transaction.fill(&fields)
@@ -195,15 +206,18 @@ struct InputDecoder: Sendable {
     /// included, are the transaction's); without one, by its own
     /// notificationUUID and signedDate. `origin` names where its signedPayload
     /// came from.
-    private func notificationItem(_ jws: CompactJWS, signedPayload: String, origin: String) throws(Rejection) -> Item {
+    private func notificationItem(_ jws: CompactJWS, signedPayload: String, origin: String,
+                                  parsed: inout ParsedSignedStrings) throws(Rejection) -> Item {
         let subject = "the notification in \(origin)"
         let notification = try NotificationPayload(jws.payload, subject: subject)
+        parsed.record(jws, name: "signedPayload", text: signedPayload)
         var transaction: TransactionPayload?
         for (name, text) in notification.nestedSignedStrings {
             let nested = try InputDecoder.parseJWS(text, subject: "data.\(name) of \(origin)")
             if name == "signedTransactionInfo" {
                 transaction = try TransactionPayload(nested.payload, subject: "the transaction in data.\(name) of \(origin)")
             }
+            parsed.record(nested, name: name, text: text)
         }
         var fields = ItemFields()
         let key: ItemKey

@@ -238,8 +238,7 @@ final class Intake: Sendable {
             }
             let decoded: DecodedInput
             do {
-                decoded = try decoder.decode(bytes)
-                if case let .item(item) = decoded { try verifier?.verify(item) }
+                decoded = try decoder.decode(bytes, verifyingWith: verifier)
             } catch {
                 // Found by a scan and written moments ago, it may be a file
                 // still being written in place: look again once it has

@@ -48,12 +48,17 @@ final class SignedDataVerifier {
     /// Chains currently cached (internal for testing).
     var cachedChainCount: Int { cache.count }
 
-    /// Verifies every signed string of `item`, outer before nested.
-    func verify(_ item: Item) throws(Rejection) {
+    /// Verifies every signed string of `item`, outer before nested, using
+    /// the decoder's parse of each where `parsed` holds it.
+    func verify(_ item: Item, parsed: ParsedSignedStrings = ParsedSignedStrings()) throws(Rejection) {
         for (name, text) in item.signedStrings {
             guard let kind = SignedDataKind(signedStringName: name) else { continue }
             let subject = item.kind == .notification && kind != .notification ? "data.\(name) of signedPayload" : name
-            try verify(text, as: kind, subject: subject)
+            if let jws = parsed.jws(named: name, text: text) {
+                try verify(jws, as: kind, subject: subject)
+            } else {
+                try verify(text, as: kind, subject: subject)
+            }
         }
     }
 
@@ -65,6 +70,10 @@ final class SignedDataVerifier {
         } catch {
             throw Rejection(error.code, "\(subject) \(error)")
         }
+        try verify(jws, as: kind, subject: subject)
+    }
+
+    private func verify(_ jws: CompactJWS, as kind: SignedDataKind, subject: String) throws(Rejection) {
         let reader = PayloadReader(object: jws.payload, subject: "the payload of \(subject)")
         if let validator {
             // Apple's payloads all carry signedDate; without it there is no

@@ -1,6 +1,7 @@
 // Policies, verifiers and the intake verdict shared by the verification
 // tests (they need internal types, so they live in this target rather than
 // in TxReconTestSupport).
+import Testing
 import TxReconTestSupport
 @testable import TxRecon
 
@@ -23,18 +24,34 @@ enum VerificationFixtures {
     }
 }
 
-/// What intake makes of one file: decoded (envelopes refused), then verified.
-/// nil when it would be queued; the rejection otherwise.
-func intakeVerdict(_ bytes: [UInt8], _ verifier: SignedDataVerifier) -> Rejection? {
+/// What intake makes of one file: decoded (envelopes refused), then verified
+/// on the decoder's parses. nil when it would be queued; the rejection
+/// otherwise. Records an issue unless the verifier, parsing every JWS itself,
+/// comes to the same verdict: the parse handed over must change nothing.
+func intakeVerdict(_ bytes: [UInt8], _ verifier: SignedDataVerifier,
+                   sourceLocation: SourceLocation = #_sourceLocation) -> Rejection? {
+    let decoder = InputDecoder(acceptEnvelopes: false)
+    let verdict: Rejection?
     do {
-        if case let .item(item) = try InputDecoder(acceptEnvelopes: false).decode(bytes) { try verifier.verify(item) }
-        return nil
+        _ = try decoder.decode(bytes, verifyingWith: verifier)
+        verdict = nil
     } catch {
-        return error
+        verdict = error
     }
+    let ownParse: Rejection?
+    do {
+        if case let .item(item) = try decoder.decode(bytes) { try verifier.verify(item) }
+        ownParse = nil
+    } catch {
+        ownParse = error
+    }
+    #expect(verdict == ownParse, "verdict on the decoder's parses differs from the verifier's own",
+            sourceLocation: sourceLocation)
+    return verdict
 }
 
 /// The verdict on a compact JWS dropped as it is (format 1).
-func intakeVerdict(_ compact: String, _ verifier: SignedDataVerifier) -> Rejection? {
-    intakeVerdict(Array(compact.utf8), verifier)
+func intakeVerdict(_ compact: String, _ verifier: SignedDataVerifier,
+                   sourceLocation: SourceLocation = #_sourceLocation) -> Rejection? {
+    intakeVerdict(Array(compact.utf8), verifier, sourceLocation: sourceLocation)
 }

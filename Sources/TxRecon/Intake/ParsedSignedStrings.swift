@@ -1,0 +1,37 @@
+// ParsedSignedStrings: the compact JWS the decoder parsed for one item, so
+// that the verifier checks those parses instead of parsing every JWS again.
+//
+// A parse is several kilobytes (the header's three certificates, the signing
+// input), so it lives only from decode to verify and never in the `Item`
+// that waits for delivery. Each parse is recorded under the name the item
+// gives its signed string and with the exact text it came from; a look-up
+// with any other text finds nothing, and the verifier then parses that text
+// itself.
+
+/// The JWS parsed while decoding one item, by signed-string name.
+struct ParsedSignedStrings {
+    /// At most three: a notification's signedPayload and its two nested JWS.
+    private var parses: [(name: String, text: String, jws: CompactJWS)] = []
+
+    init() {}
+
+    mutating func record(_ jws: CompactJWS, name: String, text: String) {
+        parses.append((name, text, jws))
+    }
+
+    /// The parse of `text` recorded under `name`, if `text` is what was parsed.
+    func jws(named name: String, text: String) -> CompactJWS? {
+        parses.first { $0.name == name && $0.text == text }?.jws
+    }
+}
+
+extension InputDecoder {
+    /// Intake's step for one file: decode it, then verify an item's signed
+    /// strings with `verifier` (none in Mode=none), each JWS parsed once.
+    func decode(_ bytes: [UInt8], verifyingWith verifier: SignedDataVerifier?) throws(Rejection) -> DecodedInput {
+        var parsed = ParsedSignedStrings()
+        let decoded = try decode(bytes, parsed: &parsed)
+        if case let .item(item) = decoded { try verifier?.verify(item, parsed: parsed) }
+        return decoded
+    }
+}
