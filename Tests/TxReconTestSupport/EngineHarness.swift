@@ -37,6 +37,21 @@ public final class EngineHarness: Sendable {
 
     /// A new engine over this harness's spool (call again to simulate a restart).
     public func makeEngine() -> DeliveryEngine {
+        makeEngine(buildDoneIndex: DoneIndex.build(from:))
+    }
+
+    /// A new engine whose index of done/ lists done/ when the engine asks
+    /// for it but arrives only once `gate` opens: what a slow listing of a
+    /// large done/ looks like to the engine.
+    public func makeEngine(doneIndexArrivesAfter gate: Gate) -> DeliveryEngine {
+        makeEngine(buildDoneIndex: { spool in
+            let listed = DoneIndex.listing(spool)
+            await gate.wait()
+            return listed
+        })
+    }
+
+    private func makeEngine(buildDoneIndex: @escaping DoneIndexBuilder) -> DeliveryEngine {
         let builder = RequestBuilder(softwareVersion: "test", secrets: BackendSecrets())
         let status = self.status
         return DeliveryEngine(
@@ -44,7 +59,8 @@ public final class EngineHarness: Sendable {
             prepare: { item, attempt, receivedAt, now in
                 builder.request(for: item, attempt: attempt, receivedAt: receivedAt, signedAt: now / 1000)
             },
-            clock: clock, log: log, executor: EngineHarness.executor, publish: { status.record($0) })
+            clock: clock, log: log, executor: EngineHarness.executor, buildDoneIndex: buildDoneIndex,
+            publish: { status.record($0) })
     }
 
     /// A new engine, started: restored from the spool and delivering.

@@ -237,6 +237,7 @@ struct DeliveryEngineTests {
         let harness = try EngineHarness()
         let engine = try await harness.startedEngine()
         #expect(harness.clock.sleeperDeadlines.isEmpty)
+        await engine.stop()
     }
 
     // MARK: Concurrency

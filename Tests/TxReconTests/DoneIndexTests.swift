@@ -41,4 +41,46 @@ struct DoneIndexTests {
         #expect(index.mayContain(delivered))
         #expect(!index.mayContain(supersededOnly))
     }
+
+    // MARK: - The engine's index, built off its thread
+
+    @Test func theEngineStartsWithoutWaitingForTheListingAndReadsDoneMeanwhile() async throws {
+        let harness = try EngineHarness()
+        let first = try await harness.startedEngine()
+        await first.offer([try harness.envelope("a", version: 7)])
+        await harness.status.waitFor { $0.delivered == 1 }
+        await first.stop()
+
+        let gate = Gate()
+        let second = harness.makeEngine(doneIndexArrivesAfter: gate)
+        try await second.start()
+        #expect(await !second.hasDoneIndex)
+        await second.offer([try harness.envelope("a", version: 7)])
+        let status = await harness.status.waitFor { $0.superseded == 1 || $0.delivered == 2 }
+        #expect(status.superseded == 1, "done/a read while the index is still being built")
+        #expect(harness.transport.requests.count == 1)
+        await gate.open()
+        await second.waitForDoneIndex()
+        #expect(await second.hasDoneIndex)
+    }
+
+    @Test func aKeyDeliveredWhileDoneIsListedIsInTheIndexThatArrives() async throws {
+        let harness = try EngineHarness()
+        let gate = Gate()
+        // The listing happens at start, while done/ is still empty: it
+        // misses a, delivered before the index arrives.
+        let engine = harness.makeEngine(doneIndexArrivesAfter: gate)
+        try await engine.start()
+        await engine.offer([try harness.envelope("a", version: 7)])
+        await harness.status.waitFor { $0.delivered == 1 }
+        await gate.open()
+        await engine.waitForDoneIndex()
+        #expect(await engine.hasDoneIndex)
+
+        await engine.offer([try harness.envelope("a", version: 7)])
+        let status = await harness.status.waitFor { $0.superseded == 1 || $0.delivered == 2 }
+        #expect(status.superseded == 1, "the index that arrived knows a, so done/a was read")
+        #expect(harness.transport.requests.count == 1)
+        await engine.stop()
+    }
 }

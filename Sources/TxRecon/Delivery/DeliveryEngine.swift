@@ -163,9 +163,16 @@ actor DeliveryEngine {
     private var entries: [ItemKey: Entry] = [:]
     private var held = Set<ItemKey>()
     /// The keys done/ may hold a delivered snapshot of; nil when done/
-    /// keeps nothing or could not be listed (then done/KEY is always read).
+    /// keeps nothing, could not be listed or is still being listed (then
+    /// done/KEY is always read).
     private var doneIndex: DoneIndex?
     private var deliveredSinceIndexBuilt = 0
+    private let buildDoneIndex: DoneIndexBuilder
+    /// The build of a new index while one runs.
+    private var indexing: Task<Void, Never>?
+    /// Keys delivered while `indexing` runs: its listing may have missed
+    /// them, so they are added to the new index when it arrives.
+    private var deliveredWhileIndexing: [ItemKey] = []
     private var ready = DeadlineQueue()
     private var arrivals = ArrivalOrder()
     private var active = 0
@@ -184,8 +191,10 @@ actor DeliveryEngine {
 
     init(spool: Spool, settings: Settings, transport: any Transport, prepare: @escaping RequestPreparer,
          clock: any EngineClock, log: any LogSink, executor: ThreadExecutor,
+         buildDoneIndex: @escaping DoneIndexBuilder = DoneIndex.build(from:),
          publish: @escaping @Sendable (EngineStatus) -> Void) {
         self.executor = executor
+        self.buildDoneIndex = buildDoneIndex
         self.spool = spool
         self.settings = settings
         self.transport = transport
@@ -465,26 +474,48 @@ actor DeliveryEngine {
         events.superseded(drop.item.key, kind: drop.item.kind, version: drop.item.version, by: newer, file: drop.name)
     }
 
-    /// Builds the index of done/ afresh from its names.
+    /// Has a new index of done/ built from its names, off this thread; the
+    /// current one (if any) serves until the new one arrives.
     private func rebuildDoneIndex() {
-        guard spool.keepsDone else { return }
-        // A new one, not the old one cleared: its pages stay out of RSS until used.
-        let index = DoneIndex()
-        deliveredSinceIndexBuilt = 0
-        do {
-            try spool.indexDelivered(into: index)
-            doneIndex = index
-        } catch {
-            doneIndex = nil
-            log.write(LogEntry(.warning, "cannot list done/: \(error); every new snapshot is checked against "
-                               + "done/ by reading it, which is slower"))
+        guard spool.keepsDone, indexing == nil else { return }
+        deliveredWhileIndexing = []
+        let (spool, build) = (self.spool, buildDoneIndex)
+        indexing = Task(executorPreference: executor) {
+            let built = await build(spool)
+            await self.adopt(built)
         }
     }
 
+    private func adopt(_ built: sending Result<DoneIndex, SpoolError>) {
+        indexing = nil
+        let missed = deliveredWhileIndexing
+        deliveredWhileIndexing = []
+        switch built {
+        case let .success(index):
+            for key in missed { index.add(key) }
+            doneIndex = index
+            deliveredSinceIndexBuilt = missed.count
+        case let .failure(error):
+            // An older index still never says "no" wrongly: keep it.
+            log.write(LogEntry(.warning, "cannot list done/: \(error); every new snapshot "
+                               + (doneIndex == nil ? "is" : "not in the older index is")
+                               + " checked against done/ by reading it, which is slower"))
+        }
+    }
+
+    /// Waits until a build of the index that is running has arrived (tests).
+    func waitForDoneIndex() async {
+        await indexing?.value
+    }
+
+    /// Whether fresh drops are checked against an index of done/ (tests).
+    var hasDoneIndex: Bool { doneIndex != nil }
+
     /// done/KEY now holds a delivered snapshot. After `DoneIndex.capacity`
-    /// additions the index is rebuilt from done/ (one listing, on this
-    /// thread), which forgets what DoneReaper removed meanwhile.
+    /// additions the index is rebuilt from done/, which forgets what
+    /// DoneReaper removed meanwhile.
     private func noteDelivered(_ key: ItemKey) {
+        if indexing != nil { deliveredWhileIndexing.append(key) }
         guard let doneIndex else { return }
         doneIndex.add(key)
         deliveredSinceIndexBuilt += 1

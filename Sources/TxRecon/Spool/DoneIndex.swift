@@ -5,11 +5,17 @@
 //
 // A Bloom filter of fixed size (1 MiB): it may answer "maybe" for a key never
 // delivered (done/KEY is then read, and found missing, as before), never "no"
-// for one that was. Built at start from done/'s names; the engine adds every
-// key it delivers. Removals by DoneReaper are not taken out, they only make
-// "maybe" likelier: after `capacity` deliveries the engine rebuilds it from
-// done/. Used by the engine only (not Sendable).
+// for one that was. Built from done/'s names on a thread of its own (a
+// listing of a million names takes about a second, which neither start-up
+// nor the engine should wait for); the engine adds every key it delivers.
+// Removals by DoneReaper are not taken out, they only make "maybe" likelier:
+// after `capacity` deliveries the engine has it rebuilt from done/. Used by
+// the engine only once built (not Sendable: it moves, it is never shared).
 import Glibc
+
+/// Builds an index of a spool's done/ away from the caller's thread.
+/// Replaceable so that tests decide when the index arrives.
+typealias DoneIndexBuilder = @Sendable (Spool) async -> sending Result<DoneIndex, SpoolError>
 
 final class DoneIndex {
     private static let wordCount = (1 << 23) / 64
@@ -31,6 +37,29 @@ final class DoneIndex {
     }
 
     deinit { munmap(words, DoneIndex.byteCount) }
+
+    /// Lists `spool`'s done/ into a new index on a thread of its own
+    /// (txrecon-index); on the caller's thread if no thread can be started.
+    static func build(from spool: Spool) async -> sending Result<DoneIndex, SpoolError> {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Result<DoneIndex, SpoolError>, Never>) in
+            do throws(ThreadStartError) {
+                try DedicatedThread.start(name: "txrecon-index") { continuation.resume(returning: listing(spool)) }
+            } catch {
+                continuation.resume(returning: listing(spool))
+            }
+        }
+    }
+
+    /// A new index of the keys in `spool`'s done/ now, on this thread.
+    static func listing(_ spool: Spool) -> Result<DoneIndex, SpoolError> {
+        let index = DoneIndex()
+        do {
+            try spool.indexDelivered(into: index)
+            return .success(index)
+        } catch {
+            return .failure(error)
+        }
+    }
 
     func add(_ key: ItemKey) {
         var name = key.fileName
