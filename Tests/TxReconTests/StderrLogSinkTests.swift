@@ -5,27 +5,36 @@ import Testing
 import TxReconTestSupport
 
 @Suite struct StderrLogSinkTests {
+    private func line(_ entry: LogEntry) -> String {
+        String(decoding: StderrLogSink.line(for: entry), as: UTF8.self)
+    }
+
     @Test func lineIsThePriorityWordAndTheMessage() {
         let entry = LogEntry(.warning, "item 2000000123 held (HTTP 409)")
-        #expect(StderrLogSink.line(for: entry) == "warning: item 2000000123 held (HTTP 409)\n")
+        #expect(line(entry) == "warning: item 2000000123 held (HTTP 409)\n")
     }
 
     @Test func fieldsFollowTheMessageAsNameValuePairsInOrder() {
         let entry = LogEntry(.info, "delivered", messageID: MessageID.delivered,
                              fields: [("TXRECON_ID", "2000000123"), ("TXRECON_ATTEMPT", "3")])
-        #expect(StderrLogSink.line(for: entry) == "info: delivered TXRECON_ID=2000000123 TXRECON_ATTEMPT=3\n")
+        #expect(line(entry) == "info: delivered TXRECON_ID=2000000123 TXRECON_ATTEMPT=3\n")
     }
 
     @Test func fieldValuesWithBlanksQuotesOrBackslashesAreQuotedAndEscaped() {
         let entry = LogEntry(.error, "rejected",
                              fields: [("TXRECON_REASON", #"not "JSON" at a\b"#), ("TXRECON_EMPTY", "")])
-        #expect(StderrLogSink.line(for: entry)
+        #expect(line(entry)
             == #"error: rejected TXRECON_REASON="not \"JSON\" at a\\b" TXRECON_EMPTY="""# + "\n")
     }
 
     @Test func controlCharactersAreEscapedSoAnEntryStaysOneLine() {
         let entry = LogEntry(.notice, "first\nsecond\u{1B}", fields: [("TXRECON_BODY", "a\r\nb\tc")])
-        #expect(StderrLogSink.line(for: entry) == #"notice: first\nsecond\x1b TXRECON_BODY="a\r\nb\tc""# + "\n")
+        #expect(line(entry) == #"notice: first\nsecond\x1b TXRECON_BODY="a\r\nb\tc""# + "\n")
+    }
+
+    @Test func textBeyondASCIIPassesUnchangedAndDELIsEscaped() {
+        let entry = LogEntry(.info, "Überweisung für 東京", fields: [("TXRECON_REASON", "naïve\u{7F}"), ("TXRECON_NAME", "ß")])
+        #expect(line(entry) == #"info: Überweisung für 東京 TXRECON_REASON="naïve\x7f" TXRECON_NAME=ß"# + "\n")
     }
 
     @Test func everyPriorityHasItsSyslogWord() {
