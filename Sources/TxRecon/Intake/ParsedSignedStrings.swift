@@ -24,14 +24,3 @@ struct ParsedSignedStrings {
         parses.first { $0.name == name && $0.text == text }?.jws
     }
 }
-
-extension InputDecoder {
-    /// Intake's step for one file: decode it, then verify an item's signed
-    /// strings with `verifier` (none in Mode=none), each JWS parsed once.
-    func decode(_ bytes: [UInt8], verifyingWith verifier: SignedDataVerifier?) throws(Rejection) -> DecodedInput {
-        var parsed = ParsedSignedStrings()
-        let decoded = try decode(bytes, parsed: &parsed)
-        if case let .item(item) = decoded { try verifier?.verify(item, parsed: parsed) }
-        return decoded
-    }
-}

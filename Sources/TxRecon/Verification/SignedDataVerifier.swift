@@ -164,6 +164,17 @@ final class SignedDataVerifier {
     }
 }
 
+extension InputDecoder {
+    /// Intake's step for one file: decode it, then verify an item's signed
+    /// strings with `verifier` (none in Mode=none), each JWS parsed once.
+    func decode(_ bytes: [UInt8], verifyingWith verifier: SignedDataVerifier?) throws(Rejection) -> DecodedInput {
+        var parsed = ParsedSignedStrings()
+        let decoded = try decode(bytes, parsed: &parsed)
+        if case let .item(item) = decoded { try verifier?.verify(item, parsed: parsed) }
+        return decoded
+    }
+}
+
 /// The members of a payload that name its app and environment. A
 /// notification names them in `data`, else `summary`, else
 /// `externalPurchaseToken`, whose environment Apple derives from the
