@@ -55,8 +55,12 @@ enum Format {
             lines.append("content:    cannot be decoded")
         }
         if let state = report.state {
-            lines.append("attempts:   \(state.attempts) failed")
-            if let next = state.nextAttemptAt { lines.append("next:       \(WallTime.rfc3339(next))") }
+            if report.location == .done {
+                lines.append("attempts:   \(state.attempts) failed before it was delivered")
+            } else {
+                lines.append("attempts:   \(state.attempts) failed")
+                if let next = state.nextAttemptAt { lines.append("next:       \(WallTime.rfc3339(next))") }
+            }
             if let error = state.lastError { lines.append("last error: \(error)") }
         }
         if let reason = report.reason {

@@ -233,6 +233,24 @@ struct DeliveryEngineTests {
         #expect(harness.clock.sleeperDeadlines.isEmpty)
     }
 
+    @Test func aLaterDeliveryOfAKeyThatNeverFailedLeavesNoEarlierFailureRecordInDone() async throws {
+        let transport = ScriptedTransport()
+        transport.script("a", [.status(503)])
+        let harness = try EngineHarness(transport: transport)
+        let engine = try await harness.startedEngine()
+        await engine.waitForDoneIndex()
+        await engine.offer([try harness.envelope("a", version: 1)])
+        await harness.clock.waitForSleeper(until: harness.clock.now + .seconds(2))
+        harness.clock.advance(by: .seconds(2))
+        await harness.status.waitFor { $0.delivered == 1 }
+        #expect(harness.names(in: "done") == ["a", "a.state"], "version 1 failed once, then was delivered")
+
+        await engine.offer([try harness.envelope("a", version: 2)])
+        await harness.status.waitFor { $0.delivered == 2 }
+        #expect(harness.names(in: "done") == ["a"], "version 2 went at once: no record of version 1's failure beside it")
+        await engine.stop()
+    }
+
     @Test func anIdleEngineArmsNoTimer() async throws {
         let harness = try EngineHarness()
         let engine = try await harness.startedEngine()

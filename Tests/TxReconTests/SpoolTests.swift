@@ -131,6 +131,24 @@ import TxReconTestSupport
         #expect(try SpoolInspector(layout: layout).list(.done).map(\.name).sorted() == ["a", "b"])
     }
 
+    @Test func aDeliveryThatFollowsAnEarlierOneNeverKeepsTheEarlierFailureRecord() throws {
+        let spool = try makeSpool()
+        _ = directory.write("version 1", to: "spool/done/a")
+        _ = directory.write(#"{"attempts":2}"#, to: "spool/done/a.state")
+        _ = directory.write("version 2", to: "spool/queue/a")
+        try spool.finish(ItemKey("a")!, hasState: false, followsDelivery: true)
+        #expect(names("done") == ["a"])
+        #expect(try SpoolInspector(layout: layout).show(ItemKey("a")!)?.state == nil)
+
+        _ = directory.write(#"{"attempts":3,"lastError":"HTTP 503"}"#, to: "spool/queue/a.state")
+        _ = directory.write("version 3", to: "spool/queue/a")
+        try spool.finish(ItemKey("a")!, hasState: true, followsDelivery: true)
+        #expect(names("done") == ["a", "a.state"])
+        let report = try #require(try SpoolInspector(layout: layout).show(ItemKey("a")!))
+        #expect(report.location == .done)
+        #expect(report.state?.attempts == 3, "show reports the failures before the delivery in done/")
+    }
+
     @Test func holdingAndReleasingMoveTheItemAndItsReason() throws {
         let spool = try makeSpool()
         _ = directory.write("item", to: "spool/queue/a")

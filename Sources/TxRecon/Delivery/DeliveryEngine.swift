@@ -560,8 +560,11 @@ actor DeliveryEngine {
             if entry.inbox == nil { entry.forgetItem() }
             entries[first.key] = entry
             active += 1
+            // An earlier delivery of the key may have left its failure
+            // record in done/; the index says when it cannot have.
+            let follows = spool.keepsDone && (doneIndex?.mayContain(first.key) ?? true)
             launch(first.key, attempt: entry.state.attempts + 1, receivedAt: entry.receivedAt, cached: cached,
-                   hasStateFile: entry.hasStateFile, inbox: entry.inbox)
+                   hasStateFile: entry.hasStateFile, followsDelivery: follows, inbox: entry.inbox)
         }
         armTimer()
     }
@@ -630,7 +633,7 @@ actor DeliveryEngine {
     /// nothing else touches its file, and no blocking call runs on the actor
     /// or the cooperative pool. Then reports back to the actor.
     private func launch(_ key: ItemKey, attempt: Int, receivedAt: Int64, cached: Item?, hasStateFile: Bool,
-                        inbox: String?) {
+                        followsDelivery: Bool, inbox: String?) {
         let spool = self.spool, decoder = self.decoder, transport = self.transport, prepare = self.prepare
         let limit = settings.maxFileSize, now = clock.wallMilliseconds, started = clock.now, clock = self.clock
         Task(executorPreference: executor) {
@@ -644,7 +647,8 @@ actor DeliveryEngine {
                 var settlement = Settlement(outcome: Outcome(result, now: Double(wall) / 1000))
                 do throws(SpoolError) {
                     switch settlement.outcome {
-                    case .delivered: try spool.finish(key, hasState: hasStateFile, inbox: inbox)
+                    case .delivered:
+                        try spool.finish(key, hasState: hasStateFile, followsDelivery: followsDelivery, inbox: inbox)
                     case let .hold(reason, _):
                         try spool.hold(key, reason: reason, at: wall, attempts: attempt, hasState: hasStateFile,
                                        inbox: inbox)

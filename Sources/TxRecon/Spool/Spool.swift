@@ -262,10 +262,15 @@ final class Spool: Sendable {
     /// (taken away by hand).
     /// `hasState`: whether KEY.state may exist (an attempt failed); the
     /// first-try path then costs one rename or unlink and no lookup more.
-    func finish(_ key: ItemKey, hasState: Bool = true, inbox: String? = nil) throws(SpoolError) {
+    /// `followsDelivery`: whether done/ may hold an earlier delivery of KEY,
+    /// whose failure record done/KEY.state is removed first, so that the
+    /// record beside done/KEY is always this delivery's (or none).
+    func finish(_ key: ItemKey, hasState: Bool = true, followsDelivery: Bool = true,
+                inbox: String? = nil) throws(SpoolError) {
         let source = inbox.map { layout.new + "/" + $0 } ?? path(.queue, key)
         do {
             if keepsDone {
+                if followsDelivery { try SystemCall.unlinkIfPresent(path(.done, key) + ".state") }
                 try SystemCall.rename(source, path(.done, key))
             } else {
                 try SystemCall.unlinkIfPresent(source)

@@ -41,7 +41,7 @@ public struct SpoolInspector: Sendable {
             var row = Row(name: name, modifiedAt: Int64(info.st_mtim.tv_sec) * 1000 + Int64(info.st_mtim.tv_nsec) / 1_000_000)
             switch directory {
             case .queue:
-                if let state = readState(name) {
+                if let state = readState(name, in: layout.queue) {
                     row.attempts = state.attempts
                     row.nextAttemptAt = state.nextAttemptAt
                     row.note = state.lastError
@@ -109,7 +109,8 @@ public struct SpoolInspector: Sendable {
             var item: Item?
             if case let .item(decoded)? = try? InputDecoder(acceptEnvelopes: true).decode(bytes) { item = decoded }
             var report = Report(key: key, location: location, path: path, item: item)
-            if location == .queue { report.state = readState(key.fileName) }
+            // In done/, the failures before this delivery (none: it went at once).
+            if location != .hold { report.state = readState(key.fileName, in: self.path(location)) }
             if location == .hold, let reason = try? SystemCall.readFile(path + ".reason", limit: 1 << 20) {
                 report.reason = String(decoding: reason, as: UTF8.self)
             }
@@ -143,8 +144,8 @@ public struct SpoolInspector: Sendable {
         }
     }
 
-    private func readState(_ fileName: String) -> DeliveryState? {
-        guard let bytes = try? SystemCall.readFile(layout.queue + "/" + fileName + ".state", limit: 64 * 1024) else {
+    private func readState(_ fileName: String, in directory: String) -> DeliveryState? {
+        guard let bytes = try? SystemCall.readFile(directory + "/" + fileName + ".state", limit: 64 * 1024) else {
             return nil
         }
         return DeliveryState(json: bytes)
