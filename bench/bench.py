@@ -1303,8 +1303,8 @@ def parse_arguments():
                         help="comma-separated subset of: " + ", ".join(MEASUREMENTS + OPT_IN)
                         + " (profile, profile-jws: perf record of one drain; not run by default)")
     parser.add_argument("--items", type=int, default=20000, help="items per drain (default 20000)")
-    parser.add_argument("--connections", type=int, default=4,
-                        help="MaxConcurrentDeliveries= and curlclient threads (default 4, the daemon's default)")
+    parser.add_argument("--connections", type=int, default=8,
+                        help="MaxConcurrentDeliveries= and curlclient threads (default 8, the daemon's default)")
     parser.add_argument("--latency-rate", type=int, default=200, help="drops per second (default 200)")
     parser.add_argument("--latency-seconds", type=float, default=10, help="length of a latency run (default 10)")
     parser.add_argument("--idle-seconds", type=float, default=60, help="idle window (default 60)")

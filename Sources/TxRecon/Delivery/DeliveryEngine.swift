@@ -53,7 +53,7 @@ actor DeliveryEngine {
         /// operator's ctl/ requests.
         var inboxWindowWait: Duration
 
-        init(schedule: RetrySchedule = .standard, maxConcurrentDeliveries: Int = 4,
+        init(schedule: RetrySchedule = .standard, maxConcurrentDeliveries: Int = 8,
                     maxFileSize: Int = 1 << 20, stopGrace: Duration = .seconds(10),
                     inboxWindow: Int = 4096, inboxWindowWait: Duration = .seconds(1)) {
             self.schedule = schedule
