@@ -51,6 +51,11 @@ public final class EngineHarness: Sendable {
         })
     }
 
+    /// A new engine whose listing of done/ fails, as when done/ cannot be read.
+    public func makeEngineWhoseDoneListingFails() -> DeliveryEngine {
+        makeEngine(buildDoneIndex: { spool in .failure(SpoolError("open", spool.layout.done, EACCES)) })
+    }
+
     private func makeEngine(buildDoneIndex: @escaping DoneIndexBuilder) -> DeliveryEngine {
         let builder = RequestBuilder(softwareVersion: "test", secrets: BackendSecrets())
         let status = self.status

@@ -496,7 +496,9 @@ actor DeliveryEngine {
             doneIndex = index
             deliveredSinceIndexBuilt = missed.count
         case let .failure(error):
-            // An older index still never says "no" wrongly: keep it.
+            // An older index still never says "no" wrongly: keep it, and try
+            // listing again only after as many deliveries once more.
+            deliveredSinceIndexBuilt = 0
             log.write(LogEntry(.warning, "cannot list done/: \(error); every new snapshot "
                                + (doneIndex == nil ? "is" : "not in the older index is")
                                + " checked against done/ by reading it, which is slower"))
