@@ -44,12 +44,18 @@ struct DoneIndexTests {
 
     // MARK: - The engine's index, built off its thread
 
-    @Test func theEngineStartsWithoutWaitingForTheListingAndReadsDoneMeanwhile() async throws {
+    /// A harness whose first engine delivered a:7 into done/ and stopped.
+    private static func harnessWithADeliveredBeforeARestart() async throws -> EngineHarness {
         let harness = try EngineHarness()
         let first = try await harness.startedEngine()
         await first.offer([try harness.envelope("a", version: 7)])
         await harness.status.waitFor { $0.delivered == 1 }
         await first.stop()
+        return harness
+    }
+
+    @Test func theEngineStartsWithoutWaitingForTheListingAndReadsDoneMeanwhile() async throws {
+        let harness = try await Self.harnessWithADeliveredBeforeARestart()
 
         let gate = Gate()
         let second = harness.makeEngine(doneIndexArrivesAfter: gate)
@@ -86,11 +92,7 @@ struct DoneIndexTests {
     }
 
     @Test func aListingThatFailsIsReportedOnceAndDoneIsReadInstead() async throws {
-        let harness = try EngineHarness()
-        let first = try await harness.startedEngine()
-        await first.offer([try harness.envelope("a", version: 7)])
-        await harness.status.waitFor { $0.delivered == 1 }
-        await first.stop()
+        let harness = try await Self.harnessWithADeliveredBeforeARestart()
 
         let second = harness.makeEngineWhoseDoneListingFails()
         try await second.start()
