@@ -14,7 +14,8 @@ Measurements (each on a fresh spool under a temporary directory):
               both empty: the last item renamed into done/ (the daemon's
               default DoneRetention=3d; --done-retention 0 measures removal
               instead, which on a file system mounted with `discard` costs
-              a synchronous discard per item).
+              a synchronous discard per item). The pre-filled drain also
+              gives exec -> READY=1 with that backlog in new/ (row 5).
     drain-jws the same under [Verification] Mode=appstore with a test PKI;
               skipped with a message while the daemon refuses that section.
  2. limit     bench/curlclient.c: libcurl, one easy handle per thread, as
@@ -690,6 +691,8 @@ class Bench:
         self.notify = NotifySocket(os.path.join(self.work, "notify.sock"))
         self.envelope_verification = []
         self.drain_rates = []
+        # exec -> READY=1 of each pre-filled drain: a backlog in new/ must not hold READY.
+        self.ready_times = []
         self.load_at_start = os.getloadavg()[0]
 
     def add(self, row):
@@ -729,6 +732,7 @@ class Bench:
             fill(daemon.spool.path("new"), names)
             os.sync()
             start = daemon.start()
+            self.ready_times.append(daemon.wait_ready(timeout=self.drain_timeout(count)) - start)
             samples = []
             if sample_rss:
                 end = self.sample_until_empty(daemon, samples, timeout=self.drain_timeout(count))
@@ -788,6 +792,7 @@ class Bench:
                 out.write(request_body(name) + "\n")
         txrecon, txrecon_cpu, curl, curl_cpu = [], [], [], []
         self.kernel_shares = []
+        self.ready_times = []
         try:
             for run in range(runs):
                 log(f"drain (pre-filled) run {run + 1}/{runs}: {count} items")
@@ -816,6 +821,8 @@ class Bench:
                      "txrecon " + runs_note(txrecon_cpu, " µs") + "; curl " + runs_note(curl_cpu, " µs")
                      + "; txrecon's CPU in the kernel (stime): "
                      + ", ".join(f"{share:.0%}" for share in self.kernel_shares)))
+        self.add(Row(f"5. Start-up with {count:,} in new/: exec → READY=1", f"{median(self.ready_times):.2f} s",
+                     "≤ 2 s", median(self.ready_times) <= 2.0, runs_note(self.ready_times, " s")))
         os.unlink(bodies_path)
 
     def measure_dropped(self):

@@ -253,6 +253,26 @@ struct DaemonIntegrationTests {
                 "the failure record goes with the item into done/")
     }
 
+    @Test func readyDoesNotWaitForABacklogInNewLargerThanTheEngineTakesAtOnce() async throws {
+        // 104 more than the 4,096 that may wait in new/: the start-up scan
+        // must wait for room (the backend answers nothing), and READY=1 comes
+        // then, not once the scan has taken the last drop.
+        let fixture = try DaemonFixture { _ in .hang }
+        let count = DeliveryEngine.Settings().inboxWindow + 104
+        for index in 0..<count {
+            fixture.directory.write(fixture.envelope("b\(index)", version: 1), to: "spool/new/b\(index)", mode: 0o640)
+        }
+        let daemon = try await fixture.start()
+        let lines = { daemon.stderr.split(separator: "\n") }
+        let isAccepted = { (line: Substring) in line.contains(": accepted envelope") }
+        #expect(await fixture.eventually { lines().contains { $0.contains("ready: spool") } })
+        #expect(lines().prefix { !$0.contains("ready: spool") }.count(where: isAccepted)
+                == DeliveryEngine.Settings().inboxWindow,
+                "READY=1 once the window was full, before the rest of new/ was read")
+        #expect(await fixture.eventually { lines().count(where: isAccepted) == count },
+                "the scan goes on after READY=1 and takes every drop")
+    }
+
     @Test func sighupReloadsTheConfigurationAndRefusesABadOne() async throws {
         let fixture = try DaemonFixture()
         let daemon = try await fixture.start()

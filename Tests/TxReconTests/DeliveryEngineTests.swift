@@ -132,6 +132,23 @@ struct DeliveryEngineTests {
         #expect(harness.names(in: "new").count == 2)
     }
 
+    @Test func anOfferSaysWhenItMustWaitForRoomAndNotWhenThereIsRoom() async throws {
+        let settings = DeliveryEngine.Settings(maxConcurrentDeliveries: 1, inboxWindow: 2, inboxWindowWait: .seconds(1))
+        let harness = try EngineHarness(settings: settings, transport: ScriptedTransport(default: .hang))
+        let engine = try await harness.startedEngine()
+        let waits = Mutex(0)
+        await engine.offer([try harness.envelope("k1", version: 1)], whenWaiting: { waits.withLock { $0 += 1 } })
+        #expect(waits.withLock { $0 } == 0, "one drop fits the window: no wait")
+        let start = harness.clock.now
+        let offer = Task {
+            await engine.offer([try harness.envelope("k2", version: 1)], whenWaiting: { waits.withLock { $0 += 1 } })
+        }
+        await harness.clock.waitForSleeper(until: start + .seconds(1))
+        #expect(waits.withLock { $0 } == 1, "told before it waits, while the window is full")
+        harness.clock.advance(by: .seconds(1))
+        _ = try await offer.value
+    }
+
     @Test func intakeStopsWaitingForTheWindowAsAttemptsEnd() async throws {
         let settings = DeliveryEngine.Settings(maxConcurrentDeliveries: 1, inboxWindow: 2, inboxWindowWait: .seconds(1))
         let harness = try EngineHarness(settings: settings, transport: ScriptedTransport(default: .hang))

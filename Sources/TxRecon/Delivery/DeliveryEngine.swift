@@ -292,11 +292,13 @@ actor DeliveryEngine {
     // MARK: Intake
 
     /// Takes decoded drops from new/, applying the supersede rule to each,
-    /// then waits while too many keys are pending (intake back-pressure).
-    /// Returns the drops that could not be taken (they stay in new/) with
-    /// the spool's error; intake logs them and looks again later.
+    /// then waits while too many keys are pending (intake back-pressure),
+    /// calling `whenWaiting` before each wait: intake's start-up scan sends
+    /// READY=1 then, so a backlog in new/ never holds READY until it is
+    /// delivered. Returns the drops that could not be taken (they stay in
+    /// new/) with the spool's error; intake logs them and looks again later.
     @discardableResult
-    func offer(_ drops: [Drop]) async -> [(name: String, error: SpoolError)] {
+    func offer(_ drops: [Drop], whenWaiting: @Sendable () -> Void = {}) async -> [(name: String, error: SpoolError)] {
         var failures: [(name: String, error: SpoolError)] = []
         for drop in drops where phase == .running || phase == .starting {
             if let error = place(drop) { failures.append((drop.name, error)) }
@@ -316,6 +318,7 @@ actor DeliveryEngine {
                     }
                 }
             }
+            whenWaiting()
             await withCheckedContinuation { roomWaiters.append($0) }
         }
         return failures

@@ -61,22 +61,27 @@ final class Intake: Sendable {
     }
 
     /// Starts the intake thread: it first executes what is waiting in ctl/
-    /// and takes everything already in new/, then calls `ready`, then
-    /// follows inotify until `stop()`. `lost` is called (once) with a
+    /// and takes everything already in new/, then calls `ready` (once), then
+    /// follows inotify until `stop()`. When new/ holds more than the engine
+    /// takes at once, `ready` comes as soon as the scan has to wait for
+    /// deliveries to make room, and the scan goes on: start-up never waits
+    /// for a backlog to be delivered (systemd would give up on the start,
+    /// and a stop would wait behind it). `lost` is called (once) with a
     /// sentence for the operator if new/ or ctl/ disappears or becomes
     /// inaccessible, after which the thread ends.
     func start(ready: @escaping @Sendable () -> Void, lost: @escaping @Sendable (String) -> Void) throws(ThreadStartError) {
+        let ready = OneShot(ready)
         try DedicatedThread.start(name: "txrecon-intake") { [self] in
             let engine = self.engine, watcher = self.watcher
             waitFor { await engine.onInboxNeedsRescan { watcher.requestRescan() } }
             var backlog = IntakeBacklog()
             let verifiers = VerifierSlot()
-            if let problem = scan(&backlog, verifiers) {
+            if let problem = scan(&backlog, verifiers, whenWaiting: ready.fire) {
                 // `lost` first: the daemon then exits right after start-up.
                 lost(problem)
-                return ready()
+                return ready.fire()
             }
-            ready()
+            ready.fire()
             while true {
                 let timeout = backlog.nextWakeUp.map { max(.zero, $0 - clock.now) }
                 for event in watcher.next(timeout: timeout) {
@@ -140,7 +145,8 @@ final class Intake: Sendable {
     /// Executes ctl/ and takes everything in new/; records the outcome in
     /// the backlog. Returns a sentence for the operator when a directory
     /// cannot be listed at all (intake cannot go on), else nil.
-    private func scan(_ backlog: inout IntakeBacklog, _ verifiers: VerifierSlot) -> String? {
+    private func scan(_ backlog: inout IntakeBacklog, _ verifiers: VerifierSlot,
+                      whenWaiting: @escaping @Sendable () -> Void = {}) -> String? {
         var failures = IntakeBacklog.Failures()
         do throws(SpoolError) {
             let names = try SystemCall.listDirectory(spool.layout.ctl)
@@ -154,7 +160,7 @@ final class Intake: Sendable {
                                    + "which txrecon cannot address", fields: [("TXRECON_FILE", renamed)]))
                 inbox.append(renamed)
             }
-            let taken = take(inbox, settling: true, &backlog, verifiers)
+            let taken = take(inbox, settling: true, &backlog, verifiers, whenWaiting: whenWaiting)
             failures.count += taken.count
             failures.space = failures.space ?? taken.space
         } catch where error.code == EACCES || error.code == ENOENT || error.code == ENOTDIR {
@@ -189,8 +195,8 @@ final class Intake: Sendable {
     /// Reads, decodes, verifies and hands over `names` in batches. With
     /// `settling`, files modified within IntakeBacklog.settleTime are
     /// deferred instead.
-    private func take(_ names: [String], settling: Bool, _ backlog: inout IntakeBacklog,
-                      _ verifiers: VerifierSlot) -> IntakeBacklog.Failures {
+    private func take(_ names: [String], settling: Bool, _ backlog: inout IntakeBacklog, _ verifiers: VerifierSlot,
+                      whenWaiting: @escaping @Sendable () -> Void = {}) -> IntakeBacklog.Failures {
         let settings = self.settings.withLock { $0 }
         let decoder = InputDecoder(acceptEnvelopes: settings.acceptEnvelopes)
         let verifier = verifiers.verifier(for: settings.verification)
@@ -210,12 +216,14 @@ final class Intake: Sendable {
                 batch.append(drop)
             }
             if batch.count >= Intake.batchSize {
-                hand(batch, rejected: rejected, failures: &failures)
+                hand(batch, rejected: rejected, failures: &failures, whenWaiting: whenWaiting)
                 batch.removeAll(keepingCapacity: true)
                 rejected = 0
             }
         }
-        if !batch.isEmpty || rejected > 0 { hand(batch, rejected: rejected, failures: &failures) }
+        if !batch.isEmpty || rejected > 0 {
+            hand(batch, rejected: rejected, failures: &failures, whenWaiting: whenWaiting)
+        }
         return failures
     }
 
@@ -286,11 +294,12 @@ final class Intake: Sendable {
         rejected += 1
     }
 
-    private func hand(_ drops: [Drop], rejected: Int, failures: inout IntakeBacklog.Failures) {
+    private func hand(_ drops: [Drop], rejected: Int, failures: inout IntakeBacklog.Failures,
+                      whenWaiting: @escaping @Sendable () -> Void) {
         let engine = self.engine
         let refused = waitFor {
             if rejected > 0 { await engine.noteRejected(count: rejected) }
-            return drops.isEmpty ? [] : await engine.offer(drops)
+            return drops.isEmpty ? [] : await engine.offer(drops, whenWaiting: whenWaiting)
         }
         for (name, error) in refused { note(error, name: name, failures: &failures) }
     }
