@@ -36,6 +36,31 @@ import TxReconTestSupport
         #expect(try SpoolInspector(layout: layout).inboxCount() == 2)
     }
 
+    @Test func aReadThatReachesTheStatSizeEndsWithoutAnotherRead() throws {
+        // A pipe whose writer stays open: a second read would fail with
+        // EAGAIN, so getting the bytes back proves there was none.
+        var ends: [Int32] = [0, 0]
+        #expect(pipe(&ends) == 0)
+        #expect(fcntl(ends[0], F_SETFL, O_NONBLOCK) == 0)
+        defer { close(ends[0]); close(ends[1]) }
+        #expect(write(ends[1], "{}", 2) == 2)
+        #expect(try SystemCall.readAll(ends[0], path: "pipe", limit: 1024, statSize: 2) == Array("{}".utf8))
+        #expect(write(ends[1], "{}", 2) == 2)
+        #expect(throws: SpoolError.self, "without a size, reading goes on to the end of file") {
+            try SystemCall.readAll(ends[0], path: "pipe", limit: 1024)
+        }
+    }
+
+    @Test func aFileThatChangedSizeAfterItsStatIsStillReadWhole() throws {
+        let path = directory.write("0123456789", to: "grown")
+        for statSize in [4, 10, 20] {
+            let fd = open(path, O_RDONLY | O_CLOEXEC)
+            defer { close(fd) }
+            #expect(try SystemCall.readAll(fd, path: path, limit: 1024, statSize: statSize) == Array("0123456789".utf8),
+                    "stat said \(statSize) bytes")
+        }
+    }
+
     @Test func readingADropRefusesWhatIsNotARegularFileWithoutOpeningIt() throws {
         let spool = try makeSpool()
         #expect(symlink("/etc/hostname", layout.new + "/link") == 0)

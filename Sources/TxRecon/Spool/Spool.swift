@@ -117,7 +117,7 @@ final class Spool: Sendable {
         guard fstat(fd, &opened) == 0 else { throw SpoolError("fstat", path) }
         if let refusal = Spool.refusal(for: opened, maximumSize: maximumSize) { return .refused(refusal) }
         do {
-            let bytes = try SystemCall.readAll(fd, path: path, limit: maximumSize, sizeHint: Int(opened.st_size))
+            let bytes = try SystemCall.readAll(fd, path: path, limit: maximumSize, statSize: Int(opened.st_size))
             return .bytes(bytes, modifiedAt: Spool.modifiedMilliseconds(opened))
         } catch where error.code == EFBIG {
             return .refused(Spool.tooLarge(maximumSize))

@@ -160,8 +160,12 @@ enum SystemCall {
     }
 
     /// Reads from `fd` until end of file; more than `limit` bytes is EFBIG.
-    static func readAll(_ fd: Int32, path: String, limit: Int, sizeHint: Int = 4096) throws(SpoolError) -> [UInt8] {
-        var buffer = [UInt8](repeating: 0, count: min(limit, max(sizeHint, 0)) + 1)
+    /// `statSize`: the size fstat gave for the regular file behind `fd`. A
+    /// read that asked for more and brought the total to exactly that size
+    /// ends the loop: a regular file reads short only at its end, so the
+    /// read that would return 0 is saved (one system call per drop).
+    static func readAll(_ fd: Int32, path: String, limit: Int, statSize: Int? = nil) throws(SpoolError) -> [UInt8] {
+        var buffer = [UInt8](repeating: 0, count: min(limit, max(statSize ?? 4096, 0)) + 1)
         var count = 0
         while true {
             if count == buffer.count {
@@ -176,8 +180,10 @@ enum SystemCall {
                 throw SpoolError("read", path)
             }
             if got == 0 { break }
+            let askedForMore = count + got < buffer.count
             count += got
             if count > limit { throw SpoolError("read", path, EFBIG) }
+            if askedForMore, count == statSize { break }
         }
         buffer.removeSubrange(count...)
         return buffer
