@@ -24,6 +24,9 @@ import TxReconTestSupport
             #expect(!key.fileName.contains("/"))
             #expect(ItemKey(fileName: key.fileName) == key)
         }
+        #expect(ItemKey("2000001032604840")?.fileName == "2000001032604840")
+        #expect(ItemKey("a.b/c d")?.fileName == "a%2Eb%2Fc%20d")
+        #expect(ItemKey("é")?.fileName == "%C3%A9")
         #expect(ItemKey(fileName: "a.state") == nil)
         #expect(ItemKey(String(repeating: "x", count: ItemKey.maximumLength + 1)) == nil)
     }

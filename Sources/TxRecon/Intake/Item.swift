@@ -36,17 +36,26 @@ public struct ItemKey: Hashable, Sendable, Comparable, CustomStringConvertible {
     /// every other byte as `%XX`. Encoded names never contain a `.`, so
     /// `NAME.state` and `NAME.reason` beside an item can never be an item.
     public var fileName: String {
+        // Transaction ids are digits: most keys are their own file name, and
+        // the string is shared instead of built again (this runs several
+        // times per delivery).
+        if rawValue.utf8.allSatisfy(ItemKey.isPlain) { return rawValue }
         var encoded: [UInt8] = []
-        encoded.reserveCapacity(rawValue.utf8.count)
-        let hex = Array("0123456789ABCDEF".utf8)
+        encoded.reserveCapacity(rawValue.utf8.count * 3)
         for byte in rawValue.utf8 {
             if ItemKey.isPlain(byte) {
                 encoded.append(byte)
             } else {
-                encoded.append(contentsOf: [UInt8(ascii: "%"), hex[Int(byte >> 4)], hex[Int(byte & 0xF)]])
+                encoded.append(UInt8(ascii: "%"))
+                encoded.append(ItemKey.hexDigit(byte >> 4))
+                encoded.append(ItemKey.hexDigit(byte & 0xF))
             }
         }
         return String(decoding: encoded, as: UTF8.self)
+    }
+
+    private static func hexDigit(_ value: UInt8) -> UInt8 {
+        value < 10 ? UInt8(ascii: "0") + value : UInt8(ascii: "A") + value - 10
     }
 
     /// The key a file name encodes, or nil when the name is not an encoded key.
