@@ -35,7 +35,7 @@ DEB_ARCH := $(shell dpkg --print-architecture 2>/dev/null)
 DEB_STAGE = .build/deb/txrecon_$(VERSION)_$(DEB_ARCH)
 
 .PHONY: all deps deps-docs deps-systemd-test build release test demo metrics-check clean install install-files \
-        deb check-docs systemd-test bench bench-long bench-profile soak fuzz sanitize
+        deb check-docs systemd-test bench bench-long bench-profile bench-journal soak fuzz sanitize
 
 all: build
 
@@ -196,7 +196,9 @@ systemd-test: deps-systemd-test check-docs release deb
 # BENCH_FLAGS, e.g. BENCH_FLAGS="--runs 5" or "--only drain,latency"
 # (python3 bench/bench.py --help lists them). bench-long drains 1,000,000
 # items for the RSS measurement instead of 200,000; bench-profile records one
-# drain with perf (linux-perf) into .build/bench/profile.txt.
+# drain with perf (linux-perf) into .build/bench/profile.txt; bench-journal
+# (root) measures the drain with the daemon logging to a journald of its own,
+# as under systemd, against the same drain logging to a file.
 BENCH_FLAGS ?=
 
 bench: deps
@@ -207,3 +209,6 @@ bench-long: deps
 
 bench-profile: deps
 	python3 bench/bench.py --only profile $(BENCH_FLAGS)
+
+bench-journal: deps
+	python3 bench/bench.py --only journal $(BENCH_FLAGS)

@@ -49,6 +49,16 @@ Measurements (each on a fresh spool under a temporary directory):
               report demangled into .build/bench/profile.txt.
     profile-jws  opt-in (--only profile-jws): the same for the JWS drain of
               1 under Mode=appstore.
+    journal   opt-in (--only journal, root only): the drain of 1 with the
+              daemon logging to journald, as under systemd, alternated run by
+              run with the same drain logging to a file (as every other
+              measurement here does). journald is our own: this script runs
+              itself again under `unshare -m` with a tmpfs on /run and on
+              /var/log/journal and a journald.conf without rate limits, so
+              the host's /run and journal are never touched; the daemon is
+              told its stderr is a journal stream (JOURNAL_STREAM) and so
+              sends native entries. Reports the rate, the daemon's CPU per
+              item and journald's (utime+stime of its process).
 
 nginx comes from PATH, else Debian's package is fetched with apt-get
 download and unpacked under .build/bench/nginx (no root needed, and no
@@ -751,6 +761,32 @@ class Bench:
     def drain_timeout(self, count):
         return max(120.0, count / 100.0)
 
+    def drain_logging(self, run, count, to_journal, journald_pid):
+        """A pre-filled drain whose daemon logs to journald (JOURNAL_STREAM names
+        its stderr file, so it sends native entries) or to that file."""
+        daemon = Daemon(self, f"journal-{run}-{int(to_journal)}", self.nginx.url(self.nginx.fast_port))
+        open(daemon.log_path, "w").close()
+        if to_journal:
+            info = os.stat(daemon.log_path)
+            daemon.environment["JOURNAL_STREAM"] = f"{info.st_dev}:{info.st_ino}"
+        try:
+            write_envelopes(daemon.spool.path("new"), keys(f"j{run}", count))
+            os.sync()
+            before = proc_cpu_seconds(journald_pid)
+            start = daemon.start()
+            end = daemon.wait_empty(self.drain_timeout(count))
+            cpu = proc_cpu_seconds(daemon.pid)
+            daemon.stop()
+            # journald may still be writing out the last entries it received.
+            time.sleep(0.5)
+            journald = proc_cpu_seconds(journald_pid) - before
+            daemon.check_all_delivered(count)
+            return {"journal": to_journal, "rate": count / (end - start), "cpu": cpu / count * 1e6,
+                    "journald": journald / count * 1e6, "file_bytes": os.path.getsize(daemon.log_path)}
+        finally:
+            daemon.stop()
+            daemon.discard()
+
     def drain_dropped(self, run, count):
         """Daemon READY on an empty spool, then `count` renames tmp/ -> new/."""
         daemon = Daemon(self, f"dropped-{run}", self.nginx.url(self.nginx.fast_port))
@@ -1118,6 +1154,38 @@ class Bench:
                      f"204 answers from +{times[0]:.1f} s to +{times[-1]:.1f} s after recovery, half by "
                      f"+{percentile(times, 50):.1f} s; at most {peak:,} in one second"))
 
+    # -- journal (opt-in) ---------------------------------------------------
+
+    def measure_journal(self):
+        """Runs journal_child in a private mount namespace; adds its rows."""
+        metric = f"1. Drain, {self.args.items:,} envelopes, logging to journald"
+        journald = "/lib/systemd/systemd-journald"
+        if os.geteuid() != 0 or shutil.which("unshare") is None or not os.access(journald, os.X_OK):
+            self.notes.append("journal: needs root, unshare(1) and systemd-journald; not measured")
+            return
+        child = subprocess.run(["unshare", "-m", "--propagation", "private", sys.executable, os.path.abspath(__file__),
+                                "--journal-child", "--binary", self.binary, "--runs", str(self.args.runs),
+                                "--items", str(self.args.items), "--connections", str(self.args.connections),
+                                "--work-dir", self.work],
+                               capture_output=True, text=True, timeout=3600)
+        sys.stderr.write(child.stderr)
+        try:
+            runs = json.loads(child.stdout.strip().splitlines()[-1])
+        except (IndexError, ValueError):
+            return self.fail_row(metric, "≥ 10,000/s", f"journal child failed (status {child.returncode})")
+        journal = [run for run in runs if run["journal"]]
+        plain = [run for run in runs if not run["journal"]]
+        rates = [run["rate"] for run in journal]
+        self.add(Row(metric, fmt_rate(median(rates)), "≥ 10,000/s", median(rates) >= 10000,
+                     runs_note(rates, "/s") + "; alternated with the same drain logging to a file: "
+                     + runs_note([run["rate"] for run in plain], "/s")))
+        self.add(Row("1. CPU per item with journald: txrecon / journald",
+                     f"{median([run['cpu'] for run in journal]):.0f} µs / "
+                     f"{median([run['journald'] for run in journal]):.0f} µs", "", None,
+                     "txrecon " + runs_note([run["cpu"] for run in journal], " µs") + ", logging to a file "
+                     + runs_note([run["cpu"] for run in plain], " µs") + "; journald "
+                     + runs_note([run["journald"] for run in journal], " µs")))
+
     # -- profile (opt-in) ---------------------------------------------------
 
     def profile_drain(self):
@@ -1298,9 +1366,50 @@ def rss_at_fraction(samples, count, fraction):
     return samples[min(len(samples) - 1, int(len(samples) * fraction))][1]
 
 
+JOURNALD_CONF = """[Journal]
+Storage=volatile
+RateLimitIntervalSec=0
+RuntimeMaxUse=2G
+"""
+
+
+def journal_child(args):
+    """`--journal-child`, run by measure_journal under `unshare -m`: our own
+    journald on tmpfs mounts private to this namespace, then pre-filled
+    drains alternating between logging to journald and to a file. Prints
+    the runs as one JSON line."""
+    conf = os.path.join(args.work_dir, "journald.conf")
+    with open(conf, "w") as out:
+        out.write(JOURNALD_CONF)
+    for argv in (["mount", "-t", "tmpfs", "tmpfs", "/run"], ["mount", "-t", "tmpfs", "tmpfs", "/var/log/journal"],
+                 ["mount", "--bind", conf, "/etc/systemd/journald.conf"]):
+        if os.path.isdir(argv[-1]) or os.path.isfile(argv[-1]):
+            run_checked(argv)
+    bench = Bench(args)
+    journald = PROCESSES.start(["/lib/systemd/systemd-journald"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    runs = []
+    try:
+        deadline = time.monotonic() + 10
+        while not os.path.exists("/run/systemd/journal/socket"):
+            if time.monotonic() > deadline:
+                raise BenchError("journald did not create /run/systemd/journal/socket")
+            time.sleep(0.05)
+        bench.nginx.start()
+        bench.probe_envelope_settings()
+        for run in range(args.runs):
+            for to_journal in (True, False):
+                log(f"journal run {run + 1}/{args.runs}: logging to {'journald' if to_journal else 'a file'}")
+                runs.append(bench.drain_logging(run, args.items, to_journal, journald.pid))
+                log(f"  {runs[-1]['rate']:,.0f}/s, {runs[-1]['cpu']:.0f} µs per item, journald {runs[-1]['journald']:.0f}")
+    finally:
+        PROCESSES.end(journald)
+        bench.cleanup()
+    print(json.dumps(runs))
+
+
 MEASUREMENTS = ["drain", "dropped", "jws", "latency", "idle", "startup", "rss", "outage"]
 # Run only when asked for (--only profile, make bench-profile).
-OPT_IN = ["profile", "profile-jws"]
+OPT_IN = ["profile", "profile-jws", "journal"]
 
 
 def parse_arguments():
@@ -1337,6 +1446,7 @@ def parse_arguments():
                         help="where --only profile writes perf's report (default .build/bench/profile.txt)")
     parser.add_argument("--call-graph", default="dwarf,16384",
                         help="perf record --call-graph mode for the profile (default dwarf,16384; fp is cheaper)")
+    parser.add_argument("--journal-child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     args.long_items = 1000000 if args.long else 200000
     args.only = [name.strip() for name in args.only.split(",") if name.strip()]
@@ -1350,6 +1460,9 @@ def main():
     args = parse_arguments()
     install_cleanup()
     sys.path.insert(0, BENCH_DIR)
+    if args.journal_child:
+        journal_child(args)
+        return 0
     bench = None
     try:
         bench = Bench(args)
@@ -1358,7 +1471,8 @@ def main():
         steps = {"drain": bench.measure_drain_and_limit, "dropped": bench.measure_dropped,
                  "jws": bench.measure_drain_jws, "latency": bench.measure_latency, "idle": bench.measure_idle,
                  "startup": bench.measure_startup, "rss": bench.measure_long_drain, "outage": bench.measure_outage,
-                 "profile": bench.profile_drain, "profile-jws": bench.profile_drain_jws}
+                 "profile": bench.profile_drain, "profile-jws": bench.profile_drain_jws,
+                 "journal": bench.measure_journal}
         for name in MEASUREMENTS + OPT_IN:
             if name in args.only:
                 steps[name]()
