@@ -132,6 +132,41 @@ struct DeliveryEngineTests {
         #expect(harness.names(in: "new").count == 2)
     }
 
+    @Test func anItemDeliveredStraightFromNewIsOneEntryNamingItsFile() async throws {
+        let harness = try EngineHarness()
+        let engine = try await harness.startedEngine()
+        let drop = try harness.envelope("a", version: 1)
+        await engine.offer([drop])
+        await harness.status.waitFor { $0.delivered == 1 }
+        let entries = harness.log.entries.filter { $0.fields.contains { $0.name == "TXRECON_ID" && $0.value == "a" } }
+        #expect(entries.map(\.messageID) == [MessageID.delivered], "never in queue/, so never accepted")
+        #expect(entries.first?.fields.contains { $0.name == "TXRECON_FILE" && $0.value == drop.name } == true)
+        #expect(entries.first?.message.hasSuffix("from new/" + drop.name) == true)
+    }
+
+    @Test func anItemWhoseFirstAttemptFailsIsAcceptedIntoQueueWhenThatAttemptEnds() async throws {
+        let transport = ScriptedTransport()
+        transport.script("a", [.hang])
+        let harness = try EngineHarness(transport: transport)
+        let engine = try await harness.startedEngine()
+        let drop = try harness.envelope("a", version: 1)
+        await engine.offer([drop])
+        await transport.waitForRequests(1)
+        #expect(harness.log.entries(withMessageID: MessageID.accepted).isEmpty, "attempted from new/: not accepted yet")
+        transport.releaseHeld(with: .status(503))
+        await harness.clock.waitForSleeper(until: harness.clock.now + .seconds(2))
+        #expect(harness.names(in: "queue").contains("a"))
+        let events = harness.log.entries.compactMap(\.messageID).filter { $0 != MessageID.backendFailing }
+        #expect(events == [MessageID.accepted, MessageID.deferred])
+        #expect(harness.log.entries(withMessageID: MessageID.accepted).first?.fields
+                    .contains { $0.name == "TXRECON_FILE" && $0.value == drop.name } == true)
+        harness.clock.advance(by: .seconds(2))
+        await harness.status.waitFor { $0.delivered == 1 }
+        let delivered = harness.log.entries(withMessageID: MessageID.delivered)
+        #expect(delivered.count == 1)
+        #expect(delivered.first?.fields.contains { $0.name == "TXRECON_FILE" } == false, "delivered out of queue/")
+    }
+
     @Test func anOfferSaysWhenItMustWaitForRoomAndNotWhenThereIsRoom() async throws {
         let settings = DeliveryEngine.Settings(maxConcurrentDeliveries: 1, inboxWindow: 2, inboxWindowWait: .seconds(1))
         let harness = try EngineHarness(settings: settings, transport: ScriptedTransport(default: .hang))

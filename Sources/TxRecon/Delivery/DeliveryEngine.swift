@@ -410,13 +410,13 @@ actor DeliveryEngine {
                     events.superseded(key, kind: entry.kind, version: current, by: version, file: nil)
                     try spool.accept(drop: drop.name, as: key)
                     keepIfRoom(drop.item, in: &entry)
+                    events.accepted(drop.item, file: drop.name)
                 }
                 entry.version = version
                 entry.kind = drop.item.kind
                 entry.receivedAt = drop.receivedAt
                 entries[key] = entry
                 arrivals.note(key, receivedAt: drop.receivedAt)
-                events.accepted(drop.item, file: drop.name)
                 return nil
             }
             if held.contains(key) {
@@ -438,14 +438,16 @@ actor DeliveryEngine {
             if !freshKeysWaitInInbox {
                 try spool.accept(drop: drop.name, as: key)
                 keepIfRoom(drop.item, in: &entry)
+                events.accepted(drop.item, file: drop.name)
             } else {
+                // Logged when its first attempt ends: as delivered from new/,
+                // or as accepted once that attempt moved it into queue/.
                 entry.keep(drop.item, inbox: drop.name)
                 inboxCount += 1
             }
             entries[key] = entry
             ready.push(key, at: now)
             arrivals.note(key, receivedAt: drop.receivedAt)
-            events.accepted(drop.item, file: drop.name)
             return nil
         } catch where spool.isGoneFromInbox(drop.name, after: error) {
             // Read twice (the second time by a scan) and taken meanwhile.
@@ -702,6 +704,7 @@ actor DeliveryEngine {
         entry.inFlight = false
         entry.version = item.version
         entry.kind = item.kind
+        let inbox = entry.inbox
         if entry.inbox != nil, settlement.spoolError == nil {
             // Out of new/ now: done/, hold/, or queue/ for the next attempt.
             entry.forgetItem()
@@ -720,13 +723,16 @@ actor DeliveryEngine {
             entries[key] = nil
             self.status.delivered += 1
             noteDelivered(key)
-            events.delivered(key, kind: item.kind, version: item.version, attempt: attempt, status: status)
+            events.delivered(key, kind: item.kind, version: item.version, attempt: attempt, status: status,
+                             file: inbox)
             backendAnswered()
             if let parked = entry.parked?.value { placeParked(parked) }
         case let .retryLater(reason, status, retryAfter):
-            if let inbox = entry.inbox, let error = settlement.spoolError {
+            if let inbox, let error = settlement.spoolError {
                 log.write(LogEntry(.warning, "\(key): new/\(LogText.escaped(inbox)) could not be moved to queue/: "
                                    + "\(error); it stays in new/ and is retried on schedule (after a restart, at once)"))
+            } else if let inbox {
+                events.accepted(item, file: inbox)
             }
             entries[key] = entry
             scheduleRetry(key, reason: reason, status: status, retryAfter: retryAfter, countsAgainstBackend: true)

@@ -18,10 +18,17 @@ struct ItemEvents: Sendable {
               extra: [("TXRECON_FILE", file)])
     }
 
-    func delivered(_ key: ItemKey, kind: ItemKind?, version: ItemVersion?, attempt: Int, status: Int) {
-        write(.info, "\(key): delivered on attempt \(attempt) (HTTP \(status))", MessageID.delivered, .delivered,
-              key: key, kind: kind, version: version,
-              extra: [("TXRECON_ATTEMPT", String(attempt)), ("TXRECON_HTTP_STATUS", String(status))])
+    /// `file`: the drop's name in new/ when the item was delivered straight
+    /// from there, never accepted into queue/; this entry is then its only one.
+    func delivered(_ key: ItemKey, kind: ItemKind?, version: ItemVersion?, attempt: Int, status: Int,
+                   file: String? = nil) {
+        var extra = [("TXRECON_ATTEMPT", String(attempt)), ("TXRECON_HTTP_STATUS", String(status))]
+        var message = "\(key): delivered on attempt \(attempt) (HTTP \(status))"
+        if let file {
+            extra.append(("TXRECON_FILE", file))
+            message += " from new/" + LogText.escaped(file)
+        }
+        write(.info, message, MessageID.delivered, .delivered, key: key, kind: kind, version: version, extra: extra)
     }
 
     func deferred(_ key: ItemKey, kind: ItemKind?, version: ItemVersion?, attempt: Int, reason: String,

@@ -9,7 +9,10 @@ public enum MessageID {
     // MARK: Item events (TXRECON_OUTCOME)
 
     /// A dropped file was decoded into an item and committed to `queue/`
-    /// (outcome `accepted`). Logged once per item, at info.
+    /// (outcome `accepted`): at once when more than the inbox window wait or
+    /// the backend is failing, else when its first attempt, made from new/,
+    /// failed. An item delivered at that first attempt never enters queue/:
+    /// its `delivered` entry, which names its file, is its only one. At info.
     public static let accepted = "cf243eeb44cb4891b46ff88dc370215d"
 
     /// The backend acknowledged the item with a 2xx other than 202 and the
