@@ -705,7 +705,7 @@ actor DeliveryEngine {
         entry.version = item.version
         entry.kind = item.kind
         let inbox = entry.inbox
-        if entry.inbox != nil, settlement.spoolError == nil {
+        if inbox != nil, settlement.spoolError == nil {
             // Out of new/ now: done/, hold/, or queue/ for the next attempt.
             entry.forgetItem()
             inboxCount -= 1
