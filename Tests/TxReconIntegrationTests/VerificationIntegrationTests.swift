@@ -78,6 +78,51 @@ struct VerificationIntegrationTests {
         #expect(fixture.daemon?.stderr.contains("rejected: invalid-signature: ") == true)
     }
 
+    @Test func aBacklogExaminedOnSeveralThreadsGetsTheVerdictsOneThreadWouldGive() async throws {
+        // 60 files in new/ at start: one batch, which intake splits among its
+        // threads (16 or more). Every third is forged under a genuine
+        // signature and every third a wrong app's: only the genuine third is
+        // delivered, each forgery is rejected for its own reason.
+        let fixture = try DaemonFixture()
+        try fixture.writeConfig("", verification: """
+            [Verification]
+            BundleID=\(Self.bundleID)
+            Environment=Sandbox
+            RootCertificateFile=\(TestPKI.path("root"))
+            """)
+        var expected: [String: String] = [:]
+        var genuine: Set<String> = []
+        for index in 0..<60 {
+            let id = String(3_000_000_000_000_100 + index)
+            let name = String(format: "b%02d", index)
+            let text: String
+            switch index % 3 {
+            case 0:
+                text = Self.testPKITransaction(id)
+                genuine.insert(id)
+            case 1:
+                let parts = Self.testPKITransaction(id).split(separator: ".").map(String.init)
+                let payload = TestJWS.transactionPayload(transactionId: id + "9", bundleId: Self.bundleID)
+                text = parts[0] + "." + TestJWS.base64URL(payload.serialized) + "." + parts[2]
+                expected[name] = "invalid-signature"
+            default:
+                text = Self.testPKITransaction(id, bundleId: "com.other")
+                expected[name] = "wrong-bundle-id"
+            }
+            fixture.directory.write(text, to: "spool/new/" + name, mode: 0o640)
+        }
+        try await fixture.start()
+
+        #expect(await fixture.eventually { fixture.doneItems().count == genuine.count })
+        #expect(await fixture.eventually { fixture.names("rejected").count == 2 * expected.count })
+        #expect(Set(fixture.doneItems()) == genuine)
+        #expect(fixture.names("new").isEmpty && fixture.names("queue").isEmpty)
+        for (name, code) in expected {
+            let reason = try SystemCall.readFile(fixture.layout.rejected + "/" + name + ".reason", limit: 65536)
+            #expect(String(decoding: reason, as: UTF8.self).hasPrefix(code + ": "), "\(name)")
+        }
+    }
+
     @Test func aFileRejectedForAWrongBundleIDIsDeliveredOnceTheConfigurationIsFixedAndItIsRequeued() async throws {
         let fixture = try DaemonFixture()
         try fixture.writeConfig("", verification: DaemonFixture.sampleVerification(bundleID: "com.example.wrong"))

@@ -2,8 +2,10 @@
 //
 // For each name in new/: read it without blocking (Spool.readDrop), decode it
 // (InputDecoder), verify its App Store signatures (SignedDataVerifier, unless
-// Mode=none), and either set it aside in rejected/ with its reason or hand it
-// to the engine, which decides between queue/ and done/ (superseded). A
+// Mode=none) — a larger batch on helper threads at once (ExaminerPool) — and
+// then, on this thread and in the listed order, either set it aside in
+// rejected/ with its reason or hand it to the engine, which decides between
+// queue/ and done/ (superseded). A
 // history page is split into one drop per transaction first, and each is
 // verified on its own. Files in queue/ have passed this; the engine only
 // decodes them again. Requests in ctl/ are executed by the engine; their
@@ -71,60 +73,72 @@ final class Intake: Sendable {
     /// inaccessible, after which the thread ends.
     func start(ready: @escaping @Sendable () -> Void, lost: @escaping @Sendable (String) -> Void) throws(ThreadStartError) {
         let ready = OneShot(ready)
-        try DedicatedThread.start(name: "txrecon-intake") { [self] in
-            let engine = self.engine, watcher = self.watcher
-            waitFor { await engine.onInboxNeedsRescan { watcher.requestRescan() } }
-            var backlog = IntakeBacklog()
-            let verifiers = VerifierSlot()
-            if let problem = scan(&backlog, verifiers, whenWaiting: ready.fire) {
-                // `lost` first: the daemon then exits right after start-up.
-                lost(problem)
-                return ready.fire()
+        let pool = try ExaminerPool(helpers: ExaminerPool.defaultHelperCount)
+        do {
+            try DedicatedThread.start(name: "txrecon-intake") { [self] in
+                defer { pool.close() }
+                follow(Examiners(pool: pool), ready: ready, lost: lost)
             }
-            ready.fire()
-            while true {
-                let timeout = backlog.nextWakeUp.map { max(.zero, $0 - clock.now) }
-                for event in watcher.next(timeout: timeout) {
-                    switch event {
-                    case let .drops(names):
-                        guard !backlog.isPaused else { continue }
-                        finish(take(names, settling: false, &backlog, verifiers), fullScan: false, &backlog)
-                    case let .created(names):
-                        guard !backlog.isPaused else { continue }
-                        // A regular file created in place is taken when its
-                        // writer closes it; one never written (a hard link)
-                        // once it has settled.
-                        let now = clock.now
-                        for name in names where spool.isRegularFileInInbox(name) { backlog.deferFile(name, now: now) }
-                        finish(take(names.filter { !spool.isRegularFileInInbox($0) }, settling: false, &backlog,
-                                    verifiers), fullScan: false, &backlog)
-                    case let .controls(names):
-                        let (failures, requeued) = execute(names)
-                        finish(failures, fullScan: false, &backlog)
-                        // Requeued files are linked into new/, which raises no
-                        // event intake takes at once: read new/ again now.
-                        if requeued, let problem = scan(&backlog, verifiers) { return lost(problem) }
-                    case .rescan:
-                        log.write(LogEntry(.info, "rescanning new/ and ctl/: inotify's event queue overflowed "
-                                           + "or a drop was left in new/"))
-                        if let problem = scan(&backlog, verifiers) { return lost(problem) }
-                    case .timedOut:
-                        let now = clock.now
-                        // Taken off the backlog even while paused: the
-                        // retry scan reads all of new/ anyway.
-                        let due = backlog.dueFiles(now: now)
-                        if backlog.isRetryDue(now: now) {
-                            if let problem = scan(&backlog, verifiers) { return lost(problem) }
-                        } else if !backlog.isPaused {
-                            finish(take(due, settling: true, &backlog, verifiers), fullScan: false, &backlog)
-                        }
-                    case let .attributesChanged(directory):
-                        if let problem = Intake.accessProblem(directory) { return lost(problem) }
-                    case let .lost(directory):
-                        return lost("\(directory) disappeared or was moved away")
-                    case .stopped:
-                        return
+        } catch {
+            pool.close()
+            throw error
+        }
+    }
+
+    /// The intake thread's life: start-up scan, READY, then inotify's events
+    /// until `stop()` or until new/ or ctl/ is lost.
+    private func follow(_ examiners: Examiners, ready: OneShot, lost: @escaping @Sendable (String) -> Void) {
+        let engine = self.engine, watcher = self.watcher
+        waitFor { await engine.onInboxNeedsRescan { watcher.requestRescan() } }
+        var backlog = IntakeBacklog()
+        if let problem = scan(&backlog, examiners, whenWaiting: ready.fire) {
+            // `lost` first: the daemon then exits right after start-up.
+            lost(problem)
+            return ready.fire()
+        }
+        ready.fire()
+        while true {
+            let timeout = backlog.nextWakeUp.map { max(.zero, $0 - clock.now) }
+            for event in watcher.next(timeout: timeout) {
+                switch event {
+                case let .drops(names):
+                    guard !backlog.isPaused else { continue }
+                    finish(take(names, settling: false, &backlog, examiners), fullScan: false, &backlog)
+                case let .created(names):
+                    guard !backlog.isPaused else { continue }
+                    // A regular file created in place is taken when its
+                    // writer closes it; one never written (a hard link)
+                    // once it has settled.
+                    let now = clock.now
+                    for name in names where spool.isRegularFileInInbox(name) { backlog.deferFile(name, now: now) }
+                    finish(take(names.filter { !spool.isRegularFileInInbox($0) }, settling: false, &backlog,
+                                examiners), fullScan: false, &backlog)
+                case let .controls(names):
+                    let (failures, requeued) = execute(names)
+                    finish(failures, fullScan: false, &backlog)
+                    // Requeued files are linked into new/, which raises no
+                    // event intake takes at once: read new/ again now.
+                    if requeued, let problem = scan(&backlog, examiners) { return lost(problem) }
+                case .rescan:
+                    log.write(LogEntry(.info, "rescanning new/ and ctl/: inotify's event queue overflowed "
+                                       + "or a drop was left in new/"))
+                    if let problem = scan(&backlog, examiners) { return lost(problem) }
+                case .timedOut:
+                    let now = clock.now
+                    // Taken off the backlog even while paused: the
+                    // retry scan reads all of new/ anyway.
+                    let due = backlog.dueFiles(now: now)
+                    if backlog.isRetryDue(now: now) {
+                        if let problem = scan(&backlog, examiners) { return lost(problem) }
+                    } else if !backlog.isPaused {
+                        finish(take(due, settling: true, &backlog, examiners), fullScan: false, &backlog)
                     }
+                case let .attributesChanged(directory):
+                    if let problem = Intake.accessProblem(directory) { return lost(problem) }
+                case let .lost(directory):
+                    return lost("\(directory) disappeared or was moved away")
+                case .stopped:
+                    return
                 }
             }
         }
@@ -145,7 +159,7 @@ final class Intake: Sendable {
     /// Executes ctl/ and takes everything in new/; records the outcome in
     /// the backlog. Returns a sentence for the operator when a directory
     /// cannot be listed at all (intake cannot go on), else nil.
-    private func scan(_ backlog: inout IntakeBacklog, _ verifiers: VerifierSlot,
+    private func scan(_ backlog: inout IntakeBacklog, _ examiners: Examiners,
                       whenWaiting: @escaping @Sendable () -> Void = {}) -> String? {
         var failures = IntakeBacklog.Failures()
         do throws(SpoolError) {
@@ -160,7 +174,7 @@ final class Intake: Sendable {
                                    + "which txrecon cannot address", fields: [("TXRECON_FILE", renamed)]))
                 inbox.append(renamed)
             }
-            let taken = take(inbox, settling: true, &backlog, verifiers, whenWaiting: whenWaiting)
+            let taken = take(inbox, settling: true, &backlog, examiners, whenWaiting: whenWaiting)
             failures.count += taken.count
             failures.space = failures.space ?? taken.space
         } catch where error.code == EACCES || error.code == ENOENT || error.code == ENOTDIR {
@@ -195,11 +209,11 @@ final class Intake: Sendable {
     /// Reads, decodes, verifies and hands over `names` in batches. With
     /// `settling`, files modified within IntakeBacklog.settleTime are
     /// deferred instead.
-    private func take(_ names: [String], settling: Bool, _ backlog: inout IntakeBacklog, _ verifiers: VerifierSlot,
+    private func take(_ names: [String], settling: Bool, _ backlog: inout IntakeBacklog, _ examiners: Examiners,
                       whenWaiting: @escaping @Sendable () -> Void = {}) -> IntakeBacklog.Failures {
         let settings = self.settings.withLock { $0 }
         let decoder = InputDecoder(acceptEnvelopes: settings.acceptEnvelopes)
-        let verifier = verifiers.verifier(for: settings.verification)
+        let verifier = examiners.verifiers.verifier(for: settings.verification)
         var window: ClosedRange<Int64>?
         if settling {
             let wall = Timestamp.nowMilliseconds(), settle = IntakeBacklog.settleTime.milliseconds
@@ -209,16 +223,21 @@ final class Intake: Sendable {
         var batch: [Drop] = []
         var rejected = 0
         var seen = Set<String>(minimumCapacity: names.count)
-        for name in names where seen.insert(name).inserted {
-            backlog.forget(name)
-            for drop in read(name, decoder: decoder, verifier: verifier, settings: settings, settling: window,
-                             rejected: &rejected, failures: &failures, backlog: &backlog) {
-                batch.append(drop)
-            }
-            if batch.count >= Intake.batchSize {
-                hand(batch, rejected: rejected, failures: &failures, whenWaiting: whenWaiting)
-                batch.removeAll(keepingCapacity: true)
-                rejected = 0
+        let unique = names.filter { seen.insert($0).inserted }
+        for start in stride(from: 0, to: unique.count, by: Intake.batchSize) {
+            let part = unique[start..<min(start + Intake.batchSize, unique.count)]
+            let examinations = examiners.pool.examine(part, in: spool, maximumSize: settings.maximumFileSize,
+                                                      decoder: decoder, policy: settings.verification,
+                                                      verifier: verifier)
+            for (name, examination) in zip(part, examinations) {
+                backlog.forget(name)
+                batch += act(on: examination, of: name, decoder: decoder, verifier: verifier, settings: settings,
+                             settling: window, rejected: &rejected, failures: &failures, backlog: &backlog)
+                if batch.count >= Intake.batchSize {
+                    hand(batch, rejected: rejected, failures: &failures, whenWaiting: whenWaiting)
+                    batch.removeAll(keepingCapacity: true)
+                    rejected = 0
+                }
             }
         }
         if !batch.isEmpty || rejected > 0 {
@@ -227,27 +246,22 @@ final class Intake: Sendable {
         return failures
     }
 
-    /// The drops one file yields: none (gone, rejected, deferred, failed),
-    /// one, or one per transaction of a history page.
-    private func read(_ name: String, decoder: InputDecoder, verifier: SignedDataVerifier?, settings: Settings,
-                      settling: ClosedRange<Int64>?,
-                      rejected: inout Int, failures: inout IntakeBacklog.Failures,
-                      backlog: inout IntakeBacklog) -> [Drop] {
+    /// The drops one examined file yields: none (gone, rejected, deferred,
+    /// failed), one, or one per transaction of a history page.
+    private func act(on examination: DropExamination, of name: String, decoder: InputDecoder,
+                     verifier: SignedDataVerifier?, settings: Settings, settling: ClosedRange<Int64>?,
+                     rejected: inout Int, failures: inout IntakeBacklog.Failures,
+                     backlog: inout IntakeBacklog) -> [Drop] {
         do throws(SpoolError) {
-            let bytes: [UInt8], modifiedAt: Int64
-            switch try spool.readDrop(name, maximumSize: settings.maximumFileSize) {
+            switch examination {
             case .gone:
                 return []
+            case let .failed(error):
+                throw error
             case let .refused(rejection):
                 try reject(name, rejection, rejected: &rejected)
                 return []
-            case let .bytes(content, modified):
-                (bytes, modifiedAt) = (content, modified)
-            }
-            let decoded: DecodedInput
-            do {
-                decoded = try decoder.decode(bytes, verifyingWith: verifier)
-            } catch {
+            case let .undecodable(rejection, modifiedAt):
                 // Found by a scan and written moments ago, it may be a file
                 // still being written in place: look again once it has
                 // settled rather than reject half a file. A complete one
@@ -256,19 +270,19 @@ final class Intake: Sendable {
                     backlog.deferFile(name, now: clock.now)
                     return []
                 }
-                try reject(name, error, rejected: &rejected)
+                try reject(name, rejection, rejected: &rejected)
                 return []
-            }
-            switch decoded {
-            case let .item(item):
+            case let .decoded(.item(item), modifiedAt):
                 return [Drop(name: name, item: item, receivedAt: modifiedAt)]
-            case let .page(transactions):
+            case let .decoded(.page(transactions), _):
                 let parts = try spool.split(drop: name, into: transactions)
                 log.write(LogEntry(.info, "new/\(LogText.escaped(name)): history page split into \(parts.count) drops",
                                    fields: [("TXRECON_FILE", name)]))
-                return parts.flatMap {
-                    read($0, decoder: decoder, verifier: verifier, settings: settings, settling: nil,
-                         rejected: &rejected, failures: &failures, backlog: &backlog)
+                return parts.flatMap { part in
+                    let examination = DropExamination.examine(part, in: spool, maximumSize: settings.maximumFileSize,
+                                                              decoder: decoder, verifier: verifier)
+                    return act(on: examination, of: part, decoder: decoder, verifier: verifier, settings: settings,
+                               settling: nil, rejected: &rejected, failures: &failures, backlog: &backlog)
                 }
             }
         } catch {
@@ -356,18 +370,10 @@ final class Intake: Sendable {
     }
 }
 
-/// The verifier for the policy in force, rebuilt when a reload changes the
-/// policy, so that its chain cache survives from batch to batch. Created on
-/// the intake thread and used only there: the verifier is not Sendable.
-private final class VerifierSlot {
-    private var current: SignedDataVerifier?
-
-    func verifier(for policy: SignedDataPolicy?) -> SignedDataVerifier? {
-        guard let policy else {
-            current = nil
-            return nil
-        }
-        if current?.policy != policy { current = SignedDataVerifier(policy: policy) }
-        return current
-    }
+/// What the intake thread examines drops with: the helpers, and its own
+/// verifier for the part it examines itself. Made on the intake thread and
+/// used only there.
+private struct Examiners {
+    let pool: ExaminerPool
+    let verifiers = VerifierSlot()
 }

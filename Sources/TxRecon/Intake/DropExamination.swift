@@ -1,0 +1,44 @@
+// DropExamination: what reading, decoding and verifying one drop in new/
+// found, before intake acts on it.
+//
+// Examining changes nothing (it reads the file and checks its signatures), so
+// several threads may examine drops at once (`ExaminerPool`); what follows
+// from an examination (hand the item to the engine, reject, defer, split a
+// page) is intake's, on its own thread, in the order the drops were listed.
+// Reports nothing.
+
+enum DropExamination: Sendable, Equatable {
+    /// The name is no longer there (taken already, or a duplicate event).
+    case gone
+    /// Not a file intake reads (see `DropContent.refused`); left untouched.
+    case refused(Rejection)
+    /// Decoded and, unless Mode=none, verified.
+    case decoded(DecodedInput, modifiedAt: Int64)
+    /// Read whole, but it does not decode or its signatures do not verify.
+    case undecodable(Rejection, modifiedAt: Int64)
+    /// The spool could not read it; it stays in new/.
+    case failed(SpoolError)
+
+    /// Reads `name` from new/ and decodes it, verifying with `verifier`.
+    static func examine(_ name: String, in spool: Spool, maximumSize: Int, decoder: InputDecoder,
+                        verifier: SignedDataVerifier?) -> DropExamination {
+        let content: DropContent
+        do throws(SpoolError) {
+            content = try spool.readDrop(name, maximumSize: maximumSize)
+        } catch {
+            return .failed(error)
+        }
+        switch content {
+        case .gone:
+            return .gone
+        case let .refused(rejection):
+            return .refused(rejection)
+        case let .bytes(bytes, modifiedAt):
+            do throws(Rejection) {
+                return .decoded(try decoder.decode(bytes, verifyingWith: verifier), modifiedAt: modifiedAt)
+            } catch {
+                return .undecodable(error, modifiedAt: modifiedAt)
+            }
+        }
+    }
+}
