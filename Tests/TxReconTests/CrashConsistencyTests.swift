@@ -35,7 +35,7 @@ struct CrashConsistencyTests {
         let engine = try await harness.startedEngine()
         #expect(rmdir(harness.layout.queue) == 0)
         let drop = try harness.envelope("a", version: 1)
-        let failures = await engine.offer([drop])
+        let failures = await engine.offer([drop]).refused
         #expect(failures.map(\.name) == [drop.name])
         #expect(failures.first?.error.code == ENOENT)
         #expect(harness.exists("new/" + drop.name))

@@ -107,7 +107,7 @@ struct DeliveryEngineTests {
         let drop = try harness.envelope("a", version: 1)
         await engine.offer([drop])
         await harness.status.waitFor { $0.delivered == 1 }
-        let failures = await engine.offer([drop])
+        let failures = await engine.offer([drop]).refused
         #expect(failures.isEmpty)
         #expect(harness.transport.requests.count == 1)
         #expect(harness.names(in: "done") == ["a"])
@@ -182,6 +182,70 @@ struct DeliveryEngineTests {
         #expect(waits.withLock { $0 } == 1, "told before it waits, while the window is full")
         harness.clock.advance(by: .seconds(1))
         _ = try await offer.value
+    }
+
+    @Test func anOfferAtTheHighWaterMarkWaitsBrieflyThenSaysTheEngineIsFull() async throws {
+        // Three pending keys at most; one attempt at a time, which hangs.
+        let settings = DeliveryEngine.Settings(maxConcurrentDeliveries: 1, inboxWindow: 0,
+                                               inboxWindowWait: .seconds(1), highWater: 3, lowWater: 2)
+        let harness = try EngineHarness(settings: settings, transport: ScriptedTransport(default: .hang))
+        let engine = try await harness.startedEngine()
+        let first = await engine.offer(try (1...2).map { try harness.envelope("k\($0)", version: 1) })
+        #expect(!first.full, "two pending keys: room")
+        let start = harness.clock.now
+        let waits = Mutex(0)
+        let offer = Task {
+            await engine.offer([try harness.envelope("k3", version: 1)], whenWaiting: { waits.withLock { $0 += 1 } })
+        }
+        // It waits (intake also executes ctl/ requests, so not for ever) ...
+        await harness.clock.waitForSleeper(until: start + .seconds(1))
+        #expect(waits.withLock { $0 } == 1)
+        harness.clock.advance(by: .seconds(1))
+        // ... and then tells intake to take no more drops for now.
+        #expect(try await offer.value.full)
+        #expect(harness.names(in: "queue").filter { !$0.hasSuffix(".state") } == ["k1", "k2", "k3"])
+    }
+
+    @Test func theEngineAsksIntakeToReadNewAgainOnceBelowTheLowWaterMark() async throws {
+        let settings = DeliveryEngine.Settings(maxConcurrentDeliveries: 1, inboxWindow: 0,
+                                               inboxWindowWait: .seconds(1), highWater: 3, lowWater: 2)
+        // One request at a time reaches the transport (the engine hands it
+        // more than it sends at once), so each release ends one attempt.
+        let harness = try EngineHarness(settings: settings, transport: ScriptedTransport(default: .hang, workers: 1))
+        let engine = try await harness.startedEngine()
+        let rescans = Mutex(0)
+        await engine.onInboxNeedsRescan { rescans.withLock { $0 += 1 } }
+        let offer = Task { await engine.offer(try (1...3).map { try harness.envelope("k\($0)", version: 1) }) }
+        await harness.clock.waitForSleeper(until: harness.clock.now + .seconds(1))
+        harness.clock.advance(by: .seconds(1))
+        #expect(try await offer.value.full)
+        // 3 -> 2 pending: not below the low-water mark yet.
+        harness.transport.releaseHeld(with: .status(204))
+        await harness.status.waitFor { $0.delivered == 1 }
+        await harness.transport.waitForRequests(2)
+        #expect(rescans.withLock { $0 } == 0)
+        // 2 -> 1: below it; intake is asked to read new/ again, once.
+        harness.transport.releaseHeld(with: .status(204))
+        await harness.status.waitFor { $0.delivered == 2 }
+        await harness.transport.waitForRequests(3)
+        harness.transport.releaseHeld(with: .status(204))
+        await harness.status.waitFor { $0.delivered == 3 }
+        #expect(rescans.withLock { $0 } == 1)
+    }
+
+    @Test func retryingAKeyThatNeverFailedLeavesNoStateFileBehind() async throws {
+        let settings = DeliveryEngine.Settings(maxConcurrentDeliveries: 1, inboxWindow: 0)
+        let harness = try EngineHarness(settings: settings, transport: ScriptedTransport(default: .hang, workers: 1))
+        let engine = try await harness.startedEngine()
+        await engine.offer(try (1...3).map { try harness.envelope("k\($0)", version: 1) })
+        await harness.transport.waitForRequests(1)
+        let result = await engine.perform(ControlRequest(.retry, all: true))
+        #expect(!result.applied.isEmpty, "a key not in flight was retried")
+        harness.transport.setDefault(.status(204))
+        harness.transport.releaseHeld(with: .status(204))
+        await harness.status.waitFor { $0.delivered == 3 }
+        #expect(harness.names(in: "queue") == [])
+        #expect(harness.names(in: "done") == ["k1", "k2", "k3"])
     }
 
     @Test func intakeStopsWaitingForTheWindowAsAttemptsEnd() async throws {

@@ -49,30 +49,34 @@ actor DeliveryEngine {
         /// with intake's decoded item in memory (see the header).
         var inboxWindow: Int
         /// How long intake waits for room in that window before it moves
-        /// further drops into queue/: short, for intake also executes the
-        /// operator's ctl/ requests.
+        /// further drops into queue/, and for room below `highWater` before
+        /// it leaves further drops in new/: short, for intake also executes
+        /// the operator's ctl/ requests.
         var inboxWindowWait: Duration
+        /// Intake stops taking drops while this many keys are pending, and
+        /// reads new/ again once they have fallen below `lowWater`: a flood
+        /// waits in new/ instead of in memory.
+        var highWater: Int
+        var lowWater: Int
 
         init(schedule: RetrySchedule = .standard, maxConcurrentDeliveries: Int = 8,
                     maxFileSize: Int = 1 << 20, stopGrace: Duration = .seconds(10),
-                    inboxWindow: Int = 4096, inboxWindowWait: Duration = .seconds(1)) {
+                    inboxWindow: Int = 4096, inboxWindowWait: Duration = .seconds(1),
+                    highWater: Int = 100_000, lowWater: Int = 90_000) {
             self.schedule = schedule
             self.maxConcurrentDeliveries = maxConcurrentDeliveries
             self.maxFileSize = maxFileSize
             self.stopGrace = stopGrace
             self.inboxWindow = inboxWindow
             self.inboxWindowWait = inboxWindowWait
+            self.highWater = highWater
+            self.lowWater = lowWater
         }
     }
 
     /// Builds the HTTP request of one attempt: (item, attempt number,
     /// receivedAt ms, now ms) -> request. Pure; runs off the actor.
     typealias RequestPreparer = @Sendable (Item, Int, Int64, Int64) -> DeliveryRequest
-
-    /// Intake waits while this many keys are pending, until they fall below
-    /// `lowWater`: a flood in new/ waits there instead of in memory.
-    static let highWater = 100_000
-    static let lowWater = 90_000
 
     private enum Phase { case starting, running, draining, stopped }
 
@@ -183,9 +187,14 @@ actor DeliveryEngine {
     private var status = EngineStatus()
     private var roomWaiters: [CheckedContinuation<Void, Never>] = []
     private var drainWaiter: CheckedContinuation<Void, Never>?
-    /// Called when a drop intake handed over earlier could not be taken
-    /// after all and stays in new/ (see `place`), so that intake looks again.
+    /// Called when drops intake handed over earlier could not be taken
+    /// after all and stay in new/ (see `place`), or when intake left drops
+    /// there at the high-water mark and there is room again, so that intake
+    /// reads new/ again.
     private var inboxNeedsRescan: @Sendable () -> Void = {}
+    /// Whether an offer ended at the high-water mark: intake left the rest
+    /// of new/ unread until `inboxNeedsRescan`.
+    private var intakeAwaitsRoom = false
     /// When the current run of consecutive backend failures began (wall ms).
     private var failureStreakSince: Int64?
 
@@ -291,37 +300,55 @@ actor DeliveryEngine {
 
     // MARK: Intake
 
+    /// What became of the drops of one `offer`.
+    struct Offered: Sendable {
+        /// Drops that could not be taken (they stay in new/), with the
+        /// spool's error; intake logs them and looks again later.
+        var refused: [(name: String, error: SpoolError)] = []
+        /// True when `highWater` keys are pending: intake must take no more
+        /// drops until the engine asks it to read new/ again.
+        var full = false
+    }
+
     /// Takes decoded drops from new/, applying the supersede rule to each,
-    /// then waits while too many keys are pending (intake back-pressure),
-    /// calling `whenWaiting` before each wait: intake's start-up scan sends
-    /// READY=1 then, so a backlog in new/ never holds READY until it is
-    /// delivered. Returns the drops that could not be taken (they stay in
-    /// new/) with the spool's error; intake logs them and looks again later.
+    /// then waits up to `inboxWindowWait` while the window or the engine is
+    /// full (intake back-pressure), calling `whenWaiting` before each wait:
+    /// intake's start-up scan sends READY=1 then, so a backlog in new/ never
+    /// holds READY until it is delivered. The wait is short because intake
+    /// also executes the operator's ctl/ requests: when the engine is still
+    /// full, the answer says so, and `inboxNeedsRescan` follows once the
+    /// pending keys have fallen below `lowWater`.
     @discardableResult
-    func offer(_ drops: [Drop], whenWaiting: @Sendable () -> Void = {}) async -> [(name: String, error: SpoolError)] {
-        var failures: [(name: String, error: SpoolError)] = []
+    func offer(_ drops: [Drop], whenWaiting: @Sendable () -> Void = {}) async -> Offered {
+        var offered = Offered()
         for drop in drops where phase == .running || phase == .starting {
-            if let error = place(drop) { failures.append((drop.name, error)) }
+            if let error = place(drop) { offered.refused.append((drop.name, error)) }
         }
         dispatchDue()
         publishStatus()
-        let giveUpOnWindow = clock.now + settings.inboxWindowWait
-        var windowTimer: Task<Void, Never>?
-        defer { windowTimer?.cancel() }
+        let giveUp = clock.now + settings.inboxWindowWait
+        var waitTimer: Task<Void, Never>?
+        defer { waitTimer?.cancel() }
         while phase == .running {
-            if entries.count < DeliveryEngine.highWater {
-                guard inboxWindowIsFull, clock.now < giveUpOnWindow else { break }
-                if windowTimer == nil {
-                    windowTimer = Task(executorPreference: executor) { [clock] in
-                        do { try await clock.sleep(until: giveUpOnWindow) } catch { return }
-                        await self.resumeRoomWaiters()
-                    }
+            let isFull = entries.count >= settings.highWater
+            guard isFull || inboxWindowIsFull else { break }
+            guard clock.now < giveUp else {
+                if isFull {
+                    intakeAwaitsRoom = true
+                    offered.full = true
+                }
+                break
+            }
+            if waitTimer == nil {
+                waitTimer = Task(executorPreference: executor) { [clock] in
+                    do { try await clock.sleep(until: giveUp) } catch { return }
+                    await self.resumeRoomWaiters()
                 }
             }
             whenWaiting()
             await withCheckedContinuation { roomWaiters.append($0) }
         }
-        return failures
+        return offered
     }
 
     /// Whether a fresh key waits in new/ (not queue/) for its first attempt
@@ -833,9 +860,13 @@ actor DeliveryEngine {
         publishStatus()
         // Room again below the low-water mark, and in the window once a
         // quarter of it is free: intake then hands over batches, not single drops.
-        if !roomWaiters.isEmpty, entries.count < DeliveryEngine.lowWater,
+        if !roomWaiters.isEmpty, entries.count < settings.lowWater,
            inboxCount <= settings.inboxWindow * 3 / 4 || backendIsFailing {
             resumeRoomWaiters()
+        }
+        if intakeAwaitsRoom, entries.count < settings.lowWater {
+            intakeAwaitsRoom = false
+            inboxNeedsRescan()
         }
         if phase == .draining, active == 0 { endDrain() }
     }
@@ -934,7 +965,10 @@ actor DeliveryEngine {
                 entry.state.delayMilliseconds = nil
                 entries[key] = entry
                 ready.push(key, at: entry.deadline)
-                if entry.inbox == nil { try? spool.writeState(entry.state, for: key) }
+                // Only a recorded delay needs undoing on disk: without a
+                // KEY.state a key is due at once after a restart anyway, and
+                // a new one would be left behind at delivery.
+                if entry.hasStateFile { try? spool.writeState(entry.state, for: key) }
                 if !request.all { events.operatorAction(.retried, key: key) }
                 result.applied.append(key.rawValue)
             }

@@ -102,10 +102,10 @@ final class Intake: Sendable {
             for event in watcher.next(timeout: timeout) {
                 switch event {
                 case let .drops(names):
-                    guard !backlog.isPaused else { continue }
+                    guard !backlog.isPaused, !backlog.awaitsRoom else { continue }
                     finish(take(names, settling: false, &backlog, examiners), fullScan: false, &backlog)
                 case let .created(names):
-                    guard !backlog.isPaused else { continue }
+                    guard !backlog.isPaused, !backlog.awaitsRoom else { continue }
                     // A regular file created in place is taken when its
                     // writer closes it; one never written (a hard link)
                     // once it has settled.
@@ -120,8 +120,8 @@ final class Intake: Sendable {
                     // event intake takes at once: read new/ again now.
                     if requeued, let problem = scan(&backlog, examiners) { return lost(problem) }
                 case .rescan:
-                    log.write(LogEntry(.info, "rescanning new/ and ctl/: inotify's event queue overflowed "
-                                       + "or a drop was left in new/"))
+                    log.write(LogEntry(.info, "rescanning new/ and ctl/: inotify's event queue overflowed, "
+                                       + "a drop was left in new/, or the engine has room again"))
                     if let problem = scan(&backlog, examiners) { return lost(problem) }
                 case .timedOut:
                     let now = clock.now
@@ -130,7 +130,7 @@ final class Intake: Sendable {
                     let due = backlog.dueFiles(now: now)
                     if backlog.isRetryDue(now: now) {
                         if let problem = scan(&backlog, examiners) { return lost(problem) }
-                    } else if !backlog.isPaused {
+                    } else if !backlog.isPaused, !backlog.awaitsRoom {
                         finish(take(due, settling: true, &backlog, examiners), fullScan: false, &backlog)
                     }
                 case let .attributesChanged(directory):
@@ -162,6 +162,7 @@ final class Intake: Sendable {
     private func scan(_ backlog: inout IntakeBacklog, _ examiners: Examiners,
                       whenWaiting: @escaping @Sendable () -> Void = {}) -> String? {
         var failures = IntakeBacklog.Failures()
+        backlog.awaitsRoom = false
         do throws(SpoolError) {
             let names = try SystemCall.listDirectory(spool.layout.ctl)
             let (executed, _) = execute(names)
@@ -208,7 +209,8 @@ final class Intake: Sendable {
 
     /// Reads, decodes, verifies and hands over `names` in batches. With
     /// `settling`, files modified within IntakeBacklog.settleTime are
-    /// deferred instead.
+    /// deferred instead. Stops when the engine is full: the rest stays in
+    /// new/ until the engine asks for a scan (`backlog.awaitsRoom`).
     private func take(_ names: [String], settling: Bool, _ backlog: inout IntakeBacklog, _ examiners: Examiners,
                       whenWaiting: @escaping @Sendable () -> Void = {}) -> IntakeBacklog.Failures {
         let settings = self.settings.withLock { $0 }
@@ -234,15 +236,27 @@ final class Intake: Sendable {
                 batch += act(on: examination, of: name, decoder: decoder, verifier: verifier, settings: settings,
                              settling: window, rejected: &rejected, failures: &failures, backlog: &backlog)
                 if batch.count >= Intake.batchSize {
-                    hand(batch, rejected: rejected, failures: &failures, whenWaiting: whenWaiting)
+                    let full = hand(batch, rejected: rejected, failures: &failures, whenWaiting: whenWaiting)
                     batch.removeAll(keepingCapacity: true)
                     rejected = 0
+                    // What was examined but not handed over is still in new/.
+                    if full { return leaveRestInInbox(failures, &backlog) }
                 }
             }
         }
-        if !batch.isEmpty || rejected > 0 {
-            hand(batch, rejected: rejected, failures: &failures, whenWaiting: whenWaiting)
+        if !batch.isEmpty || rejected > 0,
+           hand(batch, rejected: rejected, failures: &failures, whenWaiting: whenWaiting) {
+            return leaveRestInInbox(failures, &backlog)
         }
+        return failures
+    }
+
+    /// The engine is full: drops wait in new/ until it asks for a scan.
+    private func leaveRestInInbox(_ failures: IntakeBacklog.Failures,
+                                  _ backlog: inout IntakeBacklog) -> IntakeBacklog.Failures {
+        backlog.awaitsRoom = true
+        log.write(LogEntry(.notice, "intake waits: too many items are pending; further drops wait in new/ "
+                           + "and are read once deliveries have made room (ctl/ requests are still executed)"))
         return failures
     }
 
@@ -308,14 +322,16 @@ final class Intake: Sendable {
         rejected += 1
     }
 
+    /// Hands `drops` to the engine; returns whether the engine is full.
     private func hand(_ drops: [Drop], rejected: Int, failures: inout IntakeBacklog.Failures,
-                      whenWaiting: @escaping @Sendable () -> Void) {
+                      whenWaiting: @escaping @Sendable () -> Void) -> Bool {
         let engine = self.engine
-        let refused = waitFor {
+        let offered = waitFor {
             if rejected > 0 { await engine.noteRejected(count: rejected) }
-            return drops.isEmpty ? [] : await engine.offer(drops, whenWaiting: whenWaiting)
+            return drops.isEmpty ? DeliveryEngine.Offered() : await engine.offer(drops, whenWaiting: whenWaiting)
         }
-        for (name, error) in refused { note(error, name: name, failures: &failures) }
+        for (name, error) in offered.refused { note(error, name: name, failures: &failures) }
+        return offered.full
     }
 
     // MARK: ctl/

@@ -1,6 +1,6 @@
 // IntakeBacklog: what intake still owes new/, and when to look again.
 //
-// Two kinds of debt, both kept on the intake thread only:
+// Three kinds of debt, all kept on the intake thread only:
 //   - unsettled files: regular files in new/ modified so recently that their
 //     writer may still be writing them in place (no rename); each is looked
 //     at again after `settleTime`.
@@ -9,6 +9,9 @@
 //     backoff that doubles from `firstRetry` to `longestRetry`. A failure
 //     for lack of space (ENOSPC, EDQUOT) also pauses intake: events are not
 //     acted on until a full scan succeeds again.
+//   - drops left in new/ because the engine is full (too many keys
+//     pending): events are not acted on until the engine, with room again,
+//     asks for the scan that reads them.
 // Times are monotonic (EngineClock.now), so a wall-clock jump neither
 // stalls nor hurries a retry. Touches no files and logs nothing: Intake
 // reports the transitions this returns.
@@ -55,6 +58,10 @@ struct IntakeBacklog {
     private(set) var paused: (reason: String, since: Duration)?
 
     var isPaused: Bool { paused != nil }
+
+    /// Whether intake left drops in new/ because the engine was full; a
+    /// full scan (which the engine asks for once it has room) clears it.
+    var awaitsRoom = false
 
     /// The earliest moment something is due, or nil when nothing is owed.
     var nextWakeUp: Duration? {

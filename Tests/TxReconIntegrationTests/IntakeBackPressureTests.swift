@@ -1,0 +1,59 @@
+// Intake against an engine that is full (too many keys pending), in-process
+// with real inotify and threads: drops wait in new/, the operator's ctl/
+// requests are still answered, and new/ is read again once there is room.
+import Glibc
+import Synchronization
+import Testing
+@testable import TxRecon
+import TxReconTestSupport
+
+@Suite(.timeLimit(.minutes(1)))
+struct IntakeBackPressureTests {
+    @Test func whileTheEngineIsFullControlRequestsAreAnsweredAndDropsWaitInNew() async throws {
+        // Three pending keys at most, one attempt at a time, which hangs.
+        let settings = DeliveryEngine.Settings(maxConcurrentDeliveries: 1, inboxWindow: 0,
+                                               inboxWindowWait: .seconds(1), highWater: 3, lowWater: 2)
+        let harness = try EngineHarness(settings: settings, transport: ScriptedTransport(default: .hang))
+        let engine = try await harness.startedEngine()
+        // More than one batch: intake hands over 256 drops at a time.
+        let count = Intake.batchSize + 44
+        for index in 1...count { _ = try harness.envelope("k\(index)", version: 1, name: "d\(index)") }
+        let intake = Intake(spool: harness.spool, engine: engine, watcher: try InboxWatcher(layout: harness.layout),
+                            settings: Intake.Settings(maximumFileSize: 1 << 20, acceptEnvelopes: true, verification: nil),
+                            log: harness.log)
+        let ready = Mutex(false)
+        try intake.start(ready: { ready.withLock { $0 = true } }, lost: { Issue.record("intake lost: \($0)") })
+        defer { intake.stop() }
+
+        // The start-up scan's first batch fills the engine; it waits (on the
+        // engine's manual clock) for room that does not come, then stops.
+        await harness.clock.waitForSleeper(until: harness.clock.now + .seconds(1))
+        harness.clock.advance(by: .seconds(1))
+        #expect(await eventually { ready.withLock { $0 } })
+        #expect(await eventually { harness.names(in: "queue").count == Intake.batchSize })
+        #expect(harness.names(in: "new").count == 44, "the second batch waits in new/")
+
+        // An operator request is executed meanwhile.
+        let request = ControlRequest(.retry, all: true).json.serialized
+        try SystemCall.writeNewFile(harness.layout.ctl + "/r1", request, sync: false)
+        #expect(await eventually { harness.exists("ctl/r1.result") }, "answered while the engine is full")
+
+        // Deliveries make room; below the low-water mark intake reads new/
+        // again and every drop is delivered.
+        harness.transport.setDefault(.status(204))
+        harness.transport.releaseHeld(with: .status(204))
+        await harness.status.waitFor { $0.delivered == count }
+        #expect(harness.names(in: "new").isEmpty)
+        #expect(harness.names(in: "queue").isEmpty)
+    }
+
+    /// Waits until `condition` holds (checked every 10 ms), up to 20 s.
+    func eventually(_ condition: () -> Bool) async -> Bool {
+        let deadline = ContinuousClock.now + .seconds(20)
+        while ContinuousClock.now < deadline {
+            if condition() { return true }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        return condition()
+    }
+}
