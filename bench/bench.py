@@ -694,6 +694,10 @@ class Bench:
         os.chmod(self.work, 0o711)
         self.tools = os.path.join(REPO, ".build", "bench")
         os.makedirs(self.tools, exist_ok=True)
+        # The tree the binary is built from, not the tree at the report:
+        # edits made while the bench runs do not change what was measured.
+        self.commit = subprocess.run(["git", "describe", "--always", "--dirty"], cwd=REPO, capture_output=True,
+                                     text=True).stdout.strip()
         self.binary = build_txrecon(args)
         self.curlclient = build_c_tool("curlclient", ["-lcurl", "-lpthread"], self.tools)
         self.nginx = Nginx(find_nginx(os.path.join(self.tools, "nginx")), os.path.join(self.work, "nginx"),
@@ -1256,9 +1260,7 @@ class Bench:
                     break
         memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
         swift = subprocess.run(["swift", "--version"], capture_output=True, text=True).stdout.splitlines()
-        commit = subprocess.run(["git", "describe", "--always", "--dirty"], cwd=REPO, capture_output=True,
-                                text=True).stdout.strip()
-        build = (f"{commit} (swift build -c release --static-swift-stdlib; {swift[0] if swift else 'swift ?'})"
+        build = (f"{self.commit} (swift build -c release --static-swift-stdlib; {swift[0] if swift else 'swift ?'})"
                  if not self.args.binary else f"{self.binary} (--binary)")
         filesystem = subprocess.run(["df", "--output=fstype", self.work], capture_output=True,
                                     text=True).stdout.split()[-1]
