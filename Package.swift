@@ -27,9 +27,11 @@ let package = Package(
             pkgConfig: "libcrypto",
             providers: [.apt(["libssl-dev"])]
         ),
+        // glibc's <malloc.h>, part of libc6-dev: nothing to link.
+        .systemLibrary(name: "CMalloc"),
         .target(
             name: "TxRecon",
-            dependencies: ["CSystemd", "CCurl", "CCrypto"],
+            dependencies: ["CSystemd", "CCurl", "CCrypto", "CMalloc"],
             swiftSettings: [.swiftLanguageMode(.v6)],
             linkerSettings: [.linkedLibrary("m")]
         ),

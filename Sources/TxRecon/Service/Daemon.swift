@@ -14,6 +14,7 @@
 //
 // Reports: the lifecycle in the journal (started, reloaded, stopping) and
 // every failure that ends the process, with its exit status.
+import CMalloc
 import Dispatch
 import Glibc
 
@@ -104,6 +105,11 @@ public enum Daemon {
             return ExitStatus.failure
         }
         reaper?.start()
+        // Restoring a large queue/ lists and reads every file once: hand the
+        // memory that took back to the kernel now, rather than keep it for
+        // the months the daemon runs (with 100,000 queued, RSS at READY
+        // 61 -> 55 MiB; bench/FINDINGS.md).
+        _ = malloc_trim(0)
 
         let watcher: InboxWatcher
         do {
