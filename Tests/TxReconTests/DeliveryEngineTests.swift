@@ -204,6 +204,9 @@ struct DeliveryEngineTests {
         // ... and then tells intake to take no more drops for now.
         #expect(try await offer.value.full)
         #expect(harness.names(in: "queue").filter { !$0.hasSuffix(".state") } == ["k1", "k2", "k3"])
+        let status = await engine.currentStatus
+        #expect(status.intakeWaitsBelow == 2)
+        #expect(status.line.hasSuffix("; new/ waits until fewer than 2 are queued"), "\(status.line)")
     }
 
     @Test func theEngineAsksIntakeToReadNewAgainOnceBelowTheLowWaterMark() async throws {
@@ -220,6 +223,7 @@ struct DeliveryEngineTests {
         harness.clock.advance(by: .seconds(1))
         #expect(try await offer.value.full)
         // 3 -> 2 pending: not below the low-water mark yet.
+        await harness.transport.waitForRequests(1)
         harness.transport.releaseHeld(with: .status(204))
         await harness.status.waitFor { $0.delivered == 1 }
         await harness.transport.waitForRequests(2)
@@ -231,6 +235,7 @@ struct DeliveryEngineTests {
         harness.transport.releaseHeld(with: .status(204))
         await harness.status.waitFor { $0.delivered == 3 }
         #expect(rescans.withLock { $0 } == 1)
+        #expect(await engine.currentStatus.intakeWaitsBelow == nil, "STATUS no longer says new/ waits")
     }
 
     @Test func retryingAKeyThatNeverFailedLeavesNoStateFileBehind() async throws {

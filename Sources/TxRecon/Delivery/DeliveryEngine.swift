@@ -189,12 +189,9 @@ actor DeliveryEngine {
     private var drainWaiter: CheckedContinuation<Void, Never>?
     /// Called when drops intake handed over earlier could not be taken
     /// after all and stay in new/ (see `place`), or when intake left drops
-    /// there at the high-water mark and there is room again, so that intake
-    /// reads new/ again.
+    /// there at the high-water mark (`status.intakeWaitsBelow`) and there is
+    /// room again, so that intake reads new/ again.
     private var inboxNeedsRescan: @Sendable () -> Void = {}
-    /// Whether an offer ended at the high-water mark: intake left the rest
-    /// of new/ unread until `inboxNeedsRescan`.
-    private var intakeAwaitsRoom = false
     /// When the current run of consecutive backend failures began (wall ms).
     private var failureStreakSince: Int64?
 
@@ -334,8 +331,9 @@ actor DeliveryEngine {
             guard isFull || inboxWindowIsFull else { break }
             guard clock.now < giveUp else {
                 if isFull {
-                    intakeAwaitsRoom = true
                     offered.full = true
+                    status.intakeWaitsBelow = settings.lowWater
+                    publishStatus()
                 }
                 break
             }
@@ -857,16 +855,16 @@ actor DeliveryEngine {
 
     private func afterAttempt() {
         dispatchDue()
+        if let below = status.intakeWaitsBelow, entries.count < below {
+            status.intakeWaitsBelow = nil
+            inboxNeedsRescan()
+        }
         publishStatus()
         // Room again below the low-water mark, and in the window once a
         // quarter of it is free: intake then hands over batches, not single drops.
         if !roomWaiters.isEmpty, entries.count < settings.lowWater,
            inboxCount <= settings.inboxWindow * 3 / 4 || backendIsFailing {
             resumeRoomWaiters()
-        }
-        if intakeAwaitsRoom, entries.count < settings.lowWater {
-            intakeAwaitsRoom = false
-            inboxNeedsRescan()
         }
         if phase == .draining, active == 0 { endDrain() }
     }

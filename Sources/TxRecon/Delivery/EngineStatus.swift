@@ -30,6 +30,9 @@ public struct EngineStatus: Sendable, Equatable {
     public var nextRetryAt: Int64?
     /// Why intake is paused (say, the spool's file system is full); nil when it runs.
     public var intakePausedBecause: String?
+    /// While intake leaves drops in new/ because too many items are
+    /// pending: the count below which it reads new/ again; nil otherwise.
+    public var intakeWaitsBelow: Int?
     /// `starting`, `running`, `stopping`.
     public var phase = "starting"
     /// receivedAt of the oldest item in queue/ (ms since 1970); nil when
@@ -55,6 +58,7 @@ public struct EngineStatus: Sendable, Equatable {
             text += ", next retry at \(Timestamp.localClockTime(milliseconds: nextRetryAt))"
         }
         if let intakePausedBecause { text += "; intake paused: \(intakePausedBecause)" }
+        if let intakeWaitsBelow { text += "; new/ waits until fewer than \(intakeWaitsBelow) are queued" }
         if phase != "running" { text = "\(phase): " + text }
         return text
     }

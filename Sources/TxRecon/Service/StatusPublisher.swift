@@ -82,6 +82,7 @@ final class StatusPublisher: Sendable {
         }
         if let next = status.nextRetryAt { members.append(("nextRetryAt", .string(Timestamp.rfc3339(milliseconds: next)))) }
         if let paused = status.intakePausedBecause { members.append(("intakePaused", .string(paused))) }
+        if let below = status.intakeWaitsBelow { members.append(("intakeWaitsBelow", .integer(below))) }
         try? SystemCall.replaceFile(statusFile, JSONValue.object(members).serialized,
                                     temporaryName: statusFile + ".tmp", sync: false)
     }
