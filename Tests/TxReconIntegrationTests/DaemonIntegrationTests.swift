@@ -97,12 +97,7 @@ final class DaemonFixture {
 
     /// Waits until `condition` holds (checked every 20 ms), up to `timeout`.
     func eventually(timeout: Duration = .seconds(20), _ condition: () -> Bool) async -> Bool {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if condition() { return true }
-            try? await Task.sleep(for: .milliseconds(20))
-        }
-        return condition()
+        await TxReconIntegrationTests.eventually(timeout: timeout, condition)
     }
 
     func cli(_ arguments: [String]) async throws -> (status: Int32, stdout: String, stderr: String) {

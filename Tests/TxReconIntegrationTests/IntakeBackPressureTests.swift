@@ -46,14 +46,4 @@ struct IntakeBackPressureTests {
         #expect(harness.names(in: "new").isEmpty)
         #expect(harness.names(in: "queue").isEmpty)
     }
-
-    /// Waits until `condition` holds (checked every 10 ms), up to 20 s.
-    func eventually(_ condition: () -> Bool) async -> Bool {
-        let deadline = ContinuousClock.now + .seconds(20)
-        while ContinuousClock.now < deadline {
-            if condition() { return true }
-            try? await Task.sleep(for: .milliseconds(10))
-        }
-        return condition()
-    }
 }
