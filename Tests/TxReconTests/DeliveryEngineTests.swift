@@ -184,6 +184,30 @@ struct DeliveryEngineTests {
         _ = try await offer.value
     }
 
+    @Test func aBatchWaitsForRoomForAllOfItsDropsInsteadOfSpillingIntoQueue() async throws {
+        let settings = DeliveryEngine.Settings(maxConcurrentDeliveries: 1, inboxWindow: 4, inboxWindowWait: .seconds(1))
+        let harness = try EngineHarness(settings: settings, transport: ScriptedTransport(default: .hang))
+        let engine = try await harness.startedEngine()
+        await engine.offer(try (1...3).map { try harness.envelope("k\($0)", version: 1) })
+        await harness.transport.waitForRequests(1)
+        let start = harness.clock.now
+        let waits = Mutex(0)
+        let offer = Task {
+            await engine.offer(try (4...5).map { try harness.envelope("k\($0)", version: 1) },
+                               whenWaiting: { waits.withLock { $0 += 1 } })
+        }
+        await harness.clock.waitForSleeper(until: start + .seconds(1))
+        #expect(waits.withLock { $0 } == 1, "room for one of the two: it waits before placing either")
+        #expect(harness.names(in: "queue") == [], "neither went to queue/")
+        harness.transport.setDefault(.status(204))
+        harness.transport.releaseHeld(with: .status(204))
+        _ = try await offer.value
+        await harness.status.waitFor { $0.delivered == 5 }
+        #expect(harness.log.entries(withMessageID: MessageID.accepted).isEmpty,
+                "every key waited in new/ and was delivered from there")
+        #expect(harness.names(in: "done") == ["k1", "k2", "k3", "k4", "k5"])
+    }
+
     @Test func anOfferAtTheHighWaterMarkWaitsBrieflyThenSaysTheEngineIsFull() async throws {
         // Three pending keys at most; one attempt at a time, which hangs.
         let settings = DeliveryEngine.Settings(maxConcurrentDeliveries: 1, inboxWindow: 0,

@@ -308,8 +308,9 @@ actor DeliveryEngine {
     }
 
     /// Takes decoded drops from new/, applying the supersede rule to each,
-    /// then waits up to `inboxWindowWait` while the window or the engine is
-    /// full (intake back-pressure), calling `whenWaiting` before each wait:
+    /// once the window has room for all of them, then waits while the window
+    /// or the engine is full (intake back-pressure); both waits together last
+    /// at most `inboxWindowWait`, and `whenWaiting` is called before each:
     /// intake's start-up scan sends READY=1 then, so a backlog in new/ never
     /// holds READY until it is delivered. The wait is short because intake
     /// also executes the operator's ctl/ requests: when the engine is still
@@ -318,17 +319,23 @@ actor DeliveryEngine {
     @discardableResult
     func offer(_ drops: [Drop], whenWaiting: @Sendable () -> Void = {}) async -> Offered {
         var offered = Offered()
+        let giveUp = clock.now + settings.inboxWindowWait
+        var waitTimer: Task<Void, Never>?
+        defer { waitTimer?.cancel() }
+        // Room for the whole batch first: placed into a window with room for
+        // part of it, the rest would go to queue/ (a rename here on the
+        // engine's thread each, and a second one when delivered).
+        while phase == .running, windowLacksRoom(for: drops.count), clock.now < giveUp {
+            await waitForRoom(until: giveUp, timer: &waitTimer, whenWaiting: whenWaiting)
+        }
         for drop in drops where phase == .running || phase == .starting {
             if let error = place(drop) { offered.refused.append((drop.name, error)) }
         }
         dispatchDue()
         publishStatus()
-        let giveUp = clock.now + settings.inboxWindowWait
-        var waitTimer: Task<Void, Never>?
-        defer { waitTimer?.cancel() }
         while phase == .running {
             let isFull = entries.count >= settings.highWater
-            guard isFull || inboxWindowIsFull else { break }
+            guard isFull || windowLacksRoom(for: 1) else { break }
             guard clock.now < giveUp else {
                 if isFull {
                     offered.full = true
@@ -337,28 +344,35 @@ actor DeliveryEngine {
                 }
                 break
             }
-            if waitTimer == nil {
-                waitTimer = Task(executorPreference: executor) { [clock] in
-                    do { try await clock.sleep(until: giveUp) } catch { return }
-                    await self.resumeRoomWaiters()
-                }
-            }
-            whenWaiting()
-            await withCheckedContinuation { roomWaiters.append($0) }
+            await waitForRoom(until: giveUp, timer: &waitTimer, whenWaiting: whenWaiting)
         }
         return offered
+    }
+
+    /// One wait of `offer` for room, ended by `resumeRoomWaiters`: after an
+    /// attempt, or by `timer` at `giveUp`.
+    private func waitForRoom(until giveUp: Duration, timer: inout Task<Void, Never>?,
+                             whenWaiting: @Sendable () -> Void) async {
+        if timer == nil {
+            timer = Task(executorPreference: executor) { [clock] in
+                do { try await clock.sleep(until: giveUp) } catch { return }
+                await self.resumeRoomWaiters()
+            }
+        }
+        whenWaiting()
+        await withCheckedContinuation { roomWaiters.append($0) }
     }
 
     /// Whether a fresh key waits in new/ (not queue/) for its first attempt
     /// now: while the window has room and the backend is not failing.
     private var freshKeysWaitInInbox: Bool { !backendIsFailing && inboxCount < settings.inboxWindow }
 
-    /// Whether intake should wait for room in the window: it is full and
-    /// empties as attempts end (a window of 0 never fills). Not while the
-    /// backend is failing: its attempts may take a timeout each, and fresh
-    /// keys go to queue/ then.
-    private var inboxWindowIsFull: Bool {
-        !backendIsFailing && inboxCount > 0 && inboxCount >= settings.inboxWindow
+    /// Whether intake should wait for room in the window for `count` more
+    /// fresh keys (at most the whole window): it empties as attempts end (a
+    /// window of 0 never fills). Not while the backend is failing: its
+    /// attempts may take a timeout each, and fresh keys go to queue/ then.
+    private func windowLacksRoom(for count: Int) -> Bool {
+        !backendIsFailing && inboxCount > 0 && inboxCount + min(count, settings.inboxWindow) > settings.inboxWindow
     }
 
     private var backendIsFailing: Bool {
@@ -907,7 +921,7 @@ actor DeliveryEngine {
         case .ok, .unknown:
             guard status.statistics.consecutiveBackendFailures >= DeliveryEngine.failingThreshold else { return }
             status.backend = .failing(since: since, lastError: reason)
-            // Intake no longer waits for the window (see inboxWindowIsFull).
+            // Intake no longer waits for the window (see windowLacksRoom).
             resumeRoomWaiters()
             log.write(LogEntry(.warning, "backend failing: \(LogText.singleLine(reason, limit: 200)); "
                                + "items stay queued and are retried on schedule",
