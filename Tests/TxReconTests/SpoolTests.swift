@@ -78,6 +78,29 @@ import TxReconTestSupport
         }
     }
 
+    @Test func readingItsOwnDropLeavesTheAccessTimeAlone() throws {
+        let spool = try makeSpool()
+        // relatime updates an access time older than the last change.
+        let accessed = 1_000_000_000, modified = 1_500_000_000
+        func writeWithOldAccessTime(_ name: String) -> String {
+            let path = directory.write("{}", to: "spool/new/" + name)
+            var times = [timespec(tv_sec: accessed, tv_nsec: 0), timespec(tv_sec: modified, tv_nsec: 0)]
+            #expect(utimensat(AT_FDCWD, path, &times, 0) == 0)
+            return path
+        }
+        func accessTime(_ path: String) -> Int {
+            var info = stat()
+            #expect(stat(path, &info) == 0)
+            return info.st_atim.tv_sec
+        }
+        let control = writeWithOldAccessTime("control")
+        _ = try SystemCall.readFile(control, limit: 1024)
+        try #require(accessTime(control) != accessed, "this file system updates access times on a plain read")
+        let drop = writeWithOldAccessTime("drop")
+        #expect(try spool.readDrop("drop", maximumSize: 1024) == .bytes(Array("{}".utf8), modifiedAt: Int64(modified) * 1000))
+        #expect(accessTime(drop) == accessed)
+    }
+
     @Test func aDropLargerThanTheLimitIsRefusedUnread() throws {
         let spool = try makeSpool()
         _ = directory.write(String(repeating: "x", count: 2048), to: "spool/new/big")

@@ -19,6 +19,15 @@ public struct SpoolError: Error, Sendable, Equatable, CustomStringConvertible {
 }
 
 enum SystemCall {
+    /// open(2)'s O_NOATIME, which Swift's Glibc module does not export (it
+    /// is behind _GNU_SOURCE): 01000000 on x86-64 and arm64 alike
+    /// (asm-generic/fcntl.h); 0, asking for nothing, anywhere else.
+    #if arch(x86_64) || arch(arm64)
+    static let openNoAccessTime: Int32 = 0o1000000
+    #else
+    static let openNoAccessTime: Int32 = 0
+    #endif
+
     /// Retries a call interrupted by a signal.
     @inline(__always)
     static func retrying(_ call: () -> Int32) -> Int32 {
