@@ -244,6 +244,7 @@ private struct JSONParser {
         var utf8: [UInt8] = []
         var runStart = index
         while true {
+            index = JSONStringScan.endOfPlainRun(in: bytes, from: index)
             guard index < bytes.count else { throw fail("unterminated string") }
             let byte = bytes[index]
             if byte == UInt8(ascii: "\"") {
@@ -263,11 +264,7 @@ private struct JSONParser {
                 runStart = index
                 continue
             }
-            if byte < 0x80 {
-                index += 1
-            } else {
-                index += try validateMultibyte(at: index)
-            }
+            index += try validateMultibyte(at: index)
         }
         return String(decoding: utf8, as: UTF8.self)
     }
@@ -389,19 +386,23 @@ extension JSONValue {
     }
 
     static func writeString(_ text: String, to output: inout [UInt8]) {
-        // Scanning the contiguous UTF-8 and copying unescaped runs at once is
-        // an order of magnitude faster than iterating `text.utf8` byte by
-        // byte, which matters for kilobyte-long signed strings on the
-        // delivery hot path.
+        // Scanning the contiguous UTF-8 (a word at a time, JSONStringScan)
+        // and copying unescaped runs at once is an order of magnitude faster
+        // than iterating `text.utf8` byte by byte, which matters for
+        // kilobyte-long signed strings on the delivery hot path.
         var text = text
         text.withUTF8 { bytes in
             output.append(UInt8(ascii: "\""))
             var runStart = 0
-            for index in bytes.indices {
+            var index = 0
+            while true {
+                index = JSONStringScan.endOfPlainRun(in: bytes, from: index)
+                guard index < bytes.count else { break }
                 let byte = bytes[index]
+                index += 1
                 guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
-                output.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<index]))
-                runStart = index + 1
+                output.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<index - 1]))
+                runStart = index
                 switch byte {
                 case UInt8(ascii: "\""): output.append(contentsOf: [0x5C, 0x22])
                 case UInt8(ascii: "\\"): output.append(contentsOf: [0x5C, 0x5C])
