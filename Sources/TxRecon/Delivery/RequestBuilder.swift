@@ -78,21 +78,20 @@ struct RequestBuilder: Sendable {
     /// original signed string under its Apple name, and `payload` for
     /// envelopes.
     static func body(for item: Item, attempt: Int, receivedAt: Int64) -> [UInt8] {
-        var members: [(String, JSONValue)] = [
-            ("id", .string(item.key.rawValue)),
-            ("version", .integer(item.version.primary)),
-            ("versionToken", .string(item.version.description)),
-            ("kind", .string(item.kind.rawValue)),
-            ("attempt", .integer(attempt)),
-            ("receivedAt", .string(RFC3339Timestamp.format(millisecondsSince1970: receivedAt))),
-        ]
-        members.reserveCapacity(members.count + 11 + item.signedStrings.count + 1)
+        let signedLength = item.signedStrings.reduce(0) { $0 + $1.value.utf8.count }
+        var body = JSONObjectWriter(reservingCapacity: 768 + signedLength)
+        body.add("id", item.key.rawValue)
+        body.add("version", item.version.primary)
+        body.add("versionToken", item.version.description)
+        body.add("kind", item.kind.rawValue)
+        body.add("attempt", Int64(attempt))
+        body.add("receivedAt", RFC3339Timestamp.format(millisecondsSince1970: receivedAt))
         let fields = item.fields
         func add(_ name: String, _ value: String?) {
-            if let value { members.append((name, .string(value))) }
+            if let value { body.add(name, value) }
         }
         func add(_ name: String, _ value: Int64?) {
-            if let value { members.append((name, .integer(value))) }
+            if let value { body.add(name, value) }
         }
         add("transactionId", fields.transactionId)
         add("originalTransactionId", fields.originalTransactionId)
@@ -105,17 +104,12 @@ struct RequestBuilder: Sendable {
         add("notificationType", fields.notificationType)
         add("subtype", fields.subtype)
         add("notificationUUID", fields.notificationUUID)
-        var signedLength = 0
         for (name, value) in item.signedStrings {
-            members.append((name, .string(value)))
-            signedLength += value.utf8.count
+            body.add(name, value)
         }
         if let payload = item.payload {
-            members.append(("payload", payload))
+            body.add("payload", payload)
         }
-        var body: [UInt8] = []
-        body.reserveCapacity(768 + signedLength)
-        JSONValue.object(members).write(to: &body)
-        return body
+        return body.finish()
     }
 }
