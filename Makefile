@@ -108,7 +108,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_SOURCES := $(addprefix Sources/TxRecon/Intake/,InputDecoder.swift CompactJWS.swift Base64URL.swift Item.swift \
 	Rejection.swift RejectionCode.swift PayloadReader.swift AppStorePayloads.swift JSONValueDescription.swift \
 	ParsedSignedStrings.swift) \
-	Sources/TxRecon/Support/JSONValue.swift Tests/Fuzz/InputDecoderFuzzer.swift
+	Sources/TxRecon/Support/JSONValue.swift Sources/TxRecon/Support/JSONStringScan.swift Tests/Fuzz/InputDecoderFuzzer.swift
 
 .build/fuzz/input-decoder: $(FUZZ_SOURCES)
 	mkdir -p .build/fuzz
