@@ -13,6 +13,23 @@ import Testing
         #expect(throws: JSONError.self) { try JSONValue.parse(#"{"a":1,"a":2}"#) }
     }
 
+    @Test func duplicateKeysAreFoundInObjectsOfEverySize() throws {
+        // Small objects are checked key by key, larger ones through a set
+        // (from 32 keys on): a duplicate of any earlier key, before and after.
+        for count in 1...70 {
+            let keys = (0..<count).map { "k\($0)" }
+            let members = keys.map { "\"\($0)\":0" }
+            let object = "{" + members.joined(separator: ",") + "}"
+            #expect(try JSONValue.parse(object).objectValue?.map(\.0) == keys)
+            for earlier in Set([0, count / 2, count - 1]) {
+                let duplicated = "{" + (members + ["\"k\(earlier)\":1"]).joined(separator: ",") + "}"
+                #expect(throws: JSONError.self, "k\(earlier) again after \(count) keys") {
+                    try JSONValue.parse(duplicated)
+                }
+            }
+        }
+    }
+
     @Test func nestingBeyondTheLimitIsRefused() {
         let deep = String(repeating: "[", count: 65) + String(repeating: "]", count: 65)
         #expect(throws: JSONError.self) { try JSONValue.parse(deep) }

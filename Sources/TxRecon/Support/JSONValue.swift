@@ -95,6 +95,10 @@ extension JSONValue {
 }
 
 private struct JSONParser {
+    /// Up to this many members, a new key is checked against the earlier ones
+    /// one by one; beyond, against a set.
+    static let linearKeyCheckLimit = 32
+
     let bytes: UnsafeBufferPointer<UInt8>
     var index = 0
     var depth = 0
@@ -154,7 +158,10 @@ private struct JSONParser {
         try enter()
         index += 1
         var members: [(String, JSONValue)] = []
-        var seen = Set<String>()
+        // Duplicate keys: compared with each earlier key while there are few
+        // (no set to build and hash for the small objects of every JWS),
+        // through a set from then on, so a hostile object stays linear.
+        var seen: Set<String>?
         skipWhitespace()
         if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
             index += 1
@@ -168,7 +175,10 @@ private struct JSONParser {
             }
             let keyOffset = index
             let key = try parseString()
-            guard seen.insert(key).inserted else {
+            if seen == nil, members.count == JSONParser.linearKeyCheckLimit {
+                seen = Set(members.lazy.map(\.0))
+            }
+            guard seen?.insert(key).inserted ?? !members.contains(where: { $0.0 == key }) else {
                 throw JSONError(offset: keyOffset, message: "duplicate key \"\(key)\"")
             }
             skipWhitespace()
