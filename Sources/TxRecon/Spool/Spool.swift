@@ -108,8 +108,9 @@ final class Spool: Sendable {
         // The kernel lets only the file's owner ask it not to (EPERM: the
         // name was given to another owner's file since the lstat).
         let flags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC
-        var fd = open(path, flags | (info.st_uid == geteuid() ? SystemCall.openNoAccessTime : 0))
-        if fd < 0 && errno == EPERM { fd = open(path, flags) }
+        let noAccessTime = info.st_uid == geteuid() ? SystemCall.openNoAccessTime : 0
+        var fd = open(path, flags | noAccessTime)
+        if fd < 0 && errno == EPERM && noAccessTime != 0 { fd = open(path, flags) }
         if fd < 0 {
             switch errno {
             case ENOENT: return .gone

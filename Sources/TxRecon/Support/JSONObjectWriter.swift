@@ -35,9 +35,7 @@ struct JSONObjectWriter {
     }
 
     private mutating func begin(_ name: String) {
-        if !isEmpty { bytes.append(UInt8(ascii: ",")) }
+        JSONValue.writeMemberName(name, first: isEmpty, to: &bytes)
         isEmpty = false
-        JSONValue.writeString(name, to: &bytes)
-        bytes.append(UInt8(ascii: ":"))
     }
 }

@@ -386,13 +386,18 @@ extension JSONValue {
         case let .object(members):
             output.append(UInt8(ascii: "{"))
             for (position, member) in members.enumerated() {
-                if position > 0 { output.append(UInt8(ascii: ",")) }
-                JSONValue.writeString(member.0, to: &output)
-                output.append(UInt8(ascii: ":"))
+                JSONValue.writeMemberName(member.0, first: position == 0, to: &output)
                 member.1.write(to: &output)
             }
             output.append(UInt8(ascii: "}"))
         }
+    }
+
+    /// `,"name":` before an object's member, without the comma before the first.
+    static func writeMemberName(_ name: String, first: Bool, to output: inout [UInt8]) {
+        if !first { output.append(UInt8(ascii: ",")) }
+        writeString(name, to: &output)
+        output.append(UInt8(ascii: ":"))
     }
 
     static func writeString(_ text: String, to output: inout [UInt8]) {
