@@ -3,7 +3,7 @@
  * libcurl client posting the same bodies as txrecon over the same number of
  * keep-alive connections.
  *
- *   curlclient URL BODIES CONNECTIONS
+ *   curlclient URL BODIES CONNECTIONS [SPOOL]
  *
  * BODIES holds one request body per line, as txrecon would send them. Each
  * body is POSTed once with the headers txrecon sends (Content-Type,
@@ -12,11 +12,18 @@
  * one connection open, like txrecon's curl workers. The bodies are read
  * before the clock starts: only the HTTP exchanges are timed.
  *
+ * With SPOOL, each thread also does what a spool daemon cannot avoid: after
+ * the 2xx for body N (counting from 0) it renames SPOOL/new/c-NNNNNNN to
+ * SPOOL/done/c-NNNNNNN (seven digits), one rename(2) per request, the files
+ * made by the caller beforehand. That is the floor under txrecon's drain on
+ * this file system: an exchange and a rename, nothing read, parsed or logged.
+ *
  * Prints one line on stdout:
  *   items=N errors=E seconds=S rate=R cpu_seconds=C
  * (rate in requests per second; cpu_seconds is user+system time of the
  * whole process during the run). Exit status 0 when every answer was 2xx,
- * 1 when some were not, 2 on bad usage or an unreadable BODIES file.
+ * 1 when some were not, 2 on bad usage, an unreadable BODIES file or a
+ * failed rename.
  */
 #include <curl/curl.h>
 #include <pthread.h>
@@ -37,6 +44,7 @@ struct run {
     const char *url;
     struct body *bodies;
     size_t count;
+    const char *spool;
     atomic_size_t next;
     atomic_size_t errors;
 };
@@ -62,6 +70,17 @@ static void make_idempotency_header(struct body *body) {
     int version_length = (int)(strchr(version, '"') - version);
     snprintf(body->idempotency_header, sizeof body->idempotency_header, "Idempotency-Key: %.*s:%.*s",
              id_length, id, version_length, version);
+}
+
+/* new/c-NNNNNNN -> done/c-NNNNNNN, as txrecon finishes a delivered item. */
+static void finish(const char *spool, size_t index) {
+    char from[4096], to[4096];
+    snprintf(from, sizeof from, "%s/new/c-%07zu", spool, index);
+    snprintf(to, sizeof to, "%s/done/c-%07zu", spool, index);
+    if (rename(from, to) != 0) {
+        perror(from);
+        exit(2);
+    }
 }
 
 static void *post_bodies(void *argument) {
@@ -96,6 +115,7 @@ static void *post_bodies(void *argument) {
             }
         }
         curl_slist_free_all(headers);
+        if (run->spool != NULL && code == CURLE_OK && status >= 200 && status <= 299) finish(run->spool, index);
     }
     curl_easy_cleanup(handle);
     return NULL;
@@ -144,11 +164,11 @@ static double cpu_seconds(void) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 4 || atoi(argv[3]) < 1) {
-        fprintf(stderr, "usage: curlclient URL BODIES CONNECTIONS\n");
+    if ((argc != 4 && argc != 5) || atoi(argv[3]) < 1) {
+        fprintf(stderr, "usage: curlclient URL BODIES CONNECTIONS [SPOOL]\n");
         return 2;
     }
-    struct run run = {.url = argv[1]};
+    struct run run = {.url = argv[1], .spool = argc == 5 ? argv[4] : NULL};
     run.count = read_bodies(argv[2], &run.bodies);
     int connections = atoi(argv[3]);
     curl_global_init(CURL_GLOBAL_DEFAULT);
