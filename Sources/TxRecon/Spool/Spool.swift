@@ -52,6 +52,9 @@ final class Spool: Sendable {
     /// Zero removes delivered and superseded items instead of keeping them in done/.
     let keepsDone: Bool
     private let uniqueCounter = Atomic<Int>(0)
+    /// The daemon's user, whose drops `readDrop` may open without an access
+    /// time update; asked once, since geteuid(2) is a system call per drop.
+    private let effectiveUser = geteuid()
 
     init(layout: SpoolLayout, keepsDone: Bool = true) {
         self.layout = layout
@@ -108,7 +111,7 @@ final class Spool: Sendable {
         // The kernel lets only the file's owner ask it not to (EPERM: the
         // name was given to another owner's file since the lstat).
         let flags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC
-        let noAccessTime = info.st_uid == geteuid() ? SystemCall.openNoAccessTime : 0
+        let noAccessTime = info.st_uid == effectiveUser ? SystemCall.openNoAccessTime : 0
         var fd = open(path, flags | noAccessTime)
         if fd < 0 && errno == EPERM && noAccessTime != 0 { fd = open(path, flags) }
         if fd < 0 {
