@@ -213,11 +213,15 @@ def wait_until_running(root, pid, limit=30):
 
 
 def persisted_next_attempts(root):
-    """queue/KEY.state -> {key: nextAttemptAt in seconds}, read while no daemon runs."""
+    """queue/KEY.state -> {key: nextAttemptAt in seconds}, read while no daemon runs.
+
+    A state without its item is the record of a delivered item that a kill
+    kept from following it into done/; the next start removes it."""
     found = {}
     queue = os.path.join(root, "queue")
-    for name in os.listdir(queue):
-        if not name.endswith(".state"):
+    names = set(os.listdir(queue))
+    for name in names:
+        if not name.endswith(".state") or name[:-6] not in names:
             continue
         try:
             with open(os.path.join(queue, name)) as handle:

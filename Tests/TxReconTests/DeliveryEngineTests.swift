@@ -388,12 +388,84 @@ struct DeliveryEngineTests {
         await harness.clock.waitForSleeper(until: harness.clock.now + .seconds(2))
         harness.clock.advance(by: .seconds(2))
         await harness.status.waitFor { $0.delivered == 1 }
+        // Nothing is due, so the record's move is the next job on the engine
+        // thread; this call queues behind it.
+        _ = await engine.currentStatus
         #expect(harness.names(in: "done") == ["a", "a.state"], "version 1 failed once, then was delivered")
 
         await engine.offer([try harness.envelope("a", version: 2)])
         await harness.status.waitFor { $0.delivered == 2 }
         #expect(harness.names(in: "done") == ["a"], "version 2 went at once: no record of version 1's failure beside it")
         await engine.stop()
+    }
+
+    @Test func aRetriedItemsRecordFollowsItIntoDoneBeforeTheKeysNextAttemptWritesItsOwn() async throws {
+        let transport = ScriptedTransport()
+        transport.script("a", [.status(503), .status(200), .status(500)])
+        for key in ["b", "c", "d", "e", "g"] { transport.script(key, [.hang]) }
+        let harness = try EngineHarness(settings: DeliveryEngine.Settings(maxConcurrentDeliveries: 1),
+                                        transport: transport)
+        let engine = try await harness.startedEngine()
+        let start = harness.clock.now
+        await engine.offer([try harness.envelope("a", version: 1)])
+        await harness.clock.waitForSleeper(until: start + .seconds(2))
+        await engine.offer([try harness.envelope("b", version: 1), try harness.envelope("c", version: 1)])
+        await transport.waitForRequests(3)
+        // a's retry falls due first; d, e and g hang in the two places the
+        // engine has, so one of them is always due while a is delivered.
+        harness.clock.advance(by: .milliseconds(2001))
+        await engine.offer(try ["d", "e", "g"].map { try harness.envelope($0, version: 1) })
+        transport.releaseHeld(with: .status(200))
+        await harness.status.waitFor { $0.delivered == 3 }
+        await transport.waitForRequests(6)
+        _ = await engine.currentStatus
+        #expect(Set(harness.names(in: "done")) == ["a", "b", "c"])
+        #expect(harness.names(in: "queue") == ["a.state"], "an attempt is due: the record waits")
+
+        // Version 2 of a, and h behind it: an attempt is still due when
+        // version 2's first attempt starts, and after it failed.
+        transport.script("h", [.hang])
+        await engine.offer([try harness.envelope("a", version: 2)])
+        harness.clock.advance(by: .milliseconds(1))
+        await engine.offer([try harness.envelope("h", version: 1)])
+        transport.releaseHeld(with: .status(200))
+        await transport.waitForRequests(9)
+        await harness.status.waitFor { $0.delivered == 5 && $0.statistics.deferred == 2 }
+        _ = await engine.currentStatus
+        let delivered = try #require(DeliveryState(json: try SystemCall.readFile(harness.layout.done + "/a.state", limit: 4096)))
+        let pending = try #require(DeliveryState(json: try SystemCall.readFile(harness.layout.queue + "/a.state", limit: 4096)))
+        #expect(delivered.lastError == "HTTP 503", "version 1's failure, beside version 1 in done/")
+        #expect(pending.lastError == "HTTP 500", "version 2's failure stays with version 2 in queue/")
+        transport.releaseHeld(with: .status(200))
+        await engine.stop()
+    }
+
+    @Test func stoppingMovesTheRecordsStillWaiting() async throws {
+        let transport = ScriptedTransport()
+        transport.script("a", [.status(503), .status(200)])
+        for key in ["b", "c", "d"] { transport.script(key, [.hang]) }
+        let harness = try EngineHarness(settings: DeliveryEngine.Settings(maxConcurrentDeliveries: 1, stopGrace: .seconds(5)),
+                                        transport: transport)
+        let engine = try await harness.startedEngine()
+        let start = harness.clock.now
+        await engine.offer([try harness.envelope("a", version: 1)])
+        await harness.clock.waitForSleeper(until: start + .seconds(2))
+        await engine.offer([try harness.envelope("b", version: 1)])
+        await transport.waitForRequests(2)
+        // a's retry takes the second place; c then d wait behind it, so
+        // one of them is due when a is delivered.
+        harness.clock.advance(by: .milliseconds(2001))
+        await engine.offer([try harness.envelope("c", version: 1), try harness.envelope("d", version: 1)])
+        await harness.status.waitFor { $0.delivered == 1 }
+        await transport.waitForRequests(4)
+        _ = await engine.currentStatus
+        #expect(harness.names(in: "queue") == ["a.state"])
+        let stopping = Task { await engine.stop() }
+        await harness.status.waitFor { $0.phase == "stopping" }
+        transport.releaseHeld(with: .status(200))
+        await stopping.value
+        #expect(harness.names(in: "queue") == [])
+        #expect(Set(harness.names(in: "done")) == ["a", "a.state", "b", "c"])
     }
 
     @Test func anIdleEngineArmsNoTimer() async throws {

@@ -161,24 +161,30 @@ import TxReconTestSupport
         #expect(names("queue") == ["a", "b", "b.state", "not.a.key"])
     }
 
-    @Test func finishingWithoutRetentionRemovesTheItem() throws {
+    @Test func finishingWithoutRetentionRemovesTheItemAndThenItsState() throws {
         let spool = try makeSpool(keepsDone: false)
         _ = directory.write("item", to: "spool/queue/a")
         _ = directory.write("{}", to: "spool/queue/a.state")
         try spool.finish(ItemKey("a")!)
+        #expect(names("queue") == ["a.state"])
+        try spool.retireState(ItemKey("a")!)
         #expect(names("queue") == [])
         #expect(names("done") == [])
     }
 
-    @Test func finishingAnItemThatFailedBeforeMovesItsStateBesideItIntoDone() throws {
+    @Test func finishingMovesTheItemAndRetiringMovesItsStateBesideIt() throws {
         let spool = try makeSpool()
         _ = directory.write("item", to: "spool/queue/a")
         _ = directory.write("{}", to: "spool/queue/a.state")
         _ = directory.write("item", to: "spool/queue/b")
         try spool.finish(ItemKey("a")!)
-        try spool.finish(ItemKey("b")!, hasState: true)
+        try spool.finish(ItemKey("b")!)
+        #expect(names("queue") == ["a.state"], "one rename per delivery; the record follows later")
+        #expect(names("done") == ["a", "b"])
+        try spool.retireState(ItemKey("a")!)
+        try spool.retireState(ItemKey("b")!)
         #expect(names("queue") == [])
-        #expect(names("done") == ["a", "a.state", "b"], "no unlink on the delivery path; b had no state to move")
+        #expect(names("done") == ["a", "a.state", "b"], "no unlink: b had no state to move")
         #expect(try SpoolInspector(layout: layout).list(.done).map(\.name).sorted() == ["a", "b"])
     }
 
@@ -187,13 +193,14 @@ import TxReconTestSupport
         _ = directory.write("version 1", to: "spool/done/a")
         _ = directory.write(#"{"attempts":2}"#, to: "spool/done/a.state")
         _ = directory.write("version 2", to: "spool/queue/a")
-        try spool.finish(ItemKey("a")!, hasState: false, followsDelivery: true)
+        try spool.finish(ItemKey("a")!, followsDelivery: true)
         #expect(names("done") == ["a"])
         #expect(try SpoolInspector(layout: layout).show(ItemKey("a")!)?.state == nil)
 
         _ = directory.write(#"{"attempts":3,"lastError":"HTTP 503"}"#, to: "spool/queue/a.state")
         _ = directory.write("version 3", to: "spool/queue/a")
-        try spool.finish(ItemKey("a")!, hasState: true, followsDelivery: true)
+        try spool.finish(ItemKey("a")!, followsDelivery: true)
+        try spool.retireState(ItemKey("a")!)
         #expect(names("done") == ["a", "a.state"])
         let report = try #require(try SpoolInspector(layout: layout).show(ItemKey("a")!))
         #expect(report.location == .done)

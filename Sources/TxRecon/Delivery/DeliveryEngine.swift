@@ -86,6 +86,13 @@ actor DeliveryEngine {
     /// memory stays small.
     static let itemCacheLimit = 4096
 
+    /// Failure records moved beside their delivered items per engine job
+    /// (about 3 ms here), so that intake and completions wait no longer.
+    static let tidyBatch = 64
+    /// Past this many waiting records they are moved even while attempts
+    /// are due, so that a daemon that is never idle keeps queue/ tidy.
+    static let untidiedLimit = 16_384
+
     /// One pending key. Kept small (a backlog may hold 100,000): what is
     /// large or rare is boxed.
     private struct Entry {
@@ -194,6 +201,11 @@ actor DeliveryEngine {
     private var inboxNeedsRescan: @Sendable () -> Void = {}
     /// When the current run of consecutive backend failures began (wall ms).
     private var failureStreakSince: Int64?
+    /// Keys delivered after failing, whose queue/KEY.state has not been
+    /// moved beside done/KEY yet (see `tidyWhenIdle`).
+    private var untidied = Set<ItemKey>()
+    /// Whether a job that moves a batch of them is enqueued.
+    private var tidying = false
 
     init(spool: Spool, settings: Settings, transport: any Transport, prepare: @escaping RequestPreparer,
          clock: any EngineClock, log: any LogSink, executor: ThreadExecutor,
@@ -269,6 +281,9 @@ actor DeliveryEngine {
             grace.cancel()
         }
         phase = .stopped
+        // Left for the next start, they would be orphans it removes, and
+        // the delivered items would lose their failure records.
+        while let key = untidied.popFirst() { tidy(key) }
     }
 
     private func endDrain() {
@@ -471,6 +486,9 @@ actor DeliveryEngine {
                 try supersedeDrop(drop, because: nil)
                 return nil
             }
+            // The earlier delivery's failure record goes beside it before the
+            // new snapshot can be queued, fail, or be delivered in its turn.
+            if untidied.remove(key) != nil { tidy(key) }
             let now = clock.now
             var entry = Entry(version: version, kind: drop.item.kind, state: DeliveryState(), deadline: now,
                               receivedAt: drop.receivedAt)
@@ -613,6 +631,42 @@ actor DeliveryEngine {
                    hasStateFile: entry.hasStateFile, followsDelivery: follows, inbox: entry.inbox)
         }
         armTimer()
+        tidyWhenIdle()
+    }
+
+    // MARK: Failure records of delivered items
+
+    /// A retried item's delivery moves only the item (one rename on the
+    /// delivery path, which after an outage is every item's); its
+    /// queue/KEY.state follows into done/ here, in batches on this thread
+    /// while no attempt is due. Until then it is a record of a key no longer
+    /// queued: nothing reads it, a crash leaves an orphan that the next
+    /// start removes, and a new snapshot of the key moves it first (`place`).
+    private func tidyWhenIdle() {
+        guard !untidied.isEmpty, !tidying, phase == .running else { return }
+        if let first = ready.first, first.deadline <= clock.now, untidied.count < Self.untidiedLimit { return }
+        tidying = true
+        Task(executorPreference: executor) { await self.tidyBatch() }
+    }
+
+    private func tidyBatch() {
+        tidying = false
+        guard phase == .running else { return }
+        if let first = ready.first, first.deadline <= clock.now, untidied.count < Self.untidiedLimit { return }
+        for _ in 0..<Self.tidyBatch {
+            guard let key = untidied.popFirst() else { break }
+            tidy(key)
+        }
+        tidyWhenIdle()
+    }
+
+    private func tidy(_ key: ItemKey) {
+        do {
+            try spool.retireState(key)
+        } catch {
+            log.write(LogEntry(.warning, "\(key): its failure record queue/\(key.fileName).state could not be moved "
+                               + "into done/: \(error); the next start removes it"))
+        }
     }
 
     private func armTimer() {
@@ -694,7 +748,7 @@ actor DeliveryEngine {
                 do throws(SpoolError) {
                     switch settlement.outcome {
                     case .delivered:
-                        try spool.finish(key, hasState: hasStateFile, followsDelivery: followsDelivery, inbox: inbox)
+                        try spool.finish(key, followsDelivery: followsDelivery, inbox: inbox)
                     case let .hold(reason, _):
                         try spool.hold(key, reason: reason, at: wall, attempts: attempt, hasState: hasStateFile,
                                        inbox: inbox)
@@ -760,6 +814,7 @@ actor DeliveryEngine {
                 return afterAttempt()
             }
             entries[key] = nil
+            if entry.hasStateFile { untidied.insert(key) }
             self.status.delivered += 1
             noteDelivered(key)
             events.delivered(key, kind: item.kind, version: item.version, attempt: attempt, status: status,

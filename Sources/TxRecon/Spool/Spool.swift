@@ -9,7 +9,8 @@
 //   new/NAME      -> rejected/NAME (+ .reason)      reject
 //   new/NAME      -> done/KEY.superseded-…          supersede a stale drop
 //   new/NAME      -> new/NAME.N … (page split)      split, the only path that fsyncs
-//   queue/KEY     -> done/KEY (or unlinked)         finish (delivered); KEY.state alongside
+//   queue/KEY     -> done/KEY (or unlinked)         finish (delivered)
+//   queue/KEY.state -> done/KEY.state (or unlinked) retireState, later (the engine batches it)
 //   queue/KEY     -> hold/KEY (+ .reason)           hold
 //   queue|hold/KEY -> done/KEY.superseded-…         supersede a pending snapshot
 //   hold/KEY      -> queue/KEY                      release (operator)
@@ -270,13 +271,11 @@ final class Spool: Sendable {
     /// rename lost in a power cut only means the item is delivered again,
     /// which at-least-once allows. A file gone from new/ is finished already
     /// (taken away by hand).
-    /// `hasState`: whether KEY.state may exist (an attempt failed); the
-    /// first-try path then costs one rename or unlink and no lookup more.
+    /// A queue/KEY.state stays; `retireState` moves it after.
     /// `followsDelivery`: whether done/ may hold an earlier delivery of KEY,
     /// whose failure record done/KEY.state is removed first, so that the
     /// record beside done/KEY is always this delivery's (or none).
-    func finish(_ key: ItemKey, hasState: Bool = true, followsDelivery: Bool = true,
-                inbox: String? = nil) throws(SpoolError) {
+    func finish(_ key: ItemKey, followsDelivery: Bool = true, inbox: String? = nil) throws(SpoolError) {
         let source = inbox.map { layout.new + "/" + $0 } ?? path(.queue, key)
         do {
             if keepsDone {
@@ -288,12 +287,15 @@ final class Spool: Sendable {
         } catch where inbox.map({ isGoneFromInbox($0, after: error) }) ?? false {
             return
         }
-        guard hasState else { return }
+    }
+
+    /// queue/KEY.state -> done/KEY.state, the failure record beside the
+    /// delivered item, removed with it by DoneReaper (or unlinked when done/
+    /// keeps nothing). Call once KEY is finished and before anything else
+    /// happens to it. A rename, not an unlink: on a file system mounted with
+    /// `discard` an unlink waits for the device.
+    func retireState(_ key: ItemKey) throws(SpoolError) {
         if keepsDone {
-            // Beside the delivered item, its failure record, removed with it
-            // by DoneReaper: an unlink here would cost a synchronous discard
-            // per retried item on a file system mounted with `discard`, on
-            // the delivery path (half the drain rate after an outage).
             try SystemCall.renameIfPresent(path(.queue, key) + ".state", path(.done, key) + ".state")
         } else {
             try SystemCall.unlinkIfPresent(path(.queue, key) + ".state")
