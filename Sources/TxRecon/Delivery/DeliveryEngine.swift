@@ -201,6 +201,9 @@ actor DeliveryEngine {
     private var inboxNeedsRescan: @Sendable () -> Void = {}
     /// When the current run of consecutive backend failures began (wall ms).
     private var failureStreakSince: Int64?
+    /// When the attempt whose answer ended the last outage started (engine
+    /// clock): an attempt that started before it and failed met the outage.
+    private var outageEndedBy: Duration?
     /// Keys delivered after failing, whose queue/KEY.state has not been
     /// moved beside done/KEY yet (see `tidyWhenIdle`).
     private var untidied = Set<ItemKey>()
@@ -819,7 +822,7 @@ actor DeliveryEngine {
             noteDelivered(key)
             events.delivered(key, kind: item.kind, version: item.version, attempt: attempt, status: status,
                              file: inbox)
-            backendAnswered()
+            backendAnswered(attemptStarted: started)
             if let parked = entry.parked?.value { placeParked(parked) }
         case let .retryLater(reason, status, retryAfter):
             if let inbox, let error = settlement.spoolError {
@@ -829,7 +832,12 @@ actor DeliveryEngine {
                 events.accepted(item, file: inbox)
             }
             entries[key] = entry
-            scheduleRetry(key, reason: reason, status: status, retryAfter: retryAfter, countsAgainstBackend: true)
+            // Sent before the backend came back and answered after: the key
+            // goes again at once, as every key waiting for the backend did
+            // when the outage ended, instead of waiting out its next step.
+            let metOutage = outageEndedBy.map { started < $0 } ?? false
+            scheduleRetry(key, reason: reason, status: status, retryAfter: retryAfter,
+                          countsAgainstBackend: !metOutage, atOnce: metOutage)
             if let parked = entry.parked?.value {
                 entries[key]?.parked = nil
                 placeParked(parked)
@@ -846,7 +854,7 @@ actor DeliveryEngine {
             self.status.statistics.held += 1
             events.held(key, kind: item.kind, version: item.version, attempt: attempt, reason: reason, status: status)
             // The backend answered; a refusal of one item says nothing about its health.
-            backendAnswered()
+            backendAnswered(attemptStarted: started)
             if let parked = entry.parked?.value { placeParked(parked) }
         }
         afterAttempt()
@@ -889,13 +897,14 @@ actor DeliveryEngine {
         if entries.removeValue(forKey: key)?.inbox != nil { inboxCount -= 1 }
     }
 
-    /// Keeps the item and arms its next attempt per the schedule; persists
-    /// the state so a restart keeps the backoff.
+    /// Keeps the item and arms its next attempt per the schedule (`atOnce`:
+    /// now); persists the state so a restart keeps the backoff.
     private func scheduleRetry(_ key: ItemKey, reason: String, status httpStatus: Int?, retryAfter: Duration?,
-                               countsAgainstBackend: Bool) {
+                               countsAgainstBackend: Bool, atOnce: Bool = false) {
         guard var entry = entries[key] else { return }
         entry.state.attempts += 1
-        let delay = settings.schedule.delay(afterFailedAttempts: entry.state.attempts, retryAfter: retryAfter)
+        let delay = atOnce ? .zero
+            : settings.schedule.delay(afterFailedAttempts: entry.state.attempts, retryAfter: retryAfter)
         let wall = clock.wallMilliseconds
         let next = wall + delay.milliseconds
         entry.deadline = clock.now + delay
@@ -947,8 +956,10 @@ actor DeliveryEngine {
     /// outage, every key that waits only because the backend failed is due
     /// at once: the schedule paced the retries while the backend was down,
     /// it is no reason to keep a recovered backend waiting up to 5 minutes.
-    private func backendAnswered() {
+    /// `attemptStarted`: when the attempt that got the answer started.
+    private func backendAnswered(attemptStarted: Duration) {
         if case let .failing(since, _) = status.backend {
+            outageEndedBy = attemptStarted
             let seconds = (clock.wallMilliseconds - since) / 1000
             let now = clock.now
             var woken = 0
