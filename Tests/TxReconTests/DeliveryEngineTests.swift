@@ -399,11 +399,17 @@ struct DeliveryEngineTests {
         await engine.stop()
     }
 
-    @Test func aRetriedItemsRecordFollowsItIntoDoneBeforeTheKeysNextAttemptWritesItsOwn() async throws {
+    /// Key a fails once and is delivered at its retry while an attempt is
+    /// still due (so its record waits in queue/): b and c hold the engine's
+    /// two places until a's retry is due, then d, e and f, which hang too,
+    /// take them after a, and one of the three is always left waiting.
+    /// `later`: a's replies after its 503 and 200.
+    private func keyDeliveredAfterAFailureWhileAnAttemptIsDue(later: [ScriptedTransport.Reply] = [])
+        async throws -> (EngineHarness, DeliveryEngine, ScriptedTransport) {
         let transport = ScriptedTransport()
-        transport.script("a", [.status(503), .status(200), .status(500)])
-        for key in ["b", "c", "d", "e", "g"] { transport.script(key, [.hang]) }
-        let harness = try EngineHarness(settings: DeliveryEngine.Settings(maxConcurrentDeliveries: 1),
+        transport.script("a", [.status(503), .status(200)] + later)
+        for key in ["b", "c", "d", "e", "f"] { transport.script(key, [.hang]) }
+        let harness = try EngineHarness(settings: DeliveryEngine.Settings(maxConcurrentDeliveries: 1, stopGrace: .seconds(5)),
                                         transport: transport)
         let engine = try await harness.startedEngine()
         let start = harness.clock.now
@@ -411,14 +417,17 @@ struct DeliveryEngineTests {
         await harness.clock.waitForSleeper(until: start + .seconds(2))
         await engine.offer([try harness.envelope("b", version: 1), try harness.envelope("c", version: 1)])
         await transport.waitForRequests(3)
-        // a's retry falls due first; d, e and g hang in the two places the
-        // engine has, so one of them is always due while a is delivered.
         harness.clock.advance(by: .milliseconds(2001))
-        await engine.offer(try ["d", "e", "g"].map { try harness.envelope($0, version: 1) })
+        await engine.offer(try ["d", "e", "f"].map { try harness.envelope($0, version: 1) })
         transport.releaseHeld(with: .status(200))
         await harness.status.waitFor { $0.delivered == 3 }
         await transport.waitForRequests(6)
         _ = await engine.currentStatus
+        return (harness, engine, transport)
+    }
+
+    @Test func aRetriedItemsRecordFollowsItIntoDoneBeforeTheKeysNextAttemptWritesItsOwn() async throws {
+        let (harness, engine, transport) = try await keyDeliveredAfterAFailureWhileAnAttemptIsDue(later: [.status(500)])
         #expect(Set(harness.names(in: "done")) == ["a", "b", "c"])
         #expect(harness.names(in: "queue") == ["a.state"], "an attempt is due: the record waits")
 
@@ -441,25 +450,7 @@ struct DeliveryEngineTests {
     }
 
     @Test func stoppingMovesTheRecordsStillWaiting() async throws {
-        let transport = ScriptedTransport()
-        transport.script("a", [.status(503), .status(200)])
-        for key in ["b", "c", "d", "e", "f"] { transport.script(key, [.hang]) }
-        let harness = try EngineHarness(settings: DeliveryEngine.Settings(maxConcurrentDeliveries: 1, stopGrace: .seconds(5)),
-                                        transport: transport)
-        let engine = try await harness.startedEngine()
-        let start = harness.clock.now
-        await engine.offer([try harness.envelope("a", version: 1)])
-        await harness.clock.waitForSleeper(until: start + .seconds(2))
-        await engine.offer([try harness.envelope("b", version: 1), try harness.envelope("c", version: 1)])
-        await transport.waitForRequests(3)
-        // a's retry falls due first; d, e and f hang in the two places the
-        // engine has, so one of them is always due while a is delivered.
-        harness.clock.advance(by: .milliseconds(2001))
-        await engine.offer(try ["d", "e", "f"].map { try harness.envelope($0, version: 1) })
-        transport.releaseHeld(with: .status(200))
-        await harness.status.waitFor { $0.delivered == 3 }
-        await transport.waitForRequests(6)
-        _ = await engine.currentStatus
+        let (harness, engine, transport) = try await keyDeliveredAfterAFailureWhileAnAttemptIsDue()
         #expect(harness.names(in: "queue") == ["a.state"])
         let stopping = Task { await engine.stop() }
         await harness.status.waitFor { $0.phase == "stopping" }
