@@ -646,16 +646,15 @@ actor DeliveryEngine {
     /// queued: nothing reads it, a crash leaves an orphan that the next
     /// start removes, and a new snapshot of the key moves it first (`place`).
     private func tidyWhenIdle() {
-        guard !untidied.isEmpty, !tidying, phase == .running else { return }
-        if let first = ready.first, first.deadline <= clock.now, untidied.count < Self.untidiedLimit { return }
+        guard !untidied.isEmpty, !tidying, phase == .running, !attemptIsDue || untidied.count >= Self.untidiedLimit
+        else { return }
         tidying = true
         Task(executorPreference: executor) { await self.tidyBatch() }
     }
 
     private func tidyBatch() {
         tidying = false
-        guard phase == .running else { return }
-        if let first = ready.first, first.deadline <= clock.now, untidied.count < Self.untidiedLimit { return }
+        guard phase == .running, !attemptIsDue || untidied.count >= Self.untidiedLimit else { return }
         for _ in 0..<Self.tidyBatch {
             guard let key = untidied.popFirst() else { break }
             tidy(key)
@@ -670,6 +669,13 @@ actor DeliveryEngine {
             log.write(LogEntry(.warning, "\(key): its failure record queue/\(key.fileName).state could not be moved "
                                + "into done/: \(error); the next start removes it"))
         }
+    }
+
+    /// Whether a key is due now (waiting for room or about to start).
+    /// Drops outdated entries at the front of `ready` first.
+    private var attemptIsDue: Bool {
+        while let first = ready.first, !isCurrent(first) { ready.popFirst() }
+        return ready.first.map { $0.deadline <= clock.now } ?? false
     }
 
     private func armTimer() {
