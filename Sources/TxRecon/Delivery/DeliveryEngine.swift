@@ -201,8 +201,8 @@ actor DeliveryEngine {
     private var inboxNeedsRescan: @Sendable () -> Void = {}
     /// When the current run of consecutive backend failures began (wall ms).
     private var failureStreakSince: Int64?
-    /// When the attempt whose answer ended the last outage started (engine
-    /// clock): an attempt that started before it and failed met the outage.
+    /// When the request whose answer ended the last outage went out (engine
+    /// clock): a request sent before it that failed met the outage.
     private var outageEndedBy: Duration?
     /// Keys delivered after failing, whose queue/KEY.state has not been
     /// moved beside done/KEY yet (see `tidyWhenIdle`).
@@ -726,6 +726,10 @@ actor DeliveryEngine {
     private struct Settlement: Sendable {
         var outcome: Outcome
         var spoolError: SpoolError?
+        /// When the request went out (engine clock), which orders answers
+        /// around the end of an outage better than the launch: an attempt
+        /// may wait for a free curl thread.
+        var sentAt: Duration
     }
 
     /// What one exchange on the transport's thread came to.
@@ -751,9 +755,10 @@ actor DeliveryEngine {
                                                          receivedAt: receivedAt, now: now, spool: spool,
                                                          decoder: decoder, limit: limit, prepare: prepare)
                 guard case let .ready(item, request) = preparation else { return .local(preparation) }
+                let sentAt = clock.now
                 let result = send(request)
                 let wall = clock.wallMilliseconds
-                var settlement = Settlement(outcome: Outcome(result, now: Double(wall) / 1000))
+                var settlement = Settlement(outcome: Outcome(result, now: Double(wall) / 1000), sentAt: sentAt)
                 do throws(SpoolError) {
                     switch settlement.outcome {
                     case .delivered:
@@ -828,7 +833,7 @@ actor DeliveryEngine {
             noteDelivered(key)
             events.delivered(key, kind: item.kind, version: item.version, attempt: attempt, status: status,
                              file: inbox)
-            backendAnswered(attemptStarted: started)
+            backendAnswered(requestSent: settlement.sentAt)
             if let parked = entry.parked?.value { placeParked(parked) }
         case let .retryLater(reason, status, retryAfter):
             if let inbox, let error = settlement.spoolError {
@@ -841,7 +846,7 @@ actor DeliveryEngine {
             // Sent before the backend came back and answered after: the key
             // goes again at once, as every key waiting for the backend did
             // when the outage ended, instead of waiting out its next step.
-            let metOutage = outageEndedBy.map { started < $0 } ?? false
+            let metOutage = outageEndedBy.map { settlement.sentAt < $0 } ?? false
             scheduleRetry(key, reason: reason, status: status, retryAfter: retryAfter,
                           countsAgainstBackend: !metOutage, atOnce: metOutage)
             if let parked = entry.parked?.value {
@@ -860,7 +865,7 @@ actor DeliveryEngine {
             self.status.statistics.held += 1
             events.held(key, kind: item.kind, version: item.version, attempt: attempt, reason: reason, status: status)
             // The backend answered; a refusal of one item says nothing about its health.
-            backendAnswered(attemptStarted: started)
+            backendAnswered(requestSent: settlement.sentAt)
             if let parked = entry.parked?.value { placeParked(parked) }
         }
         afterAttempt()
@@ -962,10 +967,10 @@ actor DeliveryEngine {
     /// outage, every key that waits only because the backend failed is due
     /// at once: the schedule paced the retries while the backend was down,
     /// it is no reason to keep a recovered backend waiting up to 5 minutes.
-    /// `attemptStarted`: when the attempt that got the answer started.
-    private func backendAnswered(attemptStarted: Duration) {
+    /// `requestSent`: when the request that got the answer went out.
+    private func backendAnswered(requestSent: Duration) {
         if case let .failing(since, _) = status.backend {
-            outageEndedBy = attemptStarted
+            outageEndedBy = requestSent
             let seconds = (clock.wallMilliseconds - since) / 1000
             let now = clock.now
             var woken = 0
