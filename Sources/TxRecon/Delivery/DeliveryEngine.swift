@@ -491,7 +491,7 @@ actor DeliveryEngine {
             }
             // The earlier delivery's failure record goes beside it before the
             // new snapshot can be queued, fail, or be delivered in its turn.
-            if untidied.remove(key) != nil { tidy(key) }
+            if !untidied.isEmpty, untidied.remove(key) != nil { tidy(key) }
             let now = clock.now
             var entry = Entry(version: version, kind: drop.item.kind, state: DeliveryState(), deadline: now,
                               receivedAt: drop.receivedAt)
@@ -646,15 +646,14 @@ actor DeliveryEngine {
     /// queued: nothing reads it, a crash leaves an orphan that the next
     /// start removes, and a new snapshot of the key moves it first (`place`).
     private func tidyWhenIdle() {
-        guard !untidied.isEmpty, !tidying, phase == .running, !attemptIsDue || untidied.count >= Self.untidiedLimit
-        else { return }
+        guard !untidied.isEmpty, !tidying, mayTidy else { return }
         tidying = true
         Task(executorPreference: executor) { await self.tidyBatch() }
     }
 
     private func tidyBatch() {
         tidying = false
-        guard phase == .running, !attemptIsDue || untidied.count >= Self.untidiedLimit else { return }
+        guard mayTidy else { return }
         for _ in 0..<Self.tidyBatch {
             guard let key = untidied.popFirst() else { break }
             tidy(key)
@@ -671,15 +670,22 @@ actor DeliveryEngine {
         }
     }
 
-    /// Whether a key is due now (waiting for room or about to start).
-    /// Drops outdated entries at the front of `ready` first.
-    private var attemptIsDue: Bool {
+    /// Running, and no key is due now (waiting for room or about to
+    /// start), unless too many records wait.
+    private var mayTidy: Bool {
+        guard phase == .running else { return false }
+        dropOutdatedDeadlines()
+        return (ready.first.map { $0.deadline > clock.now } ?? true) || untidied.count >= Self.untidiedLimit
+    }
+
+    /// Pops the entries at the front of `ready` whose key has moved on (a
+    /// new deadline, an attempt, gone), so that `ready.first` is current.
+    private func dropOutdatedDeadlines() {
         while let first = ready.first, !isCurrent(first) { ready.popFirst() }
-        return ready.first.map { $0.deadline <= clock.now } ?? false
     }
 
     private func armTimer() {
-        while let first = ready.first, !isCurrent(first) { ready.popFirst() }
+        dropOutdatedDeadlines()
         guard phase == .running, active < outstandingLimit, let next = ready.first?.deadline else {
             return cancelTimer()
         }
