@@ -131,6 +131,21 @@ struct HostileInputTests {
         try await fixture.expectNeighbourDelivered("after-link")
     }
 
+    @Test func aDropThatIsAlsoItsDeliveredItemInDoneIsNeitherSentAgainNorRejected() async throws {
+        // What a stop between a delivery's link into done/ and the unlink of
+        // its name in new/ leaves behind.
+        let fixture = try DaemonFixture()
+        try fixture.layout.createMissingDirectories()
+        try fixture.drop(fixture.envelope("linked", version: 1), name: "interrupted")
+        #expect(link(fixture.layout.new + "/interrupted", fixture.layout.done + "/linked") == 0)
+        try await fixture.start()
+        try await fixture.expectNeighbourDelivered("after-link")
+        #expect(await fixture.eventually { fixture.names("new").isEmpty })
+        #expect(fixture.names("rejected").isEmpty)
+        #expect(fixture.names("done").contains { $0.hasPrefix("linked.superseded-1") })
+        #expect(!fixture.server.requests.contains { $0.header("Idempotency-Key") == "linked:1" })
+    }
+
     @Test func namesWithNewlinesAndDotsAreTakenAndRejectedNamesStayVisible() async throws {
         let fixture = try DaemonFixture()
         try await fixture.start()

@@ -104,13 +104,53 @@ struct CrashConsistencyTests {
 
     @Test func aFileWithAnotherHardLinkIsRefused() throws {
         let harness = try EngineHarness()
-        try SystemCall.writeNewFile(harness.layout.tmp + "/original", Array("{}".utf8), sync: false)
+        let text = #"{"id":"a","version":1,"payload":{}}"#
+        try SystemCall.writeNewFile(harness.layout.tmp + "/original", Array(text.utf8), sync: false)
         #expect(link(harness.layout.tmp + "/original", harness.layout.new + "/linked") == 0)
-        guard case let .refused(rejection) = try harness.spool.readDrop("linked", maximumSize: 1 << 20) else {
-            Issue.record("a hard-linked drop was read")
+        let examination = DropExamination.examine("linked", in: harness.spool, maximumSize: 1 << 20,
+                                                  decoder: InputDecoder(acceptEnvelopes: true), verifier: nil)
+        #expect(examination == .refused(Spool.hardLinked(names: 2)))
+    }
+
+    @Test func aDropWhoseOtherNameIsItsDeliveredItemIsTakenNotRefused() throws {
+        let harness = try EngineHarness()
+        let drop = try harness.envelope("a", version: 1)
+        #expect(link(harness.layout.new + "/" + drop.name, harness.layout.done + "/a") == 0)
+        let examination = DropExamination.examine(drop.name, in: harness.spool, maximumSize: 1 << 20,
+                                                  decoder: InputDecoder(acceptEnvelopes: true), verifier: nil)
+        guard case let .decoded(.item(item), _) = examination else {
+            Issue.record("not taken: \(examination)")
             return
         }
-        #expect(rejection.code == "hard-linked")
+        #expect(item.key == ItemKey("a"))
+    }
+
+    @Test func aDeliveryInterruptedBeforeItsNewNameWasRemovedIsNotSentAgain() async throws {
+        let transport = ScriptedTransport()
+        let harness = try EngineHarness(transport: transport)
+        let drop = try harness.envelope("a", version: 1)
+        #expect(link(harness.layout.new + "/" + drop.name, harness.layout.done + "/a") == 0)
+        let engine = try await harness.startedEngine()
+        await engine.waitForDoneIndex()
+        await engine.offer([drop])
+        #expect(harness.names(in: "new") == [])
+        #expect(harness.names(in: "done").sorted() == ["a", "a.superseded-1"])
+        #expect(transport.requests.isEmpty)
+    }
+
+    @Test func aRetriedDeliveryInterruptedBeforeItsQueueNameWasRemovedIsNotSentAgain() async throws {
+        let transport = ScriptedTransport()
+        let harness = try EngineHarness(transport: transport)
+        let drop = try harness.envelope("a", version: 1)
+        #expect(rename(harness.layout.new + "/" + drop.name, harness.layout.queue + "/a") == 0)
+        #expect(link(harness.layout.queue + "/a", harness.layout.done + "/a") == 0)
+        try harness.spool.writeState(DeliveryState(attempts: 1), for: ItemKey("a")!)
+        let engine = try await harness.startedEngine()
+        await engine.stop()
+        #expect(harness.names(in: "queue") == [])
+        #expect(harness.names(in: "done").sorted() == ["a", "a.state"])
+        #expect(transport.requests.isEmpty)
+        #expect(harness.log.entries.contains { $0.message.contains("its name in queue/ removed") })
     }
 
     @Test func aPageNamedNearTheLengthLimitSplitsIntoNamesThatFit() throws {

@@ -154,10 +154,11 @@ import TxReconTestSupport
         _ = directory.write("{}", to: "spool/queue/gone.state")
         _ = directory.write("half", to: "spool/queue/.tmp-b")
         _ = directory.write("foreign", to: "spool/queue/not.a.key")
-        let (items, foreign) = try spool.restoreQueue()
+        let (items, foreign, delivered) = try spool.restoreQueue()
         #expect(items.map(\.key.rawValue).sorted() == ["a", "b"])
         #expect(items.first { $0.key.rawValue == "b" }?.state == DeliveryState(attempts: 3, nextAttemptAt: 42, lastError: "HTTP 503"))
         #expect(foreign == ["not.a.key"])
+        #expect(delivered.isEmpty)
         #expect(names("queue") == ["a", "b", "b.state", "not.a.key"])
     }
 
@@ -186,6 +187,43 @@ import TxReconTestSupport
         #expect(names("queue") == [])
         #expect(names("done") == ["a", "a.state", "b"], "no unlink: b had no state to move")
         #expect(try SpoolInspector(layout: layout).list(.done).map(\.name).sorted() == ["a", "b"])
+    }
+
+    @Test func aFirstDeliveryLeavesTheItemUnderOneNameInDone() throws {
+        let spool = try makeSpool()
+        _ = directory.write("item", to: "spool/new/drop")
+        _ = directory.write("item", to: "spool/queue/b")
+        try spool.finish(ItemKey("a")!, followsDelivery: false, inbox: "drop")
+        try spool.finish(ItemKey("b")!, followsDelivery: false)
+        #expect(names("new") == [] && names("queue") == [])
+        #expect(names("done") == ["a", "b"])
+        var info = stat()
+        #expect(lstat(layout.done + "/a", &info) == 0 && info.st_nlink == 1, "one name left, not two")
+    }
+
+    @Test func aDeliveryTheIndexMissedStillReplacesTheEarlierOneAndItsRecord() throws {
+        let spool = try makeSpool()
+        _ = directory.write("version 1", to: "spool/done/a")
+        _ = directory.write(#"{"attempts":2}"#, to: "spool/done/a.state")
+        _ = directory.write("version 2", to: "spool/queue/a")
+        try spool.finish(ItemKey("a")!, followsDelivery: false)
+        #expect(names("queue") == [])
+        #expect(names("done") == ["a"])
+        #expect(try SystemCall.readFile(layout.done + "/a", limit: 64) == Array("version 2".utf8))
+    }
+
+    @Test func restoringTheQueueFinishesADeliveryWhoseQueueNameWasNotRemoved() throws {
+        let spool = try makeSpool()
+        _ = directory.write("item", to: "spool/queue/a")
+        _ = directory.write(#"{"attempts":1}"#, to: "spool/queue/a.state")
+        _ = directory.write("item", to: "spool/queue/b")
+        #expect(link(layout.queue + "/a", layout.done + "/a") == 0)
+        #expect(link(layout.queue + "/b", layout.tmp + "/b-elsewhere") == 0)
+        let (items, _, delivered) = try spool.restoreQueue()
+        #expect(delivered == [ItemKey("a")!])
+        #expect(items.map(\.key) == [ItemKey("b")!], "another name outside done/ says nothing")
+        #expect(names("queue") == ["b"])
+        #expect(names("done") == ["a", "a.state"])
     }
 
     @Test func aDeliveryThatFollowsAnEarlierOneNeverKeepsTheEarlierFailureRecord() throws {

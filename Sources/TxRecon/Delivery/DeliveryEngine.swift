@@ -236,9 +236,13 @@ actor DeliveryEngine {
     /// pulled in.
     func start() throws(SpoolError) {
         precondition(phase == .starting, "DeliveryEngine.start() called twice")
-        let (queued, foreign) = try spool.restoreQueue()
+        let (queued, foreign, delivered) = try spool.restoreQueue()
         for name in foreign {
             log.write(LogEntry(.warning, "queue/\(LogText.escaped(name)) is not an item txrecon wrote; left alone"))
+        }
+        for key in delivered {
+            log.write(LogEntry(.notice, "\(key): delivered before the last stop, which interrupted its move into "
+                               + "done/; its name in queue/ removed"))
         }
         let now = clock.now
         let wall = clock.wallMilliseconds

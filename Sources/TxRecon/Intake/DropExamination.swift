@@ -39,6 +39,13 @@ enum DropExamination: Sendable, Equatable {
             } catch {
                 return .undecodable(error, modifiedAt: modifiedAt)
             }
+        case let .linked(bytes, modifiedAt, file, names):
+            // Delivered already (its other name is done/KEY): the engine
+            // finds it equal to the delivered snapshot and moves this name
+            // into done/ as superseded, or ignores it while its attempt ends.
+            guard case let .item(item)? = try? decoder.decode(bytes, verifyingWith: verifier),
+                  spool.isDelivered(item.key, sameFileAs: file) else { return .refused(Spool.hardLinked(names: names)) }
+            return .decoded(.item(item), modifiedAt: modifiedAt)
         }
     }
 }

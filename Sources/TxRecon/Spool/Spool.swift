@@ -1,7 +1,10 @@
 // Spool: every move of a file between the spool's state directories, and
 // nothing else. The commit point of each transition is one rename(2) within
 // the spool's file system, so a crash at any instant leaves each item in
-// exactly one directory (docs/crash-consistency.md gives the full argument).
+// exactly one directory; but a delivered item gets its name in done/ by
+// link(2) and then loses the old one, and a crash in between leaves one file
+// under both names, which start-up recognises as delivered
+// (docs/crash-consistency.md gives the full argument).
 //
 //   new/NAME      -> queue/KEY                     accept (or a first attempt failed)
 //   new/NAME      -> done/KEY (or unlinked)         finish a first attempt (delivered)
@@ -31,11 +34,15 @@ enum DropContent: Equatable {
     /// The file's bytes and its modification time (ms since 1970), which is
     /// when the producer wrote it: the item's `receivedAt`.
     case bytes([UInt8], modifiedAt: Int64)
+    /// A regular file with `names` hard links, read only so that its key can
+    /// tell whether its other name is done/KEY (`isDelivered`): a delivery
+    /// whose finish was interrupted between its link into done/ and the
+    /// unlink of this name. Any other such file is refused (`hardLinked`).
+    case linked([UInt8], modifiedAt: Int64, file: FileIdentity, names: Int)
     /// The name is no longer there (taken already, or a duplicate event).
     case gone
-    /// Not something intake reads: a symlink, FIFO, device, directory, a
-    /// file with other hard links, or too large. The file is left untouched
-    /// for `reject`.
+    /// Not something intake reads: a symlink, FIFO, device, directory, or
+    /// too large. The file is left untouched for `reject`.
     case refused(Rejection)
 }
 
@@ -47,12 +54,17 @@ struct QueuedFile: Equatable {
 }
 
 /// The spool's file operations. Thread-safe: the only mutable state is a
-/// counter that makes superseded and rejected names unique.
+/// counter that makes superseded and rejected names unique, and whether the
+/// file system refused a hard link.
 final class Spool: Sendable {
     let layout: SpoolLayout
     /// Zero removes delivered and superseded items instead of keeping them in done/.
     let keepsDone: Bool
     private let uniqueCounter = Atomic<Int>(0)
+    /// Set once link(2) was refused (a file system without hard links, or
+    /// fs.protected_hardlinks and a producer's file txrecon may not write):
+    /// `finish` renames from then on, rather than fail a link per item.
+    private let linksRefused = Atomic<Bool>(false)
     /// The daemon's user, whose drops `readDrop` may open without an access
     /// time update; asked once, since geteuid(2) is a system call per drop.
     private let effectiveUser = geteuid()
@@ -129,7 +141,11 @@ final class Spool: Sendable {
         if let refusal = Spool.refusal(for: opened, maximumSize: maximumSize) { return .refused(refusal) }
         do {
             let bytes = try SystemCall.readAll(fd, path: path, limit: maximumSize, statSize: Int(opened.st_size))
-            return .bytes(bytes, modifiedAt: Spool.modifiedMilliseconds(opened))
+            let modifiedAt = Spool.modifiedMilliseconds(opened)
+            guard opened.st_nlink == 1 else {
+                return .linked(bytes, modifiedAt: modifiedAt, file: FileIdentity(opened), names: Int(opened.st_nlink))
+            }
+            return .bytes(bytes, modifiedAt: modifiedAt)
         } catch where error.code == EFBIG {
             return .refused(Spool.tooLarge(maximumSize))
         }
@@ -142,14 +158,7 @@ final class Spool: Sendable {
     private static func refusal(for info: stat, maximumSize: Int) -> Rejection? {
         switch info.st_mode & S_IFMT {
         case S_IFREG:
-            if Int(info.st_size) > maximumSize { return tooLarge(maximumSize) }
-            // Another name for the same inode could change the item after it
-            // was checked, under queue/ (Postfix's pickup refuses these too).
-            if info.st_nlink > 1 {
-                return Rejection("hard-linked", "it has \(info.st_nlink) names (hard links), so it could change after "
-                                 + "intake; drop a copy of its own (write it in tmp/, then rename it into new/)")
-            }
-            return nil
+            return Int(info.st_size) > maximumSize ? tooLarge(maximumSize) : nil
         case S_IFLNK: return Rejection("not-a-regular-file", "it is a symbolic link; drop the file itself")
         case S_IFIFO: return Rejection("not-a-regular-file", "it is a FIFO; drop a regular file")
         case S_IFDIR: return Rejection("not-a-regular-file", "it is a directory; drop one file per transaction")
@@ -157,6 +166,22 @@ final class Spool: Sendable {
         case S_IFSOCK: return Rejection("not-a-regular-file", "it is a socket; drop a regular file")
         default: return Rejection("not-a-regular-file", "it is not a regular file")
         }
+    }
+
+    /// Why a drop with other names is refused, unless the other is done/KEY
+    /// (`DropContent.linked`): another name for the same inode could change
+    /// the item after it was checked, under queue/ (Postfix's pickup refuses
+    /// these too).
+    static func hardLinked(names: Int) -> Rejection {
+        Rejection("hard-linked", "it has \(names) names (hard links), so it could change after "
+                  + "intake; drop a copy of its own (write it in tmp/, then rename it into new/)")
+    }
+
+    /// Whether done/KEY is `file`: the item was delivered, and `file`'s other
+    /// name is left over from a finish that did not get to remove it.
+    func isDelivered(_ key: ItemKey, sameFileAs file: FileIdentity) -> Bool {
+        guard let info = try? SystemCall.linkStatus(path(.done, key)) else { return false }
+        return FileIdentity(info) == file
     }
 
     private static func tooLarge(_ maximumSize: Int) -> Rejection {
@@ -268,24 +293,59 @@ final class Spool: Sendable {
     /// queue/KEY (or, for a key whose first attempt this was, `inbox`: its
     /// file still in new/) -> done/KEY, replacing the older delivered
     /// snapshot there; or removed when done/ keeps nothing. No fsync: a
-    /// rename lost in a power cut only means the item is delivered again,
+    /// move lost in a power cut only means the item is delivered again,
     /// which at-least-once allows. A file gone from new/ is finished already
     /// (taken away by hand).
     /// A queue/KEY.state stays; `retireState` moves it after.
     /// `followsDelivery`: whether done/ may hold an earlier delivery of KEY,
     /// whose failure record done/KEY.state is removed first, so that the
     /// record beside done/KEY is always this delivery's (or none).
+    ///
+    /// Where done/ cannot hold KEY, the item is linked into done/ and its old
+    /// name then removed, rather than renamed: a cross-directory rename
+    /// takes the file system's rename lock, and with several curl threads
+    /// finishing at once it cost 60-70 us of CPU here against 40-45 for the
+    /// pair (bench/FINDINGS.md). A crash in between leaves both names of one
+    /// file; `isDelivered` tells, and start-up removes the old one.
     func finish(_ key: ItemKey, followsDelivery: Bool = true, inbox: String? = nil) throws(SpoolError) {
         let source = inbox.map { layout.new + "/" + $0 } ?? path(.queue, key)
         do {
-            if keepsDone {
-                if followsDelivery { try SystemCall.unlinkIfPresent(path(.done, key) + ".state") }
-                try SystemCall.rename(source, path(.done, key))
-            } else {
-                try SystemCall.unlinkIfPresent(source)
+            guard keepsDone else { return try SystemCall.unlinkIfPresent(source) }
+            var replaces = followsDelivery
+            if !followsDelivery {
+                switch try linkIntoDone(source, key) {
+                case .linked: return try SystemCall.unlinkIfPresent(source)
+                case .taken: replaces = true
+                case .refused: break
+                }
             }
+            if replaces { try SystemCall.unlinkIfPresent(path(.done, key) + ".state") }
+            try SystemCall.rename(source, path(.done, key))
         } catch where inbox.map({ isGoneFromInbox($0, after: error) }) ?? false {
             return
+        }
+    }
+
+    private enum LinkIntoDone {
+        case linked
+        /// done/KEY exists after all: rename over it.
+        case taken
+        /// Hard links are not possible here; rename.
+        case refused
+    }
+
+    private func linkIntoDone(_ source: String, _ key: ItemKey) throws(SpoolError) -> LinkIntoDone {
+        guard !linksRefused.load(ordering: .relaxed) else { return .refused }
+        let target = path(.done, key)
+        guard link(source, target) != 0 else { return .linked }
+        switch errno {
+        case EEXIST:
+            return .taken
+        case EPERM, EMLINK, EOPNOTSUPP, ENOSYS:
+            linksRefused.store(true, ordering: .relaxed)
+            return .refused
+        default:
+            throw SpoolError("link to \(target) from", source)
         }
     }
 
@@ -352,12 +412,15 @@ final class Spool: Sendable {
     /// Everything in queue/, with its state. Leftovers of interrupted writes
     /// (.tmp-*) and states whose item is gone are removed; names that do not
     /// encode a key were not put there by txrecon and are left alone
-    /// (returned in `foreign` for a warning).
-    func restoreQueue() throws(SpoolError) -> (items: [QueuedFile], foreign: [String]) {
+    /// (returned in `foreign` for a warning). An item that is done/KEY under
+    /// another name was delivered and its finish interrupted: its queue/
+    /// name is removed and its failure record moved beside it (`delivered`).
+    func restoreQueue() throws(SpoolError) -> (items: [QueuedFile], foreign: [String], delivered: [ItemKey]) {
         let names = try SystemCall.listDirectory(layout.queue)
         let present = Set(names)
         var items: [QueuedFile] = []
         var foreign: [String] = []
+        var delivered: [ItemKey] = []
         for name in names {
             if name.hasPrefix(".tmp-") {
                 try SystemCall.unlinkIfPresent(layout.queue + "/" + name)
@@ -371,14 +434,19 @@ final class Spool: Sendable {
                    let bytes = try? SystemCall.readFile(layout.queue + "/" + name + ".state", limit: 64 * 1024) {
                     state = DeliveryState(json: bytes)
                 }
-                let modified = (try? SystemCall.linkStatus(layout.queue + "/" + name)).flatMap { $0 }
-                    .map(Spool.modifiedMilliseconds) ?? 0
-                items.append(QueuedFile(key: key, state: state, receivedAt: modified))
+                let info = (try? SystemCall.linkStatus(layout.queue + "/" + name)).flatMap { $0 }
+                if let info, info.st_nlink > 1, isDelivered(key, sameFileAs: FileIdentity(info)) {
+                    try SystemCall.unlinkIfPresent(layout.queue + "/" + name)
+                    try retireState(key)
+                    delivered.append(key)
+                    continue
+                }
+                items.append(QueuedFile(key: key, state: state, receivedAt: info.map(Spool.modifiedMilliseconds) ?? 0))
             } else {
                 foreign.append(name)
             }
         }
-        return (items, foreign)
+        return (items, foreign, delivered)
     }
 
     /// Adds every key delivered into done/ (a name without a dot: keys
