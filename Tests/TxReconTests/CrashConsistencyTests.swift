@@ -125,6 +125,16 @@ struct CrashConsistencyTests {
         #expect(item.key == ItemKey("a"))
     }
 
+    @Test func aDropWithANameBesidesItsDeliveredItemIsStillRefused() throws {
+        let harness = try EngineHarness()
+        let drop = try harness.envelope("a", version: 1)
+        #expect(link(harness.layout.new + "/" + drop.name, harness.layout.done + "/a") == 0)
+        #expect(link(harness.layout.new + "/" + drop.name, harness.layout.tmp + "/a-kept") == 0)
+        let examination = DropExamination.examine(drop.name, in: harness.spool, maximumSize: 1 << 20,
+                                                  decoder: InputDecoder(acceptEnvelopes: true), verifier: nil)
+        #expect(examination == .refused(Spool.hardLinked(names: 3)), "tmp/a-kept could still change it")
+    }
+
     @Test func aDeliveryInterruptedBeforeItsNewNameWasRemovedIsNotSentAgain() async throws {
         let transport = ScriptedTransport()
         let harness = try EngineHarness(transport: transport)

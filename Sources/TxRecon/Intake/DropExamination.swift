@@ -40,10 +40,10 @@ enum DropExamination: Sendable, Equatable {
                 return .undecodable(error, modifiedAt: modifiedAt)
             }
         case let .linked(bytes, modifiedAt, file, names):
-            // Delivered already (its other name is done/KEY): the engine
+            // Delivered already (its one other name is done/KEY): the engine
             // finds it equal to the delivered snapshot and moves this name
             // into done/ as superseded, or ignores it while its attempt ends.
-            guard case let .item(item)? = try? decoder.decode(bytes, verifyingWith: verifier),
+            guard names == 2, case let .item(item)? = try? decoder.decode(bytes, verifyingWith: verifier),
                   spool.isDelivered(item.key, sameFileAs: file) else { return .refused(Spool.hardLinked(names: names)) }
             return .decoded(.item(item), modifiedAt: modifiedAt)
         }
