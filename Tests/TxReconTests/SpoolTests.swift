@@ -201,11 +201,17 @@ import TxReconTestSupport
         #expect(lstat(layout.done + "/a", &info) == 0 && info.st_nlink == 1, "one name left, not two")
     }
 
-    @Test func aDeliveryTheIndexMissedStillReplacesTheEarlierOneAndItsRecord() throws {
+    /// done/a (version 1) with its failure record, and version 2 queued.
+    private func spoolWithADeliveryAndItsSuccessor() throws -> Spool {
         let spool = try makeSpool()
         _ = directory.write("version 1", to: "spool/done/a")
         _ = directory.write(#"{"attempts":2}"#, to: "spool/done/a.state")
         _ = directory.write("version 2", to: "spool/queue/a")
+        return spool
+    }
+
+    @Test func aDeliveryTheIndexMissedStillReplacesTheEarlierOneAndItsRecord() throws {
+        let spool = try spoolWithADeliveryAndItsSuccessor()
         try spool.finish(ItemKey("a")!, followsDelivery: false)
         #expect(names("queue") == [])
         #expect(names("done") == ["a"])
@@ -227,10 +233,7 @@ import TxReconTestSupport
     }
 
     @Test func aDeliveryThatFollowsAnEarlierOneNeverKeepsTheEarlierFailureRecord() throws {
-        let spool = try makeSpool()
-        _ = directory.write("version 1", to: "spool/done/a")
-        _ = directory.write(#"{"attempts":2}"#, to: "spool/done/a.state")
-        _ = directory.write("version 2", to: "spool/queue/a")
+        let spool = try spoolWithADeliveryAndItsSuccessor()
         try spool.finish(ItemKey("a")!, followsDelivery: true)
         #expect(names("done") == ["a"])
         #expect(try SpoolInspector(layout: layout).show(ItemKey("a")!)?.state == nil)
