@@ -312,40 +312,17 @@ final class Spool: Sendable {
         do {
             guard keepsDone else { return try SystemCall.unlinkIfPresent(source) }
             var replaces = followsDelivery
-            if !followsDelivery {
-                switch try linkIntoDone(source, key) {
+            if !followsDelivery, !linksRefused.load(ordering: .relaxed) {
+                switch try SystemCall.link(source, path(.done, key)) {
                 case .linked: return try SystemCall.unlinkIfPresent(source)
-                case .taken: replaces = true
-                case .refused: break
+                case .exists: replaces = true
+                case .refused: linksRefused.store(true, ordering: .relaxed)
                 }
             }
             if replaces { try SystemCall.unlinkIfPresent(path(.done, key) + ".state") }
             try SystemCall.rename(source, path(.done, key))
         } catch where inbox.map({ isGoneFromInbox($0, after: error) }) ?? false {
             return
-        }
-    }
-
-    private enum LinkIntoDone {
-        case linked
-        /// done/KEY exists after all: rename over it.
-        case taken
-        /// Hard links are not possible here; rename.
-        case refused
-    }
-
-    private func linkIntoDone(_ source: String, _ key: ItemKey) throws(SpoolError) -> LinkIntoDone {
-        guard !linksRefused.load(ordering: .relaxed) else { return .refused }
-        let target = path(.done, key)
-        guard link(source, target) != 0 else { return .linked }
-        switch errno {
-        case EEXIST:
-            return .taken
-        case EPERM, EMLINK, EOPNOTSUPP, ENOSYS:
-            linksRefused.store(true, ordering: .relaxed)
-            return .refused
-        default:
-            throw SpoolError("link to \(target) from", source)
         }
     }
 
@@ -429,17 +406,17 @@ final class Spool: Sendable {
                     try SystemCall.unlinkIfPresent(layout.queue + "/" + name)
                 }
             } else if let key = ItemKey(fileName: name) {
-                var state: DeliveryState?
-                if present.contains(name + ".state"),
-                   let bytes = try? SystemCall.readFile(layout.queue + "/" + name + ".state", limit: 64 * 1024) {
-                    state = DeliveryState(json: bytes)
-                }
                 let info = (try? SystemCall.linkStatus(layout.queue + "/" + name)).flatMap { $0 }
                 if let info, info.st_nlink > 1, isDelivered(key, sameFileAs: FileIdentity(info)) {
                     try SystemCall.unlinkIfPresent(layout.queue + "/" + name)
                     try retireState(key)
                     delivered.append(key)
                     continue
+                }
+                var state: DeliveryState?
+                if present.contains(name + ".state"),
+                   let bytes = try? SystemCall.readFile(layout.queue + "/" + name + ".state", limit: 64 * 1024) {
+                    state = DeliveryState(json: bytes)
                 }
                 items.append(QueuedFile(key: key, state: state, receivedAt: info.map(Spool.modifiedMilliseconds) ?? 0))
             } else {

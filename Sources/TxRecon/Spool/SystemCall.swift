@@ -42,23 +42,43 @@ enum SystemCall {
         guard Glibc.rename(from, to) == 0 else { throw SpoolError("rename to \(to) from", from) }
     }
 
+    /// What link(2) did.
+    enum Linked {
+        case linked
+        /// `to` exists already.
+        case exists
+        /// No link is possible here: a directory, a file system without
+        /// hard links, or fs.protected_hardlinks and a file of another user
+        /// that the caller may not write (EPERM, EMLINK, EOPNOTSUPP, ENOSYS).
+        case refused
+    }
+
+    /// Gives `from` the second name `to`; any other failure is thrown.
+    static func link(_ from: String, _ to: String) throws(SpoolError) -> Linked {
+        guard Glibc.link(from, to) != 0 else { return .linked }
+        switch errno {
+        case EEXIST: return .exists
+        case EPERM, EMLINK, EOPNOTSUPP, ENOSYS: return .refused
+        default: throw SpoolError("link to \(to) from", from)
+        }
+    }
+
     /// Moves `from` to `to` unless `to` exists (then returns false): link(2)
     /// then unlink(2), because Glibc's module does not declare renameat2. A
     /// crash in between leaves both names, a duplicate and never a loss.
-    /// Directories cannot be linked; they are renamed (no producer makes one
-    /// under the same name at the same instant).
+    /// What cannot be linked (a directory) is renamed (no producer makes
+    /// one under the same name at the same instant).
     static func renameNoReplace(_ from: String, _ to: String) throws(SpoolError) -> Bool {
-        if link(from, to) == 0 {
+        switch try link(from, to) {
+        case .linked:
             try unlinkIfPresent(from)
             return true
-        }
-        switch errno {
-        case EEXIST: return false
-        case EPERM:
+        case .exists:
+            return false
+        case .refused:
             guard try linkStatus(to) == nil else { return false }
             try rename(from, to)
             return true
-        default: throw SpoolError("link to \(to) from", from)
         }
     }
 
