@@ -41,6 +41,10 @@ final class Intake: Sendable {
     /// Drops handed to the engine at once: large enough to amortize the hop
     /// to the actor, small enough to keep latency low under a burst.
     static let batchSize = 256
+    /// Names a scan of new/ reads before it takes them: a backlog of a
+    /// million drops is listed a part at a time, so intake's memory does not
+    /// grow with it (a full listing took about 60 MiB per million names).
+    static let scanPart = 4096
 
     private let spool: Spool
     private let engine: DeliveryEngine
@@ -168,16 +172,22 @@ final class Intake: Sendable {
             let (executed, _) = execute(names)
             failures.count += executed.count
             failures.space = failures.space ?? executed.space
-            var (inbox, unaddressable) = try SystemCall.listDirectoryReportingUnaddressable(spool.layout.new)
-            for bytes in unaddressable {
-                let renamed = try spool.renameUndecodableDrop(bytes)
-                log.write(LogEntry(.warning, "new/\(LogText.escaped(renamed)): renamed from a name that is not UTF-8, "
-                                   + "which txrecon cannot address", fields: [("TXRECON_FILE", renamed)]))
-                inbox.append(renamed)
+            // Read a part, take it, read on: stops early when the engine is
+            // full (the rest stays in new/ until it asks for the next scan).
+            let inbox = try DirectoryReader(spool.layout.new)
+            while !backlog.awaitsRoom {
+                var (part, unaddressable) = try inbox.names(upTo: Intake.scanPart)
+                if part.isEmpty && unaddressable.isEmpty { break }
+                for bytes in unaddressable {
+                    let renamed = try spool.renameUndecodableDrop(bytes)
+                    log.write(LogEntry(.warning, "new/\(LogText.escaped(renamed)): renamed from a name that is not "
+                                       + "UTF-8, which txrecon cannot address", fields: [("TXRECON_FILE", renamed)]))
+                    part.append(renamed)
+                }
+                let taken = take(part, settling: true, &backlog, examiners, whenWaiting: whenWaiting)
+                failures.count += taken.count
+                failures.space = failures.space ?? taken.space
             }
-            let taken = take(inbox, settling: true, &backlog, examiners, whenWaiting: whenWaiting)
-            failures.count += taken.count
-            failures.space = failures.space ?? taken.space
         } catch where error.code == EACCES || error.code == ENOENT || error.code == ENOTDIR {
             return "cannot list \(error.path): \(String(cString: strerror(error.code))); the spool is not usable"
         } catch {

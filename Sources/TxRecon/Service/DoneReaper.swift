@@ -71,10 +71,12 @@ final class DoneReaper: Sendable {
     private func reap(now: Int64 = Timestamp.nowMilliseconds()) {
         state.withLock { $0.lastScan = now }
         var oldest: Int64?
-        guard let names = try? SystemCall.listDirectory(directory) else { return }
-        for name in names where !name.hasPrefix(".") {
+        // Name by name as read, not a listing first: done/ holds every
+        // delivery of the retention period, a million names or more.
+        try? SystemCall.forEachName(in: directory) { bytes in
+            guard let name = String(validating: bytes, as: UTF8.self), !name.hasPrefix(".") else { return }
             let path = directory + "/" + name
-            guard let info = try? SystemCall.linkStatus(path) else { continue }
+            guard let info = try? SystemCall.linkStatus(path) else { return }
             let modified = Int64(info.st_mtim.tv_sec) * 1000 + Int64(info.st_mtim.tv_nsec) / 1_000_000
             // A rename keeps the mtime of the producer's write, so use the
             // later of mtime and ctime (the move into done/).

@@ -125,44 +125,18 @@ enum SystemCall {
 
     /// Names in a directory, without `.` and `..`, in directory order. Names
     /// that are not valid UTF-8 cannot be addressed through Swift strings:
-    /// they are left out (see `listDirectoryReportingUnaddressable`).
+    /// they are left out (`DirectoryReader.names(upTo:)` returns them apart).
     static func listDirectory(_ path: String) throws(SpoolError) -> [String] {
-        try listDirectoryReportingUnaddressable(path).names
+        try DirectoryReader(path).names(upTo: .max).names
     }
 
     /// Calls `body` with each name in a directory (`.` and `..` included),
-    /// read in place: the bytes are valid only during the call. glibc sizes
-    /// each entry to its name (`d_reclen`), so copying the entry's full
-    /// 256-byte `d_name` (`entry.pointee.d_name`) would read past the end of
-    /// the last entry in its buffer; AddressSanitizer caught exactly that.
+    /// read in place: the bytes are valid only during the call.
     static func forEachName(in path: String, _ body: (UnsafeRawBufferPointer) -> Void) throws(SpoolError) {
-        guard let directory = opendir(path) else { throw SpoolError("opendir", path) }
-        defer { closedir(directory) }
-        while true {
-            errno = 0
-            guard let entry = readdir(directory) else {
-                if errno != 0 { throw SpoolError("readdir", path) }
-                return
-            }
-            let start = (UnsafeRawPointer(entry) + MemoryLayout<dirent>.offset(of: \dirent.d_name)!)
-                .assumingMemoryBound(to: CChar.self)
-            body(UnsafeRawBufferPointer(start: start, count: strlen(start)))
+        _ = try DirectoryReader(path).read { bytes in
+            body(bytes)
+            return true
         }
-    }
-
-    /// Like `listDirectory`, and also the names that are not UTF-8, as bytes.
-    static func listDirectoryReportingUnaddressable(_ path: String) throws(SpoolError)
-        -> (names: [String], unaddressable: [[UInt8]]) {
-        var names: [String] = []
-        var unaddressable: [[UInt8]] = []
-        try forEachName(in: path) { bytes in
-            guard let name = String(validating: bytes, as: UTF8.self) else {
-                unaddressable.append(Array(bytes))
-                return
-            }
-            if name != "." && name != ".." { names.append(name) }
-        }
-        return (names, unaddressable)
     }
 
     /// Renames `directory/<bytes>` to `directory/<name>` unless that exists
