@@ -88,11 +88,6 @@ final class Spool: Sendable {
 
     // MARK: Inbox
 
-    /// Names waiting in new/, in directory order.
-    func inboxNames() throws(SpoolError) -> [String] {
-        try SystemCall.listDirectory(layout.new)
-    }
-
     /// Gives a drop whose name is not UTF-8 (which Swift cannot address) a
     /// name that is: the invalid bytes become U+FFFD and `.not-utf8` is
     /// added, plus `.N` if that is taken. Returns the new name.
