@@ -1291,12 +1291,17 @@ class Bench:
     # -- report -------------------------------------------------------------
 
     def machine(self):
-        model = "unknown"
+        # A virtual machine's model name may be generic ("Intel(R) Xeon(R)
+        # Processor"); family and model tell two such hosts apart.
+        fields = {}
         with open("/proc/cpuinfo") as cpuinfo:
             for line in cpuinfo:
-                if line.startswith("model name"):
-                    model = line.split(":", 1)[1].strip()
+                name, _, value = line.partition(":")
+                if not name.strip():
                     break
+                fields.setdefault(name.strip(), value.strip())
+        model = (f"{fields.get('model name', 'unknown')} (family {fields.get('cpu family', '?')}, "
+                 f"model {fields.get('model', '?')})")
         memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
         swift = subprocess.run(["swift", "--version"], capture_output=True, text=True).stdout.splitlines()
         build = (f"{self.commit} (swift build -c release --static-swift-stdlib; {swift[0] if swift else 'swift ?'})"
