@@ -3,9 +3,10 @@
 // rather than of every name at once (a backlog in new/, three days of
 // deliveries in done/). Names removed or added while it reads follow
 // readdir(3): a name already returned is not returned again; one removed or
-// added meanwhile may or may not be (glibc reads 32 KiB of entries ahead),
-// so a caller must expect a name whose file is gone; every other name is
-// returned once. Touches nothing; throws SpoolError for opendir or readdir.
+// added meanwhile may or may not be (glibc reads 32 KiB of entries or more
+// ahead), so a caller must expect a name whose file is gone; every other
+// name is returned once. Touches nothing; throws SpoolError for opendir or
+// readdir.
 import Glibc
 
 /// Not Sendable on purpose: a directory stream belongs to the thread that
