@@ -43,7 +43,8 @@ final class Intake: Sendable {
     static let batchSize = 256
     /// Names a scan of new/ reads before it takes them: a backlog of a
     /// million drops is listed a part at a time, so intake's memory does not
-    /// grow with it (a full listing took about 60 MiB per million names).
+    /// grow with it (with a million drops waiting, listing them whole first
+    /// raised the daemon's peak RSS from 31 to 107 MiB).
     static let scanPart = 4096
 
     private let spool: Spool

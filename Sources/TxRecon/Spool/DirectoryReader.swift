@@ -29,19 +29,18 @@ final class DirectoryReader {
     /// place: the bytes are valid only during the call. glibc sizes each
     /// entry to its name (`d_reclen`), so copying the entry's full 256-byte
     /// `d_name` would read past the end of the last entry in its buffer;
-    /// AddressSanitizer caught exactly that. Stops after the first name for
-    /// which `body` returns false; returns false once the directory is at
-    /// its end.
-    func read(_ body: (UnsafeRawBufferPointer) -> Bool) throws(SpoolError) -> Bool {
+    /// AddressSanitizer caught exactly that. Stops at the end of the
+    /// directory or after the first name for which `body` returns false.
+    func read(_ body: (UnsafeRawBufferPointer) -> Bool) throws(SpoolError) {
         while true {
             errno = 0
             guard let entry = readdir(stream) else {
                 if errno != 0 { throw SpoolError("readdir", path) }
-                return false
+                return
             }
             let start = (UnsafeRawPointer(entry) + MemoryLayout<dirent>.offset(of: \dirent.d_name)!)
                 .assumingMemoryBound(to: CChar.self)
-            if !body(UnsafeRawBufferPointer(start: start, count: strlen(start))) { return true }
+            guard body(UnsafeRawBufferPointer(start: start, count: strlen(start))) else { return }
         }
     }
 
@@ -53,7 +52,7 @@ final class DirectoryReader {
         precondition(limit > 0, "DirectoryReader.names(upTo:) needs a positive limit, got \(limit)")
         var names: [String] = []
         var unaddressable: [[UInt8]] = []
-        _ = try read { bytes in
+        try read { bytes in
             if let name = String(validating: bytes, as: UTF8.self) {
                 if name != "." && name != ".." { names.append(name) }
             } else {

@@ -133,7 +133,7 @@ enum SystemCall {
     /// Calls `body` with each name in a directory (`.` and `..` included),
     /// read in place: the bytes are valid only during the call.
     static func forEachName(in path: String, _ body: (UnsafeRawBufferPointer) -> Void) throws(SpoolError) {
-        _ = try DirectoryReader(path).read { bytes in
+        try DirectoryReader(path).read { bytes in
             body(bytes)
             return true
         }
