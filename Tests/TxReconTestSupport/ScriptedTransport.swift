@@ -79,13 +79,15 @@ public final class ScriptedTransport: Transport {
 
     /// Runs the exchange on a thread of its own (it blocks, as on a real
     /// transport's worker), with a `send` that answers from the script.
-    nonisolated(nonsending) public func run<Result: Sendable>(
-        _ exchange: @escaping @Sendable (_ send: (DeliveryRequest) -> TransportResult) -> Result
-    ) async -> Result {
-        await BlockingWork.run("txrecon-test-send") {
-            self.workers.wait()
-            defer { self.workers.signal() }
-            return exchange { request in self.answer(request) }
+    public func start(_ exchange: @escaping @Sendable (_ send: (DeliveryRequest) -> TransportResult) -> Void) {
+        do {
+            try DedicatedThread.start(name: "txrecon-test-send") {
+                self.workers.wait()
+                defer { self.workers.signal() }
+                exchange { request in self.answer(request) }
+            }
+        } catch {
+            fatalError("cannot start a thread for a scripted exchange: \(error)")
         }
     }
 

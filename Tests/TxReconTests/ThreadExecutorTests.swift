@@ -50,4 +50,34 @@ struct ThreadExecutorTests {
         }.value
         #expect(names == ["txr-test-task", "txr-test-task"])
     }
+
+    @Test func aSubmittedCallRunsOnTheThreadInTurnAndHasItsActorIsolated() async throws {
+        let executor = try ThreadExecutor(name: "txr-test-call")
+        defer { executor.shutdown() }
+        let counter = Counter(executor: executor)
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            for value in 1...50 {
+                executor.submit {
+                    counter.assumeIsolated { $0.append(value) }
+                    if value == 50 { done.resume() }
+                }
+            }
+        }
+        await counter.append(51)
+        #expect(await counter.values == Array(1...51))
+        #expect(await counter.thread == "txr-test-call")
+    }
+
+    /// Off the executor's thread, taking its actor as isolated must stop
+    /// the process rather than race with the thread.
+    @Test func assumingItsActorIsolatedOnAnotherThreadStopsTheProcess() async {
+        await #expect(processExitsWith: .failure) {
+            ThreadExecutorTests.assumeIsolatedOffTheThread()
+        }
+    }
+
+    static func assumeIsolatedOffTheThread() {
+        guard let executor = try? ThreadExecutor(name: "txr-test-off") else { return }
+        Counter(executor: executor).assumeIsolated { $0.append(1) }
+    }
 }

@@ -3,10 +3,10 @@
 //
 // One worker thread per allowed concurrent delivery (MaxConcurrentDeliveries=),
 // each owning one curl handle for its whole life, so connections to the backend
-// stay open between attempts. `run` hands an exchange to the workers through
-// a `HandoffQueue` and suspends on a continuation: the exchange (the engine's
-// spool reads and commits, and the transfer) runs on the worker, no blocking
-// call ever runs on the cooperative pool, and idle workers sleep without waking.
+// stay open between attempts. `start` hands an exchange to the workers through
+// a `HandoffQueue` and returns: the exchange (the engine's spool reads and
+// commits, and the transfer) runs on the worker, no blocking call ever runs
+// on the cooperative pool, and idle workers sleep without waking.
 //
 // Touches no spool state itself. Every transfer problem, including a shut-down
 // transport, is reported as a `TransportResult.failure`; only starting the
@@ -61,26 +61,20 @@ public final class CurlTransport: Transport {
     }
 
     /// Runs `exchange` on the next free worker, with a `send` that POSTs on
-    /// that worker's connection. A send waits at most `Timeout=`; the
-    /// exchange does not react to task cancellation, because the timeout
-    /// already bounds it. After `shutdown()`, exchanges still run (on a
-    /// dispatch thread, so that what they commit stays consistent) with a
-    /// `send` that fails at once.
-    nonisolated(nonsending) public func run<Result: Sendable>(
-        _ exchange: @escaping @Sendable (_ send: (DeliveryRequest) -> TransportResult) -> Result
-    ) async -> Result {
+    /// that worker's connection. A send waits at most `Timeout=`. After
+    /// `shutdown()`, exchanges still run (on a thread of their own, so that
+    /// what they commit stays consistent) with a `send` that fails at once.
+    public func start(_ exchange: @escaping @Sendable (_ send: (DeliveryRequest) -> TransportResult) -> Void) {
         let options = self.options.withLock { $0 }
-        return await withCheckedContinuation { continuation in
-            let job = CurlJob(options: options) { send in
-                continuation.resume(returning: exchange { request in
-                    if let name = request.headers.first(where: { !Self.isSafe($0.name) || !Self.isSafe($0.value) })?.name {
-                        return .failure(TransportFailure(.other, "header \(name) contains a line break or NUL; not sent"))
-                    }
-                    return send(request)
-                })
+        let job = CurlJob(options: options) { send in
+            exchange { request in
+                if let name = request.headers.first(where: { !Self.isSafe($0.name) || !Self.isSafe($0.value) })?.name {
+                    return .failure(TransportFailure(.other, "header \(name) contains a line break or NUL; not sent"))
+                }
+                return send(request)
             }
-            if let refused = jobs.put(job) { refused.refuse() }
         }
+        if let refused = jobs.put(job) { refused.refuse() }
     }
 
     /// Uses `settings` for every attempt that starts after this call.

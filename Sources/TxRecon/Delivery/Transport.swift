@@ -26,24 +26,31 @@ public struct DeliveryRequest: Sendable, Equatable {
 
 /// Sends requests to the configured backend URL, on threads of its own.
 ///
-/// Contract: `run` suspends the caller (never blocks its thread) and runs
-/// `exchange` on one of the transport's own threads, where blocking is
-/// allowed: the engine reads the queued item, sends it with the `send`
-/// function it is given, and commits the outcome to the spool there, so
-/// that no file-system call of an attempt runs on Swift's cooperative pool.
+/// Contract: `start` returns at once and runs `exchange` later on one of
+/// the transport's own threads, where blocking is allowed: the engine reads
+/// the queued item, sends it with the `send` function it is given, commits
+/// the outcome to the spool, and hands the result back to itself, so that
+/// no file-system call of an attempt runs on Swift's cooperative pool.
 /// `send` blocks until the exchange ends or `Timeout=` passes and reports
-/// every problem as `.failure`; it never throws. At most
-/// `MaxConcurrentDeliveries=` exchanges run at once.
+/// every problem as `.failure`; it never throws. Every exchange handed over
+/// runs exactly once, also after the transport shut down (with a `send`
+/// that fails at once). At most `MaxConcurrentDeliveries=` exchanges run at
+/// once.
 public protocol Transport: Sendable {
-    /// `nonisolated(nonsending)`: runs on the caller's executor up to the
-    /// hand-over, so an attempt goes from the engine's thread to a worker
-    /// and back without a detour through the cooperative pool.
-    nonisolated(nonsending) func run<Result: Sendable>(
-        _ exchange: @escaping @Sendable (_ send: (DeliveryRequest) -> TransportResult) -> Result
-    ) async -> Result
+    func start(_ exchange: @escaping @Sendable (_ send: (DeliveryRequest) -> TransportResult) -> Void)
 }
 
 extension Transport {
+    /// Runs `exchange` as `start` does and suspends the caller (never
+    /// blocking its thread) until it returns.
+    nonisolated(nonsending) public func run<Result: Sendable>(
+        _ exchange: @escaping @Sendable (_ send: (DeliveryRequest) -> TransportResult) -> Result
+    ) async -> Result {
+        await withCheckedContinuation { continuation in
+            start { send in continuation.resume(returning: exchange(send)) }
+        }
+    }
+
     /// One request and nothing else around it.
     nonisolated(nonsending) public func send(_ request: DeliveryRequest) async -> TransportResult {
         await run { send in send(request) }

@@ -10,16 +10,32 @@
 //    one-second timer that never stops: sixty wake-ups a minute in a daemon
 //    that should sleep while idle.
 //
+// Besides jobs, the thread runs plain calls (`submit`): a curl worker hands
+// an attempt's result back that way, without a task or a continuation per
+// attempt. Such a call runs alone on the thread, so it may take an actor on
+// this executor as isolated (`assumeIsolated`, checked by `checkIsolated`).
+//
 // The thread can also carry a periodic `tick` between jobs: the engine's
 // watchdog ping, so a job that never returns (a wedged engine) stops the
 // pings and systemd restarts the daemon. While idle the thread sleeps until
 // the next tick: one wake-up per tick and none otherwise.
 // Reports: nothing; `tick` does the notifying.
 import Glibc
+import Synchronization
 
 final class ThreadExecutor: SerialExecutor, TaskExecutor {
-    /// nil is the end-of-work marker `shutdown` puts.
-    private let jobs = HandoffQueue<UnownedJob?>()
+    /// What the thread runs next.
+    private enum Work: Sendable {
+        case job(UnownedJob)
+        /// A plain call, such as a worker handing back an attempt's result.
+        case call(@Sendable () -> Void)
+        /// The end-of-work marker `shutdown` puts.
+        case end
+    }
+
+    private let work = HandoffQueue<Work>()
+    /// The thread's pthread_t once it runs (0 before).
+    private let thread = Atomic<UInt>(0)
     private let tickInterval: Duration?
     private let tick: @Sendable () -> Void
 
@@ -34,7 +50,21 @@ final class ThreadExecutor: SerialExecutor, TaskExecutor {
     func enqueue(_ job: consuming ExecutorJob) {
         // The executor lives as long as its user; after `shutdown` nothing
         // more is enqueued but final replies, which may then be dropped.
-        _ = jobs.put(UnownedJob(job))
+        _ = work.put(.job(UnownedJob(job)))
+    }
+
+    /// Runs `call` on the thread after the jobs and calls queued so far.
+    /// The call runs outside any task, with this executor's actors
+    /// isolated (see `checkIsolated`): it may `assumeIsolated` one.
+    func submit(_ call: @escaping @Sendable () -> Void) {
+        _ = work.put(.call(call))
+    }
+
+    /// Anything running on the thread runs alone and in order, so it is
+    /// isolated to this executor; anything else is not, and stops here.
+    func checkIsolated() {
+        precondition(pthread_self() == thread.load(ordering: .acquiring),
+                     "expected to run on the thread of this ThreadExecutor")
     }
 
     func asUnownedSerialExecutor() -> UnownedSerialExecutor {
@@ -47,7 +77,7 @@ final class ThreadExecutor: SerialExecutor, TaskExecutor {
 
     /// Ends the thread once the jobs queued so far have run.
     func shutdown() {
-        _ = jobs.put(nil)
+        _ = work.put(.end)
     }
 
     private func run() {
@@ -56,13 +86,16 @@ final class ThreadExecutor: SerialExecutor, TaskExecutor {
         // sound, and it lets such a job call an actor on this executor
         // without a hop.
         let serial = asUnownedSerialExecutor(), task = asUnownedTaskExecutor()
+        thread.store(pthread_self(), ordering: .releasing)
         let clock = SystemClock()
         var nextTick = tickInterval.map { clock.now + $0 }
         while true {
-            switch jobs.take(timeout: nextTick.map { max(.zero, $0 - clock.now) }) {
-            case let .element(job?):
+            switch work.take(timeout: nextTick.map { max(.zero, $0 - clock.now) }) {
+            case let .element(.job(job)):
                 job.runSynchronously(isolatedTo: serial, taskExecutor: task)
-            case .element(nil), .closed:
+            case let .element(.call(call)):
+                call()
+            case .element(.end), .closed:
                 return
             case .timedOut:
                 break
