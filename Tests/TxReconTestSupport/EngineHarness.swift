@@ -1,5 +1,6 @@
 // EngineHarness: a DeliveryEngine on a temporary spool with a manual clock, a
 // scripted transport and recorders, plus builders for drops. One per test.
+import Dispatch
 import Glibc
 @testable import TxRecon
 
@@ -73,6 +74,38 @@ public final class EngineHarness: Sendable {
         let engine = makeEngine()
         try await engine.start()
         return engine
+    }
+
+    /// Starts `operation` in a task of no executor preference (as intake's
+    /// and the control commands' calls into the engine are) and then holds
+    /// the engine thread: `operation`'s first step into the engine is queued
+    /// there, but nothing runs until `release` is called. What the test sets
+    /// off meanwhile (an attempt's end, say) queues up behind it, so the
+    /// test chooses the order in which the engine sees things.
+    public static func holdingEngineThread<Value: Sendable>(
+        startingWith operation: @escaping @Sendable () async -> Value
+    ) async -> (task: Task<Value, Never>, release: @Sendable () -> Void) {
+        let hold = DispatchSemaphore(value: 0)
+        let task = await withCheckedContinuation { (started: CheckedContinuation<Task<Value, Never>, Never>) in
+            executor.submit {
+                // Runs up to its hop onto the engine thread right here.
+                started.resume(returning: Task.immediate { await operation() })
+                hold.wait()
+            }
+        }
+        return (task, { hold.signal() })
+    }
+
+    /// Returns once the engine thread has run `rounds` calls, each queued
+    /// behind whatever ran before it: work the engine queues for itself in
+    /// fewer steps (a job, the hop it makes, the job that hop queues) has
+    /// run by then.
+    public static func settleEngineThread(rounds: Int = 8) async {
+        for _ in 0..<rounds {
+            await withCheckedContinuation { (ran: CheckedContinuation<Void, Never>) in
+                executor.submit { ran.resume() }
+            }
+        }
     }
 
     /// Writes an envelope drop into new/ and returns it as intake would hand it over.

@@ -24,6 +24,8 @@ public final class ScriptedTransport: Transport {
         var held: [DispatchSemaphore] = []
         var releaseReply = Reply.status(200)
         var waiters: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
+        var finished = 0
+        var finishWaiters: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
     }
 
     private let state: Mutex<State>
@@ -67,6 +69,19 @@ public final class ScriptedTransport: Transport {
         }
     }
 
+    /// Returns once at least `count` exchanges have returned: each has then
+    /// handed its result back to the engine.
+    public func waitForFinishedExchanges(_ count: Int) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let ready = state.withLock { state -> Bool in
+                if state.finished >= count { return true }
+                state.finishWaiters.append((count, continuation))
+                return false
+            }
+            if ready { continuation.resume() }
+        }
+    }
+
     /// Answers every request held by `.hang`.
     public func releaseHeld(with reply: Reply) {
         let held = state.withLock { state -> [DispatchSemaphore] in
@@ -85,6 +100,13 @@ public final class ScriptedTransport: Transport {
                 self.workers.wait()
                 defer { self.workers.signal() }
                 exchange { request in self.answer(request) }
+                let woken = self.state.withLock { state -> [CheckedContinuation<Void, Never>] in
+                    state.finished += 1
+                    let count = state.finished
+                    defer { state.finishWaiters.removeAll { $0.count <= count } }
+                    return state.finishWaiters.filter { $0.count <= count }.map(\.continuation)
+                }
+                for waiter in woken { waiter.resume() }
             }
         } catch {
             fatalError("cannot start a thread for a scripted exchange: \(error)")

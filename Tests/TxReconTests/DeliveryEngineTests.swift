@@ -290,6 +290,31 @@ struct DeliveryEngineTests {
         await harness.status.waitFor { $0.delivered == 2 }
     }
 
+    /// Intake's wait for room suspends on its way to waiting; an attempt
+    /// can end right then, and the room it makes must still count.
+    @Test func intakeSeesRoomMadeJustAsItBeginsToWait() async throws {
+        let settings = DeliveryEngine.Settings(maxConcurrentDeliveries: 1, inboxWindow: 2, inboxWindowWait: .seconds(1))
+        let harness = try EngineHarness(settings: settings, transport: ScriptedTransport(default: .hang))
+        let engine = try await harness.startedEngine()
+        let drops = try (1...2).map { try harness.envelope("k\($0)", version: 1) }
+        let first = Task { await engine.offer(drops) }  // returns once there is room again
+        await harness.transport.waitForRequests(2)
+        let third = try harness.envelope("k3", version: 1)
+        let (offering, release) = await EngineHarness.holdingEngineThread { await engine.offer([third]) }
+        harness.transport.setDefault(.status(204))
+        harness.transport.releaseHeld(with: .status(204))
+        await harness.transport.waitForFinishedExchanges(2)
+        release()
+        await EngineHarness.settleEngineThread()
+        // The window had room again: the offer has returned and its
+        // timer is gone, unless it missed the attempts' end and waits on.
+        let woken = harness.clock.advance(by: settings.inboxWindowWait)
+        _ = await offering.value
+        _ = await first.value
+        #expect(woken == 0, "intake waited out inboxWindowWait although the window had room")
+        await harness.status.waitFor { $0.delivered == 3 }
+    }
+
     @Test func whileTheBackendFailsFreshKeysGoToQueue() async throws {
         let transport = ScriptedTransport(default: .status(503))
         transport.script("d", [.hang])
@@ -635,6 +660,26 @@ struct DeliveryEngineTests {
         await stopped
         #expect(harness.names(in: "new") == [drop.name], "read again at the next start")
         #expect(harness.names(in: "done") == [])
+    }
+
+    /// stop() suspends on its way to waiting for the attempts in flight;
+    /// the last one can end right then, and stop must still see it.
+    @Test func stopSeesTheLastAttemptEndJustAsItBeginsToWait() async throws {
+        let harness = try EngineHarness(transport: ScriptedTransport(default: .hang))
+        let engine = try await harness.startedEngine()
+        await engine.offer([try harness.envelope("a", version: 1)])
+        await harness.transport.waitForRequests(1)
+        let (stopping, release) = await EngineHarness.holdingEngineThread { await engine.stop() }
+        harness.transport.releaseHeld(with: .status(204))
+        await harness.transport.waitForFinishedExchanges(1)
+        release()
+        await EngineHarness.settleEngineThread()
+        // Nothing is in flight any more: stop has returned, its grace
+        // cancelled, unless it missed the attempt's end and sleeps on.
+        let woken = harness.clock.advance(by: harness.settings.stopGrace)
+        await stopping.value
+        #expect(woken == 0, "stop waited for the grace although no attempt was in flight")
+        #expect(harness.names(in: "done") == ["a"])
     }
 
     @Test func releaseMovesAHeldItemBackAndDeliversIt() async throws {

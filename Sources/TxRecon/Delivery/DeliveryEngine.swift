@@ -193,6 +193,10 @@ actor DeliveryEngine {
     private var timerDeadline: Duration?
     private var status = EngineStatus()
     private var roomWaiters: [CheckedContinuation<Void, Never>] = []
+    /// How many times waiting intake was told to look again
+    /// (`resumeRoomWaiters`): a wait that suspends on its way into
+    /// `roomWaiters` sees a call it would otherwise miss.
+    private var roomCalls = 0
     private var drainWaiter: CheckedContinuation<Void, Never>?
     /// Called when drops intake handed over earlier could not be taken
     /// after all and stay in new/ (see `place`), or when intake left drops
@@ -284,7 +288,14 @@ actor DeliveryEngine {
                 try? await clock.sleep(until: clock.now + settings.stopGrace)
                 await self.endDrain()
             }
-            await withCheckedContinuation { drainWaiter = $0 }
+            // The task can be queued again before the closure runs: when
+            // the caller's task prefers another executor than the engine's
+            // thread (as the daemon's does), the runtime re-queues it at
+            // this await. The last attempt can end meanwhile, and its
+            // `endDrain` then found no waiter.
+            await withCheckedContinuation { continuation in
+                if active == 0 { continuation.resume() } else { drainWaiter = continuation }
+            }
             grace.cancel()
         }
         phase = .stopped
@@ -375,6 +386,7 @@ actor DeliveryEngine {
     /// attempt, or by `timer` at `giveUp`.
     private func waitForRoom(until giveUp: Duration, timer: inout Task<Void, Never>?,
                              whenWaiting: @Sendable () -> Void) async {
+        let callsBefore = roomCalls
         if timer == nil {
             timer = Task(executorPreference: executor) { [clock] in
                 do { try await clock.sleep(until: giveUp) } catch { return }
@@ -382,7 +394,10 @@ actor DeliveryEngine {
             }
         }
         whenWaiting()
-        await withCheckedContinuation { roomWaiters.append($0) }
+        // As in `stop`: an attempt may end before the closure runs.
+        await withCheckedContinuation { continuation in
+            if roomCalls != callsBefore { continuation.resume() } else { roomWaiters.append(continuation) }
+        }
     }
 
     /// Whether a fresh key waits in new/ (not queue/) for its first attempt
@@ -403,6 +418,7 @@ actor DeliveryEngine {
     }
 
     private func resumeRoomWaiters() {
+        roomCalls &+= 1
         for waiter in roomWaiters { waiter.resume() }
         roomWaiters.removeAll()
     }
@@ -961,7 +977,7 @@ actor DeliveryEngine {
         publishStatus()
         // Room again below the low-water mark, and in the window once a
         // quarter of it is free: intake then hands over batches, not single drops.
-        if !roomWaiters.isEmpty, entries.count < settings.lowWater,
+        if entries.count < settings.lowWater,
            inboxCount <= settings.inboxWindow * 3 / 4 || backendIsFailing {
             resumeRoomWaiters()
         }
