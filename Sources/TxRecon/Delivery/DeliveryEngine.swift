@@ -194,7 +194,7 @@ actor DeliveryEngine {
     private var status = EngineStatus()
     private var roomWaiters: [CheckedContinuation<Void, Never>] = []
     /// How many times waiting intake was told to look again
-    /// (`resumeRoomWaiters`): a wait that suspends on its way into
+    /// (`resumeRoomWaiters`): a wait that is re-queued on its way into
     /// `roomWaiters` sees a call it would otherwise miss.
     private var roomCalls = 0
     private var drainWaiter: CheckedContinuation<Void, Never>?
@@ -359,7 +359,7 @@ actor DeliveryEngine {
         // part of it, the rest would go to queue/ (a rename here on the
         // engine's thread each, and a second one when delivered).
         while phase == .running, windowLacksRoom(for: drops.count), clock.now < giveUp {
-            await waitForRoom(until: giveUp, timer: &waitTimer, whenWaiting: whenWaiting)
+            await waitForRoom(since: roomCalls, until: giveUp, timer: &waitTimer, whenWaiting: whenWaiting)
         }
         for drop in drops where phase == .running || phase == .starting {
             if let error = place(drop) { offered.refused.append((drop.name, error)) }
@@ -377,16 +377,17 @@ actor DeliveryEngine {
                 }
                 break
             }
-            await waitForRoom(until: giveUp, timer: &waitTimer, whenWaiting: whenWaiting)
+            await waitForRoom(since: roomCalls, until: giveUp, timer: &waitTimer, whenWaiting: whenWaiting)
         }
         return offered
     }
 
     /// One wait of `offer` for room, ended by `resumeRoomWaiters`: after an
-    /// attempt, or by `timer` at `giveUp`.
-    private func waitForRoom(until giveUp: Duration, timer: inout Task<Void, Never>?,
+    /// attempt, or by `timer` at `giveUp`. `calls`: `roomCalls` when the
+    /// caller found no room. Each `await` on the way here may re-queue the
+    /// task (see `stop`), and a call to look again made meanwhile counts.
+    private func waitForRoom(since calls: Int, until giveUp: Duration, timer: inout Task<Void, Never>?,
                              whenWaiting: @Sendable () -> Void) async {
-        let callsBefore = roomCalls
         if timer == nil {
             timer = Task(executorPreference: executor) { [clock] in
                 do { try await clock.sleep(until: giveUp) } catch { return }
@@ -394,9 +395,8 @@ actor DeliveryEngine {
             }
         }
         whenWaiting()
-        // As in `stop`: an attempt may end before the closure runs.
         await withCheckedContinuation { continuation in
-            if roomCalls != callsBefore { continuation.resume() } else { roomWaiters.append(continuation) }
+            if roomCalls != calls { continuation.resume() } else { roomWaiters.append(continuation) }
         }
     }
 
