@@ -770,42 +770,60 @@ actor DeliveryEngine {
     /// delivered or refused item out of queue/ (or new/), a failed first
     /// attempt's file from new/ into queue/. The key is in flight, so
     /// nothing else touches its file, and no blocking call runs on the actor
-    /// or the cooperative pool. Then reports back to the actor.
+    /// or the cooperative pool. Then hands the result to the engine's thread
+    /// as a plain call: an attempt costs no task, no continuation and no
+    /// actor hop, which at thousands of attempts a second is a tenth of the
+    /// daemon's CPU (bench/FINDINGS.md).
     private func launch(_ key: ItemKey, attempt: Int, receivedAt: Int64, cached: Item?, hasStateFile: Bool,
                         followsDelivery: Bool, inbox: String?) {
-        let spool = self.spool, decoder = self.decoder, transport = self.transport, prepare = self.prepare
+        let spool = self.spool, decoder = self.decoder, prepare = self.prepare, executor = self.executor
         let limit = settings.maxFileSize, now = clock.wallMilliseconds, started = clock.now, clock = self.clock
-        Task(executorPreference: executor) {
-            let exchange = await transport.run { send -> Exchange in
-                let preparation = DeliveryEngine.prepare(key, cached: cached, attempt: attempt,
-                                                         receivedAt: receivedAt, now: now, spool: spool,
-                                                         decoder: decoder, limit: limit, prepare: prepare)
-                guard case let .ready(item, request) = preparation else { return .local(preparation) }
-                let sentAt = clock.now
-                let result = send(request)
-                let wall = clock.wallMilliseconds
-                var settlement = Settlement(outcome: Outcome(result, now: Double(wall) / 1000), sentAt: sentAt)
-                do throws(SpoolError) {
-                    switch settlement.outcome {
-                    case .delivered:
-                        try spool.finish(key, followsDelivery: followsDelivery, inbox: inbox)
-                    case let .hold(reason, _):
-                        try spool.hold(key, reason: reason, at: wall, attempts: attempt, hasState: hasStateFile,
-                                       inbox: inbox)
-                    case .retryLater:
-                        if let inbox { try spool.accept(drop: inbox, as: key) }
+        transport.start { send in
+            let exchange = DeliveryEngine.exchange(key, attempt: attempt, receivedAt: receivedAt, now: now,
+                                                   cached: cached, hasStateFile: hasStateFile,
+                                                   followsDelivery: followsDelivery, inbox: inbox, spool: spool,
+                                                   decoder: decoder, limit: limit, prepare: prepare, clock: clock,
+                                                   send: send)
+            executor.submit {
+                self.assumeIsolated { engine in
+                    switch exchange {
+                    case let .local(preparation): engine.attemptFailedLocally(key, preparation)
+                    case let .answered(item, settlement):
+                        engine.attemptEnded(key, item: item, attempt: attempt, settlement: settlement,
+                                            started: started)
                     }
-                } catch {
-                    settlement.spoolError = error
                 }
-                return .answered(item, settlement)
-            }
-            switch exchange {
-            case let .local(preparation): await self.attemptFailedLocally(key, preparation)
-            case let .answered(item, settlement):
-                await self.attemptEnded(key, item: item, attempt: attempt, settlement: settlement, started: started)
             }
         }
+    }
+
+    /// The part of an attempt that runs on the transport's thread.
+    private static func exchange(_ key: ItemKey, attempt: Int, receivedAt: Int64, now: Int64, cached: Item?,
+                                 hasStateFile: Bool, followsDelivery: Bool, inbox: String?, spool: Spool,
+                                 decoder: InputDecoder, limit: Int, prepare: RequestPreparer,
+                                 clock: any EngineClock, send: (DeliveryRequest) -> TransportResult) -> Exchange {
+        let preparation = DeliveryEngine.prepare(key, cached: cached, attempt: attempt, receivedAt: receivedAt,
+                                                 now: now, spool: spool, decoder: decoder, limit: limit,
+                                                 prepare: prepare)
+        guard case let .ready(item, request) = preparation else { return .local(preparation) }
+        let sentAt = clock.now
+        let result = send(request)
+        let wall = clock.wallMilliseconds
+        var settlement = Settlement(outcome: Outcome(result, now: Double(wall) / 1000), sentAt: sentAt)
+        do throws(SpoolError) {
+            switch settlement.outcome {
+            case .delivered:
+                try spool.finish(key, followsDelivery: followsDelivery, inbox: inbox)
+            case let .hold(reason, _):
+                try spool.hold(key, reason: reason, at: wall, attempts: attempt, hasState: hasStateFile,
+                               inbox: inbox)
+            case .retryLater:
+                if let inbox { try spool.accept(drop: inbox, as: key) }
+            }
+        } catch {
+            settlement.spoolError = error
+        }
+        return .answered(item, settlement)
     }
 
     /// The request of one attempt: from intake's item when it is at hand,
