@@ -76,12 +76,13 @@ public final class EngineHarness: Sendable {
         return engine
     }
 
-    /// Starts `operation` in a task of no executor preference (as intake's
-    /// and the control commands' calls into the engine are) and then holds
-    /// the engine thread: `operation`'s first step into the engine is queued
-    /// there, but nothing runs until `release` is called. What the test sets
-    /// off meanwhile (an attempt's end, say) queues up behind it, so the
-    /// test chooses the order in which the engine sees things.
+    /// Starts `operation` in a task that does not prefer the engine's
+    /// thread (nor does the daemon's call to `stop`, from its command
+    /// thread) and then holds the engine thread: `operation`'s first step
+    /// into the engine is queued there, but nothing runs until `release` is
+    /// called. What the test sets off meanwhile (an attempt's end, say)
+    /// queues up behind it, so the test chooses the order in which the
+    /// engine sees things.
     public static func holdingEngineThread<Value: Sendable>(
         startingWith operation: @escaping @Sendable () async -> Value
     ) async -> (task: Task<Value, Never>, release: @Sendable () -> Void) {
