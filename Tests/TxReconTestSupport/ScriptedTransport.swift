@@ -23,9 +23,24 @@ public final class ScriptedTransport: Transport {
         var maximumInFlight = 0
         var held: [DispatchSemaphore] = []
         var releaseReply = Reply.status(200)
-        var waiters: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
+        var requestWaiters = CountWaiters()
         var finished = 0
-        var finishWaiters: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
+        var finishWaiters = CountWaiters()
+    }
+
+    /// Tests waiting for a count to reach theirs.
+    private struct CountWaiters {
+        private var waiting: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
+
+        mutating func add(_ count: Int, _ continuation: CheckedContinuation<Void, Never>) {
+            waiting.append((count, continuation))
+        }
+
+        /// Removes and returns the waiters that `count` satisfies.
+        mutating func satisfied(by count: Int) -> [CheckedContinuation<Void, Never>] {
+            defer { waiting.removeAll { $0.count <= count } }
+            return waiting.filter { $0.count <= count }.map(\.continuation)
+        }
     }
 
     private let state: Mutex<State>
@@ -59,23 +74,21 @@ public final class ScriptedTransport: Transport {
 
     /// Returns once at least `count` requests have arrived.
     public func waitForRequests(_ count: Int) async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let ready = state.withLock { state -> Bool in
-                if state.requests.count >= count { return true }
-                state.waiters.append((count, continuation))
-                return false
-            }
-            if ready { continuation.resume() }
-        }
+        await wait(until: count, of: \.requests.count, waiters: \.requestWaiters)
     }
 
     /// Returns once at least `count` exchanges have returned: each has then
     /// handed its result back to the engine.
     public func waitForFinishedExchanges(_ count: Int) async {
+        await wait(until: count, of: \.finished, waiters: \.finishWaiters)
+    }
+
+    private func wait(until count: Int, of counted: KeyPath<State, Int> & Sendable,
+                      waiters: WritableKeyPath<State, CountWaiters> & Sendable) async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let ready = state.withLock { state -> Bool in
-                if state.finished >= count { return true }
-                state.finishWaiters.append((count, continuation))
+                if state[keyPath: counted] >= count { return true }
+                state[keyPath: waiters].add(count, continuation)
                 return false
             }
             if ready { continuation.resume() }
@@ -100,11 +113,9 @@ public final class ScriptedTransport: Transport {
                 self.workers.wait()
                 defer { self.workers.signal() }
                 exchange { request in self.answer(request) }
-                let woken = self.state.withLock { state -> [CheckedContinuation<Void, Never>] in
+                let woken = self.state.withLock { state in
                     state.finished += 1
-                    let count = state.finished
-                    defer { state.finishWaiters.removeAll { $0.count <= count } }
-                    return state.finishWaiters.filter { $0.count <= count }.map(\.continuation)
+                    return state.finishWaiters.satisfied(by: state.finished)
                 }
                 for waiter in woken { waiter.resume() }
             }
@@ -130,10 +141,7 @@ public final class ScriptedTransport: Transport {
                 reply = state.defaultReply
             }
             if case .hang = reply { state.held.append(semaphore) }
-            let count = state.requests.count
-            let woken = state.waiters.filter { $0.count <= count }.map(\.continuation)
-            state.waiters.removeAll { $0.count <= count }
-            return (reply, woken)
+            return (reply, state.requestWaiters.satisfied(by: state.requests.count))
         }
         for waiter in woken { waiter.resume() }
         let result: TransportResult

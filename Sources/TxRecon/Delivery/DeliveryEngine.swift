@@ -779,11 +779,30 @@ actor DeliveryEngine {
         let spool = self.spool, decoder = self.decoder, prepare = self.prepare, executor = self.executor
         let limit = settings.maxFileSize, now = clock.wallMilliseconds, started = clock.now, clock = self.clock
         transport.start { send in
-            let exchange = DeliveryEngine.exchange(key, attempt: attempt, receivedAt: receivedAt, now: now,
-                                                   cached: cached, hasStateFile: hasStateFile,
-                                                   followsDelivery: followsDelivery, inbox: inbox, spool: spool,
-                                                   decoder: decoder, limit: limit, prepare: prepare, clock: clock,
-                                                   send: send)
+            let exchange = { () -> Exchange in
+                let preparation = DeliveryEngine.prepare(key, cached: cached, attempt: attempt,
+                                                         receivedAt: receivedAt, now: now, spool: spool,
+                                                         decoder: decoder, limit: limit, prepare: prepare)
+                guard case let .ready(item, request) = preparation else { return .local(preparation) }
+                let sentAt = clock.now
+                let result = send(request)
+                let wall = clock.wallMilliseconds
+                var settlement = Settlement(outcome: Outcome(result, now: Double(wall) / 1000), sentAt: sentAt)
+                do throws(SpoolError) {
+                    switch settlement.outcome {
+                    case .delivered:
+                        try spool.finish(key, followsDelivery: followsDelivery, inbox: inbox)
+                    case let .hold(reason, _):
+                        try spool.hold(key, reason: reason, at: wall, attempts: attempt, hasState: hasStateFile,
+                                       inbox: inbox)
+                    case .retryLater:
+                        if let inbox { try spool.accept(drop: inbox, as: key) }
+                    }
+                } catch {
+                    settlement.spoolError = error
+                }
+                return .answered(item, settlement)
+            }()
             executor.submit {
                 self.assumeIsolated { engine in
                     switch exchange {
@@ -795,35 +814,6 @@ actor DeliveryEngine {
                 }
             }
         }
-    }
-
-    /// The part of an attempt that runs on the transport's thread.
-    private static func exchange(_ key: ItemKey, attempt: Int, receivedAt: Int64, now: Int64, cached: Item?,
-                                 hasStateFile: Bool, followsDelivery: Bool, inbox: String?, spool: Spool,
-                                 decoder: InputDecoder, limit: Int, prepare: RequestPreparer,
-                                 clock: any EngineClock, send: (DeliveryRequest) -> TransportResult) -> Exchange {
-        let preparation = DeliveryEngine.prepare(key, cached: cached, attempt: attempt, receivedAt: receivedAt,
-                                                 now: now, spool: spool, decoder: decoder, limit: limit,
-                                                 prepare: prepare)
-        guard case let .ready(item, request) = preparation else { return .local(preparation) }
-        let sentAt = clock.now
-        let result = send(request)
-        let wall = clock.wallMilliseconds
-        var settlement = Settlement(outcome: Outcome(result, now: Double(wall) / 1000), sentAt: sentAt)
-        do throws(SpoolError) {
-            switch settlement.outcome {
-            case .delivered:
-                try spool.finish(key, followsDelivery: followsDelivery, inbox: inbox)
-            case let .hold(reason, _):
-                try spool.hold(key, reason: reason, at: wall, attempts: attempt, hasState: hasStateFile,
-                               inbox: inbox)
-            case .retryLater:
-                if let inbox { try spool.accept(drop: inbox, as: key) }
-            }
-        } catch {
-            settlement.spoolError = error
-        }
-        return .answered(item, settlement)
     }
 
     /// The request of one attempt: from intake's item when it is at hand,

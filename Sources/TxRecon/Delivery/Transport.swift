@@ -41,18 +41,11 @@ public protocol Transport: Sendable {
 }
 
 extension Transport {
-    /// Runs `exchange` as `start` does and suspends the caller (never
-    /// blocking its thread) until it returns.
-    nonisolated(nonsending) public func run<Result: Sendable>(
-        _ exchange: @escaping @Sendable (_ send: (DeliveryRequest) -> TransportResult) -> Result
-    ) async -> Result {
-        await withCheckedContinuation { continuation in
-            start { send in continuation.resume(returning: exchange(send)) }
-        }
-    }
-
-    /// One request and nothing else around it.
+    /// One request and nothing else around it: runs it as `start` does and
+    /// suspends the caller (never blocking its thread) until it is answered.
     nonisolated(nonsending) public func send(_ request: DeliveryRequest) async -> TransportResult {
-        await run { send in send(request) }
+        await withCheckedContinuation { continuation in
+            start { send in continuation.resume(returning: send(request)) }
+        }
     }
 }
