@@ -64,8 +64,7 @@ deps-systemd-test: deps
 build: deps
 	$(SWIFT) build
 
-# Only the product: TxReconTestSupport uses @testable import, which a release
-# build of every target refuses.
+# Only the product: the test support library is not needed on a server.
 release: deps
 	$(SWIFT) build -c release --static-swift-stdlib --product txrecon
 

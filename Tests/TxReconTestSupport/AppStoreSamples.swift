@@ -8,39 +8,39 @@
 import FoundationEssentials
 
 /// One sample file: its name and its bytes exactly as stored.
-public struct AppStoreSample: Sendable, CustomStringConvertible {
-    public let name: String
-    public let bytes: [UInt8]
+package struct AppStoreSample: Sendable, CustomStringConvertible {
+    package let name: String
+    package let bytes: [UInt8]
 
     /// What the sample holds, from the file name's first part after the
     /// source: `signedTransactionInfo…`, `signedRenewalInfo`, `notification…`.
-    public var isTransaction: Bool { name.contains("__signedTransactionInfo") || name.contains("signed-transaction") }
-    public var isRenewalInfo: Bool { name.contains("__signedRenewalInfo") || name.contains("signed-renewal-info") }
-    public var isNotification: Bool { name.contains("__notification_") }
+    package var isTransaction: Bool { name.contains("__signedTransactionInfo") || name.contains("signed-transaction") }
+    package var isRenewalInfo: Bool { name.contains("__signedRenewalInfo") || name.contains("signed-renewal-info") }
+    package var isNotification: Bool { name.contains("__notification_") }
 
-    public var description: String { name }
+    package var description: String { name }
 }
 
-public enum AppStoreSamples {
+package enum AppStoreSamples {
     /// `Tests/TxReconTests/Fixtures/appstore`.
-    public static let directory: String = {
+    package static let directory: String = {
         var components = "\(#filePath)".split(separator: "/", omittingEmptySubsequences: false)
         components.removeLast(2)
         return components.joined(separator: "/") + "/TxReconTests/Fixtures/appstore"
     }()
 
     /// The 48 real Apple-signed Sandbox samples, sorted by name.
-    public static func real() -> [AppStoreSample] {
+    package static func real() -> [AppStoreSample] {
         samples(in: directory + "/real")
     }
 
     /// The 3 StoreKit testing samples signed by Xcode (not chained to Apple's root).
-    public static func xcode() -> [AppStoreSample] {
+    package static func xcode() -> [AppStoreSample] {
         samples(in: directory + "/real/xcode")
     }
 
     /// The sample named `name` among the real ones (or `xcode/NAME`).
-    public static func named(_ name: String) -> AppStoreSample {
+    package static func named(_ name: String) -> AppStoreSample {
         AppStoreSample(name: name, bytes: read(directory + "/real/" + name))
     }
 

@@ -4,10 +4,10 @@
 // dispatch root queue, whose few threads a blocked worker keeps from them;
 // a test waiting there for a notify message or a held request would stall
 // every other test in the process.
-@testable import TxRecon
+import TxRecon
 
-public enum BlockingWork {
-    public static func run<T: Sendable>(_ name: String = "txrecon-test-block",
+package enum BlockingWork {
+    package static func run<T: Sendable>(_ name: String = "txrecon-test-block",
                                         _ work: @escaping @Sendable () -> T) async -> T {
         await withCheckedContinuation { continuation in
             do {

@@ -6,13 +6,13 @@ import Glibc
 import Synchronization
 import TxRecon
 
-public final class DaemonProcess: Sendable {
-    public let pid: pid_t
-    public let stderrPath: String
+package final class DaemonProcess: Sendable {
+    package let pid: pid_t
+    package let stderrPath: String
     private let exitStatus = Mutex<Int32?>(nil)
 
     /// The `txrecon` executable next to the test bundle in the build directory.
-    public static var binary: String {
+    package static var binary: String {
         if let path = getenv("TXRECON_BINARY") { return String(cString: path) }
         var directory = CommandLine.arguments[0]
         while !directory.isEmpty, !directory.hasSuffix("/") { directory.removeLast() }
@@ -25,7 +25,7 @@ public final class DaemonProcess: Sendable {
     /// Starts `txrecon ARGUMENTS` with `environment` added to this process's own.
     /// `launcher`, when given, runs first with the binary and arguments after
     /// it, e.g. `["/usr/bin/setpriv", "--reuid=65534", …]` to run as another user.
-    public convenience init(_ arguments: [String], environment: [String: String] = [:], stderrPath: String,
+    package convenience init(_ arguments: [String], environment: [String: String] = [:], stderrPath: String,
                             stdinPath: String? = nil, launcher: [String] = []) throws {
         try self.init(command: launcher + [DaemonProcess.binary] + arguments, environment: environment,
                       stderrPath: stderrPath, stdinPath: stdinPath)
@@ -34,7 +34,7 @@ public final class DaemonProcess: Sendable {
     /// Starts any `command` (its first element a path) the same way, for
     /// helper processes such as `openssl s_server`; stdout goes to
     /// `stderrPath + ".out"`.
-    public init(command: [String], environment: [String: String] = [:], stderrPath: String,
+    package init(command: [String], environment: [String: String] = [:], stderrPath: String,
                 stdinPath: String? = nil) throws {
         self.stderrPath = stderrPath
         var actions = posix_spawn_file_actions_t()
@@ -74,9 +74,9 @@ public final class DaemonProcess: Sendable {
         pid = child
     }
 
-    public struct SpawnError: Error, CustomStringConvertible {
-        public var code: Int32
-        public var description: String { "posix_spawn: \(String(cString: strerror(code)))" }
+    package struct SpawnError: Error, CustomStringConvertible {
+        package var code: Int32
+        package var description: String { "posix_spawn: \(String(cString: strerror(code)))" }
     }
 
     deinit {
@@ -87,11 +87,11 @@ public final class DaemonProcess: Sendable {
         }
     }
 
-    public func signal(_ number: Int32) { kill(pid, number) }
+    package func signal(_ number: Int32) { kill(pid, number) }
 
     /// `wait(timeout:)` blocking the calling thread: only for quick commands
     /// (mount, chown) in set-up and teardown code that cannot await.
-    public func waitBlocking(timeout: Duration) -> Int32? {
+    package func waitBlocking(timeout: Duration) -> Int32? {
         let deadline = ContinuousClock.now + timeout
         var status: Int32 = 0
         while waitpid(pid, &status, WNOHANG) == 0 {
@@ -106,7 +106,7 @@ public final class DaemonProcess: Sendable {
     /// For teardown (deinit, defer), where nothing can be awaited: SIGTERM,
     /// up to `grace` for the process to exit, then SIGKILL. Blocks the
     /// calling thread, briefly: a daemon exits within milliseconds of SIGTERM.
-    public func terminate(grace: Duration = .seconds(5)) {
+    package func terminate(grace: Duration = .seconds(5)) {
         guard exitStatus.withLock({ $0 }) == nil else { return }
         kill(pid, SIGTERM)
         let deadline = ContinuousClock.now + grace
@@ -126,7 +126,7 @@ public final class DaemonProcess: Sendable {
     /// 128+N for a signal, or nil if it is still running. Suspends between
     /// checks: a test must never block one of the cooperative pool's two
     /// threads, or every other test stalls with it.
-    public func wait(timeout: Duration) async -> Int32? {
+    package func wait(timeout: Duration) async -> Int32? {
         if let known = exitStatus.withLock({ $0 }) { return known }
         let deadline = ContinuousClock.now + timeout
         while true {
@@ -143,7 +143,7 @@ public final class DaemonProcess: Sendable {
     }
 
     /// Runs `txrecon ARGUMENTS` to completion; returns its status and output.
-    public static func run(_ arguments: [String], environment: [String: String] = [:],
+    package static func run(_ arguments: [String], environment: [String: String] = [:],
                            in directory: String) async throws -> (status: Int32, stdout: String, stderr: String) {
         let stderrPath = directory + "/cli-\(UInt32.random(in: 0...UInt32.max)).err"
         let process = try DaemonProcess(arguments, environment: environment, stderrPath: stderrPath)
@@ -151,10 +151,10 @@ public final class DaemonProcess: Sendable {
         return (status, process.read(stderrPath + ".out"), process.read(stderrPath))
     }
 
-    public var stderr: String { read(stderrPath) }
+    package var stderr: String { read(stderrPath) }
 
     /// What the process wrote to standard output so far.
-    public var stdout: String { read(stderrPath + ".out") }
+    package var stdout: String { read(stderrPath + ".out") }
 
     private func read(_ path: String) -> String {
         guard let file = fopen(path, "r") else { return "" }

@@ -6,11 +6,11 @@
 // it. Spawning and that window take the same lock.
 import Synchronization
 
-public enum DescriptorInheritance {
+package enum DescriptorInheritance {
     private static let lock = Mutex(())
 
     /// Runs `body` (an accept-then-fcntl, or a spawn) exclusively.
-    public static func exclusively<T>(_ body: () throws -> T) rethrows -> T {
+    package static func exclusively<T>(_ body: () throws -> T) rethrows -> T {
         try lock.withLock { _ in try body() }
     }
 }

@@ -2,9 +2,9 @@
 // scripted transport and recorders, plus builders for drops. One per test.
 import Dispatch
 import Glibc
-@testable import TxRecon
+import TxRecon
 
-public final class EngineHarness: Sendable {
+package final class EngineHarness: Sendable {
     /// One engine thread for every test engine in the process: engines that
     /// tests never stop would otherwise each leave a thread behind.
     static let executor: ThreadExecutor = {
@@ -15,16 +15,16 @@ public final class EngineHarness: Sendable {
         }
     }()
 
-    public let directory: TemporaryDirectory
-    public let layout: SpoolLayout
-    public let spool: Spool
-    public let clock: ManualClock
-    public let transport: ScriptedTransport
-    public let status = StatusRecorder()
-    public let log = RecordingLogSink()
-    public let settings: DeliveryEngine.Settings
+    package let directory: TemporaryDirectory
+    package let layout: SpoolLayout
+    package let spool: Spool
+    package let clock: ManualClock
+    package let transport: ScriptedTransport
+    package let status = StatusRecorder()
+    package let log = RecordingLogSink()
+    package let settings: DeliveryEngine.Settings
 
-    public init(settings: DeliveryEngine.Settings = DeliveryEngine.Settings(stopGrace: .seconds(5)),
+    package init(settings: DeliveryEngine.Settings = DeliveryEngine.Settings(stopGrace: .seconds(5)),
                 keepsDone: Bool = true, clock: ManualClock = ManualClock(),
                 transport: ScriptedTransport = ScriptedTransport(), directory: TemporaryDirectory? = nil) throws {
         self.directory = directory ?? TemporaryDirectory("txrecon-engine")
@@ -37,14 +37,14 @@ public final class EngineHarness: Sendable {
     }
 
     /// A new engine over this harness's spool (call again to simulate a restart).
-    public func makeEngine() -> DeliveryEngine {
+    package func makeEngine() -> DeliveryEngine {
         makeEngine(buildDoneIndex: DoneIndex.build(from:))
     }
 
     /// A new engine whose index of done/ lists done/ when the engine asks
     /// for it but arrives only once `gate` opens: what a slow listing of a
     /// large done/ looks like to the engine.
-    public func makeEngine(doneIndexArrivesAfter gate: Gate) -> DeliveryEngine {
+    package func makeEngine(doneIndexArrivesAfter gate: Gate) -> DeliveryEngine {
         makeEngine(buildDoneIndex: { spool in
             let listed = DoneIndex.listing(spool)
             await gate.wait()
@@ -53,7 +53,7 @@ public final class EngineHarness: Sendable {
     }
 
     /// A new engine whose listing of done/ fails, as when done/ cannot be read.
-    public func makeEngineWhoseDoneListingFails() -> DeliveryEngine {
+    package func makeEngineWhoseDoneListingFails() -> DeliveryEngine {
         makeEngine(buildDoneIndex: { spool in .failure(SpoolError("open", spool.layout.done, EACCES)) })
     }
 
@@ -70,7 +70,7 @@ public final class EngineHarness: Sendable {
     }
 
     /// A new engine, started: restored from the spool and delivering.
-    public func startedEngine() async throws -> DeliveryEngine {
+    package func startedEngine() async throws -> DeliveryEngine {
         let engine = makeEngine()
         try await engine.start()
         return engine
@@ -83,7 +83,7 @@ public final class EngineHarness: Sendable {
     /// called. What the test sets off meanwhile (an attempt's end, say)
     /// queues up behind it, so the test chooses the order in which the
     /// engine sees things.
-    public static func holdingEngineThread<Value: Sendable>(
+    package static func holdingEngineThread<Value: Sendable>(
         startingWith operation: @escaping @Sendable () async -> Value
     ) async -> (task: Task<Value, Never>, release: @Sendable () -> Void) {
         let hold = DispatchSemaphore(value: 0)
@@ -101,7 +101,7 @@ public final class EngineHarness: Sendable {
     /// behind whatever ran before it: work the engine queues for itself in
     /// fewer steps (a job, the hop it makes, the job that hop queues) has
     /// run by then.
-    public static func settleEngineThread(rounds: Int = 8) async {
+    package static func settleEngineThread(rounds: Int = 8) async {
         for _ in 0..<rounds {
             await withCheckedContinuation { (ran: CheckedContinuation<Void, Never>) in
                 executor.submit { ran.resume() }
@@ -110,7 +110,7 @@ public final class EngineHarness: Sendable {
     }
 
     /// Writes an envelope drop into new/ and returns it as intake would hand it over.
-    public func envelope(_ id: String, version: Int64, name: String? = nil) throws -> Drop {
+    package func envelope(_ id: String, version: Int64, name: String? = nil) throws -> Drop {
         let fileName = name ?? "\(id)-v\(version)-\(UInt32.random(in: 0...UInt32.max))"
         let text = #"{"id":"\#(id)","version":\#(version),"payload":{"n":\#(version)}}"#
         try SystemCall.writeNewFile(layout.new + "/" + fileName, Array(text.utf8), sync: false)
@@ -119,11 +119,11 @@ public final class EngineHarness: Sendable {
         return Drop(name: fileName, item: item, receivedAt: clock.wallMilliseconds)
     }
 
-    public func exists(_ path: String) -> Bool {
+    package func exists(_ path: String) -> Bool {
         access(layout.root + "/" + path, F_OK) == 0
     }
 
-    public func names(in directory: String) -> [String] {
+    package func names(in directory: String) -> [String] {
         ((try? SystemCall.listDirectory(layout.root + "/" + directory)) ?? []).sorted()
     }
 }

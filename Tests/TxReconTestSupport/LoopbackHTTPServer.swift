@@ -19,19 +19,19 @@ import Synchronization
 ///     #expect(server.requests.count == 1)
 ///
 /// It stops when `stop()` is called or the value is released.
-public final class LoopbackHTTPServer: Sendable {
+package final class LoopbackHTTPServer: Sendable {
     /// Decides the answer to one request. Runs on the connection's own
     /// thread, so it may block (e.g. on `waitForRequests`).
-    public typealias Handler = @Sendable (Request) -> Reply
+    package typealias Handler = @Sendable (Request) -> Reply
 
     /// The port the server listens on, chosen by the kernel.
-    public let port: UInt16
+    package let port: UInt16
     private let core: ServerCore
 
     /// Starts listening on 127.0.0.1 at once, on `port` (0, the default:
     /// one the kernel picks; another: that one again, to bring a stopped
     /// backend back). `handler` defaults to answering every request with 204.
-    public init(port requested: UInt16 = 0, handler: @escaping Handler = { _ in .status(204) }) throws(StartError) {
+    package init(port requested: UInt16 = 0, handler: @escaping Handler = { _ in .status(204) }) throws(StartError) {
         core = try ServerCore(port: requested, handler: handler)
         port = core.port
         let core = self.core
@@ -43,23 +43,23 @@ public final class LoopbackHTTPServer: Sendable {
     }
 
     /// `http://127.0.0.1:<port>/`
-    public var url: String { "http://127.0.0.1:\(port)/" }
+    package var url: String { "http://127.0.0.1:\(port)/" }
 
     /// Every request received so far, in arrival order.
-    public var requests: [Request] { core.state.withLock { $0.requests } }
+    package var requests: [Request] { core.state.withLock { $0.requests } }
 
     /// The number of TCP connections accepted so far.
-    public var acceptedConnections: Int { core.state.withLock { $0.acceptedConnections } }
+    package var acceptedConnections: Int { core.state.withLock { $0.acceptedConnections } }
 
     /// Replaces the handler for requests that arrive from now on.
-    public func setHandler(_ handler: @escaping Handler) {
+    package func setHandler(_ handler: @escaping Handler) {
         core.state.withLock { $0.handler = handler }
     }
 
     /// Blocks the calling thread until at least `count` requests have arrived
     /// or `timeout` (real time) has passed; true when they arrived. Meant for
     /// handlers and integration tests: checks every 2 ms.
-    public func waitForRequests(count: Int, timeout: Duration) -> Bool {
+    package func waitForRequests(count: Int, timeout: Duration) -> Bool {
         let deadline = ContinuousClock.now + timeout
         while requests.count < count {
             guard ContinuousClock.now < deadline else { return false }
@@ -69,7 +69,7 @@ public final class LoopbackHTTPServer: Sendable {
     }
 
     /// Like the blocking form, but suspends instead of blocking a thread.
-    public func waitForRequests(count: Int, timeout: Duration) async -> Bool {
+    package func waitForRequests(count: Int, timeout: Duration) async -> Bool {
         let deadline = ContinuousClock.now + timeout
         while requests.count < count {
             guard ContinuousClock.now < deadline else { return false }
@@ -80,36 +80,36 @@ public final class LoopbackHTTPServer: Sendable {
 
     /// Stops accepting, ends every open connection (hanging and delayed
     /// answers included) and returns without waiting. Idempotent.
-    public func stop() {
+    package func stop() {
         core.stop()
     }
 }
 
 extension LoopbackHTTPServer {
     /// One request as the server read it.
-    public struct Request: Sendable, CustomStringConvertible {
-        public var method: String
+    package struct Request: Sendable, CustomStringConvertible {
+        package var method: String
         /// The request target, e.g. `/` or `/hooks?x=1`.
-        public var path: String
+        package var path: String
         /// Header lines in the order received, names as sent.
-        public var headers: [(name: String, value: String)]
-        public var body: [UInt8]
+        package var headers: [(name: String, value: String)]
+        package var body: [UInt8]
         /// Which accepted connection carried it: 1 for the first.
-        public var connection: Int
+        package var connection: Int
 
         /// The first header called `name` (case-insensitive), or nil.
-        public func header(_ name: String) -> String? {
+        package func header(_ name: String) -> String? {
             headers.first { $0.name.lowercased() == name.lowercased() }?.value
         }
 
         /// The body as UTF-8 text.
-        public var bodyText: String { String(decoding: body, as: UTF8.self) }
+        package var bodyText: String { String(decoding: body, as: UTF8.self) }
 
-        public var description: String { "\(method) \(path) (connection \(connection), \(body.count) bytes)" }
+        package var description: String { "\(method) \(path) (connection \(connection), \(body.count) bytes)" }
     }
 
     /// How the server answers one request.
-    public enum Reply: Sendable {
+    package enum Reply: Sendable {
         /// A complete response; `Content-Length` is added unless given.
         /// The connection stays open unless the request asked to close it.
         case respond(status: Int, headers: [(name: String, value: String)], body: [UInt8])
@@ -125,19 +125,19 @@ extension LoopbackHTTPServer {
         indirect case delayed(Duration, Reply)
 
         /// A complete response with a text body.
-        public static func status(_ status: Int, headers: [(name: String, value: String)] = [],
+        package static func status(_ status: Int, headers: [(name: String, value: String)] = [],
                                   body: String = "") -> Reply {
             .respond(status: status, headers: headers, body: Array(body.utf8))
         }
     }
 
     /// A socket call failed while starting the server.
-    public struct StartError: Error, Sendable, CustomStringConvertible {
+    package struct StartError: Error, Sendable, CustomStringConvertible {
         /// The failing call, e.g. `bind`.
-        public var operation: String
-        public var code: Int32
+        package var operation: String
+        package var code: Int32
 
-        public var description: String {
+        package var description: String {
             "loopback HTTP server: \(operation) failed: \(String(cString: strerror(code)))"
         }
     }

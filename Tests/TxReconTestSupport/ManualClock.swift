@@ -2,9 +2,9 @@
 // wake when `advance` passes their deadline; tests can wait until the engine
 // has armed a timer for a given deadline, so nothing ever sleeps for real.
 import Synchronization
-@testable import TxRecon
+import TxRecon
 
-public final class ManualClock: EngineClock {
+package final class ManualClock: EngineClock {
     private struct Sleeper {
         var id: Int
         var deadline: Duration
@@ -27,15 +27,15 @@ public final class ManualClock: EngineClock {
 
     private let state = Mutex(State())
 
-    public init() {}
+    package init() {}
 
-    public var now: Duration { state.withLock { $0.now } }
-    public var wallMilliseconds: Int64 { state.withLock { $0.wall } }
+    package var now: Duration { state.withLock { $0.now } }
+    package var wallMilliseconds: Int64 { state.withLock { $0.wall } }
 
     /// Deadlines of everyone sleeping right now, earliest first.
-    public var sleeperDeadlines: [Duration] { state.withLock { $0.sleepers.map(\.deadline).sorted() } }
+    package var sleeperDeadlines: [Duration] { state.withLock { $0.sleepers.map(\.deadline).sorted() } }
 
-    public func sleep(until deadline: Duration) async throws {
+    package func sleep(until deadline: Duration) async throws {
         let id = state.withLock { state in
             state.nextID += 1
             return state.nextID
@@ -66,7 +66,7 @@ public final class ManualClock: EngineClock {
     /// Moves both clocks forward and wakes every sleeper now due.
     /// Returns how many were woken.
     @discardableResult
-    public func advance(by interval: Duration) -> Int {
+    package func advance(by interval: Duration) -> Int {
         let due = state.withLock { state -> [Sleeper] in
             state.now += interval
             state.wall += interval.milliseconds
@@ -79,17 +79,17 @@ public final class ManualClock: EngineClock {
     }
 
     /// Moves the wall clock only, as an NTP step or an operator would.
-    public func jumpWallClock(by milliseconds: Int64) {
+    package func jumpWallClock(by milliseconds: Int64) {
         state.withLock { $0.wall += milliseconds }
     }
 
     /// Returns once someone sleeps until exactly `deadline`.
-    public func waitForSleeper(until deadline: Duration) async {
+    package func waitForSleeper(until deadline: Duration) async {
         await waitForSleepers { $0.contains(deadline) }
     }
 
     /// Returns once the sleepers' deadlines satisfy `predicate`.
-    public func waitForSleepers(_ predicate: @escaping @Sendable ([Duration]) -> Bool) async {
+    package func waitForSleepers(_ predicate: @escaping @Sendable ([Duration]) -> Bool) async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let satisfied = state.withLock { state -> Bool in
                 if predicate(state.sleepers.map(\.deadline)) { return true }

@@ -3,9 +3,9 @@
 // is recorded, so a test can check that the sweep waited for Retry-After or
 // backed off without any test waiting for real.
 import Synchronization
-@testable import TxRecon
+import TxRecon
 
-public final class ManualSweepClock: SweepClock {
+package final class ManualSweepClock: SweepClock {
     private struct State {
         var now: Duration = .seconds(1000)
         var wall: Int64
@@ -15,17 +15,17 @@ public final class ManualSweepClock: SweepClock {
     private let state: Mutex<State>
 
     /// Starts at `wallMilliseconds` (UNIX milliseconds) on the wall clock.
-    public init(wallMilliseconds: Int64) {
+    package init(wallMilliseconds: Int64) {
         state = Mutex(State(wall: wallMilliseconds))
     }
 
-    public var now: Duration { state.withLock { $0.now } }
-    public var wallMilliseconds: Int64 { state.withLock { $0.wall } }
+    package var now: Duration { state.withLock { $0.now } }
+    package var wallMilliseconds: Int64 { state.withLock { $0.wall } }
 
     /// Every positive sleep so far, in order.
-    public var sleeps: [Duration] { state.withLock { $0.sleeps } }
+    package var sleeps: [Duration] { state.withLock { $0.sleeps } }
 
-    public func sleep(for duration: Duration) {
+    package func sleep(for duration: Duration) {
         guard duration > .zero else { return }
         state.withLock { state in
             state.sleeps.append(duration)
@@ -35,7 +35,7 @@ public final class ManualSweepClock: SweepClock {
     }
 
     /// Moves both clocks forward, as time between two runs.
-    public func advance(by duration: Duration) {
+    package func advance(by duration: Duration) {
         state.withLock { state in
             state.now += duration
             state.wall += duration.milliseconds

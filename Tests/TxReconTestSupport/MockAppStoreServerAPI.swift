@@ -15,18 +15,18 @@
 // and an expired pagination token (4000017).
 import Foundation
 import Synchronization
-@testable import TxRecon
+import TxRecon
 
-public final class MockAppStoreServerAPI: Sendable {
+package final class MockAppStoreServerAPI: Sendable {
     /// One notification in the mock's history.
-    public struct Entry: Sendable {
+    package struct Entry: Sendable {
         /// When Apple first tried to send it: what the date range filters on.
-        public var date: Int64
-        public var signedPayload: String
+        package var date: Int64
+        package var signedPayload: String
         /// True when every send attempt failed: served to onlyFailures.
-        public var failed: Bool
+        package var failed: Bool
 
-        public init(date: Int64, signedPayload: String, failed: Bool = false) {
+        package init(date: Int64, signedPayload: String, failed: Bool = false) {
             self.date = date
             self.signedPayload = signedPayload
             self.failed = failed
@@ -34,7 +34,7 @@ public final class MockAppStoreServerAPI: Sendable {
     }
 
     /// An answer played instead of the next matching request's page.
-    public enum Fault: Sendable {
+    package enum Fault: Sendable {
         /// 429, errorCode 4290000, with this Retry-After.
         case rateLimited(retryAfter: String)
         /// This status (5xx) with an empty body.
@@ -47,22 +47,22 @@ public final class MockAppStoreServerAPI: Sendable {
     }
 
     /// One history request as served.
-    public struct Served: Sendable {
-        public var startDate: Int64
-        public var endDate: Int64
-        public var onlyFailures: Bool
-        public var paginationToken: String?
-        public var status: Int
+    package struct Served: Sendable {
+        package var startDate: Int64
+        package var endDate: Int64
+        package var onlyFailures: Bool
+        package var paginationToken: String?
+        package var status: Int
     }
 
     /// The App Store Connect identity requests must be signed for.
-    public struct Identity: Sendable {
-        public var issuerID = "57246542-96fe-1a63-e053-0824d011072a"
-        public var keyID = "2X9R4HXF34"
-        public var bundleID = "com.example.app"
-        public var key: TestSigningKey
+    package struct Identity: Sendable {
+        package var issuerID = "57246542-96fe-1a63-e053-0824d011072a"
+        package var keyID = "2X9R4HXF34"
+        package var bundleID = "com.example.app"
+        package var key: TestSigningKey
 
-        public init(key: TestSigningKey) { self.key = key }
+        package init(key: TestSigningKey) { self.key = key }
     }
 
     private struct State {
@@ -76,7 +76,7 @@ public final class MockAppStoreServerAPI: Sendable {
         var nextToken = 1
     }
 
-    public let identity: Identity
+    package let identity: Identity
     private let entries: [Entry]
     private let pageSize: Int
     private let historyLimit: Int64
@@ -88,7 +88,7 @@ public final class MockAppStoreServerAPI: Sendable {
     ///   - historyDays: how far back startDate may reach (180 production, 30 sandbox).
     ///   - now: the test's wall clock in UNIX milliseconds, for token and
     ///     history-limit checks.
-    public init(identity: Identity, entries: [Entry], pageSize: Int = 3, historyDays: Int64 = 180,
+    package init(identity: Identity, entries: [Entry], pageSize: Int = 3, historyDays: Int64 = 180,
                 now: @escaping @Sendable () -> Int64) throws {
         self.identity = identity
         self.entries = entries.sorted { $0.date < $1.date }
@@ -104,23 +104,23 @@ public final class MockAppStoreServerAPI: Sendable {
     deinit { server.stop() }
 
     /// The base URL, for BaseURL=.
-    public var url: String { "http://127.0.0.1:\(server.port)" }
+    package var url: String { "http://127.0.0.1:\(server.port)" }
 
     /// Plays `faults`, in order, one per matching request.
-    public func inject(_ faults: Fault...) {
+    package func inject(_ faults: Fault...) {
         state.withLock { $0.faults += faults }
     }
 
     /// Answers 401 to every request from now on.
-    public func refuseCredentials() {
+    package func refuseCredentials() {
         state.withLock { $0.refuseEverything = true }
     }
 
     /// What the mock found wrong with the requests, empty when nothing.
-    public var problems: [String] { state.withLock { $0.problems } }
+    package var problems: [String] { state.withLock { $0.problems } }
 
     /// Every history request, in arrival order.
-    public var served: [Served] { state.withLock { $0.served } }
+    package var served: [Served] { state.withLock { $0.served } }
 
     private func answer(_ request: LoopbackHTTPServer.Request) -> LoopbackHTTPServer.Reply {
         let path = "/inApps/v1/notifications/history"

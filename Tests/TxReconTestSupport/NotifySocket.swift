@@ -10,37 +10,37 @@ import Synchronization
 
 /// One datagram sent to the socket, as sd_notify(3) sends them:
 /// newline-separated `KEY=value` assignments.
-public struct NotifyMessage: Sendable, Equatable, CustomStringConvertible {
+package struct NotifyMessage: Sendable, Equatable, CustomStringConvertible {
     /// The datagram as text.
-    public let text: String
+    package let text: String
     /// The sending process, from the kernel's SCM_CREDENTIALS; nil if absent.
-    public let senderPID: pid_t?
+    package let senderPID: pid_t?
 
     /// The assignments, in the order sent.
-    public var assignments: [String] { text.split(separator: "\n").map(String.init) }
+    package var assignments: [String] { text.split(separator: "\n").map(String.init) }
 
     /// The value assigned to `key` (e.g. `STATUS`), nil when not assigned.
-    public func value(of key: String) -> String? {
+    package func value(of key: String) -> String? {
         let prefix = key + "="
         return assignments.first { $0.hasPrefix(prefix) }.map { String($0.dropFirst(prefix.count)) }
     }
 
     /// Whether `assignment` (e.g. `READY=1`) is one of the message's lines.
-    public func contains(_ assignment: String) -> Bool { assignments.contains(assignment) }
+    package func contains(_ assignment: String) -> Bool { assignments.contains(assignment) }
 
-    public var description: String { "\(senderPID.map(String.init) ?? "?"): \(text.debugDescription)" }
+    package var description: String { "\(senderPID.map(String.init) ?? "?"): \(text.debugDescription)" }
 }
 
 /// A listening notify socket that lives as long as the value.
-public final class NotifySocket: Sendable {
+package final class NotifySocket: Sendable {
     /// The socket's file-system path, for NOTIFY_SOCKET.
-    public let path: String
+    package let path: String
     private let directory: TemporaryDirectory
     private let descriptor: Int32
     private let inbox: Inbox
     private let receiver: pthread_t
 
-    public init() {
+    package init() {
         let directory = TemporaryDirectory("txrecon-notify")
         let path = directory.path + "/notify"
         let descriptor = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
@@ -85,7 +85,7 @@ public final class NotifySocket: Sendable {
     }
 
     /// Every message received so far, oldest first.
-    public var messages: [NotifyMessage] { inbox.state.withLock { $0.messages } }
+    package var messages: [NotifyMessage] { inbox.state.withLock { $0.messages } }
 
     /// Blocks the calling thread until a message at position `start` or later
     /// (already received or still to come) satisfies `predicate`, or until
@@ -97,7 +97,7 @@ public final class NotifySocket: Sendable {
     ///     `messages.count` to wait for a message not yet received.
     ///   - timeout: how long to wait at most.
     /// - Returns: the first matching message, nil on timeout.
-    public func waitFor(_ predicate: @escaping @Sendable (NotifyMessage) -> Bool,
+    package func waitFor(_ predicate: @escaping @Sendable (NotifyMessage) -> Bool,
                         from start: Int = 0, timeout: Duration) -> NotifyMessage? {
         let signal = DispatchSemaphore(value: 0)
         let registration = inbox.state.withLock { state -> Registration in
@@ -123,18 +123,18 @@ public final class NotifySocket: Sendable {
 
     /// The async form of `waitFor(_:from:timeout:)`: the blocking wait runs on
     /// a thread of its own, never on Swift's cooperative pool.
-    public func waitFor(_ predicate: @escaping @Sendable (NotifyMessage) -> Bool,
+    package func waitFor(_ predicate: @escaping @Sendable (NotifyMessage) -> Bool,
                         from start: Int = 0, timeout: Duration) async -> NotifyMessage? {
         await BlockingWork.run("txrecon-test-notify") { self.waitFor(predicate, from: start, timeout: timeout) }
     }
 
     /// Blocks until an assignment (e.g. `READY=1`) arrives; see `waitFor(_:from:timeout:)`.
-    public func waitFor(_ assignment: String, from start: Int = 0, timeout: Duration) -> NotifyMessage? {
+    package func waitFor(_ assignment: String, from start: Int = 0, timeout: Duration) -> NotifyMessage? {
         waitFor({ $0.contains(assignment) }, from: start, timeout: timeout)
     }
 
     /// Suspends until an assignment (e.g. `READY=1`) arrives; see `waitFor(_:from:timeout:)`.
-    public func waitFor(_ assignment: String, from start: Int = 0, timeout: Duration) async -> NotifyMessage? {
+    package func waitFor(_ assignment: String, from start: Int = 0, timeout: Duration) async -> NotifyMessage? {
         await waitFor({ $0.contains(assignment) }, from: start, timeout: timeout)
     }
 }

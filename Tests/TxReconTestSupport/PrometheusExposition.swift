@@ -4,33 +4,33 @@
 // values are unescaped; anything else is an error naming the line.
 
 /// One sample line, its labels unescaped.
-public struct PrometheusSample: Sendable, Equatable {
-    public var name: String
-    public var labels: [String: String]
+package struct PrometheusSample: Sendable, Equatable {
+    package var name: String
+    package var labels: [String: String]
     /// As written (`12`, `0.005`, `+Inf`).
-    public var value: String
+    package var value: String
 }
 
 /// A metric family: its HELP (unescaped), TYPE and samples, in file order.
-public struct PrometheusFamily: Sendable, Equatable {
-    public var name: String
-    public var help: String
-    public var type: String
-    public var samples: [PrometheusSample] = []
+package struct PrometheusFamily: Sendable, Equatable {
+    package var name: String
+    package var help: String
+    package var type: String
+    package var samples: [PrometheusSample] = []
 }
 
 /// Why a text is not valid exposition format.
-public struct PrometheusParseError: Error, CustomStringConvertible {
+package struct PrometheusParseError: Error, CustomStringConvertible {
     /// 1-based.
-    public var line: Int
-    public var reason: String
-    public var description: String { "line \(line): \(reason)" }
+    package var line: Int
+    package var reason: String
+    package var description: String { "line \(line): \(reason)" }
 }
 
-public struct PrometheusExposition: Sendable {
-    public private(set) var families: [PrometheusFamily] = []
+package struct PrometheusExposition: Sendable {
+    package private(set) var families: [PrometheusFamily] = []
 
-    public init(parsing text: String) throws(PrometheusParseError) {
+    package init(parsing text: String) throws(PrometheusParseError) {
         guard text.isEmpty || text.hasSuffix("\n") else { throw PrometheusParseError(line: 0, reason: "no final line feed") }
         guard !text.unicodeScalars.contains("\r") else {
             throw PrometheusParseError(line: 0, reason: "a carriage return (only line feeds end lines)")
@@ -70,12 +70,12 @@ public struct PrometheusExposition: Sendable {
         if pendingHelp != nil { throw PrometheusParseError(line: 0, reason: "HELP without TYPE at the end") }
     }
 
-    public func family(_ name: String) -> PrometheusFamily? {
+    package func family(_ name: String) -> PrometheusFamily? {
         families.first { $0.name == name }
     }
 
     /// The value of the sample `name` with exactly `labels`, if there is one.
-    public func value(_ name: String, _ labels: [String: String] = [:]) -> String? {
+    package func value(_ name: String, _ labels: [String: String] = [:]) -> String? {
         families.lazy.flatMap(\.samples).first { $0.name == name && $0.labels == labels }?.value
     }
 

@@ -5,35 +5,35 @@ import Synchronization
 import TxRecon
 
 /// Keeps the notifications sent to it, in order.
-public final class RecordingHealthNotifier: HealthNotifier {
-    public let watchdogPingInterval: Duration?
+package final class RecordingHealthNotifier: HealthNotifier {
+    package let watchdogPingInterval: Duration?
     private let recorded = Mutex<[String]>([])
 
     /// - Parameter watchdogPingInterval: what the code under test is told;
     ///   default nil (no watchdog).
-    public init(watchdogPingInterval: Duration? = nil) {
+    package init(watchdogPingInterval: Duration? = nil) {
         self.watchdogPingInterval = watchdogPingInterval
     }
 
-    public func notify(_ assignments: String) {
+    package func notify(_ assignments: String) {
         recorded.withLock { $0.append(assignments) }
     }
 
     /// Every notification as sent (newline-separated assignments), oldest first.
-    public var notifications: [String] { recorded.withLock { $0 } }
+    package var notifications: [String] { recorded.withLock { $0 } }
 
     /// Every single `KEY=value` assignment across all notifications, in order.
-    public var assignments: [String] {
+    package var assignments: [String] {
         notifications.flatMap { $0.split(separator: "\n").map(String.init) }
     }
 
     /// The value of the latest `STATUS=` assignment, nil before the first.
-    public var lastStatus: String? {
+    package var lastStatus: String? {
         assignments.last { $0.hasPrefix("STATUS=") }.map { String($0.dropFirst("STATUS=".count)) }
     }
 
     /// How many `WATCHDOG=1` pings were sent.
-    public var watchdogPings: Int {
+    package var watchdogPings: Int {
         assignments.count { $0 == "WATCHDOG=1" }
     }
 }

@@ -4,20 +4,20 @@ import Synchronization
 import TxRecon
 
 /// Keeps the entries written to it, in order.
-public final class RecordingLogSink: LogSink {
+package final class RecordingLogSink: LogSink {
     private let recorded = Mutex<[LogEntry]>([])
 
-    public init() {}
+    package init() {}
 
-    public func write(_ entry: LogEntry) {
+    package func write(_ entry: LogEntry) {
         recorded.withLock { $0.append(entry) }
     }
 
     /// Every entry so far, oldest first.
-    public var entries: [LogEntry] { recorded.withLock { $0 } }
+    package var entries: [LogEntry] { recorded.withLock { $0 } }
 
     /// The entries logged with `messageID` (one of `MessageID`'s constants).
-    public func entries(withMessageID messageID: String) -> [LogEntry] {
+    package func entries(withMessageID messageID: String) -> [LogEntry] {
         entries.filter { $0.messageID == messageID }
     }
 }

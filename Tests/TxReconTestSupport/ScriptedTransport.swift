@@ -5,10 +5,10 @@
 // on a real transport's workers.
 import Dispatch
 import Synchronization
-@testable import TxRecon
+import TxRecon
 
-public final class ScriptedTransport: Transport {
-    public enum Reply: Sendable {
+package final class ScriptedTransport: Transport {
+    package enum Reply: Sendable {
         case status(Int, retryAfter: String? = nil, body: String = "")
         case failure(TransportFailure)
         /// Stay in flight until `releaseHeld(with:)`.
@@ -48,24 +48,24 @@ public final class ScriptedTransport: Transport {
     /// run at once, however many the engine hands over.
     private let workers: DispatchSemaphore
 
-    public init(default reply: Reply = .status(200), workers: Int = 4) {
+    package init(default reply: Reply = .status(200), workers: Int = 4) {
         state = Mutex(State(defaultReply: reply))
         self.workers = DispatchSemaphore(value: workers)
     }
 
     /// Replies for `key`'s next requests, in order; the default after that.
-    public func script(_ key: String, _ replies: [Reply]) {
+    package func script(_ key: String, _ replies: [Reply]) {
         state.withLock { $0.scripts[key, default: []].append(contentsOf: replies) }
     }
 
-    public func setDefault(_ reply: Reply) { state.withLock { $0.defaultReply = reply } }
+    package func setDefault(_ reply: Reply) { state.withLock { $0.defaultReply = reply } }
 
-    public var requests: [DeliveryRequest] { state.withLock { $0.requests } }
-    public var maximumInFlight: Int { state.withLock { $0.maximumInFlight } }
-    public var inFlight: Int { state.withLock { $0.inFlight } }
+    package var requests: [DeliveryRequest] { state.withLock { $0.requests } }
+    package var maximumInFlight: Int { state.withLock { $0.maximumInFlight } }
+    package var inFlight: Int { state.withLock { $0.inFlight } }
 
     /// Keys of the requests so far, in order (from Idempotency-Key).
-    public var requestedKeys: [String] {
+    package var requestedKeys: [String] {
         requests.map { request in
             let idempotency = request.header("Idempotency-Key") ?? ""
             return String(idempotency[..<(idempotency.lastIndex(of: ":") ?? idempotency.endIndex)])
@@ -73,13 +73,13 @@ public final class ScriptedTransport: Transport {
     }
 
     /// Returns once at least `count` requests have arrived.
-    public func waitForRequests(_ count: Int) async {
+    package func waitForRequests(_ count: Int) async {
         await wait(until: count, of: \.requests.count, waiters: \.requestWaiters)
     }
 
     /// Returns once at least `count` exchanges have returned: each has then
     /// handed its result back to the engine.
-    public func waitForFinishedExchanges(_ count: Int) async {
+    package func waitForFinishedExchanges(_ count: Int) async {
         await wait(until: count, of: \.finished, waiters: \.finishWaiters)
     }
 
@@ -96,7 +96,7 @@ public final class ScriptedTransport: Transport {
     }
 
     /// Answers every request held by `.hang`.
-    public func releaseHeld(with reply: Reply) {
+    package func releaseHeld(with reply: Reply) {
         let held = state.withLock { state -> [DispatchSemaphore] in
             defer { state.held.removeAll() }
             state.releaseReply = reply
@@ -107,7 +107,7 @@ public final class ScriptedTransport: Transport {
 
     /// Runs the exchange on a thread of its own (it blocks, as on a real
     /// transport's worker), with a `send` that answers from the script.
-    public func start(_ exchange: @escaping @Sendable (_ send: (DeliveryRequest) -> TransportResult) -> Void) {
+    package func start(_ exchange: @escaping @Sendable (_ send: (DeliveryRequest) -> TransportResult) -> Void) {
         do {
             try DedicatedThread.start(name: "txrecon-test-send") {
                 self.workers.wait()

@@ -2,9 +2,9 @@
 // wait until one satisfies a condition (the engine has processed an answer),
 // instead of sleeping.
 import Synchronization
-@testable import TxRecon
+import TxRecon
 
-public final class StatusRecorder: Sendable {
+package final class StatusRecorder: Sendable {
     private struct State {
         var history: [EngineStatus] = []
         var waiters: [(predicate: @Sendable (EngineStatus) -> Bool, continuation: CheckedContinuation<EngineStatus, Never>)] = []
@@ -12,12 +12,12 @@ public final class StatusRecorder: Sendable {
 
     private let state = Mutex(State())
 
-    public init() {}
+    package init() {}
 
-    public var latest: EngineStatus? { state.withLock { $0.history.last } }
-    public var history: [EngineStatus] { state.withLock { $0.history } }
+    package var latest: EngineStatus? { state.withLock { $0.history.last } }
+    package var history: [EngineStatus] { state.withLock { $0.history } }
 
-    public func record(_ status: EngineStatus) {
+    package func record(_ status: EngineStatus) {
         let woken = state.withLock { state -> [CheckedContinuation<EngineStatus, Never>] in
             state.history.append(status)
             let ready = state.waiters.filter { $0.predicate(status) }.map(\.continuation)
@@ -30,7 +30,7 @@ public final class StatusRecorder: Sendable {
     /// Returns the first published status (the latest one included) that
     /// satisfies `predicate`.
     @discardableResult
-    public func waitFor(_ predicate: @escaping @Sendable (EngineStatus) -> Bool) async -> EngineStatus {
+    package func waitFor(_ predicate: @escaping @Sendable (EngineStatus) -> Bool) async -> EngineStatus {
         await withCheckedContinuation { continuation in
             let now = state.withLock { state -> EngineStatus? in
                 if let latest = state.history.last, predicate(latest) { return latest }

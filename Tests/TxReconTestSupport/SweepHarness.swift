@@ -6,25 +6,25 @@
 // sweep never verifies) and reads back what landed in new/.
 import Glibc
 import Synchronization
-@testable import TxRecon
+import TxRecon
 
-public final class SweepHarness: Sendable {
+package final class SweepHarness: Sendable {
     /// 2026-01-01T00:00:00Z: the manual clock's start.
-    public static let start: Int64 = 1_767_225_600_000
+    package static let start: Int64 = 1_767_225_600_000
 
-    public let directory = TemporaryDirectory("txrecon-sweep")
-    public let clock = ManualSweepClock(wallMilliseconds: SweepHarness.start)
-    public let api: MockAppStoreServerAPI
-    public let settings: SweepSettings
+    package let directory = TemporaryDirectory("txrecon-sweep")
+    package let clock = ManualSweepClock(wallMilliseconds: SweepHarness.start)
+    package let api: MockAppStoreServerAPI
+    package let settings: SweepSettings
     private let keyPEM: String
 
-    public var layout: SpoolLayout { SpoolLayout(root: directory.path + "/spool") }
+    package var layout: SpoolLayout { SpoolLayout(root: directory.path + "/spool") }
 
     /// - Parameters:
     ///   - entries: the mock's history.
     ///   - configure: changes to the [Sweep] settings (the ids, the key
     ///     and BaseURL are set here).
-    public init(entries: [MockAppStoreServerAPI.Entry], pageSize: Int = 3,
+    package init(entries: [MockAppStoreServerAPI.Entry], pageSize: Int = 3,
                 configure: (inout SweepSettings) -> Void = { _ in }) throws {
         let key = TestSigningKey()
         keyPEM = key.pkcs8PEM
@@ -49,7 +49,7 @@ public final class SweepHarness: Sendable {
     /// the first) fail as a kill would leave it: after the page's
     /// notifications are in new/, before the checkpoint records them.
     /// `listing` makes it a dry run.
-    public func run(interruptAtSave: Int? = nil,
+    package func run(interruptAtSave: Int? = nil,
                     listing: (@Sendable (HistoryNotification) -> Void)? = nil) async throws -> SweepReport {
         try await DedicatedThread.run(name: "sweep-test") { [settings, clock, layout, keyPEM] in
             var report = SweepReport(environment: settings.environment, dryRun: listing != nil,
@@ -72,18 +72,18 @@ public final class SweepHarness: Sendable {
     }
 
     /// Saves `checkpoint` as if an earlier run had left it.
-    public func saveCheckpoint(_ checkpoint: SweepCheckpoint) throws {
+    package func saveCheckpoint(_ checkpoint: SweepCheckpoint) throws {
         try SweepStateDirectory(layout: layout).saveCheckpoint(checkpoint)
     }
 
     /// The checkpoint on disk.
-    public func savedCheckpoint() throws -> SweepCheckpoint {
+    package func savedCheckpoint() throws -> SweepCheckpoint {
         try SweepStateDirectory(layout: layout).loadCheckpoint()
     }
 
     /// The `signedPayload` of every file in new/ (in no particular order);
     /// a file that is not `{"signedPayload": …}` alone reads as its text.
-    public func spooledPayloads() throws -> [String] {
+    package func spooledPayloads() throws -> [String] {
         try SystemCall.listDirectory(layout.new).map { name in
             let bytes = try SystemCall.readFile(layout.new + "/" + name, limit: 1 << 20)
             guard let value = try? JSONValue.parse(bytes), value.objectValue?.count == 1,
@@ -94,7 +94,7 @@ public final class SweepHarness: Sendable {
     }
 
     /// An unsigned notification JWS with its own UUID and signedDate.
-    public static func notification(_ number: Int, signedDate: Int64, type: String = "DID_RENEW") -> String {
+    package static func notification(_ number: Int, signedDate: Int64, type: String = "DID_RENEW") -> String {
         TestJWS.make(payload: .object([
             ("notificationType", .string(type)),
             ("notificationUUID", .string("00000000-0000-4000-8000-\(String(1_000_000_000_000 + number).suffix(12))")),

@@ -7,13 +7,13 @@ extension TemporaryDirectory {
     /// intermediate directories (mode 0755), and gives the file `mode`.
     /// Returns the full path. Stops the test run when the file system refuses.
     @discardableResult
-    public func write(_ contents: String, to name: String, mode: mode_t = 0o600) -> String {
+    package func write(_ contents: String, to name: String, mode: mode_t = 0o600) -> String {
         write(Array(contents.utf8), to: name, mode: mode)
     }
 
     /// Bytes version of `write(_:to:mode:)`, for content that is not UTF-8.
     @discardableResult
-    public func write(_ bytes: [UInt8], to name: String, mode: mode_t = 0o600) -> String {
+    package func write(_ bytes: [UInt8], to name: String, mode: mode_t = 0o600) -> String {
         let path = makeParents(of: name)
         let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
         precondition(descriptor >= 0, "open \(path): errno \(errno)")
@@ -27,7 +27,7 @@ extension TemporaryDirectory {
     /// Creates the directory `name` (and its parents) with `mode`; returns
     /// the full path.
     @discardableResult
-    public func makeDirectory(_ name: String, mode: mode_t = 0o755) -> String {
+    package func makeDirectory(_ name: String, mode: mode_t = 0o755) -> String {
         let path = makeParents(of: name)
         precondition(mkdir(path, mode) == 0 || errno == EEXIST, "mkdir \(path): errno \(errno)")
         precondition(chmod(path, mode) == 0, "chmod \(path): errno \(errno)")

@@ -3,10 +3,10 @@ import Glibc
 import FoundationEssentials
 
 /// A directory under $TMPDIR (or /tmp) that exists for the life of the value.
-public final class TemporaryDirectory: Sendable {
-    public let path: String
+package final class TemporaryDirectory: Sendable {
+    package let path: String
 
-    public init(_ label: String = "txrecon-test") {
+    package init(_ label: String = "txrecon-test") {
         let base = ProcessInfo.processInfo.environment["TMPDIR"] ?? "/tmp"
         var template = Array("\(base)/\(label).XXXXXX".utf8CString)
         let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }

@@ -8,32 +8,32 @@
 // the other. Pure functions; nothing touches the file system.
 import TxRecon
 
-public enum TestJWS {
+package enum TestJWS {
     /// A header shaped like Apple's: ES256 with three (fake) certificates.
-    public static let defaultHeader: JSONValue = .object([
+    package static let defaultHeader: JSONValue = .object([
         ("alg", .string("ES256")),
         ("x5c", .array([.string("TEVBRg=="), .string("SU5URVJNRURJQVRF"), .string("Uk9PVA==")])),
     ])
 
     /// The signature segment's bytes: as long as an ES256 signature, all zero.
-    public static let placeholderSignature = [UInt8](repeating: 0, count: 64)
+    package static let placeholderSignature = [UInt8](repeating: 0, count: 64)
 
     /// `base64url(header).base64url(payload).base64url(signature)`.
-    public static func make(header: JSONValue = defaultHeader, payload: JSONValue,
+    package static func make(header: JSONValue = defaultHeader, payload: JSONValue,
                             signature: [UInt8] = placeholderSignature) -> String {
         make(headerJSON: header.serializedString, payloadJSON: payload.serializedString, signature: signature)
     }
 
     /// A compact JWS from raw JSON text, for inputs JSONValue cannot express
     /// (duplicate keys, invalid JSON).
-    public static func make(headerJSON: String, payloadJSON: String,
+    package static func make(headerJSON: String, payloadJSON: String,
                             signature: [UInt8] = placeholderSignature) -> String {
         [Array(headerJSON.utf8), Array(payloadJSON.utf8), signature].map(base64URL).joined(separator: ".")
     }
 
     /// The payload of a JWSTransactionDecodedPayload with the members intake
     /// reads; `extra` members are appended (or, by the same name, replace).
-    public static func transactionPayload(
+    package static func transactionPayload(
         transactionId: String = "2000000123456789",
         originalTransactionId: String = "2000000100000000",
         productId: String = "com.example.premium.monthly",
@@ -62,7 +62,7 @@ public enum TestJWS {
     }
 
     /// A compact JWS of a transaction; see `transactionPayload`.
-    public static func transaction(
+    package static func transaction(
         transactionId: String = "2000000123456789",
         originalTransactionId: String = "2000000100000000",
         signedDate: Int64 = 1_760_000_000_000,
@@ -73,7 +73,7 @@ public enum TestJWS {
     }
 
     /// The payload of a JWSRenewalInfoDecodedPayload.
-    public static func renewalInfoPayload(originalTransactionId: String = "2000000100000000",
+    package static func renewalInfoPayload(originalTransactionId: String = "2000000100000000",
                                           signedDate: Int64 = 1_760_000_000_000) -> JSONValue {
         .object([
             ("originalTransactionId", .string(originalTransactionId)),
@@ -86,14 +86,14 @@ public enum TestJWS {
     }
 
     /// A compact JWS of a JWSRenewalInfoDecodedPayload.
-    public static func renewalInfo(originalTransactionId: String = "2000000100000000",
+    package static func renewalInfo(originalTransactionId: String = "2000000100000000",
                                    signedDate: Int64 = 1_760_000_000_000) -> String {
         make(payload: renewalInfoPayload(originalTransactionId: originalTransactionId, signedDate: signedDate))
     }
 
     /// The payload of a ResponseBodyV2DecodedPayload; `data` members
     /// `signedTransactionInfo` / `signedRenewalInfo` are added when given.
-    public static func notificationPayload(
+    package static func notificationPayload(
         notificationType: String = "DID_RENEW",
         subtype: String? = nil,
         notificationUUID: String = "9b2f7c1e-5d0a-4a47-9c1e-0123456789ab",
@@ -121,7 +121,7 @@ public enum TestJWS {
     }
 
     /// A compact JWS of a notification; see `notificationPayload`.
-    public static func notification(
+    package static func notification(
         notificationType: String = "DID_RENEW",
         notificationUUID: String = "9b2f7c1e-5d0a-4a47-9c1e-0123456789ab",
         signedDate: Int64 = 1_760_000_000_500,
@@ -134,7 +134,7 @@ public enum TestJWS {
     }
 
     /// Unpadded base64url (RFC 4648 §5) of `bytes`.
-    public static func base64URL(_ bytes: [UInt8]) -> String {
+    package static func base64URL(_ bytes: [UInt8]) -> String {
         let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
         var output: [UInt8] = []
         var index = 0
@@ -150,21 +150,21 @@ public enum TestJWS {
 }
 
 /// The JSON bodies the spool accepts around signed strings (formats 2 to 5).
-public enum TestDrop {
+package enum TestDrop {
     /// Format 2: `{"signedPayload": "…"}`.
-    public static func notificationBody(_ signedPayload: String) -> [UInt8] {
+    package static func notificationBody(_ signedPayload: String) -> [UInt8] {
         JSONValue.object([("signedPayload", .string(signedPayload))]).serialized
     }
 
     /// Format 3: `{"signedTransactionInfo": "…", "signedRenewalInfo": "…"?}`.
-    public static func transactionUpload(_ signedTransactionInfo: String, renewal signedRenewalInfo: String? = nil) -> [UInt8] {
+    package static func transactionUpload(_ signedTransactionInfo: String, renewal signedRenewalInfo: String? = nil) -> [UInt8] {
         var members: [(String, JSONValue)] = [("signedTransactionInfo", .string(signedTransactionInfo))]
         if let signedRenewalInfo { members.append(("signedRenewalInfo", .string(signedRenewalInfo))) }
         return JSONValue.object(members).serialized
     }
 
     /// Format 4: a transaction history page.
-    public static func historyPage(_ signedTransactions: [String]) -> [UInt8] {
+    package static func historyPage(_ signedTransactions: [String]) -> [UInt8] {
         JSONValue.object([
             ("revision", .string("1760000000000_2000000123456789")),
             ("bundleId", .string("com.example.app")),
@@ -176,7 +176,7 @@ public enum TestDrop {
     }
 
     /// Format 5: `{"id": …, "version": …, "payload": …}`.
-    public static func envelope(id: String, version: Int64, payload: JSONValue) -> [UInt8] {
+    package static func envelope(id: String, version: Int64, payload: JSONValue) -> [UInt8] {
         JSONValue.object([("id", .string(id)), ("version", .integer(version)), ("payload", payload)]).serialized
     }
 }
@@ -184,7 +184,7 @@ public enum TestDrop {
 extension JSONValue {
     /// This object with `extra` members: a name already present is replaced in
     /// place, a new one appended.
-    public func merging(_ extra: [(String, JSONValue)]) -> JSONValue {
+    package func merging(_ extra: [(String, JSONValue)]) -> JSONValue {
         guard case var .object(members) = self else { return self }
         for (name, value) in extra {
             if let index = members.firstIndex(where: { $0.0 == name }) {
@@ -197,7 +197,7 @@ extension JSONValue {
     }
 
     /// This object without the members named in `names`.
-    public func removing(_ names: String...) -> JSONValue {
+    package func removing(_ names: String...) -> JSONValue {
         guard case let .object(members) = self else { return self }
         return .object(members.filter { !names.contains($0.0) })
     }

@@ -10,59 +10,59 @@ import CCrypto
 import FoundationEssentials
 import TxRecon
 
-public enum TestPKI {
+package enum TestPKI {
     /// `Tests/TxReconTests/Fixtures/testpki`.
-    public static let directory: String = {
+    package static let directory: String = {
         var components = "\(#filePath)".split(separator: "/", omittingEmptySubsequences: false)
         components.removeLast(2)
         return components.joined(separator: "/") + "/TxReconTests/Fixtures/testpki"
     }()
 
     /// The path of `NAME.pem`, e.g. `root`, `lookalike-root`.
-    public static func path(_ name: String) -> String {
+    package static func path(_ name: String) -> String {
         directory + "/" + name + ".pem"
     }
 
     /// The certificate in `NAME.pem` as an x5c entry: standard base64 of its
     /// DER, which is the PEM body without its line breaks.
-    public static func certificate(_ name: String) -> String {
+    package static func certificate(_ name: String) -> String {
         let text = String(decoding: read(path(name)), as: UTF8.self)
         return text.split(separator: "\n").filter { !$0.hasPrefix("-----") }.joined()
     }
 
     /// The x5c of certificates by name, leaf first.
-    public static func x5c(_ names: [String]) -> JSONValue {
+    package static func x5c(_ names: [String]) -> JSONValue {
         .array(names.map { .string(certificate($0)) })
     }
 
     /// The chain of a genuine-looking signature: leaf, intermediate, root.
-    public static let validChain = ["leaf", "intermediate", "root"]
+    package static let validChain = ["leaf", "intermediate", "root"]
 
     /// A header like Apple's: `{"alg":"ES256","x5c":[…]}`.
-    public static func header(alg: String = "ES256", chain: [String] = validChain) -> JSONValue {
+    package static func header(alg: String = "ES256", chain: [String] = validChain) -> JSONValue {
         .object([("alg", .string(alg)), ("x5c", x5c(chain))])
     }
 
     /// A compact JWS of `payload` under `header`, signed with the leaf key.
-    public static func sign(header: JSONValue = header(), payload: JSONValue) -> String {
+    package static func sign(header: JSONValue = header(), payload: JSONValue) -> String {
         sign(headerJSON: header.serializedString, payloadJSON: payload.serializedString)
     }
 
     /// A compact JWS from raw JSON text, signed with the leaf key; for
     /// headers JSONValue cannot express (duplicate keys).
-    public static func sign(headerJSON: String, payloadJSON: String) -> String {
+    package static func sign(headerJSON: String, payloadJSON: String) -> String {
         let input = TestJWS.base64URL(Array(headerJSON.utf8)) + "." + TestJWS.base64URL(Array(payloadJSON.utf8))
         return input + "." + TestJWS.base64URL(es256(Array(input.utf8)))
     }
 
     /// `signedDate` values (ms) relative to the leaf's validity,
     /// 2024-01-01T00:00:00Z to 2026-01-01T00:00:00Z.
-    public static let insideLeafValidity: Int64 = 1_760_000_000_000
-    public static let afterLeafValidity: Int64 = 1_767_225_600_000 + 1000
-    public static let beforeLeafValidity: Int64 = 1_704_067_200_000 - 1000
+    package static let insideLeafValidity: Int64 = 1_760_000_000_000
+    package static let afterLeafValidity: Int64 = 1_767_225_600_000 + 1000
+    package static let beforeLeafValidity: Int64 = 1_704_067_200_000 - 1000
 
     /// The JOSE ES256 signature (r‖s, 64 bytes) of `message` with leaf.key.
-    public static func es256(_ message: [UInt8]) -> [UInt8] {
+    package static func es256(_ message: [UInt8]) -> [UInt8] {
         let pem = read(directory + "/leaf.key")
         guard let bio = pem.withUnsafeBytes({ BIO_new_mem_buf($0.baseAddress, Int32($0.count)) }) else {
             fatalError("OpenSSL cannot allocate a BIO")

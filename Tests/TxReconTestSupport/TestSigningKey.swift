@@ -10,15 +10,15 @@
 // other. Stops the test run if OpenSSL cannot make a key.
 import CCrypto
 
-public struct TestSigningKey: Sendable {
+package struct TestSigningKey: Sendable {
     /// `-----BEGIN PRIVATE KEY-----…`, PKCS#8.
-    public let pkcs8PEM: String
+    package let pkcs8PEM: String
     /// SubjectPublicKeyInfo, DER.
-    public let publicKeyDER: [UInt8]
+    package let publicKeyDER: [UInt8]
 
     /// A new key on `curve` (an OpenSSL group name): P-256 unless a test
     /// needs a wrong one.
-    public init(curve: String = "P-256") {
+    package init(curve: String = "P-256") {
         guard let context = EVP_PKEY_CTX_new_from_name(nil, "EC", nil) else { fatalError("EVP_PKEY_CTX_new_from_name") }
         defer { EVP_PKEY_CTX_free(context) }
         var key: OpaquePointer?
@@ -44,7 +44,7 @@ public struct TestSigningKey: Sendable {
 
     /// Whether `signature` (ES256, raw r‖s, 64 bytes) signs `message` with
     /// this key.
-    public func verifies(signature: [UInt8], of message: [UInt8]) -> Bool {
+    package func verifies(signature: [UInt8], of message: [UInt8]) -> Bool {
         guard signature.count == 64, let der = Self.derSignature(raw: signature) else { return false }
         let publicKey: OpaquePointer? = publicKeyDER.withUnsafeBufferPointer { buffer in
             var cursor = buffer.baseAddress

@@ -25,7 +25,7 @@ public enum AppStoreEnvironment: String, Sendable, Equatable, CaseIterable {
 
     /// How far back Get Notification History reaches: 180 days in
     /// production, 30 in the sandbox.
-    var historyLimit: Duration {
+    package var historyLimit: Duration {
         switch self {
         case .production: .seconds(180 * 86_400)
         case .sandbox: .seconds(30 * 86_400)

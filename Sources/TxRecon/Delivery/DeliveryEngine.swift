@@ -22,23 +22,23 @@
 import Glibc
 
 /// A drop from new/ that intake has decoded (and verified).
-struct Drop: Sendable {
+package struct Drop: Sendable {
     /// The file's name in new/.
     var name: String
     var item: Item
     /// When the producer wrote the file (its mtime), ms since 1970.
     var receivedAt: Int64
 
-    init(name: String, item: Item, receivedAt: Int64) {
+    package init(name: String, item: Item, receivedAt: Int64) {
         self.name = name
         self.item = item
         self.receivedAt = receivedAt
     }
 }
 
-actor DeliveryEngine {
+package actor DeliveryEngine {
     /// The engine's part of the configuration; replaceable on reload.
-    struct Settings: Sendable, Equatable {
+    package struct Settings: Sendable, Equatable {
         var schedule: RetrySchedule
         var maxConcurrentDeliveries: Int
         /// Queue files larger than this are not read (they were checked at intake).
@@ -59,7 +59,7 @@ actor DeliveryEngine {
         var highWater: Int
         var lowWater: Int
 
-        init(schedule: RetrySchedule = .standard, maxConcurrentDeliveries: Int = 8,
+        package init(schedule: RetrySchedule = .standard, maxConcurrentDeliveries: Int = 8,
                     maxFileSize: Int = 1 << 20, stopGrace: Duration = .seconds(10),
                     inboxWindow: Int = 4096, inboxWindowWait: Duration = .seconds(1),
                     highWater: Int = 100_000, lowWater: Int = 90_000) {
@@ -76,7 +76,7 @@ actor DeliveryEngine {
 
     /// Builds the HTTP request of one attempt: (item, attempt number,
     /// receivedAt ms, now ms) -> request. Pure; runs off the actor.
-    typealias RequestPreparer = @Sendable (Item, Int, Int64, Int64) -> DeliveryRequest
+    package typealias RequestPreparer = @Sendable (Item, Int, Int64, Int64) -> DeliveryRequest
 
     private enum Phase { case starting, running, draining, stopped }
 
@@ -158,7 +158,7 @@ actor DeliveryEngine {
     /// resumes on the global executor after a continuation, which on Linux
     /// starts libdispatch's never-ending one-second monitor.
     nonisolated let executor: ThreadExecutor
-    nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+    package nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
 
     private let spool: Spool
     private let decoder = InputDecoder(acceptEnvelopes: true)
@@ -214,7 +214,7 @@ actor DeliveryEngine {
     /// Whether a job that moves a batch of them is enqueued.
     private var tidying = false
 
-    init(spool: Spool, settings: Settings, transport: any Transport, prepare: @escaping RequestPreparer,
+    package init(spool: Spool, settings: Settings, transport: any Transport, prepare: @escaping RequestPreparer,
          clock: any EngineClock, log: any LogSink, executor: ThreadExecutor,
          buildDoneIndex: @escaping DoneIndexBuilder = DoneIndex.build(from:),
          publish: @escaping @Sendable (EngineStatus) -> Void) {
@@ -238,7 +238,7 @@ actor DeliveryEngine {
     /// than the delay planned for it (or, for states that do not record it,
     /// than the schedule allows), as after the wall clock jumped back, is
     /// pulled in.
-    func start() throws(SpoolError) {
+    package func start() throws(SpoolError) {
         precondition(phase == .starting, "DeliveryEngine.start() called twice")
         let (queued, foreign, delivered) = try spool.restoreQueue()
         for name in foreign {

@@ -8,7 +8,7 @@
 
 /// Builds `DeliveryRequest`s for one software version and one set of secrets
 /// (rebuild it when the secrets are reloaded).
-struct RequestBuilder: Sendable {
+package struct RequestBuilder: Sendable {
     /// `txrecon/<version>`
     let userAgent: String
     /// `Bearer <token>`, or nil to send no Authorization header.
@@ -17,7 +17,7 @@ struct RequestBuilder: Sendable {
 
     /// `softwareVersion` goes into `User-Agent`; `secrets` decide whether
     /// requests carry `Authorization` and Standard Webhooks signatures.
-    init(softwareVersion: String, secrets: BackendSecrets) {
+    package init(softwareVersion: String, secrets: BackendSecrets) {
         userAgent = "txrecon/" + softwareVersion
         authorization = secrets.bearerToken.map { "Bearer " + $0 }
         signer = secrets.webhookSigningKey.map(WebhookSigner.init(key:))
@@ -27,7 +27,7 @@ struct RequestBuilder: Sendable {
     /// which intake accepted at `receivedAt` (ms since 1970). `signedAt`
     /// (seconds since 1970) becomes `webhook-timestamp`: pass the current
     /// time, since receivers refuse signatures older than a few minutes.
-    func request(for item: Item, attempt: Int, receivedAt: Int64, signedAt: Int64) -> DeliveryRequest {
+    package func request(for item: Item, attempt: Int, receivedAt: Int64, signedAt: Int64) -> DeliveryRequest {
         let body = Self.body(for: item, attempt: attempt, receivedAt: receivedAt)
         let idempotencyKey = Self.idempotencyKey(for: item)
         var headers: [(name: String, value: String)] = [

@@ -15,9 +15,9 @@ import Glibc
 
 /// Builds an index of a spool's done/ away from the caller's thread.
 /// Replaceable so that tests decide when the index arrives.
-typealias DoneIndexBuilder = @Sendable (Spool) async -> sending Result<DoneIndex, SpoolError>
+package typealias DoneIndexBuilder = @Sendable (Spool) async -> sending Result<DoneIndex, SpoolError>
 
-final class DoneIndex {
+package final class DoneIndex {
     private static let wordCount = (1 << 23) / 64
     private static let probes = 3
     /// Additions after which the filter answers "maybe" too often (about
@@ -40,7 +40,7 @@ final class DoneIndex {
 
     /// Lists `spool`'s done/ into a new index on a thread of its own
     /// (txrecon-index); on the caller's thread if no thread can be started.
-    static func build(from spool: Spool) async -> sending Result<DoneIndex, SpoolError> {
+    package static func build(from spool: Spool) async -> sending Result<DoneIndex, SpoolError> {
         await withCheckedContinuation { (continuation: CheckedContinuation<Result<DoneIndex, SpoolError>, Never>) in
             do throws(ThreadStartError) {
                 try DedicatedThread.start(name: "txrecon-index") { continuation.resume(returning: listing(spool)) }
@@ -51,7 +51,7 @@ final class DoneIndex {
     }
 
     /// A new index of the keys in `spool`'s done/ now, on this thread.
-    static func listing(_ spool: Spool) -> Result<DoneIndex, SpoolError> {
+    package static func listing(_ spool: Spool) -> Result<DoneIndex, SpoolError> {
         let index = DoneIndex()
         do {
             try spool.indexDelivered(into: index)

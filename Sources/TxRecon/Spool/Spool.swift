@@ -56,8 +56,8 @@ struct QueuedFile: Equatable {
 /// The spool's file operations. Thread-safe: the only mutable state is a
 /// counter that makes superseded and rejected names unique, and whether the
 /// file system refused a hard link.
-final class Spool: Sendable {
-    let layout: SpoolLayout
+package final class Spool: Sendable {
+    package let layout: SpoolLayout
     /// Zero removes delivered and superseded items instead of keeping them in done/.
     let keepsDone: Bool
     private let uniqueCounter = Atomic<Int>(0)
@@ -69,7 +69,7 @@ final class Spool: Sendable {
     /// time update; asked once, since geteuid(2) is a system call per drop.
     private let effectiveUser = geteuid()
 
-    init(layout: SpoolLayout, keepsDone: Bool = true) {
+    package init(layout: SpoolLayout, keepsDone: Bool = true) {
         self.layout = layout
         self.keepsDone = keepsDone
     }

@@ -18,7 +18,7 @@ public struct SpoolError: Error, Sendable, Equatable, CustomStringConvertible {
     public var description: String { "\(operation) \(path): \(String(cString: strerror(code)))" }
 }
 
-enum SystemCall {
+package enum SystemCall {
     /// open(2)'s O_NOATIME, which Swift's Glibc module does not export (it
     /// is behind _GNU_SOURCE): 01000000 on x86-64 and arm64 alike
     /// (asm-generic/fcntl.h); 0, asking for nothing, anywhere else.
@@ -126,7 +126,7 @@ enum SystemCall {
     /// Names in a directory, without `.` and `..`, in directory order. Names
     /// that are not valid UTF-8 cannot be addressed through Swift strings:
     /// they are left out (`DirectoryReader.names(upTo:)` returns them apart).
-    static func listDirectory(_ path: String) throws(SpoolError) -> [String] {
+    package static func listDirectory(_ path: String) throws(SpoolError) -> [String] {
         try DirectoryReader(path).names(upTo: .max).names
     }
 
@@ -155,7 +155,7 @@ enum SystemCall {
     }
 
     /// Reads a whole regular file of at most `limit` bytes.
-    static func readFile(_ path: String, limit: Int) throws(SpoolError) -> [UInt8] {
+    package static func readFile(_ path: String, limit: Int) throws(SpoolError) -> [UInt8] {
         let fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
         guard fd >= 0 else { throw SpoolError("open", path) }
         defer { close(fd) }
@@ -195,7 +195,7 @@ enum SystemCall {
     /// Writes `bytes` to a new file at `path` (which must not exist),
     /// optionally fsyncing it; the file is removed again if anything fails,
     /// so a partial file never stays behind under that name.
-    static func writeNewFile(_ path: String, _ bytes: [UInt8], mode: mode_t = 0o660, sync: Bool) throws(SpoolError) {
+    package static func writeNewFile(_ path: String, _ bytes: [UInt8], mode: mode_t = 0o660, sync: Bool) throws(SpoolError) {
         let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode)
         guard fd >= 0 else { throw SpoolError("create", path) }
         var failure: SpoolError?

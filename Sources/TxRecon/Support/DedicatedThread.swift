@@ -8,13 +8,13 @@
 import Glibc
 
 /// A detached thread that runs one closure and ends when it returns.
-enum DedicatedThread {
+package enum DedicatedThread {
     /// Starts `body` on a new detached thread. `name` shows in `ps -L` and
     /// `top -H`; the kernel keeps only its first 15 bytes.
     ///
     /// `body` is `sending`: whatever it captures moves to the new thread,
     /// which from then on owns it alone.
-    static func start(name: String, _ body: sending @escaping () -> Void) throws(ThreadStartError) {
+    package static func start(name: String, _ body: sending @escaping () -> Void) throws(ThreadStartError) {
         let context = Unmanaged.passRetained(ThreadContext(name: name, body: body)).toOpaque()
         var attributes = pthread_attr_t()
         pthread_attr_init(&attributes)
@@ -38,7 +38,7 @@ extension DedicatedThread {
     /// Runs `body` on a new thread and suspends, without blocking the
     /// caller's thread, until it returns its result. Whatever `body` needs
     /// that is not Sendable it makes on that thread.
-    static func run<Value: Sendable>(name: String,
+    package static func run<Value: Sendable>(name: String,
                                      _ body: @escaping @Sendable () -> Value) async throws(ThreadStartError) -> Value {
         let outcome = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Value, ThreadStartError>, Never>) in
             do throws(ThreadStartError) {
@@ -76,12 +76,12 @@ private final class ThreadContext {
 
 /// pthread_create failed, usually for lack of memory or a task limit
 /// (`TasksMax=` in the unit, `ulimit -u`).
-struct ThreadStartError: Error, Sendable, CustomStringConvertible {
+package struct ThreadStartError: Error, Sendable, CustomStringConvertible {
     var name: String
     /// The errno value pthread_create returned.
     var code: Int32
 
-    var description: String {
+    package var description: String {
         "cannot start thread \(name): \(String(cString: strerror(code))); check TasksMax= and ulimit -u"
     }
 }

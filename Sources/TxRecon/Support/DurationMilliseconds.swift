@@ -2,7 +2,7 @@
 
 extension Duration {
     /// Whole milliseconds, rounded toward zero.
-    var milliseconds: Int64 {
+    package var milliseconds: Int64 {
         components.seconds * 1000 + components.attoseconds / 1_000_000_000_000_000
     }
 }

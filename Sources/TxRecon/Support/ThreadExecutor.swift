@@ -23,7 +23,7 @@
 import Glibc
 import Synchronization
 
-final class ThreadExecutor: SerialExecutor, TaskExecutor {
+package final class ThreadExecutor: SerialExecutor, TaskExecutor {
     /// What the thread runs next.
     private enum Work: Sendable {
         case job(UnownedJob)
@@ -40,14 +40,14 @@ final class ThreadExecutor: SerialExecutor, TaskExecutor {
     private let tick: @Sendable () -> Void
 
     /// Starts the thread `name`. `tick` runs on it every `tickInterval` (nil: never).
-    init(name: String, tickInterval: Duration? = nil,
+    package init(name: String, tickInterval: Duration? = nil,
          tick: @escaping @Sendable () -> Void = {}) throws(ThreadStartError) {
         self.tickInterval = tickInterval
         self.tick = tick
         try DedicatedThread.start(name: name) { [self] in run() }
     }
 
-    func enqueue(_ job: consuming ExecutorJob) {
+    package func enqueue(_ job: consuming ExecutorJob) {
         // The executor lives as long as its user; after `shutdown` nothing
         // more is enqueued but final replies, which may then be dropped.
         _ = work.put(.job(UnownedJob(job)))
@@ -56,22 +56,22 @@ final class ThreadExecutor: SerialExecutor, TaskExecutor {
     /// Runs `call` on the thread after the jobs and calls queued so far.
     /// The call runs outside any task, with this executor's actors
     /// isolated (see `checkIsolated`): it may `assumeIsolated` one.
-    func submit(_ call: @escaping @Sendable () -> Void) {
+    package func submit(_ call: @escaping @Sendable () -> Void) {
         _ = work.put(.call(call))
     }
 
     /// Anything running on the thread runs alone and in order, so it is
     /// isolated to this executor; anything else is not, and stops here.
-    func checkIsolated() {
+    package func checkIsolated() {
         precondition(pthread_self() == thread.load(ordering: .acquiring),
                      "expected to run on the thread of this ThreadExecutor")
     }
 
-    func asUnownedSerialExecutor() -> UnownedSerialExecutor {
+    package func asUnownedSerialExecutor() -> UnownedSerialExecutor {
         UnownedSerialExecutor(ordinary: self)
     }
 
-    func asUnownedTaskExecutor() -> UnownedTaskExecutor {
+    package func asUnownedTaskExecutor() -> UnownedTaskExecutor {
         UnownedTaskExecutor(ordinary: self)
     }
 

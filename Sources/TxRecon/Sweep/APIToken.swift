@@ -12,7 +12,7 @@
 // files and logs nothing; a token is a credential and is never logged.
 
 /// Makes signed tokens for one key. Not Sendable: it owns the key.
-final class APITokenIssuer {
+package final class APITokenIssuer {
     /// The token's lifetime, `exp - iat`: 5 minutes.
     static let lifetime: Int64 = 300
     /// The `aud` claim every App Store Server API token carries.
@@ -23,7 +23,7 @@ final class APITokenIssuer {
     let bundleID: String
     private let key: ES256PrivateKey
 
-    init(issuerID: String, keyID: String, bundleID: String, key: ES256PrivateKey) {
+    package init(issuerID: String, keyID: String, bundleID: String, key: ES256PrivateKey) {
         self.issuerID = issuerID
         self.keyID = keyID
         self.bundleID = bundleID

@@ -14,8 +14,8 @@
 // Pure; the texts name what to check and never carry a token or payload.
 
 /// Why a run stopped early, and the exit status that says so.
-struct SweepStop: Error, Sendable, Equatable {
-    enum Kind: String, Sendable {
+package struct SweepStop: Error, Sendable, Equatable {
+    package enum Kind: String, Sendable {
         /// Credentials or settings are wrong: exit 78, rerunning cannot help.
         case configuration
         /// Apple or the network keeps failing: exit 75 (EX_TEMPFAIL); the
@@ -28,6 +28,11 @@ struct SweepStop: Error, Sendable, Equatable {
     var kind: Kind
     /// One line for the operator.
     var reason: String
+
+    package init(kind: Kind, reason: String) {
+        self.kind = kind
+        self.reason = reason
+    }
 
     /// 78 (EX_CONFIG), 75 (EX_TEMPFAIL) or 1.
     var exitStatus: Int32 {

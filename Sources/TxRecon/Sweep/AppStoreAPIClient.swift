@@ -26,7 +26,7 @@ enum HistoryAnswer: Equatable {
 
 /// A curl handle talking to one App Store Server API base URL. Not Sendable
 /// on purpose: it belongs to the sweep's thread.
-final class AppStoreAPIClient {
+package final class AppStoreAPIClient {
     /// The endpoint's path under the base URL.
     static let historyPath = "/inApps/v1/notifications/history"
     /// The whole exchange, connect included: 60 s.
@@ -48,11 +48,11 @@ final class AppStoreAPIClient {
 
     /// curl could not be set up (out of memory, or an option this libcurl
     /// refuses); the sweep cannot run.
-    struct StartError: Error, CustomStringConvertible {
-        var description: String
+    package struct StartError: Error, CustomStringConvertible {
+        package var description: String
     }
 
-    init(baseURL: String, tokens: APITokenIssuer, clock: any SweepClock) throws(StartError) {
+    package init(baseURL: String, tokens: APITokenIssuer, clock: any SweepClock) throws(StartError) {
         let initialization = CurlLibrary.initialization
         guard initialization == CURLE_OK else {
             errorBuffer.deallocate()

@@ -20,7 +20,7 @@
 // Pure: `SweepStateDirectory` reads and writes the file. A file that is not
 // this format is `Checkpoint.Damaged`, with the member at fault.
 
-struct SweepCheckpoint: Sendable, Equatable {
+package struct SweepCheckpoint: Sendable, Equatable {
     /// A full-pass window the last run was paging when it stopped.
     struct PendingWindow: Sendable, Equatable {
         /// UNIX milliseconds, as in the window's request.

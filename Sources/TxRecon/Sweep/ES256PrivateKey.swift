@@ -12,11 +12,11 @@ import CCrypto
 
 /// A P-256 private key for ES256. Not Sendable on purpose: it belongs to the
 /// sweep's one thread, which signs one token at a time.
-final class ES256PrivateKey {
+package final class ES256PrivateKey {
     private let key: OpaquePointer
 
     /// Why the key bytes were refused; `description` completes "the key …".
-    enum Failure: Error, Equatable, CustomStringConvertible {
+    package enum Failure: Error, Equatable, CustomStringConvertible {
         /// Not a PEM private key OpenSSL can read (or one protected by a
         /// passphrase, which .p8 files never are).
         case notPEM
@@ -25,7 +25,7 @@ final class ES256PrivateKey {
         /// An elliptic-curve key on another curve than P-256.
         case wrongCurve(String)
 
-        var description: String {
+        package var description: String {
             switch self {
             case .notPEM:
                 "is not an unencrypted PEM private key; use the .p8 file App Store Connect gave you, "
@@ -39,7 +39,7 @@ final class ES256PrivateKey {
     }
 
     /// Reads a PEM private key (PKCS#8 or SEC 1) from `pem`.
-    init(pem: [UInt8]) throws(Failure) {
+    package init(pem: [UInt8]) throws(Failure) {
         let parsed: OpaquePointer? = pem.withUnsafeBytes { buffer in
             guard let bio = BIO_new_mem_buf(buffer.baseAddress, Int32(buffer.count)) else { return nil }
             defer { BIO_free(bio) }

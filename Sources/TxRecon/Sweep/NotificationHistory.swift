@@ -33,7 +33,7 @@ struct NotificationHistoryRequest: Sendable, Equatable {
 /// One notification from the history, with what the sweep reads of it
 /// without verifying it (the daemon verifies): enough to recognise it again
 /// and to list it.
-struct HistoryNotification: Sendable, Equatable {
+package struct HistoryNotification: Sendable, Equatable {
     /// The JWS exactly as Apple returned it.
     var signedPayload: String
     /// From the unverified payload; nil when it cannot be read (the daemon

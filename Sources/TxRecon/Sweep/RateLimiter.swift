@@ -16,7 +16,7 @@
 // run, used by the sweep's thread. Reports nothing; the sweeper words the
 // reason when a budget is spent.
 
-final class RateLimiter {
+package final class RateLimiter {
     /// Waits in a row after transient failures before the run gives up: 6
     /// (about a minute in all).
     static let maximumBackoffs = 6
@@ -41,7 +41,7 @@ final class RateLimiter {
     /// - Parameters:
     ///   - maxRequestsPerSecond: `MaxRequestsPerSecond=`, at least 1.
     ///   - jitter: default a uniform draw from 0.5...1; tests pass a constant.
-    init(maxRequestsPerSecond: Int, clock: any SweepClock, jitter: @escaping () -> Double = { Double.random(in: 0.5...1) }) {
+    package init(maxRequestsPerSecond: Int, clock: any SweepClock, jitter: @escaping () -> Double = { Double.random(in: 0.5...1) }) {
         precondition(maxRequestsPerSecond >= 1, "RateLimiter: \(maxRequestsPerSecond) requests per second")
         interval = .seconds(1) / maxRequestsPerSecond
         self.clock = clock

@@ -7,7 +7,7 @@ import Glibc
 
 /// The clocks and the wait the sweep uses. `sleep` blocks the calling
 /// thread: only the sweep's dedicated thread calls it.
-protocol SweepClock: Sendable {
+package protocol SweepClock: Sendable {
     /// Monotonic time since an arbitrary origin; never goes back.
     var now: Duration { get }
     /// Wall-clock milliseconds since 1970.

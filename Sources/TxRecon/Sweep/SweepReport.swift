@@ -11,7 +11,7 @@
 // entry is a warning. Never holds a token, a key or a signed payload.
 
 /// The outcome of one run.
-struct SweepReport: Sendable, Equatable {
+package struct SweepReport: Sendable, Equatable {
     /// nil when the run stopped before the configuration was read.
     var environment: AppStoreEnvironment?
     var dryRun: Bool
@@ -26,9 +26,9 @@ struct SweepReport: Sendable, Equatable {
     /// The checkpoint at the end, UNIX milliseconds.
     var checkpoint: Int64?
     /// Why the run ended early; nil when it completed.
-    var stop: SweepStop?
+    package var stop: SweepStop?
 
-    init(environment: AppStoreEnvironment?, dryRun: Bool, startedAt: Int64) {
+    package init(environment: AppStoreEnvironment?, dryRun: Bool, startedAt: Int64) {
         self.environment = environment
         self.dryRun = dryRun
         self.startedAt = startedAt

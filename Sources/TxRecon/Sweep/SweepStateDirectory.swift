@@ -19,7 +19,7 @@ import Glibc
 
 /// Where the sweep's checkpoint comes from and goes to. The production store
 /// is `SweepStateDirectory`; tests wrap it to fail at a chosen save.
-protocol SweepStateStore {
+package protocol SweepStateStore {
     /// The saved checkpoint, or an empty one before the first run.
     func loadCheckpoint() throws(SweepStop) -> SweepCheckpoint
     /// Makes `checkpoint` durable before returning.
@@ -28,7 +28,7 @@ protocol SweepStateStore {
 
 /// The state directory of one spool, locked for this process while the
 /// value lives.
-final class SweepStateDirectory: SweepStateStore, Sendable {
+package final class SweepStateDirectory: SweepStateStore, Sendable {
     /// Checkpoint files larger than this are refused, bytes: 64 MiB.
     static let checkpointLimit = 64 << 20
 
@@ -42,7 +42,7 @@ final class SweepStateDirectory: SweepStateStore, Sendable {
     static func path(of layout: SpoolLayout) -> String { layout.root + "/sweep" }
 
     /// Creates the directory if needed and takes its lock.
-    init(layout: SpoolLayout) throws(SweepStop) {
+    package init(layout: SpoolLayout) throws(SweepStop) {
         path = Self.path(of: layout)
         do {
             try SpoolLayout.makeDirectory(path, mode: 0o2750)
@@ -71,7 +71,7 @@ final class SweepStateDirectory: SweepStateStore, Sendable {
         close(lockDescriptor)
     }
 
-    func loadCheckpoint() throws(SweepStop) -> SweepCheckpoint {
+    package func loadCheckpoint() throws(SweepStop) -> SweepCheckpoint {
         let bytes: [UInt8]
         do {
             bytes = try SystemCall.readFile(checkpointPath, limit: Self.checkpointLimit)
@@ -88,7 +88,7 @@ final class SweepStateDirectory: SweepStateStore, Sendable {
         }
     }
 
-    func saveCheckpoint(_ checkpoint: SweepCheckpoint) throws(SweepStop) {
+    package func saveCheckpoint(_ checkpoint: SweepCheckpoint) throws(SweepStop) {
         do {
             try replace(checkpointPath, checkpoint.serialized)
         } catch {

@@ -19,7 +19,7 @@
 // sleeps): run it on a dedicated thread.
 
 /// One run. Not Sendable: made, run and dropped on the sweep's thread.
-final class Sweeper {
+package final class Sweeper {
     /// How often one window may be started over after Apple refused its
     /// pagination token, before the run gives up: 3.
     static let maximumWindowRestarts = 3
@@ -37,7 +37,7 @@ final class Sweeper {
 
     /// - Parameter listing: nil for a real run; for a dry run, what to do
     ///   with each notification that would be spooled.
-    init(settings: SweepSettings, client: AppStoreAPIClient, limiter: RateLimiter, clock: any SweepClock,
+    package init(settings: SweepSettings, client: AppStoreAPIClient, limiter: RateLimiter, clock: any SweepClock,
          submission: Submission, store: any SweepStateStore, listing: ((HistoryNotification) -> Void)? = nil) {
         self.settings = settings
         self.client = client
@@ -51,7 +51,7 @@ final class Sweeper {
     private var dryRun: Bool { listing != nil }
 
     /// Sweeps every window of this run's plan; blocks until done or stopped.
-    func run() -> SweepReport {
+    package func run() -> SweepReport {
         var report = SweepReport(environment: settings.environment, dryRun: dryRun, startedAt: clock.wallMilliseconds)
         var checkpoint = SweepCheckpoint()
         do throws(SweepStop) {
