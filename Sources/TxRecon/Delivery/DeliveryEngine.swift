@@ -620,8 +620,17 @@ package actor DeliveryEngine {
     /// The version of the snapshot stored for `key` in `location`; nil when
     /// there is none (or it cannot be decoded any more, which makes any new
     /// snapshot newer: delivering too much is safe, too little is not).
+    /// What stands at the key's name and cannot be read for good (a
+    /// directory, say) holds no snapshot either: the drop is placed as if
+    /// the name were free, and a move onto it sets the item aside.
     private func storedVersion(_ location: SpoolLocation, _ key: ItemKey) throws(SpoolError) -> ItemVersion? {
-        guard let bytes = try spool.read(location, key, maximumSize: settings.maxFileSize) else { return nil }
+        let bytes: [UInt8]?
+        do {
+            bytes = try spool.read(location, key, maximumSize: settings.maxFileSize)
+        } catch where error.isPermanent {
+            return nil
+        }
+        guard let bytes else { return nil }
         guard case let .item(item)? = try? decoder.decode(bytes) else { return nil }
         return item.version
     }
@@ -854,6 +863,12 @@ package actor DeliveryEngine {
         switch settlement.outcome {
         case let .delivered(status):
             if let error = settlement.spoolError {
+                backendAnswered(requestSent: settlement.sentAt)
+                if error.isPermanent {
+                    setAside(key, entry, item: item, because: "delivered on attempt \(attempt) (HTTP \(status)), but "
+                             + "it cannot be moved into done/: \(error)")
+                    return afterAttempt()
+                }
                 // Delivered, but the move failed: it will be delivered again,
                 // which at-least-once allows; never lose it instead.
                 log.write(LogEntry(.error, "\(key): delivered but not moved to done/: \(error); it will be delivered again"))
@@ -888,6 +903,12 @@ package actor DeliveryEngine {
                 placeParked(parked)
             }
         case let .hold(reason, status):
+            if let error = settlement.spoolError, error.isPermanent {
+                backendAnswered(requestSent: settlement.sentAt)
+                setAside(key, entry, item: item, because: "the backend refused it on attempt \(attempt) "
+                         + "(\(LogText.singleLine(reason, limit: 200))), and it cannot be moved into hold/: \(error)")
+                return afterAttempt()
+            }
             if let error = settlement.spoolError {
                 log.write(LogEntry(.error, "\(key): backend refused it (\(reason)) but it could not be moved to hold/: \(error)"))
                 entries[key] = entry
@@ -928,12 +949,40 @@ package actor DeliveryEngine {
             } catch {
                 scheduleRetry(key, reason: reason, status: nil, retryAfter: nil, countsAgainstBackend: false)
             }
+        case let .unreadable(error) where error.isPermanent:
+            if let entry = entries[key] {
+                setAside(key, entry, item: nil, because: "its queued file cannot be read: \(error)")
+            }
         case let .unreadable(error):
             scheduleRetry(key, reason: "spool: \(error)", status: nil, retryAfter: nil, countsAgainstBackend: false)
         case .ready:
             preconditionFailure("attemptFailedLocally called for a prepared attempt")
         }
         afterAttempt()
+    }
+
+    /// An item whose spool move failed for a reason that will not go away
+    /// by itself goes to rejected/ with `detail` as its reason
+    /// (`Spool.setAside`) instead of being tried, and delivered, again and
+    /// again. If even that fails it is tried again on schedule.
+    private func setAside(_ key: ItemKey, _ entry: Entry, item: Item?, because detail: String) {
+        let rejection = Rejection("unfinishable", detail + "; set aside so that it is not tried again and again. "
+                                  + "Nothing is lost: fix the cause, then requeue it to deliver it again")
+        do {
+            let name = try spool.setAside(key, inbox: entry.inbox, because: rejection, at: clock.wallMilliseconds)
+            let parked = entry.parked?.value
+            forget(key)
+            status.rejected += 1
+            status.statistics.rejected += 1
+            events.setAside(key, kind: item?.kind ?? entry.kind, version: item?.version ?? entry.version,
+                            reason: detail, movedTo: name)
+            if let parked { placeParked(parked) }
+        } catch {
+            log.write(LogEntry(.error, "\(key): \(detail); setting it aside in rejected/ failed too (\(error)); "
+                               + "it is tried again on schedule"))
+            entries[key] = entry
+            scheduleRetry(key, reason: "spool: \(detail)", status: nil, retryAfter: nil, countsAgainstBackend: false)
+        }
     }
 
     /// Drops a key's entry after a local failure. An entry whose file is in

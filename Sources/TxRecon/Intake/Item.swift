@@ -32,16 +32,30 @@ public struct ItemKey: Hashable, Sendable, Comparable, CustomStringConvertible {
 
     public static func < (lhs: ItemKey, rhs: ItemKey) -> Bool { lhs.rawValue < rhs.rawValue }
 
-    /// The key as a file name: letters, digits, `-` and `_` stand as they are,
-    /// every other byte as `%XX`. Encoded names never contain a `.`, so
-    /// `NAME.state` and `NAME.reason` beside an item can never be an item.
+    /// The longest file name a key is given: `=` and the unpadded
+    /// base64url of 128 bytes. Every name the spool derives from it fits in
+    /// Linux's NAME_MAX (255 bytes), the longest being
+    /// `KEY.superseded-VERSION.N` at 246 (tested).
+    public static let maximumFileNameLength = 1 + (maximumLength * 4 + 2) / 3
+
+    /// The key as a file name. Letters, digits, `-` and `_` stand as they
+    /// are, every other byte as `%XX`, so that `ls queue/` stays readable;
+    /// a key whose `%XX` form would be longer than `maximumFileNameLength`
+    /// (up to 384 bytes: 128 dots, or 46 Cyrillic letters) is instead `=`
+    /// followed by the base64url of its bytes. Either way the name never
+    /// contains a `.`, so `NAME.state` and `NAME.reason` beside an item can
+    /// never be an item, and each key has exactly one name.
     public var fileName: String {
         // Transaction ids are digits: most keys are their own file name, and
         // the string is shared instead of built again (this runs several
         // times per delivery).
         if rawValue.utf8.allSatisfy(ItemKey.isPlain) { return rawValue }
+        let escapes = rawValue.utf8.count { !ItemKey.isPlain($0) }
+        guard rawValue.utf8.count + 2 * escapes <= ItemKey.maximumFileNameLength else {
+            return "=" + Base64URL.encode(rawValue.utf8)
+        }
         var encoded: [UInt8] = []
-        encoded.reserveCapacity(rawValue.utf8.count * 3)
+        encoded.reserveCapacity(rawValue.utf8.count + 2 * escapes)
         for byte in rawValue.utf8 {
             if ItemKey.isPlain(byte) {
                 encoded.append(byte)
@@ -58,10 +72,29 @@ public struct ItemKey: Hashable, Sendable, Comparable, CustomStringConvertible {
         value < 10 ? UInt8(ascii: "0") + value : UInt8(ascii: "A") + value - 10
     }
 
-    /// The key a file name encodes, or nil when the name is not an encoded key.
+    /// The key a file name encodes, or nil when the name is not the one
+    /// `fileName` gives some key (a name of another spelling was not put
+    /// there by txrecon).
     public init?(fileName: String) {
+        let decoded: [UInt8]
+        if fileName.utf8.first == UInt8(ascii: "=") {
+            let encoded = Array(fileName.utf8.dropFirst())
+            guard let bytes = try? encoded.withUnsafeBufferPointer({ buffer throws(Base64URLError) in
+                try Base64URL.decode(buffer)
+            }) else { return nil }
+            decoded = bytes
+        } else {
+            guard let bytes = ItemKey.percentDecoded(fileName.utf8) else { return nil }
+            decoded = bytes
+        }
+        guard let text = String(validating: decoded, as: UTF8.self) else { return nil }
+        self.init(text)
+        guard self.fileName == fileName else { return nil }
+    }
+
+    private static func percentDecoded(_ name: String.UTF8View) -> [UInt8]? {
         var decoded: [UInt8] = []
-        var bytes = fileName.utf8.makeIterator()
+        var bytes = name.makeIterator()
         while let byte = bytes.next() {
             if ItemKey.isPlain(byte) {
                 decoded.append(byte)
@@ -72,8 +105,7 @@ public struct ItemKey: Hashable, Sendable, Comparable, CustomStringConvertible {
                 return nil
             }
         }
-        guard let text = String(validating: decoded, as: UTF8.self) else { return nil }
-        self.init(text)
+        return decoded
     }
 
     private static func isPlain(_ byte: UInt8) -> Bool {

@@ -6,6 +6,7 @@
 /// What happened to an item; the TXRECON_OUTCOME field.
 enum ItemOutcome: String, Sendable {
     case accepted, delivered, deferred, held, rejected, superseded, released, retried, requeued
+    case setAside = "set-aside"
 }
 
 /// Builds the log entries of item events.
@@ -61,6 +62,15 @@ struct ItemEvents: Sendable {
         write(.warning, "new/\(LogText.escaped(file)) rejected: \(rejection.code): \(rejection.detail); "
               + "see rejected/\(LogText.escaped(movedTo)).reason", MessageID.rejected, .rejected, key: nil, kind: nil,
               version: nil, extra: [("TXRECON_FILE", file), ("TXRECON_REASON", rejection.code)])
+    }
+
+    /// An item the spool could not keep under its key, moved to rejected/
+    /// (`Spool.setAside`): an error, for a person has to look at the cause.
+    func setAside(_ key: ItemKey, kind: ItemKind?, version: ItemVersion?, reason: String, movedTo: String) {
+        write(.error, "\(key): \(LogText.singleLine(reason, limit: 300)); set aside in rejected/\(LogText.escaped(movedTo)), "
+              + "see its .reason; `txrecon requeue-rejected \(LogText.escaped(movedTo))` takes it again after a fix",
+              MessageID.setAside, .setAside, key: key, kind: kind, version: version,
+              extra: [("TXRECON_FILE", movedTo), ("TXRECON_REASON", reason)])
     }
 
     func operatorAction(_ outcome: ItemOutcome, key: ItemKey) {

@@ -48,6 +48,14 @@ public enum MessageID {
     /// retry`), cutting its backoff short. Logged at notice.
     public static let retryRequested = "4887b9be9eb4411c90da71f494c6afbb"
 
+    /// The spool could not finish, hold or read an item under its key for
+    /// a reason that will not go away by itself (a directory where its file
+    /// belongs, a name the file system refuses): it moved to `rejected/`
+    /// with a `.reason` instead of being delivered or retried again and
+    /// again (outcome `set-aside`). Logged at error; `requeue-rejected`
+    /// takes it again once the cause is fixed.
+    public static let setAside = "56626c771c9a4076b28bc5b582249daa"
+
     // MARK: Daemon lifecycle
 
     /// The start-up scan finished and `READY=1` was sent; the daemon now
@@ -96,7 +104,7 @@ public enum MessageID {
 
     /// Every id above, for checks that each is distinct and has a catalog entry.
     static let all: [String] = [  // internal for testing
-        accepted, delivered, deferred, held, rejected, superseded, released, retryRequested,
+        accepted, delivered, deferred, held, rejected, superseded, released, retryRequested, setAside,
         started, stopping, reloaded, reloadRefused,
         backendFailing, backendRecovered, intakePaused, intakeResumed,
         sweepFinished,

@@ -205,20 +205,45 @@ package final class Spool: Sendable {
         // are the daemon's own leftovers, removed at start: never a producer's.
         // A name near NAME_MAX is shortened so that NAME.reason still fits.
         let base = Spool.prefix(of: name.hasPrefix(".") ? "_" + name : name, maximumBytes: 200)
-        let target = try uniqueName(in: layout.rejected, base: base)
-        let reason = Spool.rejectionText(name: name, rejection: rejection, at: now)
-        try SystemCall.replaceFile(layout.rejected + "/" + target + ".reason", Array(reason.utf8),
-                                   temporaryName: layout.rejected + "/.tmp-" + target + ".reason", sync: false)
-        try SystemCall.rename(layout.new + "/" + name, layout.rejected + "/" + target)
+        return try moveToRejected(layout.new + "/" + name, base: base, file: name, because: rejection, at: now)
+    }
+
+    /// An item the spool cannot finish, hold or read under its key, for a
+    /// reason that will not go away by itself (`SpoolError.isPermanent`):
+    /// queue/KEY (or new/`inbox`, see `finish`) -> rejected/NAME with
+    /// NAME.reason, and its failure record removed, so that it is neither
+    /// delivered nor tried again and again. `requeue-rejected` takes it
+    /// again after a fix. Returns the name in rejected/.
+    func setAside(_ key: ItemKey, inbox: String? = nil, because rejection: Rejection,
+                  at now: Int64) throws(SpoolError) -> String {
+        let source = inbox.map { "new/" + $0 } ?? "queue/" + key.fileName
+        let target = try moveToRejected(layout.root + "/" + source, base: key.fileName, file: source,
+                                        because: rejection, at: now)
+        if inbox == nil { try SystemCall.unlinkIfPresent(path(.queue, key) + ".state") }
         return target
     }
 
-    static func rejectionText(name: String, rejection: Rejection, at now: Int64) -> String {
+    /// `source` -> rejected/NAME (NAME: `base` or `base.N`) with NAME.reason
+    /// written first: a crash in between leaves the file where it was and an
+    /// orphan reason (removed at start). `file` names the source for people.
+    private func moveToRejected(_ source: String, base: String, file: String, because rejection: Rejection,
+                                at now: Int64) throws(SpoolError) -> String {
+        let target = try uniqueName(in: layout.rejected, base: base)
+        let reason = Spool.rejectionText(file: file, storedAs: target, rejection: rejection, at: now)
+        try SystemCall.replaceFile(layout.rejected + "/" + target + ".reason", Array(reason.utf8),
+                                   temporaryName: layout.rejected + "/.tmp-" + target + ".reason", sync: false)
+        try SystemCall.rename(source, layout.rejected + "/" + target)
+        return target
+    }
+
+    /// rejected/`storedAs`.reason: why, where the file came from, and the
+    /// command that takes it again.
+    static func rejectionText(file: String, storedAs target: String, rejection: Rejection, at now: Int64) -> String {
         """
         \(rejection.code): \(rejection.detail)
-        file: \(LogText.escaped(name))
+        file: \(LogText.escaped(file))
         rejected-at: \(Timestamp.rfc3339(milliseconds: now))
-        to retry: fix the producer or the configuration, then `txrecon requeue-rejected \(LogText.escaped(name))`; \
+        to retry: fix the producer or the configuration, then `txrecon requeue-rejected \(LogText.escaped(target))`; \
         rejected files are never deleted automatically
 
         """

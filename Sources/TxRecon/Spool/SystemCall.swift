@@ -16,6 +16,15 @@ public struct SpoolError: Error, Sendable, Equatable, CustomStringConvertible {
     }
 
     public var description: String { "\(operation) \(path): \(String(cString: strerror(code)))" }
+
+    /// Whether trying again cannot help: the name or the kind of file at
+    /// the target is wrong (too long, a directory where a file belongs, a
+    /// loop of links), not the state of the disk or the permissions, which
+    /// change back. An item whose move fails so is set aside rather than
+    /// tried (and delivered) again and again.
+    var isPermanent: Bool {
+        [ENAMETOOLONG, EINVAL, EISDIR, ENOTEMPTY, ELOOP].contains(code)
+    }
 }
 
 package enum SystemCall {
