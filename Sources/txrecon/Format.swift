@@ -1,4 +1,5 @@
-// Format: how the CLI prints rows, reports and ages for people.
+// Format: how the CLI prints rows, reports and ages for people. The text is
+// built as it is; printLine escapes what it holds on the way out.
 import TxRecon
 
 enum Format {
@@ -35,7 +36,8 @@ enum Format {
         return .object(members)
     }
 
-    static func report(_ report: SpoolInspector.Report) -> String {
+    /// `txrecon show`'s lines, each printed as one line (escaped by printLine).
+    static func report(_ report: SpoolInspector.Report) -> [String] {
         var lines = ["key:        \(report.key)", "location:   \(report.location.rawValue)/ (\(report.path))"]
         if let item = report.item {
             lines.append("kind:       \(item.kind.rawValue)")
@@ -64,10 +66,13 @@ enum Format {
             if let error = state.lastError { lines.append("last error: \(error)") }
         }
         if let reason = report.reason {
+            // The daemon writes the key into the reason as the producer gave
+            // it: a line break in the key must not start a line here.
+            let key = report.key.rawValue
             lines.append("hold reason:")
-            lines.append(contentsOf: reason.split(separator: "\n").map { "  " + $0 })
+            lines.append(contentsOf: reason.replacing(key, with: TerminalText.line(key)).split(separator: "\n").map { "  " + $0 })
         }
-        return lines.joined(separator: "\n")
+        return lines
     }
 
     static func verb(_ command: ControlRequest.Command) -> String {

@@ -22,9 +22,9 @@ enum ListCommand: Command {
         do {
             let rows = try SpoolInspector(layout: SpoolLayout(root: configuration.spool.directory)).list(directory)
             if arguments.has("--json") {
-                print(JSONValue.array(rows.map(Format.json)).serializedString)
+                printJSON(.array(rows.map(Format.json)))
             } else {
-                for row in rows { print(Format.line(row)) }
+                for row in rows { printLine(Format.line(row)) }
             }
             return 0
         } catch {

@@ -21,7 +21,7 @@ enum ShowCommand: Command {
                 printError("txrecon: show: no item \(key) in queue/, hold/ or done/")
                 return 1
             }
-            print(Format.report(report))
+            for line in Format.report(report) { printLine(line) }
             return 0
         } catch {
             printError("txrecon: show: \(error)")

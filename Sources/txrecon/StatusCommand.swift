@@ -28,17 +28,17 @@ enum StatusCommand: Command {
                 if let oldest { members.append(("oldestQueuedAgeSeconds", .integer((now - oldest) / 1000))) }
                 members.append(("daemon", live ?? .null))
                 members.append(("sweep", LastSweep.read(inspector.layout)?.json ?? .null))
-                print(JSONValue.object(members).serializedString)
+                printJSON(.object(members))
             } else {
-                print("spool:    \(configuration.spool.directory)")
-                print((["new \(inbox)"] + counts.map { "\($0.0.rawValue) \($0.1)" }).joined(separator: ", "))
-                if let oldest { print("oldest queued item: \(Format.age(milliseconds: now - oldest)) old") }
+                printLine("spool:    \(configuration.spool.directory)")
+                printLine((["new \(inbox)"] + counts.map { "\($0.0.rawValue) \($0.1)" }).joined(separator: ", "))
+                if let oldest { printLine("oldest queued item: \(Format.age(milliseconds: now - oldest)) old") }
                 if let live {
-                    print("daemon:   running (pid \(live["pid"]?.int64Value ?? 0)), \(live["status"]?.stringValue ?? "")")
+                    printLine("daemon:   running (pid \(live["pid"]?.int64Value ?? 0)), \(live["status"]?.stringValue ?? "")")
                 } else {
-                    print("daemon:   not running")
+                    printLine("daemon:   not running")
                 }
-                if let sweep = LastSweep.read(inspector.layout) { print("sweep:    \(Format.sweep(sweep, now: now))") }
+                if let sweep = LastSweep.read(inspector.layout) { printLine("sweep:    \(Format.sweep(sweep, now: now))") }
             }
             return 0
         } catch {

@@ -18,11 +18,11 @@ let commands: [String: any Command.Type] = [
 var words = Array(CommandLine.arguments.dropFirst())
 let name = words.first ?? "--help"
 if name == "--help" || name == "-h" || name == "help" {
-    print(Usage.overview(commands: commands))
+    printText(Usage.overview(commands: commands))
     exit(0)
 }
 if name == "--version" {
-    print("txrecon \(TxReconVersion.current)")
+    printLine("txrecon \(TxReconVersion.current)")
     exit(0)
 }
 guard let command = commands[name] else {
@@ -36,7 +36,7 @@ do {
     Usage.fail("\(name): \(error); see 'txrecon \(name) --help'")
 }
 if arguments.has("--help") {
-    print(command.help)
+    printText(command.help)
     exit(0)
 }
 exit(await CommandThread.run { await command.run(arguments) })

@@ -5,18 +5,24 @@
 enum LogText {
     /// The text with control characters (newlines included) written as `\n`,
     /// `\r`, `\t`, `\xNN` (C0 and DEL) and `\uNNNN` (C1, and the line and
-    /// paragraph separators U+2028 and U+2029), and backslashes as `\\`.
-    /// These are the forms of bash's `$'…'` quoting, so an escaped name can
-    /// be typed back as `$'name'`. C1 controls are escaped with the C0 ones
-    /// because some terminals act on them (U+009B is CSI, as ESC [ is), the
-    /// separators because some viewers start a line at them.
-    static func escaped(_ text: String) -> String {
+    /// paragraph separators U+2028 and U+2029), and backslashes as `\\`
+    /// unless `keepingBackslashes`. These are the forms of bash's `$'…'`
+    /// quoting, so a name escaped with its backslashes can be typed back as
+    /// `$'name'`. C1 controls are escaped with the C0 ones because some
+    /// terminals act on them (U+009B is CSI, as ESC [ is), the separators
+    /// because some viewers start a line at them.
+    ///
+    /// `keepingBackslashes` is for text shown to a person that may already
+    /// have been escaped once (a reason file, a status line): doubling its
+    /// backslashes would only make it unreadable, and a backslash moves no
+    /// cursor.
+    static func escaped(_ text: String, keepingBackslashes: Bool = false) -> String {
         // Most text (keys, file names, reasons) needs nothing: check the
         // bytes once and hand the same string back. In UTF-8 every C1
         // control starts with 0xC2 and U+2028 and U+2029 with 0xE2; other
         // text beyond ASCII passes without a closer look.
         let plain = text.utf8.allSatisfy { byte in
-            byte < 0x80 ? byte >= 0x20 && byte != 0x7F && byte != UInt8(ascii: "\\")
+            byte < 0x80 ? byte >= 0x20 && byte != 0x7F && (keepingBackslashes || byte != UInt8(ascii: "\\"))
                 : byte != 0xC2 && byte != 0xE2
         }
         if plain { return text }
@@ -24,7 +30,7 @@ enum LogText {
         result.reserveCapacity(text.utf8.count)
         for scalar in text.unicodeScalars {
             switch scalar {
-            case "\\": result += "\\\\"
+            case "\\": result += keepingBackslashes ? "\\" : "\\\\"
             case "\n": result += "\\n"
             case "\r": result += "\\r"
             case "\t": result += "\\t"
