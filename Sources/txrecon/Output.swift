@@ -21,10 +21,12 @@ func printError(_ line: String) {
 }
 
 /// Writes the program's own text of several lines (usage, help) to standard
-/// output, each line as `printLine` writes it. Not for text from outside:
-/// its line breaks would count.
-func printText(_ text: String) {
-    for line in text.split(separator: "\n", omittingEmptySubsequences: false) { printLine(String(line)) }
+/// output, or standard error, each line as `printLine` or `printError`
+/// writes it. Not for text from outside: its line breaks would count.
+func printText(_ text: String, toStandardError: Bool = false) {
+    for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
+        toStandardError ? printError(String(line)) : printLine(String(line))
+    }
 }
 
 /// Writes `value` to standard output as one line of JSON (TerminalText.json).

@@ -16,7 +16,12 @@ let commands: [String: any Command.Type] = [
 ]
 
 var words = Array(CommandLine.arguments.dropFirst())
-let name = words.first ?? "--help"
+guard let name = words.first else {
+    // No command is a usage error like any other, so a script that lost its
+    // argument fails; the overview says what to type.
+    printText(Usage.overview(commands: commands), toStandardError: true)
+    exit(2)
+}
 if name == "--help" || name == "-h" || name == "help" {
     printText(Usage.overview(commands: commands))
     exit(0)

@@ -1,0 +1,26 @@
+// How the command line answers a missing or mistyped command: usage errors
+// exit 2 and say what to type instead.
+import Testing
+import TxReconTestSupport
+
+@Suite(.timeLimit(.minutes(1)))
+struct CommandLineUsageTests {
+    @Test func noCommandPrintsTheOverviewToStandardErrorAndExits2() async throws {
+        let directory = TemporaryDirectory("txrecon-usage")
+        let bare = try await DaemonProcess.run([], in: directory.path)
+        #expect(bare.status == 2)
+        #expect(bare.stdout.isEmpty)
+        #expect(bare.stderr.contains("Usage: txrecon COMMAND"))
+        #expect(bare.stderr.contains("  status "))
+    }
+
+    @Test func askingForHelpPrintsTheOverviewToStandardOutputAndExits0() async throws {
+        let directory = TemporaryDirectory("txrecon-usage")
+        for word in ["--help", "-h", "help"] {
+            let help = try await DaemonProcess.run([word], in: directory.path)
+            #expect(help.status == 0, "\(word)")
+            #expect(help.stdout.contains("Usage: txrecon COMMAND"), "\(word)")
+            #expect(help.stderr.isEmpty, "\(word)")
+        }
+    }
+}
