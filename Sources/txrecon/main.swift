@@ -31,6 +31,9 @@ if name == "--version" {
     exit(0)
 }
 guard let command = commands[name] else {
+    if let meant = NearestName.suggestion(for: name, among: Array(commands.keys) + ["help"]) {
+        Usage.fail("unknown command '\(name)'; did you mean '\(meant)'? see 'txrecon --help'")
+    }
     Usage.fail("unknown command '\(name)'; see 'txrecon --help'")
 }
 words.removeFirst()

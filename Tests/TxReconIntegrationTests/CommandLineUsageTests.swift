@@ -23,4 +23,14 @@ struct CommandLineUsageTests {
             #expect(help.stderr.isEmpty, "\(word)")
         }
     }
+
+    @Test func anUnknownCommandIsAnsweredWithTheNearestKnownOne() async throws {
+        let directory = TemporaryDirectory("txrecon-usage")
+        let typo = try await DaemonProcess.run(["stauts"], in: directory.path)
+        #expect(typo.status == 2)
+        #expect(typo.stderr == "txrecon: unknown command 'stauts'; did you mean 'status'? see 'txrecon --help'\n")
+        let unknown = try await DaemonProcess.run(["frobnicate"], in: directory.path)
+        #expect(unknown.status == 2)
+        #expect(unknown.stderr == "txrecon: unknown command 'frobnicate'; see 'txrecon --help'\n")
+    }
 }
