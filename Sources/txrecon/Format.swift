@@ -75,6 +75,18 @@ enum Format {
         return lines
     }
 
+    /// What to say when `path`, the spool's root or one of its directories,
+    /// does not exist (SpoolInspector.missingDirectory).
+    static func missing(_ path: String, in layout: SpoolLayout, configurationPath: String) -> String {
+        let remedy = "(systemctl start txrecon), or run systemd-tmpfiles --create"
+        guard path != layout.root else {
+            return "the spool \(path) does not exist; is Directory= right in \(configurationPath)? "
+                + "the daemon creates it at start \(remedy)"
+        }
+        return "the spool \(layout.root) has no \(path.dropFirst(layout.root.count + 1))/; "
+            + "the daemon creates its directories at start \(remedy)"
+    }
+
     static func verb(_ command: ControlRequest.Command) -> String {
         switch command {
         case .release: return "released"

@@ -17,6 +17,10 @@ enum StatusCommand: Command {
     static func run(_ arguments: Arguments) async -> Int32 {
         guard let configuration = loadConfiguration(arguments) else { return ConfigurationError.exitStatus }
         let inspector = SpoolInspector(layout: SpoolLayout(root: configuration.spool.directory))
+        if let missing = inspector.missingDirectory(reading: SpoolInspector.Listable.allCases, inbox: true) {
+            printError("txrecon: status: " + Format.missing(missing, in: inspector.layout, configurationPath: configuration.path))
+            return 1
+        }
         do {
             let inbox = try inspector.inboxCount()
             let (counts, oldest) = try inspector.counts()

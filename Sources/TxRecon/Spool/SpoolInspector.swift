@@ -89,6 +89,14 @@ public struct SpoolInspector: Sendable {
         return count
     }
 
+    /// The spool's root, or else the first of `directories` (after new/ when
+    /// `inbox`), that does not exist; nil when all do. A spool never set up,
+    /// or a `Directory=` naming the wrong place, can then be told as such
+    /// instead of as the first read that fails.
+    public func missingDirectory(reading directories: [Listable], inbox: Bool = false) -> String? {
+        ([layout.root] + (inbox ? [layout.new] : []) + directories.map(path)).first(where: SystemCall.isMissing)
+    }
+
     /// Everything known about one key: where it is, its content, its state.
     public struct Report: Sendable {
         public var key: ItemKey
