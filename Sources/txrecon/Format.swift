@@ -20,6 +20,38 @@ enum Format {
         return text
     }
 
+    /// The daemon as `txrecon status` shows it: "running (pid 812), 12 queued, …",
+    /// or "not running; its last status, written 2026-…Z (3h ago): 12 queued, …".
+    static func daemon(_ state: SpoolInspector.DaemonState, now: Int64) -> String {
+        switch state {
+        case let .running(document?):
+            return "running (pid \(document["pid"]?.int64Value ?? 0)), \(document["status"]?.stringValue ?? "")"
+        case .running(nil):
+            return "running, no status written yet"
+        case let .notRunning(last?):
+            return "not running; its last status, written \(WallTime.rfc3339(last.writtenAt)) "
+                + "(\(age(milliseconds: now - last.writtenAt)) ago): \(last.document["status"]?.stringValue ?? "")"
+        case .notRunning(nil):
+            return "not running"
+        }
+    }
+
+    /// `status --json`'s members for the daemon: `daemonRunning`; `daemon`,
+    /// the running daemon's status (null when none runs, or before it wrote
+    /// one); `lastDaemonStatus`, when none runs, the status the last one
+    /// wrote, its members as in `daemon` plus `writtenAt` (null otherwise).
+    static func daemonJSON(_ state: SpoolInspector.DaemonState) -> [(String, JSONValue)] {
+        switch state {
+        case let .running(document):
+            return [("daemonRunning", .bool(true)), ("daemon", document ?? .null), ("lastDaemonStatus", .null)]
+        case let .notRunning(last):
+            let written = last.map { last in
+                JSONValue.object((last.document.objectValue ?? []) + [("writtenAt", .string(WallTime.rfc3339(last.writtenAt)))])
+            }
+            return [("daemonRunning", .bool(false)), ("daemon", .null), ("lastDaemonStatus", written ?? .null)]
+        }
+    }
+
     static func line(_ row: SpoolInspector.Row) -> String {
         var text = "\(row.name)  \(WallTime.rfc3339(row.modifiedAt))"
         if let attempts = row.attempts { text += "  attempts \(attempts)" }
