@@ -84,12 +84,6 @@ enum Usage {
     }
 }
 
-/// Writes a line to stderr (unbuffered, so it is never lost at exit).
-func printError(_ line: String) {
-    let bytes = Array((line + "\n").utf8)
-    _ = bytes.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
-}
-
 /// Loads the configuration for a subcommand; nil after printing the problem
 /// (the caller then exits with ConfigurationError.exitStatus).
 func loadConfiguration(_ arguments: Arguments) -> Configuration? {

@@ -19,9 +19,9 @@ enum CheckConfigCommand: Command {
         do {
             let secrets = try BackendSecrets.load(for: configuration, environment: ProcessEnvironment.current)
             let verification = try SignedDataPolicy.load(for: configuration)
-            print("\(configuration.path): valid")
+            printLine("\(configuration.path): valid")
             for line in ConfigurationSummary.lines(configuration, secrets: secrets, verification: verification) {
-                print("  " + line)
+                printLine("  " + line)
             }
             if let warning = configuration.verification.startWarning { printError("txrecon: warning: \(warning)") }
             return 0

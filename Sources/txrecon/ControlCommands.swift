@@ -61,14 +61,14 @@ enum ControlCommand {
         do {
             let name = try client.submit(ControlRequest(command, targets: arguments.positional, all: all))
             guard SpoolLock.isHeld(layout) else {
-                print("the daemon is not running: the request waits in ctl/\(name) and takes effect when it starts")
+                printLine("the daemon is not running: the request waits in ctl/\(name) and takes effect when it starts")
                 return 0
             }
             guard let result = client.result(of: name, timeout: .seconds(10)) else {
                 printError("txrecon: \(command.rawValue): no answer from the daemon within 10s; the request stays in ctl/\(name)")
                 return 1
             }
-            for target in result.applied { print("\(target): \(Format.verb(command))") }
+            for target in result.applied { printLine("\(target): \(Format.verb(command))") }
             for (target, reason) in result.skipped { printError("\(target): skipped: \(reason)") }
             return result.skipped.isEmpty ? 0 : 1
         } catch {

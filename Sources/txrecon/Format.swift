@@ -1,4 +1,5 @@
-// Format: how the CLI prints rows, reports and ages for people.
+// Format: how the CLI prints rows, reports and ages for people. The text is
+// built as it is; printLine escapes what it holds on the way out.
 import TxRecon
 
 enum Format {
@@ -19,6 +20,38 @@ enum Format {
         return text
     }
 
+    /// The daemon as `txrecon status` shows it: "running (pid 812), 12 queued, …",
+    /// or "not running; its last status, written 2026-…Z (3h ago): 12 queued, …".
+    static func daemon(_ state: SpoolInspector.DaemonState, now: Int64) -> String {
+        switch state {
+        case let .running(document?):
+            return "running (pid \(document["pid"]?.int64Value ?? 0)), \(document["status"]?.stringValue ?? "")"
+        case .running(nil):
+            return "running, no status written yet"
+        case let .notRunning(last?):
+            return "not running; its last status, written \(WallTime.rfc3339(last.writtenAt)) "
+                + "(\(age(milliseconds: now - last.writtenAt)) ago): \(last.document["status"]?.stringValue ?? "")"
+        case .notRunning(nil):
+            return "not running"
+        }
+    }
+
+    /// `status --json`'s members for the daemon: `daemonRunning`; `daemon`,
+    /// the running daemon's status (null when none runs, or before it wrote
+    /// one); `lastDaemonStatus`, when none runs, the status the last one
+    /// wrote, its members as in `daemon` plus `writtenAt` (null otherwise).
+    static func daemonJSON(_ state: SpoolInspector.DaemonState) -> [(String, JSONValue)] {
+        switch state {
+        case let .running(document):
+            return [("daemonRunning", .bool(true)), ("daemon", document ?? .null), ("lastDaemonStatus", .null)]
+        case let .notRunning(last):
+            let written = last.map { last in
+                JSONValue.object((last.document.objectValue ?? []) + [("writtenAt", .string(WallTime.rfc3339(last.writtenAt)))])
+            }
+            return [("daemonRunning", .bool(false)), ("daemon", .null), ("lastDaemonStatus", written ?? .null)]
+        }
+    }
+
     static func line(_ row: SpoolInspector.Row) -> String {
         var text = "\(row.name)  \(WallTime.rfc3339(row.modifiedAt))"
         if let attempts = row.attempts { text += "  attempts \(attempts)" }
@@ -35,7 +68,8 @@ enum Format {
         return .object(members)
     }
 
-    static func report(_ report: SpoolInspector.Report) -> String {
+    /// `txrecon show`'s lines, each printed as one line (escaped by printLine).
+    static func report(_ report: SpoolInspector.Report) -> [String] {
         var lines = ["key:        \(report.key)", "location:   \(report.location.rawValue)/ (\(report.path))"]
         if let item = report.item {
             lines.append("kind:       \(item.kind.rawValue)")
@@ -64,10 +98,25 @@ enum Format {
             if let error = state.lastError { lines.append("last error: \(error)") }
         }
         if let reason = report.reason {
+            // The daemon writes the key into the reason as the producer gave
+            // it: a line break in the key must not start a line here.
+            let key = report.key.rawValue
             lines.append("hold reason:")
-            lines.append(contentsOf: reason.split(separator: "\n").map { "  " + $0 })
+            lines.append(contentsOf: reason.replacing(key, with: TerminalText.line(key)).split(separator: "\n").map { "  " + $0 })
         }
-        return lines.joined(separator: "\n")
+        return lines
+    }
+
+    /// What to say when `path`, the spool's root or one of its directories,
+    /// does not exist (SpoolInspector.missingDirectory).
+    static func missing(_ path: String, in layout: SpoolLayout, configurationPath: String) -> String {
+        let remedy = "(systemctl start txrecon), or run systemd-tmpfiles --create"
+        guard path != layout.root else {
+            return "the spool \(path) does not exist; is Directory= right in \(configurationPath)? "
+                + "the daemon creates it at start \(remedy)"
+        }
+        return "the spool \(layout.root) has no \(path.dropFirst(layout.root.count + 1))/; "
+            + "the daemon creates its directories at start \(remedy)"
     }
 
     static func verb(_ command: ControlRequest.Command) -> String {

@@ -19,12 +19,17 @@ enum ListCommand: Command {
             Usage.fail("list: '\(which)' is not one of queue, hold, rejected, done")
         }
         guard let configuration = loadConfiguration(arguments) else { return ConfigurationError.exitStatus }
+        let inspector = SpoolInspector(layout: SpoolLayout(root: configuration.spool.directory))
+        if let missing = inspector.missingDirectory(reading: [directory]) {
+            printError("txrecon: list: " + Format.missing(missing, in: inspector.layout, configurationPath: configuration.path))
+            return 1
+        }
         do {
-            let rows = try SpoolInspector(layout: SpoolLayout(root: configuration.spool.directory)).list(directory)
+            let rows = try inspector.list(directory)
             if arguments.has("--json") {
-                print(JSONValue.array(rows.map(Format.json)).serializedString)
+                printJSON(.array(rows.map(Format.json)))
             } else {
-                for row in rows { print(Format.line(row)) }
+                for row in rows { printLine(Format.line(row)) }
             }
             return 0
         } catch {

@@ -16,12 +16,18 @@ enum ShowCommand: Command {
             Usage.fail("show: name exactly one KEY")
         }
         guard let configuration = loadConfiguration(arguments) else { return ConfigurationError.exitStatus }
+        let inspector = SpoolInspector(layout: SpoolLayout(root: configuration.spool.directory))
+        // show looks for the key in these and takes a missing file as "not here".
+        if let missing = inspector.missingDirectory(reading: [.queue, .hold, .done]) {
+            printError("txrecon: show: " + Format.missing(missing, in: inspector.layout, configurationPath: configuration.path))
+            return 1
+        }
         do {
-            guard let report = try SpoolInspector(layout: SpoolLayout(root: configuration.spool.directory)).show(key) else {
+            guard let report = try inspector.show(key) else {
                 printError("txrecon: show: no item \(key) in queue/, hold/ or done/")
                 return 1
             }
-            print(Format.report(report))
+            for line in Format.report(report) { printLine(line) }
             return 0
         } catch {
             printError("txrecon: show: \(error)")

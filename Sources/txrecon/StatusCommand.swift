@@ -1,5 +1,5 @@
-// txrecon status: counts per directory, the oldest queued item, the live
-// daemon, the last sweep.
+// txrecon status: counts per directory, the oldest queued item, the daemon
+// (or, when it does not run, the last status it wrote), the last sweep.
 import TxRecon
 
 enum StatusCommand: Command {
@@ -9,36 +9,37 @@ enum StatusCommand: Command {
         Usage: txrecon status [--config PATH] [--json]
 
         Prints how many files are in new/ (not yet tried) and items in queue/, hold/,
-        rejected/ and done/, the age of the oldest queued item, and, when the daemon runs, its own status line (backend
-        health, next retry), and the last `txrecon sweep` when there was one. Exit
-        status 0 even when items are held: read the counts.
+        rejected/ and done/, the age of the oldest queued item, the daemon's own status
+        line (backend health, next retry) or, when it does not run, the last one it
+        wrote and when, and the last `txrecon sweep` when there was one. Exit status 0
+        even when items are held: read the counts.
         """
 
     static func run(_ arguments: Arguments) async -> Int32 {
         guard let configuration = loadConfiguration(arguments) else { return ConfigurationError.exitStatus }
         let inspector = SpoolInspector(layout: SpoolLayout(root: configuration.spool.directory))
+        if let missing = inspector.missingDirectory(reading: SpoolInspector.Listable.allCases, inbox: true) {
+            printError("txrecon: status: " + Format.missing(missing, in: inspector.layout, configurationPath: configuration.path))
+            return 1
+        }
         do {
             let inbox = try inspector.inboxCount()
             let (counts, oldest) = try inspector.counts()
-            let live = inspector.liveStatus()
+            let daemon = inspector.daemonState()
             let now = WallTime.nowMilliseconds
             if arguments.has("--json") {
                 var members: [(String, JSONValue)] = [("new", .integer(inbox))]
                 members += counts.map { ($0.0.rawValue, .integer($0.1)) }
                 if let oldest { members.append(("oldestQueuedAgeSeconds", .integer((now - oldest) / 1000))) }
-                members.append(("daemon", live ?? .null))
+                members += Format.daemonJSON(daemon)
                 members.append(("sweep", LastSweep.read(inspector.layout)?.json ?? .null))
-                print(JSONValue.object(members).serializedString)
+                printJSON(.object(members))
             } else {
-                print("spool:    \(configuration.spool.directory)")
-                print((["new \(inbox)"] + counts.map { "\($0.0.rawValue) \($0.1)" }).joined(separator: ", "))
-                if let oldest { print("oldest queued item: \(Format.age(milliseconds: now - oldest)) old") }
-                if let live {
-                    print("daemon:   running (pid \(live["pid"]?.int64Value ?? 0)), \(live["status"]?.stringValue ?? "")")
-                } else {
-                    print("daemon:   not running")
-                }
-                if let sweep = LastSweep.read(inspector.layout) { print("sweep:    \(Format.sweep(sweep, now: now))") }
+                printLine("spool:    \(configuration.spool.directory)")
+                printLine((["new \(inbox)"] + counts.map { "\($0.0.rawValue) \($0.1)" }).joined(separator: ", "))
+                if let oldest { printLine("oldest queued item: \(Format.age(milliseconds: now - oldest)) old") }
+                printLine("daemon:   " + Format.daemon(daemon, now: now))
+                if let sweep = LastSweep.read(inspector.layout) { printLine("sweep:    \(Format.sweep(sweep, now: now))") }
             }
             return 0
         } catch {

@@ -22,7 +22,7 @@ enum SubmitCommand: Command {
             do {
                 let bytes = try FileInput.read(path, limit: configuration.spool.maxFileSize)
                 let name = try submission.drop(bytes)
-                print("\(path): new/\(name)")
+                printLine("\(path): new/\(name)")
             } catch {
                 printError("txrecon: submit \(path): \(error)")
                 status = 1

@@ -16,16 +16,24 @@ let commands: [String: any Command.Type] = [
 ]
 
 var words = Array(CommandLine.arguments.dropFirst())
-let name = words.first ?? "--help"
+guard let name = words.first else {
+    // No command is a usage error like any other, so a script that lost its
+    // argument fails; the overview says what to type.
+    printText(Usage.overview(commands: commands), toStandardError: true)
+    exit(2)
+}
 if name == "--help" || name == "-h" || name == "help" {
-    print(Usage.overview(commands: commands))
+    printText(Usage.overview(commands: commands))
     exit(0)
 }
 if name == "--version" {
-    print("txrecon \(TxReconVersion.current)")
+    printLine("txrecon \(TxReconVersion.current)")
     exit(0)
 }
 guard let command = commands[name] else {
+    if let meant = NearestName.suggestion(for: name, among: Array(commands.keys) + ["help"]) {
+        Usage.fail("unknown command '\(name)'; did you mean '\(meant)'? see 'txrecon --help'")
+    }
     Usage.fail("unknown command '\(name)'; see 'txrecon --help'")
 }
 words.removeFirst()
@@ -36,7 +44,7 @@ do {
     Usage.fail("\(name): \(error); see 'txrecon \(name) --help'")
 }
 if arguments.has("--help") {
-    print(command.help)
+    printText(command.help)
     exit(0)
 }
 exit(await CommandThread.run { await command.run(arguments) })

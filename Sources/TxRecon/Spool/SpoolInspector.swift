@@ -89,6 +89,14 @@ public struct SpoolInspector: Sendable {
         return count
     }
 
+    /// The spool's root, or else the first of `directories` (after new/ when
+    /// `inbox`), that does not exist; nil when all do. A spool never set up,
+    /// or a `Directory=` naming the wrong place, can then be told as such
+    /// instead of as the first read that fails.
+    public func missingDirectory(reading directories: [Listable], inbox: Bool = false) -> String? {
+        ([layout.root] + (inbox ? [layout.new] : []) + directories.map(path)).first(where: SystemCall.isMissing)
+    }
+
     /// Everything known about one key: where it is, its content, its state.
     public struct Report: Sendable {
         public var key: ItemKey
@@ -119,12 +127,37 @@ public struct SpoolInspector: Sendable {
         return nil
     }
 
-    /// The running daemon's last published status, or nil when no daemon holds the spool.
-    public func liveStatus() -> JSONValue? {
-        guard SpoolLock.isHeld(layout), let bytes = try? SystemCall.readFile(layout.statusFile, limit: 1 << 20) else {
-            return nil
+    /// Whether a daemon runs, and the status it wrote.
+    public enum DaemonState: Sendable, Equatable {
+        /// A daemon holds the spool's lock; its status, nil until it first
+        /// wrote one.
+        case running(JSONValue?)
+        /// No daemon holds the lock; the status the last one wrote before
+        /// it ended, nil when none did. Its counts are that daemon's, not
+        /// the spool's now.
+        case notRunning(last: WrittenStatus?)
+    }
+
+    /// The status file (SpoolLayout.statusFile) as the daemon left it.
+    public struct WrittenStatus: Sendable, Equatable {
+        /// What StatusPublisher wrote: pid, status line, phase, counts.
+        public var document: JSONValue
+        /// The file's modification time, ms since 1970: when it was written.
+        public var writtenAt: Int64
+    }
+
+    /// The daemon as the spool's lock and status file tell it. A daemon
+    /// that stopped, or died, leaves its last status behind.
+    public func daemonState() -> DaemonState {
+        let running = SpoolLock.isHeld(layout)
+        var written: WrittenStatus?
+        if let info = try? SystemCall.linkStatus(layout.statusFile),
+           let bytes = try? SystemCall.readFile(layout.statusFile, limit: 1 << 20),
+           let document = try? JSONValue.parse(bytes) {
+            written = WrittenStatus(document: document,
+                                    writtenAt: Int64(info.st_mtim.tv_sec) * 1000 + Int64(info.st_mtim.tv_nsec) / 1_000_000)
         }
-        return try? JSONValue.parse(bytes)
+        return running ? .running(written?.document) : .notRunning(last: written)
     }
 
     private func path(_ directory: Listable) -> String {
