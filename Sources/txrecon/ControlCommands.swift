@@ -55,14 +55,20 @@ enum ControlCommand {
         guard all != !arguments.positional.isEmpty else {
             Usage.fail("\(command.rawValue): name the items, or --all (not both)")
         }
+        // The daemon checks every name again (anyone in group txrecon can
+        // write ctl/); checked here too, so that nothing it would refuse is sent.
+        let invalid = arguments.positional.filter { !ControlRequest.isValid($0, for: command) }
+        for target in invalid { printError("\(target): skipped: \(ControlRequest.invalidTargetReason)") }
+        let targets = arguments.positional.filter { ControlRequest.isValid($0, for: command) }
+        guard all || !targets.isEmpty else { return 1 }
         guard let configuration = loadConfiguration(arguments) else { return ConfigurationError.exitStatus }
         let layout = SpoolLayout(root: configuration.spool.directory)
         let client = ControlClient(layout: layout)
         do {
-            let name = try client.submit(ControlRequest(command, targets: arguments.positional, all: all))
+            let name = try client.submit(ControlRequest(command, targets: targets, all: all))
             guard SpoolLock.isHeld(layout) else {
                 printLine("the daemon is not running: the request waits in ctl/\(name) and takes effect when it starts")
-                return 0
+                return invalid.isEmpty ? 0 : 1
             }
             guard let result = client.result(of: name, timeout: .seconds(10)) else {
                 printError("txrecon: \(command.rawValue): no answer from the daemon within 10s; the request stays in ctl/\(name)")
@@ -70,7 +76,7 @@ enum ControlCommand {
             }
             for target in result.applied { printLine("\(target): \(Format.verb(command))") }
             for (target, reason) in result.skipped { printError("\(target): skipped: \(reason)") }
-            return result.skipped.isEmpty ? 0 : 1
+            return result.skipped.isEmpty && invalid.isEmpty ? 0 : 1
         } catch {
             printError("txrecon: \(command.rawValue): \(error)")
             return 1

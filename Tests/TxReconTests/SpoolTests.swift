@@ -130,10 +130,10 @@ import TxReconTestSupport
         let spool = try makeSpool()
         _ = directory.write("junk", to: "spool/new/y")
         try spool.reject(drop: "y", because: Rejection("not-json", "no"), at: 0)
-        #expect(try spool.requeueRejected("y"))
+        #expect(try spool.requeueRejected("y") == .requeued)
         #expect(names("rejected") == [])
         #expect(names("new") == ["y"])
-        #expect(try spool.requeueRejected("y") == false)
+        #expect(try spool.requeueRejected("y") == .missing)
     }
 
     @Test func aPageIsSplitIntoDurableDropsBeforeItIsRemoved() throws {

@@ -3,7 +3,7 @@
 //
 // Opens with O_NONBLOCK so that a FIFO or device put where a file belongs
 // cannot hang start-up, refuses anything but a regular file (symbolic links
-// are followed), and returns the bytes together with the mode of the very
+// are followed unless the caller says not to), and returns the bytes together with the mode of the very
 // file it read, so permission checks and contents cannot disagree. Throws
 // `RegularFile.Failure`; logs nothing. It blocks on disk I/O: call it from
 // the main thread at start-up or a reload thread, never from async code.
@@ -41,11 +41,15 @@ enum RegularFile {
     }
 
     /// The whole content of the regular file at `path`, which must hold at
-    /// most `limit` bytes.
-    static func read(_ path: String, limit: Int) throws(Failure) -> Contents {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)
+    /// most `limit` bytes. `followingLinks` false refuses a symbolic link
+    /// (a request in ctl/, which anyone in group txrecon can write, must not
+    /// make the daemon read what it points to).
+    static func read(_ path: String, limit: Int, followingLinks: Bool = true) throws(Failure) -> Contents {
+        let noFollow = followingLinks ? 0 : O_NOFOLLOW
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | noFollow)
         guard descriptor >= 0 else {
             let error = errno
+            if error == ELOOP && !followingLinks { throw .notRegularFile(kind: "a symbolic link") }
             throw error == ENOENT ? .missing : .unreadable(reason: describe(error))
         }
         defer { close(descriptor) }

@@ -1094,12 +1094,13 @@ package actor DeliveryEngine {
     /// Executes one request from ctl/.
     func perform(_ request: ControlRequest) -> ControlResult {
         var result = ControlResult()
+        for target in request.targets where !ControlRequest.isValid(target, for: request.command) {
+            result.skipped.append((target, ControlRequest.invalidTargetReason))
+        }
+        let targets = request.targets.filter { ControlRequest.isValid($0, for: request.command) }
         switch request.command {
         case .release:
-            let keys = request.all ? held.sorted() : request.targets.compactMap { ItemKey($0) }
-            for target in request.targets where ItemKey(target) == nil {
-                result.skipped.append((target, "not a valid key"))
-            }
+            let keys = request.all ? held.sorted() : targets.compactMap { ItemKey($0) }
             for key in keys {
                 do {
                     guard held.contains(key), try spool.release(key) else {
@@ -1119,10 +1120,7 @@ package actor DeliveryEngine {
                 }
             }
         case .retry:
-            let keys = request.all ? entries.keys.sorted() : request.targets.compactMap { ItemKey($0) }
-            for target in request.targets where ItemKey(target) == nil {
-                result.skipped.append((target, "not a valid key"))
-            }
+            let keys = request.all ? entries.keys.sorted() : targets.compactMap { ItemKey($0) }
             for key in keys {
                 guard var entry = entries[key] else {
                     result.skipped.append((key.rawValue, held.contains(key) ? "held: use release" : "not queued"))
@@ -1145,15 +1143,19 @@ package actor DeliveryEngine {
                 result.applied.append(key.rawValue)
             }
         case .requeueRejected:
-            let names = request.all ? ((try? spool.rejectedNames()) ?? []) : request.targets
+            let names = request.all ? ((try? spool.rejectedNames()) ?? []) : targets
             for name in names {
                 do {
-                    if try spool.requeueRejected(name) {
+                    switch try spool.requeueRejected(name) {
+                    case .requeued:
                         status.rejected -= 1
                         events.requeued(file: name)
                         result.applied.append(name)
-                    } else {
+                    case .missing:
                         result.skipped.append((name, "no such file in rejected/"))
+                    case .notRegularFile:
+                        result.skipped.append((name, "not a regular file (a directory or FIFO set aside from new/); "
+                                               + "look at it and remove it by hand"))
                     }
                 } catch {
                     result.skipped.append((name, "\(error)"))

@@ -357,7 +357,15 @@ final class Intake: Sendable {
         let directory = spool.layout.ctl
         for name in names where !name.hasPrefix(".") && !name.hasSuffix(".result") {
             let path = directory + "/" + name
-            guard let bytes = try? SystemCall.readFile(path, limit: 1 << 20) else { continue }
+            let bytes: [UInt8]
+            do {
+                bytes = try RegularFile.read(path, limit: Intake.maximumRequestSize, followingLinks: false).bytes
+            } catch .missing {
+                continue
+            } catch {
+                failures.count += setAsideRequest(name, because: "\(error)") ? 0 : 1
+                continue
+            }
             var result = ControlResult()
             if let request = ControlRequest(json: bytes) {
                 let engine = self.engine
@@ -379,6 +387,39 @@ final class Intake: Sendable {
             }
         }
         return (failures, requeued)
+    }
+
+    /// A request is a command and a list of names: a few KiB, or 8,000
+    /// keys in 1 MiB.
+    static let maximumRequestSize = 1 << 20
+
+    /// A name in ctl/ that cannot be read as a request (a directory, a
+    /// symbolic link, a FIFO, larger than 1 MiB, unreadable) is answered,
+    /// so a waiting `txrecon` command learns why, and renamed to
+    /// ctl/.rejected-NAME, which no pass reads again, for a person to look
+    /// at. Returns false when that failed (it is tried at the next scan).
+    private func setAsideRequest(_ name: String, because problem: String) -> Bool {
+        let directory = spool.layout.ctl
+        let base = ".rejected-" + Spool.prefix(of: name, maximumBytes: 200)
+        var aside = base
+        var result = ControlResult()
+        result.skipped.append((name, "not a request txrecon can read: it \(problem)"))
+        do throws(SpoolError) {
+            var count = 0
+            while !(try SystemCall.renameNoReplace(directory + "/" + name, directory + "/" + aside)) {
+                count += 1
+                aside = base + ".\(count)"
+            }
+            try SystemCall.replaceFile(directory + "/" + name + ".result", result.json.serialized,
+                                       temporaryName: directory + "/.tmp-" + aside, sync: false)
+        } catch {
+            log.write(LogEntry(.error, "ctl/\(LogText.escaped(name)) \(problem) and cannot be set aside: \(error); "
+                               + "it is tried again shortly"))
+            return false
+        }
+        log.write(LogEntry(.warning, "ctl/\(LogText.escaped(name)) is not a request txrecon can read (it \(problem)); "
+                           + "answered and set aside as ctl/\(LogText.escaped(aside))"))
+        return true
     }
 
     /// Runs async work and blocks this (dedicated) thread until it is done.

@@ -27,6 +27,26 @@ public struct ControlRequest: Sendable, Equatable {
         self.all = all
     }
 
+    /// The answer to a target no command may act on.
+    public static let invalidTargetReason = "not a valid name"
+
+    /// Whether `target` can name what `command` acts on: an item key
+    /// (1-128 bytes) for release and retry; for requeue-rejected, a file
+    /// name in rejected/ (not empty, `.` or `..`, no `/` or NUL, not hidden,
+    /// not a `.reason`). The one check of every name in a request: the CLI
+    /// makes it before it writes one, the daemon again before it acts on
+    /// one, since anyone in group txrecon can write ctl/.
+    public static func isValid(_ target: String, for command: Command) -> Bool {
+        switch command {
+        case .release, .retry:
+            return ItemKey(target) != nil
+        case .requeueRejected:
+            return !target.isEmpty && target.utf8.count <= 255 && !target.hasPrefix(".")
+                && !target.utf8.contains(UInt8(ascii: "/")) && !target.utf8.contains(0)
+                && !target.hasSuffix(".reason")
+        }
+    }
+
     public var json: JSONValue {
         .object([("command", .string(command.rawValue)),
                  ("targets", .array(targets.map(JSONValue.string))),

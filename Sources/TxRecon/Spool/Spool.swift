@@ -249,14 +249,27 @@ package final class Spool: Sendable {
         """
     }
 
-    /// rejected/NAME -> new/NAME (its .reason removed): intake reads it again.
-    /// Returns false when there is no such rejected file.
-    func requeueRejected(_ name: String) throws(SpoolError) -> Bool {
-        guard !name.hasSuffix(".reason"), !name.hasPrefix("."), !name.contains("/"),
-              try SystemCall.linkStatus(layout.rejected + "/" + name) != nil else { return false }
+    /// What `requeueRejected` did.
+    enum Requeued: Equatable {
+        case requeued
+        /// No such name in rejected/.
+        case missing
+        /// The name is a directory, FIFO or other non-file set aside from
+        /// new/: moved back it would only be rejected again.
+        case notRegularFile
+    }
+
+    /// rejected/NAME -> new/NAME (its .reason removed): intake reads it
+    /// again. Only a regular file is moved, and only under a name
+    /// `ControlRequest.isValid` accepts (callers check; checked again here,
+    /// for an empty name would be rejected/ itself).
+    func requeueRejected(_ name: String) throws(SpoolError) -> Requeued {
+        guard ControlRequest.isValid(name, for: .requeueRejected),
+              let info = try SystemCall.linkStatus(layout.rejected + "/" + name) else { return .missing }
+        guard info.st_mode & S_IFMT == S_IFREG else { return .notRegularFile }
         try moveIntoInbox(layout.rejected + "/" + name, base: name)
         try SystemCall.unlinkIfPresent(layout.rejected + "/" + name + ".reason")
-        return true
+        return .requeued
     }
 
     /// Names of rejected inputs (not their reasons).
@@ -366,7 +379,7 @@ package final class Spool: Sendable {
             \(LogText.singleLine(reason))
             held-at: \(Timestamp.rfc3339(milliseconds: now))
             attempts: \(attempts)
-            to release: `txrecon show \(key)` to inspect, then `txrecon release \(key)` once the backend accepts it
+            to release: `txrecon show \(LogText.escaped(key.rawValue))` to inspect, then `txrecon release \(LogText.escaped(key.rawValue))` once the backend accepts it
 
             """
         try SystemCall.replaceFile(path(.hold, key) + ".reason", Array(text.utf8),
