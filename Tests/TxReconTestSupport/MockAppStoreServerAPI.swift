@@ -44,6 +44,9 @@ package final class MockAppStoreServerAPI: Sendable {
         /// 400, errorCode 4000017, for the next request that carries a
         /// pagination token.
         case expiredToken
+        /// 200 with this body: what a wrong BaseURL=, a captive proxy or a
+        /// changed API would answer.
+        case success(body: String)
     }
 
     /// One history request as served.
@@ -161,6 +164,7 @@ package final class MockAppStoreServerAPI: Sendable {
                 case .serverError(let status): return error(status, nil)
                 case .retryableError: return error(500, 5_000_001)
                 case .expiredToken: return error(400, 4_000_017)
+                case .success(let body): return .status(200, headers: [("Content-Type", "application/json")], body: body)
                 }
             }
             var offset = 0

@@ -85,24 +85,24 @@ struct NotificationHistoryPage: Sendable, Equatable {
             throw Malformed(description: "the answer is not JSON (\(error))")
         }
         guard value.objectValue != nil else { throw Malformed(description: "the answer is not a JSON object") }
-        var notifications: [HistoryNotification] = []
-        if let history = value["notificationHistory"], history != .null {
-            guard let entries = history.arrayValue else {
-                throw Malformed(description: "notificationHistory is not an array")
-            }
-            for (index, entry) in entries.enumerated() {
-                guard let signedPayload = entry["signedPayload"]?.stringValue, !signedPayload.isEmpty else {
-                    throw Malformed(description: "notificationHistory[\(index)] has no signedPayload string")
-                }
-                let lastResult = entry["sendAttempts"]?.arrayValue?.last?["sendAttemptResult"]?.stringValue
-                notifications.append(HistoryNotification(signedPayload: signedPayload, lastSendAttemptResult: lastResult))
-            }
+        // Both members are in every answer Apple documents. Without them a
+        // 200 is not a page at all (a wrong BaseURL=, a captive proxy, a
+        // changed API), and taken as an empty last one it would mark a
+        // window as swept that was never read.
+        guard let entries = value["notificationHistory"]?.arrayValue else {
+            throw Malformed(description: value["notificationHistory"] == nil
+                ? "it has no notificationHistory" : "notificationHistory is not an array")
         }
-        let hasMore: Bool
-        switch value["hasMore"] {
-        case nil, .null?: hasMore = false
-        case .bool(let flag)?: hasMore = flag
-        default: throw Malformed(description: "hasMore is not a boolean")
+        var notifications: [HistoryNotification] = []
+        for (index, entry) in entries.enumerated() {
+            guard let signedPayload = entry["signedPayload"]?.stringValue, !signedPayload.isEmpty else {
+                throw Malformed(description: "notificationHistory[\(index)] has no signedPayload string")
+            }
+            let lastResult = entry["sendAttempts"]?.arrayValue?.last?["sendAttemptResult"]?.stringValue
+            notifications.append(HistoryNotification(signedPayload: signedPayload, lastSendAttemptResult: lastResult))
+        }
+        guard case .bool(let hasMore)? = value["hasMore"] else {
+            throw Malformed(description: value["hasMore"] == nil ? "it has no hasMore" : "hasMore is not a boolean")
         }
         let token = value["paginationToken"]?.stringValue
         if hasMore && (token ?? "").isEmpty {

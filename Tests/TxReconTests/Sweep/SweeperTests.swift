@@ -106,6 +106,20 @@ private func history(_ count: Int, overDays days: Int64 = 3) -> [MockAppStoreSer
         #expect(try harness.spooledPayloads().isEmpty)
     }
 
+    @Test(arguments: [#"{"error":"nope"}"#, #"{"hasMore":false}"#, #"{"notificationHistory":[]}"#, "{}",
+                      #"{"notificationHistory":null,"hasMore":false}"#, #"{"notificationHistory":[],"hasMore":null}"#])
+    func aSuccessThatIsNotAHistoryPageEndsTheRunAsTemporaryAndKeepsTheCheckpoint(body: String) async throws {
+        let harness = try SweepHarness(entries: history(6))
+        let before = SweepCheckpoint(completedThrough: SweepHarness.start - hour)
+        try harness.saveCheckpoint(before)
+        for _ in 0...RateLimiter.maximumBackoffs { harness.api.inject(.success(body: body)) }
+        let report = try await harness.run()
+        #expect(report.stop?.kind == .temporary && report.exitStatus == 75, "\(body)")
+        #expect(report.stop?.reason.contains("not a notification history page") == true)
+        #expect(try harness.savedCheckpoint() == before, "nothing was read, so nothing is marked as swept")
+        #expect(try harness.spooledPayloads().isEmpty)
+    }
+
     @Test func theFailuresPassRecoversWhatApplesRetriesGaveUpOn() async throws {
         let entries = history(9, overDays: 6)
         let harness = try SweepHarness(entries: entries)
