@@ -9,7 +9,8 @@ enum CheckConfigCommand: Command {
         Reads the configuration file and its drop-ins, and the secret and root
         certificate files they name, exactly as the daemon does; prints the settings
         in force (never a secret), each trusted root's subject and SHA-256 fingerprint,
-        and the warning the daemon would log at start.
+        and the warnings the daemon (or txrecon sweep) would log at start: values
+        that are legal but almost certainly wrong.
         Exit status 0 when valid, 78 with the file, line and key when not.
         """
 
@@ -23,7 +24,9 @@ enum CheckConfigCommand: Command {
             for line in ConfigurationSummary.lines(configuration, secrets: secrets, verification: verification) {
                 printLine("  " + line)
             }
-            if let warning = configuration.verification.startWarning { printError("txrecon: warning: \(warning)") }
+            let warnings = ConfigurationWarnings.daemon(configuration, secrets: secrets)
+                + ConfigurationWarnings.sweep(configuration.sweep)
+            for warning in warnings { printError("txrecon: warning: \(warning)") }
             return 0
         } catch {
             printError("txrecon: configuration error: \(error)")

@@ -25,9 +25,69 @@ extension BackendSecrets {
     public static func load(
         for configuration: Configuration, environment: [String: String]
     ) throws(ConfigurationError) -> BackendSecrets {
-        BackendSecrets(
+        var secrets = BackendSecrets(
             bearerToken: try bearerToken(for: configuration, environment: environment),
             webhookSigningKey: try signingKey(for: configuration))
+        let clientKeyLines = try checkTLSFiles(configuration)
+        secrets.redactable = [secrets.bearerToken, configuration.backend.urlQuery].compactMap { $0 } + clientKeyLines
+        if let key = secrets.webhookSigningKey {
+            let encoded = Data(key).base64EncodedString()
+            secrets.redactable += [signingSecretPrefix + encoded, encoded]
+        }
+        return secrets
+    }
+
+    /// Parses CAFile=, ClientCertificateFile= and ClientKeyFile= as curl
+    /// will use them, and checks the key's permissions as a secret file's;
+    /// returns the key's PEM lines, to be kept out of every output. The
+    /// key is read here to be checked: curl reads it again by its path
+    /// when it opens a connection.
+    private static func checkTLSFiles(_ configuration: Configuration) throws(ConfigurationError) -> [String] {
+        let backend = configuration.backend
+        if let path = backend.caFile {
+            let key = "Backend.CAFile"
+            let bytes: [UInt8]
+            do {
+                bytes = try RegularFile.read(path, limit: 16 << 20).bytes
+            } catch {
+                throw configurationError(configuration, key: key, message: "\(path) \(error)")
+            }
+            guard TLSFiles.certificateCount(inPEM: bytes) != nil else {
+                throw configurationError(configuration, key: key,
+                                         message: "\(path) holds no PEM certificates OpenSSL can read (or something "
+                                            + "else besides); CAFile= takes a PEM bundle of CA certificates")
+            }
+        }
+        guard let certificatePath = backend.clientCertificateFile, let keyPath = backend.clientKeyFile else { return [] }
+        let certificate: [UInt8]
+        do {
+            certificate = try RegularFile.read(certificatePath, limit: 1 << 20).bytes
+        } catch {
+            throw configurationError(configuration, key: "Backend.ClientCertificateFile", message: "\(certificatePath) \(error)")
+        }
+        let keyBytes: [UInt8]
+        do {
+            keyBytes = try SecretFile.read(keyPath)
+        } catch {
+            throw configurationError(configuration, key: "Backend.ClientKeyFile", message: error.message(path: keyPath))
+        }
+        do throws(TLSFiles.IdentityProblem) {
+            try TLSFiles.checkIdentity(certificatePEM: certificate, keyPEM: keyBytes)
+        } catch {
+            switch error {
+            case .certificateUnreadable:
+                throw configurationError(configuration, key: "Backend.ClientCertificateFile",
+                                         message: "\(certificatePath) holds no PEM certificate OpenSSL can read")
+            case .keyUnreadable:
+                throw configurationError(configuration, key: "Backend.ClientKeyFile",
+                                         message: "\(keyPath) holds no PEM private key OpenSSL can read without a "
+                                            + "passphrase; curl cannot ask for one")
+            case .mismatch:
+                throw configurationError(configuration, key: "Backend.ClientKeyFile",
+                                         message: "\(keyPath) is not the key of the certificate in \(certificatePath)")
+            }
+        }
+        return TLSFiles.bodyLines(ofPEM: keyBytes)
     }
 
     private static func bearerToken(

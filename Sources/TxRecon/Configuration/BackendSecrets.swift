@@ -9,6 +9,10 @@ public struct BackendSecrets: Sendable, Equatable, CustomStringConvertible, Cust
     public var bearerToken: String?
     /// The decoded key of a Standard Webhooks `whsec_…` secret; nil signs nothing.
     public var webhookSigningKey: [UInt8]?
+    /// Every text of a secret that must never leave the process (the
+    /// token, the signing secret as written, the query of URL=, the lines
+    /// of the TLS client key), for SecretRedactor.
+    package var redactable: [String] = []
 
     public init(bearerToken: String? = nil, webhookSigningKey: [UInt8]? = nil) {
         self.bearerToken = bearerToken

@@ -76,6 +76,21 @@ public struct BackendSettings: Sendable, Equatable {
     public var clientKeyFile: String?
 
     public init() {}
+
+    /// URL= as logs and check-config show it: a query, which may carry a
+    /// credential, stands as `?<redacted>`.
+    public var displayURL: String {
+        guard urlQuery != nil, let mark = url.firstIndex(of: "?") else { return url }
+        return url[...mark] + SecretRedactor.placeholder
+    }
+
+    /// The query of URL= (after `?`, before any `#`), which some backends
+    /// take a key in; kept out of every output. nil when there is none.
+    var urlQuery: String? {
+        guard let mark = url.firstIndex(of: "?") else { return nil }
+        let query = url[url.index(after: mark)...].prefix { $0 != "#" }
+        return query.isEmpty ? nil : String(query)
+    }
 }
 
 /// `[Delivery]`

@@ -15,7 +15,7 @@ public enum ConfigurationSummary {
             "MaxFileSize=\(spool.maxFileSize)",
             "DoneRetention=\(TimeSpan.format(spool.doneRetention))",
             "[Backend]",
-            "URL=\(backend.url)",
+            "URL=\(backend.displayURL)",
             "Timeout=\(TimeSpan.format(backend.timeout))",
             "BearerToken: \(secrets.bearerToken == nil ? "none" : "set (from \(backend.bearerTokenFile ?? "credential backend-token"))")",
             "SigningSecret: \(secrets.webhookSigningKey == nil ? "none" : "set (from \(backend.signingSecretFile ?? ""))")",

@@ -4,7 +4,7 @@
 // Each parser throws `InvalidValue` with a sentence that quotes the value,
 // says what is wrong and what is accepted; the loader adds the file, line and
 // `Section.Key`. A value that could hold a credential (a URL with a user
-// name or password) is not quoted.
+// name or password, a URL's query) is not quoted.
 import FoundationEssentials
 
 /// Why a value was refused, e.g. `"0" is not between 1 and 64`.
@@ -98,7 +98,7 @@ enum SettingValue {
         // Checked first so that no character is silently percent-encoded and
         // non-ASCII host names are written in their xn-- form.
         guard text.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }), let url = URL(string: text) else {
-            throw InvalidValue(message: "\(quoted(text)) is not \(accepted)")
+            throw InvalidValue(message: "\(quotedURL(text)) is not \(accepted)")
         }
         guard url.user == nil, url.password == nil else {
             throw InvalidValue(
@@ -108,13 +108,19 @@ enum SettingValue {
         guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
               let host = url.host, !host.isEmpty
         else {
-            throw InvalidValue(message: "\(quoted(text)) is not \(accepted)")
+            throw InvalidValue(message: "\(quotedURL(text)) is not \(accepted)")
         }
         if let port = url.port, !(1...65_535).contains(port) {
-            throw InvalidValue(message: "\(quoted(text)): port \(port) is not between 1 and 65535")
+            throw InvalidValue(message: "\(quotedURL(text)): port \(port) is not between 1 and 65535")
         }
         return text
     }
 
     private static func quoted(_ text: String) -> String { "\"\(text)\"" }
+
+    /// A URL quoted without its query, which may hold a credential.
+    private static func quotedURL(_ text: String) -> String {
+        guard let mark = text.firstIndex(of: "?") else { return quoted(text) }
+        return quoted(text[...mark] + SecretRedactor.placeholder)
+    }
 }

@@ -165,6 +165,9 @@ package actor DeliveryEngine {
     private let clock: any EngineClock
     private let events: ItemEvents
     private let log: any LogSink
+    /// Takes the daemon's secrets out of the reasons made of the backend's
+    /// answers before anything stores or shows them.
+    private let redactor: SecretRedactor
     private let publish: @Sendable (EngineStatus) -> Void
     private var settings: Settings
     private var transport: any Transport
@@ -216,9 +219,10 @@ package actor DeliveryEngine {
 
     package init(spool: Spool, settings: Settings, transport: any Transport, prepare: @escaping RequestPreparer,
          clock: any EngineClock, log: any LogSink, executor: ThreadExecutor,
-         buildDoneIndex: @escaping DoneIndexBuilder = DoneIndex.build(from:),
+         buildDoneIndex: @escaping DoneIndexBuilder = DoneIndex.build(from:), redactor: SecretRedactor = SecretRedactor(),
          publish: @escaping @Sendable (EngineStatus) -> Void) {
         self.executor = executor
+        self.redactor = redactor
         self.buildDoneIndex = buildDoneIndex
         self.spool = spool
         self.settings = settings
@@ -786,6 +790,7 @@ package actor DeliveryEngine {
     private func launch(_ key: ItemKey, attempt: Int, receivedAt: Int64, cached: Item?, hasStateFile: Bool,
                         followsDelivery: Bool, inbox: String?) {
         let spool = self.spool, decoder = self.decoder, prepare = self.prepare, executor = self.executor
+        let redactor = self.redactor
         let limit = settings.maxFileSize, now = clock.wallMilliseconds, started = clock.now, clock = self.clock
         transport.start { send in
             let exchange = { () -> Exchange in
@@ -796,7 +801,8 @@ package actor DeliveryEngine {
                 let sentAt = clock.now
                 let result = send(request)
                 let wall = clock.wallMilliseconds
-                var settlement = Settlement(outcome: Outcome(result, now: Double(wall) / 1000), sentAt: sentAt)
+                let outcome = Outcome(result, now: Double(wall) / 1000).redacted(by: redactor)
+                var settlement = Settlement(outcome: outcome, sentAt: sentAt)
                 do throws(SpoolError) {
                     switch settlement.outcome {
                     case .delivered:

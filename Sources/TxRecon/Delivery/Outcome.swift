@@ -72,3 +72,18 @@ public enum Outcome: Sendable, Equatable {
         }
     }
 }
+
+extension Outcome {
+    /// The outcome with `redactor`'s secrets taken out of its reason: a
+    /// backend that echoes the request's headers in its answer must not
+    /// have the bearer token stored in hold/KEY.reason or KEY.state.
+    func redacted(by redactor: SecretRedactor) -> Outcome {
+        switch self {
+        case .delivered: return self
+        case let .retryLater(reason, status, retryAfter):
+            return .retryLater(reason: redactor.redact(reason), status: status, retryAfter: retryAfter)
+        case let .hold(reason, status):
+            return .hold(reason: redactor.redact(reason), status: status)
+        }
+    }
+}

@@ -38,8 +38,12 @@ public enum Daemon {
 
     /// Runs the daemon until it is told to stop; returns the exit status.
     public static func run(configurationPath: String, environment: [String: String], version: String) async -> Int32 {
-        let log = LogSinks.standard(environment: environment)
+        // Everything logged goes through the redactor, which learns the
+        // secrets once they are read.
+        let redactor = SecretRedactor()
+        let log = RedactingLogSink(LogSinks.standard(environment: environment), redactor: redactor)
         let health = SystemdNotifier(log: log)
+        ProcessHardening.disableCoreDumps()
 
         let configuration: Configuration
         let secrets: BackendSecrets
@@ -50,7 +54,10 @@ public enum Daemon {
             log.write(LogEntry(.error, "configuration error: \(error)"))
             return ExitStatus.configuration
         }
-        if let warning = configuration.verification.startWarning { log.write(LogEntry(.warning, warning)) }
+        redactor.replace(with: secrets.redactable)
+        for warning in ConfigurationWarnings.daemon(configuration, secrets: secrets) {
+            log.write(LogEntry(.warning, warning))
+        }
 
         let layout = SpoolLayout(root: configuration.spool.directory)
         let lock: SpoolLock
@@ -92,7 +99,7 @@ public enum Daemon {
         let engine = DeliveryEngine(
             spool: spool, settings: engineSettings(configuration), transport: transport,
             prepare: preparer(version: version, secrets: secrets),
-            clock: SystemClock(), log: log, executor: executor,
+            clock: SystemClock(), log: log, executor: executor, redactor: redactor,
             publish: { status in
                 publisher.publish(status)
                 metrics?.publish(status)
@@ -138,7 +145,7 @@ public enum Daemon {
         publisher.publish(await engine.currentStatus)
         publisher.flushNow()
         health.notify("READY=1")
-        log.write(LogEntry(.info, "txrecon \(version) ready: spool \(layout.root), backend \(configuration.backend.url)",
+        log.write(LogEntry(.info, "txrecon \(version) ready: spool \(layout.root), backend \(configuration.backend.displayURL)",
                            messageID: MessageID.started))
 
         var current = configuration
@@ -148,7 +155,8 @@ public enum Daemon {
             case .reload:
                 health.notify("RELOADING=1")
                 current = await reload(current, path: configurationPath, environment: environment, version: version,
-                                       engine: engine, transport: transport, intake: intake, log: log)
+                                       engine: engine, transport: transport, intake: intake, redactor: redactor,
+                                       log: log)
                 health.notify("READY=1")
             case let .stop(name):
                 log.write(LogEntry(.info, "\(name) received: stopping", messageID: MessageID.stopping))
@@ -182,10 +190,13 @@ public enum Daemon {
 
     // MARK: Reload
 
+    /// Reads the configuration again and applies it; what takes effect only
+    /// at a restart keeps its running value, and the log says which keys
+    /// wait for one. Returns the configuration now in force.
     private static func reload(_ current: Configuration, path: String, environment: [String: String], version: String,
                                engine: DeliveryEngine, transport: CurlTransport, intake: Intake,
-                               log: any LogSink) async -> Configuration {
-        let next: Configuration
+                               redactor: SecretRedactor, log: any LogSink) async -> Configuration {
+        var next: Configuration
         let secrets: BackendSecrets
         let verification: SignedDataPolicy?
         do {
@@ -195,24 +206,46 @@ public enum Daemon {
                                messageID: MessageID.reloadRefused))
             return current
         }
-        if next.spool.directory != current.spool.directory || next.spool.doneRetention != current.spool.doneRetention
-            || next.delivery.maxConcurrentDeliveries != current.delivery.maxConcurrentDeliveries
-            || next.metrics != current.metrics {
-            log.write(LogEntry(.error, "reload refused: Directory=, DoneRetention=, MaxConcurrentDeliveries= "
-                               + "and TextfileDirectory= "
-                               + "take effect only at restart (systemctl restart txrecon); the running configuration stays",
-                               messageID: MessageID.reloadRefused))
-            return current
-        }
+        let waiting = keepRestartOnlySettings(of: current, in: &next)
+        redactor.replace(with: secrets.redactable)
         transport.update(settings: next.backend)
         intake.reconfigure(intakeSettings(next, verification: verification))
-        if let warning = next.verification.startWarning, warning != current.verification.startWarning {
+        let before = ConfigurationWarnings.daemon(current, secrets: secrets)
+        for warning in ConfigurationWarnings.daemon(next, secrets: secrets) where !before.contains(warning) {
             log.write(LogEntry(.warning, warning))
         }
         await engine.reconfigure(settings: engineSettings(next), transport: transport,
                                  prepare: preparer(version: version, secrets: secrets))
-        log.write(LogEntry(.info, "configuration reloaded from \(path)", messageID: MessageID.reloaded))
+        var message = "configuration reloaded from \(path)"
+        if !waiting.isEmpty {
+            message += "; \(waiting.joined(separator: ", ")) changed but take effect only at a restart "
+                + "(systemctl restart txrecon), the running values stay until then"
+        }
+        log.write(LogEntry(waiting.isEmpty ? .info : .notice, message, messageID: MessageID.reloaded))
         return next
+    }
+
+    /// Puts the running values of the settings a reload cannot change into
+    /// `next`; returns the keys whose new values wait for a restart.
+    static func keepRestartOnlySettings(of current: Configuration, in next: inout Configuration) -> [String] {
+        var waiting: [String] = []
+        if next.spool.directory != current.spool.directory {
+            waiting.append("Directory=")
+            next.spool.directory = current.spool.directory
+        }
+        if next.spool.doneRetention != current.spool.doneRetention {
+            waiting.append("DoneRetention=")
+            next.spool.doneRetention = current.spool.doneRetention
+        }
+        if next.delivery.maxConcurrentDeliveries != current.delivery.maxConcurrentDeliveries {
+            waiting.append("MaxConcurrentDeliveries=")
+            next.delivery.maxConcurrentDeliveries = current.delivery.maxConcurrentDeliveries
+        }
+        if next.metrics != current.metrics {
+            waiting.append("TextfileDirectory=")
+            next.metrics = current.metrics
+        }
+        return waiting
     }
 
     // MARK: Pieces

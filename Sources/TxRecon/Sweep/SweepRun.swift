@@ -19,10 +19,12 @@ public enum SweepRun {
     /// `JOURNAL_STREAM`). Returns the exit status.
     public static func run(configurationPath: String, environment: [String: String], dryRun: Bool) async -> Int32 {
         let log = LogSinks.standard(environment: environment)
+        ProcessHardening.disableCoreDumps()
         do {
             return try await DedicatedThread.run(name: "txrecon-sweep") {
                 let listing: ((HistoryNotification) -> Void)? = dryRun ? { print(line(for: $0)) } : nil
-                let report = perform(configurationPath: configurationPath, environment: environment, listing: listing)
+                let report = perform(configurationPath: configurationPath, environment: environment, listing: listing,
+                                     log: log)
                 log.write(report.logEntry)
                 return report.exitStatus
             }
@@ -37,7 +39,7 @@ public enum SweepRun {
 
     /// The whole run, blocking; `listing` as for `Sweeper` (nil: a real run).
     static func perform(configurationPath: String, environment: [String: String],
-                        listing: ((HistoryNotification) -> Void)?) -> SweepReport {
+                        listing: ((HistoryNotification) -> Void)?, log: any LogSink) -> SweepReport {
         let clock = SystemSweepClock()
         var report = SweepReport(environment: nil, dryRun: listing != nil, startedAt: clock.wallMilliseconds)
         let configuration: Configuration
@@ -51,6 +53,7 @@ public enum SweepRun {
             return report
         }
         let settings = configuration.sweep
+        for warning in ConfigurationWarnings.sweep(settings) { log.write(LogEntry(.warning, warning)) }
         let layout = SpoolLayout(root: configuration.spool.directory)
         let state: SweepStateDirectory
         let client: AppStoreAPIClient

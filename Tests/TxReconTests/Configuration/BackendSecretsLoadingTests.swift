@@ -206,4 +206,78 @@ private let signingSecret = "whsec_AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcY"
         #expect(error?.file == dropIn)
         #expect(error?.line == 2)
     }
+
+    // MARK: TLS files and what is kept out of every output
+
+    /// Loads `[Backend]` with `extra` lines after URL= (on line 3 on).
+    private func load(_ fixture: SecretsFixture, url: String = "https://backend.example/in",
+                      _ extra: String) throws(ConfigurationError) -> BackendSecrets {
+        fixture.directory.write("[Backend]\nURL=\(url)\n\(extra)\n", to: "txrecon.conf")
+        let configuration = try ConfigurationLoader.load(path: fixture.configurationPath)
+        return try BackendSecrets.load(for: configuration, environment: [:])
+    }
+
+    @Test func aCAFileThatHoldsNoCertificateIsAConfigurationError() {
+        let fixture = SecretsFixture()
+        fixture.directory.write("not a certificate\n", to: "ca.pem")
+        let error = #expect(throws: ConfigurationError.self) {
+            try load(fixture, "CAFile=\(fixture.directory.path)/ca.pem")
+        }
+        #expect(error?.key == "Backend.CAFile" && error?.line == 3)
+        #expect(error?.message.contains("holds no PEM certificates OpenSSL can read") == true)
+        #expect(throws: Never.self) { try load(fixture, "CAFile=\(TestPKI.path("root"))") }
+    }
+
+    @Test func aClientIdentityIsParsedItsKeyGuardedAndMatched() throws {
+        let fixture = SecretsFixture()
+        let key = String(decoding: try SystemCall.readFile(TestPKI.directory + "/leaf.key", limit: 65536), as: UTF8.self)
+        fixture.directory.write(key, to: "client.key", mode: 0o640)
+        let identity = "ClientCertificateFile=\(TestPKI.path("leaf"))\nClientKeyFile=\(fixture.directory.path)/client.key"
+        let secrets = try load(fixture, identity)
+        let bodyLine = try #require(key.split(separator: "\n").first { !$0.hasPrefix("-----") })
+        #expect(secrets.redactable.contains(String(bodyLine)), "the key's lines are kept out of every output")
+
+        fixture.directory.write(key, to: "client.key", mode: 0o644)
+        let exposed = #expect(throws: ConfigurationError.self) { try load(fixture, identity) }
+        #expect(exposed?.key == "Backend.ClientKeyFile" && exposed?.message.contains("readable by every user") == true)
+
+        fixture.directory.write("garbage", to: "client.key", mode: 0o600)
+        let garbage = #expect(throws: ConfigurationError.self) { try load(fixture, identity) }
+        #expect(garbage?.message.contains("holds no PEM private key OpenSSL can read without a passphrase") == true)
+
+        fixture.directory.write(key, to: "client.key", mode: 0o600)
+        let other = "ClientCertificateFile=\(TestPKI.path("leaf-p384"))\nClientKeyFile=\(fixture.directory.path)/client.key"
+        let mismatch = #expect(throws: ConfigurationError.self) { try load(fixture, other) }
+        #expect(mismatch?.message.contains("is not the key of the certificate in") == true)
+
+        fixture.directory.write("garbage", to: "client.pem", mode: 0o644)
+        let badCertificate = "ClientCertificateFile=\(fixture.directory.path)/client.pem\n"
+            + "ClientKeyFile=\(fixture.directory.path)/client.key"
+        let unreadable = #expect(throws: ConfigurationError.self) { try load(fixture, badCertificate) }
+        #expect(unreadable?.key == "Backend.ClientCertificateFile")
+    }
+
+    @Test func theTokenTheSigningSecretAndTheURLsQueryAreRedactable() throws {
+        let fixture = SecretsFixture()
+        fixture.writeToken("tok-123.abc\n")
+        fixture.writeSigningSecret(signingSecret)
+        let secrets = try load(fixture, url: "https://backend.example/in?key=q-secret-9",
+                               "BearerTokenFile=\(fixture.tokenPath)\nSigningSecretFile=\(fixture.signingSecretPath)")
+        #expect(Set(secrets.redactable).isSuperset(of: ["tok-123.abc", "key=q-secret-9", signingSecret,
+                                                         String(signingSecret.dropFirst(6))]))
+        var backend = BackendSettings()
+        backend.url = "https://backend.example/in?key=q-secret-9#part"
+        #expect(backend.displayURL == "https://backend.example/in?<redacted>")
+        backend.url = "https://backend.example/in"
+        #expect(backend.displayURL == "https://backend.example/in")
+    }
+
+    @Test func aURLThatIsRefusedIsQuotedWithoutItsQuery() {
+        let fixture = SecretsFixture()
+        let error = #expect(throws: ConfigurationError.self) {
+            try load(fixture, url: "ftp://backend.example/in?key=q-secret-9", "")
+        }
+        #expect(error?.message.contains("q-secret-9") == false)
+        #expect(error?.message.hasPrefix(#""ftp://backend.example/in?<redacted>" is not"#) == true)
+    }
 }

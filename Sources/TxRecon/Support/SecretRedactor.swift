@@ -1,0 +1,114 @@
+// SecretRedactor: the one place where the secrets a process knows are taken
+// out of text before it leaves the process. A backend that echoes request
+// headers in a refusal would otherwise put the bearer token into
+// hold/KEY.reason, the journal and `txrecon list hold`, which every producer
+// in group txrecon can read.
+//
+// Two kinds of text pass through it: every log entry (RedactingLogSink
+// wraps the process's log sink), and every reason derived from the
+// backend's answer, at the point the answer becomes text (the attempt's
+// Outcome), so that what the spool stores (hold/KEY.reason, KEY.state) and
+// what is shown from it (STATUS, txrecon status, list, show) never held the
+// secret. The secrets are replaced on reload.
+import Synchronization
+
+/// Replaces every occurrence of a known secret by `<redacted>`.
+package final class SecretRedactor: Sendable {
+    /// What stands in for a secret.
+    package static let placeholder = "<redacted>"
+    /// Shorter texts are not looked for: they would blank out ordinary
+    /// words, and no real token, key or query is that short.
+    static let minimumLength = 6
+
+    private let secrets: Mutex<[[UInt8]]>
+
+    package init(_ secrets: [String] = []) {
+        self.secrets = Mutex(SecretRedactor.forms(of: secrets))
+    }
+
+    /// Forgets the old secrets and looks for `secrets` from now on.
+    package func replace(with secrets: [String]) {
+        let forms = SecretRedactor.forms(of: secrets)
+        self.secrets.withLock { $0 = forms }
+    }
+
+    /// `text` with every known secret replaced by `<redacted>`.
+    package func redact(_ text: String) -> String {
+        let secrets = self.secrets.withLock { $0 }
+        guard !secrets.isEmpty else { return text }
+        var bytes = Array(text.utf8)
+        var changed = false
+        for secret in secrets {
+            changed = SecretRedactor.replace(secret, in: &bytes) || changed
+        }
+        return changed ? String(decoding: bytes, as: UTF8.self) : text
+    }
+
+    /// Each secret as given and as an echo would spell it: JSON-escaped and
+    /// percent-encoded. Longest first, so a secret inside another is
+    /// replaced whole.
+    private static func forms(of secrets: [String]) -> [[UInt8]] {
+        var forms = Set<[UInt8]>()
+        for secret in secrets where secret.utf8.count >= minimumLength {
+            forms.insert(Array(secret.utf8))
+            forms.insert(Array(JSONValue.string(secret).serialized.dropFirst().dropLast()))
+            forms.insert(percentEncoded(secret))
+        }
+        return forms.sorted { $0.count > $1.count }
+    }
+
+    private static func percentEncoded(_ text: String) -> [UInt8] {
+        var encoded: [UInt8] = []
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                 UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
+                 UInt8(ascii: "~"):
+                encoded.append(byte)
+            default:
+                let digits = Array("0123456789ABCDEF".utf8)
+                encoded += [UInt8(ascii: "%"), digits[Int(byte >> 4)], digits[Int(byte & 0xF)]]
+            }
+        }
+        return encoded
+    }
+
+    /// Replaces every occurrence of `secret` in `bytes`; whether there was one.
+    private static func replace(_ secret: [UInt8], in bytes: inout [UInt8]) -> Bool {
+        guard let first = secret.first, bytes.count >= secret.count else { return false }
+        var result: [UInt8] = []
+        var index = 0, copied = 0
+        while index + secret.count <= bytes.count {
+            if bytes[index] == first, bytes[index..<index + secret.count].elementsEqual(secret) {
+                result += bytes[copied..<index]
+                result += placeholder.utf8
+                index += secret.count
+                copied = index
+            } else {
+                index += 1
+            }
+        }
+        guard copied > 0 else { return false }
+        result += bytes[copied...]
+        bytes = result
+        return true
+    }
+}
+
+/// A log sink that redacts every message and field value first.
+package struct RedactingLogSink: LogSink {
+    let inner: any LogSink
+    let redactor: SecretRedactor
+
+    package init(_ inner: any LogSink, redactor: SecretRedactor) {
+        self.inner = inner
+        self.redactor = redactor
+    }
+
+    package func write(_ entry: LogEntry) {
+        var entry = entry
+        entry.message = redactor.redact(entry.message)
+        entry.fields = entry.fields.map { ($0.name, redactor.redact($0.value)) }
+        inner.write(entry)
+    }
+}

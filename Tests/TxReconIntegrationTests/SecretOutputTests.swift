@@ -1,0 +1,109 @@
+// The built daemon against a backend that echoes the request's headers in
+// its refusal: the bearer token reaches no text txrecon stores or prints.
+// And the configuration checks the daemon makes before it runs.
+import Glibc
+import Testing
+@testable import TxRecon
+import TxReconTestSupport
+
+@Suite(.serialized, .timeLimit(.minutes(2)))
+struct SecretOutputTests {
+    static let token = "tok-8c1f5e2a9b7d4e60"
+
+    @Test func aTokenEchoedByTheBackendIsInNoOutput() async throws {
+        // 409 holds the item with the body as its reason; 401 retries it.
+        let fixture = try DaemonFixture { request in
+            let echo = "you sent Authorization: \(request.header("Authorization") ?? "")"
+            return request.body.contains(UInt8(ascii: "h")) ? .status(409, body: echo) : .status(401, body: echo)
+        }
+        _ = fixture.directory.write(Self.token + "\n", to: "token", mode: 0o600)
+        try fixture.writeConfig("[Backend]\nBearerTokenFile=\(fixture.directory.path)/token\n")
+        let daemon = try await fixture.start()
+        try fixture.drop(#"{"id":"held","version":1,"payload":{"n":"h"}}"#)
+        try fixture.drop(#"{"id":"retried","version":1,"payload":{"n":1}}"#)
+        #expect(await fixture.eventually { fixture.names("hold").contains("held.reason")
+                && fixture.names("queue").contains("retried.state") })
+        #expect(fixture.server.requests.allSatisfy { $0.header("Authorization") == "Bearer \(Self.token)" },
+                "the backend did get the token")
+
+        var outputs: [(String, String)] = []
+        outputs.append(("hold/held.reason", fixture.read("spool/hold/held.reason")))
+        outputs.append(("queue/retried.state", fixture.read("spool/queue/retried.state")))
+        for arguments in [["list", "hold"], ["show", "held"], ["list"], ["show", "retried"], ["status"], ["status", "--json"],
+                          ["list", "hold", "--json"]] {
+            let answer = try await fixture.cli(arguments)
+            outputs.append((arguments.joined(separator: " "), answer.stdout + answer.stderr))
+        }
+        outputs.append(("the daemon's log", daemon.stderr))
+        outputs.append(("txrecon.status", fixture.read("spool/txrecon.status")))
+        outputs.append(("STATUS", fixture.notify.messages.compactMap { $0.value(of: "STATUS") }.joined(separator: "\n")))
+        #expect(outputs[0].1.contains("you sent Authorization: Bearer <redacted>"), "\(outputs[0].1)")
+        for (name, text) in outputs {
+            #expect(!text.contains(Self.token), "\(name) holds the token:\n\(text)")
+        }
+    }
+
+    @Test func checkConfigAndTheReadyLineNeverShowTheURLsQuery() async throws {
+        let fixture = try DaemonFixture()
+        try fixture.writeConfig("", url: fixture.server.url + "in?api_key=q-secret-7731")
+        let check = try await fixture.cli(["check-config"])
+        #expect(check.status == 0, "\(check.stderr)")
+        #expect(check.stdout.contains("URL=\(fixture.server.url)in?<redacted>"), "\(check.stdout)")
+        let daemon = try await fixture.start()
+        try fixture.drop(fixture.envelope("a", version: 1))
+        #expect(await fixture.server.waitForRequests(count: 1, timeout: .seconds(20)))
+        #expect(fixture.server.requests.first?.path.hasSuffix("?api_key=q-secret-7731") == true)
+        #expect(daemon.stderr.contains("backend \(fixture.server.url)in?<redacted>"))
+        #expect(!daemon.stderr.contains("q-secret-7731") && !check.stdout.contains("q-secret-7731"))
+    }
+
+    @Test func aTLSFileThatCannotWorkStopsCheckConfigTheStartAndAReload() async throws {
+        let fixture = try DaemonFixture()
+        _ = fixture.directory.write("garbage\n", to: "ca.pem")
+        try fixture.writeConfig("[Backend]\nCAFile=\(fixture.directory.path)/ca.pem\n")
+        let check = try await fixture.cli(["check-config"])
+        #expect(check.status == 78)
+        #expect(check.stderr.contains(":12: Backend.CAFile: \(fixture.directory.path)/ca.pem holds no PEM certificates"),
+                "\(check.stderr)")
+        let refused = try DaemonProcess(["run", "--config", fixture.configPath], stderrPath: fixture.directory.path + "/refused.log")
+        #expect(await refused.wait(timeout: .seconds(20)) == 78)
+
+        try fixture.writeConfig("")
+        let daemon = try await fixture.start()
+        try fixture.writeConfig("[Backend]\nCAFile=\(fixture.directory.path)/ca.pem\n")
+        daemon.signal(SIGHUP)
+        #expect(await fixture.eventually { daemon.stderr.contains("reload refused, the running configuration stays") })
+        #expect(daemon.stderr.contains("Backend.CAFile"))
+    }
+
+    @Test func legalButUnlikelyValuesAreWarnedAboutAtStartAndByCheckConfig() async throws {
+        let fixture = try DaemonFixture()
+        try fixture.writeConfig("[Backend]\nTimeout=50ms\n")
+        let check = try await fixture.cli(["check-config"])
+        #expect(check.status == 0)
+        #expect(check.stderr.contains("txrecon: warning: [Backend] Timeout=50ms is under 100ms"), "\(check.stderr)")
+        let daemon = try await fixture.start()
+        #expect(daemon.stderr.contains("warning: [Backend] Timeout=50ms is under 100ms"), "\(daemon.stderr)")
+    }
+
+    @Test func aReloadAppliesWhatItCanAndSaysWhichKeysWaitForARestart() async throws {
+        let fixture = try DaemonFixture()
+        let daemon = try await fixture.start()
+        let other = try LoopbackHTTPServer { _ in .status(200) }
+        defer { other.stop() }
+        try fixture.writeConfig("[Delivery]\nMaxConcurrentDeliveries=3\n[Spool]\nDoneRetention=1d\n", url: other.url + "elsewhere")
+        daemon.signal(SIGHUP)
+        #expect(await fixture.eventually {
+            daemon.stderr.contains("; DoneRetention=, MaxConcurrentDeliveries= changed but take effect only at a restart")
+        }, "\(daemon.stderr)")
+        try fixture.drop(fixture.envelope("after-reload", version: 1))
+        #expect(await other.waitForRequests(count: 1, timeout: .seconds(20)), "the new URL= is in effect")
+    }
+}
+
+extension DaemonFixture {
+    /// A file under the fixture's directory as text; empty when missing.
+    func read(_ name: String) -> String {
+        (try? SystemCall.readFile(directory.path + "/" + name, limit: 1 << 20)).map { String(decoding: $0, as: UTF8.self) } ?? ""
+    }
+}

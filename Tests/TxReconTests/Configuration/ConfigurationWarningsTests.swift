@@ -1,0 +1,50 @@
+// Values that are legal but almost certainly wrong are said, never refused.
+import Testing
+@testable import TxRecon
+
+@Suite struct ConfigurationWarningsTests {
+    func configuration(url: String = "https://backend.example/in", timeout: Duration = .seconds(10)) -> Configuration {
+        var configuration = Configuration(path: "/etc/txrecon/txrecon.conf")
+        configuration.backend.url = url
+        configuration.backend.timeout = timeout
+        configuration.verification.bundleID = "com.example.app"
+        configuration.verification.environment = .sandbox
+        return configuration
+    }
+
+    @Test func aTimeoutUnderOneHundredMillisecondsIsWarnedAbout() {
+        let warnings = ConfigurationWarnings.daemon(configuration(timeout: .milliseconds(50)), secrets: BackendSecrets())
+        #expect(warnings == ["[Backend] Timeout=50ms is under 100ms: almost every attempt will time out and be "
+                             + "retried; the default is 10s"])
+        #expect(ConfigurationWarnings.daemon(configuration(timeout: .milliseconds(100)), secrets: BackendSecrets()).isEmpty)
+    }
+
+    @Test func secretsOverPlainHTTPAreWarnedAboutUnlessTheHostIsLoopback() {
+        let token = BackendSecrets(bearerToken: "tok")
+        let remote = ConfigurationWarnings.daemon(configuration(url: "http://backend.example/in"), secrets: token)
+        #expect(remote.count == 1 && remote[0].hasPrefix("[Backend] URL= is plain http:// to backend.example: the bearer token"))
+        let signed = ConfigurationWarnings.daemon(configuration(url: "http://10.0.0.5/in"),
+                                                  secrets: BackendSecrets(webhookSigningKey: [1, 2, 3]))
+        #expect(signed.first?.contains("signed requests") == true)
+        for url in ["http://127.0.0.1:8080/in", "http://localhost/in", "http://[::1]/in", "https://backend.example/in"] {
+            #expect(ConfigurationWarnings.daemon(configuration(url: url), secrets: token).isEmpty, "\(url)")
+        }
+        #expect(ConfigurationWarnings.daemon(configuration(url: "http://backend.example/in"), secrets: BackendSecrets()).isEmpty,
+                "nothing secret is sent")
+    }
+
+    @Test func aPlainHTTPSweepBaseURLIsWarnedAbout() {
+        var sweep = SweepSettings()
+        #expect(ConfigurationWarnings.sweep(sweep).isEmpty, "Apple's https:// default")
+        sweep.baseURL = "http://proxy.example"
+        #expect(ConfigurationWarnings.sweep(sweep).first?.hasPrefix("[Sweep] BaseURL= is plain http:// to proxy.example") == true)
+        sweep.baseURL = "http://127.0.0.1:9000"
+        #expect(ConfigurationWarnings.sweep(sweep).isEmpty)
+    }
+
+    @Test func theVerificationWarningIsAmongThem() {
+        var unchecked = configuration()
+        unchecked.verification.mode = .none
+        #expect(ConfigurationWarnings.daemon(unchecked, secrets: BackendSecrets()).first?.hasPrefix("[Verification] Mode=none") == true)
+    }
+}

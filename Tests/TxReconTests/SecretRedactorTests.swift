@@ -1,0 +1,57 @@
+// The one place secrets are taken out of text: every spelling an echo can
+// give them, in log entries and in the reasons made of backend answers.
+import Testing
+@testable import TxRecon
+import TxReconTestSupport
+
+@Suite struct SecretRedactorTests {
+    let token = #"tok-"quoted"\back/slash+plus"#
+
+    @Test func aSecretIsReplacedAsWrittenJSONEscapedAndPercentEncoded() {
+        let redactor = SecretRedactor([token])
+        let json = String(decoding: JSONValue.string(token).serialized, as: UTF8.self)
+        for echo in ["Authorization: Bearer \(token)", #"{"authorization":\#(json)}"#,
+                     "?access_token=tok-%22quoted%22%5Cback%2Fslash%2Bplus"] {
+            let redacted = redactor.redact(echo)
+            #expect(!redacted.contains("quoted"), "\(echo) -> \(redacted)")
+            #expect(redacted.contains("<redacted>"), "\(echo)")
+        }
+    }
+
+    @Test func everyOccurrenceGoesAndTheRestStays() {
+        let redactor = SecretRedactor(["s3cr3t-value", "other-secret"])
+        #expect(redactor.redact("a s3cr3t-value b s3cr3t-value c other-secret")
+                == "a <redacted> b <redacted> c <redacted>")
+        #expect(redactor.redact("nothing to hide") == "nothing to hide")
+    }
+
+    @Test func aSecretInsideALongerOneIsReplacedWhole() {
+        let redactor = SecretRedactor(["AQIDBAUGBwgJ", "whsec_AQIDBAUGBwgJ"])
+        #expect(redactor.redact("secret whsec_AQIDBAUGBwgJ here") == "secret <redacted> here")
+    }
+
+    @Test func tooShortTextsAreNotLookedForAndAReplacementForgetsTheOld() {
+        let redactor = SecretRedactor(["abc", "old-secret-1"])
+        #expect(redactor.redact("abc old-secret-1") == "abc <redacted>")
+        redactor.replace(with: ["new-secret-2"])
+        #expect(redactor.redact("old-secret-1 new-secret-2") == "old-secret-1 <redacted>")
+    }
+
+    @Test func theLogSinkRedactsMessagesAndFields() {
+        let recorded = RecordingLogSink()
+        let sink = RedactingLogSink(recorded, redactor: SecretRedactor(["s3cr3t-value"]))
+        sink.write(LogEntry(.warning, "held: s3cr3t-value", fields: [("TXRECON_REASON", "HTTP 409: s3cr3t-value")]))
+        #expect(recorded.entries.first?.message == "held: <redacted>")
+        #expect(recorded.entries.first?.field("TXRECON_REASON") == "HTTP 409: <redacted>")
+    }
+
+    @Test func anOutcomesReasonIsRedactedAndADeliveryLeftAlone() {
+        let redactor = SecretRedactor(["s3cr3t-value"])
+        let echo: TransportResult = .response(status: 409, retryAfter: nil,
+                                              bodyPrefix: Array("you sent Bearer s3cr3t-value".utf8))
+        #expect(Outcome(echo, now: 0).redacted(by: redactor) == .hold(reason: "HTTP 409: you sent Bearer <redacted>",
+                                                                      status: 409))
+        #expect(Outcome(.response(status: 204, retryAfter: nil, bodyPrefix: []), now: 0).redacted(by: redactor)
+                == .delivered(status: 204))
+    }
+}
