@@ -16,6 +16,9 @@ let commands: [String: any Command.Type] = [
 ]
 
 var words = Array(CommandLine.arguments.dropFirst())
+// Before any other thread exists, so that every thread inherits the mask
+// and the daemon's signal thread receives each signal (DaemonSignals).
+if words.first == "run" { DaemonSignals.block() }
 guard let name = words.first else {
     // No command is a usage error like any other, so a script that lost its
     // argument fails; the overview says what to type.
@@ -47,4 +50,4 @@ if arguments.has("--help") {
     printText(command.help)
     exit(0)
 }
-exit(await CommandThread.run { await command.run(arguments) })
+exit(CommandThread.run { await command.run(arguments) })

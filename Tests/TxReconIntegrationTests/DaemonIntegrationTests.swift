@@ -126,8 +126,10 @@ struct DaemonIntegrationTests {
         let transaction = try SystemCall.readFile(Self.samples + "/01-transaction.jws", limit: 1 << 20)
         try fixture.drop(String(decoding: transaction, as: UTF8.self))
         #expect(await fixture.server.waitForRequests(count: 2, timeout: .seconds(20)))
-        #expect(await fixture.eventually { fixture.doneItems().count == 2 && fixture.names("queue").isEmpty })
-        #expect(fixture.names("new").isEmpty)
+        // A delivery from new/ links the file into done/, then unlinks its old name.
+        #expect(await fixture.eventually {
+            fixture.doneItems().count == 2 && fixture.names("queue").isEmpty && fixture.names("new").isEmpty
+        })
         let envelope = try #require(fixture.server.requests.first { $0.header("Idempotency-Key") == "order-1:3" })
         #expect(envelope.method == "POST")
         #expect(envelope.header("Content-Type") == "application/json")
@@ -284,7 +286,8 @@ struct DaemonIntegrationTests {
         try fixture.writeConfig("", url: other.url + "elsewhere")
         let before = fixture.notify.messages.count
         daemon.signal(SIGHUP)
-        #expect(await fixture.notify.waitFor({ $0.contains("READY=1") }, from: before, timeout: .seconds(10)) != nil)
+        #expect(await fixture.notify.waitFor({ $0.contains("READY=1") }, from: before, timeout: .seconds(10)) != nil,
+                "\(daemon.stderr)\n\(fixture.notify.messages[before...])")
         #expect(fixture.notify.messages[before...].contains { $0.contains("RELOADING=1") })
         try fixture.drop(fixture.envelope("after-reload", version: 1))
         #expect(await other.waitForRequests(count: 1, timeout: .seconds(20)))

@@ -98,6 +98,31 @@ struct HostileInputTests {
         #expect(fixture.names("rejected") == [])
     }
 
+    @Test func aWriterThatPausesTenSecondsInPlaceHasItsFileTakenWhenItClosesIt() async throws {
+        let fixture = try DaemonFixture()
+        try await fixture.start()
+        let bytes = Array(fixture.envelope("paused", version: 1).utf8)
+        let half = bytes.count / 2
+        let writer = open(fixture.layout.new + "/paused-writer", O_WRONLY | O_CREAT | O_EXCL, 0o640)
+        _ = write(writer, bytes, half)
+        // Twice the settle time a file found by a scan gets: the writer
+        // pausing is the case under test, not a wait for the daemon.
+        try await Task.sleep(for: .seconds(10))
+        #expect(fixture.names("rejected") == [], "half a file is not rejected while its writer holds it")
+        #expect(fixture.names("new") == ["paused-writer"])
+        _ = bytes[half...].withUnsafeBytes { write(writer, $0.baseAddress, $0.count) }
+        close(writer)
+        #expect(await fixture.eventually { fixture.doneItems() == ["paused"] })
+        #expect(fixture.names("rejected") == [])
+
+        // A writer that closes its file half-written (it crashed, say)
+        // has it taken at that close, and rejected.
+        let crashed = open(fixture.layout.new + "/crashed-writer", O_WRONLY | O_CREAT | O_EXCL, 0o640)
+        _ = write(crashed, bytes, half)
+        close(crashed)
+        #expect(await fixture.eventually { fixture.rejectionCode("crashed-writer") != nil })
+    }
+
     @Test func aSymlinkToAFileOutsideTheSpoolIsRejectedAndItsTargetLeftAlone() async throws {
         let fixture = try DaemonFixture()
         try await fixture.start()

@@ -225,4 +225,17 @@ struct IntakeBacklogTests {
         #expect(backlog.dueFiles(now: .seconds(10) + IntakeBacklog.settleTime) == ["x"])
         #expect(backlog.nextWakeUp == nil)
     }
+
+    @Test func aFileWrittenInPlaceWaitsForItsWriterUpToTheInPlaceLimit() {
+        var backlog = IntakeBacklog()
+        backlog.deferFile("scanned", now: .seconds(10))
+        backlog.deferFile("created", now: .seconds(10), inPlace: true)
+        #expect(backlog.settleWindow(for: "scanned") == IntakeBacklog.settleTime)
+        #expect(backlog.settleWindow(for: "created") == IntakeBacklog.inPlaceLimit)
+        #expect(backlog.dueFiles(now: .seconds(10) + IntakeBacklog.settleTime) == ["created", "scanned"])
+        #expect(backlog.isWrittenInPlace("created"), "known until it is taken")
+        backlog.forget("created")
+        #expect(!backlog.isWrittenInPlace("created"))
+        #expect(backlog.settleWindow(for: "created") == IntakeBacklog.settleTime)
+    }
 }

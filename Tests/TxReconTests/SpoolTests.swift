@@ -136,6 +136,22 @@ import TxReconTestSupport
         #expect(try spool.requeueRejected("y") == .missing)
     }
 
+    @Test func aFileCreatedInNewIsToldFromOneLinkedIntoIt() throws {
+        let spool = try makeSpool()
+        _ = directory.write("{", to: "spool/new/writing")
+        #expect(spool.creationInInbox("writing") == .writtenHere)
+        let old = directory.write("{}", to: "spool/tmp/old")
+        var times = [timespec(tv_sec: 1_500_000_000, tv_nsec: 0), timespec(tv_sec: 1_500_000_000, tv_nsec: 0)]
+        #expect(utimensat(AT_FDCWD, old, &times, 0) == 0)
+        #expect(link(old, layout.new + "/linked") == 0)
+        #expect(spool.creationInInbox("linked") == .linkedIn, "a second name")
+        #expect(unlink(old) == 0)
+        #expect(spool.creationInInbox("linked") == .linkedIn, "changed long after it was written")
+        #expect(mkdir(layout.new + "/dir", 0o700) == 0)
+        #expect(spool.creationInInbox("dir") == nil)
+        #expect(spool.creationInInbox("gone") == nil)
+    }
+
     @Test func aPageIsSplitIntoDurableDropsBeforeItIsRemoved() throws {
         let spool = try makeSpool()
         _ = directory.write("page", to: "spool/new/page")

@@ -12,7 +12,10 @@
 // answers are written beside them.
 //
 // A file renamed into new/ or closed by its writer is taken at once, and so
-// is a complete one found by a scan (start-up, inotify overflow); one that
+// is a complete one found by a scan (start-up, inotify overflow). A file
+// seen created in new/ waits for its writer's close however long the
+// writer pauses (taken earlier only once it decodes, or as it stands after
+// an hour unchanged: IntakeBacklog.inPlaceLimit). One found by a scan that
 // does not decode and was modified within the last IntakeBacklog.settleTime
 // is looked at again later, so a file still being written in place is not
 // rejected half-written. A drop the spool could
@@ -112,12 +115,20 @@ final class Intake: Sendable {
                 case let .created(names):
                     guard !backlog.isPaused, !backlog.awaitsRoom else { continue }
                     // A regular file created in place is taken when its
-                    // writer closes it; one never written (a hard link)
-                    // once it has settled.
+                    // writer closes it, however long it pauses; one linked
+                    // in (never written here) once it has settled; anything
+                    // else at once. A name a scan deferred already (a file
+                    // requeue-rejected linked back in) keeps its place.
                     let now = clock.now
-                    for name in names where spool.isRegularFileInInbox(name) { backlog.deferFile(name, now: now) }
-                    finish(take(names.filter { !spool.isRegularFileInInbox($0) }, settling: false, &backlog,
-                                examiners), fullScan: false, &backlog)
+                    var others: [String] = []
+                    for name in names where !backlog.isDeferred(name) {
+                        switch spool.creationInInbox(name) {
+                        case .writtenHere?: backlog.deferFile(name, now: now, inPlace: true)
+                        case .linkedIn?: backlog.deferFile(name, now: now)
+                        case nil: others.append(name)
+                        }
+                    }
+                    finish(take(others, settling: false, &backlog, examiners), fullScan: false, &backlog)
                 case let .controls(names):
                     let (failures, requeued) = execute(names)
                     finish(failures, fullScan: false, &backlog)
@@ -137,6 +148,11 @@ final class Intake: Sendable {
                         if let problem = scan(&backlog, examiners) { return lost(problem) }
                     } else if !backlog.isPaused, !backlog.awaitsRoom {
                         finish(take(due, settling: true, &backlog, examiners), fullScan: false, &backlog)
+                    } else {
+                        // Their writers may still be at work: looked at again later.
+                        for name in due where backlog.isWrittenInPlace(name) {
+                            backlog.deferFile(name, now: now, inPlace: true)
+                        }
                     }
                 case let .attributesChanged(directory):
                     if let problem = Intake.accessProblem(directory) { return lost(problem) }
@@ -227,11 +243,7 @@ final class Intake: Sendable {
         let settings = self.settings.withLock { $0 }
         let decoder = InputDecoder(acceptEnvelopes: settings.acceptEnvelopes)
         let verifier = examiners.verifiers.verifier(for: settings.verification)
-        var window: ClosedRange<Int64>?
-        if settling {
-            let wall = Timestamp.nowMilliseconds(), settle = IntakeBacklog.settleTime.milliseconds
-            window = (wall - settle)...(wall + settle)
-        }
+        let wall = Timestamp.nowMilliseconds()
         var failures = IntakeBacklog.Failures()
         var batch: [Drop] = []
         var rejected = 0
@@ -243,6 +255,11 @@ final class Intake: Sendable {
                                                       decoder: decoder, policy: settings.verification,
                                                       verifier: verifier)
             for (name, examination) in zip(part, examinations) {
+                var window: Settling?
+                if settling {
+                    let settle = backlog.settleWindow(for: name).milliseconds
+                    window = Settling(recent: (wall - settle)...(wall + settle), inPlace: backlog.isWrittenInPlace(name))
+                }
                 backlog.forget(name)
                 batch += act(on: examination, of: name, decoder: decoder, verifier: verifier, settings: settings,
                              settling: window, rejected: &rejected, failures: &failures, backlog: &backlog)
@@ -273,8 +290,16 @@ final class Intake: Sendable {
 
     /// The drops one examined file yields: none (gone, rejected, deferred,
     /// failed), one, or one per transaction of a history page.
+    /// When a drop that does not decode is left for later: modified within
+    /// `recent` (wall ms); `inPlace`: seen created in new/, its writer has
+    /// not closed it.
+    private struct Settling {
+        var recent: ClosedRange<Int64>
+        var inPlace: Bool
+    }
+
     private func act(on examination: DropExamination, of name: String, decoder: InputDecoder,
-                     verifier: SignedDataVerifier?, settings: Settings, settling: ClosedRange<Int64>?,
+                     verifier: SignedDataVerifier?, settings: Settings, settling: Settling?,
                      rejected: inout Int, failures: inout IntakeBacklog.Failures,
                      backlog: inout IntakeBacklog) -> [Drop] {
         do throws(SpoolError) {
@@ -287,12 +312,13 @@ final class Intake: Sendable {
                 try reject(name, rejection, rejected: &rejected)
                 return []
             case let .undecodable(rejection, modifiedAt):
-                // Found by a scan and written moments ago, it may be a file
-                // still being written in place: look again once it has
-                // settled rather than reject half a file. A complete one
-                // (the normal case, even in a burst) is taken at once.
-                if let settling, settling.contains(modifiedAt) {
-                    backlog.deferFile(name, now: clock.now)
+                // Found by a scan and written moments ago (or seen created
+                // in place, and changed within the last hour), it may be a
+                // file still being written in place: look again later
+                // rather than reject half a file. A complete one (the normal
+                // case, even in a burst) is taken at once.
+                if let settling, settling.recent.contains(modifiedAt) {
+                    backlog.deferFile(name, now: clock.now, inPlace: settling.inPlace)
                     return []
                 }
                 try reject(name, rejection, rejected: &rejected)

@@ -3,7 +3,11 @@
 // Three kinds of debt, all kept on the intake thread only:
 //   - unsettled files: regular files in new/ modified so recently that their
 //     writer may still be writing them in place (no rename); each is looked
-//     at again after `settleTime`.
+//     at again after `settleTime`. A file seen created in new/ (IN_CREATE)
+//     has a writer that closes it: it is taken at that close (IN_CLOSE_WRITE),
+//     and until then looked at every `settleTime` and taken only once it
+//     decodes, however long its writer pauses, unless it has not changed
+//     for `inPlaceLimit`.
 //   - failed passes: a drop the spool could not take (a full file system, an
 //     I/O error) stays in new/; new/ and ctl/ are scanned again after a
 //     backoff that doubles from `firstRetry` to `longestRetry`. A failure
@@ -25,6 +29,11 @@ struct IntakeBacklog {
     /// writer that renames (the Maildir rule, `txrecon submit`) or closes the
     /// file is taken at once regardless.
     static let settleTime: Duration = .seconds(5)
+    /// How long a file seen created in place may go unchanged, not closed
+    /// by its writer and not decodable, before it is taken as it stands
+    /// (and rejected): a writer that holds a file open for an hour without
+    /// writing has most likely hung.
+    static let inPlaceLimit: Duration = .seconds(3600)
     /// The first wait before scanning again after a failure: 1 s.
     static let firstRetry: Duration = .seconds(1)
     /// The longest wait between scans while failures persist: 30 s.
@@ -51,6 +60,9 @@ struct IntakeBacklog {
 
     /// Names in new/ to look at again, with when (monotonic).
     private(set) var unsettled: [String: Duration] = [:]
+    /// Names among `unsettled` seen created in place, whose writer closes
+    /// them when done.
+    private var writtenInPlace = Set<String>()
     /// When to scan again after a failure (monotonic); nil when nothing failed.
     private(set) var retryAt: Duration?
     private var retryInterval = IntakeBacklog.firstRetry
@@ -72,15 +84,39 @@ struct IntakeBacklog {
         error.code == ENOSPC || error.code == EDQUOT
     }
 
-    mutating func deferFile(_ name: String, now: Duration) {
+    /// Looks at `name` again after `settleTime`; `inPlace`: it was seen
+    /// created in new/ by a writer that has not closed it yet.
+    mutating func deferFile(_ name: String, now: Duration, inPlace: Bool = false) {
         unsettled[name] = now + IntakeBacklog.settleTime
+        if inPlace { writtenInPlace.insert(name) }
     }
 
+    /// Whether `name` is to be looked at again already.
+    func isDeferred(_ name: String) -> Bool {
+        unsettled[name] != nil
+    }
+
+    /// Whether `name` was seen created in place and its writer has not
+    /// closed it yet (as far as intake knows).
+    func isWrittenInPlace(_ name: String) -> Bool {
+        writtenInPlace.contains(name)
+    }
+
+    /// How recently a file must have changed to be left alone when it does
+    /// not decode: `inPlaceLimit` for one seen created in place, else
+    /// `settleTime`.
+    func settleWindow(for name: String) -> Duration {
+        isWrittenInPlace(name) ? IntakeBacklog.inPlaceLimit : IntakeBacklog.settleTime
+    }
+
+    /// Takes `name` off the backlog: it is being taken (or is gone).
     mutating func forget(_ name: String) {
         unsettled[name] = nil
+        writtenInPlace.remove(name)
     }
 
-    /// Removes and returns the unsettled names due at `now`.
+    /// Removes and returns the unsettled names due at `now`. Whether each
+    /// was written in place is kept until it is taken (`forget`).
     mutating func dueFiles(now: Duration) -> [String] {
         let due = unsettled.filter { $0.value <= now }.map(\.key).sorted()
         for name in due { unsettled[name] = nil }

@@ -15,7 +15,6 @@
 // Reports: the lifecycle in the journal (started, reloaded, stopping) and
 // every failure that ends the process, with its exit status.
 import CMalloc
-import Dispatch
 import Glibc
 
 public enum Daemon {
@@ -129,7 +128,22 @@ public enum Daemon {
                             settings: intakeSettings(configuration, verification: verification), log: log)
 
         let (signals, signalInput) = AsyncStream.makeStream(of: Signal.self)
-        let signalSources = installSignalHandlers(signalInput, allowFreeze: environment["TXRECON_TEST_FREEZE"] == "1")
+        let allowFreeze = environment["TXRECON_TEST_FREEZE"] == "1"
+        signal(SIGPIPE, SIG_IGN)
+        do throws(ThreadStartError) {
+            try DaemonSignals.startWaiting { number in
+                switch number {
+                case SIGTERM: signalInput.yield(.stop("SIGTERM"))
+                case SIGINT: signalInput.yield(.stop("SIGINT"))
+                case SIGHUP: signalInput.yield(.reload)
+                case SIGUSR2 where allowFreeze: signalInput.yield(.freeze)
+                default: break
+                }
+            }
+        } catch {
+            log.write(LogEntry(.error, "\(error)"))
+            return ExitStatus.failure
+        }
 
         let intakeStarted = await withCheckedContinuation { (started: CheckedContinuation<ThreadStartError?, Never>) in
             do throws(ThreadStartError) {
@@ -182,7 +196,6 @@ public enum Daemon {
         reaper?.stop()
         transport.shutdown()
         executor.shutdown()
-        for source in signalSources { source.cancel() }
         withExtendedLifetime(lock) {}
         log.write(LogEntry(.info, "stopped"))
         return exitStatus
@@ -275,23 +288,6 @@ public enum Daemon {
         let builder = RequestBuilder(softwareVersion: version, secrets: secrets)
         return { item, attempt, receivedAt, now in
             builder.request(for: item, attempt: attempt, receivedAt: receivedAt, signedAt: now / 1000)
-        }
-    }
-
-    /// Dispatch signal sources feeding the main loop. The default actions are
-    /// set aside first, or SIGTERM would end the process before the source sees it.
-    private static func installSignalHandlers(_ input: AsyncStream<Signal>.Continuation,
-                                              allowFreeze: Bool) -> [any DispatchSourceSignal] {
-        let queue = DispatchQueue(label: "txrecon.signals")
-        var handlers: [(Int32, Signal)] = [(SIGTERM, .stop("SIGTERM")), (SIGINT, .stop("SIGINT")), (SIGHUP, .reload)]
-        if allowFreeze { handlers.append((SIGUSR2, .freeze)) }
-        signal(SIGPIPE, SIG_IGN)
-        return handlers.map { number, event in
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
-            source.setEventHandler { input.yield(event) }
-            source.resume()
-            return source
         }
     }
 }

@@ -100,10 +100,25 @@ package final class Spool: Sendable {
         return candidate
     }
 
-    /// Whether new/NAME is a regular file (false when it is gone or anything else).
-    func isRegularFileInInbox(_ name: String) -> Bool {
-        guard let info = try? SystemCall.linkStatus(layout.new + "/" + name) else { return false }
-        return info.st_mode & S_IFMT == S_IFREG
+    /// How a regular file that appeared in new/ by creation (IN_CREATE)
+    /// came to be there.
+    enum InboxCreation: Equatable {
+        /// Created here by a writer who may still be writing it.
+        case writtenHere
+        /// Given its name here after it was written elsewhere (link(2): a
+        /// second name, or a first one whose change time is well after its
+        /// modification time, as link-then-unlink and requeue-rejected leave
+        /// it): complete, never closed here.
+        case linkedIn
+    }
+
+    /// How new/NAME came to be there; nil when it is gone or not a regular file.
+    func creationInInbox(_ name: String) -> InboxCreation? {
+        guard let info = try? SystemCall.linkStatus(layout.new + "/" + name),
+              info.st_mode & S_IFMT == S_IFREG else { return nil }
+        let changedAfterWrite = (Int64(info.st_ctim.tv_sec) - Int64(info.st_mtim.tv_sec)) * 1000
+            + (Int64(info.st_ctim.tv_nsec) - Int64(info.st_mtim.tv_nsec)) / 1_000_000
+        return info.st_nlink == 1 && changedAfterWrite < 1000 ? .writtenHere : .linkedIn
     }
 
     /// Reads one drop without ever blocking on it or following a link:

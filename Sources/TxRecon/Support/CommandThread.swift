@@ -1,16 +1,21 @@
-// CommandThread: where a `txrecon` command's async code runs. Top-level code
-// runs on the main actor, and every nonisolated async function it calls
-// would run on Swift's global concurrent executor; the command is given a
-// ThreadExecutor of its own as the preferred task executor instead, so the
-// daemon's control flow (start-up, signals, reloads) stays off that
-// executor (see ThreadExecutor for why).
+// CommandThread: where a `txrecon` command's async code runs. The command is
+// given a ThreadExecutor of its own as the preferred task executor, so the
+// daemon's control flow (start-up, signals, reloads) stays off Swift's
+// global executor (see ThreadExecutor for why), while main's own thread
+// waits for it. main stays synchronous on purpose: with a top-level await,
+// main's code runs as a task on another thread while the main thread
+// parks, and what main must do on the main thread before any other starts
+// (block the daemon's signals, see DaemonSignals) would miss it.
 // Reports: a thread that cannot be started, on stderr, as exit status 1.
+import Dispatch
 import Glibc
+import Synchronization
 
 public enum CommandThread {
     /// Runs `command` with a thread named "txrecon-main" as its preferred
-    /// task executor; returns its exit status.
-    public nonisolated(nonsending) static func run(_ command: () async -> Int32) async -> Int32 {
+    /// task executor, blocking the calling thread until it returns its exit
+    /// status.
+    public static func run(_ command: @escaping @Sendable () async -> Int32) -> Int32 {
         let executor: ThreadExecutor
         do {
             executor = try ThreadExecutor(name: "txrecon-main")
@@ -20,6 +25,14 @@ public enum CommandThread {
             return Daemon.ExitStatus.failure
         }
         defer { executor.shutdown() }
-        return await withTaskExecutorPreference(executor) { await command() }
+        let status = Mutex<Int32>(Daemon.ExitStatus.failure)
+        let done = DispatchSemaphore(value: 0)
+        Task(executorPreference: executor) {
+            let result = await command()
+            status.withLock { $0 = result }
+            done.signal()
+        }
+        done.wait()
+        return status.withLock { $0 }
     }
 }
