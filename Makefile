@@ -34,7 +34,7 @@ VERSION  := $(shell sed -n 's/.*static let current = "\(.*\)".*/\1/p' Sources/Tx
 DEB_ARCH := $(shell dpkg --print-architecture 2>/dev/null)
 DEB_STAGE = .build/deb/txrecon_$(VERSION)_$(DEB_ARCH)
 
-.PHONY: all deps deps-docs deps-systemd-test build release test demo metrics-check clean install install-files \
+.PHONY: all deps deps-docs deps-systemd-test build release test test-loaded demo metrics-check clean install install-files \
         deb check-docs systemd-test bench bench-long bench-profile bench-journal soak fuzz sanitize
 
 all: build
@@ -71,6 +71,19 @@ release: deps
 test: deps
 	$(SWIFT) build
 	$(SWIFT) test
+
+# The suite three times in a row while two CPU-bound processes run beside it,
+# as on a busy CI machine: tests wait for events with generous bounds, never
+# for a fixed time, and must pass so. The busy loops are this target's own
+# (their PIDs), stopped however the runs end.
+test-loaded: deps
+	$(SWIFT) build --build-tests
+	@yes > /dev/null & one=$$!; yes > /dev/null & two=$$!; \
+	  trap 'kill $$one $$two 2>/dev/null' EXIT INT TERM; \
+	  for run in 1 2 3; do \
+	    echo "test-loaded: run $$run of 3, beside two busy loops"; \
+	    $(SWIFT) test --skip-build || exit 1; \
+	  done
 
 # The example backend, the daemon on a throw-away spool, the samples delivered.
 demo: deps

@@ -21,21 +21,39 @@ extension DaemonFixture {
         }
     }
 
+    /// Where nobody's copies of the binary and the root certificate live:
+    /// the checkout may sit where nobody cannot enter (a `mktemp -d`
+    /// directory, root's home), the fixture's directory is opened to it.
+    var unprivilegedDirectory: String { directory.path + "/nobody" }
+
+    /// `setpriv` and the copied binary, as nobody.
+    var asNobody: [String] {
+        let id = "\(DaemonFixture.nobody)"
+        return ["/usr/bin/setpriv", "--reuid=" + id, "--regid=" + id, "--clear-groups", unprivilegedDirectory + "/txrecon"]
+    }
+
     /// Starts the daemon as nobody on a spool nobody owns, and waits until
-    /// it is ready (READY=1 on a notify socket nobody may write to).
+    /// it is ready (READY=1 on a notify socket nobody may write to). The
+    /// daemon reads only copies nobody may read: its binary, its root
+    /// certificate, its configuration.
     @discardableResult
     func startAsNobody() async throws -> DaemonProcess {
         try layout.createMissingDirectories()
         chmod(directory.path, 0o755)
+        try must("/bin/mkdir", "-m", "0755", "-p", unprivilegedDirectory)
+        try must("/bin/cp", DaemonProcess.binary, unprivilegedDirectory + "/txrecon")
+        let root = unprivilegedDirectory + "/AppleRootCA-G3.cer"
+        try must("/bin/cp", DaemonIntegrationTests.repositoryRoot + "/Config/AppleRootCA-G3.cer", root)
+        chmod(root, 0o644)
+        try writeConfig("", verification: DaemonFixture.sampleVerification(roots: root))
         try must("/bin/chown", "-R", "\(DaemonFixture.nobody):\(DaemonFixture.nobody)", layout.root)
         let socketDirectory = String(notify.path[..<notify.path.lastIndex(of: "/")!])
         chmod(socketDirectory, 0o755)
         chmod(notify.path, 0o777)
         chmod(configPath, 0o644)
-        let id = "\(DaemonFixture.nobody)"
-        let process = try DaemonProcess(["run", "--config", configPath], environment: ["NOTIFY_SOCKET": notify.path],
-                                        stderrPath: directory.path + "/nobody-\(notify.messages.count).log",
-                                        launcher: ["/usr/bin/setpriv", "--reuid=" + id, "--regid=" + id, "--clear-groups"])
+        let process = try DaemonProcess(command: asNobody + ["run", "--config", configPath],
+                                        environment: ["NOTIFY_SOCKET": notify.path],
+                                        stderrPath: directory.path + "/nobody-\(notify.messages.count).log")
         adopt(process)
         let ready = await notify.waitFor({ $0.senderPID == process.pid && $0.contains("READY=1") }, timeout: .seconds(30))
         guard ready != nil else { throw FixtureError("no READY=1 from the daemon run as nobody:\n\(process.stderr)") }
@@ -103,8 +121,8 @@ struct SpoolFaultTests {
         #expect(await daemon.wait(timeout: .seconds(10)) == 1)
         #expect(daemon.stderr.contains("/new is no longer readable and writable by txrecon (Permission denied)"))
         #expect(daemon.stderr.contains("exiting so that systemd restarts txrecon"))
-        let again = try DaemonProcess(["run", "--config", fixture.configPath], stderrPath: fixture.directory.path + "/again.log",
-                                      launcher: ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"])
+        let again = try DaemonProcess(command: fixture.asNobody + ["run", "--config", fixture.configPath],
+                                      stderrPath: fixture.directory.path + "/again.log")
         #expect(await again.wait(timeout: .seconds(10)) == 1, "a restart fails the same clear way until the operator repairs it")
         #expect(again.stderr.contains("Permission denied"))
     }

@@ -23,11 +23,9 @@ package final class DaemonProcess: Sendable {
     }
 
     /// Starts `txrecon ARGUMENTS` with `environment` added to this process's own.
-    /// `launcher`, when given, runs first with the binary and arguments after
-    /// it, e.g. `["/usr/bin/setpriv", "--reuid=65534", …]` to run as another user.
     package convenience init(_ arguments: [String], environment: [String: String] = [:], stderrPath: String,
-                            stdinPath: String? = nil, launcher: [String] = []) throws {
-        try self.init(command: launcher + [DaemonProcess.binary] + arguments, environment: environment,
+                            stdinPath: String? = nil) throws {
+        try self.init(command: [DaemonProcess.binary] + arguments, environment: environment,
                       stderrPath: stderrPath, stdinPath: stdinPath)
     }
 
