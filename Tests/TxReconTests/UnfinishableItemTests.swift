@@ -9,6 +9,13 @@ import TxReconTestSupport
 
 @Suite(.timeLimit(.minutes(1)))
 struct UnfinishableItemTests {
+    /// Puts a directory with a file in it where `spool/NAME` belongs: no
+    /// rename onto it can ever succeed.
+    func block(_ harness: EngineHarness, _ name: String) {
+        #expect(mkdir(harness.layout.root + "/" + name, 0o700) == 0)
+        _ = harness.directory.write("x", to: "spool/" + name + "/inside")
+    }
+
     func reason(_ harness: EngineHarness, _ name: String) throws -> String {
         String(decoding: try SystemCall.readFile(harness.layout.rejected + "/" + name + ".reason", limit: 65536),
                as: UTF8.self)
@@ -16,8 +23,7 @@ struct UnfinishableItemTests {
 
     @Test func anItemDeliveredFromNewThatCannotEnterDoneIsSetAsideNotDeliveredAgain() async throws {
         let harness = try EngineHarness()
-        #expect(mkdir(harness.layout.done + "/a", 0o700) == 0)
-        _ = harness.directory.write("x", to: "spool/done/a/inside")
+        block(harness, "done/a")
         let engine = try await harness.startedEngine()
         await engine.offer([try harness.envelope("a", version: 1)])
         let status = await harness.status.waitFor { $0.rejected == 1 }
@@ -42,8 +48,7 @@ struct UnfinishableItemTests {
         await engine.offer([try harness.envelope("a", version: 1)])
         await harness.clock.waitForSleeper(until: harness.clock.now + .seconds(2))
         #expect(harness.names(in: "queue") == ["a", "a.state"])
-        #expect(mkdir(harness.layout.done + "/a", 0o700) == 0)
-        _ = harness.directory.write("x", to: "spool/done/a/inside")
+        block(harness, "done/a")
         harness.clock.advance(by: .seconds(2))
         await harness.status.waitFor { $0.rejected == 1 }
         #expect(harness.names(in: "queue") == [])
@@ -55,8 +60,7 @@ struct UnfinishableItemTests {
 
     @Test func aRefusedItemThatCannotEnterHoldIsSetAsideNotRetried() async throws {
         let harness = try EngineHarness(transport: ScriptedTransport(default: .status(409, body: "duplicate")))
-        #expect(mkdir(harness.layout.hold + "/a", 0o700) == 0)
-        _ = harness.directory.write("x", to: "spool/hold/a/inside")
+        block(harness, "hold/a")
         let engine = try await harness.startedEngine()
         await engine.offer([try harness.envelope("a", version: 1)])
         await harness.status.waitFor { $0.rejected == 1 }
@@ -68,8 +72,7 @@ struct UnfinishableItemTests {
 
     @Test func aNewerSnapshotWaitingBehindTheSetAsideItemIsStillDelivered() async throws {
         let harness = try EngineHarness(transport: ScriptedTransport(default: .hang))
-        #expect(mkdir(harness.layout.done + "/a", 0o700) == 0)
-        _ = harness.directory.write("x", to: "spool/done/a/inside")
+        block(harness, "done/a")
         let engine = try await harness.startedEngine()
         await engine.offer([try harness.envelope("a", version: 1)])
         await harness.transport.waitForRequests(1)
