@@ -141,6 +141,19 @@ struct SpoolFaultTests {
         #expect(String(decoding: reason, as: UTF8.self).hasPrefix("unreadable: "))
     }
 
+    @Test func aRequestTheDaemonMayNotReadIsAnsweredAndSetAside() async throws {
+        let fixture = try DaemonFixture()
+        try await fixture.startAsNobody()
+        let request = ControlRequest(.retry, all: true).json.serializedString
+        _ = fixture.directory.write(request, to: "spool/tmp/private", mode: 0o600)
+        #expect(chown(fixture.layout.tmp + "/private", 4242, 4242) == 0)
+        #expect(rename(fixture.layout.tmp + "/private", fixture.layout.ctl + "/private") == 0)
+        #expect(await fixture.eventually { fixture.names("ctl") == [".rejected-private", "private.result"] })
+        let answer = try #require(ControlResult(json: try SystemCall.readFile(fixture.layout.ctl + "/private.result",
+                                                                                limit: 4096)))
+        #expect(answer.skipped.first?.reason == "not a request txrecon can read: it cannot be read: Permission denied")
+    }
+
     /// Writes zeros to `path` until the file system is full.
     private func fill(_ path: String) throws {
         let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)

@@ -2,6 +2,7 @@
 // scripted transport and recorders, plus builders for drops. One per test.
 import Dispatch
 import Glibc
+import Synchronization
 import TxRecon
 
 package final class EngineHarness: Sendable {
@@ -97,16 +98,24 @@ package final class EngineHarness: Sendable {
         return (task, { hold.signal() })
     }
 
-    /// Returns once the engine thread has run `rounds` calls, each queued
-    /// behind whatever ran before it: work the engine queues for itself in
-    /// fewer steps (a job, the hop it makes, the job that hop queues) has
-    /// run by then.
-    package static func settleEngineThread(rounds: Int = 8) async {
-        for _ in 0..<rounds {
-            await withCheckedContinuation { (ran: CheckedContinuation<Void, Never>) in
-                executor.submit { ran.resume() }
-            }
+    /// Waits for `task` to end with the manual clock left where it was,
+    /// and tells whether it was: a task waiting on the clock (a timer that
+    /// should have been cancelled) would never end, so after `bound` of real
+    /// time (a bound on a hang on a busy host, never a timing) the clock is
+    /// advanced by `unstick` to end that wait, and false is returned.
+    package func endsWithoutTheClock<Value: Sendable>(_ task: Task<Value, Never>, unstick: Duration,
+                                                     bound: Duration = .seconds(30)) async -> Bool {
+        let start = clock.now
+        let ended = Mutex(false)
+        let clock = self.clock
+        let watchdog = Task {
+            try await Task.sleep(for: bound)
+            if !ended.withLock({ $0 }) { _ = clock.advance(by: unstick) }
         }
+        _ = await task.value
+        ended.withLock { $0 = true }
+        watchdog.cancel()
+        return clock.now == start
     }
 
     /// Writes an envelope drop into new/ and returns it as intake would hand it over.

@@ -305,13 +305,12 @@ struct DeliveryEngineTests {
         harness.transport.releaseHeld(with: .status(204))
         await harness.transport.waitForFinishedExchanges(2)
         release()
-        await EngineHarness.settleEngineThread()
-        // The window had room again: the offer has returned and its
-        // timer is gone, unless it missed the attempts' end and waits on.
-        let woken = harness.clock.advance(by: settings.inboxWindowWait)
-        _ = await offering.value
+        // The window had room again: the offer returns with the manual
+        // clock never advanced, unless it missed the attempts' end and
+        // waits out its timer.
+        #expect(await harness.endsWithoutTheClock(offering, unstick: settings.inboxWindowWait),
+                "intake waited out inboxWindowWait although the window had room")
         _ = await first.value
-        #expect(woken == 0, "intake waited out inboxWindowWait although the window had room")
         await harness.status.waitFor { $0.delivered == 3 }
     }
 
@@ -673,12 +672,10 @@ struct DeliveryEngineTests {
         harness.transport.releaseHeld(with: .status(204))
         await harness.transport.waitForFinishedExchanges(1)
         release()
-        await EngineHarness.settleEngineThread()
-        // Nothing is in flight any more: stop has returned, its grace
-        // cancelled, unless it missed the attempt's end and sleeps on.
-        let woken = harness.clock.advance(by: harness.settings.stopGrace)
-        await stopping.value
-        #expect(woken == 0, "stop waited for the grace although no attempt was in flight")
+        // Nothing is in flight any more: stop returns, its grace cancelled,
+        // unless it missed the attempt's end and sleeps on.
+        #expect(await harness.endsWithoutTheClock(stopping, unstick: harness.settings.stopGrace),
+                "stop waited for the grace although no attempt was in flight")
         #expect(harness.names(in: "done") == ["a"])
     }
 
