@@ -24,6 +24,25 @@ struct VerificationIntegrationTests {
                                                          environment: environment, signedDate: signedDate))
     }
 
+    @Test func aProductionDaemonListingSandboxDeliversAppReviewsRealSandboxPurchase() async throws {
+        let fixture = try DaemonFixture()
+        try fixture.writeConfig("", verification: """
+            [Verification]
+            BundleID=\(Self.bundleID)
+            Environment=Production Sandbox
+            AppAppleID=1234567890
+            RootCertificateFile=\(DaemonIntegrationTests.repositoryRoot)/Config/AppleRootCA-G3.cer
+            """)
+        try await fixture.start()
+        try fixture.drop(try Self.sample("01-transaction.jws"))
+        try fixture.drop(try Self.sample("04-notification-refund.json"))
+        #expect(await fixture.eventually { fixture.doneItems().sorted() == ["2000001024998954", "2000001032604840"] },
+                "\(fixture.names("rejected"))")
+        let body = try JSONValue.parse(try #require(fixture.server.requests.first { $0.header("Idempotency-Key")?
+            .hasPrefix("2000001024998954:") == true }).body)
+        #expect(body["environment"]?.stringValue == "Sandbox", "kept apart by the body's environment")
+    }
+
     @Test func aMixedSpoolDeliversExactlyTheGenuineFiles() async throws {
         let fixture = try DaemonFixture()
         // Apple's root and the test PKI's, in one PEM file.

@@ -63,7 +63,7 @@ extension ConfigurationKey {
                          SettingValue.absolutePath),
         ConfigurationKey("Verification", "BundleID", \.verification.bundleID, SettingValue.appStoreIdentifier),
         ConfigurationKey("Verification", "AppAppleID", \.verification.appAppleID, SettingValue.appAppleID),
-        ConfigurationKey("Verification", "Environment", \.verification.environment, SettingValue.signedDataEnvironment),
+        ConfigurationKey("Verification", "Environment", \.verification.environments, SettingValue.signedDataEnvironments),
         ConfigurationKey("Verification", "AcceptEnvelopes", \.verification.acceptEnvelopes, SettingValue.boolean),
 
         ConfigurationKey("Metrics", "TextfileDirectory", \.metrics.textfileDirectory, SettingValue.absolutePath),

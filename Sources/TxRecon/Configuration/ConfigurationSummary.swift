@@ -42,8 +42,10 @@ public enum ConfigurationSummary {
         var lines = ["[Verification]", "Mode=\(settings.mode.rawValue)"]
         if let bundleID = settings.bundleID { lines.append("BundleID=\(bundleID)") }
         if let appAppleID = settings.appAppleID { lines.append("AppAppleID=\(appAppleID)") }
-        if let environment = settings.environment { lines.append("Environment=\(environment.rawValue)") }
-        if let policy, policy.environment.checksSignatures {
+        if !settings.environments.isEmpty {
+            lines.append("Environment=\(settings.environments.map(\.rawValue).joined(separator: " "))")
+        }
+        if let policy, policy.checksSignatures {
             lines.append("RootCertificateFile=\(settings.rootCertificateFile)")
             for root in policy.roots {
                 lines.append("Root: \(root.subject) SHA-256 \(root.sha256Fingerprint)")

@@ -10,14 +10,31 @@ extension SettingValue {
         return mode
     }
 
-    /// `Production`, `Sandbox`, `Xcode` or `LocalTesting`, spelled as Apple
-    /// spells `environment` in payloads.
-    static func signedDataEnvironment(_ text: String) throws(InvalidValue) -> SignedDataEnvironment {
-        guard let environment = SignedDataEnvironment(rawValue: text) else {
-            let names = SignedDataEnvironment.allCases.map(\.rawValue).joined(separator: ", ")
-            throw InvalidValue(message: "\"\(text)\" is not an App Store environment; write one of \(names)")
+    /// One or more of `Production`, `Sandbox`, `Xcode` and `LocalTesting`,
+    /// spelled as Apple spells `environment` in payloads, separated by
+    /// spaces; a repeated one counts once. Xcode and LocalTesting, which
+    /// skip the signature checks, cannot be listed with Production or
+    /// Sandbox: a production daemon must never accept unsigned data.
+    static func signedDataEnvironments(_ text: String) throws(InvalidValue) -> [SignedDataEnvironment] {
+        var environments: [SignedDataEnvironment] = []
+        for word in text.split(whereSeparator: { $0 == " " || $0 == "\t" }) {
+            guard let environment = SignedDataEnvironment(rawValue: String(word)) else {
+                let names = SignedDataEnvironment.allCases.map(\.rawValue).joined(separator: ", ")
+                throw InvalidValue(message: "\"\(word)\" is not an App Store environment; write one or more of \(names)")
+            }
+            if !environments.contains(environment) { environments.append(environment) }
         }
-        return environment
+        guard !environments.isEmpty else {
+            throw InvalidValue(message: "\"\(text)\" lists no environment; write \"Production Sandbox\" on a "
+                               + "production server")
+        }
+        let unsigned = environments.filter { !$0.checksSignatures }, signed = environments.filter(\.checksSignatures)
+        guard unsigned.isEmpty || signed.isEmpty else {
+            throw InvalidValue(message: "\"\(text)\" lists \(unsigned.map(\.rawValue).joined(separator: " and ")), "
+                + "whose data carries no App Store signature, with \(signed.map(\.rawValue).joined(separator: " and ")): "
+                + "a daemon that takes App Store data must never take unsigned data; list them in separate configurations")
+        }
+        return environments
     }
 
     /// The App Apple ID: a whole number from 1.

@@ -3,7 +3,7 @@
 //
 // Defaults are here; the keys are in ConfigurationKey.all. Besides each
 // value's own check, `checkCompleteness` (run by SignedDataPolicy.load) requires BundleID= and Environment=
-// with Mode=appstore and AppAppleID= with Environment=Production (as Apple's
+// with Mode=appstore and AppAppleID= when Production is listed (as Apple's
 // SignedDataVerifier does), throwing a `ConfigurationError` with the file,
 // line and key. `startWarning` is the line the daemon logs at start when
 // signatures go unchecked.
@@ -17,10 +17,13 @@ public struct VerificationSettings: Sendable, Equatable {
     public var rootCertificateFile = VerificationSettings.defaultRootCertificateFile
     /// `BundleID=`: required with Mode=appstore.
     public var bundleID: String?
-    /// `AppAppleID=`: the app's Apple ID; required with Environment=Production.
+    /// `AppAppleID=`: the app's Apple ID; required when Production is listed.
     public var appAppleID: Int64?
-    /// `Environment=`: required with Mode=appstore.
-    public var environment: SignedDataEnvironment?
+    /// `Environment=`: the environments signed data may come from, in the
+    /// order listed; required with Mode=appstore. A production server lists
+    /// `Production Sandbox`, for App Review buys with sandbox accounts in
+    /// the build that runs against it.
+    public var environments: [SignedDataEnvironment] = []
     /// `AcceptEnvelopes=`: whether generic envelopes (format 5), which carry
     /// no signature, are taken. Default no.
     public var acceptEnvelopes = false
@@ -37,9 +40,9 @@ public struct VerificationSettings: Sendable, Equatable {
             return "[Verification] Mode=none: App Store signatures are not checked; anyone who can write "
                 + "to the spool can have forged transactions delivered. Use it for development only"
         }
-        if let environment, !environment.checksSignatures {
-            return "[Verification] Environment=\(environment.rawValue): signatures are not checked, as "
-                + "StoreKit testing data is not signed by the App Store. Never use it in production"
+        if environments.contains(where: { !$0.checksSignatures }) {
+            return "[Verification] Environment=\(environments.map(\.rawValue).joined(separator: " ")): signatures "
+                + "are not checked, as StoreKit testing data is not signed by the App Store. Never use it in production"
         }
         return nil
     }
@@ -56,17 +59,17 @@ public struct VerificationSettings: Sendable, Equatable {
                 message: "is required \(because); set BundleID= under [Verification] to your app's bundle "
                     + "identifier, or Mode=none to deliver without verification (development only)")
         }
-        guard let environment = settings.environment else {
+        guard !settings.environments.isEmpty else {
             throw ConfigurationError(
                 file: configuration.path, line: nil, key: "Verification.Environment",
-                message: "is required \(because); set Environment= under [Verification] to Production, Sandbox, "
-                    + "Xcode or LocalTesting")
+                message: "is required \(because); set Environment= under [Verification] to \"Production Sandbox\" "
+                    + "on a production server, Sandbox, Xcode or LocalTesting")
         }
-        if environment == .production, settings.appAppleID == nil {
+        if settings.environments.contains(.production), settings.appAppleID == nil {
             let origin = configuration.origins["Verification.Environment"]
             throw ConfigurationError(
                 file: origin?.file ?? configuration.path, line: origin?.line, key: "Verification.AppAppleID",
-                message: "is required with Environment=Production, to check the appAppleId of notifications; "
+                message: "is required when Environment= lists Production, to check the appAppleId of notifications; "
                     + "set AppAppleID= under [Verification] to your app's Apple ID (App Store Connect, App Information)")
         }
     }

@@ -1,7 +1,7 @@
 // SignedDataPolicy: what App Store signed data must satisfy to be taken,
 // built from the [Verification] section: the trusted roots (read from
 // RootCertificateFile=), the bundle identifier, the App Apple ID and the
-// environment.
+// environments.
 //
 // `load(for:)` runs at start-up, on reload and for check-config: it requires
 // what Mode=appstore needs (VerificationSettings.checkCompleteness) and reads
@@ -12,30 +12,36 @@
 
 /// The checks intake applies to every App Store signed string (Mode=appstore).
 public struct SignedDataPolicy: Sendable, Equatable {
-    /// The trust anchors; empty when `environment` skips signature checks.
+    /// The trust anchors; empty when the environments skip signature checks.
     public var roots: [RootCertificate]
     /// `bundleId` every transaction and notification must carry.
     public var bundleID: String
-    /// `appAppleId` every Production notification must carry; nil outside Production.
+    /// `appAppleId` every Production notification must carry; nil unless
+    /// Production is listed.
     public var appAppleID: Int64?
-    public var environment: SignedDataEnvironment
+    /// The environments signed data may come from.
+    public var environments: [SignedDataEnvironment]
 
-    public init(roots: [RootCertificate], bundleID: String, appAppleID: Int64?, environment: SignedDataEnvironment) {
+    public init(roots: [RootCertificate], bundleID: String, appAppleID: Int64?, environments: [SignedDataEnvironment]) {
         self.roots = roots
         self.bundleID = bundleID
         self.appAppleID = appAppleID
-        self.environment = environment
+        self.environments = environments
     }
+
+    /// Whether signatures are checked: whenever an App Store environment is
+    /// listed (the configuration never lists them with Xcode or
+    /// LocalTesting, and if it did, the checks would win).
+    public var checksSignatures: Bool { environments.contains(where: \.checksSignatures) }
 
     /// The policy `configuration` asks for, nil with Mode=none.
     public static func load(for configuration: Configuration) throws(ConfigurationError) -> SignedDataPolicy? {
         try VerificationSettings.checkCompleteness(of: configuration)
         let settings = configuration.verification
-        guard settings.mode == .appStore, let bundleID = settings.bundleID, let environment = settings.environment else {
-            return nil
-        }
+        let environments = settings.environments
+        guard settings.mode == .appStore, let bundleID = settings.bundleID, !environments.isEmpty else { return nil }
         var roots: [RootCertificate] = []
-        if environment.checksSignatures {
+        if environments.contains(where: \.checksSignatures) {
             let path = settings.rootCertificateFile
             do {
                 roots = try RootCertificate.read(path)
@@ -55,7 +61,7 @@ public struct SignedDataPolicy: Sendable, Equatable {
             }
         }
         return SignedDataPolicy(roots: roots, bundleID: bundleID,
-                                appAppleID: environment == .production ? settings.appAppleID : nil,
-                                environment: environment)
+                                appAppleID: environments.contains(.production) ? settings.appAppleID : nil,
+                                environments: environments)
     }
 }

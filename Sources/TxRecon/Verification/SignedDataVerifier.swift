@@ -41,7 +41,7 @@ final class SignedDataVerifier {
     /// `chainCacheCapacity` 0 validates every chain afresh.
     init(policy: SignedDataPolicy, chainCacheCapacity: Int = VerifiedChainCache.defaultCapacity) {
         self.policy = policy
-        validator = policy.environment.checksSignatures ? ChainValidator(roots: policy.roots) : nil
+        validator = policy.checksSignatures ? ChainValidator(roots: policy.roots) : nil
         cache = VerifiedChainCache(capacity: chainCacheCapacity)
     }
 
@@ -144,11 +144,12 @@ final class SignedDataVerifier {
 
     /// bundleId, appAppleId and environment, as Apple's SignedDataVerifier
     /// checks each kind: renewal infos carry no bundleId, and only
-    /// notifications from Production are checked for appAppleId.
+    /// notifications from Production are checked for appAppleId (App
+    /// Review's sandbox notifications on a production server are not).
     private func check(_ claims: SignedDataClaims, kind: SignedDataKind) throws(VerificationFailure) {
         if kind != .renewalInfo { try checkBundleID(claims.bundleID) }
-        if kind == .notification, policy.environment == .production, let want = policy.appAppleID,
-           claims.appAppleID != want {
+        if kind == .notification, claims.environment == SignedDataEnvironment.production.rawValue,
+           let want = policy.appAppleID, claims.appAppleID != want {
             throw .wrongAppAppleID(found: claims.appAppleID, want: want)
         }
         try checkEnvironment(claims.environment)
@@ -159,8 +160,10 @@ final class SignedDataVerifier {
     }
 
     private func checkEnvironment(_ found: String?) throws(VerificationFailure) {
-        let want = policy.environment.rawValue
-        guard found == want else { throw .wrongEnvironment(found: found, want: want) }
+        guard let found, let environment = SignedDataEnvironment(rawValue: found),
+              policy.environments.contains(environment) else {
+            throw .wrongEnvironment(found: found, want: policy.environments.map(\.rawValue).joined(separator: " or "))
+        }
     }
 }
 

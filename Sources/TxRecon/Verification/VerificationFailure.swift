@@ -76,7 +76,7 @@ enum VerificationFailure: Error, Sendable, Equatable {
                 + "if this app is yours, set AppAppleID= under [Verification], reload, \(requeue)")
         case let .wrongEnvironment(found, want):
             return Rejection(code, "\(VerificationFailure.quote(found) ?? "no environment") (want \(want)) in \(subject); data from another "
-                + "environment belongs to another txrecon; if Environment= is wrong, fix it, reload, \(requeue)")
+                + "environment belongs to another txrecon; if Environment= is wrong (a production server lists \"Production Sandbox\"), fix it, reload, \(requeue)")
         }
     }
 

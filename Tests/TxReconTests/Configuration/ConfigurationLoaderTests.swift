@@ -90,7 +90,7 @@ private let minimal = """
         #expect(configuration.verification.rootCertificateFile == "/etc/txrecon/roots.pem")
         #expect(configuration.verification.bundleID == "com.example.app")
         #expect(configuration.verification.appAppleID == 1_234_567_890)
-        #expect(configuration.verification.environment == .localTesting)
+        #expect(configuration.verification.environments == [.localTesting])
         #expect(configuration.verification.acceptEnvelopes)
         #expect(configuration.metrics.textfileDirectory == "/var/lib/prometheus/node-exporter")
         let sweep = configuration.sweep

@@ -8,7 +8,7 @@ import Testing
         configuration.backend.url = url
         configuration.backend.timeout = timeout
         configuration.verification.bundleID = "com.example.app"
-        configuration.verification.environment = .sandbox
+        configuration.verification.environments = [.sandbox]
         return configuration
     }
 

@@ -26,7 +26,7 @@ import TxReconTestSupport
         #expect(settings.mode == .appStore)
         #expect(settings.rootCertificateFile == "/usr/share/txrecon/AppleRootCA-G3.cer")
         #expect(settings.acceptEnvelopes == false)
-        #expect(settings.bundleID == nil && settings.environment == nil && settings.appAppleID == nil)
+        #expect(settings.bundleID == nil && settings.environments.isEmpty && settings.appAppleID == nil)
     }
 
     @Test func everyVerificationKeyIsRead() throws {
@@ -42,8 +42,24 @@ import TxReconTestSupport
         #expect(settings.rootCertificateFile == "/etc/txrecon/roots.pem")
         #expect(settings.bundleID == "com.example.app")
         #expect(settings.appAppleID == 1_234_567_890)
-        #expect(settings.environment == .production)
+        #expect(settings.environments == [.production])
         #expect(settings.acceptEnvelopes)
+    }
+
+    @Test func severalEnvironmentsAreListedOnceEachInTheirOrder() throws {
+        let settings = try configuration("[Verification]\nEnvironment=Production Sandbox Production").verification
+        #expect(settings.environments == [.production, .sandbox])
+    }
+
+    @Test func unsignedEnvironmentsCannotBeListedWithAppStoreOnes() throws {
+        for value in ["Production Xcode", "LocalTesting Sandbox"] {
+            let error = #expect(throws: ConfigurationError.self) { try configuration("[Verification]\nEnvironment=\(value)") }
+            #expect(error?.line == 4 && error?.key == "Verification.Environment", "\(value)")
+            #expect(error?.message.contains("whose data carries no App Store signature") == true, "\(value)")
+        }
+        let testing = try configuration("[Verification]\nEnvironment=Xcode LocalTesting").verification
+        #expect(testing.environments == [.xcode, .localTesting])
+        #expect(testing.startWarning?.hasPrefix("[Verification] Environment=Xcode LocalTesting: signatures are not checked") == true)
     }
 
     @Test func anUnknownEnvironmentNamesItsLineAndTheChoices() throws {
@@ -117,7 +133,7 @@ import TxReconTestSupport
             """))
         #expect(policy?.roots.map(\.subject) == ["C=US,O=Apple Inc.,OU=Apple Certification Authority,CN=Apple Root CA - G3"])
         #expect(policy?.bundleID == "com.example.app")
-        #expect(policy?.environment == .sandbox)
+        #expect(policy?.environments == [.sandbox])
         // Apple checks appAppleId in Production only.
         #expect(policy?.appAppleID == nil)
     }

@@ -34,7 +34,7 @@ import TxReconTestSupport
     static func verifier(bundleID: String, environment: SignedDataEnvironment = .sandbox,
                          roots: [RootCertificate]) -> SignedDataVerifier {
         SignedDataVerifier(policy: SignedDataPolicy(roots: roots, bundleID: bundleID, appAppleID: nil,
-                                                    environment: environment))
+                                                    environments: [environment]))
     }
 
     static let transactionsAndNotifications = AppStoreSamples.real().filter { !$0.isRenewalInfo }

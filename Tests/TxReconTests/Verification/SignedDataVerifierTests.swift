@@ -214,6 +214,21 @@ import TxReconTestSupport
         #expect(intakeVerdict(TestPKI.sign(payload: Self.productionNotification(appAppleId: 42)), production) == nil)
     }
 
+    @Test func aProductionServerTakesAppReviewsSandboxPurchasesAndKeepsTheProductionChecks() throws {
+        let both = SignedDataVerifier(policy: try VerificationFixtures.testPolicy(appAppleID: 42,
+                                                                                   environments: [.production, .sandbox]))
+        #expect(intakeVerdict(Self.transaction(environment: "Sandbox"), both) == nil)
+        #expect(intakeVerdict(Self.transaction(environment: "Production"), both) == nil)
+        let xcode = intakeVerdict(Self.transaction(environment: "Xcode"), both)
+        #expect(xcode?.code == "wrong-environment")
+        #expect(xcode?.detail.hasPrefix("Xcode (want Production or Sandbox)") == true)
+        // A sandbox notification carries no appAppleId check; a production one does.
+        #expect(intakeVerdict(TestPKI.sign(payload: TestJWS.notificationPayload()), both) == nil)
+        #expect(intakeVerdict(TestPKI.sign(payload: Self.productionNotification(appAppleId: 7)), both)?.code
+                == "wrong-app-apple-id")
+        #expect(intakeVerdict(TestPKI.sign(payload: Self.productionNotification(appAppleId: 42)), both) == nil)
+    }
+
     @Test func theAppAppleIDIsNotCheckedInSandbox() throws {
         let sandbox = SignedDataVerifier(policy: try VerificationFixtures.testPolicy(appAppleID: 42))
         #expect(intakeVerdict(TestPKI.sign(payload: TestJWS.notificationPayload()), sandbox) == nil)

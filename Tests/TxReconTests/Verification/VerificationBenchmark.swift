@@ -40,7 +40,7 @@ struct VerificationBenchmark {
         let item = try #require(decodeItem(sample.bytes))
         let verifier = SignedDataVerifier(policy: SignedDataPolicy(
             roots: try VerificationFixtures.appleRoots(), bundleID: "com.loki-project.loki-messenger", appAppleID: nil,
-            environment: .sandbox))
+            environments: [.sandbox]))
         try verifier.verify(item)
 
         let x5c = (jws.header["x5c"]?.arrayValue ?? []).compactMap { $0.stringValue }

@@ -19,8 +19,13 @@ enum VerificationFixtures {
     /// A policy for the test PKI's data: TestJWS's bundle id and environment.
     static func testPolicy(bundleID: String = "com.example.app", appAppleID: Int64? = nil,
                            environment: SignedDataEnvironment = .sandbox) throws -> SignedDataPolicy {
-        SignedDataPolicy(roots: environment.checksSignatures ? try testRoots() : [], bundleID: bundleID,
-                         appAppleID: appAppleID, environment: environment)
+        try testPolicy(bundleID: bundleID, appAppleID: appAppleID, environments: [environment])
+    }
+
+    static func testPolicy(bundleID: String = "com.example.app", appAppleID: Int64? = nil,
+                           environments: [SignedDataEnvironment]) throws -> SignedDataPolicy {
+        SignedDataPolicy(roots: environments.contains(where: \.checksSignatures) ? try testRoots() : [],
+                         bundleID: bundleID, appAppleID: appAppleID, environments: environments)
     }
 }
 
