@@ -32,6 +32,21 @@ func decodeRejection(_ bytes: [UInt8], _ decoder: InputDecoder = InputDecoder(),
 func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
 
 @Suite struct InputFormatTests {
+    @Test func anUploadsOtherMembersAreItsUnverifiedContextAndDecideNothing() throws {
+        let jws = TestJWS.transaction(transactionId: "2000000000000001", signedDate: 1_700_000_000_123)
+        let upload = #"{"orderID":"A-17","signedTransactionInfo":"\#(jws)","applicationUsername":"order-17","n":{"a":1}}"#
+        let item = try #require(decodeItem(bytes(upload)))
+        #expect(item.context == .object([("orderID", .string("A-17")), ("applicationUsername", .string("order-17")),
+                                         ("n", .object([("a", .integer(1))]))]))
+        #expect(item.signedStrings.map(\.name) == ["signedTransactionInfo"], "context strings are not signed data")
+        let plain = try #require(decodeItem(bytes(#"{"signedTransactionInfo":"\#(jws)"}"#)))
+        #expect(plain.context == nil)
+        #expect(item.key == plain.key && item.version == plain.version)
+        let body = try JSONValue.parse(RequestBuilder.body(for: item, attempt: 1, receivedAt: 0))
+        #expect(body["unverified"] == item.context)
+        #expect(body["orderID"] == nil, "never mixed with the verified fields")
+    }
+
     @Test func aBareTransactionJWSIsATransactionKeyedByTransactionId() throws {
         let jws = TestJWS.transaction(transactionId: "2000000000000001", signedDate: 1_700_000_000_123)
         let item = try #require(decodeItem(bytes(jws + "\n")))

@@ -189,11 +189,11 @@ import TxReconTestSupport
             + "in a generic envelope (format 5)"))
     }
 
-    @Test func anExtraMemberInATransactionUploadIsUnexpected() {
-        let body = bytes(#"{"signedTransactionInfo":"\#(TestJWS.transaction())","userId":"u"}"#)
-        let rejection = decodeRejection(body)
-        #expect(rejection?.code == "unexpected-member")
-        #expect(rejection?.detail.contains("\"userId\"") == true)
+    @Test func anUploadsContextLargerThanFourKiBIsRefusedNotCut() {
+        let note = String(repeating: "x", count: InputDecoder.maximumContextSize)
+        let rejection = decodeRejection(bytes(#"{"signedTransactionInfo":"\#(TestJWS.transaction())","note":"\#(note)"}"#))
+        #expect(rejection?.code == "context-too-large")
+        #expect(rejection?.detail.contains("more than 4096") == true)
     }
 
     @Test func anExtraMemberInAnEnvelopeIsUnexpected() {
@@ -237,7 +237,7 @@ import TxReconTestSupport
     @Test func everyCodeIsSpelledAsOperatorsMatchIt() {
         #expect(RejectionCode.allCases.map(\.rawValue) == [
             "empty-file", "not-json", "unknown-format", "malformed-jws", "malformed-payload", "missing-field",
-            "invalid-field", "unexpected-member", "empty-page", "envelopes-disabled", "unsupported-content",
+            "invalid-field", "unexpected-member", "context-too-large", "empty-page", "envelopes-disabled", "unsupported-content",
             "unsupported-alg", "invalid-x5c", "invalid-certificate", "invalid-chain", "missing-oid", "invalid-signature",
             "wrong-bundle-id", "wrong-app-apple-id", "wrong-environment",
         ])

@@ -75,8 +75,9 @@ package struct RequestBuilder: Sendable {
     /// The JSON body. Members come in a fixed order: `id`, `version`
     /// (integer), `versionToken` (as in Idempotency-Key), `kind`, `attempt`,
     /// `receivedAt` (RFC 3339 UTC), the decoded fields that are set, every
-    /// original signed string under its Apple name, and `payload` for
-    /// envelopes.
+    /// original signed string under its Apple name, `payload` for
+    /// envelopes, and `unverified`: the app's context, which Apple did not
+    /// sign.
     static func body(for item: Item, attempt: Int, receivedAt: Int64) -> [UInt8] {
         let signedLength = item.signedStrings.reduce(0) { $0 + $1.value.utf8.count }
         var body = JSONObjectWriter(reservingCapacity: 768 + signedLength)
@@ -109,6 +110,9 @@ package struct RequestBuilder: Sendable {
         }
         if let payload = item.payload {
             body.add("payload", payload)
+        }
+        if let context = item.context {
+            body.add("unverified", context)
         }
         return body.finish()
     }

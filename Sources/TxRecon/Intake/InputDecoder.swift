@@ -5,7 +5,9 @@
 // parse per document, base64url decoded by hand. Signatures are not checked
 // here (that is the verifier's step); every JWS is still parsed strictly so
 // that the verifier sees the same bytes. Nothing a producer sent is dropped
-// silently: unknown top-level members of formats 2, 3 and 5 are refused.
+// silently: unknown top-level members of formats 2 and 5 are refused, and
+// those of an app's upload (format 3) are its context, delivered labelled
+// as unverified.
 // Every refusal is thrown as a `Rejection` with a stable code and one
 // sentence naming the format tried, what was wrong and, where it helps, what
 // to do. Touches no files and logs nothing.
@@ -128,11 +130,12 @@ struct InputDecoder: Sendable {
         return try notificationItem(jws, signedPayload: text, origin: "signedPayload (format 2)", parsed: &parsed)
     }
 
-    /// Format 3: `{"signedTransactionInfo": "<JWS>", "signedRenewalInfo": "<JWS>"?}`.
+    /// Format 3: `{"signedTransactionInfo": "<JWS>", "signedRenewalInfo": "<JWS>"?, …}`;
+    /// any other member is the app's context.
     private func decodeTransactionUpload(_ value: JSONValue, parsed: inout ParsedSignedStrings) throws(Rejection) -> Item {
         let format = "a signed transaction upload (format 3)"
-        try InputDecoder.refuseOtherMembers(of: value, allowed: ["signedTransactionInfo", "signedRenewalInfo"],
-                                            format: format)
+        let signedNames = ["signedTransactionInfo", "signedRenewalInfo"]
+        let context = try InputDecoder.context(of: value, besides: signedNames, format: format)
         let reader = PayloadReader(object: value, subject: format)
         let transactionText = try reader.requireString("signedTransactionInfo")
         let transactionJWS = try InputDecoder.parseJWS(transactionText, subject: "signedTransactionInfo (format 3)")
@@ -148,10 +151,31 @@ struct InputDecoder: Sendable {
         transaction.fill(&fields)
         // Keep the producer's member order: the backend sees what was dropped.
         let signedStrings = (value.objectValue ?? []).compactMap { member in
-            member.1.stringValue.map { (name: member.0, value: $0) }
+            signedNames.contains(member.0) ? member.1.stringValue.map { (name: member.0, value: $0) } : nil
         }
         return Item(key: transaction.transactionId, version: transaction.version(), kind: .transaction,
-                    fields: fields, signedStrings: signedStrings)
+                    fields: fields, signedStrings: signedStrings, context: context)
+    }
+
+    /// The largest context an upload may carry, serialized: an order id, a
+    /// user id and `applicationUsername` take a few hundred bytes.
+    static let maximumContextSize = 4096
+
+    /// The members of an upload besides `signedNames`, as one object; nil
+    /// when there are none. Larger than `maximumContextSize`, the upload is
+    /// refused rather than delivered without what the app sent.
+    private static func context(of value: JSONValue, besides signedNames: [String],
+                                format: String) throws(Rejection) -> JSONValue? {
+        let members = (value.objectValue ?? []).filter { !signedNames.contains($0.0) }
+        guard !members.isEmpty else { return nil }
+        let context = JSONValue.object(members)
+        let size = context.serialized.count
+        guard size <= maximumContextSize else {
+            throw Rejection(.contextTooLarge, "the members of \(format) besides \(signedNames.joined(separator: " and ")) "
+                + "(the app's context, delivered as unverified) take \(size) bytes, more than \(maximumContextSize); "
+                + "send an order id or a user id, not a document")
+        }
+        return context
     }
 
     /// Format 4: a transaction history page; each element must be a compact

@@ -196,20 +196,28 @@ public struct Item: Sendable, Equatable {
     public var signedStrings: [(name: String, value: String)]
     /// The envelope's `payload` as given; nil for App Store items.
     public var payload: JSONValue?
+    /// What the app uploaded beside the signed data (an order id,
+    /// `applicationUsername`), which Apple did not sign: an object of the
+    /// upload's other members, in their order, delivered as `unverified`
+    /// and never used for the key, the version or any decision. nil when
+    /// there is none.
+    public var context: JSONValue?
 
     public init(key: ItemKey, version: ItemVersion, kind: ItemKind, fields: ItemFields = ItemFields(),
-                signedStrings: [(name: String, value: String)] = [], payload: JSONValue? = nil) {
+                signedStrings: [(name: String, value: String)] = [], payload: JSONValue? = nil,
+                context: JSONValue? = nil) {
         self.key = key
         self.version = version
         self.kind = kind
         self.fields = fields
         self.signedStrings = signedStrings
         self.payload = payload
+        self.context = context
     }
 
     public static func == (lhs: Item, rhs: Item) -> Bool {
         lhs.key == rhs.key && lhs.version == rhs.version && lhs.kind == rhs.kind && lhs.fields == rhs.fields
-            && lhs.payload == rhs.payload
+            && lhs.payload == rhs.payload && lhs.context == rhs.context
             && lhs.signedStrings.map(\.name) == rhs.signedStrings.map(\.name)
             && lhs.signedStrings.map(\.value) == rhs.signedStrings.map(\.value)
     }

@@ -18,8 +18,11 @@ enum RejectionCode: String, Sendable, CaseIterable {
     case missingField = "missing-field"
     /// A member has the wrong type or an impossible value.
     case invalidField = "invalid-field"
-    /// A top-level member that the format does not define (formats 2, 3, 5).
+    /// A top-level member that the format does not define (formats 2, 5).
     case unexpectedMember = "unexpected-member"
+    /// An upload's context (its members besides the signed data) is larger
+    /// than InputDecoder.maximumContextSize.
+    case contextTooLarge = "context-too-large"
     /// A transaction history page without transactions.
     case emptyPage = "empty-page"
     /// A generic envelope while envelopes are not accepted.
