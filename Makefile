@@ -119,7 +119,7 @@ soak: release
 FUZZ_SECONDS ?= 60
 FUZZ_SOURCES := $(addprefix Sources/TxRecon/Intake/,InputDecoder.swift CompactJWS.swift Base64URL.swift Item.swift \
 	Rejection.swift RejectionCode.swift PayloadReader.swift AppStorePayloads.swift JSONValueDescription.swift \
-	ParsedSignedStrings.swift) \
+	ParsedSignedStrings.swift DERReader.swift AppReceipt.swift Base64.swift InputDecoder+Receipt.swift) \
 	Sources/TxRecon/Support/JSONValue.swift Sources/TxRecon/Support/JSONStringScan.swift Tests/Fuzz/InputDecoderFuzzer.swift
 
 .build/fuzz/input-decoder: $(FUZZ_SOURCES)
@@ -170,6 +170,7 @@ install-files:
 	install -m 0644 man/txrecon.8 $(DESTDIR)$(MANDIR)/man8/txrecon.8
 	install -m 0644 man/txrecon.conf.5 $(DESTDIR)$(MANDIR)/man5/txrecon.conf.5
 	install -m 0644 Config/AppleRootCA-G3.cer $(DESTDIR)$(DATADIR)/AppleRootCA-G3.cer
+	install -m 0644 Config/AppleIncRootCertificate.cer $(DESTDIR)$(DATADIR)/AppleIncRootCertificate.cer
 	@if [ -e $(DESTDIR)$(SYSCONFDIR)/txrecon/txrecon.conf ]; then \
 	  echo "kept the existing $(DESTDIR)$(SYSCONFDIR)/txrecon/txrecon.conf"; \
 	else \

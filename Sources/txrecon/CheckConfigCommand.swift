@@ -26,7 +26,9 @@ enum CheckConfigCommand: Command {
             }
             let warnings = ConfigurationWarnings.daemon(configuration, secrets: secrets)
                 + ConfigurationWarnings.sweep(configuration.sweep)
-            for warning in warnings { printError("txrecon: warning: \(warning)") }
+            for warning in warnings + [verification?.receiptRootsMissing].compactMap({ $0 }) {
+                printError("txrecon: warning: \(warning)")
+            }
             return 0
         } catch {
             printError("txrecon: configuration error: \(error)")

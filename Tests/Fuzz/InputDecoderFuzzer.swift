@@ -3,8 +3,8 @@
 // the decoder's source files (Makefile, FUZZ_SOURCES), not through SwiftPM:
 // SwiftPM cannot build one target with the fuzzer's own main.
 //
-// Every input goes through all five formats' decoding, with envelopes
-// accepted and refused. Beyond "does not crash", it checks what must hold
+// Every input goes through all six formats' decoding, with envelopes
+// accepted and refused, and through the receipt reader as raw DER. Beyond "does not crash", it checks what must hold
 // for any input the decoder accepts: the key survives its file-name
 // encoding (the spool's names), and the item's version and key are stable
 // when the same bytes are decoded again. A failed check traps, which
@@ -25,6 +25,9 @@ public func fuzzInputDecoder(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt
         if item.kind != .envelope {
             guard case .item? = refusing else { preconditionFailure("an App Store item depends on AcceptEnvelopes=") }
         }
+    }
+    if let receipt = try? AppReceipt(der: bytes) {
+        precondition(receipt.inAppPurchases.count <= AppReceipt.maximumPurchases, "more purchases than the limit")
     }
     if let value = try? JSONValue.parse(bytes) {
         precondition((try? JSONValue.parse(value.serialized)) == value, "JSON does not survive serialization")

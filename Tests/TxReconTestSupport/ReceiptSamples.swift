@@ -14,6 +14,13 @@ package enum ReceiptSamples {
         return components.joined(separator: "/") + "/TxReconTests/Fixtures/receipts"
     }()
 
+    /// The receipt root txrecon ships: `Config/AppleIncRootCertificate.cer`.
+    package static let shippedRoot: String = {
+        var components = directory.split(separator: "/", omittingEmptySubsequences: false)
+        components.removeLast(4)
+        return components.joined(separator: "/") + "/Config/AppleIncRootCertificate.cer"
+    }()
+
     /// Every receipt's file name, sorted.
     package static let names: [String] = [
         "production-appreceiptvalidator-1.receipt", "production-appreceiptvalidator-2.receipt",

@@ -237,9 +237,10 @@ import TxReconTestSupport
     @Test func everyCodeIsSpelledAsOperatorsMatchIt() {
         #expect(RejectionCode.allCases.map(\.rawValue) == [
             "empty-file", "not-json", "unknown-format", "malformed-jws", "malformed-payload", "missing-field",
-            "invalid-field", "unexpected-member", "context-too-large", "empty-page", "envelopes-disabled", "unsupported-content",
+            "invalid-field", "unexpected-member", "context-too-large", "empty-page", "malformed-receipt", "empty-receipt", "envelopes-disabled", "unsupported-content",
             "unsupported-alg", "invalid-x5c", "invalid-certificate", "invalid-chain", "missing-oid", "invalid-signature",
             "wrong-bundle-id", "wrong-app-apple-id", "wrong-environment",
+            "invalid-receipt-signature", "receipt-untrusted-chain", "receipt-missing-oid",
         ])
     }
 }

@@ -59,6 +59,8 @@ extension ConfigurationKey {
                          SettingValue.integer(in: 1...64)),
 
         ConfigurationKey("Verification", "Mode", \.verification.mode, SettingValue.verificationMode),
+        ConfigurationKey("Verification", "ReceiptRootCertificateFile", \.verification.receiptRootCertificateFile,
+                         SettingValue.absolutePath),
         ConfigurationKey("Verification", "RootCertificateFile", \.verification.rootCertificateFile,
                          SettingValue.absolutePath),
         ConfigurationKey("Verification", "BundleID", \.verification.bundleID, SettingValue.appStoreIdentifier),

@@ -50,6 +50,11 @@ public enum ConfigurationSummary {
             for root in policy.roots {
                 lines.append("Root: \(root.subject) SHA-256 \(root.sha256Fingerprint)")
             }
+            lines.append("ReceiptRootCertificateFile=\(settings.receiptRootCertificateFile)"
+                         + (policy.receiptRootsMissing == nil ? "" : " (not installed)"))
+            for root in policy.receiptRoots {
+                lines.append("ReceiptRoot: \(root.subject) SHA-256 \(root.sha256Fingerprint)")
+            }
         }
         lines.append("AcceptEnvelopes=\(settings.acceptEnvelopes ? "yes" : "no")")
         return lines

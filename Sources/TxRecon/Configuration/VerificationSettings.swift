@@ -15,6 +15,9 @@ public struct VerificationSettings: Sendable, Equatable {
     /// `RootCertificateFile=`: PEM or DER, one or more self-signed roots.
     /// Default Apple Root CA - G3 as the package installs it.
     public var rootCertificateFile = VerificationSettings.defaultRootCertificateFile
+    /// `ReceiptRootCertificateFile=`: the roots StoreKit 1 receipts must
+    /// chain to. Default Apple Inc. Root Certificate as the package installs it.
+    public var receiptRootCertificateFile = VerificationSettings.defaultReceiptRootCertificateFile
     /// `BundleID=`: required with Mode=appstore.
     public var bundleID: String?
     /// `AppAppleID=`: the app's Apple ID; required when Production is listed.
@@ -31,6 +34,7 @@ public struct VerificationSettings: Sendable, Equatable {
     public init() {}
 
     public static let defaultRootCertificateFile = "/usr/share/txrecon/AppleRootCA-G3.cer"
+    public static let defaultReceiptRootCertificateFile = "/usr/share/txrecon/AppleIncRootCertificate.cer"
 
     /// The warning for the log at start (and check-config) when signatures
     /// go unchecked: verification is off, or the environment is not signed

@@ -842,6 +842,7 @@ package actor DeliveryEngine {
             switch try decoder.decode(bytes) {
             case let .item(item): return .ready(item, prepare(item, attempt, receivedAt, now))
             case .page: return .undecodable(Rejection("unknown-format", "a queued file holds a page"))
+            case .receipt: return .undecodable(Rejection("unknown-format", "a queued file holds a receipt of several purchases"))
             }
         } catch let error as SpoolError {
             return .unreadable(error)

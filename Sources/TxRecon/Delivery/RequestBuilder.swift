@@ -75,7 +75,8 @@ package struct RequestBuilder: Sendable {
     /// The JSON body. Members come in a fixed order: `id`, `version`
     /// (integer), `versionToken` (as in Idempotency-Key), `kind`, `attempt`,
     /// `receivedAt` (RFC 3339 UTC), the decoded fields that are set, every
-    /// original signed string under its Apple name, `payload` for
+    /// original signed string under its Apple name (`receipt` for a
+    /// receipt's purchase, base64 as uploaded), `payload` for
     /// envelopes, and `unverified`: the app's context, which Apple did not
     /// sign.
     static func body(for item: Item, attempt: Int, receivedAt: Int64) -> [UInt8] {
@@ -105,6 +106,13 @@ package struct RequestBuilder: Sendable {
         add("notificationType", fields.notificationType)
         add("subtype", fields.subtype)
         add("notificationUUID", fields.notificationUUID)
+        add("purchaseDate", fields.purchaseDate)
+        add("originalPurchaseDate", fields.originalPurchaseDate)
+        add("expiresDate", fields.expiresDate)
+        add("quantity", fields.quantity)
+        add("webOrderLineItemId", fields.webOrderLineItemId)
+        if let flag = fields.isTrialPeriod { body.add("isTrialPeriod", .bool(flag)) }
+        if let flag = fields.isInIntroOfferPeriod { body.add("isInIntroOfferPeriod", .bool(flag)) }
         for (name, value) in item.signedStrings {
             body.add(name, value)
         }

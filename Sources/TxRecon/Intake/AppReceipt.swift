@@ -178,7 +178,8 @@ struct AppReceipt: Sendable, Equatable {
         let text = try string(reader, value)
         guard !text.isEmpty else { return nil }
         guard let milliseconds = ReceiptDate.milliseconds(text) else {
-            throw DERError(offset: value.lowerBound, problem: "\"\(LogText.singleLine(text, limit: 40))\" is not a date")
+            throw DERError(offset: value.lowerBound, problem: "\(JSONValue.string(String(text.prefix(40))).serializedString) "
+                           + "is not a date")
         }
         return milliseconds
     }

@@ -54,6 +54,10 @@ struct InputDecoder: Sendable {
                 buffer.baseAddress.map { memchr($0, Int32(UInt8(ascii: ".")), end) != nil } ?? false
             }
             if hasSeparator { return try decodeBareJWS(input[..<end], parsed: &parsed) }
+            if let receipt = Base64.decode(input[..<end]), receipt.first == DERElement.sequence {
+                let text = String(decoding: input[..<end], as: UTF8.self)
+                return try decodeReceipt(der: receipt, text: text, upload: nil, parsed: &parsed)
+            }
             // `true`, `null`: JSON, but no format; anything else: neither.
             guard let value = try? JSONValue.parse(input) else {
                 throw Rejection(.notJSON, "the file is neither a compact JWS (format 1: three base64url "
@@ -109,6 +113,7 @@ struct InputDecoder: Sendable {
         if value["signedPayload"] != nil { return .item(try decodeNotificationBody(value, parsed: &parsed)) }
         if value["signedTransactionInfo"] != nil { return .item(try decodeTransactionUpload(value, parsed: &parsed)) }
         if value["signedTransactions"] != nil { return try decodeHistoryPage(value) }
+        if value["receipt"] != nil { return try decodeReceiptUpload(value, parsed: &parsed) }
         if value["id"] != nil || value["version"] != nil || value["payload"] != nil {
             return .item(try decodeEnvelope(value))
         }
@@ -164,7 +169,7 @@ struct InputDecoder: Sendable {
     /// The members of an upload besides `signedNames`, as one object; nil
     /// when there are none. Larger than `maximumContextSize`, the upload is
     /// refused rather than delivered without what the app sent.
-    private static func context(of value: JSONValue, besides signedNames: [String],
+    static func context(of value: JSONValue, besides signedNames: [String],
                                 format: String) throws(Rejection) -> JSONValue? {
         let members = (value.objectValue ?? []).filter { !signedNames.contains($0.0) }
         guard !members.isEmpty else { return nil }

@@ -325,9 +325,10 @@ final class Intake: Sendable {
                 return []
             case let .decoded(.item(item), modifiedAt):
                 return [Drop(name: name, item: item, receivedAt: modifiedAt)]
-            case let .decoded(.page(transactions), _):
-                let parts = try spool.split(drop: name, into: transactions)
-                log.write(LogEntry(.info, "new/\(LogText.escaped(name)): history page split into \(parts.count) drops",
+            case .decoded(.page(let parts), _), .decoded(.receipt(let parts), _):
+                let what = if case .decoded(.page, _) = examination { "history page" } else { "receipt" }
+                let parts = try spool.split(drop: name, into: parts)
+                log.write(LogEntry(.info, "new/\(LogText.escaped(name)): \(what) split into \(parts.count) drops",
                                    fields: [("TXRECON_FILE", name)]))
                 return parts.flatMap { part in
                     let examination = DropExamination.examine(part, in: spool, maximumSize: settings.maximumFileSize,

@@ -9,6 +9,8 @@
 public enum ItemKind: String, Sendable, Codable {
     case transaction = "appstore.transaction"
     case notification = "appstore.notification"
+    /// One in-app purchase of a StoreKit 1 receipt.
+    case receipt = "appstore.receipt"
     case envelope
 }
 
@@ -180,6 +182,14 @@ public struct ItemFields: Sendable, Equatable {
     public var notificationType: String?
     public var subtype: String?
     public var notificationUUID: String?
+    // A receipt's in-app purchase (ms since 1970 for the dates).
+    public var purchaseDate: Int64?
+    public var originalPurchaseDate: Int64?
+    public var expiresDate: Int64?
+    public var quantity: Int64?
+    public var webOrderLineItemId: String?
+    public var isTrialPeriod: Bool?
+    public var isInIntroOfferPeriod: Bool?
 
     public init() {}
 }

@@ -15,12 +15,28 @@ struct ParsedSignedStrings {
 
     init() {}
 
+    /// The receipt of a receipt upload (format 6): its base64 text as
+    /// uploaded, its bytes and what they say.
+    private(set) var receipt: ParsedReceipt?
+
     mutating func record(_ jws: CompactJWS, name: String, text: String) {
         parses.append((name, text, jws))
+    }
+
+    mutating func recordReceipt(_ receipt: AppReceipt, der: [UInt8], text: String) {
+        self.receipt = ParsedReceipt(text: text, der: der, receipt: receipt)
     }
 
     /// The parse of `text` recorded under `name`, if `text` is what was parsed.
     func jws(named name: String, text: String) -> CompactJWS? {
         parses.first { $0.name == name && $0.text == text }?.jws
     }
+}
+
+/// A receipt as the decoder read it, for the verifier.
+struct ParsedReceipt {
+    /// The base64 text as uploaded: the item's `receipt` signed string.
+    var text: String
+    var der: [UInt8]
+    var receipt: AppReceipt
 }

@@ -24,4 +24,8 @@ public enum DecodedInput: Sendable, Equatable {
     /// A page of the transaction history (format 4): each signed transaction
     /// is split into a drop of its own and then taken like any other.
     case page(signedTransactions: [String])
+    /// A StoreKit 1 receipt upload with several in-app purchases (format
+    /// 6): each part is the upload naming one purchase, split into a drop
+    /// of its own and taken like any other.
+    case receipt(parts: [String])
 }

@@ -25,6 +25,10 @@ enum RejectionCode: String, Sendable, CaseIterable {
     case contextTooLarge = "context-too-large"
     /// A transaction history page without transactions.
     case emptyPage = "empty-page"
+    /// A receipt upload (format 6) that is not a StoreKit 1 app receipt.
+    case malformedReceipt = "malformed-receipt"
+    /// A receipt without in-app purchases.
+    case emptyReceipt = "empty-receipt"
     /// A generic envelope while envelopes are not accepted.
     case envelopesDisabled = "envelopes-disabled"
     /// Well-formed App Store data that is not deliverable on its own.
@@ -52,6 +56,15 @@ enum RejectionCode: String, Sendable, CaseIterable {
     case wrongAppAppleID = "wrong-app-apple-id"
     /// `environment` is not `Environment=`.
     case wrongEnvironment = "wrong-environment"
+
+    // Receipts (format 6), Mode=appstore.
+
+    /// The PKCS#7 signature does not verify, or covers another content.
+    case invalidReceiptSignature = "invalid-receipt-signature"
+    /// The signer does not chain to a receipt root at the creation date.
+    case receiptUntrustedChain = "receipt-untrusted-chain"
+    /// The intermediate or the signer lacks Apple's marker extension.
+    case receiptMissingOID = "receipt-missing-oid"
 }
 
 extension Rejection {

@@ -57,6 +57,7 @@ public enum Daemon {
         for warning in ConfigurationWarnings.daemon(configuration, secrets: secrets) {
             log.write(LogEntry(.warning, warning))
         }
+        if let missing = verification?.receiptRootsMissing { log.write(LogEntry(.warning, missing)) }
 
         let layout = SpoolLayout(root: configuration.spool.directory)
         let lock: SpoolLock

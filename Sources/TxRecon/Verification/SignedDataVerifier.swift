@@ -11,6 +11,8 @@
 // VerifiedChainCache); the ES256 signature over `header.payload`; then the
 // claims: bundleId, appAppleId (Production notifications), environment.
 // With Environment=Xcode or LocalTesting only the claims are checked.
+// A StoreKit 1 receipt's purchase is checked by ReceiptVerifier, then for
+// its receipt's bundle id and environment.
 // Envelopes carry no signature and pass untouched (AcceptEnvelopes= decides
 // whether they are decoded at all). Throws a `Rejection`; logs nothing.
 
@@ -37,12 +39,15 @@ final class SignedDataVerifier {
     /// nil when the environment's data is not signed by the App Store.
     private let validator: ChainValidator?
     private var cache: VerifiedChainCache
+    /// nil when the environment's data is not signed by the App Store.
+    private let receipts: ReceiptVerifier?
 
     /// `chainCacheCapacity` 0 validates every chain afresh.
     init(policy: SignedDataPolicy, chainCacheCapacity: Int = VerifiedChainCache.defaultCapacity) {
         self.policy = policy
         validator = policy.checksSignatures ? ChainValidator(roots: policy.roots) : nil
         cache = VerifiedChainCache(capacity: chainCacheCapacity)
+        receipts = policy.checksSignatures ? ReceiptVerifier(roots: policy.receiptRoots) : nil
     }
 
     /// Chains currently cached (internal for testing).
@@ -51,6 +56,16 @@ final class SignedDataVerifier {
     /// Verifies every signed string of `item`, outer before nested, using
     /// the decoder's parse of each where `parsed` holds it.
     func verify(_ item: Item, parsed: ParsedSignedStrings = ParsedSignedStrings()) throws(Rejection) {
+        if item.kind == .receipt {
+            guard let text = item.signedStrings.first(where: { $0.name == "receipt" })?.value else {
+                throw Rejection(.missingField, "the receipt's purchase carries no receipt")
+            }
+            if let receipt = parsed.receipt, receipt.text == text { return try verify(receipt) }
+            guard let der = Base64.decode(text.utf8), let receipt = try? AppReceipt(der: der) else {
+                throw Rejection(.malformedReceipt, "the receipt is not the base64 of a StoreKit 1 app receipt")
+            }
+            return try verify(ParsedReceipt(text: text, der: der, receipt: receipt))
+        }
         for (name, text) in item.signedStrings {
             guard let kind = SignedDataKind(signedStringName: name) else { continue }
             let subject = item.kind == .notification && kind != .notification ? "data.\(name) of signedPayload" : name
@@ -90,6 +105,28 @@ final class SignedDataVerifier {
             try check(claims, kind: kind)
         } catch {
             throw error.rejection(subject: subject)
+        }
+    }
+
+    // MARK: - Receipts
+
+    /// Verifies a StoreKit 1 receipt: its signature and chain at its
+    /// creation date (ReceiptVerifier), then its bundle id and environment.
+    func verify(_ parsed: ParsedReceipt) throws(Rejection) {
+        let receipt = parsed.receipt
+        if let receipts {
+            if let missing = policy.receiptRootsMissing { throw Rejection(.receiptUntrustedChain, missing) }
+            guard let creationDate = receipt.creationDate else {
+                throw Rejection(.missingField, "the receipt has no creation date (attribute 12), the time its chain "
+                    + "is validated at")
+            }
+            try receipts.verify(der: parsed.der, payload: receipt.payload, at: creationDate)
+        }
+        do {
+            try checkBundleID(receipt.bundleId)
+            try checkEnvironment(receipt.environment)
+        } catch {
+            throw error.rejection(subject: "the receipt")
         }
     }
 
@@ -173,7 +210,12 @@ extension InputDecoder {
     func decode(_ bytes: [UInt8], verifyingWith verifier: SignedDataVerifier?) throws(Rejection) -> DecodedInput {
         var parsed = ParsedSignedStrings()
         let decoded = try decode(bytes, parsed: &parsed)
-        if case let .item(item) = decoded { try verifier?.verify(item, parsed: parsed) }
+        switch decoded {
+        case let .item(item): try verifier?.verify(item, parsed: parsed)
+        // Verified whole before it is split: a forged receipt writes nothing.
+        case .receipt: if let receipt = parsed.receipt { try verifier?.verify(receipt) }
+        case .page: break
+        }
         return decoded
     }
 }

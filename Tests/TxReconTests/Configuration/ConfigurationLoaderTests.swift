@@ -57,6 +57,7 @@ private let minimal = """
             [Verification]
             Mode=none
             RootCertificateFile=/etc/txrecon/roots.pem
+            ReceiptRootCertificateFile=/etc/txrecon/receipt-roots.pem
             BundleID=com.example.app
             AppAppleID=1234567890
             Environment=LocalTesting
@@ -88,6 +89,7 @@ private let minimal = """
         #expect(configuration.delivery.maxConcurrentDeliveries == 64)
         #expect(configuration.verification.mode == .none)
         #expect(configuration.verification.rootCertificateFile == "/etc/txrecon/roots.pem")
+        #expect(configuration.verification.receiptRootCertificateFile == "/etc/txrecon/receipt-roots.pem")
         #expect(configuration.verification.bundleID == "com.example.app")
         #expect(configuration.verification.appAppleID == 1_234_567_890)
         #expect(configuration.verification.environments == [.localTesting])
