@@ -25,12 +25,15 @@ final class DaemonFixture {
     /// fixtures): Apple's root from Config/, their bundle id and environment,
     /// and envelopes accepted, which most tests drop.
     static func sampleVerification(bundleID: String = "com.loki-project.loki-messenger",
-                                   roots: String = DaemonIntegrationTests.repositoryRoot + "/Config/AppleRootCA-G3.cer") -> String {
+                                   roots: String = DaemonIntegrationTests.repositoryRoot + "/Config/AppleRootCA-G3.cer",
+                                   receiptRoots: String = DaemonIntegrationTests.repositoryRoot
+                                       + "/Config/AppleIncRootCertificate.cer") -> String {
         """
         [Verification]
         BundleID=\(bundleID)
         Environment=Sandbox
         RootCertificateFile=\(roots)
+        ReceiptRootCertificateFile=\(receiptRoots)
         AcceptEnvelopes=yes
         """
     }

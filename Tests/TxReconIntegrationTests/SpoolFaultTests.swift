@@ -43,9 +43,12 @@ extension DaemonFixture {
         try must("/bin/mkdir", "-m", "0755", "-p", unprivilegedDirectory)
         try must("/bin/cp", DaemonProcess.binary, unprivilegedDirectory + "/txrecon")
         let root = unprivilegedDirectory + "/AppleRootCA-G3.cer"
+        let receiptRoot = unprivilegedDirectory + "/AppleIncRootCertificate.cer"
         try must("/bin/cp", DaemonIntegrationTests.repositoryRoot + "/Config/AppleRootCA-G3.cer", root)
+        try must("/bin/cp", DaemonIntegrationTests.repositoryRoot + "/Config/AppleIncRootCertificate.cer", receiptRoot)
         chmod(root, 0o644)
-        try writeConfig("", verification: DaemonFixture.sampleVerification(roots: root))
+        chmod(receiptRoot, 0o644)
+        try writeConfig("", verification: DaemonFixture.sampleVerification(roots: root, receiptRoots: receiptRoot))
         try must("/bin/chown", "-R", "\(DaemonFixture.nobody):\(DaemonFixture.nobody)", layout.root)
         let socketDirectory = String(notify.path[..<notify.path.lastIndex(of: "/")!])
         chmod(socketDirectory, 0o755)

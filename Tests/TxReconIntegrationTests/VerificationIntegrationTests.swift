@@ -187,6 +187,8 @@ struct VerificationIntegrationTests {
         #expect(check.status == 0, "\(check.stderr)")
         #expect(check.stdout.contains("Root: C=US,O=Apple Inc.,OU=Apple Certification Authority,CN=Apple Root CA - G3 "
             + "SHA-256 63:34:3A:BF:B8:9A:6A:03:EB:B5:7E:9B:3F:5F:A7:BE:7C:4F:5C:75:6F:30:17:B3:A8:C4:88:C3:65:3E:91:79"))
+        #expect(check.stdout.contains("ReceiptRoot: CN=Apple Root CA,OU=Apple Certification Authority,O=Apple Inc.,C=US "
+            + "SHA-256 B0:B1:73:0E:CB:C7:FF:45:05:14:2C:49:F1:29:5E:6E:DA:6B:CA:ED:7E:2C:68:C5:BE:91:B5:A1:10:01:F0:24"))
         #expect(check.stdout.contains("AcceptEnvelopes=yes"))
         #expect(check.stderr.isEmpty)
     }
