@@ -16,8 +16,14 @@ Measurements (each on a fresh spool under a temporary directory):
               instead, which on a file system mounted with `discard` costs
               a synchronous discard per item). The pre-filled drain also
               gives exec -> READY=1 with that backlog in new/ (row 5).
-    drain-jws the same under [Verification] Mode=appstore with a test PKI;
-              skipped with a message while the daemon refuses that section.
+    drain-jws the same under [Verification] Mode=appstore with a test PKI,
+              each run beside an envelope drain: the JWS's CPU per item
+              above the envelope's, divided by one P-256 verification's
+              time from `openssl speed ecdsap256` in the same run (the
+              floor is one verification per signed string).
+    receipts  the same for StoreKit 1 receipt uploads (format 6), one
+              purchase each, signed by bench/receiptgen.c with an RSA test
+              PKI shaped like Apple's receipt signers (bench/receipt_pki.py).
  2. limit     bench/curlclient.c: libcurl, one easy handle per thread, as
               many threads as MaxConcurrentDeliveries=, POSTing the bodies
               txrecon would send; txrecon's drain rate as a fraction of it.
@@ -684,6 +690,17 @@ def fmt_rate(value):
     return f"{value:,.0f}/s"
 
 
+def p256_verify_microseconds():
+    """One ECDSA P-256 verification's time here, from `openssl speed`."""
+    completed = subprocess.run(["openssl", "speed", "-seconds", "2", "ecdsap256"], capture_output=True, text=True)
+    for line in completed.stdout.splitlines():
+        fields = line.split()
+        # " 256 bits ecdsa (nistp256)   0.0000s   0.0001s  42000.0  14000.0"
+        if "nistp256" in line and len(fields) >= 2:
+            return 1e6 / float(fields[-1])
+    raise BenchError(f"openssl speed ecdsap256 gave no verify rate: {completed.stdout[-200:]}")
+
+
 def runs_note(values, unit=""):
     return ", ".join(f"{value:,.0f}{unit}" if value >= 10 else f"{value:.2f}{unit}" for value in values)
 
@@ -921,6 +938,9 @@ class Bench:
     # -- 1, JWS: the hook for Mode=appstore --------------------------------
 
     def measure_drain_jws(self):
+        """The JWS drain, alternated run by run with the envelope drain, and
+        what a verified JWS costs beyond an envelope in P-256 verifications
+        (openssl speed, same run): the floor is one per signed string."""
         metric = f"1. Drain, {self.args.items:,} App Store JWS, Mode=appstore"
         from appstore_pki import TestPKI  # bench/appstore_pki.py
         pki = TestPKI(os.path.join(self.work, "pki"), self.tools)
@@ -929,24 +949,63 @@ class Bench:
                         f"BundleID={pki.bundle_id}", f"Environment={pki.environment}"]
         accepted, message = self.accepts(verification)
         if not accepted:
-            # HOOK: Mode=appstore is issue 3's work. Until the daemon accepts
-            # this section the JWS drain is skipped, not failed.
             reason = message.splitlines()[-1] if message else "check-config failed"
             reason = re.sub(r"^txrecon: |\S*txrecon\.conf:\d+: ", "", reason)
             self.add(Row(metric, f"skipped: this txrecon refuses [Verification] Mode=appstore ({reason})",
                          "≥ 5,000/s", None))
             return
-        rates = []
+        rates, jws_cpus, envelope_cpus = [], [], []
         try:
             for run in range(self.args.runs):
                 log(f"drain (JWS, Mode=appstore) run {run + 1}/{self.args.runs}: {self.args.items} items")
                 rate, cpu, _ = self.drain_prefilled(run, self.args.items, fill=pki.fill,
                                                     verification=verification)
                 rates.append(rate)
+                jws_cpus.append(cpu)
                 log(f"  txrecon {rate:,.0f}/s, {cpu:.0f} µs CPU per item")
+                _, envelope_cpu, _ = self.drain_prefilled(100 + run, self.args.items)
+                envelope_cpus.append(envelope_cpu)
+                log(f"  envelopes beside it: {envelope_cpu:.0f} µs CPU per item")
         except BenchError as error:
             return self.fail_row(metric, "≥ 5,000/s", error)
         self.add(Row(metric, fmt_rate(median(rates)), "≥ 5,000/s", median(rates) >= 5000, runs_note(rates, "/s")))
+        verify_us = p256_verify_microseconds()
+        extra = [(jws - envelope) / verify_us for jws, envelope in zip(jws_cpus, envelope_cpus)]
+        self.add(Row("1. JWS: CPU per item above an envelope's, in P-256 verifications",
+                     f"{median(extra):.2f} ({median(jws_cpus) - median(envelope_cpus):.0f} µs; one verification "
+                     f"{verify_us:.1f} µs)", "≤ 1.15", median(extra) <= 1.15, runs_note(extra)))
+
+    def measure_drain_receipts(self):
+        """StoreKit 1 receipt uploads (format 6), one purchase each, signed
+        by a test PKI shaped like Apple's receipt signers (RSA-2048)."""
+        metric = f"1. Drain, {self.args.items:,} StoreKit 1 receipt uploads, Mode=appstore"
+        from receipt_pki import ReceiptPKI  # bench/receipt_pki.py
+        from appstore_pki import TestPKI
+        jws_pki = TestPKI(os.path.join(self.work, "pki-receipts-jws"), self.tools)
+        jws_pki.create()
+        pki = ReceiptPKI(os.path.join(self.work, "pki-receipts"), self.tools)
+        pki.create()
+        verification = ["Mode=appstore", f"RootCertificateFile={jws_pki.root_certificate}",
+                        f"ReceiptRootCertificateFile={pki.root_certificate}",
+                        f"BundleID={pki.bundle_id}", f"Environment={pki.environment}"]
+        accepted, message = self.accepts(verification)
+        if not accepted:
+            reason = message.splitlines()[-1] if message else "check-config failed"
+            self.add(Row(metric, f"skipped: this txrecon refuses the receipt settings ({reason})", "", None))
+            return
+        rates, cpus = [], []
+        try:
+            for run in range(self.args.runs):
+                log(f"drain (receipts) run {run + 1}/{self.args.runs}: {self.args.items} items")
+                rate, cpu, _ = self.drain_prefilled(200 + run, self.args.items, fill=pki.fill,
+                                                    verification=verification)
+                rates.append(rate)
+                cpus.append(cpu)
+                log(f"  txrecon {rate:,.0f}/s, {cpu:.0f} µs CPU per item")
+        except BenchError as error:
+            return self.fail_row(metric, "", error)
+        self.add(Row(metric, f"{fmt_rate(median(rates))}, {median(cpus):.0f} µs CPU per item", "", None,
+                     runs_note(rates, "/s")))
 
     # -- 3: latency ---------------------------------------------------------
 
@@ -1453,7 +1512,7 @@ def journal_child(args):
     print(json.dumps(runs))
 
 
-MEASUREMENTS = ["drain", "dropped", "jws", "latency", "idle", "startup", "rss", "outage"]
+MEASUREMENTS = ["drain", "dropped", "jws", "receipts", "latency", "idle", "startup", "rss", "outage"]
 # Run only when asked for (--only profile, make bench-profile).
 OPT_IN = ["profile", "profile-jws", "journal"]
 
@@ -1515,7 +1574,8 @@ def main():
         bench.nginx.start()
         bench.probe_envelope_settings()
         steps = {"drain": bench.measure_drain_and_limit, "dropped": bench.measure_dropped,
-                 "jws": bench.measure_drain_jws, "latency": bench.measure_latency, "idle": bench.measure_idle,
+                 "jws": bench.measure_drain_jws, "receipts": bench.measure_drain_receipts,
+                 "latency": bench.measure_latency, "idle": bench.measure_idle,
                  "startup": bench.measure_startup, "rss": bench.measure_long_drain, "outage": bench.measure_outage,
                  "profile": bench.profile_drain, "profile-jws": bench.profile_drain_jws,
                  "journal": bench.measure_journal}

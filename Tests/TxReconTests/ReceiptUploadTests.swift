@@ -110,6 +110,32 @@ import TxReconTestSupport
         #expect(Self.rejection(TestReceipt.upload(TestReceipt.sign(payload)), verifier) == nil, "the genuine one passes")
     }
 
+    @Test func aSignerKnownFromOneReceiptIsCheckedAgainOnEveryNextOne() throws {
+        // One verifier: the first receipt makes its signer known, and the
+        // ones after it take the short way (one RSA check); every forgery
+        // must still fail there.
+        let verifier = try Self.verifier()
+        let genuine = TestReceipt.sign(TestReceipt.payload(purchases: [Self.two[0]]))
+        #expect(Self.rejection(TestReceipt.upload(genuine), verifier) == nil)
+        #expect(Self.rejection(TestReceipt.upload(genuine), verifier) == nil, "the signer known, it passes again")
+        var altered = TestReceipt.sign(TestReceipt.payload(purchases: [Self.two[1]]))
+        let at = try #require(altered.firstRange(of: Array("1000000000000002".utf8))).lowerBound
+        altered[at + 15] = UInt8(ascii: "7")
+        #expect(Self.rejection(TestReceipt.upload(altered), verifier)?.code == "invalid-receipt-signature")
+        let late = TestReceipt.sign(TestReceipt.payload(creationDate: "2026-06-01T00:00:00Z", purchases: [Self.two[1]]))
+        #expect(Self.rejection(TestReceipt.upload(late), verifier)?.code == "receipt-untrusted-chain",
+                "outside the known signer's window the chain is validated again")
+        let other = TestReceipt.sign(TestReceipt.payload(purchases: [Self.two[1]]),
+                                     chain: ["leaf-under-other-root", "other-intermediate", "other-root"])
+        #expect(Self.rejection(TestReceipt.upload(other), verifier)?.code == "receipt-untrusted-chain")
+        for name in ["sandbox-tpinappreceipt-2.receipt", "sandbox-revenuecat-1.receipt"] {
+            let real = SignedDataVerifier(policy: SignedDataPolicy(
+                roots: try VerificationFixtures.appleRoots(), bundleID: try ReceiptVerificationTests.bundle(name),
+                appAppleID: nil, environments: [.sandbox], receiptRoots: try ReceiptVerificationTests.receiptRoots()))
+            for _ in 0..<2 { try real.verify(try ReceiptVerificationTests.parsed(name)) }
+        }
+    }
+
     @Test func aReceiptCreatedOutsideItsSignersValidityIsUntrusted() throws {
         let late = TestReceipt.payload(creationDate: "2026-06-01T00:00:00Z", purchases: Self.two)
         let rejection = Self.rejection(TestReceipt.upload(TestReceipt.sign(late)), try Self.verifier())

@@ -33,10 +33,32 @@ struct InAppPurchase: Sendable, Equatable {
     var isInIntroOfferPeriod: Bool?
 }
 
+/// Who signed a receipt and how, as its one SignerInfo says, with the
+/// certificates it carries: what ReceiptVerifier needs to check a receipt
+/// from a signer it has verified before without parsing the certificates
+/// again (which costs OpenSSL far more than the signature check).
+struct ReceiptSignerInfo: Sendable, Equatable {
+    /// The bytes of the SignedData's certificate set, tag and length included.
+    var certificates: [UInt8]
+    /// The SignerInfo's issuerAndSerialNumber, as encoded.
+    var identifier: [UInt8]
+    /// The contents of the digest and signature algorithms' OIDs.
+    var digestAlgorithm: [UInt8]
+    var signatureAlgorithm: [UInt8]
+    var signature: [UInt8]
+    /// Whether the SignerInfo has signed attributes, which change what the
+    /// signature covers (no real receipt has any).
+    var hasSignedAttributes: Bool
+}
+
 /// A decoded app receipt.
 struct AppReceipt: Sendable, Equatable {
     /// The signed content, the attribute set: what the signature covers.
     var payload: [UInt8]
+    /// The one signer of a DER receipt; nil for several signers or none,
+    /// or a shape this reader does not take apart (the verifier then
+    /// leaves it all to OpenSSL).
+    var signer: ReceiptSignerInfo?
     /// Attribute 0: `Production`, `ProductionSandbox` or `Xcode`.
     var receiptType: String?
     var bundleId: String?
@@ -81,8 +103,34 @@ struct AppReceipt: Sendable, Equatable {
             throw DERError(offset: encapsulated[1].contents.lowerBound, problem: "not one content OCTET STRING")
         }
         payload = try reader.octets(of: content[0], depth: 5)
+        signer = AppReceipt.signerInfo(reader, signedData: parts)
         try readAttributes()
     }
+
+    /// The one SignerInfo, with the certificate set before it; nil when the
+    /// receipt has no certificate set or not exactly one signer.
+    private static func signerInfo(_ reader: DERReader, signedData parts: [DERElement]) -> ReceiptSignerInfo? {
+        guard let certificates = parts.first(where: { $0.tag == DERElement.contextZero }),
+              let signerInfos = parts.last, signerInfos.tag == DERElement.set,
+              let signers = try? reader.children(of: signerInfos, depth: 3), signers.count == 1,
+              let fields = try? reader.children(of: signers[0], depth: 4), fields.count >= 5,
+              fields[1].tag == DERElement.sequence, fields[2].tag == DERElement.sequence else { return nil }
+        let signedAttributes = fields[3].tag == DERElement.contextZero
+        let rest = fields.dropFirst(signedAttributes ? 4 : 3)
+        guard rest.count >= 2, let signatureAlgorithm = rest.first, signatureAlgorithm.tag == DERElement.sequence,
+              rest[rest.startIndex + 1].tag == DERElement.octetString,
+              let digest = try? reader.children(of: fields[2], depth: 5).first, digest.tag == DERElement.objectIdentifier,
+              let algorithm = try? reader.children(of: signatureAlgorithm, depth: 5).first,
+              algorithm.tag == DERElement.objectIdentifier else { return nil }
+        return ReceiptSignerInfo(
+            certificates: Array(reader.bytes[certificates.start..<certificates.end]),
+            identifier: Array(reader.bytes[fields[1].contents]),
+            digestAlgorithm: Array(reader.bytes[digest.contents]),
+            signatureAlgorithm: Array(reader.bytes[algorithm.contents]),
+            signature: Array(reader.bytes[rest[rest.startIndex + 1].contents]),
+            hasSignedAttributes: signedAttributes)
+    }
+
 
     /// 1.2.840.113549.1.7.2 and 1.2.840.113549.1.7.1, DER-encoded.
     static let signedDataOID: [UInt8] = [0x2A, 0x86, 0x48, 0x86, 0xF7, 0x0D, 0x01, 0x07, 0x02]

@@ -24,8 +24,9 @@ enum Base64 {
             group = group << 6 | UInt32(value)
             count += 1
             if count == 4 {
-                output += [UInt8(truncatingIfNeeded: group >> 16), UInt8(truncatingIfNeeded: group >> 8),
-                           UInt8(truncatingIfNeeded: group)]
+                output.append(UInt8(truncatingIfNeeded: group >> 16))
+                output.append(UInt8(truncatingIfNeeded: group >> 8))
+                output.append(UInt8(truncatingIfNeeded: group))
                 group = 0
                 count = 0
             }

@@ -19,6 +19,8 @@ struct DERError: Error, Equatable, CustomStringConvertible {
 
 /// One element: its tag byte and where its contents are in the buffer.
 struct DERElement: Equatable {
+    /// Where the element's tag is.
+    var start: Int
     var tag: UInt8
     /// The contents (without the tag and length octets, and without the
     /// end-of-contents marker of an indefinite length).
@@ -70,7 +72,7 @@ struct DERReader {
             while true {
                 guard position + 1 < limit else { throw DERError(offset: position, problem: "no end-of-contents marker") }
                 if bytes[position] == 0, bytes[position + 1] == 0 {
-                    return DERElement(tag: tag, contents: start..<position, end: position + 2)
+                    return DERElement(start: offset, tag: tag, contents: start..<position, end: position + 2)
                 }
                 position = try element(at: position, limit: limit, depth: depth + 1).end
             }
@@ -87,7 +89,7 @@ struct DERReader {
         guard length <= limit - start else {
             throw DERError(offset: offset, problem: "a length of \(length) bytes where \(limit - start) are left")
         }
-        return DERElement(tag: tag, contents: start..<(start + length), end: start + length)
+        return DERElement(start: offset, tag: tag, contents: start..<(start + length), end: start + length)
     }
 
     /// The element at `offset`, which must carry `tag`.

@@ -17,16 +17,22 @@
 //   3. The intermediate carries Apple's WWDR marker 1.2.840.113635.100.6.2.1
 //      and the leaf the receipt-signing marker 1.2.840.113635.100.6.11.1.
 //
-// A chain's verdict is cached by its signer, for the seconds within which
-// the verdict cannot change, so that a receipt costs one RSA check. Throws a
+// A signer found valid is remembered by its identifier, with the exact
+// certificates it came with, its key and the seconds within which the
+// chain's verdict cannot change: a later receipt from it, carrying the same
+// certificates, is checked with one RSA verification over its payload, the
+// digest and signature algorithms its SignerInfo names (SHA-1 or SHA-256,
+// rsaEncryption, no signed attributes, as every real receipt has). Anything
+// else takes the whole way through OpenSSL, whose parse of the receipt's
+// certificates costs some twenty times the signature check. Throws a
 // `Rejection` with a stable code; logs nothing. Not Sendable on purpose: it
 // holds OpenSSL state and a cache, and lives on one intake thread.
 import CCrypto
 
 final class ReceiptVerifier {
-    /// Signers whose chain was found valid, with the seconds in which that
-    /// verdict holds. Small: an app's receipts come from a handful of signers.
-    private var verifiedSigners: [[UInt8]: Range<Int64>] = [:]
+    /// Signers whose chain was found valid, by their SignerInfo identifier.
+    /// Small: an app's receipts come from a handful of signers.
+    private var verifiedSigners: [[UInt8]: VerifiedSigner] = [:]
     static let cacheCapacity = 64
     /// `X509_STORE *` holding only the receipt roots.
     private let store: OpaquePointer
@@ -43,9 +49,44 @@ final class ReceiptVerifier {
 
     deinit { X509_STORE_free(store) }
 
-    /// Verifies the receipt `der`, whose content the decoder read as
-    /// `payload`, at `creationDate` (ms since 1970).
-    func verify(der: [UInt8], payload: [UInt8], at creationDate: Int64) throws(Rejection) {
+    /// Verifies the receipt `der`, which the decoder read as `receipt`, at
+    /// `creationDate` (ms since 1970).
+    func verify(der: [UInt8], receipt: AppReceipt, at creationDate: Int64) throws(Rejection) {
+        let time = creationDate / 1000
+        if let signer = receipt.signer, !signer.hasSignedAttributes,
+           signer.signatureAlgorithm == ReceiptVerifier.rsaEncryption,
+           let digest = ReceiptVerifier.digest(signer.digestAlgorithm),
+           let known = verifiedSigners[signer.identifier], known.certificates == signer.certificates,
+           known.window.contains(time) {
+            guard known.verifies(signer.signature, of: receipt.payload, digest: digest) else {
+                throw Rejection(.invalidReceiptSignature, "the receipt's signature does not verify")
+            }
+            return
+        }
+        let window = try verifyThroughOpenSSL(der: der, payload: receipt.payload, at: time)
+        guard let signer = receipt.signer, let key = window.key else { return }
+        if verifiedSigners.count >= ReceiptVerifier.cacheCapacity { verifiedSigners.removeAll() }
+        verifiedSigners[signer.identifier] = VerifiedSigner(certificates: signer.certificates, key: key,
+                                                            window: window.seconds)
+    }
+
+    /// 1.2.840.113549.1.1.1, the signature algorithm of every real receipt.
+    static let rsaEncryption: [UInt8] = [0x2A, 0x86, 0x48, 0x86, 0xF7, 0x0D, 0x01, 0x01, 0x01]
+
+    /// SHA-1 (1.3.14.3.2.26) or SHA-256 (2.16.840.1.101.3.4.2.1).
+    private static func digest(_ oid: [UInt8]) -> OpaquePointer? {
+        switch oid {
+        case [0x2B, 0x0E, 0x03, 0x02, 0x1A]: EVP_sha1()
+        case [0x60, 0x86, 0x48, 0x01, 0x65, 0x03, 0x04, 0x02, 0x01]: EVP_sha256()
+        default: nil
+        }
+    }
+
+    /// The whole check through OpenSSL: signature, content, chain. Returns
+    /// the signer's key (nil if OpenSSL would not give it) and the seconds
+    /// in which the chain's verdict holds.
+    private func verifyThroughOpenSSL(der: [UInt8], payload: [UInt8],
+                                      at time: Int64) throws(Rejection) -> (key: OpaquePointer?, seconds: Range<Int64>) {
         let parsed: UnsafeMutablePointer<PKCS7>? = der.withUnsafeBufferPointer { buffer in
             var cursor = buffer.baseAddress
             return d2i_PKCS7(nil, &cursor, buffer.count)
@@ -71,12 +112,8 @@ final class ReceiptVerifier {
         }
         X509_up_ref(signer)
         let leaf = Certificate(owning: signer)
-        let time = creationDate / 1000
-        let key = leaf.der
-        if let window = verifiedSigners[key], window.contains(time) { return }
         let window = try validateChain(of: leaf, in: p7, at: time)
-        if verifiedSigners.count >= ReceiptVerifier.cacheCapacity { verifiedSigners.removeAll() }
-        verifiedSigners[key] = window
+        return (X509_get_pubkey(leaf.handle), window)
     }
 
     /// Checks the signature and returns the content it covers.
@@ -140,5 +177,39 @@ final class ReceiptVerifier {
         var text = [CChar](repeating: 0, count: 256)
         ERR_error_string_n(code, &text, text.count)
         return String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+}
+
+/// A signer whose chain was found valid: the certificates it came with, its
+/// key, and the seconds in which that verdict holds.
+private final class VerifiedSigner {
+    let certificates: [UInt8]
+    /// `EVP_PKEY *`, owned.
+    private let key: OpaquePointer
+    let window: Range<Int64>
+
+    init(certificates: [UInt8], key: OpaquePointer, window: Range<Int64>) {
+        self.certificates = certificates
+        self.key = key
+        self.window = window
+    }
+
+    deinit { EVP_PKEY_free(key) }
+
+    /// Whether `signature` is this signer's PKCS#1 v1.5 signature over
+    /// `content` with `digest`: what PKCS7_verify checks of a SignerInfo
+    /// without signed attributes.
+    func verifies(_ signature: [UInt8], of content: [UInt8], digest: OpaquePointer) -> Bool {
+        guard let context = EVP_MD_CTX_new() else { return false }
+        defer {
+            EVP_MD_CTX_free(context)
+            ERR_clear_error()
+        }
+        guard EVP_DigestVerifyInit(context, nil, digest, nil, key) == 1 else { return false }
+        return signature.withUnsafeBufferPointer { signature in
+            content.withUnsafeBufferPointer { content in
+                EVP_DigestVerify(context, signature.baseAddress, signature.count, content.baseAddress, content.count) == 1
+            }
+        }
     }
 }

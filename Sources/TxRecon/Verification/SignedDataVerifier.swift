@@ -120,7 +120,7 @@ final class SignedDataVerifier {
                 throw Rejection(.missingField, "the receipt has no creation date (attribute 12), the time its chain "
                     + "is validated at")
             }
-            try receipts.verify(der: parsed.der, payload: receipt.payload, at: creationDate)
+            try receipts.verify(der: parsed.der, receipt: receipt, at: creationDate)
         }
         do {
             try checkBundleID(receipt.bundleId)

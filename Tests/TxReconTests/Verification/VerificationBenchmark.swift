@@ -66,6 +66,33 @@ struct VerificationBenchmark {
             """)
     }
 
+    @Test func aReceiptOfOnePurchaseCostsAboutOneRSACheck() throws {
+        let receipt = TestReceipt.sign(TestReceipt.payload(purchases: [TestReceipt.Purchase(transactionId: "1000000000000001")]))
+        let upload = TestReceipt.upload(receipt)
+        let verifier = SignedDataVerifier(policy: SignedDataPolicy(
+            roots: try VerificationFixtures.appleRoots(), bundleID: "com.example.app", appAppleID: nil,
+            environments: [.sandbox], receiptRoots: try RootCertificate.read(TestReceipt.path("root"))))
+        let decoder = InputDecoder(acceptEnvelopes: false)
+        var valid = (try? decoder.decode(upload, verifyingWith: verifier)) != nil
+        let rounds = Self.rounds / 4
+        let decode = Self.microseconds(rounds: rounds) { valid = valid && (try? decoder.decode(upload)) != nil }
+        let intake = Self.microseconds(rounds: rounds) {
+            valid = valid && (try? decoder.decode(upload, verifyingWith: verifier)) != nil
+        }
+        let parsed = try AppReceipt(der: receipt)
+        let receipts = ReceiptVerifier(roots: try RootCertificate.read(TestReceipt.path("root")))
+        let signature = Self.microseconds(rounds: rounds) {
+            valid = valid && (try? receipts.verify(der: receipt, receipt: parsed, at: parsed.creationDate!)) != nil
+        }
+        #expect(valid)
+        print("""
+            one StoreKit 1 upload of one purchase, test PKI (RSA-2048; CPU time, best of 3 runs):
+              decode                             \(Self.format(decode)) µs
+              receipt check, signer cached       \(Self.format(signature)) µs
+              decode + verify                    \(Self.format(intake)) µs  (\(Int(1e6 / intake))/s)
+            """)
+    }
+
     static func format(_ value: Double) -> String {
         String(Double(Int(value * 10)) / 10)
     }
