@@ -23,7 +23,7 @@ DATADIR      ?= $(PREFIX)/share/txrecon
 LIBDIR       ?= $(PREFIX)/lib
 SYSCONFDIR   ?= /etc
 
-DEB_PACKAGES := pkg-config libsystemd-dev libcurl4-openssl-dev libssl-dev openssl python3
+DEB_PACKAGES := pkg-config libsystemd-dev libcurl4-openssl-dev libssl-dev libmicrohttpd-dev openssl python3
 # What `make check-docs` needs besides; and `make deb` and `make systemd-test`.
 DOCS_PACKAGES := groff
 SYSTEMD_TEST_PACKAGES := $(DOCS_PACKAGES) systemd-container debootstrap dpkg-dev jq

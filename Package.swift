@@ -27,11 +27,16 @@ let package = Package(
             pkgConfig: "libcrypto",
             providers: [.apt(["libssl-dev"])]
         ),
+        .systemLibrary(
+            name: "CMicroHTTPD",
+            pkgConfig: "libmicrohttpd",
+            providers: [.apt(["libmicrohttpd-dev"])]
+        ),
         // glibc's <malloc.h>, part of libc6-dev: nothing to link.
         .systemLibrary(name: "CMalloc"),
         .target(
             name: "TxRecon",
-            dependencies: ["CSystemd", "CCurl", "CCrypto", "CMalloc"],
+            dependencies: ["CSystemd", "CCurl", "CCrypto", "CMalloc", "CMicroHTTPD"],
             swiftSettings: [.swiftLanguageMode(.v6)],
             linkerSettings: [.linkedLibrary("m")]
         ),

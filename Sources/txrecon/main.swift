@@ -12,13 +12,13 @@ let commands: [String: any Command.Type] = [
     "run": RunCommand.self, "submit": SubmitCommand.self, "status": StatusCommand.self,
     "list": ListCommand.self, "show": ShowCommand.self, "release": ReleaseCommand.self,
     "retry": RetryCommand.self, "requeue-rejected": RequeueRejectedCommand.self,
-    "check-config": CheckConfigCommand.self, "sweep": SweepCommand.self,
+    "check-config": CheckConfigCommand.self, "sweep": SweepCommand.self, "receive": ReceiveCommand.self,
 ]
 
 var words = Array(CommandLine.arguments.dropFirst())
 // Before any other thread exists, so that every thread inherits the mask
 // and the daemon's signal thread receives each signal (DaemonSignals).
-if words.first == "run" { DaemonSignals.block() }
+if words.first == "run" || words.first == "receive" { DaemonSignals.block() }
 guard let name = words.first else {
     // No command is a usage error like any other, so a script that lost its
     // argument fails; the overview says what to type.

@@ -34,7 +34,7 @@ final class HTTPSTestBackend {
         server.arguments = ["python3", "-c", Self.script, certificateFile, serverKey, portFile,
                             requireClientCertificate ? clientCertificateFile : ""]
         try server.run()
-        let deadline = ContinuousClock.now + .seconds(10)
+        let deadline = ContinuousClock.now + .seconds(60)
         while ContinuousClock.now < deadline {
             if let text = try? String(contentsOfFile: portFile, encoding: .utf8), let port = UInt16(text) {
                 self.port = port
@@ -43,7 +43,7 @@ final class HTTPSTestBackend {
             try await Task.sleep(for: .milliseconds(20))
         }
         stop()
-        Issue.record("the https test server did not start within 10 s")
+        Issue.record("the https test server did not start within 60 s")
         throw CancellationError()
     }
 

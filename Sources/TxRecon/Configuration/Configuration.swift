@@ -18,6 +18,8 @@ public struct Configuration: Sendable, Equatable {
     public var metrics = MetricsSettings()
     /// Read only by `txrecon sweep`.
     public var sweep = SweepSettings()
+    /// Read only by `txrecon receive`.
+    public var receive = ReceiveSettings()
     /// Where each key that is not at its default was last set, by
     /// `Section.Key` (e.g. `"Backend.BearerTokenFile"`), so that checks made
     /// after loading, such as reading the secret files, can name the file

@@ -80,6 +80,18 @@ extension ConfigurationKey {
         ConfigurationKey("Sweep", "Overlap", \.sweep.overlap, SettingValue.sweepOverlap),
         ConfigurationKey("Sweep", "MaxRequestsPerSecond", \.sweep.maxRequestsPerSecond,
                          SettingValue.integer(in: 1...50)),
+
+        ConfigurationKey("Receive", "Listen", \.receive.listen, SettingValue.listenAddress),
+        ConfigurationKey("Receive", "UploadTokenFile", \.receive.uploadTokenFile, SettingValue.absolutePath),
+        ConfigurationKey("Receive", "MaxConnections", \.receive.maxConnections, SettingValue.integer(in: 1...65_536)),
+        ConfigurationKey("Receive", "MaxConnectionsPerAddress", \.receive.maxConnectionsPerAddress,
+                         SettingValue.integer(in: 1...65_536)),
+        ConfigurationKey("Receive", "IdleTimeout", \.receive.idleTimeout, SettingValue.positiveTimeSpan),
+        ConfigurationKey("Receive", "RequestTimeout", \.receive.requestTimeout, SettingValue.positiveTimeSpan),
+        ConfigurationKey("Receive", "MaxRequestsPerSecondPerAddress", \.receive.maxRequestsPerSecondPerAddress,
+                         SettingValue.integer(in: 0...1_000_000)),
+        ConfigurationKey("Receive", "MaxInboxFiles", \.receive.maxInboxFiles, SettingValue.integer(in: 1...100_000_000)),
+        ConfigurationKey("Receive", "RejectedQuota", \.receive.rejectedQuota, SettingValue.integer(in: 0...100_000_000)),
     ]
 
     /// The section names, in table order.

@@ -102,11 +102,19 @@ public enum MessageID {
     /// skipped history or stopped for a temporary reason, error otherwise).
     public static let sweepFinished = "1e9ab6bdd3714046a7126854579e5ecc"
 
+    // MARK: Receiver
+
+    /// `txrecon receive` refused a request (4xx, 503 with the code in
+    /// TXRECON_REASON), cut one at its deadline, or spooled genuine data
+    /// this configuration refuses (to be set aside in rejected/). Logged at
+    /// warning, at error for 503.
+    public static let receiveRefused = "02b92e152e014273905ddb27d51e027e"
+
     /// Every id above, for checks that each is distinct and has a catalog entry.
     static let all: [String] = [  // internal for testing
         accepted, delivered, deferred, held, rejected, superseded, released, retryRequested, setAside,
         started, stopping, reloaded, reloadRefused,
         backendFailing, backendRecovered, intakePaused, intakeResumed,
-        sweepFinished,
+        sweepFinished, receiveRefused,
     ]
 }

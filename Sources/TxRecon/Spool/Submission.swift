@@ -14,12 +14,20 @@ public final class Submission: Sendable {
     /// Drops `bytes`; returns the name it got in new/.
     @discardableResult
     public func drop(_ bytes: [UInt8]) throws(SpoolError) -> String {
+        let name = try place(bytes)
+        try SystemCall.syncDirectory(layout.new)
+        return name
+    }
+
+    /// Writes `bytes` to tmp/ under a unique name, fsyncs it and renames it
+    /// into new/; durable once new/ is fsynced (`drop` does that, a
+    /// receiver's group commit does it once for many). Returns the name.
+    func place(_ bytes: [UInt8]) throws(SpoolError) -> String {
         let name = uniqueName()
         let temporary = layout.tmp + "/" + name
         try SystemCall.writeNewFile(temporary, bytes, mode: 0o640, sync: true)
         do {
             try SystemCall.rename(temporary, layout.new + "/" + name)
-            try SystemCall.syncDirectory(layout.new)
         } catch {
             unlink(temporary)
             throw error

@@ -74,6 +74,16 @@ private let minimal = """
             Window=6h
             Overlap=0
             MaxRequestsPerSecond=50
+            [Receive]
+            Listen=[::1]:8443
+            UploadTokenFile=/etc/txrecon/upload-token
+            MaxConnections=10
+            MaxConnectionsPerAddress=2
+            IdleTimeout=5s
+            RequestTimeout=10s
+            MaxRequestsPerSecondPerAddress=0
+            MaxInboxFiles=50
+            RejectedQuota=7
             """).load()
         #expect(configuration.spool.directory == "/srv/spool")
         #expect(configuration.spool.maxFileSize == 512 * 1024)
@@ -100,6 +110,12 @@ private let minimal = """
         #expect(sweep.issuerID == "57246542-96fe-1a63-e053-0824d011072a" && sweep.keyID == "2X9R4HXF34")
         #expect(sweep.privateKeyFile == "/etc/txrecon/appstore-key.p8" && sweep.baseURL == "http://127.0.0.1:8443")
         #expect(sweep.window == .seconds(6 * 3600) && sweep.overlap == .zero && sweep.maxRequestsPerSecond == 50)
+        let receive = configuration.receive
+        #expect(receive.listen == ListenAddress(host: "::1", port: 8443) && receive.listen.description == "[::1]:8443")
+        #expect(receive.uploadTokenFile == "/etc/txrecon/upload-token")
+        #expect(receive.maxConnections == 10 && receive.maxConnectionsPerAddress == 2)
+        #expect(receive.idleTimeout == .seconds(5) && receive.requestTimeout == .seconds(10))
+        #expect(receive.maxRequestsPerSecondPerAddress == 0 && receive.maxInboxFiles == 50 && receive.rejectedQuota == 7)
         #expect(Set(configuration.origins.keys) == Set(ConfigurationKey.all.map(\.qualifiedName)))
     }
 
@@ -168,7 +184,7 @@ private let minimal = """
         #expect(files.loadError() == ConfigurationError(
             file: files.path, line: 4, key: nil,
             message: "unknown section [Monitoring]; the sections are [Spool], [Backend], [Delivery], [Verification], "
-                + "[Metrics], [Sweep]"))
+                + "[Metrics], [Sweep], [Receive]"))
     }
 
     @Test func anUnknownKeyNamesItsSectionAndTheKeysAccepted() {

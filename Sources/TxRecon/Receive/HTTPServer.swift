@@ -1,0 +1,260 @@
+// HTTPServer: HTTP/1.1 for `txrecon receive`, from GNU libmicrohttpd.
+//
+// libmicrohttpd parses requests, keeps connections alive, limits their
+// number (in all and per address), closes idle ones, and runs one thread per
+// connection, on which `handle` runs: a request's answer may wait for its
+// body to be durable (GroupCommit) without holding up anyone else's. What it
+// does not do is here: a deadline for a whole request, headers included
+// (against slowloris: a client that sends a byte just often enough never
+// goes idle), enforced by a thread that shuts down the sockets of requests
+// past it; and a body limit checked against Content-Length before any byte
+// is read, and again as bytes arrive. `screen` looks at a request's head
+// (method, path, headers, client) first, so that a refusal (401, 404, 405,
+// 413, 429) costs no body. Listens on a socket the caller made (its own, or
+// systemd's), never binds one itself. Logs nothing; the caller does.
+import CMicroHTTPD
+import Dispatch
+import Glibc
+import Synchronization
+
+/// What the server knows of a request before its body.
+struct HTTPRequestHead: Sendable {
+    var method: String
+    var path: String
+    /// The client's address, `127.0.0.1` or `::1`, for limits and logs.
+    var client: String
+    /// The value of header `name` (case-insensitive); nil when absent.
+    var header: @Sendable (String) -> String?
+}
+
+/// A whole request.
+struct HTTPRequest: Sendable {
+    var head: HTTPRequestHead
+    var body: [UInt8]
+}
+
+/// An answer: status, headers, body.
+struct HTTPAnswer: Sendable, Equatable {
+    var status: Int
+    var headers: [(name: String, value: String)] = []
+    var body: [UInt8] = []
+
+    static func == (lhs: HTTPAnswer, rhs: HTTPAnswer) -> Bool {
+        lhs.status == rhs.status && lhs.body == rhs.body
+            && lhs.headers.map(\.name) == rhs.headers.map(\.name) && lhs.headers.map(\.value) == rhs.headers.map(\.value)
+    }
+}
+
+final class HTTPServer: Sendable {
+    struct Limits: Sendable {
+        /// Connections at once, in all and from one address.
+        var connections: Int
+        var connectionsPerAddress: Int
+        /// A connection idle this long is closed (libmicrohttpd).
+        var idleTimeout: Duration
+        /// A request must be whole, from its first byte, within this.
+        var requestTimeout: Duration
+        /// The largest body taken.
+        var maximumBodySize: Int
+    }
+
+    let limits: Limits
+    private let screen: @Sendable (HTTPRequestHead) -> HTTPAnswer?
+    private let handle: @Sendable (HTTPRequest) -> HTTPAnswer
+    /// Called on a request cut at its deadline, with its client.
+    private let onDeadline: @Sendable (String) -> Void
+    /// The running `struct MHD_Daemon *`, as its bits (0 when none): a
+    /// pointer is not Sendable, and only start and stop touch it.
+    private let daemon = Mutex<UInt>(0)
+    private let deadlines: RequestDeadlines
+
+    init(limits: Limits, screen: @escaping @Sendable (HTTPRequestHead) -> HTTPAnswer?,
+         handle: @escaping @Sendable (HTTPRequest) -> HTTPAnswer, onDeadline: @escaping @Sendable (String) -> Void) {
+        self.limits = limits
+        self.screen = screen
+        self.handle = handle
+        self.onDeadline = onDeadline
+        deadlines = RequestDeadlines(timeout: limits.requestTimeout)
+    }
+
+    struct StartError: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    /// Starts serving the listening socket `listener`; returns once it is served.
+    func start(listening listener: Int32) throws(StartError) {
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        let completed: MHD_RequestCompletedCallback = { context, connection, requestContext, _ in
+            guard let requestContext, let raw = requestContext.pointee else { return }
+            Unmanaged<RequestBody>.fromOpaque(raw).release()
+            requestContext.pointee = nil
+            if let context, let connection {
+                Unmanaged<HTTPServer>.fromOpaque(context).takeUnretainedValue().deadlines.requestEnded(connection: connection)
+            }
+        }
+        let notify: MHD_NotifyConnectionCallback = { context, connection, _, event in
+            guard let context, let connection else { return }
+            let server = Unmanaged<HTTPServer>.fromOpaque(context).takeUnretainedValue()
+            if event == HTTPServer.connectionStarted {
+                server.deadlines.started(connection: connection, socket: txr_mhd_connection_fd(connection))
+            } else {
+                server.deadlines.closed(connection: connection)
+            }
+        }
+        let options = [
+            MHD_OptionItem(option: .LISTEN_SOCKET, value: Int(listener), ptr_value: nil),
+            MHD_OptionItem(option: .CONNECTION_LIMIT, value: limits.connections, ptr_value: nil),
+            MHD_OptionItem(option: .PER_IP_CONNECTION_LIMIT, value: limits.connectionsPerAddress, ptr_value: nil),
+            MHD_OptionItem(option: .CONNECTION_TIMEOUT,
+                           value: Int(max(1, limits.idleTimeout.components.seconds)), ptr_value: nil),
+            MHD_OptionItem(option: .NOTIFY_COMPLETED, value: unsafeBitCast(completed, to: Int.self),
+                           ptr_value: context),
+            MHD_OptionItem(option: .NOTIFY_CONNECTION, value: unsafeBitCast(notify, to: Int.self),
+                           ptr_value: context),
+            MHD_OptionItem(option: .END, value: 0, ptr_value: nil),
+        ]
+        let flags = MHD_USE_THREAD_PER_CONNECTION.rawValue | MHD_USE_INTERNAL_POLLING_THREAD.rawValue
+            | MHD_USE_POLL.rawValue | MHD_USE_ITC.rawValue
+        let started = options.withUnsafeBufferPointer { options in
+            txr_mhd_start(flags, HTTPServer.accessHandler, context, options.baseAddress)
+        }
+        guard let started else { throw StartError(description: "libmicrohttpd could not serve the listening socket") }
+        daemon.withLock { $0 = UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(started))) }
+        do {
+            try deadlines.startWatching { [onDeadline] client in onDeadline(client) }
+        } catch {
+            throw StartError(description: "\(error)")
+        }
+    }
+
+    /// Stops accepting; requests in flight finish; returns when all have
+    /// (or after `grace`). The listening socket is the caller's to close.
+    func stop(grace: Duration) {
+        let bits = daemon.withLock { daemon -> UInt in defer { daemon = 0 }; return daemon }
+        guard let running = OpaquePointer(bitPattern: bits) else { return }
+        _ = MHD_quiesce_daemon(running)
+        deadlines.waitUntilIdle(upTo: grace)
+        MHD_stop_daemon(running)
+        deadlines.stopWatching()
+    }
+
+    // MARK: libmicrohttpd's access handler
+
+    /// Called on the connection's thread: first with the head (no body
+    /// yet), then with each part of the body, then once with none left.
+    private static let accessHandler: MHD_AccessHandlerCallback = {
+        context, connection, url, method, _, uploadData, uploadSize, requestContext in
+        guard let context, let connection, let uploadSize, let requestContext else { return .NO }
+        let server = Unmanaged<HTTPServer>.fromOpaque(context).takeUnretainedValue()
+        guard let raw = requestContext.pointee else {
+            let head = HTTPServer.head(connection, url: url, method: method)
+            let body = RequestBody(head: head)
+            requestContext.pointee = Unmanaged.passRetained(body).toOpaque()
+            server.deadlines.requestStarted(connection: connection, client: head.client)
+            if let refusal = server.screen(head) ?? server.refuseByLength(head) {
+                return HTTPServer.queue(refusal, on: connection)
+            }
+            return .YES
+        }
+        let body = Unmanaged<RequestBody>.fromOpaque(raw).takeUnretainedValue()
+        if uploadSize.pointee > 0 {
+            let count = uploadSize.pointee
+            if body.bytes.count + count > server.limits.maximumBodySize {
+                uploadSize.pointee = 0
+                return HTTPServer.queue(server.tooLarge(), on: connection)
+            }
+            if let uploadData {
+                uploadData.withMemoryRebound(to: UInt8.self, capacity: count) { data in
+                    body.bytes.append(contentsOf: UnsafeBufferPointer(start: data, count: count))
+                }
+            }
+            uploadSize.pointee = 0
+            return .YES
+        }
+        guard !body.answered else { return .YES }
+        body.answered = true
+        return HTTPServer.queue(server.handle(HTTPRequest(head: body.head, body: body.bytes)), on: connection)
+    }
+
+    private func refuseByLength(_ head: HTTPRequestHead) -> HTTPAnswer? {
+        guard let length = head.header("Content-Length").flatMap(Int.init), length > limits.maximumBodySize else {
+            return nil
+        }
+        return tooLarge()
+    }
+
+    private func tooLarge() -> HTTPAnswer {
+        HTTPAnswer.json(413, ["error": "too-large",
+                              "detail": "the body is larger than \(limits.maximumBodySize) bytes (MaxFileSize=)"])
+    }
+
+    private static func head(_ connection: OpaquePointer, url: UnsafePointer<CChar>?,
+                             method: UnsafePointer<CChar>?) -> HTTPRequestHead {
+        // The connection outlives every call that looks up a header.
+        nonisolated(unsafe) let connection = connection
+        let path = url.map { String(cString: $0) } ?? "/"
+        return HTTPRequestHead(
+            method: method.map { String(cString: $0) } ?? "",
+            path: String(path.prefix { $0 != "?" }),
+            client: HTTPServer.address(txr_mhd_client_address(connection)),
+            header: { name in
+                MHD_lookup_connection_value(connection, HTTPServer.headerKind, name).map { String(cString: $0) }
+            })
+    }
+
+    /// `127.0.0.1`, `::1`: the client's address in text.
+    private static func address(_ address: UnsafePointer<sockaddr>?) -> String {
+        guard let address else { return "unknown" }
+        var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
+        switch Int32(address.pointee.sa_family) {
+        case AF_INET:
+            var ipv4 = address.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { $0.pointee.sin_addr }
+            inet_ntop(AF_INET, &ipv4, &text, socklen_t(text.count))
+        case AF_INET6:
+            var ipv6 = address.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { $0.pointee.sin6_addr }
+            inet_ntop(AF_INET6, &ipv6, &text, socklen_t(text.count))
+        default:
+            return "unknown"
+        }
+        return String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    // MHD_CONNECTION_NOTIFY_STARTED, MHD_HEADER_KIND, MHD_RESPMEM_MUST_COPY:
+    // libmicrohttpd's closed enums, which Swift imports without their names.
+    private static let connectionStarted = MHD_ConnectionNotificationCode(rawValue: 0)!
+    private static let headerKind = MHD_ValueKind(rawValue: 1)!
+    private static let mustCopy = MHD_ResponseMemoryMode(rawValue: 2)!
+
+    private static func queue(_ answer: HTTPAnswer, on connection: OpaquePointer) -> MHD_Result {
+        let response = answer.body.withUnsafeBytes { body in
+            MHD_create_response_from_buffer(body.count, UnsafeMutableRawPointer(mutating: body.baseAddress),
+                                            HTTPServer.mustCopy)
+        }
+        guard let response else { return .NO }
+        defer { MHD_destroy_response(response) }
+        for (name, value) in answer.headers { _ = MHD_add_response_header(response, name, value) }
+        return MHD_queue_response(connection, UInt32(answer.status), response)
+    }
+}
+
+/// One request's head and the body read so far; libmicrohttpd's request
+/// context, used by the one connection thread the request is on.
+private final class RequestBody: @unchecked Sendable {
+    // @unchecked: touched only on the request's connection thread, from the
+    // first call of the access handler to the completion callback, which
+    // libmicrohttpd never runs at the same time.
+    let head: HTTPRequestHead
+    var bytes: [UInt8] = []
+    var answered = false
+
+    init(head: HTTPRequestHead) { self.head = head }
+}
+
+extension HTTPAnswer {
+    /// A small JSON answer: `{"error": …, "detail": …}` and the like.
+    static func json(_ status: Int, _ members: KeyValuePairs<String, String>,
+                     headers: [(name: String, value: String)] = []) -> HTTPAnswer {
+        let body = JSONValue.object(members.map { ($0.key, JSONValue.string($0.value)) }).serialized + [0x0A]
+        return HTTPAnswer(status: status, headers: [("Content-Type", "application/json")] + headers, body: body)
+    }
+}

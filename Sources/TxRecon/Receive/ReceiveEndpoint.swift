@@ -1,0 +1,73 @@
+// ReceiveEndpoint: the paths `txrecon receive` serves, part of the
+// operator's contract (README "txrecon receive"), and what each takes.
+//
+//   POST /appstore/notifications   Apple's App Store Server Notifications V2 body (format 2)
+//   POST /appstore/transactions    an app's upload: formats 1, 3 and 6; behind UploadTokenFile=
+//   POST /envelopes                the generic envelope (format 5), with AcceptEnvelopes=yes;
+//                                  behind UploadTokenFile=
+//   GET  /healthz                  200 while the spool can be written, else 503
+
+enum ReceiveEndpoint: String, CaseIterable, Sendable {
+    case notifications = "/appstore/notifications"
+    case transactions = "/appstore/transactions"
+    case envelopes = "/envelopes"
+    case health = "/healthz"
+
+    var method: String { self == .health ? "GET" : "POST" }
+
+    /// Whether the upload token guards it: the business's own API, which an
+    /// app calls; Apple's notifications carry Apple's signature instead.
+    var needsUploadToken: Bool { self == .transactions || self == .envelopes }
+
+    /// The endpoint for `head`, or the answer that refuses it: 404 for a
+    /// path served by no endpoint (or /envelopes with AcceptEnvelopes=no),
+    /// 405 for another method.
+    static func route(_ head: HTTPRequestHead, acceptEnvelopes: Bool) -> Result<ReceiveEndpoint, ReceiveRefusal> {
+        guard let endpoint = ReceiveEndpoint(rawValue: head.path), endpoint != .envelopes || acceptEnvelopes else {
+            return .failure(ReceiveRefusal(404, "not-found", "nothing is served at this path; see README "
+                + "\"txrecon receive\" for the endpoints"))
+        }
+        guard head.method == endpoint.method else {
+            return .failure(ReceiveRefusal(405, "method-not-allowed", "\(endpoint.rawValue) takes \(endpoint.method)",
+                                           headers: [("Allow", endpoint.method)]))
+        }
+        return .success(endpoint)
+    }
+
+    /// Whether `item` belongs at this endpoint: Apple's notifications at
+    /// the notifications endpoint only, an app's transactions and receipts
+    /// at the transactions endpoint, envelopes at theirs.
+    func takes(_ kind: ItemKind) -> Bool {
+        switch self {
+        case .notifications: kind == .notification
+        case .transactions: kind == .transaction || kind == .receipt
+        case .envelopes: kind == .envelope
+        case .health: false
+        }
+    }
+}
+
+/// A request refused, before or after its body: status, the stable code,
+/// a sentence for the client's log.
+struct ReceiveRefusal: Error, Sendable, Equatable {
+    var status: Int
+    var code: String
+    var detail: String
+    var headers: [(name: String, value: String)] = []
+
+    init(_ status: Int, _ code: String, _ detail: String, headers: [(name: String, value: String)] = []) {
+        self.status = status
+        self.code = code
+        self.detail = detail
+        self.headers = headers
+    }
+
+    static func == (lhs: ReceiveRefusal, rhs: ReceiveRefusal) -> Bool {
+        lhs.status == rhs.status && lhs.code == rhs.code && lhs.detail == rhs.detail
+            && lhs.headers.map(\.name) == rhs.headers.map(\.name) && lhs.headers.map(\.value) == rhs.headers.map(\.value)
+    }
+
+    var answer: HTTPAnswer {
+        HTTPAnswer.json(status, ["error": code, "detail": detail], headers: headers)
+    }
+}

@@ -1,0 +1,146 @@
+// Receiver: `txrecon receive`, the HTTP receiver's life, beside the daemon
+// in the Postfix way: it only ever writes into the spool as `txrecon submit`
+// does (tmp/, fsync, rename into new/, fsync new/), never moves anything
+// else and never talks to the backend.
+//
+//   start:   configuration, roots, upload token (exit 78 when invalid) ->
+//            the listening socket (systemd's, or Listen=) -> serving ->
+//            READY=1, then the watchdog ping from a thread of its own
+//   SIGHUP:  RELOADING=1, configuration, roots and token read again and
+//            applied, or refused with a log line; READY=1
+//   SIGTERM, SIGINT: STOPPING=1, stop accepting, requests in flight finish
+//            (at most RequestTimeout=), exit 0
+//
+// Reports: the lifecycle and each request that is not a plain 200.
+import Dispatch
+import Glibc
+
+public enum Receiver {
+    /// Runs the receiver until it is told to stop; returns the exit status.
+    public static func run(configurationPath: String, environment: [String: String], version: String) async -> Int32 {
+        let redactor = SecretRedactor()
+        let log = RedactingLogSink(LogSinks.standard(environment: environment), redactor: redactor)
+        let health = SystemdNotifier(log: log)
+        ProcessHardening.disableCoreDumps()
+
+        let configuration: Configuration
+        let settings: Reception.Settings
+        do {
+            (configuration, settings) = try load(configurationPath)
+        } catch {
+            log.write(LogEntry(.error, "configuration error: \(error)"))
+            return Daemon.ExitStatus.configuration
+        }
+        redactor.replace(with: [settings.uploadToken].compactMap { $0 })
+        let layout = SpoolLayout(root: configuration.spool.directory)
+
+        let listener: (socket: Int32, passed: Bool)
+        let commit: GroupCommit
+        do {
+            listener = try ListeningSocket.open(configuration.receive.listen)
+            commit = try GroupCommit(layout: layout, grouped: environment["TXRECON_RECEIVE_NO_GROUP_COMMIT"] != "1")
+        } catch {
+            log.write(LogEntry(.error, "\(error)"))
+            return Daemon.ExitStatus.failure
+        }
+        let reception = Reception(settings: settings, layout: layout, commit: commit, log: log)
+        let receive = configuration.receive
+        let server = HTTPServer(
+            limits: HTTPServer.Limits(connections: receive.maxConnections,
+                                      connectionsPerAddress: receive.maxConnectionsPerAddress,
+                                      idleTimeout: receive.idleTimeout, requestTimeout: receive.requestTimeout,
+                                      maximumBodySize: configuration.spool.maxFileSize),
+            screen: { reception.screen($0) }, handle: { reception.handle($0) },
+            onDeadline: { client in
+                log.write(LogEntry(.warning, "a request from \(client) was not whole within RequestTimeout=; "
+                                   + "its connection was closed", messageID: MessageID.receiveRefused,
+                                   fields: [("TXRECON_REASON", "request-timeout"), ("TXRECON_CLIENT", client)]))
+            })
+
+        let (signals, signalInput) = AsyncStream.makeStream(of: Int32.self)
+        do {
+            try DaemonSignals.startWaiting { signalInput.yield($0) }
+            try server.start(listening: listener.socket)
+            if let interval = health.watchdogPingInterval {
+                try DedicatedThread.start(name: "txrecon-watchdog") {
+                    while true {
+                        usleep(useconds_t(interval.components.seconds * 1_000_000
+                                          + interval.components.attoseconds / 1_000_000_000_000))
+                        health.notify("WATCHDOG=1")
+                    }
+                }
+            }
+        } catch {
+            log.write(LogEntry(.error, "cannot serve: \(error)"))
+            return Daemon.ExitStatus.failure
+        }
+        health.notify("READY=1\nSTATUS=receiving on \(listener.passed ? "the socket systemd passed" : "\(receive.listen)")")
+        log.write(LogEntry(.info, "txrecon \(version) receiving on "
+                           + (listener.passed ? "the socket systemd passed" : "\(receive.listen)")
+                           + ", spooling into \(layout.root)/new", messageID: MessageID.started))
+
+        loop: for await number in signals {
+            switch number {
+            case SIGHUP:
+                health.notify("RELOADING=1")
+                do {
+                    let (_, next) = try load(configurationPath)
+                    redactor.replace(with: [next.uploadToken].compactMap { $0 })
+                    reception.reconfigure(next)
+                    log.write(LogEntry(.info, "configuration reloaded from \(configurationPath) (the listening address "
+                                       + "and the connection limits take effect at a restart)",
+                                       messageID: MessageID.reloaded))
+                } catch {
+                    log.write(LogEntry(.error, "reload refused, the running configuration stays: \(error)",
+                                       messageID: MessageID.reloadRefused))
+                }
+                health.notify("READY=1")
+            case SIGTERM, SIGINT:
+                log.write(LogEntry(.info, "\(number == SIGTERM ? "SIGTERM" : "SIGINT") received: stopping; "
+                                   + "requests in flight finish", messageID: MessageID.stopping))
+                break loop
+            default:
+                continue
+            }
+        }
+        health.notify("STOPPING=1")
+        server.stop(grace: receive.requestTimeout)
+        if !listener.passed { close(listener.socket) }
+        log.write(LogEntry(.info, "stopped"))
+        return Daemon.ExitStatus.success
+    }
+
+    /// The configuration and what the reception needs of it: the policy
+    /// (roots read) and the upload token (its file read once, its
+    /// permissions checked).
+    static func load(_ path: String) throws(ConfigurationError) -> (Configuration, Reception.Settings) {
+        let configuration = try ConfigurationLoader.load(path: path)
+        let policy = try SignedDataPolicy.load(for: configuration)
+        var token: String?
+        if let file = configuration.receive.uploadTokenFile {
+            let origin = configuration.origins["Receive.UploadTokenFile"]
+            do {
+                let bytes = try SecretFile.read(file)
+                guard bytes.allSatisfy({ (0x21...0x7E).contains($0) }) else {
+                    throw ConfigurationError(file: origin?.file ?? configuration.path, line: origin?.line,
+                                             key: "Receive.UploadTokenFile",
+                                             message: "the token file holds a space, a control character, a second "
+                                                + "line or non-ASCII text; it must hold the token alone on one line")
+                }
+                token = String(decoding: bytes, as: UTF8.self)
+            } catch let error as ConfigurationError {
+                throw error
+            } catch let error as SecretFile.Failure {
+                throw ConfigurationError(file: origin?.file ?? configuration.path, line: origin?.line,
+                                         key: "Receive.UploadTokenFile", message: error.message(path: file))
+            } catch {
+                throw ConfigurationError(file: configuration.path, line: nil, key: "Receive.UploadTokenFile",
+                                         message: "\(error)")
+            }
+        }
+        return (configuration, Reception.Settings(receive: configuration.receive,
+                                                  maximumFileSize: configuration.spool.maxFileSize,
+                                                  acceptEnvelopes: configuration.verification.acceptEnvelopes,
+                                                  policy: policy, uploadToken: token))
+    }
+}

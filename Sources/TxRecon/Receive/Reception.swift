@@ -1,0 +1,212 @@
+// Reception: what `txrecon receive` does with one request, on its
+// connection's thread: screen its head (route, upload token, rate), judge
+// its body (BodyVerdict), write what is to be kept durably into new/
+// (GroupCommit), answer. The one rule: 200 only once the body is on disk.
+//
+//   200  {"spooled": NAME}: durably in new/ (and, for genuine data this
+//        configuration refuses, a "setAside" note: the daemon will reject it)
+//   400  not one of the endpoint's formats; 422 a signature or chain that
+//        does not verify; neither is written
+//   401  no or another upload token; 404 no such path; 405 another method;
+//   413  over MaxFileSize=; 429 over MaxRequestsPerSecondPerAddress=
+//   503  with Retry-After: the spool cannot take it (full, missing, new/
+//        over MaxInboxFiles=, rejected/ over RejectedQuota=)
+//
+// Reports one log entry per request that is not a plain 200 (a debug one for
+// those), with TXRECON_* fields; secrets never reach them (the log sink
+// redacts).
+import Glibc
+import Synchronization
+
+final class Reception: Sendable {
+    /// What the reception needs from the configuration; replaced on reload.
+    struct Settings: Sendable {
+        var receive: ReceiveSettings
+        var maximumFileSize: Int
+        var acceptEnvelopes: Bool
+        var policy: SignedDataPolicy?
+        /// The bearer token the upload endpoints require; nil for none.
+        var uploadToken: String?
+    }
+
+    private let settings: Mutex<Settings>
+    private let layout: SpoolLayout
+    private let commit: GroupCommit
+    private let verifiers = VerifierPool()
+    private let rate: Mutex<AddressRateLimit>
+    private let inbox: DirectoryGauge
+    private let rejected: DirectoryGauge
+    private let log: any LogSink
+
+    init(settings: Settings, layout: SpoolLayout, commit: GroupCommit, log: any LogSink) {
+        self.settings = Mutex(settings)
+        self.layout = layout
+        self.commit = commit
+        self.log = log
+        rate = Mutex(AddressRateLimit(perSecond: settings.receive.maxRequestsPerSecondPerAddress))
+        inbox = DirectoryGauge(path: layout.new)
+        rejected = DirectoryGauge(path: layout.rejected) { !$0.hasPrefix(".") && !$0.hasSuffix(".reason") }
+    }
+
+    func reconfigure(_ next: Settings) {
+        let limit = settings.withLock { current in
+            defer { current = next }
+            return current.receive.maxRequestsPerSecondPerAddress
+        }
+        if limit != next.receive.maxRequestsPerSecondPerAddress {
+            rate.withLock { $0 = AddressRateLimit(perSecond: next.receive.maxRequestsPerSecondPerAddress) }
+        }
+    }
+
+    // MARK: Head
+
+    /// A refusal of `head` before its body is read, or nil to read it.
+    func screen(_ head: HTTPRequestHead) -> HTTPAnswer? {
+        let settings = self.settings.withLock { $0 }
+        let refusal: ReceiveRefusal?
+        switch ReceiveEndpoint.route(head, acceptEnvelopes: settings.acceptEnvelopes) {
+        case let .failure(routing):
+            refusal = routing
+        case let .success(endpoint):
+            if !rate.withLock({ $0 }).allows(head.client) {
+                refusal = ReceiveRefusal(429, "too-many-requests", "more than "
+                    + "\(settings.receive.maxRequestsPerSecondPerAddress) requests a second from \(head.client)",
+                                         headers: [("Retry-After", "1")])
+            } else if endpoint.needsUploadToken, let token = settings.uploadToken,
+                      !Reception.bearer(head.header("Authorization"), matches: token) {
+                refusal = ReceiveRefusal(401, "unauthorized", "\(endpoint.rawValue) needs the upload token "
+                    + "(Authorization: Bearer …)", headers: [("WWW-Authenticate", "Bearer")])
+            } else {
+                refusal = nil
+            }
+        }
+        guard let refusal else { return nil }
+        report(refusal, head: head)
+        return refusal.answer
+    }
+
+    /// Whether `header` is `Bearer <token>`, compared in constant time.
+    static func bearer(_ header: String?, matches token: String) -> Bool {
+        guard let header, header.hasPrefix("Bearer ") else { return false }
+        let given = Array(header.utf8.dropFirst(7)), wanted = Array(token.utf8)
+        var difference = UInt8(given.count == wanted.count ? 0 : 1)
+        for index in 0..<wanted.count { difference |= wanted[index] ^ (index < given.count ? given[index] : 0) }
+        return difference == 0
+    }
+
+    // MARK: Body
+
+    /// The answer to a whole request.
+    func handle(_ request: HTTPRequest) -> HTTPAnswer {
+        let settings = self.settings.withLock { $0 }
+        guard case let .success(endpoint) = ReceiveEndpoint.route(request.head, acceptEnvelopes: settings.acceptEnvelopes)
+        else { return HTTPAnswer.json(404, ["error": "not-found", "detail": "nothing is served at this path"]) }
+        if endpoint == .health { return health() }
+        let decoder = InputDecoder(acceptEnvelopes: endpoint == .envelopes && settings.acceptEnvelopes)
+        let verdict = verifiers.with(settings.policy) { verifier in
+            BodyVerdict.judge(request.body, at: endpoint, decoder: decoder, verifier: verifier)
+        }
+        switch verdict {
+        case let .refuse(refusal):
+            report(refusal, head: request.head)
+            return refusal.answer
+        case let .spool(setAside):
+            if let refusal = room(forRefused: setAside != nil, settings: settings) {
+                report(refusal, head: request.head)
+                return refusal.answer
+            }
+            do throws(SpoolError) {
+                let name = try commit.commit(request.body)
+                report(spooled: name, setAside: setAside, head: request.head)
+                var members: KeyValuePairs<String, String> = ["spooled": name]
+                if let setAside {
+                    members = ["spooled": name, "setAside": "\(setAside.code): the daemon will move it to rejected/; "
+                        + "fix the configuration, then requeue it"]
+                }
+                return HTTPAnswer.json(200, members)
+            } catch {
+                let refusal = ReceiveRefusal(503, "spool-unavailable", "the spool cannot take it now "
+                    + "(\(String(cString: strerror(error.code)))); try again", headers: [("Retry-After", "60")])
+                report(refusal, head: request.head, spoolError: error)
+                return refusal.answer
+            }
+        }
+    }
+
+    /// 503 while new/ is over MaxInboxFiles=, or for refused data while
+    /// rejected/ is at RejectedQuota=; nil when there is room.
+    private func room(forRefused refused: Bool, settings: Settings) -> ReceiveRefusal? {
+        guard let waiting = inbox.count() else {
+            return ReceiveRefusal(503, "spool-unavailable", "the spool's new/ cannot be read", headers: [("Retry-After", "60")])
+        }
+        if waiting >= settings.receive.maxInboxFiles {
+            return ReceiveRefusal(503, "inbox-full", "\(waiting) files wait in new/ (MaxInboxFiles=); try again",
+                                  headers: [("Retry-After", "30")])
+        }
+        if refused, (rejected.count() ?? 0) >= settings.receive.rejectedQuota {
+            return ReceiveRefusal(503, "rejected-quota", "rejected/ holds RejectedQuota= files already; genuine data "
+                + "this configuration refuses is taken again once an operator has dealt with them",
+                                  headers: [("Retry-After", "3600")])
+        }
+        return nil
+    }
+
+    /// 200 while tmp/ and new/ can be written, else 503.
+    private func health() -> HTTPAnswer {
+        let writable = access(layout.tmp, W_OK | X_OK) == 0 && access(layout.new, W_OK | X_OK) == 0
+        return writable ? HTTPAnswer.json(200, ["status": "ok"])
+            : HTTPAnswer.json(503, ["status": "the spool \(layout.root) cannot be written"])
+    }
+
+    // MARK: Reports
+
+    private func report(_ refusal: ReceiveRefusal, head: HTTPRequestHead, spoolError: SpoolError? = nil) {
+        let priority: LogPriority = refusal.status >= 500 ? .error : .warning
+        var message = "\(head.method) \(LogText.escaped(head.path)) from \(head.client): \(refusal.status) \(refusal.code)"
+        if let spoolError { message += " (\(spoolError))" }
+        log.write(LogEntry(priority, message, messageID: MessageID.receiveRefused, fields: [
+            ("TXRECON_HTTP_STATUS", String(refusal.status)), ("TXRECON_REASON", refusal.code),
+            ("TXRECON_CLIENT", head.client), ("TXRECON_PATH", head.path),
+        ]))
+    }
+
+    private func report(spooled name: String, setAside: Rejection?, head: HTTPRequestHead) {
+        var fields = [("TXRECON_HTTP_STATUS", "200"), ("TXRECON_FILE", name), ("TXRECON_CLIENT", head.client),
+                      ("TXRECON_PATH", head.path)]
+        guard let setAside else {
+            log.write(LogEntry(.debug, "\(head.path) from \(head.client): spooled as new/\(name)", fields: fields))
+            return
+        }
+        fields.append(("TXRECON_REASON", setAside.code))
+        log.write(LogEntry(.warning, "\(head.path) from \(head.client): spooled as new/\(name), which the daemon "
+                           + "will set aside in rejected/: \(setAside)", messageID: MessageID.receiveRefused,
+                           fields: fields))
+    }
+}
+
+/// Verifiers for the connection threads, one per thread at a time: a
+/// verifier holds OpenSSL state and a chain cache without locks.
+final class VerifierPool: Sendable {
+    private let idle = Mutex<[VerifierBox]>([])
+
+    /// Runs `body` with a verifier for `policy` (nil with Mode=none) that no
+    /// other thread uses meanwhile.
+    func with<T>(_ policy: SignedDataPolicy?, _ body: (SignedDataVerifier?) -> T) -> T {
+        guard let policy else { return body(nil) }
+        let box = idle.withLock { idle -> VerifierBox? in
+            while let box = idle.popLast() {
+                if box.verifier.policy == policy { return box }
+            }
+            return nil
+        } ?? VerifierBox(SignedDataVerifier(policy: policy))
+        defer { idle.withLock { $0.append(box) } }
+        return body(box.verifier)
+    }
+}
+
+/// A verifier in the pool. @unchecked Sendable: it moves between threads
+/// only through the pool's lock, and one thread at a time uses it.
+private final class VerifierBox: @unchecked Sendable {
+    let verifier: SignedDataVerifier
+    init(_ verifier: SignedDataVerifier) { self.verifier = verifier }
+}

@@ -1,0 +1,260 @@
+// The built `txrecon receive` on 127.0.0.1, with the daemon where the test
+// follows bodies to the backend: every answer of the contract, durability
+// before 200, the limits against abuse, a full spool.
+import FoundationEssentials
+import Glibc
+import Synchronization
+import Testing
+@testable import TxRecon
+import TxReconTestSupport
+
+/// A receiver (and, when asked, the daemon) on one spool.
+final class ReceiverFixture {
+    let daemon: DaemonFixture
+    let port: UInt16
+    private(set) var receiver: DaemonProcess?
+
+    init(receive: String = "", verification: String = DaemonFixture.sampleVerification(), spool: String = "") throws {
+        daemon = try DaemonFixture()
+        port = ReceiverFixture.freePort()
+        try daemon.writeConfig("""
+            [Receive]
+            Listen=127.0.0.1:\(port)
+            \(receive)
+            \(spool)
+            """, verification: verification)
+    }
+
+    var layout: SpoolLayout { daemon.layout }
+
+    /// Starts `txrecon receive` and waits for READY=1.
+    @discardableResult
+    func start(environment: [String: String] = [:]) async throws -> DaemonProcess {
+        try layout.createMissingDirectories()
+        let process = try DaemonProcess(["receive", "--config", daemon.configPath],
+                                        environment: ["NOTIFY_SOCKET": daemon.notify.path].merging(environment) { $1 },
+                                        stderrPath: daemon.directory.path + "/receive-\(UInt32.random(in: 0...UInt32.max)).log")
+        receiver = process
+        let ready = await daemon.notify.waitFor({ $0.senderPID == process.pid && $0.contains("READY=1") },
+                                                timeout: .seconds(30))
+        #expect(ready != nil, "READY=1 within 30 s; stderr:\n\(process.stderr)")
+        return process
+    }
+
+    func post(_ path: String, _ body: [UInt8], headers: [(String, String)] = []) async throws -> HTTPReply {
+        try await LoopbackHTTPClient.send(port: port, path: path, body: body, headers: headers)
+    }
+
+    func post(_ path: String, sample: String, headers: [(String, String)] = []) async throws -> HTTPReply {
+        try await post(path, try SystemCall.readFile(DaemonIntegrationTests.samples + "/" + sample, limit: 1 << 20),
+                       headers: headers)
+    }
+
+    static func freePort() -> UInt16 {
+        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(socket) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
+                _ = Glibc.bind(socket, pointer, length)
+                return getsockname(socket, pointer, &length)
+            }
+        }
+        return UInt16(bigEndian: address.sin_port)
+    }
+
+    deinit { receiver?.terminate() }
+}
+
+@Suite(.serialized, .timeLimit(.minutes(2)))
+struct ReceiverIntegrationTests {
+    @Test func applesSandboxNotificationsReachTheBackendThroughTheDaemon() async throws {
+        let fixture = try ReceiverFixture()
+        try await fixture.start()
+        try await fixture.daemon.start()
+        for sample in ["03-notification-did-renew.json", "04-notification-refund.json", "05-notification-test.json"] {
+            let reply = try await fixture.post("/appstore/notifications", sample: sample)
+            #expect(reply.status == 200, "\(sample): \(reply.body)")
+            let spooled = try JSONValue.parse(Array(reply.body.utf8))["spooled"]?.stringValue
+            #expect(spooled?.isEmpty == false)
+        }
+        #expect(await fixture.daemon.server.waitForRequests(count: 3, timeout: .seconds(20)))
+        #expect(fixture.daemon.names("rejected").isEmpty)
+        #expect(fixture.daemon.server.requests.allSatisfy {
+            (try? JSONValue.parse($0.body))?["kind"] == .string("appstore.notification")
+        })
+    }
+
+    @Test func aForgedNotificationIsRefusedAndNeverTouchesTheDisk() async throws {
+        let fixture = try ReceiverFixture()
+        try await fixture.start()
+        let transaction = try SystemCall.readFile(DaemonIntegrationTests.samples + "/08-forged-transaction.jws", limit: 65536)
+        let forged = JSONValue.object([("signedPayload", .string(String(decoding: transaction, as: UTF8.self)
+            .trimmingASCIISpaces()))]).serialized
+        let reply = try await fixture.post("/appstore/notifications", forged)
+        #expect(reply.status == 400 || reply.status == 422, "\(reply.status) \(reply.body)")
+        let tampered = try SystemCall.readFile(DaemonIntegrationTests.samples + "/04-notification-refund.json", limit: 65536)
+        var bytes = tampered
+        let at = try #require(bytes.firstRange(of: Array(".".utf8))).lowerBound + 40
+        bytes[at] = bytes[at] == UInt8(ascii: "A") ? UInt8(ascii: "B") : UInt8(ascii: "A")
+        let refused = try await fixture.post("/appstore/notifications", bytes)
+        #expect(refused.status == 422 || refused.status == 400, "\(refused.status) \(refused.body)")
+        #expect(try JSONValue.parse(Array(refused.body.utf8))["error"]?.stringValue?.isEmpty == false)
+        #expect(fixture.daemon.names("new").isEmpty && fixture.daemon.names("tmp").isEmpty)
+        let notJSON = try await fixture.post("/appstore/notifications", Array("hello".utf8))
+        #expect(notJSON.status == 400)
+        let wrongPlace = try await fixture.post("/appstore/notifications", sample: "01-transaction.jws")
+        #expect(wrongPlace.status == 400, "a transaction is not a notification")
+        #expect(fixture.daemon.names("new").isEmpty)
+    }
+
+    @Test func genuineDataThisConfigurationRefusesIsKeptToBeRequeued() async throws {
+        let fixture = try ReceiverFixture(verification: DaemonFixture.sampleVerification(bundleID: "com.example.other"))
+        try await fixture.start()
+        try await fixture.daemon.start()
+        let reply = try await fixture.post("/appstore/notifications", sample: "04-notification-refund.json")
+        #expect(reply.status == 200, "\(reply.body)")
+        #expect(try JSONValue.parse(Array(reply.body.utf8))["setAside"]?.stringValue?.hasPrefix("wrong-bundle-id") == true)
+        #expect(await fixture.daemon.eventually { fixture.daemon.names("rejected").count == 2 })
+        #expect(fixture.daemon.server.requests.isEmpty)
+    }
+
+    @Test func theUploadEndpointsNeedTheTokenAndEnvelopesTheirSetting() async throws {
+        let fixture = try ReceiverFixture()
+        _ = fixture.daemon.directory.write("upload-s3cr3t-7\n", to: "upload-token", mode: 0o600)
+        try fixture.daemon.writeConfig("""
+            [Receive]
+            Listen=127.0.0.1:\(fixture.port)
+            UploadTokenFile=\(fixture.daemon.directory.path)/upload-token
+            """)
+        let receiver = try await fixture.start()
+        let none = try await fixture.post("/appstore/transactions", sample: "01-transaction.jws")
+        #expect(none.status == 401 && none.header("WWW-Authenticate") == "Bearer")
+        let wrong = try await fixture.post("/appstore/transactions", sample: "01-transaction.jws",
+                                           headers: [("Authorization", "Bearer nope")])
+        #expect(wrong.status == 401)
+        let right = try await fixture.post("/appstore/transactions", sample: "01-transaction.jws",
+                                           headers: [("Authorization", "Bearer upload-s3cr3t-7")])
+        #expect(right.status == 200, "\(right.body)")
+        let envelope = try await fixture.post("/envelopes", Array(#"{"id":"e-1","version":1,"payload":{}}"#.utf8),
+                                              headers: [("Authorization", "Bearer upload-s3cr3t-7")])
+        #expect(envelope.status == 200, "AcceptEnvelopes=yes in the fixture: \(envelope.body)")
+        let notification = try await fixture.post("/appstore/notifications", sample: "04-notification-refund.json")
+        #expect(notification.status == 200, "Apple's endpoint needs no token")
+        #expect(fixture.daemon.names("new").count == 3)
+        #expect(!receiver.stderr.contains("upload-s3cr3t-7"))
+    }
+
+    @Test func envelopesAreNotServedWithoutAcceptEnvelopes() async throws {
+        let fixture = try ReceiverFixture(verification: """
+            [Verification]
+            BundleID=com.loki-project.loki-messenger
+            Environment=Sandbox
+            RootCertificateFile=\(DaemonIntegrationTests.repositoryRoot)/Config/AppleRootCA-G3.cer
+            ReceiptRootCertificateFile=\(DaemonIntegrationTests.repositoryRoot)/Config/AppleIncRootCertificate.cer
+            """)
+        try await fixture.start()
+        let reply = try await fixture.post("/envelopes", Array(#"{"id":"e-1","version":1,"payload":{}}"#.utf8))
+        #expect(reply.status == 404)
+    }
+
+    @Test func methodsPathsAndSizesOutsideTheContractAreRefused() async throws {
+        let fixture = try ReceiverFixture(spool: "[Spool]\nMaxFileSize=4096")
+        try await fixture.start()
+        let get = try await LoopbackHTTPClient.send(port: fixture.port, method: "GET", path: "/appstore/notifications")
+        #expect(get.status == 405 && get.header("Allow") == "POST")
+        let unknown = try await fixture.post("/elsewhere", [])
+        #expect(unknown.status == 404)
+        let large = try await fixture.post("/appstore/notifications", Array(repeating: UInt8(ascii: "x"), count: 5000))
+        #expect(large.status == 413)
+        let health = try await LoopbackHTTPClient.send(port: fixture.port, method: "GET", path: "/healthz")
+        #expect(health.status == 200)
+        #expect(fixture.daemon.names("new").isEmpty)
+    }
+
+    @Test func aClientThatSendsTooOftenIsAskedToWait() async throws {
+        let fixture = try ReceiverFixture(receive: "MaxRequestsPerSecondPerAddress=2")
+        try await fixture.start()
+        var statuses: [Int] = []
+        for _ in 0..<5 {
+            statuses.append(try await LoopbackHTTPClient.send(port: fixture.port, method: "GET", path: "/healthz").status)
+        }
+        #expect(statuses.contains(429), "\(statuses)")
+        #expect(statuses.prefix(2) == [200, 200], "\(statuses)")
+    }
+
+    @Test func aSlowlorisClientIsCutOffWhileOthersAreServed() async throws {
+        let fixture = try ReceiverFixture(receive: "RequestTimeout=2s\nIdleTimeout=10s")
+        let receiver = try await fixture.start()
+        let port = fixture.port
+        // A byte a quarter second: never idle for IdleTimeout=, never whole.
+        let cut = Mutex<ContinuousClock.Duration?>(nil)
+        let slow = Task {
+            try await DedicatedThread.run(name: "slowloris") { () -> Result<Void, LoopbackHTTPClient.Failure> in
+                Result { () throws(LoopbackHTTPClient.Failure) in
+                    let socket = try LoopbackHTTPClient.connect(port: port)
+                    defer { close(socket) }
+                    let start = ContinuousClock.now
+                    let head = Array("POST /appstore/notifications HTTP/1.1\r\nHost: x\r\nX-Slow: ".utf8)
+                    for byte in head + Array(repeating: UInt8(ascii: "a"), count: 200) {
+                        do {
+                            try LoopbackHTTPClient.write(socket, [byte])
+                        } catch {
+                            cut.withLock { $0 = ContinuousClock.now - start }
+                            return
+                        }
+                        usleep(250_000)
+                    }
+                }
+            }.get()
+        }
+        // Meanwhile others are served.
+        for _ in 0..<3 {
+            let reply = try await fixture.post("/appstore/notifications", sample: "04-notification-refund.json")
+            #expect(reply.status == 200)
+        }
+        try await slow.value
+        let after = try #require(cut.withLock { $0 }, "the slow client was never cut off")
+        #expect(after < .seconds(20), "cut after \(after)")
+        #expect(receiver.stderr.contains("was not whole within RequestTimeout="))
+    }
+
+    @Test func concurrentRequestsAreAllDurableBeforeTheirAnswers() async throws {
+        let fixture = try ReceiverFixture()
+        try await fixture.start()
+        let body = try SystemCall.readFile(DaemonIntegrationTests.samples + "/04-notification-refund.json", limit: 65536)
+        let port = fixture.port
+        let replies = try await withThrowingTaskGroup(of: HTTPReply.self) { group in
+            for _ in 0..<32 {
+                group.addTask { try await LoopbackHTTPClient.send(port: port, path: "/appstore/notifications", body: body) }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(replies.allSatisfy { $0.status == 200 })
+        let names = Set(replies.compactMap { try? JSONValue.parse(Array($0.body.utf8))["spooled"]?.stringValue })
+        #expect(names.count == 32)
+        #expect(Set(fixture.daemon.names("new")) == names, "each answered name is in new/")
+    }
+
+    @Test func aStopLetsTheRequestInFlightFinish() async throws {
+        let fixture = try ReceiverFixture()
+        let receiver = try await fixture.start()
+        let port = fixture.port
+        let body = try SystemCall.readFile(DaemonIntegrationTests.samples + "/04-notification-refund.json", limit: 65536)
+        // Headers and half the body, then SIGTERM, then the rest.
+        let socket = try LoopbackHTTPClient.connect(port: port)
+        defer { close(socket) }
+        let head = "POST /appstore/notifications HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: \(body.count)\r\n\r\n"
+        try LoopbackHTTPClient.write(socket, Array(head.utf8) + body.prefix(body.count / 2))
+        receiver.signal(SIGTERM)
+        #expect(await fixture.daemon.eventually { receiver.stderr.contains("SIGTERM received") })
+        try LoopbackHTTPClient.write(socket, Array(body.suffix(from: body.count / 2)))
+        let reply = try await DedicatedThread.run(name: "read") { LoopbackHTTPClient.readAll(socket) }
+        #expect(String(decoding: reply, as: UTF8.self).hasPrefix("HTTP/1.1 200"), "\(String(decoding: reply, as: UTF8.self))")
+        #expect(await receiver.wait(timeout: .seconds(20)) == 0)
+        #expect(fixture.daemon.names("new").count == 1)
+    }
+}
