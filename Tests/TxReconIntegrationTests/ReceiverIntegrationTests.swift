@@ -257,4 +257,28 @@ struct ReceiverIntegrationTests {
         #expect(await receiver.wait(timeout: .seconds(20)) == 0)
         #expect(fixture.daemon.names("new").count == 1)
     }
+
+    @Test(.enabled(if: getuid() == 0, "needs root: mount"))
+    func aFullSpoolIsAnsweredWith503AndRecovers() async throws {
+        let fixture = try ReceiverFixture()
+        let root = fixture.layout.root
+        try SystemCall.makeDirectory(root, mode: 0o755)
+        try fixture.daemon.must("/bin/mount", "-t", "tmpfs", "-o", "size=1m,mode=0755", "tmpfs", root)
+        defer { try? fixture.daemon.must("/bin/umount", "-l", root) }
+        try await fixture.start()
+        let body = try SystemCall.readFile(DaemonIntegrationTests.samples + "/04-notification-refund.json", limit: 65536)
+        #expect(try await fixture.post("/appstore/notifications", body).status == 200)
+        // Fill the file system with the daemon's notion of a big file.
+        let filler = open(root + "/filler", O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        let chunk = [UInt8](repeating: 0, count: 65536)
+        while write(filler, chunk, chunk.count) > 0 {}
+        close(filler)
+        let full = try await fixture.post("/appstore/notifications", body)
+        #expect(full.status == 503, "\(full.body)")
+        #expect(full.header("Retry-After") != nil)
+        #expect(fixture.daemon.names("tmp").isEmpty, "nothing half-written is left")
+        #expect(unlink(root + "/filler") == 0)
+        #expect(try await fixture.post("/appstore/notifications", body).status == 200)
+        #expect(fixture.daemon.names("new").count == 2)
+    }
 }

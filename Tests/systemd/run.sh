@@ -11,7 +11,10 @@
 #   before active, STATUS, delivery through the spool with the credential, the
 #   journal fields and catalog, hold and release, reload, a configuration error
 #   (exit 78, no restart loop), a watchdog kill with the queue intact, a clean stop,
-#   and one run of txrecon-sweep.service against the test backend standing in for Apple.
+#   and one run of txrecon-sweep.service against the test backend standing in for Apple;
+#   txrecon-receive.socket bound by systemd, the service it starts on the first
+#   request (READY, STATUS), a forged notification refused, and a restart of the
+#   receiver with a request in flight (inflight.py).
 # Part "package": a .deb cannot be installed into that read-only /usr, so the
 #   package is installed, used and removed in a debootstrap'ed bookworm root,
 #   booted with --volatile=overlay so that the cached root stays pristine.
@@ -202,6 +205,7 @@ service_part() {
   start_backend
   startup_checks
   delivery_checks
+  receive_checks
   hold_and_release_checks
   reload_checks
   watchdog_checks
@@ -257,7 +261,7 @@ has_entry() {
 
 static_checks() {
   local name unit score
-  for name in "$UNIT" txrecon-sweep.service txrecon-sweep.timer; do
+  for name in "$UNIT" txrecon-sweep.service txrecon-sweep.timer txrecon-receive.service txrecon-receive.socket; do
     unit=/usr/lib/systemd/system/$name
     if in_ct systemd-analyze verify "$unit" > "$WORK/verify-$name.txt" 2>&1 && [ ! -s "$WORK/verify-$name.txt" ]; then
       pass "systemd-analyze verify $name: no complaint"
@@ -436,12 +440,58 @@ sweep_checks() {
     sweep_journal_has MESSAGE_ID="$(message_id sweepFinished)" TXRECON_SWEEP_RESULT=completed
   check "txrecon status shows the last sweep" listed_status sweep
 }
+# txrecon-receive.socket and the service it activates, under the hardened unit.
+receive_checks() {
+  local rx=txrecon-receive.service sock=txrecon-receive.socket answer code pid rejected
+  in_ct systemctl start "$sock"
+  check "$sock: listening, bound by systemd, no receiver running yet" \
+    test "$(prop ActiveState "$sock")/$(prop SubState "$sock")/$(prop ActiveState "$rx")" = active/listening/inactive
+  answer=$(in_ct curl -sS --max-time 30 -w '%{http_code} ' --data-binary @"$(envelope rx-1 1)" \
+           http://127.0.0.1:8081/envelopes 2>&1 | tr -d '\n' || true)
+  check "the first request started $rx and was answered 200, naming the spooled file: $answer" \
+    eval 'contains "^{\"spooled\":.*}200 \$" <<<"$answer"'
+  check "$rx: active/running, having sent READY=1 (Type=notify)" \
+    test "$(prop ActiveState "$rx")/$(prop SubState "$rx")" = active/running
+  check "$rx STATUS: $(prop StatusText "$rx")" eval 'prop StatusText "$rx" | contains "socket systemd passed"'
+  check "the received envelope was delivered by $UNIT" wait_until 10 delivered rx-1
+  code=$(in_ct curl -sS --max-time 10 -o /dev/null -w '%{http_code}' http://127.0.0.1:8081/healthz || true)
+  check "GET /healthz: $code" test "$code" = 200
+  # Apple's shape, but not Apple's signature.
+  printf '{"signedPayload": "eyJhbGciOiJFUzI1NiIsIng1YyI6WyJBQUFBIl19.eyJub3RpZmljYXRpb25UeXBlIjoiVEVTVCJ9.AAAA"}' \
+    > "$WORK/items/forged.json"
+  rejected=$(in_ct ls -A /var/spool/txrecon/rejected | wc -l)
+  code=$(in_ct curl -sS --max-time 10 -o /dev/null -w '%{http_code}' \
+         --data-binary @/opt/txrecon-test-items/forged.json http://127.0.0.1:8081/appstore/notifications || true)
+  check "a forged notification is refused with a 4xx ($code)" test "${code:0:1}" = 4
+  check "... logged by the receiver (MESSAGE_ID receiveRefused)" \
+    eval 'in_ct journalctl -u "$rx" -o cat MESSAGE_ID="$(message_id receiveRefused)" | contains .'
+  wait_until 10 eval 'test -z "$(in_ct ls -A /var/spool/txrecon/new)"' || true
+  check "... and never spooled: new/ is empty, rejected/ holds no more files than before" \
+    test -z "$(in_ct ls -A /var/spool/txrecon/new)" -a "$(in_ct ls -A /var/spool/txrecon/rejected | wc -l)" = "$rejected"
+
+  pid=$(prop MainPID "$rx")
+  if in_ct python3 /opt/txrecon-test/inflight.py --port 8081 --first rx-inflight --second rx-backlog \
+       > "$WORK/inflight.json" 2> "$WORK/inflight.err"; then
+    pass "restart of $rx with a request in flight: $(cat "$WORK/inflight.json")"
+  else sed 's/^/    /' "$WORK/inflight.err"; fail "restart of $rx with a request in flight"; fi
+  check "... the request in flight was answered 200 by the stopping receiver" \
+    jq -e '.first.status == 200' "$WORK/inflight.json"
+  check "... the connection made during the restart waited in the socket's backlog and was answered 200" \
+    jq -e '.second.status == 200' "$WORK/inflight.json"
+  check "... by a new process (MainPID $pid -> $(prop MainPID "$rx"))" \
+    test "$(prop MainPID "$rx")" != "$pid" -a "$(prop ActiveState "$rx")" = active
+  check "... both were delivered" eval 'wait_until 10 delivered rx-inflight && wait_until 10 delivered rx-backlog'
+  in_ct systemctl stop "$sock" "$rx"
+  check "$rx stopped cleanly: result success, exit status 0" \
+    test "$(prop Result "$rx")/$(prop ExecMainStatus "$rx")" = success/0
+}
+
 sweep_journal_has() { in_ct journalctl -u txrecon-sweep.service -o json "$@" | contains .; }
 listed_status() { in_ct txrecon status | contains "$1"; }
 
 # Every MESSAGE_ID the daemon and the sweep logged has its catalog text under journalctl -x.
 catalog_checks() {
-  local seen id subject missing= units=(-u "$UNIT" -u txrecon-sweep.service)
+  local seen id subject missing= units=(-u "$UNIT" -u txrecon-sweep.service -u txrecon-receive.service)
   seen=$(in_ct journalctl "${units[@]}" -o json | jq -r '.MESSAGE_ID // empty' | sort -u)
   for id in $(sed -n 's/^-- \([0-9a-f]\{32\}\)$/\1/p' "$ROOT/systemd/txrecon.catalog"); do
     if ! grep -qx "$id" <<<"$seen"; then missing="$missing $id"; continue; fi
@@ -459,8 +509,9 @@ stop_checks() {
   local t0 took refused
   # libdispatch logs "errno=1" (EPERM: refused by the unit's SystemCallFilter=)
   # each time it cannot set a new worker thread's priority.
-  refused=$(in_ct journalctl -u "$UNIT" -u txrecon-sweep.service -o cat | grep -c 'thread priority.*errno=1$' || true)
-  check "the sandboxes refused no call the daemon and the sweep make ($refused libdispatch EPERM lines)" \
+  refused=$(in_ct journalctl -u "$UNIT" -u txrecon-sweep.service -u txrecon-receive.service -o cat \
+            | grep -c 'thread priority.*errno=1$' || true)
+  check "the sandboxes refused no call the daemon, the sweep and the receiver make ($refused libdispatch EPERM lines)" \
     test "$refused" = 0
   submit "$(envelope late-1 1)"
   t0=$(now_ms)
@@ -478,15 +529,15 @@ stop_checks() {
 # Sets BOOKWORM_ROOT.
 bookworm_root() {
   local dir="$CACHE/bookworm"
-  if [ ! -e "$dir/.txrecon-test-complete-2" ]; then
+  if [ ! -e "$dir/.txrecon-test-complete-3" ]; then
     log "debootstrap bookworm into $dir (once; about a minute)"
     rm -rf "$dir.partial" "$dir"
     mkdir -p "$CACHE"
-    debootstrap --variant=minbase --include=systemd,systemd-sysv,dbus,libcurl4,libssl3,procps \
+    debootstrap --variant=minbase --include=systemd,systemd-sysv,dbus,libcurl4,libssl3,libmicrohttpd12,procps \
       bookworm "$dir.partial" "$MIRROR" > "$WORK/debootstrap.log" 2>&1 \
       || { tail -20 "$WORK/debootstrap.log"; log "debootstrap failed"; exit 1; }
     rm -f "$dir.partial/etc/machine-id"; : > "$dir.partial/etc/machine-id"
-    touch "$dir.partial/.txrecon-test-complete-2"
+    touch "$dir.partial/.txrecon-test-complete-3"
     mv "$dir.partial" "$dir"
   fi
   BOOKWORM_ROOT=$dir
@@ -512,6 +563,8 @@ package_part() {
   check "postinst: unit enabled (deb-systemd-helper)" test "$(prop UnitFileState)" = enabled
   check "postinst: txrecon-sweep.timer installed, not enabled (it needs [Sweep] first)" \
     test "$(prop UnitFileState txrecon-sweep.timer)" = disabled
+  check "postinst: txrecon-receive.socket installed, not enabled (not every host receives over HTTP)" \
+    test "$(prop UnitFileState txrecon-receive.socket)" = disabled
   check "postinst: service started and running" wait_until 10 state_is active/running
   check "the systemd package's trigger compiled the catalog" in_ct sh -c 'journalctl --list-catalog | grep " txrecon: "'
   check "/etc/txrecon/txrecon.conf is a conffile" \
