@@ -20,6 +20,23 @@ enum Format {
         return text
     }
 
+    /// "running (pid 901), receiving on …: 12 requests, 11 spooled, 1 refused", or
+    /// "not running; its last status, written 2026-…Z (3h ago): receiving on …".
+    static func receiver(_ receiver: ReceiverStatus, now: Int64) -> String {
+        guard receiver.running else {
+            return "not running; its last status, written \(WallTime.rfc3339(receiver.writtenAt)) "
+                + "(\(age(milliseconds: now - receiver.writtenAt)) ago): \(receiver.line)"
+        }
+        return "running (pid \(receiver.json["pid"]?.int64Value ?? 0)), \(receiver.line)"
+    }
+
+    /// `status --json`'s `receiver`: the status file, with `running` as the
+    /// lock says (a receiver killed by a signal could not write false).
+    static func receiverJSON(_ receiver: ReceiverStatus) -> JSONValue {
+        guard case let .object(members) = receiver.json else { return receiver.json }
+        return .object(members.map { $0.0 == "running" ? ("running", .bool(receiver.running)) : $0 })
+    }
+
     /// The daemon as `txrecon status` shows it: "running (pid 812), 12 queued, …",
     /// or "not running; its last status, written 2026-…Z (3h ago): 12 queued, …".
     static func daemon(_ state: SpoolInspector.DaemonState, now: Int64) -> String {

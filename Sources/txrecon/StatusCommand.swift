@@ -1,5 +1,6 @@
 // txrecon status: counts per directory, the oldest queued item, the daemon
-// (or, when it does not run, the last status it wrote), the last sweep.
+// (or, when it does not run, the last status it wrote), the last sweep, the
+// receiver's counts.
 import TxRecon
 
 enum StatusCommand: Command {
@@ -11,8 +12,9 @@ enum StatusCommand: Command {
         Prints how many files are in new/ (not yet tried) and items in queue/, hold/,
         rejected/ and done/, the age of the oldest queued item, the daemon's own status
         line (backend health, next retry) or, when it does not run, the last one it
-        wrote and when, and the last `txrecon sweep` when there was one. Exit status 0
-        even when items are held: read the counts.
+        wrote and when, the last `txrecon sweep` when there was one, and the counts of
+        `txrecon receive` when one serves (or served) this spool. Exit status 0 even
+        when items are held: read the counts.
         """
 
     static func run(_ arguments: Arguments) async -> Int32 {
@@ -33,6 +35,7 @@ enum StatusCommand: Command {
                 if let oldest { members.append(("oldestQueuedAgeSeconds", .integer((now - oldest) / 1000))) }
                 members += Format.daemonJSON(daemon)
                 members.append(("sweep", LastSweep.read(inspector.layout)?.json ?? .null))
+                members.append(("receiver", ReceiverStatus.read(inspector.layout).map(Format.receiverJSON) ?? .null))
                 printJSON(.object(members))
             } else {
                 printLine("spool:    \(configuration.spool.directory)")
@@ -40,6 +43,9 @@ enum StatusCommand: Command {
                 if let oldest { printLine("oldest queued item: \(Format.age(milliseconds: now - oldest)) old") }
                 printLine("daemon:   " + Format.daemon(daemon, now: now))
                 if let sweep = LastSweep.read(inspector.layout) { printLine("sweep:    \(Format.sweep(sweep, now: now))") }
+                if let receiver = ReceiverStatus.read(inspector.layout) {
+                    printLine("receiver: \(Format.receiver(receiver, now: now))")
+                }
             }
             return 0
         } catch {

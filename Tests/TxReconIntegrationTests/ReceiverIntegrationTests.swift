@@ -258,6 +258,49 @@ struct ReceiverIntegrationTests {
         #expect(fixture.daemon.names("new").count == 1)
     }
 
+    @Test func statusAndMetricsCountTheAnswersAndOneReceiverServesASpool() async throws {
+        let metrics = TemporaryDirectory("txrecon-receive-metrics")
+        let fixture = try ReceiverFixture(spool: "[Metrics]\nTextfileDirectory=\(metrics.path)")
+        let receiver = try await fixture.start()
+        #expect(try await fixture.post("/appstore/notifications", sample: "04-notification-refund.json").status == 200)
+        #expect(try await fixture.post("/appstore/notifications", Array("hello".utf8)).status == 400)
+        #expect(try await fixture.post("/nowhere", Array("x".utf8)).status == 404)
+
+        let second = try DaemonProcess(["receive", "--config", fixture.daemon.configPath],
+                                       stderrPath: fixture.daemon.directory.path + "/second-receiver.log")
+        #expect(await second.wait(timeout: .seconds(20)) == 1)
+        #expect(second.stderr.contains("another txrecon receive serves this spool"), "\(second.stderr)")
+
+        let prom = metrics.path + "/txrecon-receive.prom"
+        #expect(await fixture.daemon.eventually {
+            let text = (try? SystemCall.readFile(prom, limit: 1 << 20)).map { String(decoding: $0, as: UTF8.self) }
+            guard let text, let exposition = try? PrometheusExposition(parsing: text) else { return false }
+            return exposition.value("txrecon_receive_requests_total", ["code": "200"]) == "1"
+                && exposition.value("txrecon_receive_requests_total", ["code": "400"]) == "1"
+                && exposition.value("txrecon_receive_requests_total", ["code": "404"]) == "1"
+                && exposition.value("txrecon_receive_request_duration_seconds_count", [:]) == "3"
+                && exposition.value("txrecon_receive_spooled_total", [:]) == "1"
+        }, "txrecon-receive.prom counts the three answers")
+        #expect(await fixture.daemon.eventually {
+            ReceiverStatus.read(fixture.layout)?.json["requests"]?.int64Value == 3
+        })
+        let status = try await fixture.daemon.cli(["status"])
+        #expect(status.status == 0)
+        #expect(status.stdout.contains("receiver: running (pid \(receiver.pid)), receiving on 127.0.0.1:\(fixture.port): "
+                                       + "3 requests, 1 spooled, 2 refused"), "\(status.stdout)")
+        let json = try JSONValue.parse(Array(try await fixture.daemon.cli(["status", "--json"]).stdout.utf8))
+        #expect(json["receiver"]?["answers"]?["400"]?.int64Value == 1)
+        #expect(json["receiver"]?["running"] == .bool(true))
+
+        receiver.signal(SIGTERM)
+        #expect(await receiver.wait(timeout: .seconds(20)) == 0)
+        let stopped = try await fixture.daemon.cli(["status"])
+        #expect(stopped.stdout.contains("receiver: not running; its last status, written "), "\(stopped.stdout)")
+        let final = try PrometheusExposition(parsing: String(decoding: try SystemCall.readFile(prom, limit: 1 << 20),
+                                                             as: UTF8.self))
+        #expect(final.value("txrecon_receive_up", [:]) == "0")
+    }
+
     @Test(.enabled(if: getuid() == 0, "needs root: mount"))
     func aFullSpoolIsAnsweredWith503AndRecovers() async throws {
         let fixture = try ReceiverFixture()

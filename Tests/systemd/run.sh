@@ -469,6 +469,9 @@ receive_checks() {
   check "... and never spooled: new/ is empty, rejected/ holds no more files than before" \
     test -z "$(in_ct ls -A /var/spool/txrecon/new)" -a "$(in_ct ls -A /var/spool/txrecon/rejected | wc -l)" = "$rejected"
 
+  check "txrecon status shows the receiver's counts: $(in_ct txrecon status | grep '^receiver:' || true)" \
+    wait_until 10 eval 'in_ct txrecon status | contains "^receiver: running (pid [0-9]*), receiving on the socket systemd passed: [0-9]* requests, [0-9]* spooled, [0-9]* refused"'
+
   pid=$(prop MainPID "$rx")
   if in_ct python3 /opt/txrecon-test/inflight.py --port 8081 --first rx-inflight --second rx-backlog \
        > "$WORK/inflight.json" 2> "$WORK/inflight.err"; then

@@ -9,6 +9,12 @@
 // request that arrives during that fsync waits for the next one, which
 // starts as soon as the first ends. With group commit off (for the
 // benchmark's comparison) each request fsyncs new/ itself.
+//
+// Built with -DTXRECON_POWERCUT_ANSWER_BEFORE_FSYNC (`make powercut-control`,
+// in .build/powercut-unsafe; never in a shipped binary), a request is
+// answered once its body is renamed into new/, with no fsync of the file or
+// of new/: the receiver that the power-cut test (Tests/powercut/run.sh) must
+// catch losing bodies it answered 200, to show that the test can fail.
 import Dispatch
 import Glibc
 import Synchronization
@@ -34,6 +40,9 @@ final class GroupCommit: Sendable {
         self.layout = layout
         self.grouped = grouped
         submission = Submission(layout: layout)
+        #if TXRECON_POWERCUT_ANSWER_BEFORE_FSYNC
+        fputs("txrecon receive: the power-cut test's variant: answers before fsync (never ship it)\n", stderr)
+        #endif
         guard grouped else { return }
         try DedicatedThread.start(name: "txrecon-commit") { [self] in
             while true {
@@ -46,6 +55,9 @@ final class GroupCommit: Sendable {
     /// Writes `bytes` into new/ durably; returns its name there. Blocks the
     /// calling thread (a connection's) until new/ has been fsynced.
     func commit(_ bytes: [UInt8]) throws(SpoolError) -> String {
+        #if TXRECON_POWERCUT_ANSWER_BEFORE_FSYNC
+        return try placeWithoutSync(bytes)
+        #else
         let name = try submission.place(bytes)
         guard grouped else {
             try SystemCall.syncDirectory(layout.new)
@@ -60,7 +72,31 @@ final class GroupCommit: Sendable {
         waiter.done.wait()
         if let error = waiter.outcome.withLock({ $0 }) { throw error }
         return name
+        #endif
     }
+
+    #if TXRECON_POWERCUT_ANSWER_BEFORE_FSYNC
+    /// The power-cut test's broken receiver: tmp/NAME written and renamed
+    /// into new/ with nothing fsynced, so the answer comes while the body is
+    /// only in the page cache.
+    private func placeWithoutSync(_ bytes: [UInt8]) throws(SpoolError) -> String {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        let serial = GroupCommit.unsafeSerial.add(1, ordering: .relaxed).newValue
+        let name = "\(now.tv_sec).M\(now.tv_nsec / 1000)P\(getpid())Q\(serial).powercut-unsafe"
+        let temporary = layout.tmp + "/" + name
+        try SystemCall.writeNewFile(temporary, bytes, mode: 0o640, sync: false)
+        do {
+            try SystemCall.rename(temporary, layout.new + "/" + name)
+        } catch {
+            unlink(temporary)
+            throw error
+        }
+        return name
+    }
+
+    private static let unsafeSerial = Atomic<Int>(0)
+    #endif
 
     /// One fsync of new/ for every request renamed before it began.
     private func syncWaiting() {

@@ -63,17 +63,22 @@ final class HTTPServer: Sendable {
     private let handle: @Sendable (HTTPRequest) -> HTTPAnswer
     /// Called on a request cut at its deadline, with its client.
     private let onDeadline: @Sendable (String) -> Void
+    /// Called with each answer's status and the time from the request's
+    /// first call (its head read) to the answer being queued.
+    private let onAnswer: @Sendable (Int, Duration) -> Void
     /// The running `struct MHD_Daemon *`, as its bits (0 when none): a
     /// pointer is not Sendable, and only start and stop touch it.
     private let daemon = Mutex<UInt>(0)
     private let deadlines: RequestDeadlines
 
     init(limits: Limits, screen: @escaping @Sendable (HTTPRequestHead) -> HTTPAnswer?,
-         handle: @escaping @Sendable (HTTPRequest) -> HTTPAnswer, onDeadline: @escaping @Sendable (String) -> Void) {
+         handle: @escaping @Sendable (HTTPRequest) -> HTTPAnswer, onDeadline: @escaping @Sendable (String) -> Void,
+         onAnswer: @escaping @Sendable (Int, Duration) -> Void = { _, _ in }) {
         self.limits = limits
         self.screen = screen
         self.handle = handle
         self.onDeadline = onDeadline
+        self.onAnswer = onAnswer
         deadlines = RequestDeadlines(timeout: limits.requestTimeout)
     }
 
@@ -152,7 +157,7 @@ final class HTTPServer: Sendable {
             requestContext.pointee = Unmanaged.passRetained(body).toOpaque()
             server.deadlines.requestStarted(connection: connection, client: head.client)
             if let refusal = server.screen(head) ?? server.refuseByLength(head) {
-                return HTTPServer.queue(refusal, on: connection)
+                return server.queue(refusal, for: body, on: connection)
             }
             return .YES
         }
@@ -161,7 +166,7 @@ final class HTTPServer: Sendable {
             let count = uploadSize.pointee
             if body.bytes.count + count > server.limits.maximumBodySize {
                 uploadSize.pointee = 0
-                return HTTPServer.queue(server.tooLarge(), on: connection)
+                return server.queue(server.tooLarge(), for: body, on: connection)
             }
             if let uploadData {
                 uploadData.withMemoryRebound(to: UInt8.self, capacity: count) { data in
@@ -173,7 +178,7 @@ final class HTTPServer: Sendable {
         }
         guard !body.answered else { return .YES }
         body.answered = true
-        return HTTPServer.queue(server.handle(HTTPRequest(head: body.head, body: body.bytes)), on: connection)
+        return server.queue(server.handle(HTTPRequest(head: body.head, body: body.bytes)), for: body, on: connection)
     }
 
     private func refuseByLength(_ head: HTTPRequestHead) -> HTTPAnswer? {
@@ -225,7 +230,8 @@ final class HTTPServer: Sendable {
     private static let headerKind = MHD_ValueKind(rawValue: 1)!
     private static let mustCopy = MHD_ResponseMemoryMode(rawValue: 2)!
 
-    private static func queue(_ answer: HTTPAnswer, on connection: OpaquePointer) -> MHD_Result {
+    private func queue(_ answer: HTTPAnswer, for request: RequestBody, on connection: OpaquePointer) -> MHD_Result {
+        onAnswer(answer.status, ContinuousClock.now - request.arrived)
         let response = answer.body.withUnsafeBytes { body in
             MHD_create_response_from_buffer(body.count, UnsafeMutableRawPointer(mutating: body.baseAddress),
                                             HTTPServer.mustCopy)
@@ -244,6 +250,8 @@ private final class RequestBody: @unchecked Sendable {
     // first call of the access handler to the completion callback, which
     // libmicrohttpd never runs at the same time.
     let head: HTTPRequestHead
+    /// When its head was read: the answer's latency starts here.
+    let arrived = ContinuousClock.now
     var bytes: [UInt8] = []
     var answered = false
 

@@ -11,7 +11,9 @@
 //   SIGTERM, SIGINT: STOPPING=1, stop accepting, requests in flight finish
 //            (at most RequestTimeout=), exit 0
 //
-// Reports: the lifecycle and each request that is not a plain 200.
+// Reports: the lifecycle and each request that is not a plain 200 in the
+// journal; its counts in STATUS=, `<spool>/receive/status` and
+// txrecon-receive.prom (ReceiveReporter).
 import Dispatch
 import Glibc
 
@@ -34,16 +36,22 @@ public enum Receiver {
         redactor.replace(with: [settings.uploadToken].compactMap { $0 })
         let layout = SpoolLayout(root: configuration.spool.directory)
 
+        let stateDirectory: ReceiverStateDirectory
         let listener: (socket: Int32, passed: Bool)
         let commit: GroupCommit
         do {
+            stateDirectory = try ReceiverStateDirectory(layout: layout)
             listener = try ListeningSocket.open(configuration.receive.listen)
             commit = try GroupCommit(layout: layout, grouped: environment["TXRECON_RECEIVE_NO_GROUP_COMMIT"] != "1")
         } catch {
             log.write(LogEntry(.error, "\(error)"))
             return Daemon.ExitStatus.failure
         }
-        let reception = Reception(settings: settings, layout: layout, commit: commit, log: log)
+        let listening = listener.passed ? "the socket systemd passed" : "\(configuration.receive.listen)"
+        let reporter = ReceiveReporter(listening: listening, directory: stateDirectory,
+                                       metricsDirectory: configuration.metrics.textfileDirectory, version: version,
+                                       health: health, log: log)
+        let reception = Reception(settings: settings, layout: layout, commit: commit, reporter: reporter, log: log)
         let receive = configuration.receive
         let server = HTTPServer(
             limits: HTTPServer.Limits(connections: receive.maxConnections,
@@ -52,10 +60,12 @@ public enum Receiver {
                                       maximumBodySize: configuration.spool.maxFileSize),
             screen: { reception.screen($0) }, handle: { reception.handle($0) },
             onDeadline: { client in
+                reporter.cutAtDeadline()
                 log.write(LogEntry(.warning, "a request from \(client) was not whole within RequestTimeout=; "
                                    + "its connection was closed", messageID: MessageID.receiveRefused,
                                    fields: [("TXRECON_REASON", "request-timeout"), ("TXRECON_CLIENT", client)]))
-            })
+            },
+            onAnswer: { reporter.answered($0, after: $1) })
 
         let (signals, signalInput) = AsyncStream.makeStream(of: Int32.self)
         do {
@@ -74,10 +84,10 @@ public enum Receiver {
             log.write(LogEntry(.error, "cannot serve: \(error)"))
             return Daemon.ExitStatus.failure
         }
-        health.notify("READY=1\nSTATUS=receiving on \(listener.passed ? "the socket systemd passed" : "\(receive.listen)")")
-        log.write(LogEntry(.info, "txrecon \(version) receiving on "
-                           + (listener.passed ? "the socket systemd passed" : "\(receive.listen)")
-                           + ", spooling into \(layout.root)/new", messageID: MessageID.started))
+        reporter.flushNow()
+        health.notify("READY=1\nSTATUS=" + ReceiveReporter.line(reporter.statistics, listening: listening))
+        log.write(LogEntry(.info, "txrecon \(version) receiving on \(listening), spooling into \(layout.root)/new",
+                           messageID: MessageID.started))
 
         loop: for await number in signals {
             switch number {
@@ -106,7 +116,9 @@ public enum Receiver {
         health.notify("STOPPING=1")
         server.stop(grace: receive.requestTimeout)
         if !listener.passed { close(listener.socket) }
-        log.write(LogEntry(.info, "stopped"))
+        reporter.stop()
+        let statistics = reporter.statistics
+        log.write(LogEntry(.info, "stopped after \(statistics.requests) requests, \(statistics.spooled) spooled"))
         return Daemon.ExitStatus.success
     }
 

@@ -32,16 +32,18 @@ final class Reception: Sendable {
     private let settings: Mutex<Settings>
     private let layout: SpoolLayout
     private let commit: GroupCommit
+    private let reporter: ReceiveReporter
     private let verifiers = VerifierPool()
     private let rate: Mutex<AddressRateLimit>
     private let inbox: DirectoryGauge
     private let rejected: DirectoryGauge
     private let log: any LogSink
 
-    init(settings: Settings, layout: SpoolLayout, commit: GroupCommit, log: any LogSink) {
+    init(settings: Settings, layout: SpoolLayout, commit: GroupCommit, reporter: ReceiveReporter, log: any LogSink) {
         self.settings = Mutex(settings)
         self.layout = layout
         self.commit = commit
+        self.reporter = reporter
         self.log = log
         rate = Mutex(AddressRateLimit(perSecond: settings.receive.maxRequestsPerSecondPerAddress))
         inbox = DirectoryGauge(path: layout.new)
@@ -117,6 +119,7 @@ final class Reception: Sendable {
             }
             do throws(SpoolError) {
                 let name = try commit.commit(request.body)
+                reporter.spooled(setAside: setAside != nil)
                 report(spooled: name, setAside: setAside, head: request.head)
                 var members: KeyValuePairs<String, String> = ["spooled": name]
                 if let setAside {

@@ -1,5 +1,7 @@
-// MetricsExporter: keeps `txrecon.prom` in [Metrics] TextfileDirectory= up to
-// date for node_exporter's textfile collector.
+// MetricsExporter: keeps a metrics file in [Metrics] TextfileDirectory= up to
+// date for node_exporter's textfile collector: the daemon's `txrecon.prom`
+// (from its EngineStatus), the receiver's `txrecon-receive.prom` (from its
+// ReceiveStatistics). Each program owns its file and replaces it whole.
 //
 // Each rewrite is atomic: the text goes to a temporary name in the same
 // directory (one node_exporter ignores, as it does not end in .prom), is
@@ -15,9 +17,9 @@ import Dispatch
 import Glibc
 import Synchronization
 
-final class MetricsExporter: Sendable {
+final class MetricsExporter<Snapshot: Sendable>: Sendable {
     private struct State {
-        var latest: EngineStatus?
+        var latest: Snapshot?
         var coalescer: UpdateCoalescer
         var running = true
         var lastText = ""
@@ -26,36 +28,34 @@ final class MetricsExporter: Sendable {
 
     /// Default least time between rewrites: node_exporter is typically
     /// scraped every 15 s or more, so fresher data would go unseen.
-    static let defaultInterval: Duration = .seconds(5)
-    static let fileName = "txrecon.prom"
-    /// Hidden, and without the .prom suffix node_exporter looks for.
-    static let temporaryName = ".txrecon.prom.tmp"
+    static var defaultInterval: Duration { .seconds(5) }
 
     /// The metrics file's path.
     let path: String
     private let temporaryPath: String
-    private let startedAt: Int64
-    private let version: String
+    /// The file's text for a snapshot; the flag is false for the last one,
+    /// written at a clean stop.
+    private let render: @Sendable (Snapshot, _ running: Bool) -> String
     private let clock: any EngineClock
     private let log: any LogSink
     private let queue = DispatchQueue(label: "txrecon.metrics")
     private let state: Mutex<State>
 
-    /// `startedAt`: the daemon's start (ms since 1970); `clock` times the
-    /// coalescing (monotonic `now` only).
-    init(directory: String, startedAt: Int64, version: String, log: any LogSink,
-         interval: Duration = MetricsExporter.defaultInterval, clock: any EngineClock = SystemClock()) {
-        path = directory + "/" + Self.fileName
-        temporaryPath = directory + "/" + Self.temporaryName
-        self.startedAt = startedAt
-        self.version = version
+    /// Writes `fileName` in `directory`; `clock` times the coalescing
+    /// (monotonic `now` only).
+    init(directory: String, fileName: String, log: any LogSink, interval: Duration = defaultInterval,
+         clock: any EngineClock = SystemClock(), render: @escaping @Sendable (Snapshot, _ running: Bool) -> String) {
+        path = directory + "/" + fileName
+        // Hidden, and without the .prom suffix node_exporter looks for.
+        temporaryPath = directory + "/." + fileName + ".tmp"
+        self.render = render
         self.clock = clock
         self.log = log
         state = Mutex(State(coalescer: UpdateCoalescer(interval: interval)))
     }
 
     /// Records the newest status; writes it now or within the interval.
-    func publish(_ status: EngineStatus) {
+    func publish(_ status: Snapshot) {
         let now = clock.now
         let delay = state.withLock { state -> Duration? in
             state.latest = status
@@ -74,9 +74,9 @@ final class MetricsExporter: Sendable {
         queue.sync { self.flush() }
     }
 
-    /// Writes the final status with `txrecon_up 0`, waiting for the write;
-    /// later publications change nothing.
-    func stop(final status: EngineStatus) {
+    /// Writes the final status (rendered as not running), waiting for the
+    /// write; later publications change nothing.
+    func stop(final status: Snapshot) {
         state.withLock { state in
             state.latest = status
             state.running = false
@@ -88,7 +88,7 @@ final class MetricsExporter: Sendable {
         let text = state.withLock { state -> String? in
             state.coalescer.wrote(at: clock.now)
             guard let latest = state.latest else { return nil }
-            let text = MetricsReport.render(latest, startedAt: startedAt, version: version, running: state.running)
+            let text = render(latest, state.running)
             return text == state.lastText ? nil : text
         }
         guard let text else { return }
@@ -125,6 +125,18 @@ final class MetricsExporter: Sendable {
         } catch {
             unlink(temporaryPath)
             throw error
+        }
+    }
+}
+
+extension MetricsExporter where Snapshot == EngineStatus {
+    static var daemonFileName: String { "txrecon.prom" }
+
+    /// The daemon's `txrecon.prom`; `startedAt`: its start (ms since 1970).
+    convenience init(directory: String, startedAt: Int64, version: String, log: any LogSink,
+                     interval: Duration = defaultInterval, clock: any EngineClock = SystemClock()) {
+        self.init(directory: directory, fileName: Self.daemonFileName, log: log, interval: interval, clock: clock) {
+            MetricsReport.render($0, startedAt: startedAt, version: version, running: $1)
         }
     }
 }

@@ -11,7 +11,7 @@ import TxReconTestSupport
     let directory = TemporaryDirectory("txrecon-metrics")
     let log = RecordingLogSink()
 
-    func exporter(in path: String? = nil) -> MetricsExporter {
+    func exporter(in path: String? = nil) -> MetricsExporter<EngineStatus> {
         MetricsExporter(directory: path ?? directory.path, startedAt: 1_800_000_000_000, version: "test", log: log,
                         clock: ManualClock())
     }
@@ -22,7 +22,7 @@ import TxReconTestSupport
         return status
     }
 
-    func metrics(_ exporter: MetricsExporter) throws -> PrometheusExposition {
+    func metrics(_ exporter: MetricsExporter<EngineStatus>) throws -> PrometheusExposition {
         let bytes = try SystemCall.readFile(exporter.path, limit: 1 << 20)
         return try PrometheusExposition(parsing: String(decoding: bytes, as: UTF8.self))
     }
