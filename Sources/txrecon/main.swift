@@ -1,7 +1,7 @@
 // txrecon: the command line. Argument handling only; behaviour lives in TxRecon.
 //
 //   txrecon run | submit | status | list | show | release | retry |
-//           requeue-rejected | check-config | sweep   [--config PATH]
+//           requeue-rejected | check-config | sweep | receive | probe   [--config PATH]
 //
 // Exit status: 0 success, 1 failure, 2 bad arguments (usage), 75 temporary
 // failure (sweep), 78 configuration error.
@@ -13,6 +13,7 @@ let commands: [String: any Command.Type] = [
     "list": ListCommand.self, "show": ShowCommand.self, "release": ReleaseCommand.self,
     "retry": RetryCommand.self, "requeue-rejected": RequeueRejectedCommand.self,
     "check-config": CheckConfigCommand.self, "sweep": SweepCommand.self, "receive": ReceiveCommand.self,
+    "probe": ProbeCommand.self,
 ]
 
 var words = Array(CommandLine.arguments.dropFirst())

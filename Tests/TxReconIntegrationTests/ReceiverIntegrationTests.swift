@@ -14,8 +14,9 @@ final class ReceiverFixture {
     let port: UInt16
     private(set) var receiver: DaemonProcess?
 
-    init(receive: String = "", verification: String = DaemonFixture.sampleVerification(), spool: String = "") throws {
-        daemon = try DaemonFixture()
+    init(receive: String = "", verification: String = DaemonFixture.sampleVerification(), spool: String = "",
+         backend: @escaping LoopbackHTTPServer.Handler = { _ in .status(200) }) throws {
+        daemon = try DaemonFixture(handler: backend)
         port = ReceiverFixture.freePort()
         try daemon.writeConfig("""
             [Receive]

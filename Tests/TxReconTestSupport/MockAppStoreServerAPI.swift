@@ -13,6 +13,15 @@
 // filtered by [startDate, endDate) and by onlyFailures, and plays scripted
 // faults one request at a time: 429 with a Retry-After, 5xx, 5000001, 401,
 // and an expired pagination token (4000017).
+//
+// For `txrecon probe` it also serves Request a Test Notification (POST
+// /inApps/v1/notifications/test) and Get Test Notification Status (GET
+// …/test/{token}): once told where the notification URL is
+// (`sendTestNotifications`), each request makes it POST the given TEST
+// notification there, as Apple would, and record the attempt's result
+// (SUCCESS for a 2xx, UNSUCCESSFUL_HTTP_RESPONSE_CODE for another status,
+// NO_RESPONSE when nothing answered), which the status endpoint returns;
+// unknown tokens get 404 with errorCode 4040008, as from Apple.
 import Foundation
 import Synchronization
 import TxRecon
@@ -77,6 +86,10 @@ package final class MockAppStoreServerAPI: Sendable {
         /// Pagination token → the body it was issued for and the next offset.
         var pages: [String: (body: [UInt8], offset: Int)] = [:]
         var nextToken = 1
+        /// Where test notifications go, and which one.
+        var notificationURL: (port: UInt16, path: String, signedPayload: String)?
+        /// Test notification token → its send attempts so far.
+        var tests: [String: [(date: Int64, result: String)]] = [:]
     }
 
     package let identity: Identity
@@ -119,6 +132,18 @@ package final class MockAppStoreServerAPI: Sendable {
         state.withLock { $0.refuseEverything = true }
     }
 
+    /// Makes each Request a Test Notification POST `signedPayload` (as
+    /// `{"signedPayload": …}`) to 127.0.0.1:`port``path`.
+    package func sendTestNotifications(signedPayload: String, toPort port: UInt16,
+                                       path: String = "/appstore/notifications") {
+        state.withLock { $0.notificationURL = (port, path, signedPayload) }
+    }
+
+    /// The test notification tokens issued, with their attempts' results.
+    package var testAttempts: [String: [String]] {
+        state.withLock { $0.tests.mapValues { $0.map(\.result) } }
+    }
+
     /// What the mock found wrong with the requests, empty when nothing.
     package var problems: [String] { state.withLock { $0.problems } }
 
@@ -126,6 +151,10 @@ package final class MockAppStoreServerAPI: Sendable {
     package var served: [Served] { state.withLock { $0.served } }
 
     private func answer(_ request: LoopbackHTTPServer.Request) -> LoopbackHTTPServer.Reply {
+        let testPath = "/inApps/v1/notifications/test"
+        if request.path == testPath || request.path.hasPrefix(testPath + "/") {
+            return answerTest(request, token: request.path == testPath ? nil : String(request.path.dropFirst(testPath.count + 1)))
+        }
         let path = "/inApps/v1/notifications/history"
         var token: String?
         if request.path != path {
@@ -195,6 +224,47 @@ package final class MockAppStoreServerAPI: Sendable {
                 ("notificationHistory", .array(history)), ("hasMore", .bool(hasMore)), ("paginationToken", .string(next)),
             ])
             return .status(200, headers: [("Content-Type", "application/json")], body: answer.serializedString)
+        }
+    }
+
+    /// Request a Test Notification (no `token`) or Get Test Notification Status.
+    private func answerTest(_ request: LoopbackHTTPServer.Request, token: String?) -> LoopbackHTTPServer.Reply {
+        if let trouble = checkToken(request.header("Authorization")) { return problem(trouble, 401) }
+        let json = [("Content-Type", "application/json")]
+        guard let token else {
+            guard request.method == "POST" else { return problem("method \(request.method) for the test request", 405) }
+            let issued = state.withLock { state -> (String, (port: UInt16, path: String, signedPayload: String))? in
+                if state.refuseEverything { return nil }
+                guard let target = state.notificationURL else { return nil }
+                let token = "test-\(state.nextToken)"
+                state.nextToken += 1
+                state.tests[token] = []
+                return (token, target)
+            }
+            guard let (token, target) = issued else { return .status(401) }
+            // As Apple: the request is answered at once, the notification follows.
+            let body = JSONValue.object([("signedPayload", .string(target.signedPayload))]).serialized
+            Task { [self] in
+                var outcome = "NO_RESPONSE"
+                if let reply = try? await LoopbackHTTPClient.send(port: target.port, path: target.path, body: body) {
+                    outcome = (200..<300).contains(reply.status) ? "SUCCESS" : "UNSUCCESSFUL_HTTP_RESPONSE_CODE"
+                }
+                state.withLock { $0.tests[token]?.append((now(), outcome)) }
+            }
+            return .status(200, headers: json, body: #"{"testNotificationToken":"\#(token)"}"#)
+        }
+        guard request.method == "GET" else { return problem("method \(request.method) for the test status", 405) }
+        return state.withLock { state -> LoopbackHTTPServer.Reply in
+            guard let attempts = state.tests[token], let payload = state.notificationURL?.signedPayload else {
+                return .status(404, headers: json, body: #"{"errorCode":4040008,"errorMessage":"mock"}"#)
+            }
+            let answer = JSONValue.object([
+                ("signedPayload", .string(payload)),
+                ("sendAttempts", .array(attempts.map {
+                    .object([("attemptDate", .integer($0.date)), ("sendAttemptResult", .string($0.result))])
+                })),
+            ])
+            return .status(200, headers: json, body: answer.serializedString)
         }
     }
 

@@ -41,7 +41,8 @@ final class GroupCommit: Sendable {
         self.grouped = grouped
         submission = Submission(layout: layout)
         #if TXRECON_POWERCUT_ANSWER_BEFORE_FSYNC
-        fputs("txrecon receive: the power-cut test's variant: answers before fsync (never ship it)\n", stderr)
+        let warning = Array("txrecon receive: the power-cut test's variant: answers before fsync (never ship it)\n".utf8)
+        _ = warning.withUnsafeBytes { write(STDERR_FILENO, $0.baseAddress, $0.count) }
         #endif
         guard grouped else { return }
         try DedicatedThread.start(name: "txrecon-commit") { [self] in

@@ -1,4 +1,4 @@
-// CurlEasy: what the delivery workers and the sweep's App Store Server API
+// CurlEasy: what the delivery workers and the App Store Server API
 // client do alike with a curl easy handle: the options every POST of ours
 // carries, and one POST, which builds and frees its header list, hands curl
 // the body without a copy and leaves neither on the handle, so nothing points
@@ -65,5 +65,22 @@ enum CurlEasy {
             _ = txr_curl_setopt_pointer(handle, CURLOPT_POSTFIELDS, nil)
             return code
         }
+    }
+
+    /// Performs a GET with `headerLines`, on the calling thread; leaves the
+    /// handle set for POST again.
+    static func get(_ handle: UnsafeMutableRawPointer, headerLines: [String]) -> CURLcode? {
+        var headers: UnsafeMutablePointer<curl_slist>?
+        defer { curl_slist_free_all(headers) }
+        for line in headerLines {
+            guard let longer = curl_slist_append(headers, line) else { return nil }
+            headers = longer
+        }
+        _ = txr_curl_setopt_long(handle, CURLOPT_HTTPGET, 1)
+        _ = txr_curl_setopt_slist(handle, CURLOPT_HTTPHEADER, headers)
+        let code = curl_easy_perform(handle)
+        _ = txr_curl_setopt_slist(handle, CURLOPT_HTTPHEADER, nil)
+        _ = txr_curl_setopt_long(handle, CURLOPT_POST, 1)
+        return code
     }
 }

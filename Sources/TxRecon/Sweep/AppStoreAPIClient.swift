@@ -1,7 +1,9 @@
-// AppStoreAPIClient: Get Notification History over libcurl's easy
+// AppStoreAPIClient: the App Store Server API endpoints txrecon calls (Get
+// Notification History for `txrecon sweep`; Request a Test Notification and
+// Get Test Notification Status for `txrecon probe`) over libcurl's easy
 // interface, one blocking request at a time.
 //
-// `txrecon sweep` is a short-lived command whose requests are paced one after
+// `txrecon sweep` and `txrecon probe` are short-lived commands whose requests are paced one after
 // another, so a single reused handle (one kept-alive connection to Apple) on
 // the sweep's own thread is all it needs; it never runs on Swift's
 // cooperative pool. Each request carries a freshly signed token
@@ -24,11 +26,38 @@ enum HistoryAnswer: Equatable {
     case unreachable(String)
 }
 
+/// What a request other than the history came back with.
+enum APIAnswer<Value: Equatable>: Equatable {
+    /// HTTP 200, and what its body says.
+    case answered(Value)
+    /// Any other HTTP status, with Apple's error code when it sent one.
+    case refused(AppStoreAPIError)
+    /// HTTP 200 whose body is not what the endpoint returns.
+    case malformed(String)
+    /// No HTTP answer: DNS, connection, TLS, timeout; curl's message.
+    case unreachable(String)
+
+    /// The body of a 200 read by `read` (a failure: malformed).
+    func map<Other>(_ read: (Value) -> Result<Other, APIReadFailure>) -> APIAnswer<Other> {
+        switch self {
+        case let .answered(value):
+            switch read(value) {
+            case let .success(other): return .answered(other)
+            case let .failure(failure): return .malformed(failure.description)
+            }
+        case let .refused(error): return .refused(error)
+        case let .malformed(reason): return .malformed(reason)
+        case let .unreachable(reason): return .unreachable(reason)
+        }
+    }
+}
+
 /// A curl handle talking to one App Store Server API base URL. Not Sendable
 /// on purpose: it belongs to the sweep's thread.
 package final class AppStoreAPIClient {
-    /// The endpoint's path under the base URL.
+    /// The endpoints' paths under the base URL.
     static let historyPath = "/inApps/v1/notifications/history"
+    static let testNotificationPath = "/inApps/v1/notifications/test"
     /// The whole exchange, connect included: 60 s.
     static let timeoutMilliseconds = 60_000
     /// Opening the connection: 10 s.
@@ -37,8 +66,10 @@ package final class AppStoreAPIClient {
     /// notifications of about 15 KiB each.
     static let answerLimit = 16 << 20
 
-    /// `BaseURL=` followed by `historyPath`.
-    let endpoint: String
+    /// `BaseURL=` without a trailing slash.
+    let baseURL: String
+    /// `baseURL` followed by `historyPath`.
+    var endpoint: String { baseURL + Self.historyPath }
     private let tokens: APITokenIssuer
     private let clock: any SweepClock
     private let handle: UnsafeMutableRawPointer
@@ -64,7 +95,7 @@ package final class AppStoreAPIClient {
         }
         var base = baseURL
         while base.hasSuffix("/") { base.removeLast() }
-        endpoint = base + Self.historyPath
+        self.baseURL = base
         self.tokens = tokens
         self.clock = clock
         self.handle = handle
@@ -81,22 +112,57 @@ package final class AppStoreAPIClient {
     /// Asks for one page of `request`; the first page of a window without a
     /// token, the next ones with the token the previous page gave.
     func notificationHistory(_ request: NotificationHistoryRequest, paginationToken: String?) -> HistoryAnswer {
-        guard let token = tokens.token(nowMilliseconds: clock.wallMilliseconds) else {
-            return .unreachable("OpenSSL could not sign the request token")
-        }
         var url = endpoint
         if let paginationToken {
             guard let escaped = escape(paginationToken) else { return .unreachable("out of memory") }
             url += "?paginationToken=" + escaped
+        }
+        switch exchange(url, post: request.body) {
+        case let .unreachable(reason): return .unreachable(reason)
+        case let .malformed(reason): return .malformed(reason)
+        case let .refused(error): return .refused(error)
+        case let .answered(body):
+            do {
+                return .page(try NotificationHistoryPage(json: body))
+            } catch {
+                return .malformed(error.description)
+            }
+        }
+    }
+
+    /// Request a Test Notification: Apple sends a TEST notification to the
+    /// environment's notification URL; its token follows it.
+    func requestTestNotification() -> APIAnswer<String> {
+        exchange(baseURL + Self.testNotificationPath, post: []).map { body in
+            guard let token = (try? JSONValue.parse(body))?["testNotificationToken"]?.stringValue, !token.isEmpty else {
+                return .failure(APIReadFailure("the answer has no testNotificationToken string"))
+            }
+            return .success(token)
+        }
+    }
+
+    /// Get Test Notification Status for `token`.
+    func testNotificationStatus(_ token: String) -> APIAnswer<TestNotificationStatus> {
+        guard let escaped = escape(token) else { return .unreachable("out of memory") }
+        return exchange(baseURL + Self.testNotificationPath + "/" + escaped, post: nil).map { body in
+            Result { () throws(APIReadFailure) in try TestNotificationStatus(json: body) }
+        }
+    }
+
+    /// One request to `url` (a POST of `post`, or a GET when nil) with a
+    /// fresh token; the body of a 200, or what else came back.
+    private func exchange(_ url: String, post body: [UInt8]?) -> APIAnswer<[UInt8]> {
+        guard let token = tokens.token(nowMilliseconds: clock.wallMilliseconds) else {
+            return .unreachable("OpenSSL could not sign the request token")
         }
         let lines = ["Authorization: Bearer \(token)", "Content-Type: application/json", "Accept: application/json",
                      "User-Agent: txrecon/\(TxReconVersion.current)"]
         errorBuffer[0] = 0
         response.reset()
         _ = txr_curl_setopt_string(handle, CURLOPT_URL, url)
-        guard let code = CurlEasy.post(handle, body: request.body, headerLines: lines) else {
-            return .unreachable("out of memory building headers")
-        }
+        let performed = body.map { CurlEasy.post(handle, body: $0, headerLines: lines) }
+            ?? CurlEasy.get(handle, headerLines: lines)
+        guard let code = performed else { return .unreachable("out of memory building headers") }
         if response.bodyTooLong {
             return .malformed("the answer is larger than \(Self.answerLimit) bytes")
         }
@@ -109,11 +175,7 @@ package final class AppStoreAPIClient {
         guard status == 200 else {
             return .refused(AppStoreAPIError(status: status, body: response.bodyPrefix, retryAfter: response.retryAfter))
         }
-        do {
-            return .page(try NotificationHistoryPage(json: response.bodyPrefix))
-        } catch {
-            return .malformed(error.description)
-        }
+        return .answered(response.bodyPrefix)
     }
 
     /// `text` percent-encoded for a query value.
