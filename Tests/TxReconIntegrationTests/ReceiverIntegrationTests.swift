@@ -223,6 +223,56 @@ struct ReceiverIntegrationTests {
         #expect(receiver.stderr.contains("was not whole within RequestTimeout="))
     }
 
+    /// Whether the receiver closes `socket` within `timeout`: poll(2) for
+    /// readability, then recv(2) returns 0 (or a reset). Blocks the thread.
+    static func closedByPeer(_ socket: Int32, within timeout: Duration) -> Bool {
+        var entry = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
+        let milliseconds = Int32(timeout.components.seconds * 1000)
+        guard poll(&entry, 1, milliseconds) == 1 else { return false }
+        var byte: UInt8 = 0
+        return recv(socket, &byte, 1, 0) <= 0
+    }
+
+    @Test(arguments: ["MaxConnectionsPerAddress=2", "MaxConnections=2"])
+    func connectionsBeyondTheLimitAreClosedWhileTheOthersAreServed(_ limit: String) async throws {
+        let fixture = try ReceiverFixture(receive: "\(limit)\nIdleTimeout=60s")
+        try await fixture.start()
+        let port = fixture.port
+        let first = try LoopbackHTTPClient.connect(port: port)
+        defer { close(first) }
+        let second = try LoopbackHTTPClient.connect(port: port)
+        // Only once both are the receiver's does the third go over the limit.
+        try LoopbackHTTPClient.write(first, Array("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n".utf8))
+        try LoopbackHTTPClient.write(second, Array("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n".utf8))
+        let third = try LoopbackHTTPClient.connect(port: port)
+        defer { close(third) }
+        #expect(try await DedicatedThread.run(name: "third") { Self.closedByPeer(third, within: .seconds(20)) },
+                "the connection over \(limit) was closed")
+        try LoopbackHTTPClient.write(first, Array("GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".utf8))
+        let served = try await DedicatedThread.run(name: "first") { LoopbackHTTPClient.readAll(first) }
+        #expect(String(decoding: served, as: UTF8.self).hasPrefix("HTTP/1.1 200"), "the connections within it are served")
+        close(second)
+        var freed = false
+        for _ in 0..<100 where !freed {
+            freed = (try? await LoopbackHTTPClient.send(port: port, method: "GET", path: "/healthz"))?.status == 200
+            if !freed { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        #expect(freed, "a place freed is taken again")
+    }
+
+    @Test func anIdleConnectionIsClosedAfterIdleTimeout() async throws {
+        let fixture = try ReceiverFixture(receive: "IdleTimeout=1s")
+        try await fixture.start()
+        let idle = try LoopbackHTTPClient.connect(port: fixture.port)
+        defer { close(idle) }
+        let start = ContinuousClock.now
+        let closed = try await DedicatedThread.run(name: "idle") { Self.closedByPeer(idle, within: .seconds(30)) }
+        let after = ContinuousClock.now - start
+        #expect(closed, "closed within 30 s")
+        #expect(after >= .milliseconds(500), "closed for being idle, not at once (\(after))")
+        #expect(try await fixture.post("/appstore/notifications", sample: "04-notification-refund.json").status == 200)
+    }
+
     @Test func concurrentRequestsAreAllDurableBeforeTheirAnswers() async throws {
         let fixture = try ReceiverFixture()
         try await fixture.start()
