@@ -54,6 +54,18 @@ Measurements (each on a fresh spool under a temporary directory):
               other way to learn of the recovery), and the time from that
               first 204 to all delivered against 10,000 / drain rate of 1
               (+25%).
+    receive   `txrecon receive` on loopback (generic envelopes at /envelopes):
+              the durable receive rate with --receive-clients (32) clients,
+              curlclient's keep-alive connections, each POST answered 200
+              only once its file and new/ are fsynced, against the same
+              receiver with group commit off (TXRECON_RECEIVE_NO_GROUP_COMMIT=1:
+              each request fsyncs new/ itself), alternately in the same run;
+              then a steady --latency-rate (200) POSTs/s for
+              --latency-seconds from 8 client threads with the daemon running
+              on the same spool: per request the time from sending to the
+              200 (receive latency), and from the 200 (CLOCK_REALTIME here)
+              to nginx's $msec for its Idempotency-Key (end to end, receiver's
+              200 to the backend, +-0.5 ms as in 3).
     profile   opt-in (--only profile, make bench-profile): one drain of 1
               under `perf record -e cpu-clock --call-graph dwarf`, the
               report demangled into .build/bench/profile.txt.
@@ -670,6 +682,43 @@ class Daemon:
             shutil.rmtree(os.path.dirname(self.spool.root), ignore_errors=True)
 
 
+class ReceiverProcess:
+    """`txrecon receive` on a spool, listening on a port of its own."""
+
+    def __init__(self, bench, daemon, grouped=True):
+        self.bench = bench
+        self.port = free_port()
+        self.config = daemon.config + ".receive"
+        self.log_path = daemon.log_path + ".receive"
+        with open(daemon.config) as base, open(self.config, "w") as out:
+            out.write(base.read() + "\n[Receive]\n" + f"Listen=127.0.0.1:{self.port}\n"
+                      "MaxRequestsPerSecondPerAddress=0\nMaxConnectionsPerAddress=128\nMaxConnections=256\n")
+        self.environment = dict(daemon.environment)
+        if not grouped:
+            self.environment["TXRECON_RECEIVE_NO_GROUP_COMMIT"] = "1"
+        self.process = None
+
+    def url(self):
+        return f"http://127.0.0.1:{self.port}/envelopes"
+
+    def start(self):
+        mark = self.bench.notify.mark()
+        self.log_file = open(self.log_path, "ab")
+        self.process = PROCESSES.start([self.bench.binary, "receive", "--config", self.config],
+                                       stdin=subprocess.DEVNULL, stdout=self.log_file, stderr=self.log_file,
+                                       env=self.environment)
+        if not self.bench.notify.wait_for("READY=1", 30, mark, self.process):
+            raise BenchError(f"txrecon receive sent no READY=1; see {self.log_path}")
+
+    def stop(self):
+        if self.process is not None:
+            status = PROCESSES.end(self.process, signal.SIGTERM, grace=30)
+            self.log_file.close()
+            self.process = None
+            if status != 0:
+                log(f"txrecon receive exited with status {status}; see {self.log_path}")
+
+
 # ---------------------------------------------------------------------------
 # Results
 
@@ -1059,6 +1108,144 @@ class Bench:
                      runs_note(p50s, " ms")))
         self.add(Row(f"3. Latency at {rate}/s, rename → backend, p99", f"{median(p99s):.2f} ms", "≤ 5 ms",
                      median(p99s) <= 5.0, runs_note(p99s, " ms") + "; max " + runs_note(maxima, " ms")))
+
+    # -- receive: txrecon receive ------------------------------------------
+
+    def receive_rate_run(self, run, grouped):
+        """curlclient's rate against a receiver (no daemon: new/ fills)."""
+        count = self.args.receive_items
+        daemon = Daemon(self, f"receive-{run}-{'grouped' if grouped else 'single'}", self.nginx.url(self.nginx.fast_port))
+        receiver = ReceiverProcess(self, daemon, grouped)
+        bodies = os.path.join(os.path.dirname(daemon.config), "envelopes.jsonl")
+        with open(bodies, "wb") as out:
+            for key in keys(f"r{run}{'g' if grouped else 's'}", count):
+                out.write(envelope(key) + b"\n")
+        try:
+            for name in ("tmp", "new", "queue", "hold", "rejected", "done", "ctl"):
+                os.makedirs(daemon.spool.path(name), exist_ok=True)
+            receiver.start()
+            child = PROCESSES.start([self.curlclient, receiver.url(), bodies, str(self.args.receive_clients)],
+                                    stdout=subprocess.PIPE, text=True)
+            output, _ = child.communicate(timeout=900)
+            PROCESSES.end(child)
+            if child.returncode != 0:
+                raise BenchError(f"curlclient against the receiver failed (status {child.returncode}): {output.strip()}")
+            fields = dict(part.split("=") for part in output.split())
+            spooled = daemon.spool.count("new")
+            if spooled != count:
+                raise BenchError(f"{spooled} files in new/ after {count} answers 200")
+            return float(fields["rate"])
+        finally:
+            receiver.stop()
+            daemon.discard()
+
+    def receive_latency_run(self, run):
+        """(receive latencies, end-to-end latencies) in ms, sorted."""
+        import http.client
+        rate, seconds = self.args.latency_rate, self.args.latency_seconds
+        count = int(rate * seconds)
+        daemon = Daemon(self, f"receive-latency-{run}", self.nginx.url(self.nginx.timed_port))
+        receiver = ReceiverProcess(self, daemon)
+        names = keys(f"rl{run}", count)
+        receive_ms, answered, failures = {}, {}, []
+        threads_count = 8
+        try:
+            daemon.start()
+            daemon.wait_ready()
+            receiver.start()
+            time.sleep(1.0)
+            self.nginx.truncate_logs()
+            start = time.monotonic() + 0.05
+
+            def client(offset):
+                connection = http.client.HTTPConnection("127.0.0.1", receiver.port, timeout=30)
+                for index in range(offset, count, threads_count):
+                    delay = start + index / rate - time.monotonic()
+                    if delay > 0:
+                        time.sleep(delay)
+                    body = envelope(names[index])
+                    sent = time.monotonic()
+                    try:
+                        connection.request("POST", "/envelopes", body, {"Content-Type": "application/json"})
+                        reply = connection.getresponse()
+                        reply.read()
+                    except (OSError, http.client.HTTPException) as error:
+                        failures.append(f"{names[index]}: {error}")
+                        connection = http.client.HTTPConnection("127.0.0.1", receiver.port, timeout=30)
+                        continue
+                    now_wall, now = time.time(), time.monotonic()
+                    if reply.status != 200:
+                        failures.append(f"{names[index]}: HTTP {reply.status}")
+                        continue
+                    receive_ms[names[index]] = (now - sent) * 1000
+                    answered[names[index] + ":1"] = now_wall
+                connection.close()
+
+            workers = [threading.Thread(target=client, args=(offset,)) for offset in range(threads_count)]
+            for worker in workers:
+                worker.start()
+            for worker in workers:
+                worker.join()
+            if failures:
+                raise BenchError(f"{len(failures)} of {count} requests failed (first: {failures[0]})")
+            daemon.wait_empty(60)
+            receiver.stop()
+            daemon.stop()
+            daemon.check_all_delivered(count)
+        finally:
+            receiver.stop()
+            daemon.stop()
+            daemon.discard()
+        arrivals = {key: msec for msec, status, key in self.nginx.read_log(self.nginx.timed_log) if status == 204}
+        missing = [key for key in answered if key not in arrivals]
+        if missing:
+            raise BenchError(f"{len(missing)} of {count} items not in nginx's log (first: {missing[0]})")
+        end_to_end = sorted((arrivals[key] + 0.0005 - answered[key]) * 1000 for key in answered)
+        return sorted(receive_ms.values()), end_to_end
+
+    def measure_receive(self):
+        clients, runs = self.args.receive_clients, self.args.runs
+        grouped_rates, single_rates = [], []
+        metric = f"R1. Durable receive rate, {clients} clients, group commit"
+        try:
+            for run in range(runs):
+                for grouped in (True, False):
+                    log(f"receive run {run + 1}/{runs}: {self.args.receive_items} POSTs from {clients} clients, "
+                        f"group commit {'on' if grouped else 'off'}")
+                    rate = self.receive_rate_run(run, grouped)
+                    (grouped_rates if grouped else single_rates).append(rate)
+                    log(f"  {rate:,.0f}/s")
+        except BenchError as error:
+            self.fail_row(metric, "", error)
+        else:
+            ratio = median([g / s for g, s in zip(grouped_rates, single_rates)])
+            self.add(Row(metric, fmt_rate(median(grouped_rates)), "", None, runs_note(grouped_rates, "/s")))
+            self.add(Row(f"R1. … with group commit off (each request fsyncs new/)", fmt_rate(median(single_rates)),
+                         "reference", None, runs_note(single_rates, "/s")))
+            self.add(Row("R1. group commit on / off (same run)", f"{ratio:.1f}×", "≥ 3×", ratio >= 3.0,
+                         runs_note([g / s for g, s in zip(grouped_rates, single_rates)], "×")))
+        rate = self.args.latency_rate
+        p99_receive, p50_receive, p99_end, p50_end = [], [], [], []
+        try:
+            for run in range(runs):
+                log(f"receive latency run {run + 1}/{runs}: {rate}/s for {self.args.latency_seconds} s, daemon running")
+                receive, end_to_end = self.receive_latency_run(run)
+                p50_receive.append(percentile(receive, 50))
+                p99_receive.append(percentile(receive, 99))
+                p50_end.append(percentile(end_to_end, 50))
+                p99_end.append(percentile(end_to_end, 99))
+                log(f"  receive p50 {p50_receive[-1]:.2f} ms p99 {p99_receive[-1]:.2f} ms; "
+                    f"end to end p50 {p50_end[-1]:.2f} ms p99 {p99_end[-1]:.2f} ms")
+        except BenchError as error:
+            return self.fail_row(f"R2. Receive latency at {rate}/s, request → 200, p99", "≤ 10 ms", error)
+        self.add(Row(f"R2. Receive latency at {rate}/s, request → 200, p50", f"{median(p50_receive):.2f} ms", "", None,
+                     runs_note(p50_receive, " ms")))
+        self.add(Row(f"R2. Receive latency at {rate}/s, request → 200, p99", f"{median(p99_receive):.2f} ms",
+                     "≤ 10 ms", median(p99_receive) <= 10.0, runs_note(p99_receive, " ms")))
+        self.add(Row(f"R3. End to end at {rate}/s, receiver's 200 → backend, p50", f"{median(p50_end):.2f} ms", "",
+                     None, runs_note(p50_end, " ms")))
+        self.add(Row(f"R3. End to end at {rate}/s, receiver's 200 → backend, p99", f"{median(p99_end):.2f} ms", "",
+                     None, runs_note(p99_end, " ms")))
 
     # -- 4: idle ------------------------------------------------------------
 
@@ -1512,7 +1699,7 @@ def journal_child(args):
     print(json.dumps(runs))
 
 
-MEASUREMENTS = ["drain", "dropped", "jws", "receipts", "latency", "idle", "startup", "rss", "outage"]
+MEASUREMENTS = ["drain", "dropped", "jws", "receipts", "latency", "receive", "idle", "startup", "rss", "outage"]
 # Run only when asked for (--only profile, make bench-profile).
 OPT_IN = ["profile", "profile-jws", "journal"]
 
@@ -1529,6 +1716,8 @@ def parse_arguments():
                         help="MaxConcurrentDeliveries= and curlclient threads (default 8, the daemon's default)")
     parser.add_argument("--latency-rate", type=int, default=200, help="drops per second (default 200)")
     parser.add_argument("--latency-seconds", type=float, default=10, help="length of a latency run (default 10)")
+    parser.add_argument("--receive-items", type=int, default=5000, help="POSTs per receive-rate run (default 5000)")
+    parser.add_argument("--receive-clients", type=int, default=32, help="concurrent receive clients (default 32)")
     parser.add_argument("--idle-seconds", type=float, default=60, help="idle window (default 60)")
     parser.add_argument("--idle-settle", type=float, default=3, help="wait after READY before idling (default 3)")
     parser.add_argument("--startup-items", type=int, default=100000, help="queued items at start (default 100000)")
@@ -1575,7 +1764,7 @@ def main():
         bench.probe_envelope_settings()
         steps = {"drain": bench.measure_drain_and_limit, "dropped": bench.measure_dropped,
                  "jws": bench.measure_drain_jws, "receipts": bench.measure_drain_receipts,
-                 "latency": bench.measure_latency, "idle": bench.measure_idle,
+                 "latency": bench.measure_latency, "receive": bench.measure_receive, "idle": bench.measure_idle,
                  "startup": bench.measure_startup, "rss": bench.measure_long_drain, "outage": bench.measure_outage,
                  "profile": bench.profile_drain, "profile-jws": bench.profile_drain_jws,
                  "journal": bench.measure_journal}
