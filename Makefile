@@ -35,7 +35,7 @@ DEB_ARCH := $(shell dpkg --print-architecture 2>/dev/null)
 DEB_STAGE = .build/deb/txrecon_$(VERSION)_$(DEB_ARCH)
 
 .PHONY: all deps deps-docs deps-systemd-test build release test test-loaded demo metrics-check clean install install-files \
-        deb check-docs systemd-test bench bench-long bench-profile bench-journal soak fuzz sanitize
+        deb check-docs systemd-test bench bench-long bench-profile bench-journal soak fuzz sanitize nginx-test
 
 all: build
 
@@ -204,6 +204,11 @@ check-docs: deps-docs
 # Needs root: boots systemd in containers (see the script's header).
 systemd-test: deps-systemd-test check-docs release deb
 	Tests/systemd/run.sh
+
+# Needs root (nginx's workers run as nobody): the README's nginx snippet in
+# front of the receiver, TLS from a throw-away CA (see the script's header).
+nginx-test: build
+	Tests/nginx/run.sh
 
 # The benchmark (issue 6): builds the release binary, runs it against nginx
 # on 127.0.0.1 (fetched from Debian when missing), prints a Markdown table

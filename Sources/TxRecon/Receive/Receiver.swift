@@ -40,6 +40,12 @@ public enum Receiver {
         let listener: (socket: Int32, passed: Bool)
         let commit: GroupCommit
         do {
+            guard access(layout.new, W_OK | X_OK) == 0 else {
+                log.write(LogEntry(.error, "the spool's new/ (\(layout.new)) cannot be written: "
+                                   + "\(String(cString: strerror(errno))); the daemon (txrecon run) or "
+                                   + "systemd-tmpfiles --create makes the spool, owned by the txrecon user"))
+                return Daemon.ExitStatus.failure
+            }
             stateDirectory = try ReceiverStateDirectory(layout: layout)
             listener = try ListeningSocket.open(configuration.receive.listen)
             commit = try GroupCommit(layout: layout, grouped: environment["TXRECON_RECEIVE_NO_GROUP_COMMIT"] != "1")
