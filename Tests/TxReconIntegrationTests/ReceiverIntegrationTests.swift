@@ -146,7 +146,10 @@ struct ReceiverIntegrationTests {
         let notification = try await fixture.post("/appstore/notifications", sample: "04-notification-refund.json")
         #expect(notification.status == 200, "Apple's endpoint needs no token")
         #expect(fixture.daemon.names("new").count == 3)
-        #expect(!receiver.stderr.contains("upload-s3cr3t-7"))
+        // A client that puts the token where the log shows it: the path of a 404.
+        #expect(try await fixture.post("/upload-s3cr3t-7", Array("x".utf8)).status == 404)
+        #expect(await fixture.daemon.eventually { receiver.stderr.contains("404 not-found") })
+        #expect(!receiver.stderr.contains("upload-s3cr3t-7"), "\(receiver.stderr)")
     }
 
     @Test func envelopesAreNotServedWithoutAcceptEnvelopes() async throws {

@@ -6,6 +6,15 @@ POST /inApps/v1/notifications/history stands in for Apple's App Store Server
 API for `txrecon sweep`: with "Authorization: Bearer <a JWT>" it answers an
 empty page and appends the request body to STATE/history.jsonl; else 401.
 
+POST /inApps/v1/notifications/test and GET /inApps/v1/notifications/test/TOKEN
+stand in for Apple's Request a Test Notification and Get Test Notification
+Status for `txrecon probe`: with a bearer JWT, the POST answers a token and
+then POSTs STATE/test-notification.json (an App Store Server Notifications
+body) to the receiver, http://127.0.0.1:8081/appstore/notifications, as
+Apple would; the GET answers its signedPayload and the attempt's result
+(SUCCESS for a 2xx, UNSUCCESSFUL_HTTP_RESPONSE_CODE, NO_RESPONSE), as Apple
+does; 404 (errorCode 4040008) for an unknown token.
+
 POST any other path: answers the way the test needs txrecon to see the
 backend, steered by files in the state directory, which the test creates and
 removes:
@@ -27,17 +36,69 @@ import http.server
 import json
 import os
 import sys
+import threading
+import time
+import urllib.error
+import urllib.request
 
 HISTORY_PATH = "/inApps/v1/notifications/history"
+TEST_PATH = "/inApps/v1/notifications/test"
+RECEIVER = "http://127.0.0.1:8081/appstore/notifications"
+# Test notification token -> its send attempts; guarded by TESTS_LOCK.
+TESTS = {}
+TESTS_LOCK = threading.Lock()
+
+
+def send_test_notification(token, body):
+    """Apple's attempt: POST the notification to the receiver, record the result."""
+    request = urllib.request.Request(RECEIVER, data=body, headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            result = "SUCCESS" if 200 <= answer.status < 300 else "UNSUCCESSFUL_HTTP_RESPONSE_CODE"
+    except urllib.error.HTTPError:
+        result = "UNSUCCESSFUL_HTTP_RESPONSE_CODE"
+    except OSError:
+        result = "NO_RESPONSE"
+    with TESTS_LOCK:
+        TESTS[token].append({"attemptDate": int(time.time() * 1000), "sendAttemptResult": result})
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
     state = "."
 
+    def do_GET(self):
+        if not self.path.startswith(TEST_PATH + "/") or not self.signed():
+            return self.answer(401 if self.path.startswith(TEST_PATH + "/") else 404, {"error": "not served"})
+        token = self.path[len(TEST_PATH) + 1:]
+        with TESTS_LOCK:
+            attempts = list(TESTS.get(token, [])) if token in TESTS else None
+        if attempts is None:
+            return self.answer(404, {"errorCode": 4040008, "errorMessage": "Test notification not found"})
+        with open(os.path.join(self.state, "test-notification.json")) as sample:
+            signed_payload = json.load(sample)["signedPayload"]
+        self.answer(200, {"signedPayload": signed_payload, "sendAttempts": attempts})
+
     def do_POST(self):
         length = int(self.headers.get("Content-Length", "0"))
         body = self.rfile.read(length)
+        if self.path == TEST_PATH:
+            if not self.signed():
+                return self.answer(401, {"errorCode": 4010000, "errorMessage": "no signed token"})
+            with open(os.path.join(self.state, "test-notification.json"), "rb") as sample:
+                notification = sample.read()
+            with TESTS_LOCK:
+                token = "test-%d" % (len(TESTS) + 1)
+                TESTS[token] = []
+            threading.Thread(target=send_test_notification, args=(token, notification), daemon=True).start()
+            return self.answer(200, {"testNotificationToken": token})
         status, answer = self.decide(body)
+        self.answer(status, answer)
+
+    def signed(self):
+        authorization = self.headers.get("Authorization", "")
+        return authorization.startswith("Bearer ") and authorization.count(".") == 2
+
+    def answer(self, status, answer):
         payload = json.dumps(answer).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")

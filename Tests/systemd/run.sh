@@ -228,8 +228,9 @@ Timeout=5s
 RetryDelays=1s 2s
 
 # Apple's root as installed (/usr/share/txrecon); envelopes carry no signature.
+# The bundle id of Apple's real Sandbox TEST notification, which txrecon probe follows.
 [Verification]
-BundleID=com.example.txrecon-test
+BundleID=com.loki-project.loki-messenger
 Environment=Sandbox
 AcceptEnvelopes=yes
 
@@ -484,6 +485,15 @@ receive_checks() {
   check "... by a new process (MainPID $pid -> $(prop MainPID "$rx"))" \
     test "$(prop MainPID "$rx")" != "$pid" -a "$(prop ActiveState "$rx")" = active
   check "... both were delivered" eval 'wait_until 10 delivered rx-inflight && wait_until 10 delivered rx-backlog'
+
+  # txrecon probe as the README says to run it; backend.py plays Apple and
+  # POSTs Apple's real Sandbox TEST notification to the receiver.
+  cp "$ROOT/Examples/samples/05-notification-test.json" "$WORK/backend/test-notification.json"
+  answer=$(in_ct systemd-run --quiet --pipe --wait --collect -p User=txrecon -p Group=txrecon \
+           -p LoadCredential=appstore-key:/etc/txrecon/appstore-key.p8 txrecon probe --timeout 60 2>&1 || true)
+  sed 's/^/    /' <<<"$answer"
+  check "txrecon probe under systemd-run with the key as a credential followed Apple's TEST notification to the backend" \
+    eval 'contains "^probe: confirmed end to end$" <<<"$answer"'
   in_ct systemctl stop "$sock" "$rx"
   check "$rx stopped cleanly: result success, exit status 0" \
     test "$(prop Result "$rx")/$(prop ExecMainStatus "$rx")" = success/0
