@@ -206,11 +206,9 @@ package actor DeliveryEngine {
     /// there at the high-water mark (`status.intakeWaitsBelow`) and there is
     /// room again, so that intake reads new/ again.
     private var inboxNeedsRescan: @Sendable () -> Void = {}
-    /// When the current run of consecutive backend failures began (wall ms).
-    private var failureStreakSince: Int64?
-    /// When the request whose answer ended the last outage went out (engine
-    /// clock): a request sent before it that failed met the outage.
-    private var outageEndedBy: Duration?
+    /// Whether the backend answers; status.backend and the failure streak
+    /// in status.statistics mirror it.
+    private var health = BackendHealth()
     /// Keys delivered after failing, whose queue/KEY.state has not been
     /// moved beside done/KEY yet (see `tidyWhenIdle`).
     private var untidied = Set<ItemKey>()
@@ -416,10 +414,7 @@ package actor DeliveryEngine {
         !backendIsFailing && inboxCount > 0 && inboxCount + min(count, settings.inboxWindow) > settings.inboxWindow
     }
 
-    private var backendIsFailing: Bool {
-        if case .failing = status.backend { return true }
-        return false
-    }
+    private var backendIsFailing: Bool { health.isFailing }
 
     private func resumeRoomWaiters() {
         roomCalls &+= 1
@@ -902,7 +897,7 @@ package actor DeliveryEngine {
             // Sent before the backend came back and answered after: the key
             // goes again at once, as every key waiting for the backend did
             // when the outage ended, instead of waiting out its next step.
-            let metOutage = outageEndedBy.map { settlement.sentAt < $0 } ?? false
+            let metOutage = health.metOutage(sentAt: settlement.sentAt)
             scheduleRetry(key, reason: reason, status: status, retryAfter: retryAfter,
                           countsAgainstBackend: !metOutage, atOnce: metOutage)
             if let parked = entry.parked?.value {
@@ -1048,52 +1043,42 @@ package actor DeliveryEngine {
         if phase == .draining, active == 0 { endDrain() }
     }
 
-    /// Consecutive backend failures (across keys) before the backend counts
-    /// as failing: one item the backend keeps refusing with 503 among items
-    /// it takes is that item's problem, not an outage.
-    static let failingThreshold = 3
-
     /// An answer from the backend (delivered or refused for good). After an
     /// outage, every key that waits only because the backend failed is due
     /// at once: the schedule paced the retries while the backend was down,
     /// it is no reason to keep a recovered backend waiting up to 5 minutes.
     /// `requestSent`: when the request that got the answer went out.
     private func backendAnswered(requestSent: Duration) {
-        if case let .failing(since, _) = status.backend {
-            outageEndedBy = requestSent
-            let seconds = (clock.wallMilliseconds - since) / 1000
-            let now = clock.now
-            var woken = 0
-            for (key, entry) in entries where entry.waitsForBackend && !entry.inFlight && entry.deadline > now {
-                entries[key]?.deadline = now
-                entries[key]?.waitsForBackend = false
-                ready.push(key, at: now)
-                woken += 1
-            }
-            log.write(LogEntry(.notice, "backend recovered after failing for \(seconds)s; "
-                               + "\(woken) waiting item(s) are due now", messageID: MessageID.backendRecovered))
+        let change = health.answered(requestSent: requestSent)
+        mirrorHealth()
+        guard case let .outageEnded(since) = change else { return }
+        let seconds = (clock.wallMilliseconds - since) / 1000
+        let now = clock.now
+        var woken = 0
+        for (key, entry) in entries where entry.waitsForBackend && !entry.inFlight && entry.deadline > now {
+            entries[key]?.deadline = now
+            entries[key]?.waitsForBackend = false
+            ready.push(key, at: now)
+            woken += 1
         }
-        status.backend = .ok
-        status.statistics.consecutiveBackendFailures = 0
-        failureStreakSince = nil
+        log.write(LogEntry(.notice, "backend recovered after failing for \(seconds)s; "
+                           + "\(woken) waiting item(s) are due now", messageID: MessageID.backendRecovered))
     }
 
     private func backendFailed(_ reason: String, at wall: Int64) {
-        status.statistics.consecutiveBackendFailures += 1
-        let since = failureStreakSince ?? wall
-        failureStreakSince = since
-        switch status.backend {
-        case .failing:
-            status.backend = .failing(since: since, lastError: reason)
-        case .ok, .unknown:
-            guard status.statistics.consecutiveBackendFailures >= DeliveryEngine.failingThreshold else { return }
-            status.backend = .failing(since: since, lastError: reason)
-            // Intake no longer waits for the window (see windowLacksRoom).
-            resumeRoomWaiters()
-            log.write(LogEntry(.warning, "backend failing: \(LogText.singleLine(reason, limit: 200)); "
-                               + "items stay queued and are retried on schedule",
-                               messageID: MessageID.backendFailing, fields: [("TXRECON_REASON", reason)]))
-        }
+        let change = health.failed(reason, at: wall)
+        mirrorHealth()
+        guard change == .outageBegan else { return }
+        // Intake no longer waits for the window (see windowLacksRoom).
+        resumeRoomWaiters()
+        log.write(LogEntry(.warning, "backend failing: \(LogText.singleLine(reason, limit: 200)); "
+                           + "items stay queued and are retried on schedule",
+                           messageID: MessageID.backendFailing, fields: [("TXRECON_REASON", reason)]))
+    }
+
+    private func mirrorHealth() {
+        status.backend = health.condition
+        status.statistics.consecutiveBackendFailures = health.consecutiveFailures
     }
 
     // MARK: Operator commands

@@ -1,0 +1,74 @@
+// BackendHealth: whether the backend answers, judged from the run of
+// attempts across keys, beside RetrySchedule (which paces one key). A value
+// the engine keeps and consults; it decides when an outage begins (three
+// consecutive failures that count against the backend) and ends (the next
+// answer), and remembers when the answer that ended it was sent, so that a
+// request sent before it that failed is known to have met the outage.
+// Reports: nothing; the engine logs the changes it returns.
+
+struct BackendHealth: Sendable, Equatable {
+    /// Consecutive failures (across keys) before the backend counts as
+    /// failing: one item the backend keeps refusing with 503 among items it
+    /// takes is that item's problem, not an outage.
+    static let failingThreshold = 3
+
+    /// What a recorded attempt changed.
+    enum Change: Equatable {
+        case none
+        /// The backend is failing from now on (the threshold was reached).
+        case outageBegan
+        /// The backend answered after failing since `since` (wall ms).
+        case outageEnded(since: Int64)
+    }
+
+    private(set) var condition = BackendCondition.unknown
+    /// Failures since the backend last answered.
+    private(set) var consecutiveFailures = 0
+    /// When the current run of consecutive failures began (wall ms).
+    private var streakSince: Int64?
+    /// When the request whose answer ended the last outage went out
+    /// (engine clock).
+    private var outageEndedBy: Duration?
+
+    var isFailing: Bool {
+        if case .failing = condition { return true }
+        return false
+    }
+
+    /// The backend answered (delivered, or refused for good) a request
+    /// sent at `requestSent` (engine clock).
+    mutating func answered(requestSent: Duration) -> Change {
+        defer {
+            condition = .ok
+            consecutiveFailures = 0
+            streakSince = nil
+        }
+        guard case let .failing(since, _) = condition else { return .none }
+        outageEndedBy = requestSent
+        return .outageEnded(since: since)
+    }
+
+    /// An attempt failed in a way that counts against the backend, at
+    /// `wall` (ms since 1970).
+    mutating func failed(_ reason: String, at wall: Int64) -> Change {
+        consecutiveFailures += 1
+        let since = streakSince ?? wall
+        streakSince = since
+        switch condition {
+        case .failing:
+            condition = .failing(since: since, lastError: reason)
+            return .none
+        case .ok, .unknown:
+            guard consecutiveFailures >= Self.failingThreshold else { return .none }
+            condition = .failing(since: since, lastError: reason)
+            return .outageBegan
+        }
+    }
+
+    /// Whether a request sent at `sentAt` (engine clock) went out before
+    /// the answer that ended the last outage: its failure met the outage
+    /// and says nothing new about the backend.
+    func metOutage(sentAt: Duration) -> Bool {
+        outageEndedBy.map { sentAt < $0 } ?? false
+    }
+}
