@@ -72,6 +72,10 @@ package actor DeliveryEngine {
             self.highWater = highWater
             self.lowWater = lowWater
         }
+
+        var limits: IntakeBackPressure.Limits {
+            IntakeBackPressure.Limits(inboxWindow: inboxWindow, highWater: highWater, lowWater: lowWater)
+        }
     }
 
     /// Builds the HTTP request of one attempt: (item, attempt number,
@@ -195,11 +199,8 @@ package actor DeliveryEngine {
     private var timer: Task<Void, Never>?
     private var timerDeadline: Duration?
     private var status = EngineStatus()
-    private var roomWaiters: [CheckedContinuation<Void, Never>] = []
-    /// How many times waiting intake was told to look again
-    /// (`resumeRoomWaiters`): a wait that is re-queued on its way into
-    /// `roomWaiters` sees a call it would otherwise miss.
-    private var roomCalls = 0
+    /// Intake waiting for room (see `offer`).
+    private var room = RoomWaiters()
     private var drainWaiter: CheckedContinuation<Void, Never>?
     /// Called when drops intake handed over earlier could not be taken
     /// after all and stay in new/ (see `place`), or when intake left drops
@@ -361,7 +362,7 @@ package actor DeliveryEngine {
         // part of it, the rest would go to queue/ (a rename here on the
         // engine's thread each, and a second one when delivered).
         while phase == .running, windowLacksRoom(for: drops.count), clock.now < giveUp {
-            await waitForRoom(since: roomCalls, until: giveUp, timer: &waitTimer, whenWaiting: whenWaiting)
+            await waitForRoom(since: room.calls, until: giveUp, timer: &waitTimer, whenWaiting: whenWaiting)
         }
         for drop in drops where phase == .running || phase == .starting {
             if let error = place(drop) { offered.refused.append((drop.name, error)) }
@@ -369,7 +370,7 @@ package actor DeliveryEngine {
         dispatchDue()
         publishStatus()
         while phase == .running {
-            let isFull = entries.count >= settings.highWater
+            let isFull = IntakeBackPressure.isFull(load, settings.limits)
             guard isFull || windowLacksRoom(for: 1) else { break }
             guard clock.now < giveUp else {
                 if isFull {
@@ -379,13 +380,13 @@ package actor DeliveryEngine {
                 }
                 break
             }
-            await waitForRoom(since: roomCalls, until: giveUp, timer: &waitTimer, whenWaiting: whenWaiting)
+            await waitForRoom(since: room.calls, until: giveUp, timer: &waitTimer, whenWaiting: whenWaiting)
         }
         return offered
     }
 
     /// One wait of `offer` for room, ended by `resumeRoomWaiters`: after an
-    /// attempt, or by `timer` at `giveUp`. `calls`: `roomCalls` when the
+    /// attempt, or by `timer` at `giveUp`. `calls`: `room.calls` when the
     /// caller found no room. Each `await` on the way here may re-queue the
     /// task (see `stop`), and a call to look again made meanwhile counts.
     private func waitForRoom(since calls: Int, until giveUp: Duration, timer: inout Task<Void, Never>?,
@@ -397,29 +398,24 @@ package actor DeliveryEngine {
             }
         }
         whenWaiting()
-        await withCheckedContinuation { continuation in
-            if roomCalls != calls { continuation.resume() } else { roomWaiters.append(continuation) }
-        }
+        await withCheckedContinuation { continuation in room.wait(continuation, since: calls) }
     }
 
-    /// Whether a fresh key waits in new/ (not queue/) for its first attempt
-    /// now: while the window has room and the backend is not failing.
-    private var freshKeysWaitInInbox: Bool { !backendIsFailing && inboxCount < settings.inboxWindow }
+    /// What intake's back-pressure is decided on.
+    private var load: IntakeBackPressure.Load {
+        IntakeBackPressure.Load(pending: entries.count, inbox: inboxCount, backendFailing: backendIsFailing)
+    }
 
-    /// Whether intake should wait for room in the window for `count` more
-    /// fresh keys (at most the whole window): it empties as attempts end (a
-    /// window of 0 never fills). Not while the backend is failing: its
-    /// attempts may take a timeout each, and fresh keys go to queue/ then.
+    private var freshKeysWaitInInbox: Bool { IntakeBackPressure.freshKeyWaitsInInbox(load, settings.limits) }
+
     private func windowLacksRoom(for count: Int) -> Bool {
-        !backendIsFailing && inboxCount > 0 && inboxCount + min(count, settings.inboxWindow) > settings.inboxWindow
+        IntakeBackPressure.windowLacksRoom(for: count, load, settings.limits)
     }
 
     private var backendIsFailing: Bool { health.isFailing }
 
     private func resumeRoomWaiters() {
-        roomCalls &+= 1
-        for waiter in roomWaiters { waiter.resume() }
-        roomWaiters.removeAll()
+        room.resumeAll()
     }
 
     /// Sets what to call when a drop parked during an attempt could not be
@@ -1034,12 +1030,7 @@ package actor DeliveryEngine {
             inboxNeedsRescan()
         }
         publishStatus()
-        // Room again below the low-water mark, and in the window once a
-        // quarter of it is free: intake then hands over batches, not single drops.
-        if entries.count < settings.lowWater,
-           inboxCount <= settings.inboxWindow * 3 / 4 || backendIsFailing {
-            resumeRoomWaiters()
-        }
+        if IntakeBackPressure.hasRoomAgain(load, settings.limits) { resumeRoomWaiters() }
         if phase == .draining, active == 0 { endDrain() }
     }
 
