@@ -373,8 +373,12 @@ struct ReceiverIntegrationTests {
         let full = try await fixture.post("/appstore/notifications", body)
         #expect(full.status == 503, "\(full.body)")
         #expect(full.header("Retry-After") != nil)
+        let port = fixture.port
+        #expect(try await LoopbackHTTPClient.send(port: port, method: "GET", path: "/healthz").status == 503,
+                "a full file system is not healthy")
         #expect(fixture.daemon.names("tmp").isEmpty, "nothing half-written is left")
         #expect(unlink(root + "/filler") == 0)
+        #expect(try await LoopbackHTTPClient.send(port: port, method: "GET", path: "/healthz").status == 200)
         #expect(try await fixture.post("/appstore/notifications", body).status == 200)
         #expect(fixture.daemon.names("new").count == 2)
     }

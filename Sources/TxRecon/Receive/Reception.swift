@@ -37,6 +37,8 @@ final class Reception: Sendable {
     private let rate: Mutex<AddressRateLimit>
     private let inbox: DirectoryGauge
     private let rejected: DirectoryGauge
+    /// Numbers the files /healthz writes, so that concurrent checks never meet.
+    private let healthProbes = Atomic<Int>(0)
     private let log: any LogSink
 
     init(settings: Settings, layout: SpoolLayout, commit: GroupCommit, reporter: ReceiveReporter, log: any LogSink) {
@@ -154,11 +156,20 @@ final class Reception: Sendable {
         return nil
     }
 
-    /// 200 while tmp/ and new/ can be written, else 503.
+    /// 200 while a body can be written: a byte written to a file in tmp/
+    /// (then removed), so that a full or read-only file system is seen, not
+    /// only the permissions; and new/ writable. Else 503 with the reason.
     private func health() -> HTTPAnswer {
-        let writable = access(layout.tmp, W_OK | X_OK) == 0 && access(layout.new, W_OK | X_OK) == 0
-        return writable ? HTTPAnswer.json(200, ["status": "ok"])
-            : HTTPAnswer.json(503, ["status": "the spool \(layout.root) cannot be written"])
+        let probe = layout.tmp + "/.healthz-\(getpid())-\(healthProbes.add(1, ordering: .relaxed).newValue)"
+        do throws(SpoolError) {
+            try SystemCall.writeNewFile(probe, [0x0A], mode: 0o600, sync: false)
+            unlink(probe)
+            guard access(layout.new, W_OK | X_OK) == 0 else { throw SpoolError("access", layout.new) }
+            return HTTPAnswer.json(200, ["status": "ok"])
+        } catch {
+            return HTTPAnswer.json(503, ["status": "the spool \(layout.root) cannot be written: \(error)"],
+                                   headers: [("Retry-After", "60")])
+        }
     }
 
     // MARK: Reports
