@@ -94,6 +94,16 @@ public enum ConfigurationLoader {
                 file: origin?.file ?? configuration.path, line: origin?.line, key: "Backend.\(present)",
                 message: "is set but \(absent)= is not; mutual TLS needs both or neither")
         }
+        let receive = configuration.receive
+        if receive.idleTimeout >= receive.requestTimeout {
+            let key = configuration.origins["Receive.IdleTimeout"] != nil ? "Receive.IdleTimeout" : "Receive.RequestTimeout"
+            let origin = configuration.origins[key]
+            throw ConfigurationError(
+                file: origin?.file ?? configuration.path, line: origin?.line, key: key,
+                message: "IdleTimeout= (\(receive.idleTimeout)) must be shorter than RequestTimeout= "
+                    + "(\(receive.requestTimeout)): a kept-alive connection idle for IdleTimeout= is closed as idle, "
+                    + "and one still without a whole request at RequestTimeout= is cut as too slow")
+        }
     }
 
     /// Where a key written before any section header belongs.

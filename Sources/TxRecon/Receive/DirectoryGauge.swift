@@ -13,7 +13,7 @@ final class DirectoryGauge: Sendable {
     }
 
     let path: String
-    /// Names that do not count (a `.reason` beside a rejected file).
+    /// Whether a name counts (not a `.reason` beside a rejected file, not a hidden one).
     private let counts: @Sendable (String) -> Bool
     private let state = Mutex<(last: State?, listing: Bool)>((nil, false))
 

@@ -54,7 +54,7 @@ final class HTTPServer: Sendable {
         var idleTimeout: Duration
         /// A request must be whole, from its first byte, within this.
         var requestTimeout: Duration
-        /// The largest body taken.
+        /// The largest body taken, at start (`setMaximumBodySize` changes it).
         var maximumBodySize: Int
     }
 
@@ -66,6 +66,10 @@ final class HTTPServer: Sendable {
     /// Called with each answer's status and the time from the request's
     /// first call (its head read) to the answer being queued.
     private let onAnswer: @Sendable (Int, Duration) -> Void
+    /// Called with each request this server refuses itself (413).
+    private let onRefused: @Sendable (HTTPRequestHead, ReceiveRefusal) -> Void
+    /// The largest body taken now.
+    private let bodyLimit: Mutex<Int>
     /// The running `struct MHD_Daemon *`, as its bits (0 when none): a
     /// pointer is not Sendable, and only start and stop touch it.
     private let daemon = Mutex<UInt>(0)
@@ -73,8 +77,11 @@ final class HTTPServer: Sendable {
 
     init(limits: Limits, screen: @escaping @Sendable (HTTPRequestHead) -> HTTPAnswer?,
          handle: @escaping @Sendable (HTTPRequest) -> HTTPAnswer, onDeadline: @escaping @Sendable (String) -> Void,
-         onAnswer: @escaping @Sendable (Int, Duration) -> Void = { _, _ in }) {
+         onAnswer: @escaping @Sendable (Int, Duration) -> Void = { _, _ in },
+         onRefused: @escaping @Sendable (HTTPRequestHead, ReceiveRefusal) -> Void = { _, _ in }) {
         self.limits = limits
+        self.onRefused = onRefused
+        bodyLimit = Mutex(limits.maximumBodySize)
         self.screen = screen
         self.handle = handle
         self.onDeadline = onDeadline
@@ -101,7 +108,8 @@ final class HTTPServer: Sendable {
             guard let context, let connection else { return }
             let server = Unmanaged<HTTPServer>.fromOpaque(context).takeUnretainedValue()
             if event == HTTPServer.connectionStarted {
-                server.deadlines.started(connection: connection, socket: txr_mhd_connection_fd(connection))
+                server.deadlines.started(connection: connection, socket: txr_mhd_connection_fd(connection),
+                                         client: HTTPServer.address(txr_mhd_client_address(connection)))
             } else {
                 server.deadlines.closed(connection: connection)
             }
@@ -132,6 +140,11 @@ final class HTTPServer: Sendable {
         }
     }
 
+    /// The largest body taken from now on (a reload of MaxFileSize=).
+    func setMaximumBodySize(_ bytes: Int) {
+        bodyLimit.withLock { $0 = bytes }
+    }
+
     /// Stops accepting; requests in flight finish; returns when all have
     /// (or after `grace`). The listening socket is the caller's to close.
     func stop(grace: Duration) {
@@ -155,18 +168,25 @@ final class HTTPServer: Sendable {
             let head = HTTPServer.head(connection, url: url, method: method)
             let body = RequestBody(head: head)
             requestContext.pointee = Unmanaged.passRetained(body).toOpaque()
-            server.deadlines.requestStarted(connection: connection, client: head.client)
-            if let refusal = server.screen(head) ?? server.refuseByLength(head) {
+            server.deadlines.requestStarted(connection: connection)
+            if let refusal = server.screen(head) {
                 return server.queue(refusal, for: body, on: connection)
+            }
+            if let tooLarge = server.refuseByLength(head) {
+                server.onRefused(head, tooLarge)
+                return server.queue(tooLarge.answer, for: body, on: connection)
             }
             return .YES
         }
         let body = Unmanaged<RequestBody>.fromOpaque(raw).takeUnretainedValue()
         if uploadSize.pointee > 0 {
             let count = uploadSize.pointee
-            if body.bytes.count + count > server.limits.maximumBodySize {
+            let limit = server.bodyLimit.withLock { $0 }
+            if body.bytes.count + count > limit {
                 uploadSize.pointee = 0
-                return server.queue(server.tooLarge(), for: body, on: connection)
+                let tooLarge = server.tooLarge(limit)
+                server.onRefused(body.head, tooLarge)
+                return server.queue(tooLarge.answer, for: body, on: connection)
             }
             if let uploadData {
                 uploadData.withMemoryRebound(to: UInt8.self, capacity: count) { data in
@@ -181,16 +201,14 @@ final class HTTPServer: Sendable {
         return server.queue(server.handle(HTTPRequest(head: body.head, body: body.bytes)), for: body, on: connection)
     }
 
-    private func refuseByLength(_ head: HTTPRequestHead) -> HTTPAnswer? {
-        guard let length = head.header("Content-Length").flatMap(Int.init), length > limits.maximumBodySize else {
-            return nil
-        }
-        return tooLarge()
+    private func refuseByLength(_ head: HTTPRequestHead) -> ReceiveRefusal? {
+        let limit = bodyLimit.withLock { $0 }
+        guard let length = head.header("Content-Length").flatMap(Int.init), length > limit else { return nil }
+        return tooLarge(limit)
     }
 
-    private func tooLarge() -> HTTPAnswer {
-        HTTPAnswer.json(413, ["error": "too-large",
-                              "detail": "the body is larger than \(limits.maximumBodySize) bytes (MaxFileSize=)"])
+    private func tooLarge(_ limit: Int) -> ReceiveRefusal {
+        ReceiveRefusal(413, "too-large", "the body is larger than \(limit) bytes (MaxFileSize=)")
     }
 
     private static func head(_ connection: OpaquePointer, url: UnsafePointer<CChar>?,

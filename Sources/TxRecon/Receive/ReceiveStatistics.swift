@@ -6,7 +6,7 @@
 struct ReceiveStatistics: Sendable, Equatable {
     /// Upper bounds of the answer-latency buckets, 1 ms to 10 s: a durable
     /// answer on a local disk takes a few milliseconds (one shared fsync),
-    /// RequestTimeout= defaults to 10 s.
+    /// RequestTimeout= defaults to 30 s (slower answers land in +Inf).
     static let latencyBounds: [Duration] = [
         .milliseconds(1), .microseconds(2500), .milliseconds(5), .milliseconds(10), .milliseconds(25),
         .milliseconds(50), .milliseconds(100), .milliseconds(250), .milliseconds(500), .seconds(1),

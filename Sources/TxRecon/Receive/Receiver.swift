@@ -33,7 +33,10 @@ public enum Receiver {
             log.write(LogEntry(.error, "configuration error: \(error)"))
             return Daemon.ExitStatus.configuration
         }
-        redactor.replace(with: [settings.uploadToken].compactMap { $0 })
+        // Every upload token this process has read stays redacted: after a
+        // rotation, apps still send the old one for a while.
+        var tokens = [settings.uploadToken].compactMap { $0 }
+        redactor.replace(with: tokens)
         let layout = SpoolLayout(root: configuration.spool.directory)
 
         let stateDirectory: ReceiverStateDirectory
@@ -67,11 +70,13 @@ public enum Receiver {
             screen: { reception.screen($0) }, handle: { reception.handle($0) },
             onDeadline: { client in
                 reporter.cutAtDeadline()
-                log.write(LogEntry(.warning, "a request from \(client) was not whole within RequestTimeout=; "
-                                   + "its connection was closed", messageID: MessageID.receiveRefused,
+                log.write(LogEntry(.warning, "a connection from \(client) sent no whole request within "
+                                   + "RequestTimeout= of its opening or its last answer; it was closed",
+                                   messageID: MessageID.receiveRefused,
                                    fields: [("TXRECON_REASON", "request-timeout"), ("TXRECON_CLIENT", client)]))
             },
-            onAnswer: { reporter.answered($0, after: $1) })
+            onAnswer: { reporter.answered($0, after: $1) },
+            onRefused: { reception.report($1, head: $0) })
 
         let (signals, signalInput) = AsyncStream.makeStream(of: Int32.self)
         do {
@@ -100,11 +105,13 @@ public enum Receiver {
             case SIGHUP:
                 health.notify("RELOADING=1")
                 do {
-                    let (_, next) = try load(configurationPath)
-                    redactor.replace(with: [next.uploadToken].compactMap { $0 })
+                    let (nextConfiguration, next) = try load(configurationPath)
+                    if let token = next.uploadToken, !tokens.contains(token) { tokens.append(token) }
+                    redactor.replace(with: tokens)
                     reception.reconfigure(next)
-                    log.write(LogEntry(.info, "configuration reloaded from \(configurationPath) (the listening address "
-                                       + "and the connection limits take effect at a restart)",
+                    server.setMaximumBodySize(nextConfiguration.spool.maxFileSize)
+                    log.write(LogEntry(.info, "configuration reloaded from \(configurationPath) (the listening address, "
+                                       + "the connection limits and the timeouts take effect at a restart)",
                                        messageID: MessageID.reloaded))
                 } catch {
                     log.write(LogEntry(.error, "reload refused, the running configuration stays: \(error)",
@@ -157,7 +164,6 @@ public enum Receiver {
             }
         }
         return (configuration, Reception.Settings(receive: configuration.receive,
-                                                  maximumFileSize: configuration.spool.maxFileSize,
                                                   acceptEnvelopes: configuration.verification.acceptEnvelopes,
                                                   policy: policy, uploadToken: token))
     }

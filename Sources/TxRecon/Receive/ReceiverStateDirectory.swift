@@ -8,9 +8,9 @@
 // Beside the spool so that `txrecon status` finds it from the configuration
 // alone; the receive unit may write the whole spool directory (its tmp/ and
 // new/ must be on one mount for rename), so no other ReadWritePaths= is
-// needed. The directory is 0750 and the files 0640: group txrecon reads
-// them. The status file is not fsynced: after a crash it may be an update
-// behind, and the next one replaces it.
+// needed. The directory is made 2750 (tmpfiles makes it 0750) and the
+// files 0640: group txrecon reads them. The status file is not fsynced:
+// after a crash it may be an update behind, and the next one replaces it.
 // Reports: nothing; failures are SpoolErrors naming the path.
 import Glibc
 

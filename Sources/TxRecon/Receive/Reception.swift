@@ -22,7 +22,6 @@ final class Reception: Sendable {
     /// What the reception needs from the configuration; replaced on reload.
     struct Settings: Sendable {
         var receive: ReceiveSettings
-        var maximumFileSize: Int
         var acceptEnvelopes: Bool
         var policy: SignedDataPolicy?
         /// The bearer token the upload endpoints require; nil for none.
@@ -174,7 +173,7 @@ final class Reception: Sendable {
 
     // MARK: Reports
 
-    private func report(_ refusal: ReceiveRefusal, head: HTTPRequestHead, spoolError: SpoolError? = nil) {
+    func report(_ refusal: ReceiveRefusal, head: HTTPRequestHead, spoolError: SpoolError? = nil) {
         let priority: LogPriority = refusal.status >= 500 ? .error : .warning
         var message = "\(head.method) \(LogText.escaped(head.path)) from \(head.client): \(refusal.status) \(refusal.code)"
         if let spoolError { message += " (\(spoolError))" }

@@ -4,7 +4,11 @@
 //
 // Each connection's clock starts when it opens and again when its last
 // request ends, so the deadline covers a request's head, its body and a
-// keep-alive wait before the next one. A thread of its own, awake only while
+// keep-alive wait before the next one (a request is seen only once its head
+// is whole, which is what a slowloris client never sends). IdleTimeout= is
+// shorter than RequestTimeout= (the configuration refuses otherwise), so a
+// connection that sends nothing is closed by libmicrohttpd as idle first,
+// and what is cut here is a client that sends, too slowly. A thread of its own, awake only while
 // connections are open, shuts down the socket of one past its deadline
 // (libmicrohttpd's connection thread then sees the end and closes it). Also
 // counts the requests in flight, for a stop that lets them finish.
@@ -41,9 +45,9 @@ final class RequestDeadlines: Sendable {
 
     init(timeout: Duration) { self.timeout = timeout }
 
-    func started(connection: OpaquePointer, socket: Int32) {
+    func started(connection: OpaquePointer, socket: Int32, client: String) {
         let first = state.withLock { state in
-            state.connections[UInt(bitPattern: connection)] = Connection(socket: socket, since: .now)
+            state.connections[UInt(bitPattern: connection)] = Connection(socket: socket, since: .now, client: client)
             return state.connections.count == 1
         }
         if first { wake.signal() }
@@ -53,9 +57,8 @@ final class RequestDeadlines: Sendable {
         update { $0.connections.removeValue(forKey: UInt(bitPattern: connection)) }
     }
 
-    func requestStarted(connection: OpaquePointer, client: String) {
+    func requestStarted(connection: OpaquePointer) {
         state.withLock { state in
-            state.connections[UInt(bitPattern: connection)]?.client = client
             state.connections[UInt(bitPattern: connection)]?.idle = false
         }
     }
@@ -86,7 +89,7 @@ final class RequestDeadlines: Sendable {
             return state.busy
         }
         guard busy else { return }
-        _ = quiet.wait(timeout: .now() + .milliseconds(Int(grace.components.seconds * 1000)))
+        _ = quiet.wait(timeout: .now() + .milliseconds(Int(grace.milliseconds)))
     }
     /// Starts the thread that cuts requests past their deadline, calling
     /// `cut` with each one's client.

@@ -58,6 +58,7 @@ final class MetricsExporter<Snapshot: Sendable>: Sendable {
     func publish(_ status: Snapshot) {
         let now = clock.now
         let delay = state.withLock { state -> Duration? in
+            guard state.running else { return nil }
             state.latest = status
             return state.coalescer.changed(at: now)
         }

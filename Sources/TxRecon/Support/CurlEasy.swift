@@ -7,12 +7,12 @@
 import CCurl
 
 enum CurlEasy {
-    /// Sets the options common to every txrecon POST: HTTP(S) only, no
-    /// signals, no redirects followed (a redirect is an answer to judge),
-    /// TLS verification stated so that no later change weakens it, the
-    /// timeouts, and the answer captured into `response`. Returns each
-    /// option's name with curl's code, for the caller to report the first
-    /// refused one.
+    /// Sets the options common to every txrecon request (the POSTs, and the
+    /// probe's GET): HTTP(S) only, no signals, no redirects followed (a
+    /// redirect is an answer to judge), TLS verification stated so that no
+    /// later change weakens it, the timeouts, and the answer captured into
+    /// `response`. Returns each option's name with curl's code, for the
+    /// caller to report the first refused one.
     static func setPostOptions(_ handle: UnsafeMutableRawPointer, timeoutMilliseconds: Int,
                                connectTimeoutMilliseconds: Int, errorBuffer: UnsafeMutablePointer<CChar>,
                                response: CurlResponseCapture) -> [(String, CURLcode)] {

@@ -162,6 +162,14 @@ private let minimal = """
         #expect(configuration.delivery.retrySchedule == .standard)
     }
 
+    @Test func anIdleTimeoutNotShorterThanTheRequestTimeoutIsRefusedAtItsLine() {
+        let files = ConfigurationFiles(minimal + "\n[Receive]\nIdleTimeout=30s\n")
+        let error = files.loadError()
+        #expect(error?.key == "Receive.IdleTimeout" && error?.line == 4, "\(String(describing: error))")
+        #expect(error?.message.contains("must be shorter than RequestTimeout=") == true)
+        #expect(throws: Never.self) { try ConfigurationFiles(minimal + "\n[Receive]\nIdleTimeout=29s\n").load() }
+    }
+
     @Test func aMissingMainFileIsAnError() {
         let directory = TemporaryDirectory()
         let path = "\(directory.path)/absent.conf"

@@ -73,6 +73,11 @@ import TxReconTestSupport
         let metrics = try metrics(exporter)
         #expect(metrics.value("txrecon_up") == "0")
         #expect(metrics.value("txrecon_deliveries_total", ["outcome": "delivered"]) == "2")
+        exporter.publish(status(delivered: 3))
+        exporter.flushNow()
+        let after = try self.metrics(exporter)
+        #expect(after.value("txrecon_up") == "0", "a publication after the stop changes nothing")
+        #expect(after.value("txrecon_deliveries_total", ["outcome": "delivered"]) == "2")
     }
 
     @Test func anUnwritableDirectoryIsReportedOnceNamingTheFileAndTheFix() {
