@@ -288,7 +288,7 @@ struct ReceiverIntegrationTests {
         #expect(try await fixture.post("/appstore/notifications", sample: "04-notification-refund.json").status == 200)
     }
 
-    @Test func concurrentRequestsAreAllDurableBeforeTheirAnswers() async throws {
+    @Test func concurrentRequestsAreEachAnsweredWithTheirOwnFileInNew() async throws {
         let fixture = try ReceiverFixture()
         try await fixture.start()
         let body = try SystemCall.readFile(DaemonIntegrationTests.samples + "/04-notification-refund.json", limit: 65536)

@@ -25,9 +25,13 @@ final class GroupCommit: Sendable {
         let outcome = Mutex<SpoolError?>(nil)
     }
 
+    /// fsync(2) of a directory; tests pass one that records and waits.
+    typealias DirectorySync = @Sendable (String) throws(SpoolError) -> Void
+
     let layout: SpoolLayout
     let grouped: Bool
     private let submission: Submission
+    private let syncDirectory: DirectorySync
     /// Renamed into new/ and waiting for its fsync.
     private let waiting = Mutex<[Waiter]>([])
     /// Wakes the syncing thread; it waits on nothing else, so an idle
@@ -36,9 +40,12 @@ final class GroupCommit: Sendable {
 
     /// `grouped` false fsyncs new/ once per request. Starts the thread
     /// that fsyncs new/ for waiting requests.
-    init(layout: SpoolLayout, grouped: Bool = true) throws(ThreadStartError) {
+    init(layout: SpoolLayout, grouped: Bool = true,
+         syncDirectory: @escaping DirectorySync = { path throws(SpoolError) in try SystemCall.syncDirectory(path) })
+        throws(ThreadStartError) {
         self.layout = layout
         self.grouped = grouped
+        self.syncDirectory = syncDirectory
         submission = Submission(layout: layout)
         #if TXRECON_POWERCUT_ANSWER_BEFORE_FSYNC
         let warning = Array("txrecon receive: the power-cut test's variant: answers before fsync (never ship it)\n".utf8)
@@ -61,7 +68,7 @@ final class GroupCommit: Sendable {
         #else
         let name = try submission.place(bytes)
         guard grouped else {
-            try SystemCall.syncDirectory(layout.new)
+            try syncDirectory(layout.new)
             return name
         }
         let waiter = Waiter()
@@ -108,7 +115,7 @@ final class GroupCommit: Sendable {
         guard !batch.isEmpty else { return }
         var failure: SpoolError?
         do throws(SpoolError) {
-            try SystemCall.syncDirectory(layout.new)
+            try syncDirectory(layout.new)
         } catch {
             failure = error
         }
