@@ -80,7 +80,7 @@ struct ProbeIntegrationTests {
         #expect(probe.status == 1, "\(probe.stdout)")
         #expect(probe.stdout.contains("could not deliver it to the notification URL: UNSUCCESSFUL_HTTP_RESPONSE_CODE"),
                 "\(probe.stdout)")
-        #expect(probe.stdout.contains("probe: stopped at the Apple;") || probe.stdout.contains("stopped at the Apple"))
+        #expect(probe.stdout.contains("probe: stopped at Apple; the backend has not confirmed"), "\(probe.stdout)")
         #expect(fixture.daemon.server.requests.isEmpty)
         #expect(fixture.daemon.names("new").isEmpty)
     }

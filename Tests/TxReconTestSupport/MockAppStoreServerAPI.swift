@@ -241,7 +241,11 @@ package final class MockAppStoreServerAPI: Sendable {
                 state.tests[token] = []
                 return (token, target)
             }
-            guard let (token, target) = issued else { return .status(401) }
+            guard let (token, target) = issued else {
+                let refused = state.withLock { $0.refuseEverything }
+                return refused ? .status(401) : problem("a test notification was requested, but the test never "
+                                                        + "called sendTestNotifications", 500)
+            }
             // As Apple: the request is answered at once, the notification follows.
             let body = JSONValue.object([("signedPayload", .string(target.signedPayload))]).serialized
             Task { [self] in

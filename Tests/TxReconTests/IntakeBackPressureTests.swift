@@ -4,7 +4,7 @@
 import Testing
 @testable import TxRecon
 
-@Suite struct IntakeBackPressureTests {
+@Suite(.timeLimit(.minutes(1))) struct IntakeBackPressureTests {
     let limits = IntakeBackPressure.Limits(inboxWindow: 100, highWater: 1_000, lowWater: 900)
 
     func load(pending: Int = 0, inbox: Int = 0, failing: Bool = false) -> IntakeBackPressure.Load {

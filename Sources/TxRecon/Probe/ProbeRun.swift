@@ -82,7 +82,8 @@ struct Probe {
         }
         func stopped(_ who: String, _ why: String) -> Int32 {
             hop(who, why)
-            print("probe: stopped at the \(who); the backend has not confirmed the test notification")
+            print("probe: stopped at \(who == "Apple" ? who : "the " + who); the backend has not confirmed "
+                  + "the test notification")
             return 1
         }
 
