@@ -37,6 +37,9 @@ final class GroupCommit: Sendable {
     /// Wakes the syncing thread; it waits on nothing else, so an idle
     /// receiver has no timer.
     private let wake = DispatchSemaphore(value: 0)
+    /// When each commit under way began, by serial: the watchdog asks how
+    /// long the oldest has taken (a disk that stopped answering).
+    private let underWay = Mutex<(next: UInt64, began: [UInt64: ContinuousClock.Instant])>((0, [:]))
 
     /// `grouped` false fsyncs new/ once per request. Starts the thread
     /// that fsyncs new/ for waiting requests.
@@ -63,6 +66,12 @@ final class GroupCommit: Sendable {
     /// Writes `bytes` into new/ durably; returns its name there. Blocks the
     /// calling thread (a connection's) until new/ has been fsynced.
     func commit(_ bytes: [UInt8]) throws(SpoolError) -> String {
+        let serial = underWay.withLock { state in
+            defer { state.next &+= 1 }
+            state.began[state.next] = .now
+            return state.next
+        }
+        defer { _ = underWay.withLock { $0.began.removeValue(forKey: serial) } }
         #if TXRECON_POWERCUT_ANSWER_BEFORE_FSYNC
         return try placeWithoutSync(bytes)
         #else
@@ -105,6 +114,12 @@ final class GroupCommit: Sendable {
 
     private static let unsafeSerial = Atomic<Int>(0)
     #endif
+
+    /// How long the oldest commit under way has been going at `now`; nil
+    /// when none is.
+    func longestUnderWay(at now: ContinuousClock.Instant = .now) -> Duration? {
+        underWay.withLock { state in state.began.values.min().map { now - $0 } }
+    }
 
     /// One fsync of new/ for every request renamed before it began.
     private func syncWaiting() {

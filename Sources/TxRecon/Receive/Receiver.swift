@@ -83,10 +83,14 @@ public enum Receiver {
             try DaemonSignals.startWaiting { signalInput.yield($0) }
             try server.start(listening: listener.socket)
             if let interval = health.watchdogPingInterval {
+                // No ping while a body has waited longer than a ping interval
+                // for its writes and fsyncs: a disk that stopped answering
+                // then ends in the watchdog's restart, with its journal entry.
                 try DedicatedThread.start(name: "txrecon-watchdog") {
                     while true {
                         usleep(useconds_t(interval.components.seconds * 1_000_000
                                           + interval.components.attoseconds / 1_000_000_000_000))
+                        if let stalled = commit.longestUnderWay(), stalled > interval { continue }
                         health.notify("WATCHDOG=1")
                     }
                 }

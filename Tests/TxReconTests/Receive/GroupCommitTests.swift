@@ -74,6 +74,20 @@ import TxReconTestSupport
         #expect(seen.last?.count == 4)
     }
 
+    @Test func theWatchdogCanTellHowLongTheOldestCommitHasWaited() throws {
+        try layout.createMissingDirectories()
+        let sync = ControlledSync()
+        let group = try GroupCommit(layout: layout, syncDirectory: { path throws(SpoolError) in try sync.sync(path) })
+        #expect(group.longestUnderWay() == nil)
+        let done = try commit("stuck", with: group)
+        try #require(sync.began.wait(timeout: .now() + .seconds(30)) == .success, "new/ was never synced")
+        let waited = try #require(group.longestUnderWay(at: .now + .seconds(60)))
+        #expect(waited >= .seconds(60), "the fsync held: a minute later it still counts")
+        sync.release.signal()
+        done.wait()
+        #expect(group.longestUnderWay() == nil)
+    }
+
     @Test func aFailedFsyncFailsEveryRequestThatWaitedForIt() throws {
         try layout.createMissingDirectories()
         let sync = ControlledSync()
