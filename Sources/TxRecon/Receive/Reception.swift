@@ -36,6 +36,9 @@ final class Reception: Sendable {
     private let rate: Mutex<AddressRateLimit>
     private let inbox: DirectoryGauge
     private let rejected: DirectoryGauge
+    /// One entry a second per client and answer, for the refusals a client
+    /// can repeat as fast as it likes (429, 401, 404, 405, 413).
+    private let throttle = LogThrottle()
     /// Numbers the files /healthz writes, so that concurrent checks never meet.
     private let healthProbes = Atomic<Int>(0)
     private let log: any LogSink
@@ -176,6 +179,10 @@ final class Reception: Sendable {
     func report(_ refusal: ReceiveRefusal, head: HTTPRequestHead, spoolError: SpoolError? = nil) {
         let priority: LogPriority = refusal.status >= 500 ? .error : .warning
         var message = "\(head.method) \(LogText.escaped(head.path)) from \(head.client): \(refusal.status) \(refusal.code)"
+        if [401, 404, 405, 413, 429].contains(refusal.status) {
+            guard let leftOut = throttle.admit("\(head.client) \(refusal.status)") else { return }
+            if leftOut > 0 { message += " (and \(leftOut) more such answers to it since the last entry)" }
+        }
         if let spoolError { message += " (\(spoolError))" }
         log.write(LogEntry(priority, message, messageID: MessageID.receiveRefused, fields: [
             ("TXRECON_HTTP_STATUS", String(refusal.status)), ("TXRECON_REASON", refusal.code),
