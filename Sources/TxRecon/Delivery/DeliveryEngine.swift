@@ -90,13 +90,6 @@ package actor DeliveryEngine {
     /// memory stays small.
     static let itemCacheLimit = 4096
 
-    /// Failure records moved beside their delivered items per engine job
-    /// (about 3 ms here), so that intake and completions wait no longer.
-    static let tidyBatch = 64
-    /// Past this many waiting records they are moved even while attempts
-    /// are due, so that a daemon that is never idle keeps queue/ tidy.
-    static let untidiedLimit = 16_384
-
     /// One pending key. Kept small (a backlog may hold 100,000): what is
     /// large or rare is boxed.
     private struct Entry {
@@ -212,9 +205,7 @@ package actor DeliveryEngine {
     private var health = BackendHealth()
     /// Keys delivered after failing, whose queue/KEY.state has not been
     /// moved beside done/KEY yet (see `tidyWhenIdle`).
-    private var untidied = Set<ItemKey>()
-    /// Whether a job that moves a batch of them is enqueued.
-    private var tidying = false
+    private var untidied = UntidiedRecords()
 
     package init(spool: Spool, settings: Settings, transport: any Transport, prepare: @escaping RequestPreparer,
          clock: any EngineClock, log: any LogSink, executor: ThreadExecutor,
@@ -304,7 +295,7 @@ package actor DeliveryEngine {
         phase = .stopped
         // Left for the next start, they would be orphans it removes, and
         // the delivered items would lose their failure records.
-        while let key = untidied.popFirst() { tidy(key) }
+        for key in untidied.all() { tidy(key) }
     }
 
     private func endDrain() {
@@ -506,7 +497,7 @@ package actor DeliveryEngine {
             }
             // The earlier delivery's failure record goes beside it before the
             // new snapshot can be queued, fail, or be delivered in its turn.
-            if !untidied.isEmpty, untidied.remove(key) != nil { tidy(key) }
+            if !untidied.isEmpty, untidied.take(key) { tidy(key) }
             let now = clock.now
             var entry = Entry(version: version, kind: drop.item.kind, state: DeliveryState(), deadline: now,
                               receivedAt: drop.receivedAt)
@@ -663,25 +654,21 @@ package actor DeliveryEngine {
 
     // MARK: Failure records of delivered items
 
-    /// A retried item's delivery moves only the item (one rename on the
-    /// delivery path, which after an outage is every item's); its
-    /// queue/KEY.state follows into done/ here, in batches on this thread
-    /// while no attempt is due. Until then it is a record of a key no longer
-    /// queued: nothing reads it, a crash leaves an orphan that the next
-    /// start removes, and a new snapshot of the key moves it first (`place`).
+    /// A retried item's failure record follows it into done/ here (see
+    /// UntidiedRecords), in batches on this thread while no attempt is due.
+    /// Until then it is a record of a key no longer queued: nothing reads
+    /// it, a crash leaves an orphan that the next start removes, and a new
+    /// snapshot of the key moves it first (`place`).
     private func tidyWhenIdle() {
-        guard !untidied.isEmpty, !tidying, mayTidy else { return }
-        tidying = true
+        guard !untidied.isEmpty, !untidied.scheduled, mayTidy else { return }
+        untidied.scheduled = true
         Task(executorPreference: executor) { await self.tidyBatch() }
     }
 
     private func tidyBatch() {
-        tidying = false
+        untidied.scheduled = false
         guard mayTidy else { return }
-        for _ in 0..<Self.tidyBatch {
-            guard let key = untidied.popFirst() else { break }
-            tidy(key)
-        }
+        for key in untidied.nextBatch() { tidy(key) }
         tidyWhenIdle()
     }
 
@@ -699,7 +686,7 @@ package actor DeliveryEngine {
     private var mayTidy: Bool {
         guard phase == .running else { return false }
         dropOutdatedDeadlines()
-        return (ready.first.map { $0.deadline > clock.now } ?? true) || untidied.count >= Self.untidiedLimit
+        return (ready.first.map { $0.deadline > clock.now } ?? true) || untidied.overLimit
     }
 
     /// Pops the entries at the front of `ready` whose key has moved on (a
@@ -875,7 +862,7 @@ package actor DeliveryEngine {
                 return afterAttempt()
             }
             entries[key] = nil
-            if entry.hasStateFile { untidied.insert(key) }
+            if entry.hasStateFile { untidied.add(key) }
             self.status.delivered += 1
             noteDelivered(key)
             events.delivered(key, kind: item.kind, version: item.version, attempt: attempt, status: status,
