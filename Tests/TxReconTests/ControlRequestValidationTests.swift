@@ -31,13 +31,17 @@ struct ControlRequestValidationTests {
         }
     }
 
+    static func requeue(_ request: ControlRequest, in harness: EngineHarness) -> ControlResult {
+        RejectedRequeue.perform(request, spool: harness.spool, events: ItemEvents(sink: RecordingLogSink()))
+    }
+
     @Test func requeueingAnInvalidNameIsSkippedAndRejectedStaysWhole() async throws {
         let harness = try EngineHarness()
-        let engine = try await harness.startedEngine()
+        try harness.layout.createMissingDirectories()
         _ = harness.directory.write("junk", to: "spool/rejected/kept")
         _ = harness.directory.write("why", to: "spool/rejected/kept.reason")
-        let result = await engine.perform(ControlRequest(.requeueRejected,
-                                                         targets: ControlRequestValidationTests.invalidFileNames))
+        let result = Self.requeue(ControlRequest(.requeueRejected, targets: ControlRequestValidationTests.invalidFileNames),
+                                  in: harness)
         #expect(result.applied.isEmpty)
         #expect(result.skipped.map(\.target) == ControlRequestValidationTests.invalidFileNames)
         #expect(result.skipped.allSatisfy { $0.reason == "not a valid name" })
@@ -49,9 +53,8 @@ struct ControlRequestValidationTests {
         let harness = try EngineHarness()
         #expect(mkdir(harness.layout.rejected + "/dir", 0o700) == 0)
         _ = harness.directory.write("x", to: "spool/rejected/dir/inside")
-        let engine = try await harness.startedEngine()
         for request in [ControlRequest(.requeueRejected, targets: ["dir"]), ControlRequest(.requeueRejected, all: true)] {
-            let result = await engine.perform(request)
+            let result = Self.requeue(request, in: harness)
             #expect(result.applied.isEmpty)
             #expect(result.skipped.map(\.target) == ["dir"])
             #expect(result.skipped.first?.reason.hasPrefix("not a regular file") == true)

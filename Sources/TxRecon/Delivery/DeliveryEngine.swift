@@ -423,6 +423,12 @@ package actor DeliveryEngine {
         publishStatus()
     }
 
+    /// Intake moved `count` rejected files back into new/.
+    func noteRequeued(count: Int) {
+        status.rejected -= count
+        publishStatus()
+    }
+
     /// Records whether intake is paused (and why), for STATUS.
     func noteIntakePaused(_ reason: String?) {
         status.intakePausedBecause = reason
@@ -1113,24 +1119,9 @@ package actor DeliveryEngine {
                 result.applied.append(key.rawValue)
             }
         case .requeueRejected:
-            let names = request.all ? ((try? spool.rejectedNames()) ?? []) : targets
-            for name in names {
-                do {
-                    switch try spool.requeueRejected(name) {
-                    case .requeued:
-                        status.rejected -= 1
-                        events.requeued(file: name)
-                        result.applied.append(name)
-                    case .missing:
-                        result.skipped.append((name, "no such file in rejected/"))
-                    case .notRegularFile:
-                        result.skipped.append((name, "not a regular file (a directory or FIFO set aside from new/); "
-                                               + "look at it and remove it by hand"))
-                    }
-                } catch {
-                    result.skipped.append((name, "\(error)"))
-                }
-            }
+            // rejected/ is intake's: it executes these itself (RejectedRequeue)
+            // and never hands one here.
+            preconditionFailure("requeue-rejected is executed by intake, not the engine")
         }
         dispatchDue()
         publishStatus()

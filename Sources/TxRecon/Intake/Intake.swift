@@ -396,8 +396,16 @@ final class Intake: Sendable {
             var result = ControlResult()
             if let request = ControlRequest(json: bytes) {
                 let engine = self.engine
-                result = waitFor { await engine.perform(request) }
-                requeued = requeued || (request.command == .requeueRejected && !result.applied.isEmpty)
+                if request.command == .requeueRejected {
+                    result = RejectedRequeue.perform(request, spool: spool, events: events)
+                    let count = result.applied.count
+                    if count > 0 {
+                        requeued = true
+                        waitFor { await engine.noteRequeued(count: count) }
+                    }
+                } else {
+                    result = waitFor { await engine.perform(request) }
+                }
                 log.write(LogEntry(.notice, "operator request \(request.command.rawValue): applied to \(result.applied.count), "
                                    + "skipped \(result.skipped.count)"))
             } else {
