@@ -735,79 +735,29 @@ package actor DeliveryEngine {
 
     // MARK: Attempts
 
-    /// What an attempt found when it read its item.
-    private enum Preparation: Sendable {
-        case ready(Item, DeliveryRequest)
-        case missing
-        case undecodable(Rejection)
-        case unreadable(SpoolError)
-    }
-
-    /// What an attempt's answer did to the spool: the outcome, and the error
-    /// of committing it (moving the item to done/ or hold/, or a first
-    /// attempt's file from new/ into queue/), if that failed.
-    private struct Settlement: Sendable {
-        var outcome: Outcome
-        var spoolError: SpoolError?
-        /// When the request went out (engine clock), which orders answers
-        /// around the end of an outage better than the launch: an attempt
-        /// may wait for a free curl thread.
-        var sentAt: Duration
-    }
-
-    /// What one exchange on the transport's thread came to.
-    private enum Exchange: Sendable {
-        /// It never reached the backend: the item could not be read.
-        case local(Preparation)
-        case answered(Item, Settlement)
-    }
-
-    /// Runs one attempt as an exchange on the transport's own thread: read
-    /// (or take intake's item), send, and commit the outcome right there: a
-    /// delivered or refused item out of queue/ (or new/), a failed first
-    /// attempt's file from new/ into queue/. The key is in flight, so
-    /// nothing else touches its file, and no blocking call runs on the actor
-    /// or the cooperative pool. Then hands the result to the engine's thread
-    /// as a plain call: an attempt costs no task, no continuation and no
-    /// actor hop, which at thousands of attempts a second is a tenth of the
-    /// daemon's CPU (bench/FINDINGS.md).
-    private func launch(_ key: ItemKey, attempt: Int, receivedAt: Int64, cached: Item?, hasStateFile: Bool,
+    /// Runs one attempt as an exchange on the transport's own thread (see
+    /// Attempt: read, send, commit the outcome right there; the key is in
+    /// flight, so nothing else touches its file, and no blocking call runs
+    /// on the actor or the cooperative pool). Then hands the result to the
+    /// engine's thread as a plain call: an attempt costs no task, no
+    /// continuation and no actor hop, which at thousands of attempts a
+    /// second is a tenth of the daemon's CPU (bench/FINDINGS.md).
+    private func launch(_ key: ItemKey, attempt number: Int, receivedAt: Int64, cached: Item?, hasStateFile: Bool,
                         followsDelivery: Bool, inbox: String?) {
-        let spool = self.spool, decoder = self.decoder, prepare = self.prepare, executor = self.executor
-        let redactor = self.redactor
-        let limit = settings.maxFileSize, now = clock.wallMilliseconds, started = clock.now, clock = self.clock
+        let attempt = Attempt(key: key, number: number, receivedAt: receivedAt, cached: cached,
+                              hasStateFile: hasStateFile, followsDelivery: followsDelivery, inbox: inbox,
+                              maximumSize: settings.maxFileSize, now: clock.wallMilliseconds)
+        let context = Attempt.Context(spool: spool, decoder: decoder, prepare: prepare, redactor: redactor,
+                                      clock: clock)
+        let executor = self.executor, started = clock.now
         transport.start { send in
-            let exchange = { () -> Exchange in
-                let preparation = DeliveryEngine.prepare(key, cached: cached, attempt: attempt,
-                                                         receivedAt: receivedAt, now: now, spool: spool,
-                                                         decoder: decoder, limit: limit, prepare: prepare)
-                guard case let .ready(item, request) = preparation else { return .local(preparation) }
-                let sentAt = clock.now
-                let result = send(request)
-                let wall = clock.wallMilliseconds
-                let outcome = Outcome(result, now: Double(wall) / 1000).redacted(by: redactor)
-                var settlement = Settlement(outcome: outcome, sentAt: sentAt)
-                do throws(SpoolError) {
-                    switch settlement.outcome {
-                    case .delivered:
-                        try spool.finish(key, followsDelivery: followsDelivery, inbox: inbox)
-                    case let .hold(reason, _):
-                        try spool.hold(key, reason: reason, at: wall, attempts: attempt, hasState: hasStateFile,
-                                       inbox: inbox)
-                    case .retryLater:
-                        if let inbox { try spool.accept(drop: inbox, as: key) }
-                    }
-                } catch {
-                    settlement.spoolError = error
-                }
-                return .answered(item, settlement)
-            }()
+            let exchange = attempt.run(send: send, in: context)
             executor.submit {
                 self.assumeIsolated { engine in
                     switch exchange {
                     case let .local(preparation): engine.attemptFailedLocally(key, preparation)
                     case let .answered(item, settlement):
-                        engine.attemptEnded(key, item: item, attempt: attempt, settlement: settlement,
+                        engine.attemptEnded(key, item: item, attempt: number, settlement: settlement,
                                             started: started)
                     }
                 }
@@ -815,30 +765,9 @@ package actor DeliveryEngine {
         }
     }
 
-    /// The request of one attempt: from intake's item when it is at hand,
-    /// else from queue/KEY read and decoded again.
-    private static func prepare(_ key: ItemKey, cached: Item?, attempt: Int, receivedAt: Int64, now: Int64,
-                                spool: Spool, decoder: InputDecoder, limit: Int,
-                                prepare: RequestPreparer) -> Preparation {
-        if let cached { return .ready(cached, prepare(cached, attempt, receivedAt, now)) }
-        do {
-            guard let bytes = try spool.read(.queue, key, maximumSize: limit) else { return .missing }
-            switch try decoder.decode(bytes) {
-            case let .item(item): return .ready(item, prepare(item, attempt, receivedAt, now))
-            case .page: return .undecodable(Rejection("unknown-format", "a queued file holds a page"))
-            case .receipt: return .undecodable(Rejection("unknown-format", "a queued file holds a receipt of several purchases"))
-            }
-        } catch let error as SpoolError {
-            return .unreadable(error)
-        } catch let rejection as Rejection {
-            return .undecodable(rejection)
-        } catch {
-            return .unreadable(SpoolError("read", key.fileName, EIO))
-        }
-    }
-
     /// `started`: the engine clock's `now` when the attempt was launched.
-    private func attemptEnded(_ key: ItemKey, item: Item, attempt: Int, settlement: Settlement, started: Duration) {
+    private func attemptEnded(_ key: ItemKey, item: Item, attempt: Int, settlement: Attempt.Settlement,
+                              started: Duration) {
         active -= 1
         status.statistics.attemptDurations.record(clock.now - started)
         guard var entry = entries[key] else { return afterAttempt() }
@@ -917,7 +846,7 @@ package actor DeliveryEngine {
         afterAttempt()
     }
 
-    private func attemptFailedLocally(_ key: ItemKey, _ preparation: Preparation) {
+    private func attemptFailedLocally(_ key: ItemKey, _ preparation: Attempt.Preparation) {
         active -= 1
         guard entries[key] != nil else { return afterAttempt() }
         entries[key]?.inFlight = false

@@ -1,0 +1,112 @@
+// Attempt: one delivery attempt of one key, as a value, and the code that
+// runs it on the transport's thread: read the item (or take intake's),
+// send it, map the answer to an Outcome, and commit that outcome to the
+// spool right there (a delivered or refused item out of queue/ or new/, a
+// failed first attempt's file from new/ into queue/). What the answer means
+// for the item is decided here once (Outcome, from the response table);
+// the engine learns it from the Exchange and never decides it again. The
+// key is in flight while this runs, so nothing else touches its file.
+// Reports nothing; the engine logs what the exchange says.
+import Glibc
+
+struct Attempt: Sendable {
+    let key: ItemKey
+    /// 1 for the first.
+    let number: Int
+    /// When the producer wrote the item (ms since 1970), for the body.
+    let receivedAt: Int64
+    /// Intake's decoded item, when it was kept; else queue/KEY is read.
+    let cached: Item?
+    /// Whether queue/KEY.state exists (a hold moves it beside the item).
+    let hasStateFile: Bool
+    /// Whether done/ may hold an earlier snapshot of the key to replace.
+    let followsDelivery: Bool
+    /// The item's file in new/, for a first attempt taken from there.
+    let inbox: String?
+    /// Queued files larger than this are not read (MaxFileSize=).
+    let maximumSize: Int
+    /// The wall clock at launch (ms since 1970), for the request.
+    let now: Int64
+
+    /// What the attempt needs from the daemon.
+    struct Context: Sendable {
+        var spool: Spool
+        var decoder: InputDecoder
+        var prepare: DeliveryEngine.RequestPreparer
+        var redactor: SecretRedactor
+        var clock: any EngineClock
+    }
+
+    /// What an attempt found when it read its item.
+    enum Preparation: Sendable {
+        case ready(Item, DeliveryRequest)
+        case missing
+        case undecodable(Rejection)
+        case unreadable(SpoolError)
+    }
+
+    /// What an attempt's answer did to the spool: the outcome, and the error
+    /// of committing it (moving the item to done/ or hold/, or a first
+    /// attempt's file from new/ into queue/), if that failed.
+    struct Settlement: Sendable {
+        var outcome: Outcome
+        var spoolError: SpoolError?
+        /// When the request went out (engine clock), which orders answers
+        /// around the end of an outage better than the launch: an attempt
+        /// may wait for a free curl thread.
+        var sentAt: Duration
+    }
+
+    /// What one exchange came to.
+    enum Exchange: Sendable {
+        /// It never reached the backend: the item could not be read.
+        case local(Preparation)
+        case answered(Item, Settlement)
+    }
+
+    /// Runs the attempt with `send` (the transport's, blocking) on the
+    /// calling thread.
+    func run(send: (DeliveryRequest) -> TransportResult, in context: Context) -> Exchange {
+        let preparation = prepare(context)
+        guard case let .ready(item, request) = preparation else { return .local(preparation) }
+        let sentAt = context.clock.now
+        let result = send(request)
+        let wall = context.clock.wallMilliseconds
+        let outcome = Outcome(result, now: Double(wall) / 1000).redacted(by: context.redactor)
+        var settlement = Settlement(outcome: outcome, sentAt: sentAt)
+        do throws(SpoolError) {
+            switch settlement.outcome {
+            case .delivered:
+                try context.spool.finish(key, followsDelivery: followsDelivery, inbox: inbox)
+            case let .hold(reason, _):
+                try context.spool.hold(key, reason: reason, at: wall, attempts: number, hasState: hasStateFile,
+                                       inbox: inbox)
+            case .retryLater:
+                if let inbox { try context.spool.accept(drop: inbox, as: key) }
+            }
+        } catch {
+            settlement.spoolError = error
+        }
+        return .answered(item, settlement)
+    }
+
+    /// The request: from intake's item when it is at hand, else from
+    /// queue/KEY read and decoded again.
+    private func prepare(_ context: Context) -> Preparation {
+        if let cached { return .ready(cached, context.prepare(cached, number, receivedAt, now)) }
+        do {
+            guard let bytes = try context.spool.read(.queue, key, maximumSize: maximumSize) else { return .missing }
+            switch try context.decoder.decode(bytes) {
+            case let .item(item): return .ready(item, context.prepare(item, number, receivedAt, now))
+            case .page: return .undecodable(Rejection("unknown-format", "a queued file holds a page"))
+            case .receipt: return .undecodable(Rejection("unknown-format", "a queued file holds a receipt of several purchases"))
+            }
+        } catch let error as SpoolError {
+            return .unreadable(error)
+        } catch let rejection as Rejection {
+            return .undecodable(rejection)
+        } catch {
+            return .unreadable(SpoolError("read", key.fileName, EIO))
+        }
+    }
+}

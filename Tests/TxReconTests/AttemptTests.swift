@@ -1,0 +1,88 @@
+// One delivery attempt as a value, run without threads against a spool in
+// a temporary directory and a `send` the test answers: what the answer
+// means for the item is decided and committed by the attempt itself.
+import Testing
+@testable import TxRecon
+import TxReconTestSupport
+
+@Suite struct AttemptTests {
+    let directory = TemporaryDirectory("txrecon-attempt")
+    var layout: SpoolLayout { SpoolLayout(root: directory.path + "/spool") }
+    var spool: Spool { Spool(layout: layout, keepsDone: true) }
+
+    func context() -> Attempt.Context {
+        Attempt.Context(spool: spool, decoder: InputDecoder(acceptEnvelopes: true),
+                        prepare: { item, attempt, _, _ in
+                            DeliveryRequest(headers: [("Attempt", "\(attempt)")], body: Array(item.key.rawValue.utf8))
+                        },
+                        redactor: SecretRedactor(), clock: ManualClock())
+    }
+
+    /// `key`'s envelope written to queue/ (or to new/ as `inbox`).
+    func attempt(_ key: String, number: Int = 1, inbox: String? = nil) throws -> Attempt {
+        try layout.createMissingDirectories()
+        let body = #"{"id":"\#(key)","version":1,"payload":{}}"#
+        _ = directory.write(body, to: inbox.map { "spool/new/\($0)" } ?? "spool/queue/\(key)")
+        // A first attempt from new/ sends intake's item, as the engine passes it.
+        var cached: Item?
+        if inbox != nil, case let .item(item) = try InputDecoder(acceptEnvelopes: true).decode(Array(body.utf8)) {
+            cached = item
+        }
+        return Attempt(key: ItemKey(key)!, number: number, receivedAt: 0, cached: cached, hasStateFile: false,
+                       followsDelivery: false, inbox: inbox, maximumSize: 1 << 20, now: 0)
+    }
+
+    static func answer(_ status: Int, _ body: String = "") -> TransportResult {
+        .response(status: status, retryAfter: nil, bodyPrefix: Array(body.utf8))
+    }
+
+    @Test func aConfirmedDeliveryMovesTheItemToDone() throws {
+        let attempt = try attempt("k-1")
+        var sent: [DeliveryRequest] = []
+        let exchange = attempt.run(send: { sent.append($0); return Self.answer(204) }, in: context())
+        guard case let .answered(item, settlement) = exchange else {
+            Issue.record("no answer: \(exchange)")
+            return
+        }
+        #expect(item.key.rawValue == "k-1")
+        #expect(settlement.outcome == .delivered(status: 204) && settlement.spoolError == nil)
+        #expect(sent.map(\.body) == [Array("k-1".utf8)], "the request is built from queue/KEY, read and decoded")
+        #expect(try SystemCall.listDirectory(layout.done).contains("k-1"))
+        #expect(try !SystemCall.listDirectory(layout.queue).contains("k-1"))
+    }
+
+    @Test func aRefusalHoldsTheItemWithTheBackendsReason() throws {
+        let attempt = try attempt("k-2", number: 3)
+        let exchange = attempt.run(send: { _ in Self.answer(409, "order unknown") }, in: context())
+        guard case let .answered(_, settlement) = exchange, case .hold = settlement.outcome else {
+            Issue.record("not held: \(exchange)")
+            return
+        }
+        #expect(try SystemCall.listDirectory(layout.hold).contains("k-2"))
+        #expect(spool.holdReason(ItemKey("k-2")!)?.contains("order unknown") == true)
+    }
+
+    @Test func aFailedFirstAttemptFromNewLeavesTheFileInQueueForItsRetry() throws {
+        let attempt = try attempt("k-3", inbox: "drop-1")
+        let exchange = attempt.run(send: { _ in Self.answer(503) }, in: context())
+        guard case let .answered(_, settlement) = exchange, case .retryLater = settlement.outcome else {
+            Issue.record("not a retry: \(exchange)")
+            return
+        }
+        #expect(try SystemCall.listDirectory(layout.queue).contains("k-3"))
+        #expect(try SystemCall.listDirectory(layout.new).isEmpty)
+    }
+
+    @Test func anItemThatIsGoneNeverReachesTheBackend() throws {
+        try layout.createMissingDirectories()
+        let attempt = Attempt(key: ItemKey("gone")!, number: 1, receivedAt: 0, cached: nil, hasStateFile: false,
+                              followsDelivery: false, inbox: nil, maximumSize: 1 << 20, now: 0)
+        var sends = 0
+        let exchange = attempt.run(send: { _ in sends += 1; return Self.answer(204) }, in: context())
+        guard case .local(.missing) = exchange else {
+            Issue.record("not missing: \(exchange)")
+            return
+        }
+        #expect(sends == 0)
+    }
+}
