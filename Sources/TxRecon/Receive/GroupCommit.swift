@@ -73,7 +73,10 @@ final class GroupCommit: Sendable {
         }
         defer { _ = underWay.withLock { $0.began.removeValue(forKey: serial) } }
         #if TXRECON_POWERCUT_ANSWER_BEFORE_FSYNC
-        return try placeWithoutSync(bytes)
+        // The power-cut test's broken receiver: written and renamed into new/
+        // with nothing fsynced, so the answer comes while the body is only in
+        // the page cache.
+        return try submission.place(bytes, sync: false)
         #else
         let name = try submission.place(bytes)
         guard grouped else {
@@ -91,29 +94,6 @@ final class GroupCommit: Sendable {
         return name
         #endif
     }
-
-    #if TXRECON_POWERCUT_ANSWER_BEFORE_FSYNC
-    /// The power-cut test's broken receiver: tmp/NAME written and renamed
-    /// into new/ with nothing fsynced, so the answer comes while the body is
-    /// only in the page cache.
-    private func placeWithoutSync(_ bytes: [UInt8]) throws(SpoolError) -> String {
-        var now = timespec()
-        clock_gettime(CLOCK_REALTIME, &now)
-        let serial = GroupCommit.unsafeSerial.add(1, ordering: .relaxed).newValue
-        let name = "\(now.tv_sec).M\(now.tv_nsec / 1000)P\(getpid())Q\(serial).powercut-unsafe"
-        let temporary = layout.tmp + "/" + name
-        try SystemCall.writeNewFile(temporary, bytes, mode: 0o640, sync: false)
-        do {
-            try SystemCall.rename(temporary, layout.new + "/" + name)
-        } catch {
-            unlink(temporary)
-            throw error
-        }
-        return name
-    }
-
-    private static let unsafeSerial = Atomic<Int>(0)
-    #endif
 
     /// How long the oldest commit under way has been going at `now`; nil
     /// when none is.

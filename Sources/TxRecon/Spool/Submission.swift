@@ -22,10 +22,12 @@ public final class Submission: Sendable {
     /// Writes `bytes` to tmp/ under a unique name, fsyncs it and renames it
     /// into new/; durable once new/ is fsynced (`drop` does that, a
     /// receiver's group commit does it once for many). Returns the name.
-    func place(_ bytes: [UInt8]) throws(SpoolError) -> String {
+    /// `sync` false only for the power-cut test's broken receiver
+    /// (GroupCommit), which must be caught losing what it answered.
+    func place(_ bytes: [UInt8], sync: Bool = true) throws(SpoolError) -> String {
         let name = uniqueName()
         let temporary = layout.tmp + "/" + name
-        try SystemCall.writeNewFile(temporary, bytes, mode: 0o640, sync: true)
+        try SystemCall.writeNewFile(temporary, bytes, mode: 0o640, sync: sync)
         do {
             try SystemCall.rename(temporary, layout.new + "/" + name)
         } catch {
