@@ -22,33 +22,34 @@ enum ListeningSocket {
         return (try bind(address), false)
     }
 
+    /// bind(2) of `socket` to a sockaddr_in or sockaddr_in6.
+    private static func bindSocket<Address>(_ socket: Int32, to address: inout Address) -> Int32 {
+        withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.bind(socket, $0, socklen_t(MemoryLayout<Address>.size))
+            }
+        }
+    }
+
     private static func bind(_ address: ListenAddress) throws(Failure) -> Int32 {
         let ipv6 = address.host.contains(":")
         let socket = Glibc.socket(ipv6 ? AF_INET6 : AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard socket >= 0 else { throw failure("socket", address) }
         var yes: Int32 = 1
         _ = setsockopt(socket, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
-        var result: Int32
+        let result: Int32
         if ipv6 {
             var socketAddress = sockaddr_in6()
             socketAddress.sin6_family = sa_family_t(AF_INET6)
             socketAddress.sin6_port = address.port.bigEndian
             _ = inet_pton(AF_INET6, address.host, &socketAddress.sin6_addr)
-            result = withUnsafePointer(to: &socketAddress) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    Glibc.bind(socket, $0, socklen_t(MemoryLayout<sockaddr_in6>.size))
-                }
-            }
+            result = bindSocket(socket, to: &socketAddress)
         } else {
             var socketAddress = sockaddr_in()
             socketAddress.sin_family = sa_family_t(AF_INET)
             socketAddress.sin_port = address.port.bigEndian
             _ = inet_pton(AF_INET, address.host, &socketAddress.sin_addr)
-            result = withUnsafePointer(to: &socketAddress) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    Glibc.bind(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-                }
-            }
+            result = bindSocket(socket, to: &socketAddress)
         }
         guard result == 0, listen(socket, 511) == 0 else {
             let error = failure("bind", address)
