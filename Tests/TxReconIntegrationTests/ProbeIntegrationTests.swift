@@ -24,15 +24,7 @@ private final class ProbeFixture {
         identity.bundleID = "com.loki-project.loki-messenger"
         api = try MockAppStoreServerAPI(identity: identity, entries: [], historyDays: 30, now: { WallTime.nowMilliseconds })
         let keyPath = keyDirectory.write(key.pkcs8PEM, to: "appstore-key.p8", mode: 0o600)
-        receiver = try ReceiverFixture(spool: """
-            [Sweep]
-            Environment=Sandbox
-            BundleID=\(identity.bundleID)
-            IssuerID=\(identity.issuerID)
-            KeyID=\(identity.keyID)
-            PrivateKeyFile=\(keyPath)
-            BaseURL=\(api.url)
-            """, backend: backend)
+        receiver = try ReceiverFixture(spool: api.sweepSection(privateKeyFile: keyPath), backend: backend)
         api.sendTestNotifications(signedPayload: signedPayload, toPort: receiver.port)
     }
 

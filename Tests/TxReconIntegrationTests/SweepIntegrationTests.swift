@@ -31,17 +31,7 @@ private final class SweepFixture {
                                         pageSize: 4, historyDays: 30, now: { WallTime.nowMilliseconds })
         daemon = try DaemonFixture()
         let keyPath = daemon.directory.write(key.pkcs8PEM, to: "appstore-key.p8", mode: 0o600)
-        let identity = api.identity
-        try daemon.writeConfig("""
-            [Sweep]
-            Environment=Sandbox
-            BundleID=\(identity.bundleID)
-            IssuerID=\(identity.issuerID)
-            KeyID=\(identity.keyID)
-            PrivateKeyFile=\(keyPath)
-            BaseURL=\(api.url)
-            MaxRequestsPerSecond=50
-            """)
+        try daemon.writeConfig(api.sweepSection(privateKeyFile: keyPath) + "\nMaxRequestsPerSecond=50")
     }
 }
 

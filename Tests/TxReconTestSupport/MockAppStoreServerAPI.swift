@@ -122,6 +122,19 @@ package final class MockAppStoreServerAPI: Sendable {
     /// The base URL, for BaseURL=.
     package var url: String { "http://127.0.0.1:\(server.port)" }
 
+    /// A [Sweep] section for this mock, Sandbox, with the key at `privateKeyFile`.
+    package func sweepSection(privateKeyFile: String) -> String {
+        """
+        [Sweep]
+        Environment=Sandbox
+        BundleID=\(identity.bundleID)
+        IssuerID=\(identity.issuerID)
+        KeyID=\(identity.keyID)
+        PrivateKeyFile=\(privateKeyFile)
+        BaseURL=\(url)
+        """
+    }
+
     /// Plays `faults`, in order, one per matching request.
     package func inject(_ faults: Fault...) {
         state.withLock { $0.faults += faults }
