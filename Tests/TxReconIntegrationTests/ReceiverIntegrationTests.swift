@@ -238,6 +238,17 @@ struct ReceiverIntegrationTests {
                 "the slow client is named: \(receiver.stderr)")
     }
 
+    /// How many sockets process `pid` has open (/proc/PID/fd).
+    static func openSockets(of pid: pid_t) -> Int {
+        let directory = "/proc/\(pid)/fd"
+        let names = (try? SystemCall.listDirectory(directory)) ?? []
+        return names.count { name in
+            var target = [CChar](repeating: 0, count: 64)
+            let length = readlink(directory + "/" + name, &target, target.count - 1)
+            return length > 0 && String(cString: target).hasPrefix("socket:")
+        }
+    }
+
     /// Whether the receiver closes `socket` within `timeout`: poll(2) for
     /// readability, then recv(2) returns 0 (or a reset). Blocks the thread.
     static func closedByPeer(_ socket: Int32, within timeout: Duration) -> Bool {
@@ -310,11 +321,16 @@ struct ReceiverIntegrationTests {
         let receiver = try await fixture.start()
         let port = fixture.port
         let body = try SystemCall.readFile(DaemonIntegrationTests.samples + "/04-notification-refund.json", limit: 65536)
-        // Headers and half the body, then SIGTERM, then the rest.
+        // Headers and half the body, then SIGTERM, then the rest. The signal
+        // goes only once the receiver has accepted the connection (one more
+        // socket among its descriptors): one still in the listen backlog is
+        // not in flight, and a receiver without systemd's socket loses it.
+        let sockets = Self.openSockets(of: receiver.pid)
         let socket = try LoopbackHTTPClient.connect(port: port)
         defer { close(socket) }
         let head = "POST /appstore/notifications HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: \(body.count)\r\n\r\n"
         try LoopbackHTTPClient.write(socket, Array(head.utf8) + body.prefix(body.count / 2))
+        #expect(await fixture.daemon.eventually { Self.openSockets(of: receiver.pid) > sockets })
         receiver.signal(SIGTERM)
         #expect(await fixture.daemon.eventually { receiver.stderr.contains("SIGTERM received") })
         try LoopbackHTTPClient.write(socket, Array(body.suffix(from: body.count / 2)))
