@@ -3,9 +3,9 @@
 // It keeps, per key, the one pending snapshot and its delivery state; starts
 // attempts for due keys up to MaxConcurrentDeliveries (never two for one key);
 // maps each attempt's result to an Outcome and commits it in the spool
-// (queue/ -> done/ | queue/ later | hold/); and applies the supersede rule to
-// every new drop. The spool on disk is the truth: `start()` rebuilds all of
-// this from queue/ and hold/.
+// (queue/ -> done/ | queue/ later | hold/); and makes the spool moves the
+// supersede rule (PendingItems.place) returns for every new drop. The spool
+// on disk is the truth: `start()` rebuilds all of this from queue/ and hold/.
 //
 // A fresh key (none pending, none held) is not moved into queue/ while the
 // backend answers: its first attempt sends intake's verified item and moves
@@ -22,7 +22,7 @@
 import Glibc
 
 /// A drop from new/ that intake has decoded (and verified).
-package struct Drop: Sendable {
+package struct Drop: Sendable, Equatable {
     /// The file's name in new/.
     var name: String
     var item: Item
@@ -84,71 +84,6 @@ package actor DeliveryEngine {
 
     private enum Phase { case starting, running, draining, stopped }
 
-    /// Keys at most this many pending keep intake's decoded item for their
-    /// first attempt, which then neither reads nor decodes queue/KEY again;
-    /// beyond it (a backlog) items are read back when their turn comes, so
-    /// memory stays small.
-    static let itemCacheLimit = 4096
-
-    /// One pending key. Kept small (a backlog may hold 100,000): what is
-    /// large or rare is boxed.
-    private struct Entry {
-        /// nil until the file is read (entries restored at start are not read).
-        var version: ItemVersion?
-        var kind: ItemKind?
-        /// The failed-attempt history; boxed (nil while there is none), as
-        /// a backlog of fresh or restored keys mostly has none and the
-        /// dictionary holding the entries reserves room for more than their count.
-        private var failures: Boxed<DeliveryState>?
-        var state: DeliveryState {
-            get { failures?.value ?? DeliveryState() }
-            set { failures = newValue == DeliveryState() ? nil : Boxed(newValue) }
-        }
-        /// Monotonic time of the next attempt.
-        var deadline: Duration
-        var receivedAt: Int64
-        var inFlight = false
-        /// Whether queue/KEY.state may exist (restored with one, or an attempt failed).
-        var hasStateFile = false
-        /// Whether the last attempt failed because of the backend (not the
-        /// spool): such keys are tried at once when the backend recovers.
-        var waitsForBackend = false
-        /// Intake's decoded item and where its file is, boxed (one pointer
-        /// in the entry, nil for a backlog).
-        private var intaken: Boxed<Intaken>?
-        /// Intake's decoded item, for the first attempt (see itemCacheLimit),
-        /// and for every attempt while `inbox` is set.
-        var cachedItem: Item? { intaken?.value.item }
-        /// The file's name in new/ while the key has not been moved into
-        /// queue/ (a fresh key before its first attempt failed). Its attempts
-        /// send `cachedItem`, never new/NAME read again: new/ is the
-        /// producers' to change, what was verified is what goes out.
-        var inbox: String? { intaken?.value.inbox }
-        /// A newer snapshot that arrived while this key was in flight; it
-        /// stays in new/ (so a crash loses nothing) until the attempt ends.
-        var parked: Boxed<Drop>?
-
-        init(version: ItemVersion? = nil, kind: ItemKind? = nil, state: DeliveryState, deadline: Duration,
-             receivedAt: Int64, hasStateFile: Bool = false, waitsForBackend: Bool = false) {
-            self.version = version
-            self.kind = kind
-            self.deadline = deadline
-            self.receivedAt = receivedAt
-            self.hasStateFile = hasStateFile
-            self.waitsForBackend = waitsForBackend
-            self.state = state
-        }
-
-        mutating func keep(_ item: Item, inbox: String?) { intaken = Boxed(Intaken(item: item, inbox: inbox)) }
-
-        mutating func forgetItem() { intaken = nil }
-    }
-
-    private struct Intaken: Sendable {
-        var item: Item
-        var inbox: String?
-    }
-
     /// The engine's own thread (a ThreadExecutor): actor jobs run there,
     /// never on the cooperative pool. The engine's tasks (attempts, timers)
     /// prefer it as their task executor too: a task without a preference
@@ -171,8 +106,7 @@ package actor DeliveryEngine {
     private var prepare: RequestPreparer
 
     private var phase = Phase.starting
-    private var entries: [ItemKey: Entry] = [:]
-    private var held = Set<ItemKey>()
+    private var pending = PendingItems()
     /// The keys done/ may hold a delivered snapshot of; nil when done/
     /// keeps nothing, could not be listed or is still being listed (then
     /// done/KEY is always read).
@@ -184,11 +118,7 @@ package actor DeliveryEngine {
     /// Keys delivered while `indexing` runs: its listing may have missed
     /// them, so they are added to the new index when it arrives.
     private var deliveredWhileIndexing: [ItemKey] = []
-    private var ready = DeadlineQueue()
-    private var arrivals = ArrivalOrder()
     private var active = 0
-    /// Entries with `inbox` set.
-    private var inboxCount = 0
     private var timer: Task<Void, Never>?
     private var timerDeadline: Duration?
     private var status = EngineStatus()
@@ -245,7 +175,7 @@ package actor DeliveryEngine {
         let now = clock.now
         let wall = clock.wallMilliseconds
         let longest = settings.schedule.longestDelay
-        entries.reserveCapacity(queued.count)
+        pending.entries.reserveCapacity(queued.count)
         for file in queued {
             let state = file.state ?? DeliveryState()
             var deadline = now
@@ -253,12 +183,11 @@ package actor DeliveryEngine {
                 let planned = state.delayMilliseconds.map { Duration.milliseconds($0) } ?? longest
                 deadline = now + min(.milliseconds(next - wall), planned, longest)
             }
-            entries[file.key] = Entry(state: state, deadline: deadline, receivedAt: file.receivedAt,
-                                      hasStateFile: file.state != nil, waitsForBackend: state.attempts > 0)
-            ready.push(file.key, at: deadline)
-            arrivals.note(file.key, receivedAt: file.receivedAt)
+            pending.add(file.key, PendingItems.Entry(state: state, deadline: deadline, receivedAt: file.receivedAt,
+                                                     hasStateFile: file.state != nil,
+                                                     waitsForBackend: state.attempts > 0))
         }
-        held = Set(try spool.restoreHold())
+        pending.held = Set(try spool.restoreHold())
         status.rejected = try spool.restoreRejected()
         rebuildDoneIndex()
         phase = .running
@@ -394,7 +323,7 @@ package actor DeliveryEngine {
 
     /// What intake's back-pressure is decided on.
     private var load: IntakeBackPressure.Load {
-        IntakeBackPressure.Load(pending: entries.count, inbox: inboxCount, backendFailing: backendIsFailing)
+        IntakeBackPressure.Load(pending: pending.entries.count, inbox: pending.inboxCount, backendFailing: backendIsFailing)
     }
 
     private var freshKeysWaitInInbox: Bool { IntakeBackPressure.freshKeyWaitsInInbox(load, settings.limits) }
@@ -435,91 +364,25 @@ package actor DeliveryEngine {
         publishStatus()
     }
 
-    /// The supersede rule: at most one pending snapshot per key, and only a
-    /// newer one replaces it; an older or equal one (than the pending, the
-    /// held, or the last delivered still in done/) goes to done/ undelivered.
-    /// Returns the spool's error when the drop could not be taken; it then
-    /// stays in new/.
+    /// Places a drop by the supersede rule (PendingItems.place): makes
+    /// the spool moves it returns, in order, then its change. Returns the
+    /// spool's error when the drop could not be taken; it then stays in new/.
     @discardableResult
     private func place(_ drop: Drop) -> SpoolError? {
         let key = drop.item.key
-        let version = drop.item.version
-        defer { status.held = held.count }
+        defer { status.held = pending.held.count }
         do {
-            if var entry = entries[key] {
-                // The parked drop, or the key's own file in new/, read again
-                // (a rescan, a repeated event): the same file, not a second
-                // snapshot, and must not supersede itself, which would lose it.
-                if entry.inbox == drop.name { return nil }
-                if let parked = entry.parked?.value, parked.name == drop.name { return nil }
-                let current = try knownVersion(of: &entry, key: key)
-                entries[key] = entry
-                if entry.inFlight {
-                    guard version > current else { try supersedeDrop(drop, because: nil); return nil }
-                    if let parked = entry.parked?.value {
-                        guard version > parked.item.version else { try supersedeDrop(drop, because: nil); return nil }
-                        try supersedeDrop(parked, because: version)
-                    }
-                    entry.parked = Boxed(drop)
-                    entries[key] = entry
-                    return nil
-                }
-                guard version > current else { try supersedeDrop(drop, because: nil); return nil }
-                if let inbox = entry.inbox {
-                    // Still waiting in new/: the newer file takes its place there.
-                    try spool.supersede(drop: inbox, key: key, version: current)
-                    status.superseded += 1
-                    events.superseded(key, kind: entry.kind, version: current, by: version, file: inbox)
-                    entry.keep(drop.item, inbox: drop.name)
-                } else {
-                    // The replacement inherits the key's backoff (and its .state
-                    // file): a new version does not make a failing backend work.
-                    try spool.supersede(.queue, key: key, version: current)
-                    status.superseded += 1
-                    events.superseded(key, kind: entry.kind, version: current, by: version, file: nil)
-                    try spool.accept(drop: drop.name, as: key)
-                    keepIfRoom(drop.item, in: &entry)
-                    events.accepted(drop.item, file: drop.name)
-                }
-                entry.version = version
-                entry.kind = drop.item.kind
-                entry.receivedAt = drop.receivedAt
-                entries[key] = entry
-                arrivals.note(key, receivedAt: drop.receivedAt)
-                return nil
-            }
-            if held.contains(key) {
-                if let heldVersion = try storedVersion(.hold, key) {
-                    guard version > heldVersion else { try supersedeDrop(drop, because: nil); return nil }
-                    try spool.supersede(.hold, key: key, version: heldVersion)
-                    status.superseded += 1
-                    events.superseded(key, kind: drop.item.kind, version: heldVersion, by: version, file: nil)
-                }
-                held.remove(key)
-            } else if spool.keepsDone, doneIndex?.mayContain(key) ?? true,
-                      let delivered = try storedVersion(.done, key), version <= delivered {
-                try supersedeDrop(drop, because: nil)
-                return nil
+            let placement = try pending.place(drop, freshKeyWaitsInInbox: freshKeysWaitInInbox) {
+                location throws(SpoolError) in
+                // done/ is read only where its index cannot rule the key out.
+                if location == .done, !(spool.keepsDone && (doneIndex?.mayContain(key) ?? true)) { return nil }
+                return try storedVersion(location, key)
             }
             // The earlier delivery's failure record goes beside it before the
             // new snapshot can be queued, fail, or be delivered in its turn.
-            if !untidied.isEmpty, untidied.take(key) { tidy(key) }
-            let now = clock.now
-            var entry = Entry(version: version, kind: drop.item.kind, state: DeliveryState(), deadline: now,
-                              receivedAt: drop.receivedAt)
-            if !freshKeysWaitInInbox {
-                try spool.accept(drop: drop.name, as: key)
-                keepIfRoom(drop.item, in: &entry)
-                events.accepted(drop.item, file: drop.name)
-            } else {
-                // Logged when its first attempt ends: as delivered from new/,
-                // or as accepted once that attempt moved it into queue/.
-                entry.keep(drop.item, inbox: drop.name)
-                inboxCount += 1
-            }
-            entries[key] = entry
-            ready.push(key, at: now)
-            arrivals.note(key, receivedAt: drop.receivedAt)
+            if case .fresh = placement.change, !untidied.isEmpty, untidied.take(key) { tidy(key) }
+            for move in placement.moves { try make(move, placing: drop) }
+            pending.apply(placement.change, now: clock.now)
             return nil
         } catch where spool.isGoneFromInbox(drop.name, after: error) {
             // Read twice (the second time by a scan) and taken meanwhile.
@@ -529,10 +392,22 @@ package actor DeliveryEngine {
         }
     }
 
-    /// A queued key's first attempt sends intake's item unless the backlog
-    /// is large (see itemCacheLimit).
-    private func keepIfRoom(_ item: Item, in entry: inout Entry) {
-        if entries.count < DeliveryEngine.itemCacheLimit { entry.keep(item, inbox: nil) } else { entry.forgetItem() }
+    private func make(_ move: PendingItems.SpoolMove, placing drop: Drop) throws(SpoolError) {
+        switch move {
+        case let .supersede(old):
+            switch old.location {
+            case let .inbox(name): try spool.supersede(drop: name, key: old.key, version: old.version)
+            case .queue: try spool.supersede(.queue, key: old.key, version: old.version)
+            case .hold:
+                try spool.supersede(.hold, key: old.key, version: old.version)
+                pending.held.remove(old.key)
+            }
+            status.superseded += 1
+            events.superseded(old.key, kind: old.kind, version: old.version, by: old.by, file: old.inboxName)
+        case let .accept(name, key):
+            try spool.accept(drop: name, as: key)
+            events.accepted(drop.item, file: name)
+        }
     }
 
     /// Places a drop that waited for its key's attempt to end. Intake is
@@ -543,12 +418,6 @@ package actor DeliveryEngine {
         log.write(LogEntry(.error, "new/\(LogText.escaped(drop.name)) (\(drop.item.key)) not taken: \(error); "
                            + "it stays in new/ and intake reads it again"))
         inboxNeedsRescan()
-    }
-
-    private func supersedeDrop(_ drop: Drop, because newer: ItemVersion?) throws(SpoolError) {
-        try spool.supersede(drop: drop.name, key: drop.item.key, version: drop.item.version)
-        status.superseded += 1
-        events.superseded(drop.item.key, kind: drop.item.kind, version: drop.item.version, by: newer, file: drop.name)
     }
 
     /// Has a new index of done/ built from its names, off this thread; the
@@ -601,14 +470,6 @@ package actor DeliveryEngine {
         if deliveredSinceIndexBuilt >= DoneIndex.capacity { rebuildDoneIndex() }
     }
 
-    /// The entry's version, reading queue/KEY once if it is not known yet.
-    private func knownVersion(of entry: inout Entry, key: ItemKey) throws(SpoolError) -> ItemVersion {
-        if let version = entry.version { return version }
-        let version = try storedVersion(.queue, key) ?? ItemVersion(primary: .min)
-        entry.version = version
-        return version
-    }
-
     /// The version of the snapshot stored for `key` in `location`; nil when
     /// there is none (or it cannot be decoded any more, which makes any new
     /// snapshot newer: delivering too much is safe, too little is not).
@@ -640,13 +501,13 @@ package actor DeliveryEngine {
     private func dispatchDue() {
         guard phase == .running else { return }
         let now = clock.now
-        while active < outstandingLimit, let first = ready.first, first.deadline <= now {
-            ready.popFirst()
-            guard var entry = entries[first.key], !entry.inFlight, entry.deadline == first.deadline else { continue }
+        while active < outstandingLimit, let first = pending.ready.first, first.deadline <= now {
+            pending.ready.popFirst()
+            guard var entry = pending.entries[first.key], !entry.inFlight, entry.deadline == first.deadline else { continue }
             entry.inFlight = true
             let cached = entry.cachedItem
             if entry.inbox == nil { entry.forgetItem() }
-            entries[first.key] = entry
+            pending.entries[first.key] = entry
             active += 1
             // An earlier delivery of the key may have left its failure
             // record in done/; the index says when it cannot have.
@@ -691,19 +552,13 @@ package actor DeliveryEngine {
     /// start), unless too many records wait.
     private var mayTidy: Bool {
         guard phase == .running else { return false }
-        dropOutdatedDeadlines()
-        return (ready.first.map { $0.deadline > clock.now } ?? true) || untidied.overLimit
-    }
-
-    /// Pops the entries at the front of `ready` whose key has moved on (a
-    /// new deadline, an attempt, gone), so that `ready.first` is current.
-    private func dropOutdatedDeadlines() {
-        while let first = ready.first, !isCurrent(first) { ready.popFirst() }
+        pending.dropOutdatedDeadlines()
+        return (pending.ready.first.map { $0.deadline > clock.now } ?? true) || untidied.overLimit
     }
 
     private func armTimer() {
-        dropOutdatedDeadlines()
-        guard phase == .running, active < outstandingLimit, let next = ready.first?.deadline else {
+        pending.dropOutdatedDeadlines()
+        guard phase == .running, active < outstandingLimit, let next = pending.ready.first?.deadline else {
             return cancelTimer()
         }
         if timer != nil, let timerDeadline, timerDeadline <= next { return }
@@ -726,11 +581,6 @@ package actor DeliveryEngine {
         timer?.cancel()
         timer = nil
         timerDeadline = nil
-    }
-
-    private func isCurrent(_ scheduled: DeadlineQueue.Entry) -> Bool {
-        guard let entry = entries[scheduled.key] else { return false }
-        return !entry.inFlight && entry.deadline == scheduled.deadline
     }
 
     // MARK: Attempts
@@ -770,7 +620,7 @@ package actor DeliveryEngine {
                               started: Duration) {
         active -= 1
         status.statistics.attemptDurations.record(clock.now - started)
-        guard var entry = entries[key] else { return afterAttempt() }
+        guard var entry = pending.entries[key] else { return afterAttempt() }
         entry.inFlight = false
         entry.version = item.version
         entry.kind = item.kind
@@ -778,7 +628,7 @@ package actor DeliveryEngine {
         if inbox != nil, settlement.spoolError == nil {
             // Out of new/ now: done/, hold/, or queue/ for the next attempt.
             entry.forgetItem()
-            inboxCount -= 1
+            pending.inboxCount -= 1
         }
         switch settlement.outcome {
         case let .delivered(status):
@@ -792,11 +642,11 @@ package actor DeliveryEngine {
                 // Delivered, but the move failed: it will be delivered again,
                 // which at-least-once allows; never lose it instead.
                 log.write(LogEntry(.error, "\(key): delivered but not moved to done/: \(error); it will be delivered again"))
-                entries[key] = entry
+                pending.entries[key] = entry
                 scheduleRetry(key, reason: "spool: \(error)", status: nil, retryAfter: nil, countsAgainstBackend: false)
                 return afterAttempt()
             }
-            entries[key] = nil
+            pending.entries[key] = nil
             if entry.hasStateFile { untidied.add(key) }
             self.status.delivered += 1
             noteDelivered(key)
@@ -811,7 +661,7 @@ package actor DeliveryEngine {
             } else if let inbox {
                 events.accepted(item, file: inbox)
             }
-            entries[key] = entry
+            pending.entries[key] = entry
             // Sent before the backend came back and answered after: the key
             // goes again at once, as every key waiting for the backend did
             // when the outage ended, instead of waiting out its next step.
@@ -819,7 +669,7 @@ package actor DeliveryEngine {
             scheduleRetry(key, reason: reason, status: status, retryAfter: retryAfter,
                           countsAgainstBackend: !metOutage, atOnce: metOutage)
             if let parked = entry.parked?.value {
-                entries[key]?.parked = nil
+                pending.entries[key]?.parked = nil
                 placeParked(parked)
             }
         case let .hold(reason, status):
@@ -831,12 +681,12 @@ package actor DeliveryEngine {
             }
             if let error = settlement.spoolError {
                 log.write(LogEntry(.error, "\(key): backend refused it (\(reason)) but it could not be moved to hold/: \(error)"))
-                entries[key] = entry
+                pending.entries[key] = entry
                 scheduleRetry(key, reason: reason, status: status, retryAfter: nil, countsAgainstBackend: false)
                 return afterAttempt()
             }
-            entries[key] = nil
-            held.insert(key)
+            pending.entries[key] = nil
+            pending.held.insert(key)
             self.status.statistics.held += 1
             events.held(key, kind: item.kind, version: item.version, attempt: attempt, reason: reason, status: status)
             // The backend answered; a refusal of one item says nothing about its health.
@@ -848,29 +698,27 @@ package actor DeliveryEngine {
 
     private func attemptFailedLocally(_ key: ItemKey, _ preparation: Attempt.Preparation) {
         active -= 1
-        guard entries[key] != nil else { return afterAttempt() }
-        entries[key]?.inFlight = false
+        guard pending.entries[key] != nil else { return afterAttempt() }
+        pending.entries[key]?.inFlight = false
         switch preparation {
         case .missing:
             log.write(LogEntry(.warning, "\(key): queue/\(key.fileName) disappeared (removed by hand?); forgetting it"))
-            let parked = entries[key]?.parked?.value
-            forget(key)
+            let parked = pending.forget(key)
             if let parked { placeParked(parked) }
         case let .undecodable(rejection):
             let reason = "queued file no longer decodes: \(rejection)"
             do {
-                try spool.hold(key, reason: reason, at: clock.wallMilliseconds, attempts: entries[key]!.state.attempts)
-                held.insert(key)
+                try spool.hold(key, reason: reason, at: clock.wallMilliseconds, attempts: pending.entries[key]!.state.attempts)
+                pending.held.insert(key)
                 status.statistics.held += 1
-                let parked = entries[key]?.parked?.value
-                forget(key)
+                let parked = pending.forget(key)
                 log.write(LogEntry(.error, "\(key): \(reason); moved to hold/"))
                 if let parked { placeParked(parked) }
             } catch {
                 scheduleRetry(key, reason: reason, status: nil, retryAfter: nil, countsAgainstBackend: false)
             }
         case let .unreadable(error) where error.isPermanent:
-            if let entry = entries[key] {
+            if let entry = pending.entries[key] {
                 setAside(key, entry, item: nil, because: "its queued file cannot be read: \(error)")
             }
         case let .unreadable(error):
@@ -885,13 +733,13 @@ package actor DeliveryEngine {
     /// by itself goes to rejected/ with `detail` as its reason
     /// (`Spool.setAside`) instead of being tried, and delivered, again and
     /// again. If even that fails it is tried again on schedule.
-    private func setAside(_ key: ItemKey, _ entry: Entry, item: Item?, because detail: String) {
+    private func setAside(_ key: ItemKey, _ entry: PendingItems.Entry, item: Item?, because detail: String) {
         let rejection = Rejection("unfinishable", detail + "; set aside so that it is not tried again and again. "
                                   + "Nothing is lost: fix the cause, then requeue it to deliver it again")
         do {
             let name = try spool.setAside(key, inbox: entry.inbox, because: rejection, at: clock.wallMilliseconds)
             let parked = entry.parked?.value
-            forget(key)
+            pending.forget(key)
             status.rejected += 1
             status.statistics.rejected += 1
             events.setAside(key, kind: item?.kind ?? entry.kind, version: item?.version ?? entry.version,
@@ -900,22 +748,16 @@ package actor DeliveryEngine {
         } catch {
             log.write(LogEntry(.error, "\(key): \(detail); setting it aside in rejected/ failed too (\(error)); "
                                + "it is tried again on schedule"))
-            entries[key] = entry
+            pending.entries[key] = entry
             scheduleRetry(key, reason: "spool: \(detail)", status: nil, retryAfter: nil, countsAgainstBackend: false)
         }
-    }
-
-    /// Drops a key's entry after a local failure. An entry whose file is in
-    /// new/ sends intake's item and never fails locally; counted anyway.
-    private func forget(_ key: ItemKey) {
-        if entries.removeValue(forKey: key)?.inbox != nil { inboxCount -= 1 }
     }
 
     /// Keeps the item and arms its next attempt per the schedule (`atOnce`:
     /// now); persists the state so a restart keeps the backoff.
     private func scheduleRetry(_ key: ItemKey, reason: String, status httpStatus: Int?, retryAfter: Duration?,
                                countsAgainstBackend: Bool, atOnce: Bool = false) {
-        guard var entry = entries[key] else { return }
+        guard var entry = pending.entries[key] else { return }
         entry.state.attempts += 1
         let delay = atOnce ? .zero
             : settings.schedule.delay(afterFailedAttempts: entry.state.attempts, retryAfter: retryAfter)
@@ -937,8 +779,8 @@ package actor DeliveryEngine {
                                    + "after a restart it may be tried sooner than scheduled"))
             }
         }
-        entries[key] = entry
-        ready.push(key, at: entry.deadline)
+        pending.entries[key] = entry
+        pending.ready.push(key, at: entry.deadline)
         events.deferred(key, kind: entry.kind, version: entry.version, attempt: entry.state.attempts,
                         reason: reason, status: httpStatus, nextAttemptAt: next)
         status.statistics.deferred += 1
@@ -947,7 +789,7 @@ package actor DeliveryEngine {
 
     private func afterAttempt() {
         dispatchDue()
-        if let below = status.intakeWaitsBelow, entries.count < below {
+        if let below = status.intakeWaitsBelow, pending.entries.count < below {
             status.intakeWaitsBelow = nil
             inboxNeedsRescan()
         }
@@ -968,10 +810,10 @@ package actor DeliveryEngine {
         let seconds = (clock.wallMilliseconds - since) / 1000
         let now = clock.now
         var woken = 0
-        for (key, entry) in entries where entry.waitsForBackend && !entry.inFlight && entry.deadline > now {
-            entries[key]?.deadline = now
-            entries[key]?.waitsForBackend = false
-            ready.push(key, at: now)
+        for (key, entry) in pending.entries where entry.waitsForBackend && !entry.inFlight && entry.deadline > now {
+            pending.entries[key]?.deadline = now
+            pending.entries[key]?.waitsForBackend = false
+            pending.ready.push(key, at: now)
             woken += 1
         }
         log.write(LogEntry(.notice, "backend recovered after failing for \(seconds)s; "
@@ -1005,19 +847,17 @@ package actor DeliveryEngine {
         let targets = request.targets.filter { ControlRequest.isValid($0, for: request.command) }
         switch request.command {
         case .release:
-            let keys = request.all ? held.sorted() : targets.compactMap { ItemKey($0) }
+            let keys = request.all ? pending.held.sorted() : targets.compactMap { ItemKey($0) }
             for key in keys {
                 do {
-                    guard held.contains(key), try spool.release(key) else {
+                    guard pending.held.contains(key), try spool.release(key) else {
                         result.skipped.append((key.rawValue, "not held"))
                         continue
                     }
-                    held.remove(key)
+                    pending.held.remove(key)
                     let now = clock.now
                     let receivedAt = clock.wallMilliseconds
-                    entries[key] = Entry(state: DeliveryState(), deadline: now, receivedAt: receivedAt)
-                    ready.push(key, at: now)
-                    arrivals.note(key, receivedAt: receivedAt)
+                    pending.add(key, PendingItems.Entry(state: DeliveryState(), deadline: now, receivedAt: receivedAt))
                     events.operatorAction(.released, key: key)
                     result.applied.append(key.rawValue)
                 } catch {
@@ -1025,10 +865,10 @@ package actor DeliveryEngine {
                 }
             }
         case .retry:
-            let keys = request.all ? entries.keys.sorted() : targets.compactMap { ItemKey($0) }
+            let keys = request.all ? pending.entries.keys.sorted() : targets.compactMap { ItemKey($0) }
             for key in keys {
-                guard var entry = entries[key] else {
-                    result.skipped.append((key.rawValue, held.contains(key) ? "held: use release" : "not queued"))
+                guard var entry = pending.entries[key] else {
+                    result.skipped.append((key.rawValue, pending.held.contains(key) ? "held: use release" : "not queued"))
                     continue
                 }
                 if entry.inFlight {
@@ -1038,8 +878,8 @@ package actor DeliveryEngine {
                 entry.deadline = clock.now
                 entry.state.nextAttemptAt = nil
                 entry.state.delayMilliseconds = nil
-                entries[key] = entry
-                ready.push(key, at: entry.deadline)
+                pending.entries[key] = entry
+                pending.ready.push(key, at: entry.deadline)
                 // Only a recorded delay needs undoing on disk: without a
                 // KEY.state a key is due at once after a restart anyway, and
                 // a new one would be left behind at delivery.
@@ -1060,16 +900,16 @@ package actor DeliveryEngine {
     // MARK: Status
 
     private func publishStatus() {
-        status.queued = entries.count
+        status.queued = pending.entries.count
         status.delivering = active
-        status.held = held.count
+        status.held = pending.held.count
         var nextRetry: Int64?
-        if case .failing = status.backend, let first = ready.first {
+        if case .failing = status.backend, let first = pending.ready.first {
             let wait = first.deadline - clock.now
             nextRetry = clock.wallMilliseconds + max(0, wait.milliseconds)
         }
         status.nextRetryAt = nextRetry
-        status.oldestQueuedAt = arrivals.oldest(queued: entries.count) { entries[$0]?.receivedAt }
+        status.oldestQueuedAt = pending.oldestReceivedAt()
         publish(status)
     }
 }

@@ -1,0 +1,286 @@
+// PendingItems: the keys waiting for delivery as the engine knows them:
+// one entry per pending key (at most one pending snapshot each), the held
+// keys, the order of the next attempts the engine dispatches from, and the
+// arrival order its status reports.
+//
+// `place` is the supersede rule, decided here and nowhere else: it looks at
+// what stands at a new snapshot's key and returns the spool moves to make,
+// in order, and the change to make here once they are made. It touches no
+// file: the versions stored in queue/, hold/ and done/ come from a lookup
+// the caller passes (the engine reads the files; tests answer in memory).
+// The engine makes the moves, then `apply`s the change.
+// Reports: nothing; the engine logs the moves it makes.
+
+struct PendingItems {
+    /// Keys at most this many pending keep intake's decoded item for their
+    /// first attempt, which then neither reads nor decodes queue/KEY again;
+    /// beyond it (a backlog) items are read back when their turn comes, so
+    /// memory stays small.
+    static let itemCacheLimit = 4096
+
+    /// One pending key. Kept small (a backlog may hold 100,000): what is
+    /// large or rare is boxed.
+    struct Entry {
+        /// nil until the file is read (entries restored at start are not read).
+        var version: ItemVersion?
+        var kind: ItemKind?
+        /// The failed-attempt history; boxed (nil while there is none), as
+        /// a backlog of fresh or restored keys mostly has none and the
+        /// dictionary holding the entries reserves room for more than their count.
+        private var failures: Boxed<DeliveryState>?
+        var state: DeliveryState {
+            get { failures?.value ?? DeliveryState() }
+            set { failures = newValue == DeliveryState() ? nil : Boxed(newValue) }
+        }
+        /// Monotonic time of the next attempt.
+        var deadline: Duration
+        var receivedAt: Int64
+        var inFlight = false
+        /// Whether queue/KEY.state may exist (restored with one, or an attempt failed).
+        var hasStateFile = false
+        /// Whether the last attempt failed because of the backend (not the
+        /// spool): such keys are tried at once when the backend recovers.
+        var waitsForBackend = false
+        /// Intake's decoded item and where its file is, boxed (one pointer
+        /// in the entry, nil for a backlog).
+        private var intaken: Boxed<Intaken>?
+        /// Intake's decoded item, for the first attempt (see itemCacheLimit),
+        /// and for every attempt while `inbox` is set.
+        var cachedItem: Item? { intaken?.value.item }
+        /// The file's name in new/ while the key has not been moved into
+        /// queue/ (a fresh key before its first attempt failed). Its attempts
+        /// send `cachedItem`, never new/NAME read again: new/ is the
+        /// producers' to change, what was verified is what goes out.
+        var inbox: String? { intaken?.value.inbox }
+        /// A newer snapshot that arrived while this key was in flight; it
+        /// stays in new/ (so a crash loses nothing) until the attempt ends.
+        var parked: Boxed<Drop>?
+
+        init(version: ItemVersion? = nil, kind: ItemKind? = nil, state: DeliveryState, deadline: Duration,
+             receivedAt: Int64, hasStateFile: Bool = false, waitsForBackend: Bool = false) {
+            self.version = version
+            self.kind = kind
+            self.deadline = deadline
+            self.receivedAt = receivedAt
+            self.hasStateFile = hasStateFile
+            self.waitsForBackend = waitsForBackend
+            self.state = state
+        }
+
+        mutating func keep(_ item: Item, inbox: String?) { intaken = Boxed(Intaken(item: item, inbox: inbox)) }
+
+        mutating func forgetItem() { intaken = nil }
+    }
+
+    private struct Intaken: Sendable {
+        var item: Item
+        var inbox: String?
+    }
+
+    /// A snapshot the supersede rule sends to done/ undelivered.
+    struct Superseded: Equatable {
+        enum Location: Equatable {
+            /// new/NAME: a drop, or a fresh key's file still waiting there.
+            case inbox(String)
+            case queue
+            case hold
+        }
+        var location: Location
+        var key: ItemKey
+        var version: ItemVersion
+        var kind: ItemKind?
+        /// The version that supersedes it; nil when it is superseded by a
+        /// snapshot at least as new that is already pending, held or delivered.
+        var by: ItemVersion?
+
+        /// The file's name in new/, for the log.
+        var inboxName: String? {
+            if case let .inbox(name) = location { return name }
+            return nil
+        }
+    }
+
+    /// One spool operation of a placement.
+    enum SpoolMove: Equatable {
+        /// The snapshot goes to done/ as superseded.
+        case supersede(Superseded)
+        /// new/NAME becomes queue/KEY.
+        case accept(drop: String, key: ItemKey)
+    }
+
+    /// What `apply` makes of a placement once its moves are made.
+    enum Change: Equatable {
+        /// Nothing pending changes (the drop was seen before, or is outdated).
+        case none
+        /// The key is in flight: the drop waits in new/ until the attempt ends.
+        case park(Drop)
+        /// The drop replaces the pending snapshot; `inInbox`: its file stays
+        /// in new/ (the one it replaces did too), else it is in queue/ now.
+        case replace(Drop, inInbox: Bool)
+        /// The key was not pending: the drop is, due now.
+        case fresh(Drop, inInbox: Bool)
+    }
+
+    struct Placement: Equatable {
+        var moves: [SpoolMove]
+        var change: Change
+
+        static let unchanged = Placement(moves: [], change: .none)
+    }
+
+    /// The version stored for the drop's key in a location (queue/, hold/
+    /// or done/), nil when there is none; asked only where the rule needs it.
+    typealias StoredVersion = (SpoolLocation) throws(SpoolError) -> ItemVersion?
+
+    var entries: [ItemKey: Entry] = [:]
+    var held = Set<ItemKey>()
+    /// Next attempts, earliest first; lazily pruned (see `isCurrent`).
+    var ready = DeadlineQueue()
+    var arrivals = ArrivalOrder()
+    /// Entries with `inbox` set; whoever clears an entry's inbox counts it.
+    var inboxCount = 0
+
+    var count: Int { entries.count }
+
+    /// The supersede rule: at most one pending snapshot per key, and only a
+    /// newer one replaces it; an older or equal one (than the pending, the
+    /// held, or the last delivered still in done/) goes to done/ undelivered.
+    /// A fresh key's file stays in new/ when `freshKeyWaitsInInbox`, else it
+    /// is accepted into queue/. Caches a pending entry's version it had to
+    /// look up; otherwise changes nothing until `apply`.
+    mutating func place(_ drop: Drop, freshKeyWaitsInInbox: Bool,
+                        storedVersion: StoredVersion) throws(SpoolError) -> Placement {
+        let key = drop.item.key
+        let version = drop.item.version
+        let outdated = Placement(moves: [.supersede(Superseded(drop, by: nil))], change: .none)
+        if var entry = entries[key] {
+            // The parked drop, or the key's own file in new/, read again
+            // (a rescan, a repeated event): the same file, not a second
+            // snapshot, and must not supersede itself, which would lose it.
+            if entry.inbox == drop.name { return .unchanged }
+            if let parked = entry.parked?.value, parked.name == drop.name { return .unchanged }
+            let current: ItemVersion
+            if let known = entry.version {
+                current = known
+            } else {
+                current = try storedVersion(.queue) ?? ItemVersion(primary: .min)
+                entry.version = current
+                entries[key] = entry
+            }
+            guard version > current else { return outdated }
+            if entry.inFlight {
+                guard let parked = entry.parked?.value else { return Placement(moves: [], change: .park(drop)) }
+                guard version > parked.item.version else { return outdated }
+                return Placement(moves: [.supersede(Superseded(parked, by: version))], change: .park(drop))
+            }
+            if let inbox = entry.inbox {
+                // Still waiting in new/: the newer file takes its place there.
+                let old = Superseded(location: .inbox(inbox), key: key, version: current, kind: entry.kind, by: version)
+                return Placement(moves: [.supersede(old)], change: .replace(drop, inInbox: true))
+            }
+            // The replacement inherits the key's backoff (and its .state
+            // file): a new version does not make a failing backend work.
+            let old = Superseded(location: .queue, key: key, version: current, kind: entry.kind, by: version)
+            return Placement(moves: [.supersede(old), .accept(drop: drop.name, key: key)],
+                             change: .replace(drop, inInbox: false))
+        }
+        var moves: [SpoolMove] = []
+        if held.contains(key) {
+            if let heldVersion = try storedVersion(.hold) {
+                guard version > heldVersion else { return outdated }
+                moves.append(.supersede(Superseded(location: .hold, key: key, version: heldVersion,
+                                                   kind: drop.item.kind, by: version)))
+            }
+        } else if let delivered = try storedVersion(.done), version <= delivered {
+            return outdated
+        }
+        if freshKeyWaitsInInbox { return Placement(moves: moves, change: .fresh(drop, inInbox: true)) }
+        moves.append(.accept(drop: drop.name, key: key))
+        return Placement(moves: moves, change: .fresh(drop, inInbox: false))
+    }
+
+    /// Makes a placement's change, once its moves are made; a fresh key is
+    /// due at `now`.
+    mutating func apply(_ change: Change, now: Duration) {
+        switch change {
+        case .none:
+            return
+        case let .park(drop):
+            entries[drop.item.key]?.parked = Boxed(drop)
+        case let .replace(drop, inInbox):
+            let key = drop.item.key
+            guard var entry = entries[key] else { return }
+            if inInbox { entry.keep(drop.item, inbox: drop.name) } else { keepIfRoom(drop.item, in: &entry) }
+            entry.version = drop.item.version
+            entry.kind = drop.item.kind
+            entry.receivedAt = drop.receivedAt
+            entries[key] = entry
+            arrivals.note(key, receivedAt: drop.receivedAt)
+        case let .fresh(drop, inInbox):
+            let key = drop.item.key
+            held.remove(key)
+            var entry = Entry(version: drop.item.version, kind: drop.item.kind, state: DeliveryState(), deadline: now,
+                              receivedAt: drop.receivedAt)
+            if inInbox {
+                // Logged when its first attempt ends: as delivered from new/,
+                // or as accepted once that attempt moved it into queue/.
+                entry.keep(drop.item, inbox: drop.name)
+                inboxCount += 1
+            } else {
+                keepIfRoom(drop.item, in: &entry)
+            }
+            entries[key] = entry
+            ready.push(key, at: now)
+            arrivals.note(key, receivedAt: drop.receivedAt)
+        }
+    }
+
+    /// A queued key's first attempt sends intake's item unless the backlog
+    /// is large (see itemCacheLimit).
+    private func keepIfRoom(_ item: Item, in entry: inout Entry) {
+        if entries.count < Self.itemCacheLimit { entry.keep(item, inbox: nil) } else { entry.forgetItem() }
+    }
+
+    /// Adds a key restored from the spool or released by the operator, due
+    /// at its entry's deadline.
+    mutating func add(_ key: ItemKey, _ entry: Entry) {
+        entries[key] = entry
+        ready.push(key, at: entry.deadline)
+        arrivals.note(key, receivedAt: entry.receivedAt)
+    }
+
+    /// Drops a key's entry; returns its parked drop, if any.
+    @discardableResult
+    mutating func forget(_ key: ItemKey) -> Drop? {
+        guard let entry = entries.removeValue(forKey: key) else { return nil }
+        if entry.inbox != nil { inboxCount -= 1 }
+        return entry.parked?.value
+    }
+
+    /// Whether a scheduled attempt is still the key's next one (it may have
+    /// been rescheduled, started, or left).
+    func isCurrent(_ scheduled: DeadlineQueue.Entry) -> Bool {
+        guard let entry = entries[scheduled.key] else { return false }
+        return !entry.inFlight && entry.deadline == scheduled.deadline
+    }
+
+    /// Pops the scheduled attempts at the front that are no longer current,
+    /// so that `ready.first` is.
+    mutating func dropOutdatedDeadlines() {
+        while let first = ready.first, !isCurrent(first) { ready.popFirst() }
+    }
+
+    /// The earliest receivedAt (ms since 1970) among the pending keys.
+    mutating func oldestReceivedAt() -> Int64? {
+        let entries = self.entries
+        return arrivals.oldest(queued: entries.count) { entries[$0]?.receivedAt }
+    }
+}
+
+extension PendingItems.Superseded {
+    /// A drop in new/ superseded `by` a newer version (nil: by one already there).
+    init(_ drop: Drop, by newer: ItemVersion?) {
+        self.init(location: .inbox(drop.name), key: drop.item.key, version: drop.item.version,
+                  kind: drop.item.kind, by: newer)
+    }
+}
