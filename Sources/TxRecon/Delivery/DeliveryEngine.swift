@@ -103,7 +103,8 @@ package actor DeliveryEngine {
     private let publish: @Sendable (EngineStatus) -> Void
     private var settings: Settings
     private var transport: any Transport
-    private var prepare: RequestPreparer
+    /// What every attempt runs with; rebuilt when the configuration is.
+    private var attemptContext: Attempt.Context
 
     private var phase = Phase.starting
     private var pending = PendingItems()
@@ -147,7 +148,8 @@ package actor DeliveryEngine {
         self.spool = spool
         self.settings = settings
         self.transport = transport
-        self.prepare = prepare
+        self.attemptContext = Attempt.Context(spool: spool, decoder: decoder, prepare: prepare, redactor: redactor,
+                                              clock: clock)
         self.clock = clock
         self.log = log
         self.events = ItemEvents(sink: log)
@@ -237,7 +239,7 @@ package actor DeliveryEngine {
     func reconfigure(settings: Settings, transport: any Transport, prepare: @escaping RequestPreparer) {
         self.settings = settings
         self.transport = transport
-        self.prepare = prepare
+        attemptContext.prepare = prepare
         dispatchDue()
     }
 
@@ -597,8 +599,7 @@ package actor DeliveryEngine {
         let attempt = Attempt(key: key, number: number, receivedAt: receivedAt, cached: cached,
                               hasStateFile: hasStateFile, followsDelivery: followsDelivery, inbox: inbox,
                               maximumSize: settings.maxFileSize, now: clock.wallMilliseconds)
-        let context = Attempt.Context(spool: spool, decoder: decoder, prepare: prepare, redactor: redactor,
-                                      clock: clock)
+        let context = attemptContext
         let executor = self.executor, started = clock.now
         transport.start { send in
             let exchange = attempt.run(send: send, in: context)
