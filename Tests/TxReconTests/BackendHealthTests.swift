@@ -1,5 +1,6 @@
 // The backend's health as a value: when an outage begins and ends, the
-// failure streak's start, and which failed requests met the outage.
+// failure streak's start, which failed requests met the outage, and when
+// the probes of a failing backend go out.
 import Testing
 @testable import TxRecon
 
@@ -40,5 +41,66 @@ import Testing
         #expect(!health.metOutage(sentAt: .seconds(10)))
         #expect(!health.metOutage(sentAt: .seconds(11)))
         #expect(health.answered(requestSent: .seconds(12)) == .none)
+    }
+
+    @Test func theProbesOfAnOutageFollowTheirOwnScheduleAndRepeatItsLastStep() {
+        var health = BackendHealth()
+        let probes = RetrySchedule.probing
+        _ = health.failed("HTTP 503", at: 0, now: .seconds(0), probes: probes)
+        _ = health.failed("HTTP 503", at: 0, now: .seconds(1), probes: probes)
+        #expect(health.nextProbeAt == nil, "no probing before the outage")
+        #expect(health.failed("HTTP 503", at: 0, now: .seconds(2), probes: probes) == .outageBegan)
+        #expect(health.nextProbeAt == .seconds(3), "the first probe one step (1 s) after the outage began")
+        var now = Duration.seconds(3)
+        for step in [2, 5, 10, 10, 10] {
+            _ = health.failed("HTTP 503", at: 0, now: now, wasProbe: true, probes: probes)
+            #expect(health.nextProbeAt == now + .seconds(step))
+            now += .seconds(step)
+        }
+        #expect(health.failedProbes == 5)
+        _ = health.answered(requestSent: now)
+        #expect(health.nextProbeAt == nil && health.failedProbes == 0, "recovered: nothing to probe")
+    }
+
+    @Test func aFailureThatWasNotTheProbeLeavesTheProbeScheduleAloneUnlessItAsksForMoreTime() {
+        var health = BackendHealth()
+        for second in 0..<3 { _ = health.failed("refused", at: 0, now: .seconds(second), probes: .probing) }
+        #expect(health.nextProbeAt == .seconds(3))
+        // Attempts sent before the outage began fail after it: no probe.
+        _ = health.failed("refused", at: 0, now: .seconds(2), probes: .probing)
+        #expect(health.nextProbeAt == .seconds(3) && health.failedProbes == 0)
+        _ = health.failed("HTTP 503", at: 0, now: .seconds(2), retryAfter: .seconds(30), probes: .probing)
+        #expect(health.nextProbeAt == .seconds(32), "its Retry-After is honoured")
+        _ = health.failed("HTTP 503", at: 0, now: .seconds(2), retryAfter: .seconds(5), probes: .probing)
+        #expect(health.nextProbeAt == .seconds(32), "never brought forward by a shorter one")
+    }
+
+    @Test func aProbesRetryAfterPutsTheNextProbeOffButNeverBringsItForward() {
+        var health = BackendHealth()
+        for second in 0..<3 { _ = health.failed("HTTP 429", at: 0, now: .seconds(second), probes: .probing) }
+        _ = health.failed("HTTP 429", at: 0, now: .seconds(3), retryAfter: .seconds(60), wasProbe: true,
+                          probes: .probing)
+        #expect(health.nextProbeAt == .seconds(63))
+        _ = health.failed("HTTP 429", at: 0, now: .seconds(63), retryAfter: .zero, wasProbe: true, probes: .probing)
+        #expect(health.nextProbeAt == .seconds(68), "the schedule's step (5 s) when Retry-After asks for less")
+        _ = health.failed("HTTP 429", at: 0, now: .seconds(68), retryAfter: .seconds(86_400), wasProbe: true,
+                          probes: .probing)
+        #expect(health.nextProbeAt == .seconds(68) + Outcome.retryAfterCap, "capped as an item's is")
+    }
+
+    @Test func anOperatorsRetryProbesAtOnceOnlyDuringAnOutage() {
+        var health = BackendHealth()
+        health.probeNow(.seconds(5))
+        #expect(health.nextProbeAt == nil)
+        for second in 0..<3 { _ = health.failed("refused", at: 0, now: .seconds(second), probes: .probing) }
+        health.probeNow(.seconds(2))
+        #expect(health.nextProbeAt == .seconds(2))
+    }
+}
+
+extension BackendHealth {
+    /// A failure that is not a probe, at the same engine time as wall time.
+    mutating func failed(_ reason: String, at wall: Int64) -> Change {
+        failed(reason, at: wall, now: .milliseconds(wall), probes: .probing)
     }
 }

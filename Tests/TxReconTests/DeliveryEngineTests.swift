@@ -322,7 +322,11 @@ struct DeliveryEngineTests {
         await engine.offer(try (1...3).map { try harness.envelope("k\($0)", version: 1) })
         await harness.status.waitFor { if case .failing = $0.backend { true } else { false } }
         await engine.offer([try harness.envelope("d", version: 1)])
+        // The first probe, one step (1 s) after the outage began: "d", due first.
+        await harness.clock.waitForSleeper(until: harness.clock.now + .seconds(1))
+        harness.clock.advance(by: .seconds(1))
         await transport.waitForRequests(4)
+        #expect(transport.requestedKeys.last == "d")
         #expect(harness.names(in: "queue").contains("d"), "in queue/ while its first attempt is in flight")
         #expect(harness.names(in: "new") == [])
     }
@@ -345,21 +349,30 @@ struct DeliveryEngineTests {
 
     // MARK: Backoff
 
+    /// The item's own schedule is recorded at every failure; from the third
+    /// failure in a row on, the backend counts as failing and the probe
+    /// schedule (1 s 2 s 5 s 10 s) says when the next request goes.
     @Test func failuresFollowTheScheduleAndRepeatItsLastStep() async throws {
         let harness = try EngineHarness(transport: ScriptedTransport(default: .status(503)))
         let engine = try await harness.startedEngine()
         await engine.offer([try harness.envelope("a", version: 1)])
-        let expected: [Duration] = [.seconds(2), .seconds(5), .seconds(15), .seconds(30), .seconds(60),
-                                    .seconds(300), .seconds(300), .seconds(300)]
-        for (index, delay) in expected.enumerated() {
+        let recorded: [Int64] = [2, 5, 15, 30, 60, 300, 300, 300]
+        let sent: [Int64] = [2, 5, 1, 2, 5, 10, 10, 10]
+        for (index, (own, wait)) in zip(recorded, sent).enumerated() {
             await harness.transport.waitForRequests(index + 1)
-            let due = harness.clock.now + delay
-            await harness.clock.waitForSleeper(until: due)
+            let delay = Duration.seconds(wait)
+            await harness.clock.waitForSleeper(until: harness.clock.now + delay)
+            let deferral = harness.log.entries.last { entry in
+                entry.fields.contains { $0.name == "TXRECON_OUTCOME" && $0.value == "deferred" }
+            }
+            let next = deferral?.fields.first { $0.name == "TXRECON_NEXT_ATTEMPT_USEC" }?.value
+            #expect(next == String((harness.clock.wallMilliseconds + own * 1000) * 1000),
+                    "failure \(index + 1) records the item's own step, \(own) s")
             harness.clock.advance(by: delay - .milliseconds(1))
             #expect(harness.transport.requests.count == index + 1, "no attempt before the delay has passed")
             harness.clock.advance(by: .milliseconds(1))
         }
-        await harness.transport.waitForRequests(expected.count + 1)
+        await harness.transport.waitForRequests(recorded.count + 1)
         let attempts = harness.transport.requests.map { try? JSONValue.parse($0.body)["attempt"]?.int64Value }
         #expect(attempts == (1...9).map { Int64($0) })
     }
@@ -618,7 +631,9 @@ struct DeliveryEngineTests {
             harness.clock.advance(by: .seconds(delay))
         }
         await transport.waitForRequests(3)
-        await harness.clock.waitForSleeper(until: harness.clock.now + .seconds(15))
+        // The backend now counts as failing: the engine waits for its first
+        // probe (1 s); the item's own next step, 15 s, is what is persisted.
+        await harness.clock.waitForSleeper(until: harness.clock.now + .seconds(1))
         await first.stop()
 
         transport.setDefault(.status(200))
@@ -717,7 +732,7 @@ struct DeliveryEngineTests {
         }
         let status = await harness.status.waitFor { if case .failing = $0.backend { return true } else { return false } }
         #expect(status.backend == .failing(since: failingSince, lastError: "HTTP 503"))
-        #expect(status.nextRetryAt == harness.clock.wallMilliseconds + 15_000)
+        #expect(status.nextRetryAt == harness.clock.wallMilliseconds + 1_000, "the first probe, one step on")
         #expect(status.line.contains("backend failing since"))
     }
 
@@ -728,13 +743,16 @@ struct DeliveryEngineTests {
         await engine.offer(try (1...3).map { try harness.envelope("k\($0)", version: 1) })
         await transport.waitForRequests(3)
         await harness.status.waitFor { if case .failing = $0.backend { return true } else { return false } }
-        // A new key is delivered at once: the backend is back. The three
-        // waiting keys go now instead of after their 2 s step; the clock
-        // never moves in this test.
+        // The backend is back: a new key, due first, is the first probe
+        // (1 s on) and is delivered. The three waiting keys go at once
+        // instead of after their 2 s step; the clock moves no further.
         transport.setDefault(.status(200))
         await engine.offer([try harness.envelope("fresh", version: 1)])
+        await harness.clock.waitForSleeper(until: harness.clock.now + .seconds(1))
+        harness.clock.advance(by: .seconds(1))
         await harness.status.waitFor { $0.delivered == 4 }
         #expect(transport.requests.count == 7)
+        #expect(transport.requestedKeys[3] == "fresh")
         #expect(harness.clock.sleeperDeadlines.isEmpty)
     }
 
@@ -747,11 +765,13 @@ struct DeliveryEngineTests {
         await engine.offer(try (1...3).map { try harness.envelope("k\($0)", version: 1) })
         await transport.waitForRequests(4)
         await harness.status.waitFor { if case .failing = $0.backend { return true } else { return false } }
-        // The backend is back from the next attempt on; "late" was sent
-        // before and gets the outage's last 503 only now.
-        harness.clock.advance(by: .milliseconds(1))
+        // The backend is back from the next attempt on, the first probe
+        // (1 s on, not held up by "late", which is still out); "late" was
+        // sent before and gets the outage's last 503 only now.
         transport.setDefault(.status(200))
         await engine.offer([try harness.envelope("fresh", version: 1)])
+        await harness.clock.waitForSleeper(until: harness.clock.now + .seconds(1))
+        harness.clock.advance(by: .seconds(1))
         await harness.status.waitFor { $0.delivered == 4 }
         transport.releaseHeld(with: .status(503))
         await harness.status.waitFor { $0.statistics.deferred == 4 }
@@ -784,5 +804,100 @@ struct DeliveryEngineTests {
         #expect(harness.status.history.allSatisfy { if case .failing = $0.backend { false } else { true } })
         // "bad" keeps its own schedule: 5 s after its second failure.
         await harness.clock.waitForSleeper(until: harness.clock.now + .seconds(5))
+    }
+
+    // MARK: A failing backend is spared
+
+    /// Offers `count` keys to a backend answering 503 and returns once the
+    /// outage has begun and no attempt is out.
+    static func outage(of count: Int, _ harness: EngineHarness, _ engine: DeliveryEngine) async throws {
+        await engine.offer(try (1...count).map { try harness.envelope("k\($0)", version: 1) })
+        await harness.status.waitFor { status in
+            guard case .failing = status.backend else { return false }
+            return status.delivering == 0
+        }
+    }
+
+    @Test func aFailingBackendGetsOneProbeAtATimeOnTheProbeScheduleWhateverTheItemsSay() async throws {
+        let transport = ScriptedTransport(default: .status(503))
+        let harness = try EngineHarness(transport: transport)
+        let engine = try await harness.startedEngine()
+        try await Self.outage(of: 40, harness, engine)
+        let before = transport.requests.count
+        #expect(before < 40, "the outage began before every key was tried")
+        // 70 s: every key's own 2 s, 5 s, 15 s and 30 s steps pass; 9 probes.
+        for (index, step) in [1, 2, 5, 10, 10, 10, 10, 10, 10].enumerated() {
+            let delay = Duration.seconds(step)
+            await harness.clock.waitForSleeper(until: harness.clock.now + delay)
+            harness.clock.advance(by: delay - .milliseconds(1))
+            #expect(transport.requests.count == before + index, "no probe before its step has passed")
+            harness.clock.advance(by: .milliseconds(1))
+            await transport.waitForRequests(before + index + 1)
+            await harness.status.waitFor { $0.delivering == 0 && $0.statistics.deferred == before + index + 1 }
+            #expect(transport.requests.count == before + index + 1, "one request per probe")
+        }
+        #expect(harness.status.latest?.queued == 40, "nothing is dropped, delivered or held")
+    }
+
+    @Test func theFirstAnswerToAProbeEndsTheOutageAndEveryWaitingItemGoesAtOnce() async throws {
+        let transport = ScriptedTransport(default: .status(503))
+        let harness = try EngineHarness(transport: transport)
+        let engine = try await harness.startedEngine()
+        try await Self.outage(of: 40, harness, engine)
+        transport.setDefault(.status(204))
+        await harness.clock.waitForSleeper(until: harness.clock.now + .seconds(1))
+        harness.clock.advance(by: .seconds(1))
+        // The keys that failed wait for their own steps (2 s and more) no
+        // longer: the clock does not move again.
+        await harness.status.waitFor { $0.delivered == 40 }
+        #expect(harness.status.latest?.backend == .ok)
+        #expect(harness.log.entries.contains { $0.messageID == MessageID.backendRecovered })
+    }
+
+    @Test func aRetryAfterOnAProbesAnswerPutsTheNextProbeOff() async throws {
+        let transport = ScriptedTransport(default: .status(503))
+        let harness = try EngineHarness(transport: transport)
+        let engine = try await harness.startedEngine()
+        try await Self.outage(of: 3, harness, engine)
+        transport.setDefault(.status(503, retryAfter: "120"))
+        await harness.clock.waitForSleeper(until: harness.clock.now + .seconds(1))
+        harness.clock.advance(by: .seconds(1))
+        await transport.waitForRequests(4)
+        let asked = harness.clock.now + .seconds(120)
+        await harness.clock.waitForSleeper(until: asked)
+        harness.clock.advance(by: .seconds(119))
+        #expect(transport.requests.count == 4, "not at the schedule's 2 s step: the backend asked for 120 s")
+        harness.clock.advance(by: .seconds(1))
+        await transport.waitForRequests(5)
+    }
+
+    @Test func aRetryDuringAnOutageSendsTheProbeAtOnce() async throws {
+        let transport = ScriptedTransport(default: .status(503))
+        let harness = try EngineHarness(transport: transport)
+        let engine = try await harness.startedEngine()
+        try await Self.outage(of: 3, harness, engine)
+        transport.setDefault(.status(200))
+        let result = await engine.perform(ControlRequest(.retry, targets: ["k2"]))
+        #expect(result.applied == ["k2"])
+        // The clock never moves: the retried key is the probe, and its
+        // answer ends the outage for the other two.
+        await harness.status.waitFor { $0.delivered == 3 }
+        #expect(transport.requestedKeys[3] == "k2")
+    }
+
+    @Test func maxRateSpacesRequestsOutProbesIncluded() async throws {
+        let transport = ScriptedTransport(default: .status(204))
+        let harness = try EngineHarness(settings: DeliveryEngine.Settings(stopGrace: .seconds(5), maxRate: 1),
+                                        transport: transport)
+        let engine = try await harness.startedEngine()
+        await engine.offer(try (1...3).map { try harness.envelope("k\($0)", version: 1) })
+        await harness.status.waitFor { $0.delivered == 1 }
+        for second in 1...2 {
+            await harness.clock.waitForSleeper(until: harness.clock.now + .seconds(1))
+            harness.clock.advance(by: .milliseconds(999))
+            #expect(transport.requests.count == second, "one request a second")
+            harness.clock.advance(by: .milliseconds(1))
+            await harness.status.waitFor { $0.delivered == second + 1 }
+        }
     }
 }

@@ -76,6 +76,13 @@ public struct BackendSettings: Sendable, Equatable {
     /// mutual TLS; both or neither.
     public var clientCertificateFile: String?
     public var clientKeyFile: String?
+    /// `ProbeDelays=`: while the backend fails, only one request at a time
+    /// (a probe) goes to it, this long apart. Default `1s 2s 5s 10s`, the
+    /// last repeating.
+    public var probeSchedule = RetrySchedule.probing
+    /// `MaxRate=`: requests a second at most (a token bucket, one second's
+    /// worth saved up). Default unset: no limit.
+    public var maxRate: Double?
 
     public init() {}
 

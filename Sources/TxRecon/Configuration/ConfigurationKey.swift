@@ -53,6 +53,8 @@ extension ConfigurationKey {
         ConfigurationKey("Backend", "CAFile", \.backend.caFile, SettingValue.absolutePath),
         ConfigurationKey("Backend", "ClientCertificateFile", \.backend.clientCertificateFile, SettingValue.absolutePath),
         ConfigurationKey("Backend", "ClientKeyFile", \.backend.clientKeyFile, SettingValue.absolutePath),
+        ConfigurationKey("Backend", "ProbeDelays", \.backend.probeSchedule, SettingValue.retrySchedule),
+        ConfigurationKey("Backend", "MaxRate", \.backend.maxRate, SettingValue.requestRate),
 
         ConfigurationKey("Delivery", "RetryDelays", \.delivery.retrySchedule, SettingValue.retrySchedule),
         ConfigurationKey("Delivery", "MaxConcurrentDeliveries", \.delivery.maxConcurrentDeliveries,

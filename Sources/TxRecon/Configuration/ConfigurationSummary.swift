@@ -23,6 +23,8 @@ public enum ConfigurationSummary {
         if let caFile = backend.caFile { lines.append("CAFile=\(caFile)") }
         if let certificate = backend.clientCertificateFile { lines.append("ClientCertificateFile=\(certificate)") }
         if let key = backend.clientKeyFile { lines.append("ClientKeyFile=\(key)") }
+        lines.append("ProbeDelays=\(backend.probeSchedule.delays.map(TimeSpan.format).joined(separator: " "))")
+        lines.append("MaxRate=" + (backend.maxRate.map { "\(RequestRate.format($0))/s" } ?? "none"))
         lines += [
             "[Delivery]",
             "RetryDelays=\(delivery.retrySchedule.delays.map(TimeSpan.format).joined(separator: " "))",

@@ -42,6 +42,19 @@ enum SettingValue {
         return span
     }
 
+    /// Requests a second: a positive decimal number (`50`, `0.5`) up to
+    /// 100,000.
+    static func requestRate(_ text: String) throws(InvalidValue) -> Double {
+        let digitsAndPoint = !text.isEmpty && text.utf8.allSatisfy {
+            (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || $0 == UInt8(ascii: ".")
+        }
+        guard digitsAndPoint, let rate = Double(text), rate > 0, rate <= 100_000 else {
+            throw InvalidValue(message: "\(quoted(text)) is not a number of requests per second greater than 0 "
+                               + "and at most 100000, such as \"50\" or \"0.5\"")
+        }
+        return rate
+    }
+
     /// A whole number in `range`, digits only.
     static func integer(in range: ClosedRange<Int>) -> Parser<Int> {
         { text throws(InvalidValue) in

@@ -4,6 +4,12 @@
 // consecutive failures that count against the backend) and ends (the next
 // answer), and remembers when the answer that ended it was sent, so that a
 // request sent before it that failed is known to have met the outage.
+//
+// While the backend fails it is spared: only a probe goes to it, one
+// request at a time, on a probe schedule of its own (`ProbeDelays=`, the
+// last step repeating), which BackendHealth paces here: the first probe one
+// step after the outage began, the next one step after each failed probe,
+// later when the backend's `Retry-After` asks for it.
 // Reports: nothing; the engine logs the changes it returns.
 
 struct BackendHealth: Sendable, Equatable {
@@ -29,6 +35,10 @@ struct BackendHealth: Sendable, Equatable {
     /// When the request whose answer ended the last outage went out
     /// (engine clock).
     private var outageEndedBy: Duration?
+    /// While failing: when the next probe may go out (engine clock).
+    private(set) var nextProbeAt: Duration?
+    /// Probes that failed in the current outage.
+    private(set) var failedProbes = 0
 
     var isFailing: Bool {
         if case .failing = condition { return true }
@@ -42,6 +52,8 @@ struct BackendHealth: Sendable, Equatable {
             condition = .ok
             consecutiveFailures = 0
             streakSince = nil
+            nextProbeAt = nil
+            failedProbes = 0
         }
         guard case let .failing(since, _) = condition else { return .none }
         outageEndedBy = requestSent
@@ -49,20 +61,38 @@ struct BackendHealth: Sendable, Equatable {
     }
 
     /// An attempt failed in a way that counts against the backend, at
-    /// `wall` (ms since 1970).
-    mutating func failed(_ reason: String, at wall: Int64) -> Change {
+    /// `wall` (ms since 1970) and `now` (engine clock). `wasProbe`: it was
+    /// the outage's probe, whose failure moves the next probe one step on;
+    /// the failure of an attempt sent before the outage began does not, but
+    /// its `retryAfter` (as a probe's) puts the next probe off that long.
+    mutating func failed(_ reason: String, at wall: Int64, now: Duration, retryAfter: Duration? = nil,
+                         wasProbe: Bool = false, probes: RetrySchedule) -> Change {
         consecutiveFailures += 1
         let since = streakSince ?? wall
         streakSince = since
         switch condition {
         case .failing:
             condition = .failing(since: since, lastError: reason)
+            if wasProbe {
+                failedProbes += 1
+                nextProbeAt = now + probes.delay(afterFailedAttempts: failedProbes + 1, retryAfter: retryAfter)
+            } else if let retryAfter {
+                let asked = now + min(retryAfter, Outcome.retryAfterCap)
+                nextProbeAt = max(nextProbeAt ?? asked, asked)
+            }
             return .none
         case .ok, .unknown:
             guard consecutiveFailures >= Self.failingThreshold else { return .none }
             condition = .failing(since: since, lastError: reason)
+            failedProbes = 0
+            nextProbeAt = now + probes.delay(afterFailedAttempts: 1, retryAfter: retryAfter)
             return .outageBegan
         }
+    }
+
+    /// The operator asked for a retry: while failing, the next probe goes now.
+    mutating func probeNow(_ now: Duration) {
+        if isFailing { nextProbeAt = now }
     }
 
     /// Whether a request sent at `sentAt` (engine clock) went out before

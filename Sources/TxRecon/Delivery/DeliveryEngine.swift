@@ -58,12 +58,19 @@ package actor DeliveryEngine {
         /// waits in new/ instead of in memory.
         var highWater: Int
         var lowWater: Int
+        /// How often a failing backend is probed (BackendHealth).
+        var probeSchedule: RetrySchedule
+        /// Requests a second at most (RequestRate); nil: no limit.
+        var maxRate: Double?
 
         package init(schedule: RetrySchedule = .standard, maxConcurrentDeliveries: Int = 8,
                     maxFileSize: Int = 1 << 20, stopGrace: Duration = .seconds(10),
                     inboxWindow: Int = 4096, inboxWindowWait: Duration = .seconds(1),
-                    highWater: Int = 100_000, lowWater: Int = 90_000) {
+                    highWater: Int = 100_000, lowWater: Int = 90_000,
+                    probeSchedule: RetrySchedule = .probing, maxRate: Double? = nil) {
             self.schedule = schedule
+            self.probeSchedule = probeSchedule
+            self.maxRate = maxRate
             self.maxConcurrentDeliveries = maxConcurrentDeliveries
             self.maxFileSize = maxFileSize
             self.stopGrace = stopGrace
@@ -134,6 +141,10 @@ package actor DeliveryEngine {
     /// Whether the backend answers; status.backend and the failure streak
     /// in status.statistics mirror it.
     private var health = BackendHealth()
+    /// While the backend fails: the key whose attempt is the probe.
+    private var probe: ItemKey?
+    /// MaxRate='s bucket; nil without a limit.
+    private var rate: RequestRate?
     /// Keys delivered after failing, whose queue/KEY.state has not been
     /// moved beside done/KEY yet (see `tidyWhenIdle`).
     private var untidied = UntidiedRecords()
@@ -154,6 +165,7 @@ package actor DeliveryEngine {
         self.log = log
         self.events = ItemEvents(sink: log)
         self.publish = publish
+        self.rate = settings.maxRate.map(RequestRate.init(perSecond:))
     }
 
     // MARK: Lifecycle
@@ -237,6 +249,7 @@ package actor DeliveryEngine {
     /// Applies a reloaded configuration. Attempts in flight finish on the
     /// transport they started with.
     func reconfigure(settings: Settings, transport: any Transport, prepare: @escaping RequestPreparer) {
+        if settings.maxRate != self.settings.maxRate { rate = settings.maxRate.map(RequestRate.init(perSecond:)) }
         self.settings = settings
         self.transport = transport
         attemptContext.prepare = prepare
@@ -499,13 +512,15 @@ package actor DeliveryEngine {
     private var outstandingLimit: Int { settings.maxConcurrentDeliveries * 2 }
 
     /// Starts attempts for due keys while there is capacity, then arms the
-    /// timer for the next deadline (or disarms it when nothing waits).
+    /// timer for the next start (or disarms it when nothing waits).
     private func dispatchDue() {
         guard phase == .running else { return }
         let now = clock.now
-        while active < outstandingLimit, let first = pending.ready.first, first.deadline <= now {
-            pending.ready.popFirst()
+        while active < outstandingLimit, let start = nextStart(), start <= now,
+              let first = pending.ready.popFirst() {
             guard var entry = pending.entries[first.key], !entry.inFlight, entry.deadline == first.deadline else { continue }
+            if health.isFailing { probe = first.key }
+            rate?.take(now: now)
             entry.inFlight = true
             let cached = entry.cachedItem
             if entry.inbox == nil { entry.forgetItem() }
@@ -550,19 +565,34 @@ package actor DeliveryEngine {
         }
     }
 
-    /// Running, and no key is due now (waiting for room or about to
-    /// start), unless too many records wait.
+    /// Running, and no attempt may start now (waiting for room or about
+    /// to start), unless too many records wait.
     private var mayTidy: Bool {
         guard phase == .running else { return false }
+        return (nextStart().map { $0 > clock.now } ?? true) || untidied.overLimit
+    }
+
+    /// When the next attempt may start, for the key first in `ready`; nil
+    /// when none waits. While the backend fails it is spared: one probe at
+    /// a time (the key due first, whatever its own schedule says) at the
+    /// probe schedule's time. Attempts sent before the outage began are not
+    /// waited for: they end on their own (by `Timeout=` at the latest), and
+    /// a hung one must not keep the probe from seeing the backend return.
+    /// `MaxRate=` may put any start off.
+    private func nextStart() -> Duration? {
         pending.dropOutdatedDeadlines()
-        return (pending.ready.first.map { $0.deadline > clock.now } ?? true) || untidied.overLimit
+        guard let first = pending.ready.first else { return nil }
+        var start = first.deadline
+        if health.isFailing {
+            guard probe == nil else { return nil }
+            start = health.nextProbeAt ?? clock.now
+        }
+        if let allowed = rate?.nextRequest(now: clock.now) { start = max(start, allowed) }
+        return start
     }
 
     private func armTimer() {
-        pending.dropOutdatedDeadlines()
-        guard phase == .running, active < outstandingLimit, let next = pending.ready.first?.deadline else {
-            return cancelTimer()
-        }
+        guard phase == .running, active < outstandingLimit, let next = nextStart() else { return cancelTimer() }
         if timer != nil, let timerDeadline, timerDeadline <= next { return }
         timer?.cancel()
         timerDeadline = next
@@ -620,6 +650,7 @@ package actor DeliveryEngine {
     private func attemptEnded(_ key: ItemKey, item: Item, attempt: Int, settlement: Attempt.Settlement,
                               started: Duration) {
         active -= 1
+        let wasProbe = endProbe(key)
         status.statistics.attemptDurations.record(clock.now - started)
         guard var entry = pending.entries[key] else { return afterAttempt() }
         entry.inFlight = false
@@ -668,7 +699,7 @@ package actor DeliveryEngine {
             // when the outage ended, instead of waiting out its next step.
             let metOutage = health.metOutage(sentAt: settlement.sentAt)
             scheduleRetry(key, reason: reason, status: status, retryAfter: retryAfter,
-                          countsAgainstBackend: !metOutage, atOnce: metOutage)
+                          countsAgainstBackend: !metOutage, atOnce: metOutage, wasProbe: wasProbe)
             if let parked = entry.parked?.value {
                 pending.entries[key]?.parked = nil
                 placeParked(parked)
@@ -699,6 +730,8 @@ package actor DeliveryEngine {
 
     private func attemptFailedLocally(_ key: ItemKey, _ preparation: Attempt.Preparation) {
         active -= 1
+        // Nothing was sent: the next probe goes with the next key.
+        _ = endProbe(key)
         guard pending.entries[key] != nil else { return afterAttempt() }
         pending.entries[key]?.inFlight = false
         switch preparation {
@@ -757,7 +790,7 @@ package actor DeliveryEngine {
     /// Keeps the item and arms its next attempt per the schedule (`atOnce`:
     /// now); persists the state so a restart keeps the backoff.
     private func scheduleRetry(_ key: ItemKey, reason: String, status httpStatus: Int?, retryAfter: Duration?,
-                               countsAgainstBackend: Bool, atOnce: Bool = false) {
+                               countsAgainstBackend: Bool, atOnce: Bool = false, wasProbe: Bool = false) {
         guard var entry = pending.entries[key] else { return }
         entry.state.attempts += 1
         let delay = atOnce ? .zero
@@ -785,7 +818,14 @@ package actor DeliveryEngine {
         events.deferred(key, kind: entry.kind, version: entry.version, attempt: entry.state.attempts,
                         reason: reason, status: httpStatus, nextAttemptAt: next)
         status.statistics.deferred += 1
-        if countsAgainstBackend { backendFailed(reason, at: wall) }
+        if countsAgainstBackend { backendFailed(reason, at: wall, retryAfter: retryAfter, wasProbe: wasProbe) }
+    }
+
+    /// Whether `key`'s attempt, which just ended, was the outage's probe.
+    private func endProbe(_ key: ItemKey) -> Bool {
+        guard probe == key else { return false }
+        probe = nil
+        return true
     }
 
     private func afterAttempt() {
@@ -821,14 +861,15 @@ package actor DeliveryEngine {
                            + "\(woken) waiting item(s) are due now", messageID: MessageID.backendRecovered))
     }
 
-    private func backendFailed(_ reason: String, at wall: Int64) {
-        let change = health.failed(reason, at: wall)
+    private func backendFailed(_ reason: String, at wall: Int64, retryAfter: Duration?, wasProbe: Bool) {
+        let change = health.failed(reason, at: wall, now: clock.now, retryAfter: retryAfter, wasProbe: wasProbe,
+                                   probes: settings.probeSchedule)
         mirrorHealth()
         guard change == .outageBegan else { return }
         // Intake no longer waits for the window (see windowLacksRoom).
         resumeRoomWaiters()
         log.write(LogEntry(.warning, "backend failing: \(LogText.singleLine(reason, limit: 200)); "
-                           + "items stay queued and are retried on schedule",
+                           + "items stay queued; one probe at a time goes to it until it answers",
                            messageID: MessageID.backendFailing, fields: [("TXRECON_REASON", reason)]))
     }
 
@@ -888,6 +929,8 @@ package actor DeliveryEngine {
                 if !request.all { events.operatorAction(.retried, key: key) }
                 result.applied.append(key.rawValue)
             }
+            // A failing backend is only probed: the retry is the next probe, at once.
+            if !result.applied.isEmpty { health.probeNow(clock.now) }
         case .requeueRejected:
             // rejected/ is intake's: it executes these itself (RejectedRequeue)
             // and never hands one here.
@@ -905,9 +948,8 @@ package actor DeliveryEngine {
         status.delivering = active
         status.held = pending.held.count
         var nextRetry: Int64?
-        if case .failing = status.backend, let first = pending.ready.first {
-            let wait = first.deadline - clock.now
-            nextRetry = clock.wallMilliseconds + max(0, wait.milliseconds)
+        if case .failing = status.backend, let probeAt = health.nextProbeAt {
+            nextRetry = clock.wallMilliseconds + max(0, (probeAt - clock.now).milliseconds)
         }
         status.nextRetryAt = nextRetry
         status.oldestQueuedAt = pending.oldestReceivedAt()

@@ -26,7 +26,8 @@ public struct EngineStatus: Sendable, Equatable {
     /// Snapshots set aside as superseded since the daemon started.
     public var superseded = 0
     public var backend = BackendCondition.unknown
-    /// The earliest next attempt of a waiting item (ms since 1970), if any waits.
+    /// While the backend fails: when its next probe goes out (ms since
+    /// 1970), the next request it sees.
     public var nextRetryAt: Int64?
     /// Why intake is paused (say, the spool's file system is full); nil when it runs.
     public var intakePausedBecause: String?
@@ -45,7 +46,7 @@ public struct EngineStatus: Sendable, Equatable {
     public init() {}
 
     /// One line a person understands at a glance, e.g.
-    /// `12 queued, 3 delivering, 1 held, 2 rejected; backend failing since 18:03:07 (HTTP 503), next retry at 18:04:40`.
+    /// `12 queued, 3 delivering, 1 held, 2 rejected; backend failing since 18:03:07 (HTTP 503), next probe at 18:04:40`.
     public var line: String {
         var text = "\(queued) queued, \(delivering) delivering, \(held) held, \(rejected) rejected"
         switch backend {
@@ -55,7 +56,7 @@ public struct EngineStatus: Sendable, Equatable {
             text += "; backend failing since \(Timestamp.localClockTime(milliseconds: since)) (\(LogText.singleLine(lastError, limit: 80)))"
         }
         if let nextRetryAt, case .failing = backend {
-            text += ", next retry at \(Timestamp.localClockTime(milliseconds: nextRetryAt))"
+            text += ", next probe at \(Timestamp.localClockTime(milliseconds: nextRetryAt))"
         }
         if let intakePausedBecause { text += "; intake paused: \(intakePausedBecause)" }
         if let intakeWaitsBelow { text += "; new/ waits until fewer than \(intakeWaitsBelow) are queued" }

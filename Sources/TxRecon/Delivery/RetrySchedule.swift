@@ -2,7 +2,8 @@
 //
 // The delays come from `RetryDelays=` (default 2s 5s 15s 30s 1min 5min);
 // after the last step the last delay repeats forever. There is no attempt
-// limit: an item is never dropped for having failed too often.
+// limit: an item is never dropped for having failed too often. The same
+// shape paces the probes of a failing backend (`ProbeDelays=`).
 
 /// The wait before the next attempt, by the number of failed attempts so far.
 public struct RetrySchedule: Sendable, Equatable {
@@ -12,6 +13,10 @@ public struct RetrySchedule: Sendable, Equatable {
     public static let standard = RetrySchedule(delays: [
         .seconds(2), .seconds(5), .seconds(15), .seconds(30), .seconds(60), .seconds(300),
     ])!
+
+    /// `ProbeDelays=`: how often a failing backend is probed (BackendHealth).
+    /// Short: a probe is one request, and recovery is noticed within a step.
+    public static let probing = RetrySchedule(delays: [.seconds(1), .seconds(2), .seconds(5), .seconds(10)])!
 
     /// nil when `delays` is empty or holds a delay that is not positive.
     public init?(delays: [Duration]) {

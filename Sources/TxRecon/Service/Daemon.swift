@@ -277,7 +277,9 @@ public enum Daemon {
         DeliveryEngine.Settings(schedule: configuration.delivery.retrySchedule,
                                 maxConcurrentDeliveries: configuration.delivery.maxConcurrentDeliveries,
                                 maxFileSize: configuration.spool.maxFileSize,
-                                stopGrace: min(configuration.backend.timeout + .seconds(1), .seconds(20)))
+                                stopGrace: min(configuration.backend.timeout + .seconds(1), .seconds(20)),
+                                probeSchedule: configuration.backend.probeSchedule,
+                                maxRate: configuration.backend.maxRate)
     }
 
     static func intakeSettings(_ configuration: Configuration, verification: SignedDataPolicy?) -> Intake.Settings {

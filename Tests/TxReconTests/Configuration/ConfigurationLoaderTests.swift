@@ -51,6 +51,8 @@ private let minimal = """
             CAFile=/etc/txrecon/ca.pem
             ClientCertificateFile=/etc/txrecon/client.pem
             ClientKeyFile=/etc/txrecon/client.key
+            ProbeDelays=500ms 3s
+            MaxRate=0.5
             [Delivery]
             RetryDelays=1s 1min30s 1h
             MaxConcurrentDeliveries=64
@@ -95,6 +97,8 @@ private let minimal = """
         #expect(configuration.backend.caFile == "/etc/txrecon/ca.pem")
         #expect(configuration.backend.clientCertificateFile == "/etc/txrecon/client.pem")
         #expect(configuration.backend.clientKeyFile == "/etc/txrecon/client.key")
+        #expect(configuration.backend.probeSchedule.delays == [.milliseconds(500), .seconds(3)])
+        #expect(configuration.backend.maxRate == 0.5)
         #expect(configuration.delivery.retrySchedule.delays == [.seconds(1), .seconds(90), .seconds(3600)])
         #expect(configuration.delivery.maxConcurrentDeliveries == 64)
         #expect(configuration.verification.mode == .none)
@@ -296,6 +300,11 @@ private let minimal = """
         ("Backend", "CAFile", "ca.pem", #""ca.pem" is not an absolute path"#),
         ("Backend", "ClientCertificateFile", "c.pem", #""c.pem" is not an absolute path"#),
         ("Backend", "ClientKeyFile", "c.key", #""c.key" is not an absolute path"#),
+        ("Backend", "ProbeDelays", "1s never", #""1s never": delay 2 ("never") is not a time span greater than zero"#),
+        ("Backend", "MaxRate", "0", #""0" is not a number of requests per second greater than 0"#),
+        ("Backend", "MaxRate", "-5", #""-5" is not a number of requests per second"#),
+        ("Backend", "MaxRate", "1e3", #""1e3" is not a number of requests per second"#),
+        ("Backend", "MaxRate", "200000", #""200000" is not a number of requests per second greater than 0 and at most 100000"#),
         ("Delivery", "RetryDelays", "2s 0 5s", #""2s 0 5s": delay 2 ("0") is not a time span greater than zero"#),
         ("Delivery", "RetryDelays", "2s soon", #""2s soon": delay 2 ("soon") is not a time span greater than zero"#),
         ("Delivery", "MaxConcurrentDeliveries", "0", #""0" is not between 1 and 64"#),
