@@ -89,7 +89,14 @@ package actor DeliveryEngine {
     /// receivedAt ms, now ms) -> request. Pure; runs off the actor.
     package typealias RequestPreparer = @Sendable (Item, Int, Int64, Int64) -> DeliveryRequest
 
-    private enum Phase { case starting, running, draining, stopped }
+    private enum Phase {
+        case starting
+        case running
+        /// `stop()` lets the attempts in flight end; `waiter` is its wait
+        /// for the last one, once it waits.
+        case draining(waiter: CheckedContinuation<Void, Never>?)
+        case stopped
+    }
 
     /// The engine's own thread (a ThreadExecutor): actor jobs run there,
     /// never on the cooperative pool. The engine's tasks (attempts, timers)
@@ -114,6 +121,8 @@ package actor DeliveryEngine {
     private var attemptContext: Attempt.Context
 
     private var phase = Phase.starting
+    private var isRunning: Bool { if case .running = phase { true } else { false } }
+    private var isStarting: Bool { if case .starting = phase { true } else { false } }
     private var pending = PendingItems()
     /// The keys done/ may hold a delivered snapshot of; nil when done/
     /// keeps nothing, could not be listed or is still being listed (then
@@ -132,7 +141,6 @@ package actor DeliveryEngine {
     private var status = EngineStatus()
     /// Intake waiting for room (see `offer`).
     private var room = RoomWaiters()
-    private var drainWaiter: CheckedContinuation<Void, Never>?
     /// Called when drops intake handed over earlier could not be taken
     /// after all and stay in new/ (see `place`), or when intake left drops
     /// there at the high-water mark (`status.intakeWaitsBelow`) and there is
@@ -177,7 +185,7 @@ package actor DeliveryEngine {
     /// than the schedule allows), as after the wall clock jumped back, is
     /// pulled in.
     package func start() throws(SpoolError) {
-        precondition(phase == .starting, "DeliveryEngine.start() called twice")
+        guard case .starting = phase else { preconditionFailure("DeliveryEngine.start() called twice") }
         let (queued, foreign, delivered) = try spool.restoreQueue()
         for name in foreign {
             log.write(LogEntry(.warning, "queue/\(LogText.escaped(name)) is not an item txrecon wrote; left alone"))
@@ -214,8 +222,8 @@ package actor DeliveryEngine {
     /// `stopGrace`, and returns. Nothing undelivered is finished: an attempt
     /// still running when the grace ends leaves its item in queue/.
     func stop() async {
-        guard phase == .running || phase == .starting else { return }
-        phase = .draining
+        guard isRunning || isStarting else { return }
+        phase = .draining(waiter: nil)
         status.phase = "stopping"
         cancelTimer()
         resumeRoomWaiters()
@@ -231,7 +239,7 @@ package actor DeliveryEngine {
             // this await. The last attempt can end meanwhile, and its
             // `endDrain` then found no waiter.
             await withCheckedContinuation { continuation in
-                if active == 0 { continuation.resume() } else { drainWaiter = continuation }
+                if active == 0 { continuation.resume() } else { phase = .draining(waiter: continuation) }
             }
             grace.cancel()
         }
@@ -242,8 +250,9 @@ package actor DeliveryEngine {
     }
 
     private func endDrain() {
-        drainWaiter?.resume()
-        drainWaiter = nil
+        guard case let .draining(waiter?) = phase else { return }
+        waiter.resume()
+        phase = .draining(waiter: nil)
     }
 
     /// Applies a reloaded configuration. Attempts in flight finish on the
@@ -296,15 +305,15 @@ package actor DeliveryEngine {
         // Room for the whole batch first: placed into a window with room for
         // part of it, the rest would go to queue/ (a rename here on the
         // engine's thread each, and a second one when delivered).
-        while phase == .running, windowLacksRoom(for: drops.count), clock.now < giveUp {
+        while isRunning, windowLacksRoom(for: drops.count), clock.now < giveUp {
             await waitForRoom(since: room.calls, until: giveUp, timer: &waitTimer, whenWaiting: whenWaiting)
         }
-        for drop in drops where phase == .running || phase == .starting {
+        for drop in drops where isRunning || isStarting {
             if let error = place(drop) { offered.refused.append((drop.name, error)) }
         }
         dispatchDue()
         publishStatus()
-        while phase == .running {
+        while isRunning {
             let isFull = IntakeBackPressure.isFull(load, settings.limits)
             guard isFull || windowLacksRoom(for: 1) else { break }
             guard clock.now < giveUp else {
@@ -514,7 +523,7 @@ package actor DeliveryEngine {
     /// Starts attempts for due keys while there is capacity, then arms the
     /// timer for the next start (or disarms it when nothing waits).
     private func dispatchDue() {
-        guard phase == .running else { return }
+        guard isRunning else { return }
         let now = clock.now
         while active < outstandingLimit, let start = nextStart(), start <= now,
               let first = pending.ready.popFirst() {
@@ -568,7 +577,7 @@ package actor DeliveryEngine {
     /// Running, and no attempt may start now (waiting for room or about
     /// to start), unless too many records wait.
     private var mayTidy: Bool {
-        guard phase == .running else { return false }
+        guard isRunning else { return false }
         return (nextStart().map { $0 > clock.now } ?? true) || untidied.overLimit
     }
 
@@ -592,7 +601,7 @@ package actor DeliveryEngine {
     }
 
     private func armTimer() {
-        guard phase == .running, active < outstandingLimit, let next = nextStart() else { return cancelTimer() }
+        guard isRunning, active < outstandingLimit, let next = nextStart() else { return cancelTimer() }
         if timer != nil, let timerDeadline, timerDeadline <= next { return }
         timer?.cancel()
         timerDeadline = next
@@ -836,7 +845,7 @@ package actor DeliveryEngine {
         }
         publishStatus()
         if IntakeBackPressure.hasRoomAgain(load, settings.limits) { resumeRoomWaiters() }
-        if phase == .draining, active == 0 { endDrain() }
+        if case .draining = phase, active == 0 { endDrain() }
     }
 
     /// An answer from the backend (delivered or refused for good). After an
@@ -880,62 +889,12 @@ package actor DeliveryEngine {
 
     // MARK: Operator commands
 
-    /// Executes one request from ctl/.
+    /// Executes one request from ctl/ (OperatorCommands).
     func perform(_ request: ControlRequest) -> ControlResult {
-        var result = ControlResult()
-        for target in request.targets where !ControlRequest.isValid(target, for: request.command) {
-            result.skipped.append((target, ControlRequest.invalidTargetReason))
-        }
-        let targets = request.targets.filter { ControlRequest.isValid($0, for: request.command) }
-        switch request.command {
-        case .release:
-            let keys = request.all ? pending.held.sorted() : targets.compactMap { ItemKey($0) }
-            for key in keys {
-                do {
-                    guard pending.held.contains(key), try spool.release(key) else {
-                        result.skipped.append((key.rawValue, "not held"))
-                        continue
-                    }
-                    pending.held.remove(key)
-                    let now = clock.now
-                    let receivedAt = clock.wallMilliseconds
-                    pending.add(key, PendingItems.Entry(state: DeliveryState(), deadline: now, receivedAt: receivedAt))
-                    events.operatorAction(.released, key: key)
-                    result.applied.append(key.rawValue)
-                } catch {
-                    result.skipped.append((key.rawValue, "\(error)"))
-                }
-            }
-        case .retry:
-            let keys = request.all ? pending.entries.keys.sorted() : targets.compactMap { ItemKey($0) }
-            for key in keys {
-                guard var entry = pending.entries[key] else {
-                    result.skipped.append((key.rawValue, pending.held.contains(key) ? "held: use release" : "not queued"))
-                    continue
-                }
-                if entry.inFlight {
-                    result.skipped.append((key.rawValue, "being delivered right now"))
-                    continue
-                }
-                entry.deadline = clock.now
-                entry.state.nextAttemptAt = nil
-                entry.state.delayMilliseconds = nil
-                pending.entries[key] = entry
-                pending.ready.push(key, at: entry.deadline)
-                // Only a recorded delay needs undoing on disk: without a
-                // KEY.state a key is due at once after a restart anyway, and
-                // a new one would be left behind at delivery.
-                if entry.hasStateFile { try? spool.writeState(entry.state, for: key) }
-                if !request.all { events.operatorAction(.retried, key: key) }
-                result.applied.append(key.rawValue)
-            }
-            // A failing backend is only probed: the retry is the next probe, at once.
-            if !result.applied.isEmpty { health.probeNow(clock.now) }
-        case .requeueRejected:
-            // rejected/ is intake's: it executes these itself (RejectedRequeue)
-            // and never hands one here.
-            preconditionFailure("requeue-rejected is executed by intake, not the engine")
-        }
+        let result = OperatorCommands(spool: spool, events: events)
+            .perform(request, on: &pending, now: clock.now, wall: clock.wallMilliseconds)
+        // A failing backend is only probed: the retry is the next probe, at once.
+        if request.command == .retry, !result.applied.isEmpty { health.probeNow(clock.now) }
         dispatchDue()
         publishStatus()
         return result

@@ -1,0 +1,75 @@
+// OperatorCommands: the operator's `release` and `retry` from ctl/,
+// executed on the pending items and the spool. Every target is validated
+// (ControlRequest.isValid) before anything moves. `requeue-rejected` is
+// intake's (RejectedRequeue) and never comes here. The engine dispatches
+// afterwards; after a retry during an outage it also probes at once.
+// Reports: one operator-action entry per key named (ItemEvents); `--all`
+// is reported by the CLI's answer, not per key.
+
+struct OperatorCommands {
+    let spool: Spool
+    let events: ItemEvents
+
+    /// Executes `request`: a released key is pending again and due at
+    /// `now` (`wall`: its new receivedAt); a retried key is due at `now`.
+    func perform(_ request: ControlRequest, on pending: inout PendingItems, now: Duration,
+                 wall: Int64) -> ControlResult {
+        var result = ControlResult()
+        for target in request.targets where !ControlRequest.isValid(target, for: request.command) {
+            result.skipped.append((target, ControlRequest.invalidTargetReason))
+        }
+        let targets = request.targets.filter { ControlRequest.isValid($0, for: request.command) }
+        switch request.command {
+        case .release:
+            let keys = request.all ? pending.held.sorted() : targets.compactMap { ItemKey($0) }
+            for key in keys { release(key, on: &pending, now: now, wall: wall, into: &result) }
+        case .retry:
+            let keys = request.all ? pending.entries.keys.sorted() : targets.compactMap { ItemKey($0) }
+            for key in keys { retry(key, on: &pending, now: now, reportEach: !request.all, into: &result) }
+        case .requeueRejected:
+            // rejected/ is intake's: it executes these itself (RejectedRequeue)
+            // and never hands one here.
+            preconditionFailure("requeue-rejected is executed by intake, not the engine")
+        }
+        return result
+    }
+
+    private func release(_ key: ItemKey, on pending: inout PendingItems, now: Duration, wall: Int64,
+                         into result: inout ControlResult) {
+        do {
+            guard pending.held.contains(key), try spool.release(key) else {
+                result.skipped.append((key.rawValue, "not held"))
+                return
+            }
+            pending.held.remove(key)
+            pending.add(key, PendingItems.Entry(state: DeliveryState(), deadline: now, receivedAt: wall))
+            events.operatorAction(.released, key: key)
+            result.applied.append(key.rawValue)
+        } catch {
+            result.skipped.append((key.rawValue, "\(error)"))
+        }
+    }
+
+    private func retry(_ key: ItemKey, on pending: inout PendingItems, now: Duration, reportEach: Bool,
+                       into result: inout ControlResult) {
+        guard var entry = pending.entries[key] else {
+            result.skipped.append((key.rawValue, pending.held.contains(key) ? "held: use release" : "not queued"))
+            return
+        }
+        if entry.inFlight {
+            result.skipped.append((key.rawValue, "being delivered right now"))
+            return
+        }
+        entry.deadline = now
+        entry.state.nextAttemptAt = nil
+        entry.state.delayMilliseconds = nil
+        pending.entries[key] = entry
+        pending.ready.push(key, at: now)
+        // Only a recorded delay needs undoing on disk: without a KEY.state a
+        // key is due at once after a restart anyway, and a new one would be
+        // left behind at delivery.
+        if entry.hasStateFile { try? spool.writeState(entry.state, for: key) }
+        if reportEach { events.operatorAction(.retried, key: key) }
+        result.applied.append(key.rawValue)
+    }
+}
