@@ -1,5 +1,6 @@
-// txrecon release | retry | requeue-rejected: operator requests the daemon
+// txrecon release | retry | requeue-rejected | replay: operator requests the daemon
 // executes through ctl/ (only the daemon moves items).
+import Glibc
 import TxRecon
 
 enum ReleaseCommand: Command {
@@ -61,25 +62,80 @@ enum ControlCommand {
         for target in invalid { printError("\(target): skipped: \(ControlRequest.invalidTargetReason)") }
         let targets = arguments.positional.filter { ControlRequest.isValid($0, for: command) }
         guard all || !targets.isEmpty else { return 1 }
+        return submit(ControlRequest(command, targets: targets, all: all), arguments, alreadyFailed: !invalid.isEmpty)
+    }
+
+    /// Hands `request` to the daemon through ctl/ and prints its answer,
+    /// waiting up to `timeout` for it. `alreadyFailed`: some target was
+    /// refused before the request was written (exit status 1 then).
+    static func submit(_ request: ControlRequest, _ arguments: Arguments, alreadyFailed: Bool,
+                       timeout: Duration = .seconds(10)) -> Int32 {
+        let command = request.command
         guard let configuration = loadConfiguration(arguments) else { return ConfigurationError.exitStatus }
         let layout = SpoolLayout(root: configuration.spool.directory)
         let client = ControlClient(layout: layout)
         do {
-            let name = try client.submit(ControlRequest(command, targets: targets, all: all))
+            let name = try client.submit(request)
             guard SpoolLock.isHeld(layout) else {
                 printLine("the daemon is not running: the request waits in ctl/\(name) and takes effect when it starts")
-                return invalid.isEmpty ? 0 : 1
+                return alreadyFailed ? 1 : 0
             }
-            guard let result = client.result(of: name, timeout: .seconds(10)) else {
-                printError("txrecon: \(command.rawValue): no answer from the daemon within 10s; the request stays in ctl/\(name)")
+            guard let result = client.result(of: name, timeout: timeout) else {
+                printError("txrecon: \(command.rawValue): no answer from the daemon within "
+                           + "\(TimeSpan.format(timeout)); the request stays in ctl/\(name)")
                 return 1
             }
             for target in result.applied { printLine("\(target): \(Format.verb(command))") }
             for (target, reason) in result.skipped { printError("\(target): skipped: \(reason)") }
-            return result.skipped.isEmpty && invalid.isEmpty ? 0 : 1
+            return result.skipped.isEmpty && !alreadyFailed ? 0 : 1
         } catch {
             printError("txrecon: \(command.rawValue): \(error)")
             return 1
         }
+    }
+}
+
+enum ReplayCommand: Command {
+    static let flags = ["--all"]
+    static let options = ["--since", "--until"]
+    static let summary = "deliver delivered items again, from done/ (root only)"
+    static let help = """
+        Usage: txrecon replay [--config PATH] [--since TIME] [--until TIME] KEY... | --all
+
+        Delivers items again that were delivered already and are still in done/
+        (as far back as DoneRetention=, 3 days by default), for a backend that lost
+        what it had applied. Each goes out with the same Idempotency-Key as the
+        first time. Without KEYs, --all or a --since/--until window replays every
+        delivered item in done/ received in that window. TIME is an RFC 3339 time
+        ("2026-12-01T09:30:00Z") or a span ago ("2h"). An item still queued or held
+        is left alone. Only root may ask for a replay: it can send a great deal.
+        """
+
+    static func run(_ arguments: Arguments) async -> Int32 {
+        guard getuid() == 0 else {
+            printError("txrecon: replay: only root may ask for a replay (it can send a great deal); run it as root")
+            return 77
+        }
+        var window: [String: Int64] = [:]
+        for option in ["--since", "--until"] {
+            guard let text = arguments.value(option) else { continue }
+            guard let time = OperatorTime.parse(text) else {
+                Usage.fail("replay: \(option) \"\(text)\" is not \(OperatorTime.acceptedForms)")
+            }
+            window[option] = time
+        }
+        let keys = arguments.positional
+        let all = arguments.has("--all") || (keys.isEmpty && !window.isEmpty)
+        guard all != !keys.isEmpty else {
+            Usage.fail("replay: name the items, or --all, or a --since/--until window (not items and --all)")
+        }
+        let invalid = keys.filter { !ControlRequest.isValid($0, for: .replay) }
+        for target in invalid { printError("\(target): skipped: \(ControlRequest.invalidTargetReason)") }
+        let targets = keys.filter { ControlRequest.isValid($0, for: .replay) }
+        guard all || !targets.isEmpty else { return 1 }
+        let request = ControlRequest(.replay, targets: targets, all: all, since: window["--since"],
+                                     until: window["--until"])
+        // A replay copies each item back into queue/: many take a while.
+        return ControlCommand.submit(request, arguments, alreadyFailed: !invalid.isEmpty, timeout: .seconds(600))
     }
 }

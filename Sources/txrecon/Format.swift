@@ -141,6 +141,7 @@ enum Format {
         case .release: return "released"
         case .retry: return "due now"
         case .requeueRejected: return "requeued"
+        case .replay: return "replayed, due now"
         }
     }
 }

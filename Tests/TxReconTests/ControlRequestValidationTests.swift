@@ -21,7 +21,7 @@ struct ControlRequestValidationTests {
     }
 
     @Test func aKeyIsOneToOneHundredTwentyEightBytesOfAnything() {
-        for command in [ControlRequest.Command.release, .retry] {
+        for command in [ControlRequest.Command.release, .retry, .replay] {
             #expect(!ControlRequest.isValid("", for: command))
             #expect(!ControlRequest.isValid(String(repeating: "k", count: 129), for: command))
             // Keys are encoded into file names: . and / are safe in them.

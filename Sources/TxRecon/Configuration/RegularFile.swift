@@ -16,6 +16,8 @@ enum RegularFile {
         var bytes: [UInt8]
         /// `st_mode` of the file read: type and permission bits.
         var mode: mode_t
+        /// `st_uid` of the file read: who created it (or root chowned it to).
+        var owner: uid_t
     }
 
     /// Why a file could not be read. `description` completes a sentence
@@ -77,7 +79,7 @@ enum RegularFile {
         }
         guard filled <= limit else { throw .tooLarge(limit: limit) }
         bytes.removeSubrange(filled...)
-        return Contents(bytes: bytes, mode: status.st_mode)
+        return Contents(bytes: bytes, mode: status.st_mode, owner: status.st_uid)
     }
 
     private static func describe(_ error: Int32) -> String {

@@ -900,6 +900,20 @@ package actor DeliveryEngine {
         return result
     }
 
+    /// Queues delivered snapshots again for `txrecon replay`
+    /// (OperatorCommands.replay); intake selected them in done/.
+    func replay(_ snapshots: [DeliveredSnapshot]) -> ControlResult {
+        // A key's earlier failure record goes beside its delivered snapshot
+        // before the copy is queued, as for a new snapshot (`place`).
+        for snapshot in snapshots where !untidied.isEmpty && untidied.take(snapshot.key) { tidy(snapshot.key) }
+        let result = OperatorCommands(spool: spool, events: events)
+            .replay(snapshots, on: &pending, now: clock.now, limit: settings.highWater)
+        status.statistics.replayed += result.applied.count
+        dispatchDue()
+        publishStatus()
+        return result
+    }
+
     // MARK: Status
 
     private func publishStatus() {

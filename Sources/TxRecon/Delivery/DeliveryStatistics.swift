@@ -15,6 +15,8 @@ struct DeliveryStatistics: Sendable, Equatable {
     var held = 0
     /// Drops intake moved to rejected/.
     var rejected = 0
+    /// Delivered snapshots queued again by `txrecon replay`.
+    var replayed = 0
     /// Failed attempts against the backend since it last answered; 0 once
     /// it answers (a refusal of one item is an answer).
     var consecutiveBackendFailures = 0

@@ -1,8 +1,10 @@
-// OperatorCommands: the operator's `release` and `retry` from ctl/,
-// executed on the pending items and the spool. Every target is validated
-// (ControlRequest.isValid) before anything moves. `requeue-rejected` is
-// intake's (RejectedRequeue) and never comes here. The engine dispatches
-// afterwards; after a retry during an outage it also probes at once.
+// OperatorCommands: the operator's `release`, `retry` and `replay` from
+// ctl/, executed on the pending items and the spool. Every target is
+// validated (ControlRequest.isValid) before anything moves. `requeue-rejected`
+// is intake's (RejectedRequeue) and never comes here; so is a replay's
+// selection in done/ (intake lists it, off the engine's thread, and checks
+// that root asked). The engine dispatches afterwards; after a retry during
+// an outage it also probes at once.
 // Reports: one operator-action entry per key named (ItemEvents); `--all`
 // is reported by the CLI's answer, not per key.
 
@@ -26,10 +28,50 @@ struct OperatorCommands {
         case .retry:
             let keys = request.all ? pending.entries.keys.sorted() : targets.compactMap { ItemKey($0) }
             for key in keys { retry(key, on: &pending, now: now, reportEach: !request.all, into: &result) }
-        case .requeueRejected:
-            // rejected/ is intake's: it executes these itself (RejectedRequeue)
-            // and never hands one here.
-            preconditionFailure("requeue-rejected is executed by intake, not the engine")
+        case .requeueRejected, .replay:
+            // rejected/ is intake's: it executes these itself (RejectedRequeue),
+            // and hands a replay over as the snapshots it selected (`replay`).
+            preconditionFailure("\(request.command.rawValue) is not executed from a request here")
+        }
+        return result
+    }
+
+    /// Queues delivered snapshots again, each due at `now`: copied from
+    /// done/ into queue/, so it goes out with its own Idempotency-Key. A key
+    /// that is pending or held is left alone (what it has is newer, or
+    /// waits for a person), and none is queued beyond `limit` pending keys
+    /// (the engine's high-water mark): the rest are skipped with a reason.
+    func replay(_ snapshots: [DeliveredSnapshot], on pending: inout PendingItems, now: Duration,
+                limit: Int) -> ControlResult {
+        var result = ControlResult()
+        for snapshot in snapshots {
+            let key = snapshot.key
+            if pending.entries[key] != nil {
+                result.skipped.append((key.rawValue, "queued: its pending snapshot is delivered anyway"))
+            } else if pending.held.contains(key) {
+                result.skipped.append((key.rawValue, "held: use release"))
+            } else if pending.count >= limit {
+                result.skipped.append((key.rawValue, "the queue holds \(limit) items, its high-water mark: "
+                                       + "replay the rest once it has drained"))
+            } else {
+                do {
+                    try spool.requeueDelivered(key)
+                    pending.add(key, PendingItems.Entry(state: DeliveryState(), deadline: now,
+                                                        receivedAt: snapshot.receivedAt))
+                    events.operatorAction(.replayed, key: key)
+                    result.applied.append(key.rawValue)
+                } catch {
+                    result.skipped.append((key.rawValue, "\(error)"))
+                }
+            }
+        }
+        if !result.applied.isEmpty {
+            do {
+                try spool.syncQueue()
+            } catch {
+                events.sink.write(LogEntry(.warning, "replay: queue/ could not be synced (\(error)); a crash now may "
+                                           + "lose the copies queued, not what done/ holds: replay again after one"))
+            }
         }
         return result
     }

@@ -384,9 +384,9 @@ final class Intake: Sendable {
         let directory = spool.layout.ctl
         for name in names where !name.hasPrefix(".") && !name.hasSuffix(".result") {
             let path = directory + "/" + name
-            let bytes: [UInt8]
+            let contents: RegularFile.Contents
             do {
-                bytes = try RegularFile.read(path, limit: Intake.maximumRequestSize, followingLinks: false).bytes
+                contents = try RegularFile.read(path, limit: Intake.maximumRequestSize, followingLinks: false)
             } catch .missing {
                 continue
             } catch {
@@ -394,9 +394,11 @@ final class Intake: Sendable {
                 continue
             }
             var result = ControlResult()
-            if let request = ControlRequest(json: bytes) {
+            if let request = ControlRequest(json: contents.bytes) {
                 let engine = self.engine
-                if request.command == .requeueRejected {
+                if request.command == .replay {
+                    result = replay(request, askedBy: contents.owner, name: name)
+                } else if request.command == .requeueRejected {
                     result = RejectedRequeue.perform(request, spool: spool, events: events)
                     let count = result.applied.count
                     if count > 0 {
@@ -423,6 +425,51 @@ final class Intake: Sendable {
         }
         return (failures, requeued)
     }
+
+    /// Executes a replay: only root may ask for one (a replay can send a
+    /// great deal, and producers in group txrecon can write ctl/). The
+    /// request file's owner is who created it: the kernel sets it, only
+    /// root can chown a file to root, and fs.protected_hardlinks (on by
+    /// default) keeps a producer from linking root's file in. The snapshots
+    /// are selected in done/ here, off the engine's thread, and handed to
+    /// the engine in batches, so that deliveries go on in between.
+    private func replay(_ request: ControlRequest, askedBy owner: uid_t, name: String) -> ControlResult {
+        var result = ControlResult()
+        guard owner == 0 else {
+            result.skipped.append(("replay", "only root may ask for a replay; ctl/\(name) belongs to uid \(owner)"))
+            log.write(LogEntry(.warning, "ctl/\(LogText.escaped(name)): a replay asked for by uid \(owner), not root; "
+                               + "refused"))
+            return result
+        }
+        for target in request.targets where !ControlRequest.isValid(target, for: .replay) {
+            result.skipped.append((target, ControlRequest.invalidTargetReason))
+        }
+        let keys = request.all ? nil : request.targets.compactMap { ItemKey($0) }
+        let selection: (found: [DeliveredSnapshot], missing: [ItemKey])
+        do {
+            selection = try spool.deliveredSnapshots(of: keys, since: request.since, until: request.until)
+        } catch {
+            result.skipped.append(("replay", "done/ cannot be read: \(error)"))
+            return result
+        }
+        for key in selection.missing {
+            result.skipped.append((key.rawValue, "not in done/: never delivered, or delivered longer ago than "
+                                   + "DoneRetention= keeps"))
+        }
+        let engine = self.engine
+        var start = 0
+        while start < selection.found.count {
+            let batch = Array(selection.found[start..<min(start + Intake.replayBatch, selection.found.count)])
+            let answer = waitFor { await engine.replay(batch) }
+            result.applied += answer.applied
+            result.skipped += answer.skipped
+            start += batch.count
+        }
+        return result
+    }
+
+    /// Snapshots a replay hands the engine at a time.
+    static let replayBatch = 1000
 
     /// A request is a command and a list of names: a few KiB, or 8,000
     /// keys in 1 MiB.

@@ -5,7 +5,7 @@
 
 /// What happened to an item; the TXRECON_OUTCOME field.
 enum ItemOutcome: String, Sendable {
-    case accepted, delivered, deferred, held, rejected, superseded, released, retried, requeued
+    case accepted, delivered, deferred, held, rejected, superseded, released, retried, requeued, replayed
     case setAside = "set-aside"
 }
 
@@ -78,6 +78,9 @@ struct ItemEvents: Sendable {
         let id: String
         switch outcome {
         case .released: message = "\(key): released from hold by the operator, due now"; id = MessageID.released
+        case .replayed:
+            message = "\(key): replay requested by the operator: the delivered snapshot is queued again, due now"
+            id = MessageID.replayed
         default: message = "\(key): retry requested by the operator, due now"; id = MessageID.retryRequested
         }
         write(.notice, message, id, outcome, key: key, kind: nil, version: nil, extra: [])

@@ -48,6 +48,11 @@ public enum MessageID {
     /// retry`), cutting its backoff short. Logged at notice.
     public static let retryRequested = "4887b9be9eb4411c90da71f494c6afbb"
 
+    /// An operator asked for a delivered item to be delivered again
+    /// (`txrecon replay`): its snapshot in `done/` was copied into
+    /// `queue/`, due now, with the same `Idempotency-Key`. Logged at notice.
+    public static let replayed = "211ba658137d4c12b417bcd2d7738e2a"
+
     /// The spool could not finish, hold or read an item under its key for
     /// a reason that will not go away by itself (a directory where its file
     /// belongs, a name the file system refuses): it moved to `rejected/`
@@ -112,7 +117,7 @@ public enum MessageID {
 
     /// Every id above, for checks that each is distinct and has a catalog entry.
     static let all: [String] = [  // internal for testing
-        accepted, delivered, deferred, held, rejected, superseded, released, retryRequested, setAside,
+        accepted, delivered, deferred, held, rejected, superseded, released, retryRequested, replayed, setAside,
         started, stopping, reloaded, reloadRefused,
         backendFailing, backendRecovered, intakePaused, intakeResumed,
         sweepFinished, receiveRefused,

@@ -11,7 +11,7 @@
 /// Renders one status as exposition-format text.
 enum MetricsReport {
     /// The outcome label values of `txrecon_deliveries_total`, in the order written.
-    static let outcomes = ["delivered", "deferred", "held", "rejected", "superseded"]
+    static let outcomes = ["delivered", "deferred", "held", "rejected", "superseded", "replayed"]
 
     /// `startedAt`: when the daemon started (ms since 1970). `running`:
     /// false for the last file written at a clean stop (`txrecon_up 0`).
@@ -45,8 +45,10 @@ enum MetricsReport {
         text.family("txrecon_deliveries_total", .counter,
                     help: "Outcomes since the daemon started: delivered (confirmed by the backend), deferred "
                         + "(an attempt failed; retried later), held (refused, moved to hold/), rejected (input "
-                        + "moved to rejected/), superseded (replaced by a newer snapshot of the same item).")
-        let counts = [status.delivered, statistics.deferred, statistics.held, statistics.rejected, status.superseded]
+                        + "moved to rejected/), superseded (replaced by a newer snapshot of the same item), "
+                        + "replayed (a delivered snapshot queued again by txrecon replay).")
+        let counts = [status.delivered, statistics.deferred, statistics.held, statistics.rejected, status.superseded,
+                      statistics.replayed]
         for (outcome, count) in zip(outcomes, counts) {
             text.sample("txrecon_deliveries_total", labels: ["outcome": outcome], PrometheusText.integer(count))
         }

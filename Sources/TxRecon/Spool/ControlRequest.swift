@@ -13,18 +13,28 @@ public struct ControlRequest: Sendable, Equatable {
         case retry
         /// rejected/ -> new/, read again (after a configuration fix).
         case requeueRejected = "requeue-rejected"
+        /// done/ -> queue/, delivered again (the backend lost what it had
+        /// applied); only root may ask for it.
+        case replay
     }
 
     public var command: Command
-    /// Item keys (release, retry) or rejected file names (requeue-rejected).
+    /// Item keys (release, retry, replay) or rejected file names (requeue-rejected).
     public var targets: [String]
-    /// Every held, queued or rejected item, instead of `targets`.
+    /// Every held, queued, rejected or (replay) delivered item, instead of `targets`.
     public var all: Bool
+    /// Replay only: the delivered snapshots received (their producer's
+    /// write time, ms since 1970) at or after `since` and before `until`.
+    public var since: Int64?
+    public var until: Int64?
 
-    public init(_ command: Command, targets: [String] = [], all: Bool = false) {
+    public init(_ command: Command, targets: [String] = [], all: Bool = false, since: Int64? = nil,
+                until: Int64? = nil) {
         self.command = command
         self.targets = targets
         self.all = all
+        self.since = since
+        self.until = until
     }
 
     /// The answer to a target no command may act on.
@@ -38,7 +48,7 @@ public struct ControlRequest: Sendable, Equatable {
     /// one, since anyone in group txrecon can write ctl/.
     public static func isValid(_ target: String, for command: Command) -> Bool {
         switch command {
-        case .release, .retry:
+        case .release, .retry, .replay:
             return ItemKey(target) != nil
         case .requeueRejected:
             return !target.isEmpty && target.utf8.count <= 255 && !target.hasPrefix(".")
@@ -48,9 +58,12 @@ public struct ControlRequest: Sendable, Equatable {
     }
 
     public var json: JSONValue {
-        .object([("command", .string(command.rawValue)),
-                 ("targets", .array(targets.map(JSONValue.string))),
-                 ("all", .bool(all))])
+        var members: [(String, JSONValue)] = [("command", .string(command.rawValue)),
+                                              ("targets", .array(targets.map(JSONValue.string))),
+                                              ("all", .bool(all))]
+        if let since { members.append(("since", .number(String(since)))) }
+        if let until { members.append(("until", .number(String(until)))) }
+        return .object(members)
     }
 
     /// nil for anything that is not a request this version understands.
@@ -61,7 +74,9 @@ public struct ControlRequest: Sendable, Equatable {
               let all = value["all"]?.boolValue else { return nil }
         let names = targets.compactMap(\.stringValue)
         guard names.count == targets.count else { return nil }
-        self.init(command, targets: names, all: all)
+        let since = value["since"]?.int64Value, until = value["until"]?.int64Value
+        guard (value["since"] == nil || since != nil) && (value["until"] == nil || until != nil) else { return nil }
+        self.init(command, targets: names, all: all, since: since, until: until)
     }
 }
 

@@ -22,6 +22,7 @@ import TxReconTestSupport
         status.statistics.deferred = 23
         status.statistics.held = 6
         status.statistics.rejected = 8
+        status.statistics.replayed = 4
         status.statistics.consecutiveBackendFailures = 9
         for milliseconds in [2, 5, 30, 30, 700, 12_000] {
             status.statistics.attemptDurations.record(.milliseconds(milliseconds))
@@ -91,7 +92,8 @@ import TxReconTestSupport
     @Test func deliveriesAreCountedByOutcome() throws {
         let family = try #require(try parsed().family("txrecon_deliveries_total"))
         let byOutcome = Dictionary(uniqueKeysWithValues: family.samples.map { ($0.labels["outcome"] ?? "", $0.value) })
-        #expect(byOutcome == ["delivered": "101", "deferred": "23", "held": "6", "rejected": "8", "superseded": "7"])
+        #expect(byOutcome == ["delivered": "101", "deferred": "23", "held": "6", "rejected": "8", "superseded": "7",
+                           "replayed": "4"])
     }
 
     @Test func attemptDurationsAreACumulativeHistogramInSeconds() throws {

@@ -1,0 +1,56 @@
+// `txrecon replay` end to end: the built daemon and CLI, a loopback
+// backend. A delivered item goes out again with its Idempotency-Key on
+// root's request; a replay asked for by anyone else is refused.
+import Glibc
+import Testing
+@testable import TxRecon
+import TxReconTestSupport
+
+@Suite(.serialized, .timeLimit(.minutes(2)), .enabled(if: getuid() == 0, "a replay is root's to ask for"))
+struct ReplayIntegrationTests {
+    func deliveries(of key: String, _ fixture: DaemonFixture) -> Int {
+        fixture.server.requests.filter { $0.header("Idempotency-Key") == key + ":1" }.count
+    }
+
+    @Test func aDeliveredItemGoesOutAgainWithItsIdempotencyKeyAndStaysInDone() async throws {
+        let fixture = try DaemonFixture()
+        try await fixture.start()
+        try fixture.drop(fixture.envelope("r1", version: 1))
+        try fixture.drop(fixture.envelope("r2", version: 1))
+        #expect(await fixture.eventually { fixture.doneItems() == ["r1", "r2"] })
+
+        let replayed = try await fixture.cli(["replay", "r1", "never-delivered"])
+        #expect(replayed.status == 1, "one key was not in done/: \(replayed.stderr)")
+        #expect(replayed.stdout == "r1: replayed, due now\n")
+        #expect(replayed.stderr.contains("never-delivered: skipped: not in done/"))
+        #expect(await fixture.eventually { deliveries(of: "r1", fixture) == 2 })
+        #expect(await fixture.eventually { fixture.names("queue").isEmpty })
+        #expect(fixture.doneItems() == ["r1", "r2"] && deliveries(of: "r2", fixture) == 1)
+
+        // A window alone replays everything delivered in it.
+        let window = try await fixture.cli(["replay", "--since", "1h"])
+        #expect(window.status == 0, "\(window.stderr)")
+        #expect(await fixture.eventually { deliveries(of: "r1", fixture) == 3 && deliveries(of: "r2", fixture) == 2 })
+        let none = try await fixture.cli(["replay", "--until", "2000-01-01T00:00:00Z"])
+        #expect(none.status == 0 && none.stdout.isEmpty, "nothing was received before 2000")
+        #expect(fixture.daemon?.stderr.contains("r1: replay requested by the operator") == true)
+    }
+
+    @Test func aReplayAskedForByAnyoneButRootIsRefused() async throws {
+        let fixture = try DaemonFixture()
+        try await fixture.start()
+        try fixture.drop(fixture.envelope("r3", version: 1))
+        #expect(await fixture.eventually { fixture.doneItems() == ["r3"] })
+        // As a member of group txrecon would: a request file of its own.
+        let request = ControlRequest(.replay, all: true)
+        let temporary = fixture.layout.tmp + "/.ctl-by-nobody"
+        try SystemCall.writeNewFile(temporary, request.json.serialized, mode: 0o660, sync: false)
+        #expect(chown(temporary, 65534, 65534) == 0)
+        #expect(rename(temporary, fixture.layout.ctl + "/by-nobody") == 0)
+        let client = ControlClient(layout: fixture.layout)
+        let result = try #require(client.result(of: "by-nobody", timeout: .seconds(20)))
+        #expect(result.applied.isEmpty)
+        #expect(result.skipped.map(\.reason) == ["only root may ask for a replay; ctl/by-nobody belongs to uid 65534"])
+        #expect(fixture.names("queue").isEmpty && deliveries(of: "r3", fixture) == 1)
+    }
+}

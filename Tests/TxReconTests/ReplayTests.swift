@@ -1,0 +1,85 @@
+// `txrecon replay` below the command line: the request's window on the
+// wire, the selection of delivered snapshots in done/, and their copy back
+// into queue/ on the pending items, without an engine.
+import Glibc
+import Testing
+@testable import TxRecon
+import TxReconTestSupport
+
+@Suite struct ReplayTests {
+    let directory = TemporaryDirectory("txrecon-replay")
+    let log = RecordingLogSink()
+    var layout: SpoolLayout { SpoolLayout(root: directory.path + "/spool") }
+    var spool: Spool { Spool(layout: layout, keepsDone: true) }
+    var commands: OperatorCommands { OperatorCommands(spool: spool, events: ItemEvents(sink: log)) }
+
+    /// done/KEY as a delivery leaves it, written by its producer at `receivedAt` (ms).
+    func delivered(_ key: String, receivedAt: Int64) throws {
+        try layout.createMissingDirectories()
+        let name = try #require(ItemKey(key)).fileName
+        _ = directory.write(#"{"id":"\#(key)","version":3,"payload":{}}"#, to: "spool/done/\(name)")
+        let time = timespec(tv_sec: Int(receivedAt / 1000), tv_nsec: Int(receivedAt % 1000) * 1_000_000)
+        var times = [time, time]
+        #expect(utimensat(AT_FDCWD, layout.done + "/" + name, &times, 0) == 0)
+    }
+
+    @Test func aReplayRequestCarriesItsWindowAndAnOlderOneHasNone() throws {
+        let request = ControlRequest(.replay, targets: ["k"], since: 1_000, until: 2_000)
+        #expect(ControlRequest(json: request.json.serialized) == request)
+        let plain = ControlRequest(.retry, targets: ["k"])
+        #expect(ControlRequest(json: plain.json.serialized) == plain)
+        #expect(plain.json["since"] == nil)
+        #expect(ControlRequest(json: Array(#"{"command":"replay","targets":[],"all":true,"since":"soon"}"#.utf8)) == nil,
+                "a window that is not a number is not a request")
+    }
+
+    @Test func theSelectionIsTheDeliveredSnapshotsInTheWindowOldestFirst() throws {
+        try delivered("late", receivedAt: 3_000_000)
+        try delivered("early", receivedAt: 1_000_000)
+        try delivered("a.b", receivedAt: 2_000_000)
+        _ = directory.write("{}", to: "spool/done/early.state")
+        _ = directory.write("{}", to: "spool/done/late.superseded-2")
+        let all = try spool.deliveredSnapshots(of: nil, since: nil, until: nil)
+        #expect(all.found.map(\.key.rawValue) == ["early", "a.b", "late"], "failure records and superseded left out")
+        #expect(all.found.map(\.receivedAt) == [1_000_000, 2_000_000, 3_000_000])
+        let window = try spool.deliveredSnapshots(of: nil, since: 2_000_000, until: 3_000_000)
+        #expect(window.found.map(\.key.rawValue) == ["a.b"], "since is inclusive, until is not")
+        let named = try spool.deliveredSnapshots(of: [try #require(ItemKey("late")), try #require(ItemKey("never"))],
+                                                 since: nil, until: nil)
+        #expect(named.found.map(\.key.rawValue) == ["late"] && named.missing.map(\.rawValue) == ["never"])
+    }
+
+    @Test func aReplayedSnapshotIsCopiedIntoQueueDueNowAndDoneKeepsIt() throws {
+        try delivered("k1", receivedAt: 1_500_000)
+        var pending = PendingItems()
+        let snapshots = try spool.deliveredSnapshots(of: nil, since: nil, until: nil).found
+        let result = commands.replay(snapshots, on: &pending, now: .seconds(9), limit: 100)
+        #expect(result.applied == ["k1"])
+        let key = try #require(ItemKey("k1"))
+        let entry = try #require(pending.entries[key])
+        #expect(entry.deadline == .seconds(9) && entry.receivedAt == 1_500_000 && entry.state == DeliveryState())
+        #expect(try SystemCall.readFile(layout.queue + "/k1", limit: 4096)
+                == SystemCall.readFile(layout.done + "/k1", limit: 4096))
+        // A restart finds it queued with the producer's time, not the replay's.
+        let restored = try spool.restoreQueue().items
+        #expect(restored.map(\.key) == [key] && restored.first?.receivedAt == 1_500_000)
+        #expect(log.entries.contains { $0.messageID == MessageID.replayed })
+    }
+
+    @Test func aKeyQueuedOrHeldIsLeftAloneAndTheHighWaterMarkIsKept() throws {
+        for key in ["queued", "held", "one", "two"] { try delivered(key, receivedAt: 1_000) }
+        var pending = PendingItems()
+        pending.add(try #require(ItemKey("queued")), PendingItems.Entry(state: DeliveryState(), deadline: .zero,
+                                                                         receivedAt: 0))
+        pending.held.insert(try #require(ItemKey("held")))
+        let snapshots = try ["queued", "held", "one", "two"].map { DeliveredSnapshot(key: try #require(ItemKey($0)),
+                                                                                     receivedAt: 1_000) }
+        let result = commands.replay(snapshots, on: &pending, now: .zero, limit: 2)
+        #expect(result.applied == ["one"])
+        #expect(result.skipped.map(\.target) == ["queued", "held", "two"])
+        #expect(result.skipped[0].reason == "queued: its pending snapshot is delivered anyway")
+        #expect(result.skipped[1].reason == "held: use release")
+        #expect(result.skipped[2].reason.hasPrefix("the queue holds 2 items, its high-water mark"))
+        #expect(try !SystemCall.listDirectory(layout.queue).contains("two"))
+    }
+}
