@@ -359,6 +359,14 @@ hold_and_release_checks() {
   check "the released item was delivered" wait_until 10 delivered hold-1
   check "journal: hold-1 released by the operator" has_entry hold-1 released MESSAGE_ID="$(message_id released)"
   check "journal: hold-1 delivered after the release" wait_until 5 has_entry hold-1 delivered
+  check "txrecon replay is refused to a member of group txrecon (exit 77)" \
+    eval '[ "$(as_producer replay hold-1 >/dev/null 2>&1 || echo $?)" = 77 ]'
+  local before; before=$(delivered_count hold-1)
+  check "txrecon replay hold-1 as root: copied back from done/ and due now" \
+    eval 'in_ct txrecon replay hold-1 | contains "^hold-1: replayed, due now$"'
+  check "the replayed item was delivered again, under the daemon's sandbox" \
+    wait_until 10 eval '[ "$(delivered_count hold-1)" -gt '"$before"' ]'
+  check "journal: hold-1 replayed (MESSAGE_ID replayed)" has_entry hold-1 replayed MESSAGE_ID="$(message_id replayed)"
 }
 
 reload_checks() {
