@@ -21,21 +21,6 @@
 // Reports: one log entry per item event (ItemEvents), the status on change.
 import Glibc
 
-/// A drop from new/ that intake has decoded (and verified).
-package struct Drop: Sendable, Equatable {
-    /// The file's name in new/.
-    var name: String
-    var item: Item
-    /// When the producer wrote the file (its mtime), ms since 1970.
-    var receivedAt: Int64
-
-    package init(name: String, item: Item, receivedAt: Int64) {
-        self.name = name
-        self.item = item
-        self.receivedAt = receivedAt
-    }
-}
-
 package actor DeliveryEngine {
     /// The engine's part of the configuration; replaceable on reload.
     package struct Settings: Sendable, Equatable {
