@@ -3,7 +3,7 @@
  * libcurl client posting the same bodies as txrecon over the same number of
  * keep-alive connections.
  *
- *   curlclient URL BODIES CONNECTIONS [SPOOL]
+ *   curlclient URL BODIES CONNECTIONS [SPOOL [read]]
  *
  * BODIES holds one request body per line, as txrecon would send them. Each
  * body is POSTed once with the headers txrecon sends (Content-Type,
@@ -17,6 +17,13 @@
  * SPOOL/done/c-NNNNNNN (seven digits), one rename(2) per request, the files
  * made by the caller beforehand. That is the floor under txrecon's drain on
  * this file system: an exchange and a rename, nothing read, parsed or logged.
+ *
+ * With SPOOL and `read`, each thread instead does per file what the simplest
+ * spool delivery program does: opens SPOOL/new/c-NNNNNNN, reads it whole,
+ * POSTs what it read (with body N's Idempotency-Key) and on a 2xx renames it
+ * into SPOOL/done/. The reference of issue 23's speed goal: everything a
+ * spool daemon must do per item, and nothing else (no parsing, no
+ * scheduling, no logging).
  *
  * Prints one line on stdout:
  *   items=N errors=E seconds=S rate=R cpu_seconds=C
@@ -45,6 +52,7 @@ struct run {
     struct body *bodies;
     size_t count;
     const char *spool;
+    int read_files;
     atomic_size_t next;
     atomic_size_t errors;
 };
@@ -72,6 +80,29 @@ static void make_idempotency_header(struct body *body) {
              id_length, id, version_length, version);
 }
 
+/* SPOOL/new/c-NNNNNNN whole into *buffer (grown as needed); its length. */
+static size_t read_file(const char *spool, size_t index, char **buffer, size_t *capacity) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/new/c-%07zu", spool, index);
+    FILE *file = fopen(path, "rb");
+    if (file == NULL) {
+        perror(path);
+        exit(2);
+    }
+    size_t length = 0, count;
+    for (;;) {
+        if (length == *capacity) {
+            *capacity = *capacity ? *capacity * 2 : 8192;
+            *buffer = realloc(*buffer, *capacity);
+        }
+        count = fread(*buffer + length, 1, *capacity - length, file);
+        if (count == 0) break;
+        length += count;
+    }
+    fclose(file);
+    return length;
+}
+
 /* new/c-NNNNNNN -> done/c-NNNNNNN, as txrecon finishes a delivered item. */
 static void finish(const char *spool, size_t index) {
     char from[4096], to[4096];
@@ -94,6 +125,8 @@ static void *post_bodies(void *argument) {
     curl_easy_setopt(handle, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(handle, CURLOPT_TCP_NODELAY, 1L);
     curl_easy_setopt(handle, CURLOPT_WRITEFUNCTION, discard);
+    char *file_body = NULL;
+    size_t file_capacity = 0;
     for (;;) {
         size_t index = atomic_fetch_add(&run->next, 1);
         if (index >= run->count) break;
@@ -104,8 +137,14 @@ static void *post_bodies(void *argument) {
         headers = curl_slist_append(headers, body->idempotency_header);
         headers = curl_slist_append(headers, "Expect:");
         curl_easy_setopt(handle, CURLOPT_HTTPHEADER, headers);
-        curl_easy_setopt(handle, CURLOPT_POSTFIELDS, body->text);
-        curl_easy_setopt(handle, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body->length);
+        if (run->read_files) {
+            size_t length = read_file(run->spool, index, &file_body, &file_capacity);
+            curl_easy_setopt(handle, CURLOPT_POSTFIELDS, file_body);
+            curl_easy_setopt(handle, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)length);
+        } else {
+            curl_easy_setopt(handle, CURLOPT_POSTFIELDS, body->text);
+            curl_easy_setopt(handle, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body->length);
+        }
         long status = 0;
         CURLcode code = curl_easy_perform(handle);
         if (code == CURLE_OK) curl_easy_getinfo(handle, CURLINFO_RESPONSE_CODE, &status);
@@ -117,6 +156,7 @@ static void *post_bodies(void *argument) {
         curl_slist_free_all(headers);
         if (run->spool != NULL && code == CURLE_OK && status >= 200 && status <= 299) finish(run->spool, index);
     }
+    free(file_body);
     curl_easy_cleanup(handle);
     return NULL;
 }
@@ -164,11 +204,11 @@ static double cpu_seconds(void) {
 }
 
 int main(int argc, char **argv) {
-    if ((argc != 4 && argc != 5) || atoi(argv[3]) < 1) {
-        fprintf(stderr, "usage: curlclient URL BODIES CONNECTIONS [SPOOL]\n");
+    if (argc < 4 || argc > 6 || atoi(argv[3]) < 1 || (argc == 6 && strcmp(argv[5], "read") != 0)) {
+        fprintf(stderr, "usage: curlclient URL BODIES CONNECTIONS [SPOOL [read]]\n");
         return 2;
     }
-    struct run run = {.url = argv[1], .spool = argc == 5 ? argv[4] : NULL};
+    struct run run = {.url = argv[1], .spool = argc >= 5 ? argv[4] : NULL, .read_files = argc == 6};
     run.count = read_bodies(argv[2], &run.bodies);
     int connections = atoi(argv[3]);
     curl_global_init(CURL_GLOBAL_DEFAULT);
