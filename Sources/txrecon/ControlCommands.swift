@@ -56,13 +56,19 @@ enum ControlCommand {
         guard all != !arguments.positional.isEmpty else {
             Usage.fail("\(command.rawValue): name the items, or --all (not both)")
         }
-        // The daemon checks every name again (anyone in group txrecon can
-        // write ctl/); checked here too, so that nothing it would refuse is sent.
-        let invalid = arguments.positional.filter { !ControlRequest.isValid($0, for: command) }
-        for target in invalid { printError("\(target): skipped: \(ControlRequest.invalidTargetReason)") }
-        let targets = arguments.positional.filter { ControlRequest.isValid($0, for: command) }
+        let (targets, refused) = validTargets(arguments.positional, for: command)
         guard all || !targets.isEmpty else { return 1 }
-        return submit(ControlRequest(command, targets: targets, all: all), arguments, alreadyFailed: !invalid.isEmpty)
+        return submit(ControlRequest(command, targets: targets, all: all), arguments, alreadyFailed: refused)
+    }
+
+    /// The names `command` may act on, each refused one reported; `refused`
+    /// tells whether there was one. The daemon checks every name again
+    /// (anyone in group txrecon can write ctl/); checked here too, so that
+    /// nothing it would refuse is sent.
+    static func validTargets(_ names: [String], for command: ControlRequest.Command) -> (targets: [String], refused: Bool) {
+        let invalid = names.filter { !ControlRequest.isValid($0, for: command) }
+        for target in invalid { printError("\(target): skipped: \(ControlRequest.invalidTargetReason)") }
+        return (names.filter { ControlRequest.isValid($0, for: command) }, !invalid.isEmpty)
     }
 
     /// Hands `request` to the daemon through ctl/ and prints its answer,
@@ -129,13 +135,11 @@ enum ReplayCommand: Command {
         guard all != !keys.isEmpty else {
             Usage.fail("replay: name the items, or --all, or a --since/--until window (not items and --all)")
         }
-        let invalid = keys.filter { !ControlRequest.isValid($0, for: .replay) }
-        for target in invalid { printError("\(target): skipped: \(ControlRequest.invalidTargetReason)") }
-        let targets = keys.filter { ControlRequest.isValid($0, for: .replay) }
+        let (targets, refused) = ControlCommand.validTargets(keys, for: .replay)
         guard all || !targets.isEmpty else { return 1 }
         let request = ControlRequest(.replay, targets: targets, all: all, since: window["--since"],
                                      until: window["--until"])
         // A replay copies each item back into queue/: many take a while.
-        return ControlCommand.submit(request, arguments, alreadyFailed: !invalid.isEmpty, timeout: .seconds(600))
+        return ControlCommand.submit(request, arguments, alreadyFailed: refused, timeout: .seconds(600))
     }
 }

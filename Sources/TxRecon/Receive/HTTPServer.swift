@@ -263,10 +263,12 @@ final class HTTPServer: Sendable {
 
 /// One request's head and the body read so far; libmicrohttpd's request
 /// context, used by the one connection thread the request is on.
+///
+/// `@unchecked Sendable`: its mutable state (`bytes`, `answered`) is touched
+/// only on the request's connection thread, from the first call of the
+/// access handler to the completion callback, which libmicrohttpd never runs
+/// at the same time; it crosses no other thread.
 private final class RequestBody: @unchecked Sendable {
-    // @unchecked: touched only on the request's connection thread, from the
-    // first call of the access handler to the completion callback, which
-    // libmicrohttpd never runs at the same time.
     let head: HTTPRequestHead
     /// When its head was read: the answer's latency starts here.
     let arrived = ContinuousClock.now
