@@ -53,6 +53,7 @@ import TxReconTestSupport
         try delivered("k1", receivedAt: 1_500_000)
         var pending = PendingItems()
         let snapshots = try spool.deliveredSnapshots(of: nil, since: nil, until: nil).found
+        for snapshot in snapshots { try spool.stageReplay(snapshot.key) }  // as intake does
         let result = commands.replay(snapshots, on: &pending, now: .seconds(9), limit: 100)
         #expect(result.applied == ["k1"])
         let key = try #require(ItemKey("k1"))
@@ -74,8 +75,10 @@ import TxReconTestSupport
         pending.held.insert(try #require(ItemKey("held")))
         let snapshots = try ["queued", "held", "one", "two"].map { DeliveredSnapshot(key: try #require(ItemKey($0)),
                                                                                      receivedAt: 1_000) }
+        for snapshot in snapshots { try spool.stageReplay(snapshot.key) }  // as intake does
         let result = commands.replay(snapshots, on: &pending, now: .zero, limit: 2)
         #expect(result.applied == ["one"])
+        #expect(try SystemCall.listDirectory(layout.queue) == ["one"], "the copies not taken are removed")
         #expect(result.skipped.map(\.target) == ["queued", "held", "two"])
         #expect(result.skipped[0].reason == "queued: its pending snapshot is delivered anyway")
         #expect(result.skipped[1].reason == "held: use release")

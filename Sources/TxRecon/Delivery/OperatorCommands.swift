@@ -36,26 +36,33 @@ struct OperatorCommands {
         return result
     }
 
-    /// Queues delivered snapshots again, each due at `now`: copied from
-    /// done/ into queue/, so it goes out with its own Idempotency-Key. A key
-    /// that is pending or held is left alone (what it has is newer, or
-    /// waits for a person), and none is queued beyond `limit` pending keys
-    /// (the engine's high-water mark): the rest are skipped with a reason.
+    /// Queues delivered snapshots again, each due at `now`: the copy intake
+    /// staged in queue/ (`Spool.stageReplay`) takes the key's name there, so
+    /// it goes out with its own Idempotency-Key. A key that is pending or
+    /// held is left alone (what it has is newer, or waits for a person),
+    /// and none is queued beyond `limit` pending keys (the engine's
+    /// high-water mark): the rest are skipped with a reason and their
+    /// copies removed.
     func replay(_ snapshots: [DeliveredSnapshot], on pending: inout PendingItems, now: Duration,
                 limit: Int) -> ControlResult {
         var result = ControlResult()
         for snapshot in snapshots {
             let key = snapshot.key
-            if pending.entries[key] != nil {
-                result.skipped.append((key.rawValue, "queued: its pending snapshot is delivered anyway"))
+            let refusal: String? = if pending.entries[key] != nil {
+                "queued: its pending snapshot is delivered anyway"
             } else if pending.held.contains(key) {
-                result.skipped.append((key.rawValue, "held: use release"))
+                "held: use release"
             } else if pending.count >= limit {
-                result.skipped.append((key.rawValue, "the queue holds \(limit) items, its high-water mark: "
-                                       + "replay the rest once it has drained"))
+                "the queue holds \(limit) items, its high-water mark: replay the rest once it has drained"
+            } else {
+                nil
+            }
+            if let refusal {
+                spool.discardReplay(key)
+                result.skipped.append((key.rawValue, refusal))
             } else {
                 do {
-                    try spool.requeueDelivered(key)
+                    try spool.commitReplay(key)
                     pending.add(key, PendingItems.Entry(state: DeliveryState(), deadline: now,
                                                         receivedAt: snapshot.receivedAt))
                     events.operatorAction(.replayed, key: key)
@@ -63,14 +70,6 @@ struct OperatorCommands {
                 } catch {
                     result.skipped.append((key.rawValue, "\(error)"))
                 }
-            }
-        }
-        if !result.applied.isEmpty {
-            do {
-                try spool.syncQueue()
-            } catch {
-                events.sink.write(LogEntry(.warning, "replay: queue/ could not be synced (\(error)); a crash now may "
-                                           + "lose the copies queued, not what done/ holds: replay again after one"))
             }
         }
         return result

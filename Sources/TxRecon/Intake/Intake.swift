@@ -431,8 +431,9 @@ final class Intake: Sendable {
     /// request file's owner is who created it: the kernel sets it, only
     /// root can chown a file to root, and fs.protected_hardlinks (on by
     /// default) keeps a producer from linking root's file in. The snapshots
-    /// are selected in done/ here, off the engine's thread, and handed to
-    /// the engine in batches, so that deliveries go on in between.
+    /// are selected in done/ and copied into queue/ under a temporary name
+    /// here, off the engine's thread, and handed to the engine in batches,
+    /// so that deliveries go on in between; queue/ is synced after each.
     private func replay(_ request: ControlRequest, askedBy owner: uid_t, name: String) -> ControlResult {
         var result = ControlResult()
         guard owner == 0 else {
@@ -459,11 +460,31 @@ final class Intake: Sendable {
         let engine = self.engine
         var start = 0
         while start < selection.found.count {
-            let batch = Array(selection.found[start..<min(start + Intake.replayBatch, selection.found.count)])
+            let end = min(start + Intake.replayBatch, selection.found.count)
+            // The copies (and their fsyncs) are made here; the engine only names them.
+            var staged: [DeliveredSnapshot] = []
+            for snapshot in selection.found[start..<end] {
+                do {
+                    try spool.stageReplay(snapshot.key)
+                    staged.append(snapshot)
+                } catch {
+                    result.skipped.append((snapshot.key.rawValue, "its copy from done/ failed: \(error)"))
+                }
+            }
+            start = end
+            let batch = staged
+            guard !batch.isEmpty else { continue }
             let answer = waitFor { await engine.replay(batch) }
             result.applied += answer.applied
             result.skipped += answer.skipped
-            start += batch.count
+            if !answer.applied.isEmpty {
+                do {
+                    try spool.syncQueue()
+                } catch {
+                    log.write(LogEntry(.warning, "replay: queue/ could not be synced (\(error)); a crash now may "
+                                       + "lose the copies queued, not what done/ holds: replay again after one"))
+                }
+            }
         }
         return result
     }

@@ -43,40 +43,56 @@ extension Spool {
         return (found, missing)
     }
 
-    /// Copies done/KEY into queue/KEY, which must not exist, keeping its
-    /// mtime (the producer's write time, which the item's `receivedAt` is).
-    /// The file is fsynced (a crash never leaves an empty item in queue/);
-    /// queue/ itself is synced by `syncQueue`, once per batch: a crash
-    /// before that may lose the copy, never the delivered snapshot, and the
-    /// replay can be asked for again.
-    func requeueDelivered(_ key: ItemKey) throws(SpoolError) {
+    /// Copies done/KEY to a temporary name in queue/, keeping its mtime
+    /// (the producer's write time, which the item's `receivedAt` is), and
+    /// fsyncs it, so a crash never leaves an empty item in queue/. Run by
+    /// intake, off the engine's thread: the fsync is the slow part. The
+    /// engine then commits the copy (`commitReplay`) or discards it.
+    func stageReplay(_ key: ItemKey) throws(SpoolError) {
         let source = layout.done + "/" + key.fileName
         guard let info = try SystemCall.linkStatus(source) else { throw SpoolError("open", source, ENOENT) }
         let bytes = try SystemCall.readFile(source, limit: 1 << 30)
-        let temporary = layout.queue + "/.tmp-replay-" + key.fileName
-        let target = layout.queue + "/" + key.fileName
-        try SystemCall.unlinkIfPresent(temporary)
-        try SystemCall.writeNewFile(temporary, bytes, sync: true)
+        let staged = stagedReplay(key)
+        try SystemCall.unlinkIfPresent(staged)
+        try SystemCall.writeNewFile(staged, bytes, sync: true)
         var times = [info.st_atim, info.st_mtim]
-        guard utimensat(AT_FDCWD, temporary, &times, AT_SYMLINK_NOFOLLOW) == 0 else {
-            let error = SpoolError("utimensat", temporary)
-            unlink(temporary)
+        guard utimensat(AT_FDCWD, staged, &times, AT_SYMLINK_NOFOLLOW) == 0 else {
+            let error = SpoolError("utimensat", staged)
+            unlink(staged)
             throw error
-        }
-        let renamed: Bool
-        do {
-            renamed = try SystemCall.renameNoReplace(temporary, target)
-        } catch {
-            unlink(temporary)
-            throw error
-        }
-        guard renamed else {
-            unlink(temporary)
-            throw SpoolError("rename", target, EEXIST)
         }
     }
 
-    /// Makes the names `requeueDelivered` gave queue/ durable.
+    /// Gives a staged copy its name queue/KEY, which must not exist: one
+    /// link and one unlink on the engine's thread. queue/ itself is synced
+    /// by `syncQueue`, once per batch: a crash before that may lose the
+    /// copy (a `.tmp-` name the next start removes, or the new name), never
+    /// the delivered snapshot, and the replay can be asked for again.
+    func commitReplay(_ key: ItemKey) throws(SpoolError) {
+        let staged = stagedReplay(key)
+        let renamed: Bool
+        do {
+            renamed = try SystemCall.renameNoReplace(staged, layout.queue + "/" + key.fileName)
+        } catch {
+            unlink(staged)
+            throw error
+        }
+        guard renamed else {
+            unlink(staged)
+            throw SpoolError("rename", layout.queue + "/" + key.fileName, EEXIST)
+        }
+    }
+
+    /// Removes a staged copy the engine did not take.
+    func discardReplay(_ key: ItemKey) {
+        unlink(stagedReplay(key))
+    }
+
+    private func stagedReplay(_ key: ItemKey) -> String {
+        layout.queue + "/.tmp-replay-" + key.fileName
+    }
+
+    /// Makes the names `commitReplay` gave queue/ durable.
     func syncQueue() throws(SpoolError) {
         try SystemCall.syncDirectory(layout.queue)
     }
