@@ -45,7 +45,7 @@ struct MetricsIntegrationTests {
         #expect(metrics.value("txrecon_build_info", ["version": TxReconVersion.current]) == "1")
         let started = try #require(metrics.value("txrecon_start_time_seconds").flatMap(Double.init))
         #expect(started >= Double(before) && started <= Double(before + 60))
-        #expect(metrics.value("txrecon_spool_items", ["directory": "queue"]) == "0")
+        #expect(metrics.value("txrecon_spool_items", ["destination": "backend", "directory": "queue"]) == "0")
         let info = try #require(try SystemCall.linkStatus(fixture.path))
         #expect(info.st_mode & 0o777 == 0o644)
         #expect(try SystemCall.listDirectory(fixture.metricsDirectory.path) == ["txrecon.prom"])
@@ -67,8 +67,8 @@ struct MetricsIntegrationTests {
         try fixture.daemon.drop(fixture.daemon.envelope("m-2", version: 1))
         try fixture.daemon.drop("not json at all")
         let metrics = await fixture.eventually {
-            $0.value("txrecon_deliveries_total", ["outcome": "delivered"]) == "2"
-                && $0.value("txrecon_deliveries_total", ["outcome": "rejected"]) == "1"
+            $0.value("txrecon_deliveries_total", ["destination": "backend", "outcome": "delivered"]) == "2"
+                && $0.value("txrecon_deliveries_total", ["destination": "backend", "outcome": "rejected"]) == "1"
         }
         #expect(metrics != nil, "delivered 2, rejected 1 within 20 s; file:\n\(fixture.read().map { "\($0.families)" } ?? "none")")
         #expect(metrics?.value("txrecon_spool_items", ["directory": "rejected"]) == "1")
@@ -86,15 +86,15 @@ struct MetricsIntegrationTests {
 
         let metrics = try #require(fixture.read())
         #expect(metrics.value("txrecon_up") == "0")
-        #expect(metrics.value("txrecon_deliveries_total", ["outcome": "delivered"]) == "2")
-        #expect(metrics.value("txrecon_deliveries_total", ["outcome": "deferred"]) == "0")
-        #expect(metrics.value("txrecon_spool_items", ["directory": "queue"]) == "0")
+        #expect(metrics.value("txrecon_deliveries_total", ["destination": "backend", "outcome": "delivered"]) == "2")
+        #expect(metrics.value("txrecon_deliveries_total", ["destination": "backend", "outcome": "deferred"]) == "0")
+        #expect(metrics.value("txrecon_spool_items", ["destination": "backend", "directory": "queue"]) == "0")
         #expect(metrics.family("txrecon_oldest_queued_timestamp_seconds") == nil)
-        #expect(metrics.value("txrecon_attempt_duration_seconds_count") == "2")
-        #expect(metrics.value("txrecon_attempt_duration_seconds_bucket", ["le": "0.025"]) == "0",
+        #expect(metrics.value("txrecon_attempt_duration_seconds_count", ["destination": "backend"]) == "2")
+        #expect(metrics.value("txrecon_attempt_duration_seconds_bucket", ["destination": "backend", "le": "0.025"]) == "0",
                 "the backend took 30 ms to answer each")
-        #expect(metrics.value("txrecon_attempt_duration_seconds_bucket", ["le": "+Inf"]) == "2")
-        #expect(metrics.value("txrecon_backend_consecutive_failures") == "0")
+        #expect(metrics.value("txrecon_attempt_duration_seconds_bucket", ["destination": "backend", "le": "+Inf"]) == "2")
+        #expect(metrics.value("txrecon_backend_consecutive_failures", ["destination": "backend"]) == "0")
     }
 
     @Test func aFailingBackendShowsAsAFailureStreakAndAnOldestQueuedItem() async throws {
@@ -103,12 +103,12 @@ struct MetricsIntegrationTests {
         let dropped = Timestamp.nowMilliseconds() / 1000
         try fixture.daemon.drop(fixture.daemon.envelope("f-1", version: 1))
         let metrics = await fixture.eventually {
-            ($0.value("txrecon_backend_consecutive_failures").flatMap(Int.init) ?? 0) >= 2
+            ($0.value("txrecon_backend_consecutive_failures", ["destination": "backend"]).flatMap(Int.init) ?? 0) >= 2
         }
         #expect(metrics != nil, "two failed attempts (RetryDelays=1s 2s) within 20 s")
-        #expect((metrics?.value("txrecon_deliveries_total", ["outcome": "deferred"]).flatMap(Int.init) ?? 0) >= 2)
-        #expect(metrics?.value("txrecon_spool_items", ["directory": "queue"]) == "1")
-        let oldest = try #require(metrics?.value("txrecon_oldest_queued_timestamp_seconds").flatMap(Double.init))
+        #expect((metrics?.value("txrecon_deliveries_total", ["destination": "backend", "outcome": "deferred"]).flatMap(Int.init) ?? 0) >= 2)
+        #expect(metrics?.value("txrecon_spool_items", ["destination": "backend", "directory": "queue"]) == "1")
+        let oldest = try #require(metrics?.value("txrecon_oldest_queued_timestamp_seconds", ["destination": "backend"]).flatMap(Double.init))
         #expect(abs(oldest - Double(dropped)) < 5, "the oldest item arrived when the test dropped it")
     }
 }

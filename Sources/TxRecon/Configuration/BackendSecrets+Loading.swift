@@ -2,7 +2,7 @@
 // secret a loaded `Configuration` names, once, at start-up and on reload.
 //
 // The token comes from BearerTokenFile=, else from the systemd credential
-// `backend-token` in $CREDENTIALS_DIRECTORY when that file exists and is not
+// `backend-token` (`NAME-token` for the destination NAME) in $CREDENTIALS_DIRECTORY when that file exists and is not
 // empty (the unit sets an empty fallback for a missing token file); the
 // signing secret from SigningSecretFile=, a Standard Webhooks `whsec_…`
 // secret. Throws a `ConfigurationError` naming the configuration file, line
@@ -13,7 +13,7 @@ import FoundationEssentials
 extension BackendSecrets {
     /// The systemd credential (`LoadCredential=backend-token:…`) that holds
     /// the token when BearerTokenFile= is unset.
-    static let tokenCredentialName = "backend-token"
+    static let tokenCredentialName = "backend-token" // also load(credential:)'s default
     /// The prefix of a Standard Webhooks secret; base64 follows.
     static let signingSecretPrefix = "whsec_"
     /// The shortest signing key accepted, bytes, as the Standard Webhooks
@@ -21,12 +21,13 @@ extension BackendSecrets {
     static let minimumSigningKeyLength = 24
 
     /// The secrets `configuration` names; `environment` is the process
-    /// environment, consulted for `CREDENTIALS_DIRECTORY`.
+    /// environment, consulted for `CREDENTIALS_DIRECTORY`; `credential` the
+    /// credential's name there (`NAME-token` for a further destination).
     public static func load(
-        for configuration: Configuration, environment: [String: String]
+        for configuration: Configuration, environment: [String: String], credential: String = "backend-token"
     ) throws(ConfigurationError) -> BackendSecrets {
         var secrets = BackendSecrets(
-            bearerToken: try bearerToken(for: configuration, environment: environment),
+            bearerToken: try bearerToken(for: configuration, environment: environment, credential: credential),
             webhookSigningKey: try signingKey(for: configuration))
         let clientKeyLines = try checkTLSFiles(configuration)
         secrets.redactable = [secrets.bearerToken, configuration.backend.urlQuery].compactMap { $0 } + clientKeyLines
@@ -91,7 +92,7 @@ extension BackendSecrets {
     }
 
     private static func bearerToken(
-        for configuration: Configuration, environment: [String: String]
+        for configuration: Configuration, environment: [String: String], credential: String
     ) throws(ConfigurationError) -> String? {
         let key = "Backend.BearerTokenFile"
         let bytes: [UInt8]
@@ -102,7 +103,7 @@ extension BackendSecrets {
                 throw configurationError(configuration, key: key, message: error.message(path: path))
             }
         } else if let directory = environment["CREDENTIALS_DIRECTORY"], !directory.isEmpty {
-            let path = "\(directory)/\(tokenCredentialName)"
+            let path = "\(directory)/\(credential)"
             do {
                 bytes = try SecretFile.read(path)
             } catch .unreadable(.missing) {
@@ -114,7 +115,7 @@ extension BackendSecrets {
             } catch {
                 throw configurationError(
                     configuration, key: key,
-                    message: "is not set, and the systemd credential \(tokenCredentialName) cannot be used: "
+                    message: "is not set, and the systemd credential \(credential) cannot be used: "
                         + error.message(path: path))
             }
         } else {

@@ -16,6 +16,12 @@ public struct Configuration: Sendable, Equatable {
     public var delivery = DeliverySettings()
     public var verification = VerificationSettings()
     public var metrics = MetricsSettings()
+    /// Which items `[Backend]` receives (`[Match]`); every item by default.
+    public var match = DestinationMatch()
+    /// The further destinations, one per file in `destinations/` beside
+    /// this file, in name order; empty when there is none (one `[Backend]`,
+    /// the spool as it always was).
+    public var destinations: [Destination] = []
     /// Read only by `txrecon sweep`.
     public var sweep = SweepSettings()
     /// Read only by `txrecon receive`.
@@ -29,6 +35,25 @@ public struct Configuration: Sendable, Equatable {
     public init(path: String) { self.path = path }
 
     public static let defaultPath = "/etc/txrecon/txrecon.conf"
+}
+
+/// One further destination: `destinations/NAME.conf`, which holds the
+/// `[Backend]`, `[Delivery]` and `[Match]` sections of the main file's
+/// syntax for it. `settings` is a Configuration read from that file alone;
+/// only those three sections (and `origins`) mean anything in it.
+public struct Destination: Sendable, Equatable {
+    /// The file's name without `.conf`: the destination's name in the
+    /// journal, STATUS, metrics and the spool (`destinations/NAME/`).
+    public var name: String
+    public var settings: Configuration
+
+    public init(name: String, settings: Configuration) {
+        self.name = name
+        self.settings = settings
+    }
+
+    /// The name of the destination `[Backend]` of the main file is.
+    public static let primaryName = "backend"
 }
 
 /// The assignment a setting came from: the main file or a drop-in.
@@ -152,4 +177,22 @@ public struct ConfigurationError: Error, Sendable, Equatable, CustomStringConver
 
     /// sysexits.h EX_CONFIG
     public static let exitStatus: Int32 = 78
+}
+
+extension Configuration {
+    /// Every destination's configuration, `[Backend]` (this one) first: a
+    /// further destination's is this one with its `[Backend]`, `[Delivery]`,
+    /// `[Match]` and their origins, and its file as `path`.
+    public var deliveryConfigurations: [(name: String, configuration: Configuration)] {
+        [(Destination.primaryName, self)] + destinations.map { destination in
+            var merged = self
+            merged.path = destination.settings.path
+            merged.backend = destination.settings.backend
+            merged.delivery = destination.settings.delivery
+            merged.match = destination.settings.match
+            merged.origins = destination.settings.origins
+            merged.destinations = []
+            return (destination.name, merged)
+        }
+    }
 }

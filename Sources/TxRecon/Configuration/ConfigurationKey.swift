@@ -60,6 +60,10 @@ extension ConfigurationKey {
         ConfigurationKey("Delivery", "MaxConcurrentDeliveries", \.delivery.maxConcurrentDeliveries,
                          SettingValue.integer(in: 1...64)),
 
+        ConfigurationKey("Match", "Environment", \.match.environments, SettingValue.matchEnvironments),
+        ConfigurationKey("Match", "Kind", \.match.kinds, SettingValue.matchKinds),
+        ConfigurationKey("Match", "NotificationType", \.match.notificationTypes, SettingValue.matchNotificationTypes),
+
         ConfigurationKey("Verification", "Mode", \.verification.mode, SettingValue.verificationMode),
         ConfigurationKey("Verification", "ReceiptRootCertificateFile", \.verification.receiptRootCertificateFile,
                          SettingValue.absolutePath),

@@ -8,7 +8,13 @@
 // unreadable file, a malformed line, an unknown section or key, a key before
 // any section, a bad value, and, once everything is applied, a missing
 // `Backend.URL` (line nil) or half of a client certificate pair. The first
-// problem stops loading; nothing is logged. Blocks on disk I/O: call it from
+// problem stops loading; nothing is logged.
+//
+// Further destinations come from `destinations/*.conf` beside the main file
+// (`/etc/txrecon/destinations/`), one file per destination as systemd keeps
+// one file per unit: each holds `[Backend]`, `[Delivery]` and `[Match]` in
+// the main file's syntax, is checked the same way, and starts from the
+// defaults, not from the main file's values. Blocks on disk I/O: call it from
 // the main thread at start-up or a reload thread, never from async code.
 
 /// Loads the configuration file.
@@ -25,10 +31,43 @@ public enum ConfigurationLoader {
             try apply(file, to: &configuration)
         }
         try checkCompleteness(of: configuration)
+        configuration.destinations = try destinations(beside: path)
         return configuration
     }
 
-    private static func apply(_ file: String, to configuration: inout Configuration) throws(ConfigurationError) {
+    /// The sections a destination file may hold.
+    static let destinationSections = ["Backend", "Delivery", "Match"]
+
+    /// The directory of destination files beside the configuration file at `path`.
+    public static func destinationDirectory(beside path: String) -> String {
+        guard let slash = path.utf8.lastIndex(of: UInt8(ascii: "/")) else { return "destinations" }
+        return String(path[...slash]) + "destinations"
+    }
+
+    /// Each `destinations/NAME.conf`, read on its own: its own defaults, its
+    /// own required URL=, no drop-ins.
+    private static func destinations(beside path: String) throws(ConfigurationError) -> [Destination] {
+        var destinations: [Destination] = []
+        for file in try DropInDirectory.files(in: destinationDirectory(beside: path)) {
+            let base = String(file.split(separator: "/").last ?? "")
+            let name = String(base.dropLast(".conf".count))
+            guard DestinationName.isValid(name) else {
+                throw ConfigurationError(
+                    file: file, line: nil, key: nil,
+                    message: "\"\(name)\" is not a destination name; name the file with 1 to 32 lower-case letters, "
+                        + "digits, - and _, starting with a letter or digit, and not \(Destination.primaryName) "
+                        + "(the main file's [Backend])")
+            }
+            var settings = Configuration(path: file)
+            try apply(file, to: &settings, sections: destinationSections)
+            try checkBackend(of: settings)
+            destinations.append(Destination(name: name, settings: settings))
+        }
+        return destinations
+    }
+
+    private static func apply(_ file: String, to configuration: inout Configuration,
+                              sections: [String] = ConfigurationKey.sections) throws(ConfigurationError) {
         let contents: RegularFile.Contents
         do {
             contents = try RegularFile.read(file, limit: maximumFileSize)
@@ -42,11 +81,12 @@ public enum ConfigurationLoader {
         for statement in try INISyntax.statements(in: contents.bytes, file: file) {
             switch statement.kind {
             case .section(let name):
-                guard ConfigurationKey.sections.contains(name) else {
-                    let known = ConfigurationKey.sections.map { "[\($0)]" }.joined(separator: ", ")
-                    throw ConfigurationError(
-                        file: file, line: statement.line, key: nil,
-                        message: "unknown section [\(name)]; the sections are \(known)")
+                guard sections.contains(name) else {
+                    let known = sections.map { "[\($0)]" }.joined(separator: ", ")
+                    let what = ConfigurationKey.sections.contains(name) ? "section [\(name)] does not belong in a destination file"
+                        : "unknown section [\(name)]"
+                    throw ConfigurationError(file: file, line: statement.line, key: nil,
+                                             message: "\(what); the sections are \(known)")
                 }
                 section = name
             case .assignment(let name, let value):
@@ -78,6 +118,21 @@ public enum ConfigurationLoader {
 
     /// Checks that need every file applied first.
     private static func checkCompleteness(of configuration: Configuration) throws(ConfigurationError) {
+        try checkBackend(of: configuration)
+        let receive = configuration.receive
+        if receive.idleTimeout >= receive.requestTimeout {
+            let key = configuration.origins["Receive.IdleTimeout"] != nil ? "Receive.IdleTimeout" : "Receive.RequestTimeout"
+            let origin = configuration.origins[key]
+            throw ConfigurationError(
+                file: origin?.file ?? configuration.path, line: origin?.line, key: key,
+                message: "IdleTimeout= (\(receive.idleTimeout)) must be shorter than RequestTimeout= "
+                    + "(\(receive.requestTimeout)): a kept-alive connection idle for IdleTimeout= is closed as idle, "
+                    + "and one still without a whole request at RequestTimeout= is cut as too slow")
+        }
+    }
+
+    /// A `[Backend]` that can be used: URL= set, a whole client certificate pair.
+    private static func checkBackend(of configuration: Configuration) throws(ConfigurationError) {
         if configuration.backend.url.isEmpty {
             throw ConfigurationError(
                 file: configuration.path, line: nil, key: "Backend.URL",
@@ -93,16 +148,6 @@ public enum ConfigurationLoader {
             throw ConfigurationError(
                 file: origin?.file ?? configuration.path, line: origin?.line, key: "Backend.\(present)",
                 message: "is set but \(absent)= is not; mutual TLS needs both or neither")
-        }
-        let receive = configuration.receive
-        if receive.idleTimeout >= receive.requestTimeout {
-            let key = configuration.origins["Receive.IdleTimeout"] != nil ? "Receive.IdleTimeout" : "Receive.RequestTimeout"
-            let origin = configuration.origins[key]
-            throw ConfigurationError(
-                file: origin?.file ?? configuration.path, line: origin?.line, key: key,
-                message: "IdleTimeout= (\(receive.idleTimeout)) must be shorter than RequestTimeout= "
-                    + "(\(receive.requestTimeout)): a kept-alive connection idle for IdleTimeout= is closed as idle, "
-                    + "and one still without a whole request at RequestTimeout= is cut as too slow")
         }
     }
 

@@ -12,7 +12,12 @@ enum DropInDirectory {
     /// Full paths of the drop-ins of `configurationFile`, sorted by file
     /// name byte by byte (so `10-a.conf` comes before `20-b.conf`).
     static func files(of configurationFile: String) throws(ConfigurationError) -> [String] {
-        let directory = configurationFile + ".d"
+        try files(in: configurationFile + ".d")
+    }
+
+    /// Full paths of the `*.conf` files in `directory`, in the same order:
+    /// drop-ins, or the destination files of `destinations/`.
+    static func files(in directory: String) throws(ConfigurationError) -> [String] {
         var names: [String] = []
         do {
             try SystemCall.forEachName(in: directory) { bytes in

@@ -49,18 +49,23 @@ public struct EngineStatus: Sendable, Equatable {
     /// `12 queued, 3 delivering, 1 held, 2 rejected; backend failing since 18:03:07 (HTTP 503), next probe at 18:04:40`.
     public var line: String {
         var text = "\(queued) queued, \(delivering) delivering, \(held) held, \(rejected) rejected"
-        switch backend {
-        case .unknown: text += "; backend not contacted yet"
-        case .ok: text += "; backend ok"
-        case let .failing(since, lastError):
-            text += "; backend failing since \(Timestamp.localClockTime(milliseconds: since)) (\(LogText.singleLine(lastError, limit: 80)))"
-        }
-        if let nextRetryAt, case .failing = backend {
-            text += ", next probe at \(Timestamp.localClockTime(milliseconds: nextRetryAt))"
-        }
+        text += "; backend " + conditionText
         if let intakePausedBecause { text += "; intake paused: \(intakePausedBecause)" }
         if let intakeWaitsBelow { text += "; new/ waits until fewer than \(intakeWaitsBelow) are queued" }
         if phase != "running" { text = "\(phase): " + text }
         return text
+    }
+
+    /// How the destination answers, after its name: `ok`, `not contacted
+    /// yet`, `failing since 18:03:07 (HTTP 503), next probe at 18:04:40`.
+    var conditionText: String {
+        switch backend {
+        case .unknown: return "not contacted yet"
+        case .ok: return "ok"
+        case let .failing(since, lastError):
+            var text = "failing since \(Timestamp.localClockTime(milliseconds: since)) (\(LogText.singleLine(lastError, limit: 80)))"
+            if let nextRetryAt { text += ", next probe at \(Timestamp.localClockTime(milliseconds: nextRetryAt))" }
+            return text
+        }
     }
 }

@@ -43,8 +43,12 @@ enum DropExamination: Sendable, Equatable {
             // Delivered already (its one other name is done/KEY): the engine
             // finds it equal to the delivered snapshot and moves this name
             // into done/ as superseded, or ignores it while its attempt ends.
-            guard names == 2, case let .item(item)? = try? decoder.decode(bytes, verifyingWith: verifier),
-                  spool.isDelivered(item.key, sameFileAs: file) else { return .refused(Spool.hardLinked(names: names)) }
+            // Or fanned out to destinations' inboxes by a fan-out a crash
+            // interrupted (Spool+FanOut): intake completes it.
+            guard case let .item(item)? = try? decoder.decode(bytes, verifyingWith: verifier),
+                  names == 1 + spool.fanOutCopies(of: name, file: file)
+                    || (names == 2 && spool.isDelivered(item.key, sameFileAs: file))
+            else { return .refused(Spool.hardLinked(names: names)) }
             return .decoded(.item(item), modifiedAt: modifiedAt)
         }
     }

@@ -11,6 +11,14 @@
 // decodes them again. Requests in ctl/ are executed by the engine; their
 // answers are written beside them.
 //
+// With further destinations (several routes), each verified drop is linked
+// into the inbox of every destination whose [Match] takes it and removed
+// from new/ (Spool+FanOut) before any engine sees it; each engine then takes
+// its copy from its own inbox. A drop no destination takes is rejected
+// (`no-destination`). Copies an engine could not take, or found at start,
+// are handed to it again by the next full scan. Operator requests apply to
+// every destination.
+//
 // A file renamed into new/ or closed by its writer is taken at once, and so
 // is a complete one found by a scan (start-up, inotify overflow). A file
 // seen created in new/ waits for its writer's close however long the
@@ -39,6 +47,8 @@ final class Intake: Sendable {
         var acceptEnvelopes: Bool
         /// What App Store signed data must satisfy; nil with Mode=none.
         var verification: SignedDataPolicy?
+        /// Which drops each route takes, in the order of the routes.
+        var matches: [DestinationMatch] = [DestinationMatch()]
     }
 
     /// Drops handed to the engine at once: large enough to amortize the hop
@@ -51,15 +61,25 @@ final class Intake: Sendable {
     static let scanPart = 4096
 
     private let spool: Spool
-    private let engine: DeliveryEngine
+    /// The destinations, `[Backend]` first; more than one: drops fan out.
+    private let routes: [DeliveryRoute]
+    /// `[Backend]`'s engine, which also counts what intake rejects.
+    private var engine: DeliveryEngine { routes[0].engine }
+    private var fansOut: Bool { routes.count > 1 }
     private let watcher: InboxWatcher
     private let events: ItemEvents
     private let log: any LogSink
     private let settings: Mutex<Settings>
 
-    init(spool: Spool, engine: DeliveryEngine, watcher: InboxWatcher, settings: Settings, log: any LogSink) {
+    convenience init(spool: Spool, engine: DeliveryEngine, watcher: InboxWatcher, settings: Settings, log: any LogSink) {
+        self.init(spool: spool, routes: [DeliveryRoute(name: Destination.primaryName, engine: engine, spool: spool)],
+                  watcher: watcher, settings: settings, log: log)
+    }
+
+    init(spool: Spool, routes: [DeliveryRoute], watcher: InboxWatcher, settings: Settings, log: any LogSink) {
+        precondition(!routes.isEmpty && settings.matches.count == routes.count)
         self.spool = spool
-        self.engine = engine
+        self.routes = routes
         self.watcher = watcher
         self.settings = Mutex(settings)
         self.log = log
@@ -67,6 +87,7 @@ final class Intake: Sendable {
     }
 
     func reconfigure(_ settings: Settings) {
+        precondition(settings.matches.count == routes.count)
         self.settings.withLock { $0 = settings }
     }
 
@@ -96,8 +117,10 @@ final class Intake: Sendable {
     /// The intake thread's life: start-up scan, READY, then inotify's events
     /// until `stop()` or until new/ or ctl/ is lost.
     private func follow(_ examiners: Examiners, ready: OneShot, lost: @escaping @Sendable (String) -> Void) {
-        let engine = self.engine, watcher = self.watcher
-        waitFor { await engine.onInboxNeedsRescan { watcher.requestRescan() } }
+        let routes = self.routes, watcher = self.watcher
+        waitFor {
+            for route in routes { await route.engine.onInboxNeedsRescan { watcher.requestRescan() } }
+        }
         var backlog = IntakeBacklog()
         if let problem = scan(&backlog, examiners, whenWaiting: ready.fire) {
             // `lost` first: the daemon then exits right after start-up.
@@ -189,6 +212,12 @@ final class Intake: Sendable {
             let (executed, _) = execute(names)
             failures.count += executed.count
             failures.space = failures.space ?? executed.space
+            if fansOut {
+                let copies = takeCopies(whenWaiting: whenWaiting)
+                failures.count += copies.failures.count
+                failures.space = failures.space ?? copies.failures.space
+                backlog.awaitsRoom = copies.full
+            }
             // Read a part, take it, read on: stops early when the engine is
             // full (the rest stays in new/ until it asks for the next scan).
             let inbox = try DirectoryReader(spool.layout.new)
@@ -360,9 +389,11 @@ final class Intake: Sendable {
         rejected += 1
     }
 
-    /// Hands `drops` to the engine; returns whether the engine is full.
+    /// Hands `drops` to the engine (or, with several destinations, to each
+    /// whose match takes it); returns whether an engine is full.
     private func hand(_ drops: [Drop], rejected: Int, failures: inout IntakeBacklog.Failures,
                       whenWaiting: @escaping @Sendable () -> Void) -> Bool {
+        if fansOut { return fanOut(drops, rejected: rejected, failures: &failures, whenWaiting: whenWaiting) }
         let engine = self.engine
         let offered = waitFor {
             if rejected > 0 { await engine.noteRejected(count: rejected) }
@@ -370,6 +401,103 @@ final class Intake: Sendable {
         }
         for (name, error) in offered.refused { note(error, name: name, failures: &failures) }
         return offered.full
+    }
+
+    /// Links each drop into the inbox of every destination that takes it,
+    /// removes it from new/ once those are durable (Spool+FanOut), then
+    /// offers each engine its copies.
+    private func fanOut(_ drops: [Drop], rejected: Int, failures: inout IntakeBacklog.Failures,
+                        whenWaiting: @escaping @Sendable () -> Void) -> Bool {
+        let matches = settings.withLock { $0.matches }
+        var rejected = rejected
+        var copies = Array(repeating: [Drop](), count: routes.count)
+        var fanned: [String] = []
+        for drop in drops {
+            let targets = routes.indices.filter { matches[$0].accepts(drop.item) }
+            do throws(SpoolError) {
+                guard !targets.isEmpty else {
+                    try reject(drop.name, Intake.noDestination(drop.item), rejected: &rejected)
+                    continue
+                }
+                let names = try spool.fanOut(drop: drop.name, into: targets.map { routes[$0].spool.layout.new })
+                for (target, name) in zip(targets, names) {
+                    copies[target].append(Drop(name: name, item: drop.item, receivedAt: drop.receivedAt))
+                }
+                fanned.append(drop.name)
+            } catch {
+                note(error, name: drop.name, failures: &failures)
+            }
+        }
+        do throws(SpoolError) {
+            try spool.completeFanOut(of: fanned, into: routes.indices.filter { !copies[$0].isEmpty }
+                .map { routes[$0].spool.layout.new })
+        } catch {
+            // Every drop is still in new/, its copies untouched: the next
+            // scan links them again (an existing copy counts) and goes on.
+            note(error, name: fanned.first ?? "", failures: &failures)
+            return false
+        }
+        let engine = self.engine, count = rejected
+        if count > 0 { waitFor { await engine.noteRejected(count: count) } }
+        return offer(copies, failures: &failures, whenWaiting: whenWaiting)
+    }
+
+    /// Offers each route its copies; returns whether an engine is full. A
+    /// copy an engine could not take stays in its inbox for the next scan.
+    private func offer(_ copies: [[Drop]], failures: inout IntakeBacklog.Failures,
+                       whenWaiting: @escaping @Sendable () -> Void) -> Bool {
+        var full = false
+        for (route, drops) in zip(routes, copies) where !drops.isEmpty {
+            let engine = route.engine
+            let offered = waitFor { await engine.offer(drops, whenWaiting: whenWaiting) }
+            for (name, error) in offered.refused {
+                log.write(LogEntry(.error, "\(route.spool.layout.relative(nil))/\(LogText.escaped(name)) not taken: "
+                                   + "\(error); it stays there and is tried again shortly",
+                                   fields: [("TXRECON_FILE", name), ("TXRECON_DESTINATION", route.name)]))
+                failures.record(error)
+            }
+            full = full || offered.full
+        }
+        return full
+    }
+
+    /// Hands every destination's copies left in its inbox to its engine
+    /// again: at start, after a crash, or when an engine could not take one.
+    private func takeCopies(whenWaiting: @escaping @Sendable () -> Void)
+        -> (failures: IntakeBacklog.Failures, full: Bool) {
+        var failures = IntakeBacklog.Failures()
+        let decoder = InputDecoder(acceptEnvelopes: true)
+        let maximumSize = settings.withLock { $0.maximumFileSize }
+        var copies = Array(repeating: [Drop](), count: routes.count)
+        for (index, route) in routes.enumerated() {
+            do throws(SpoolError) {
+                for name in try route.spool.copies() {
+                    guard let (bytes, receivedAt) = try route.spool.readCopy(name, maximumSize: maximumSize) else { continue }
+                    guard case let .item(item)? = try? decoder.decode(bytes) else {
+                        let rejection = Rejection("undecodable-copy", "the copy intake made of a verified drop no longer "
+                                                  + "decodes; look at it, then requeue it")
+                        let movedTo = try route.spool.reject(drop: name, because: rejection, at: Timestamp.nowMilliseconds())
+                        events.rejected(file: name, rejection: rejection, movedTo: movedTo)
+                        continue
+                    }
+                    copies[index].append(Drop(name: name, item: item, receivedAt: receivedAt))
+                }
+            } catch {
+                log.write(LogEntry(.error, "\(route.spool.layout.relative(nil)) cannot be read: \(error); "
+                                   + "tried again shortly", fields: [("TXRECON_DESTINATION", route.name)]))
+                failures.record(error)
+            }
+        }
+        let full = offer(copies, failures: &failures, whenWaiting: whenWaiting)
+        return (failures, full)
+    }
+
+    /// Why a drop that no destination's [Match] takes is rejected.
+    static func noDestination(_ item: Item) -> Rejection {
+        Rejection("no-destination", "no destination's [Match] takes it (environment "
+                  + "\(item.fields.environment ?? "none"), kind \(item.kind.rawValue)"
+                  + (item.fields.notificationType.map { ", notificationType \($0)" } ?? "")
+                  + "); widen a [Match], then txrecon requeue-rejected it")
     }
 
     // MARK: ctl/
@@ -406,7 +534,12 @@ final class Intake: Sendable {
                         waitFor { await engine.noteRequeued(count: count) }
                     }
                 } else {
-                    result = waitFor { await engine.perform(request) }
+                    let routes = self.routes
+                    result = waitFor {
+                        var results: [ControlResult] = []
+                        for route in routes { results.append(await route.engine.perform(request)) }
+                        return ControlResult(merging: results)
+                    }
                 }
                 log.write(LogEntry(.notice, "operator request \(request.command.rawValue): applied to \(result.applied.count), "
                                    + "skipped \(result.skipped.count)"))
@@ -446,18 +579,29 @@ final class Intake: Sendable {
             result.skipped.append((target, ControlRequest.invalidTargetReason))
         }
         let keys = request.all ? nil : request.targets.compactMap { ItemKey($0) }
+        var results: [ControlResult] = []
+        for route in routes { results.append(replay(keys, request, on: route)) }
+        let merged = ControlResult(merging: results)
+        result.applied += merged.applied
+        result.skipped += merged.skipped
+        return result
+    }
+
+    /// A replay's part on one destination: its done/, its engine.
+    private func replay(_ keys: [ItemKey]?, _ request: ControlRequest, on route: DeliveryRoute) -> ControlResult {
+        var result = ControlResult()
+        let (spool, engine) = (route.spool, route.engine)
         let selection: (found: [DeliveredSnapshot], missing: [ItemKey])
         do {
             selection = try spool.deliveredSnapshots(of: keys, since: request.since, until: request.until)
         } catch {
-            result.skipped.append(("replay", "done/ cannot be read: \(error)"))
+            result.skipped.append(("replay", "\(spool.layout.relative(.done))/ cannot be read: \(error)"))
             return result
         }
         for key in selection.missing {
             result.skipped.append((key.rawValue, "not in done/: never delivered, or delivered longer ago than "
                                    + "DoneRetention= keeps"))
         }
-        let engine = self.engine
         var start = 0
         while start < selection.found.count {
             let end = min(start + Intake.replayBatch, selection.found.count)
@@ -531,7 +675,7 @@ final class Intake: Sendable {
     private func waitFor<T: Sendable>(_ work: @escaping @Sendable () async -> T) -> T {
         let result = Mutex<T?>(nil)
         let done = DispatchSemaphore(value: 0)
-        Task(executorPreference: engine.executor) {
+        Task(executorPreference: routes[0].engine.executor) {
             let value = await work()
             result.withLock { $0 = value }
             done.signal()

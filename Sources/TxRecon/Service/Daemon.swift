@@ -45,7 +45,7 @@ public enum Daemon {
         ProcessHardening.disableCoreDumps()
 
         let configuration: Configuration
-        let secrets: BackendSecrets
+        let secrets: [BackendSecrets]
         let verification: SignedDataPolicy?
         do {
             (configuration, secrets, verification) = try loadConfiguration(configurationPath, environment: environment)
@@ -53,17 +53,24 @@ public enum Daemon {
             log.write(LogEntry(.error, "configuration error: \(error)"))
             return ExitStatus.configuration
         }
-        redactor.replace(with: secrets.redactable)
-        for warning in ConfigurationWarnings.daemon(configuration, secrets: secrets) {
-            log.write(LogEntry(.warning, warning))
+        redactor.replace(with: secrets.flatMap(\.redactable))
+        let deliveries = configuration.deliveryConfigurations
+        for ((_, settings), secret) in zip(deliveries, secrets) {
+            for warning in ConfigurationWarnings.daemon(settings, secrets: secret) { log.write(LogEntry(.warning, warning)) }
         }
         if let missing = verification?.receiptRootsMissing { log.write(LogEntry(.warning, missing)) }
 
         let layout = SpoolLayout(root: configuration.spool.directory)
+        let fansOut = deliveries.count > 1
         let lock: SpoolLock
+        let leftovers: [String]
         do {
             try layout.createMissingDirectories()
             lock = try SpoolLock.acquire(layout)
+            if fansOut {
+                for (name, _) in deliveries { try layout.destination(name).createMissingDestinationDirectories() }
+            }
+            leftovers = try DeliveryDestination.inboxesOnDisk(layout, configured: fansOut ? deliveries.map(\.name) : [])
         } catch {
             log.write(LogEntry(.error, "cannot use the spool \(layout.root): \(error)"))
             return ExitStatus.failure
@@ -74,21 +81,11 @@ public enum Daemon {
         let metrics = configuration.metrics.textfileDirectory.map {
             MetricsExporter(directory: $0, startedAt: startedAt, version: version, log: log)
         }
-        let spool = Spool(layout: layout, keepsDone: configuration.spool.doneRetention > .zero)
-        let reaper = spool.keepsDone
-            ? DoneReaper(directory: layout.done, retention: configuration.spool.doneRetention, log: log) : nil
-
-        let transport: CurlTransport
-        do {
-            transport = try CurlTransport(settings: configuration.backend,
-                                          workers: configuration.delivery.maxConcurrentDeliveries)
-        } catch {
-            log.write(LogEntry(.error, "cannot set up the HTTP client: \(error)"))
-            return ExitStatus.failure
-        }
+        let board = DestinationStatusBoard(names: deliveries.map(\.name))
 
         // The engine's own thread also pings the watchdog, between its jobs:
         // a wedged engine stops the pings and systemd restarts the daemon.
+        // Every destination's engine runs on it.
         let executor: ThreadExecutor
         do {
             executor = try ThreadExecutor(name: "txrecon-engine", tickInterval: health.watchdogPingInterval) { health.notify("WATCHDOG=1") }
@@ -96,27 +93,50 @@ public enum Daemon {
             log.write(LogEntry(.error, "\(error)"))
             return ExitStatus.failure
         }
-        let engine = DeliveryEngine(
-            spool: spool, settings: engineSettings(configuration), transport: transport,
-            prepare: preparer(version: version, secrets: secrets),
-            clock: SystemClock(), log: log, executor: executor, redactor: redactor,
-            publish: { status in
-                publisher.publish(status)
-                metrics?.publish(status)
-                reaper?.observe(finished: status.delivered + status.superseded)
-            })
-        do {
-            try await engine.start()
-        } catch {
-            log.write(LogEntry(.error, "cannot read the spool \(layout.root): \(error)"))
-            return ExitStatus.failure
+        var destinations: [DeliveryDestination] = []
+        for (index, ((name, settings), secret)) in zip(deliveries, secrets).enumerated() {
+            let spool = Spool(layout: fansOut ? layout.destination(name) : layout,
+                              keepsDone: configuration.spool.doneRetention > .zero)
+            let destinationLog = DestinationLogSink(inner: log, name: name, namesMessages: fansOut)
+            let reaper = spool.keepsDone
+                ? DoneReaper(directory: spool.layout.done, retention: configuration.spool.doneRetention, log: destinationLog)
+                : nil
+            let transport: CurlTransport
+            do {
+                transport = try CurlTransport(settings: settings.backend,
+                                              workers: settings.delivery.maxConcurrentDeliveries)
+            } catch {
+                log.write(LogEntry(.error, "cannot set up the HTTP client of \(name): \(error)"))
+                return ExitStatus.failure
+            }
+            let engine = DeliveryEngine(
+                spool: spool, settings: engineSettings(settings), transport: transport,
+                prepare: preparer(version: version, secrets: secret),
+                clock: SystemClock(), log: destinationLog, executor: executor, redactor: redactor,
+                publish: { status in
+                    let all = board.record(status, at: index)
+                    publisher.publish(all)
+                    metrics?.publish(all)
+                    reaper?.observe(finished: status.delivered + status.superseded)
+                })
+            destinations.append(DeliveryDestination(name: name, spool: spool, transport: transport, engine: engine,
+                                                    reaper: reaper))
         }
-        reaper?.start()
+        for destination in destinations {
+            do {
+                try await destination.engine.start()
+            } catch {
+                log.write(LogEntry(.error, "cannot read the spool \(layout.root): \(error)"))
+                return ExitStatus.failure
+            }
+            destination.reaper?.start()
+        }
         // Restoring a large queue/ lists and reads every file once: hand the
         // memory that took back to the kernel now, rather than keep it for
         // the months the daemon runs (with 100,000 queued, RSS at READY
         // 61 -> 55 MiB; bench/FINDINGS.md).
         _ = malloc_trim(0)
+        DeliveryDestination.reportLeftovers(layout, configured: fansOut ? deliveries.map(\.name) : [], log: log)
 
         let watcher: InboxWatcher
         do {
@@ -125,8 +145,11 @@ public enum Daemon {
             log.write(LogEntry(.error, "cannot watch the spool: \(error)"))
             return ExitStatus.failure
         }
-        let intake = Intake(spool: spool, engine: engine, watcher: watcher,
-                            settings: intakeSettings(configuration, verification: verification), log: log)
+        let intakeSpool = fansOut ? Spool(layout: layout, keepsDone: destinations[0].spool.keepsDone,
+                                          fanOutInboxes: leftovers) : destinations[0].spool.withFanOutInboxes(leftovers)
+        let intake = Intake(spool: intakeSpool,
+                            routes: destinations.map { DeliveryRoute(name: $0.name, engine: $0.engine, spool: $0.spool) },
+                            watcher: watcher, settings: intakeSettings(configuration, verification: verification), log: log)
 
         let (signals, signalInput) = AsyncStream.makeStream(of: Signal.self)
         let allowFreeze = environment["TXRECON_TEST_FREEZE"] == "1"
@@ -157,10 +180,16 @@ public enum Daemon {
             log.write(LogEntry(.error, "\(intakeStarted)"))
             return ExitStatus.failure
         }
-        publisher.publish(await engine.currentStatus)
+        for (index, destination) in destinations.enumerated() {
+            publisher.publish(board.record(await destination.engine.currentStatus, at: index))
+        }
         publisher.flushNow()
         health.notify("READY=1")
-        log.write(LogEntry(.info, "txrecon \(version) ready: spool \(layout.root), backend \(configuration.backend.displayURL)",
+        let targets = zip(deliveries, destinations).map { delivery, destination in
+            fansOut ? "\(destination.name) \(delivery.configuration.backend.displayURL) (\(delivery.configuration.match.summary))"
+                : "backend \(delivery.configuration.backend.displayURL)"
+        }
+        log.write(LogEntry(.info, "txrecon \(version) ready: spool \(layout.root), \(targets.joined(separator: ", "))",
                            messageID: MessageID.started))
 
         var current = configuration
@@ -170,8 +199,7 @@ public enum Daemon {
             case .reload:
                 health.notify("RELOADING=1")
                 current = await reload(current, path: configurationPath, environment: environment, version: version,
-                                       engine: engine, transport: transport, intake: intake, redactor: redactor,
-                                       log: log)
+                                       destinations: destinations, intake: intake, redactor: redactor, log: log)
                 health.notify("READY=1")
             case let .stop(name):
                 log.write(LogEntry(.info, "\(name) received: stopping", messageID: MessageID.stopping))
@@ -183,19 +211,24 @@ public enum Daemon {
                 break loop
             case .freeze:
                 log.write(LogEntry(.warning, "test freeze requested: the engine stops answering"))
-                await engine.freezeForTesting()
+                await destinations[0].engine.freezeForTesting()
             }
         }
 
         health.notify("STOPPING=1")
         intake.stop()
-        await engine.stop()
-        let final = await engine.currentStatus
+        for destination in destinations { await destination.engine.stop() }
+        for (index, destination) in destinations.enumerated() {
+            _ = board.record(await destination.engine.currentStatus, at: index)
+        }
+        let final = board.current
         publisher.publish(final)
         publisher.flushNow()
         metrics?.stop(final: final)
-        reaper?.stop()
-        transport.shutdown()
+        for destination in destinations {
+            destination.reaper?.stop()
+            destination.transport.shutdown()
+        }
         executor.shutdown()
         withExtendedLifetime(lock) {}
         log.write(LogEntry(.info, "stopped"))
@@ -208,10 +241,10 @@ public enum Daemon {
     /// at a restart keeps its running value, and the log says which keys
     /// wait for one. Returns the configuration now in force.
     private static func reload(_ current: Configuration, path: String, environment: [String: String], version: String,
-                               engine: DeliveryEngine, transport: CurlTransport, intake: Intake,
+                               destinations: [DeliveryDestination], intake: Intake,
                                redactor: SecretRedactor, log: any LogSink) async -> Configuration {
         var next: Configuration
-        let secrets: BackendSecrets
+        let secrets: [BackendSecrets]
         let verification: SignedDataPolicy?
         do {
             (next, secrets, verification) = try loadConfiguration(path, environment: environment)
@@ -220,16 +253,29 @@ public enum Daemon {
                                messageID: MessageID.reloadRefused))
             return current
         }
-        let waiting = keepRestartOnlySettings(of: current, in: &next)
-        redactor.replace(with: secrets.redactable)
-        transport.update(settings: next.backend)
-        intake.reconfigure(intakeSettings(next, verification: verification))
-        let before = ConfigurationWarnings.daemon(current, secrets: secrets)
-        for warning in ConfigurationWarnings.daemon(next, secrets: secrets) where !before.contains(warning) {
-            log.write(LogEntry(.warning, warning))
+        guard next.destinations.map(\.name) == current.destinations.map(\.name) else {
+            // The engines are made at start, one per destination.
+            log.write(LogEntry(.error, "reload refused, the running configuration stays: destinations were added to or "
+                               + "removed from \(ConfigurationLoader.destinationDirectory(beside: path))/, which takes "
+                               + "a restart (systemctl restart txrecon)", messageID: MessageID.reloadRefused))
+            return current
         }
-        await engine.reconfigure(settings: engineSettings(next), transport: transport,
-                                 prepare: preparer(version: version, secrets: secrets))
+        let waiting = keepRestartOnlySettings(of: current, in: &next)
+        let nextSecrets = secrets
+        let before = zip(current.deliveryConfigurations, nextSecrets).flatMap {
+            ConfigurationWarnings.daemon($0.0.configuration, secrets: $0.1)
+        }
+        redactor.replace(with: nextSecrets.flatMap(\.redactable))
+        intake.reconfigure(intakeSettings(next, verification: verification))
+        for ((delivery, secret), destination) in zip(zip(next.deliveryConfigurations, nextSecrets), destinations) {
+            let settings = delivery.configuration
+            destination.transport.update(settings: settings.backend)
+            for warning in ConfigurationWarnings.daemon(settings, secrets: secret) where !before.contains(warning) {
+                log.write(LogEntry(.warning, warning))
+            }
+            await destination.engine.reconfigure(settings: engineSettings(settings), transport: destination.transport,
+                                                 prepare: preparer(version: version, secrets: secret))
+        }
         var message = "configuration reloaded from \(path)"
         if !waiting.isEmpty {
             message += "; \(waiting.joined(separator: ", ")) changed but take effect only at a restart "
@@ -255,6 +301,13 @@ public enum Daemon {
             waiting.append("MaxConcurrentDeliveries=")
             next.delivery.maxConcurrentDeliveries = current.delivery.maxConcurrentDeliveries
         }
+        for index in next.destinations.indices {
+            guard let running = current.destinations.first(where: { $0.name == next.destinations[index].name }),
+                  running.settings.delivery.maxConcurrentDeliveries
+                    != next.destinations[index].settings.delivery.maxConcurrentDeliveries else { continue }
+            waiting.append("MaxConcurrentDeliveries= of \(running.name)")
+            next.destinations[index].settings.delivery.maxConcurrentDeliveries = running.settings.delivery.maxConcurrentDeliveries
+        }
         if next.metrics != current.metrics {
             waiting.append("TextfileDirectory=")
             next.metrics = current.metrics
@@ -266,11 +319,16 @@ public enum Daemon {
 
     /// The configuration, the secrets and the root certificates it names, as
     /// start and reload read them.
+    /// The secrets are `[Backend]`'s, then each further destination's.
     private static func loadConfiguration(_ path: String, environment: [String: String])
-        throws(ConfigurationError) -> (Configuration, BackendSecrets, SignedDataPolicy?) {
+        throws(ConfigurationError) -> (Configuration, [BackendSecrets], SignedDataPolicy?) {
         let configuration = try ConfigurationLoader.load(path: path)
-        return (configuration, try BackendSecrets.load(for: configuration, environment: environment),
-                try SignedDataPolicy.load(for: configuration))
+        var secrets = [try BackendSecrets.load(for: configuration, environment: environment)]
+        for destination in configuration.destinations {
+            secrets.append(try BackendSecrets.load(for: destination.settings, environment: environment,
+                                                   credential: "\(destination.name)-token"))
+        }
+        return (configuration, secrets, try SignedDataPolicy.load(for: configuration))
     }
 
     static func engineSettings(_ configuration: Configuration) -> DeliveryEngine.Settings {
@@ -284,7 +342,8 @@ public enum Daemon {
 
     static func intakeSettings(_ configuration: Configuration, verification: SignedDataPolicy?) -> Intake.Settings {
         Intake.Settings(maximumFileSize: configuration.spool.maxFileSize,
-                        acceptEnvelopes: configuration.verification.acceptEnvelopes, verification: verification)
+                        acceptEnvelopes: configuration.verification.acceptEnvelopes, verification: verification,
+                        matches: configuration.deliveryConfigurations.map(\.configuration.match))
     }
 
     static func preparer(version: String, secrets: BackendSecrets) -> DeliveryEngine.RequestPreparer {

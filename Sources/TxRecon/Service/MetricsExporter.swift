@@ -1,6 +1,6 @@
 // MetricsExporter: keeps a metrics file in [Metrics] TextfileDirectory= up to
 // date for node_exporter's textfile collector: the daemon's `txrecon.prom`
-// (from its EngineStatus), the receiver's `txrecon-receive.prom` (from its
+// (from its DaemonStatus), the receiver's `txrecon-receive.prom` (from its
 // ReceiveStatistics). Each program owns its file and replaces it whole.
 //
 // Each rewrite is atomic: the text goes to a temporary name in the same
@@ -130,7 +130,7 @@ final class MetricsExporter<Snapshot: Sendable>: Sendable {
     }
 }
 
-extension MetricsExporter where Snapshot == EngineStatus {
+extension MetricsExporter where Snapshot == DaemonStatus {
     static var daemonFileName: String { "txrecon.prom" }
 
     /// The daemon's `txrecon.prom`; `startedAt`: its start (ms since 1970).

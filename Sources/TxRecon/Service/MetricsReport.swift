@@ -15,7 +15,8 @@ enum MetricsReport {
 
     /// `startedAt`: when the daemon started (ms since 1970). `running`:
     /// false for the last file written at a clean stop (`txrecon_up 0`).
-    static func render(_ status: EngineStatus, startedAt: Int64, version: String, running: Bool) -> String {
+    static func render(_ daemon: DaemonStatus, startedAt: Int64, version: String, running: Bool) -> String {
+        let destinations = daemon.destinations.map { ($0.name, $0.status) }
         var text = PrometheusText()
         text.family("txrecon_up", .gauge,
                     help: "1 while txrecon runs; 0 once it stopped cleanly (a crash leaves 1: "
@@ -27,38 +28,58 @@ enum MetricsReport {
         text.sample("txrecon_build_info", labels: ["version": version], "1")
 
         text.family("txrecon_spool_items", .gauge,
-                    help: "Items in each spool state directory; queue includes the attempts in flight.")
-        text.sample("txrecon_spool_items", labels: ["directory": "queue"], PrometheusText.integer(status.queued))
-        text.sample("txrecon_spool_items", labels: ["directory": "hold"], PrometheusText.integer(status.held))
-        text.sample("txrecon_spool_items", labels: ["directory": "rejected"], PrometheusText.integer(status.rejected))
-        text.family("txrecon_deliveries_in_flight", .gauge, help: "Delivery attempts in flight.")
-        text.sample("txrecon_deliveries_in_flight", PrometheusText.integer(status.delivering))
-        if let oldest = status.oldestQueuedAt {
+                    help: "Items in each spool state directory, by destination; queue includes the attempts in "
+                        + "flight. rejected/ is the spool's, shared by every destination.")
+        for (name, status) in destinations {
+            text.sample("txrecon_spool_items", labels: ["destination": name, "directory": "queue"],
+                        PrometheusText.integer(status.queued))
+            text.sample("txrecon_spool_items", labels: ["destination": name, "directory": "hold"],
+                        PrometheusText.integer(status.held))
+        }
+        text.sample("txrecon_spool_items", labels: ["directory": "rejected"], PrometheusText.integer(daemon.primary.rejected))
+        text.family("txrecon_deliveries_in_flight", .gauge, help: "Delivery attempts in flight, by destination.")
+        for (name, status) in destinations {
+            text.sample("txrecon_deliveries_in_flight", labels: ["destination": name],
+                        PrometheusText.integer(status.delivering))
+        }
+        if destinations.contains(where: { $0.1.oldestQueuedAt != nil }) {
             text.family("txrecon_oldest_queued_timestamp_seconds", .gauge,
-                        help: "When the oldest item in queue/ arrived, in seconds since 1970; absent while "
-                            + "queue/ is empty. Its age: time() - txrecon_oldest_queued_timestamp_seconds.")
-            text.sample("txrecon_oldest_queued_timestamp_seconds",
+                        help: "When the oldest item in a destination's queue/ arrived, in seconds since 1970; absent "
+                            + "while it is empty. Its age: time() - txrecon_oldest_queued_timestamp_seconds.")
+        }
+        for (name, status) in destinations {
+            guard let oldest = status.oldestQueuedAt else { continue }
+            text.sample("txrecon_oldest_queued_timestamp_seconds", labels: ["destination": name],
                         PrometheusText.seconds(sinceEpochMilliseconds: oldest))
         }
 
-        let statistics = status.statistics
         text.family("txrecon_deliveries_total", .counter,
-                    help: "Outcomes since the daemon started: delivered (confirmed by the backend), deferred "
-                        + "(an attempt failed; retried later), held (refused, moved to hold/), rejected (input "
-                        + "moved to rejected/), superseded (replaced by a newer snapshot of the same item), "
-                        + "replayed (a delivered snapshot queued again by txrecon replay).")
-        let counts = [status.delivered, statistics.deferred, statistics.held, statistics.rejected, status.superseded,
-                      statistics.replayed]
-        for (outcome, count) in zip(outcomes, counts) {
-            text.sample("txrecon_deliveries_total", labels: ["outcome": outcome], PrometheusText.integer(count))
+                    help: "Outcomes since the daemon started, by destination: delivered (confirmed by the "
+                        + "destination), deferred (an attempt failed; retried later), held (refused, moved to hold/), "
+                        + "rejected (input moved to rejected/), superseded (replaced by a newer snapshot of the same "
+                        + "item), replayed (a delivered snapshot queued again by txrecon replay).")
+        for (name, status) in destinations {
+            let statistics = status.statistics
+            let counts = [status.delivered, statistics.deferred, statistics.held, statistics.rejected,
+                          status.superseded, statistics.replayed]
+            for (outcome, count) in zip(outcomes, counts) {
+                text.sample("txrecon_deliveries_total", labels: ["destination": name, "outcome": outcome],
+                            PrometheusText.integer(count))
+            }
         }
-        text.histogram("txrecon_attempt_duration_seconds",
-                       help: "How long delivery attempts took, from reading the item to the backend's answer "
-                           + "or the transport's failure.",
-                       statistics.attemptDurations)
+        text.family("txrecon_attempt_duration_seconds", .histogram,
+                    help: "How long delivery attempts took, by destination, from reading the item to the "
+                        + "destination's answer or the transport's failure.")
+        for (name, status) in destinations {
+            text.histogramSamples("txrecon_attempt_duration_seconds", destination: name,
+                                  status.statistics.attemptDurations)
+        }
         text.family("txrecon_backend_consecutive_failures", .gauge,
-                    help: "Attempts that failed against the backend since it last answered; 0 while it answers.")
-        text.sample("txrecon_backend_consecutive_failures", PrometheusText.integer(statistics.consecutiveBackendFailures))
+                    help: "Attempts that failed against a destination since it last answered; 0 while it answers.")
+        for (name, status) in destinations {
+            text.sample("txrecon_backend_consecutive_failures", labels: ["destination": name],
+                        PrometheusText.integer(status.statistics.consecutiveBackendFailures))
+        }
         return text.text
     }
 }

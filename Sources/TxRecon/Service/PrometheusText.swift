@@ -54,6 +54,19 @@ struct PrometheusText {
         sample(name + "_count", Self.integer(histogram.count))
     }
 
+    /// The samples of one destination's histogram (its family started
+    /// with `family(_:.histogram:)`): cumulative `_bucket` lines by `le`
+    /// ending with `+Inf`, then `_sum` (seconds) and `_count`.
+    mutating func histogramSamples(_ name: String, destination: String, _ histogram: DurationHistogram) {
+        let cumulative = histogram.cumulativeCounts
+        for (bound, count) in zip(histogram.bounds, cumulative) {
+            sample(name + "_bucket", labels: ["destination": destination, "le": Self.seconds(bound)], Self.integer(count))
+        }
+        sample(name + "_bucket", labels: ["destination": destination, "le": "+Inf"], Self.integer(histogram.count))
+        sample(name + "_sum", labels: ["destination": destination], Self.seconds(histogram.sum))
+        sample(name + "_count", labels: ["destination": destination], Self.integer(histogram.count))
+    }
+
     // MARK: Values
 
     static func integer(_ value: some BinaryInteger) -> String { "\(value)" }

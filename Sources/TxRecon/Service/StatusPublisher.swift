@@ -10,7 +10,7 @@ import Synchronization
 
 final class StatusPublisher: Sendable {
     private struct State {
-        var latest: EngineStatus?
+        var latest: DaemonStatus?
         var lastLine = ""
         var coalescer = UpdateCoalescer(interval: StatusPublisher.interval)
     }
@@ -30,7 +30,7 @@ final class StatusPublisher: Sendable {
     }
 
     /// Records the newest status; publishes now or within `interval`.
-    func publish(_ status: EngineStatus) {
+    func publish(_ status: DaemonStatus) {
         let now = SystemClock().now
         let delay = state.withLock { state -> Duration? in
             state.latest = status
@@ -51,7 +51,7 @@ final class StatusPublisher: Sendable {
 
     private func flush() {
         let now = SystemClock().now
-        let (status, changed) = state.withLock { state -> (EngineStatus?, Bool) in
+        let (status, changed) = state.withLock { state -> (DaemonStatus?, Bool) in
             state.coalescer.wrote(at: now)
             guard let latest = state.latest else { return (nil, false) }
             let line = latest.line
@@ -63,15 +63,33 @@ final class StatusPublisher: Sendable {
         writeStatusFile(status)
     }
 
-    private func writeStatusFile(_ status: EngineStatus) {
+    private func writeStatusFile(_ daemon: DaemonStatus) {
+        let status = daemon.totals
         var members: [(String, JSONValue)] = [
             ("pid", .integer(getpid())), ("startedAt", .string(Timestamp.rfc3339(milliseconds: startedAt))),
             ("updatedAt", .string(Timestamp.rfc3339(milliseconds: Timestamp.nowMilliseconds()))),
-            ("status", .string(status.line)), ("phase", .string(status.phase)),
+            ("status", .string(daemon.line)), ("phase", .string(status.phase)),
             ("queued", .integer(status.queued)), ("delivering", .integer(status.delivering)),
             ("held", .integer(status.held)), ("rejected", .integer(status.rejected)),
             ("delivered", .integer(status.delivered)), ("superseded", .integer(status.superseded)),
         ]
+        members += Self.condition(of: status)
+        if let paused = status.intakePausedBecause { members.append(("intakePaused", .string(paused))) }
+        if let below = status.intakeWaitsBelow { members.append(("intakeWaitsBelow", .integer(below))) }
+        members.append(("destinations", .array(daemon.destinations.map { entry in
+            .object([("name", .string(entry.name)), ("queued", .integer(entry.status.queued)),
+                     ("delivering", .integer(entry.status.delivering)), ("held", .integer(entry.status.held)),
+                     ("delivered", .integer(entry.status.delivered)),
+                     ("superseded", .integer(entry.status.superseded))] + Self.condition(of: entry.status))
+        })))
+        try? SystemCall.replaceFile(statusFile, JSONValue.object(members).serialized,
+                                    temporaryName: statusFile + ".tmp", sync: false)
+    }
+
+    /// `backend` (`unknown`, `ok`, `failing`) and, while failing, since
+    /// when, why and when the next probe goes out.
+    private static func condition(of status: EngineStatus) -> [(String, JSONValue)] {
+        var members: [(String, JSONValue)] = []
         switch status.backend {
         case .unknown: members.append(("backend", .string("unknown")))
         case .ok: members.append(("backend", .string("ok")))
@@ -81,9 +99,6 @@ final class StatusPublisher: Sendable {
             members.append(("lastError", .string(lastError)))
         }
         if let next = status.nextRetryAt { members.append(("nextRetryAt", .string(Timestamp.rfc3339(milliseconds: next)))) }
-        if let paused = status.intakePausedBecause { members.append(("intakePaused", .string(paused))) }
-        if let below = status.intakeWaitsBelow { members.append(("intakeWaitsBelow", .integer(below))) }
-        try? SystemCall.replaceFile(statusFile, JSONValue.object(members).serialized,
-                                    temporaryName: statusFile + ".tmp", sync: false)
+        return members
     }
 }

@@ -94,6 +94,22 @@ public struct ControlResult: Sendable, Equatable {
             && lhs.skipped.map(\.reason) == rhs.skipped.map(\.reason)
     }
 
+    /// One result of the results of several destinations: a target is
+    /// applied when some destination applied it, and skipped (with the
+    /// first destination's reason) when none did.
+    init(merging results: [ControlResult]) {
+        let applied = Set(results.flatMap(\.applied))
+        var seen = Set<String>()
+        for result in results {
+            for target in result.applied where seen.insert(target).inserted { self.applied.append(target) }
+        }
+        for result in results {
+            for entry in result.skipped where !applied.contains(entry.target) && seen.insert(entry.target).inserted {
+                skipped.append(entry)
+            }
+        }
+    }
+
     public var json: JSONValue {
         .object([("applied", .array(applied.map(JSONValue.string))),
                  ("skipped", .array(skipped.map { .object([("target", .string($0.target)), ("reason", .string($0.reason))]) }))])

@@ -69,9 +69,14 @@ package final class Spool: Sendable {
     /// time update; asked once, since geteuid(2) is a system call per drop.
     private let effectiveUser = geteuid()
 
-    package init(layout: SpoolLayout, keepsDone: Bool = true) {
+    /// The inboxes of the destinations intake links each drop into
+    /// (Spool+FanOut); empty with one destination.
+    let fanOutInboxes: [String]
+
+    package init(layout: SpoolLayout, keepsDone: Bool = true, fanOutInboxes: [String] = []) {
         self.layout = layout
         self.keepsDone = keepsDone
+        self.fanOutInboxes = fanOutInboxes
     }
 
     func path(_ location: SpoolLocation, _ key: ItemKey) -> String {
@@ -231,7 +236,7 @@ package final class Spool: Sendable {
     /// again after a fix. Returns the name in rejected/.
     func setAside(_ key: ItemKey, inbox: String? = nil, because rejection: Rejection,
                   at now: Int64) throws(SpoolError) -> String {
-        let source = inbox.map { "new/" + $0 } ?? "queue/" + key.fileName
+        let source = inbox.map { layout.relative(nil) + "/" + $0 } ?? layout.relative(.queue) + "/" + key.fileName
         let target = try moveToRejected(layout.root + "/" + source, base: key.fileName, file: source,
                                         because: rejection, at: now)
         if inbox == nil { try SystemCall.unlinkIfPresent(path(.queue, key) + ".state") }

@@ -9,22 +9,60 @@
 //   rejected/  unreadable inputs, never deleted automatically; NAME and NAME.reason
 //   done/      delivered (KEY) and superseded (KEY.superseded-…) snapshots
 //   ctl/       requests from the txrecon CLI, and the daemon's answers
+//   destinations/NAME/{new,queue,hold,done}
+//              with further destinations (destinations/NAME.conf): each
+//              destination's own items, the same files as above. new/ there
+//              is the destination's inbox, which intake links each drop
+//              into; `[Backend]` then has destinations/backend/new/ as its
+//              inbox and keeps queue/, hold/ and done/ (see Spool+FanOut).
 import Glibc
 
-/// The directory tree of one spool.
+/// The directory tree of one spool, as one destination's engine sees it:
+/// `new`, `queue`, `hold` and `done` are the destination's; the rest are the
+/// spool's.
 public struct SpoolLayout: Sendable, Equatable {
     public let root: String
+    /// `new` and the item directories relative to `root`: `new`, `` (queue/
+    /// … at the top), or `destinations/NAME/`.
+    private let inboxPath: String
+    private let itemPrefix: String
 
     public init(root: String) {
         self.root = root.count > 1 && root.hasSuffix("/") ? String(root.dropLast()) : root
+        inboxPath = "new"
+        itemPrefix = ""
     }
 
+    private init(root: String, inboxPath: String, itemPrefix: String) {
+        self.root = root
+        self.inboxPath = inboxPath
+        self.itemPrefix = itemPrefix
+    }
+
+    /// Where the destination `name`'s items are: its own directories, or,
+    /// for `[Backend]` (`Destination.primaryName`), queue/, hold/ and done/
+    /// with destinations/backend/new/ as its inbox.
+    public func destination(_ name: String) -> SpoolLayout {
+        let base = "destinations/" + name + "/"
+        return SpoolLayout(root: root, inboxPath: base + "new",
+                           itemPrefix: name == Destination.primaryName ? "" : base)
+    }
+
+    /// The directory that holds every destination's own directories.
+    public var destinations: String { root + "/destinations" }
+
     public var tmp: String { root + "/tmp" }
-    public var new: String { root + "/new" }
-    public var queue: String { root + "/queue" }
-    public var hold: String { root + "/hold" }
+    public var new: String { root + "/" + inboxPath }
+    public var queue: String { root + "/" + itemPrefix + "queue" }
+    public var hold: String { root + "/" + itemPrefix + "hold" }
     public var rejected: String { root + "/rejected" }
-    public var done: String { root + "/done" }
+    public var done: String { root + "/" + itemPrefix + "done" }
+    /// `new`, `queue`, `hold` or `done` as the spool's files name it
+    /// (`queue/KEY`, `destinations/NAME/queue/KEY`), for logs and reasons.
+    func relative(_ location: SpoolLocation?) -> String {
+        guard let location else { return inboxPath }
+        return itemPrefix + location.rawValue
+    }
     public var ctl: String { root + "/ctl" }
     /// Held (flock) by the running daemon: one writer per spool.
     public var lockFile: String { root + "/txrecon.lock" }
@@ -44,6 +82,16 @@ public struct SpoolLayout: Sendable, Equatable {
         try Self.makeDirectory(root, mode: 0o2750)
         for (path, mode) in directoryModes {
             try Self.makeDirectory(path, mode: mode)
+        }
+    }
+
+    /// Creates what a destination's layout (`destination(_:)`) needs beyond
+    /// the spool's own directories; only the daemon writes any of them.
+    func createMissingDestinationDirectories() throws(SpoolError) {
+        try Self.makeDirectory(destinations, mode: 0o2750)
+        try Self.makeDirectory(String(new.dropLast("/new".count)), mode: 0o2750)
+        for path in [new, queue, hold, done] {
+            try Self.makeDirectory(path, mode: 0o2750)
         }
     }
 

@@ -56,6 +56,10 @@ private let minimal = """
             [Delivery]
             RetryDelays=1s 1min30s 1h
             MaxConcurrentDeliveries=64
+            [Match]
+            Environment=Production Sandbox
+            Kind=appstore.notification appstore.transaction
+            NotificationType=REFUND DID_RENEW
             [Verification]
             Mode=none
             RootCertificateFile=/etc/txrecon/roots.pem
@@ -101,6 +105,9 @@ private let minimal = """
         #expect(configuration.backend.maxRate == 0.5)
         #expect(configuration.delivery.retrySchedule.delays == [.seconds(1), .seconds(90), .seconds(3600)])
         #expect(configuration.delivery.maxConcurrentDeliveries == 64)
+        #expect(configuration.match.environments == ["Production", "Sandbox"])
+        #expect(configuration.match.kinds == [.notification, .transaction])
+        #expect(configuration.match.notificationTypes == ["REFUND", "DID_RENEW"])
         #expect(configuration.verification.mode == .none)
         #expect(configuration.verification.rootCertificateFile == "/etc/txrecon/roots.pem")
         #expect(configuration.verification.receiptRootCertificateFile == "/etc/txrecon/receipt-roots.pem")
@@ -195,7 +202,7 @@ private let minimal = """
         let files = ConfigurationFiles(minimal + "\n\n[Monitoring]\n")
         #expect(files.loadError() == ConfigurationError(
             file: files.path, line: 4, key: nil,
-            message: "unknown section [Monitoring]; the sections are [Spool], [Backend], [Delivery], [Verification], "
+            message: "unknown section [Monitoring]; the sections are [Spool], [Backend], [Delivery], [Match], [Verification], "
                 + "[Metrics], [Sweep], [Receive]"))
     }
 

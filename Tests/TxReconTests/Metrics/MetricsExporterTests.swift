@@ -11,18 +11,18 @@ import TxReconTestSupport
     let directory = TemporaryDirectory("txrecon-metrics")
     let log = RecordingLogSink()
 
-    func exporter(in path: String? = nil) -> MetricsExporter<EngineStatus> {
+    func exporter(in path: String? = nil) -> MetricsExporter<DaemonStatus> {
         MetricsExporter(directory: path ?? directory.path, startedAt: 1_800_000_000_000, version: "test", log: log,
                         clock: ManualClock())
     }
 
-    func status(delivered: Int) -> EngineStatus {
+    func status(delivered: Int) -> DaemonStatus {
         var status = EngineStatus()
         status.delivered = delivered
-        return status
+        return DaemonStatus(status)
     }
 
-    func metrics(_ exporter: MetricsExporter<EngineStatus>) throws -> PrometheusExposition {
+    func metrics(_ exporter: MetricsExporter<DaemonStatus>) throws -> PrometheusExposition {
         let bytes = try SystemCall.readFile(exporter.path, limit: 1 << 20)
         return try PrometheusExposition(parsing: String(decoding: bytes, as: UTF8.self))
     }
@@ -32,7 +32,7 @@ import TxReconTestSupport
         exporter.publish(status(delivered: 3))
         exporter.flushNow()
         #expect(exporter.path == directory.path + "/txrecon.prom")
-        #expect(try metrics(exporter).value("txrecon_deliveries_total", ["outcome": "delivered"]) == "3")
+        #expect(try metrics(exporter).value("txrecon_deliveries_total", ["destination": "backend", "outcome": "delivered"]) == "3")
         #expect(try SystemCall.listDirectory(directory.path) == ["txrecon.prom"])
     }
 
@@ -52,7 +52,7 @@ import TxReconTestSupport
         exporter.publish(status(delivered: 2))
         exporter.flushNow()
         #expect(try #require(try SystemCall.linkStatus(exporter.path)).st_ino != before)
-        #expect(try metrics(exporter).value("txrecon_deliveries_total", ["outcome": "delivered"]) == "2")
+        #expect(try metrics(exporter).value("txrecon_deliveries_total", ["destination": "backend", "outcome": "delivered"]) == "2")
     }
 
     @Test func anUnchangedStatusIsNotRewritten() throws {
@@ -72,12 +72,12 @@ import TxReconTestSupport
         exporter.stop(final: status(delivered: 2))
         let metrics = try metrics(exporter)
         #expect(metrics.value("txrecon_up") == "0")
-        #expect(metrics.value("txrecon_deliveries_total", ["outcome": "delivered"]) == "2")
+        #expect(metrics.value("txrecon_deliveries_total", ["destination": "backend", "outcome": "delivered"]) == "2")
         exporter.publish(status(delivered: 3))
         exporter.flushNow()
         let after = try self.metrics(exporter)
         #expect(after.value("txrecon_up") == "0", "a publication after the stop changes nothing")
-        #expect(after.value("txrecon_deliveries_total", ["outcome": "delivered"]) == "2")
+        #expect(after.value("txrecon_deliveries_total", ["destination": "backend", "outcome": "delivered"]) == "2")
     }
 
     @Test func anUnwritableDirectoryIsReportedOnceNamingTheFileAndTheFix() {
@@ -101,7 +101,7 @@ import TxReconTestSupport
         _ = directory.makeDirectory("later")
         exporter.publish(status(delivered: 2))
         exporter.flushNow()
-        #expect(try metrics(exporter).value("txrecon_deliveries_total", ["outcome": "delivered"]) == "2")
+        #expect(try metrics(exporter).value("txrecon_deliveries_total", ["destination": "backend", "outcome": "delivered"]) == "2")
         #expect(log.entries.map(\.priority) == [.warning, .notice])
     }
 }

@@ -32,7 +32,7 @@ import TxReconTestSupport
 
     private func parsed(_ status: EngineStatus = knownStatus, running: Bool = true,
                         version: String = "1.2.3") throws -> PrometheusExposition {
-        try PrometheusExposition(parsing: MetricsReport.render(status, startedAt: Self.startedAt, version: version,
+        try PrometheusExposition(parsing: MetricsReport.render(DaemonStatus(status), startedAt: Self.startedAt, version: version,
                                                                running: running))
     }
 
@@ -66,21 +66,21 @@ import TxReconTestSupport
 
     @Test func theVersionLabelIsEscaped() throws {
         let version = #"1.0 "dirty" \ local"#
-        let text = MetricsReport.render(Self.knownStatus, startedAt: Self.startedAt, version: version, running: true)
+        let text = MetricsReport.render(DaemonStatus(Self.knownStatus), startedAt: Self.startedAt, version: version, running: true)
         #expect(text.contains(#"txrecon_build_info{version="1.0 \"dirty\" \\ local"} 1"#))
         #expect(try parsed(version: version).value("txrecon_build_info", ["version": version]) == "1")
     }
 
     @Test func queueDepthsArePerDirectory() throws {
         let metrics = try parsed()
-        #expect(metrics.value("txrecon_spool_items", ["directory": "queue"]) == "12")
-        #expect(metrics.value("txrecon_spool_items", ["directory": "hold"]) == "4")
+        #expect(metrics.value("txrecon_spool_items", ["destination": "backend", "directory": "queue"]) == "12")
+        #expect(metrics.value("txrecon_spool_items", ["destination": "backend", "directory": "hold"]) == "4")
         #expect(metrics.value("txrecon_spool_items", ["directory": "rejected"]) == "5")
-        #expect(metrics.value("txrecon_deliveries_in_flight") == "3")
+        #expect(metrics.value("txrecon_deliveries_in_flight", ["destination": "backend"]) == "3")
     }
 
     @Test func theOldestQueuedItemIsGivenAsItsArrivalTimestamp() throws {
-        #expect(try parsed().value("txrecon_oldest_queued_timestamp_seconds") == "1800000123.456")
+        #expect(try parsed().value("txrecon_oldest_queued_timestamp_seconds", ["destination": "backend"]) == "1800000123.456")
     }
 
     @Test func anEmptyQueueHasNoOldestQueuedTimestamp() throws {
@@ -105,13 +105,13 @@ import TxReconTestSupport
         ])
         #expect(buckets.map(\.value) == ["2", "2", "2", "4", "4", "4", "4", "5", "5", "5", "5", "6"])
         let metrics = try parsed()
-        #expect(metrics.value("txrecon_attempt_duration_seconds_sum") == "12.767")
-        #expect(metrics.value("txrecon_attempt_duration_seconds_count") == "6")
+        #expect(metrics.value("txrecon_attempt_duration_seconds_sum", ["destination": "backend"]) == "12.767")
+        #expect(metrics.value("txrecon_attempt_duration_seconds_count", ["destination": "backend"]) == "6")
     }
 
     @Test func theBackendFailureStreakIsAGauge() throws {
         let metrics = try parsed()
         #expect(metrics.family("txrecon_backend_consecutive_failures")?.type == "gauge")
-        #expect(metrics.value("txrecon_backend_consecutive_failures") == "9")
+        #expect(metrics.value("txrecon_backend_consecutive_failures", ["destination": "backend"]) == "9")
     }
 }

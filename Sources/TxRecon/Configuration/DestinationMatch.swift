@@ -1,0 +1,85 @@
+// DestinationMatch: which items a destination receives, from its `[Match]`
+// section. Each key narrows; an unset key matches everything, so a
+// destination without `[Match]` (today's single `[Backend]`) receives every
+// item. Pure: decided on the fields intake decoded, never on the context the
+// app sent beside the signed data.
+
+/// `[Match]`
+public struct DestinationMatch: Sendable, Equatable {
+    /// `Environment=`: Apple's spelling (`Production`, `Sandbox`, `Xcode`,
+    /// `LocalTesting`). An item without an environment (an envelope) does
+    /// not match a destination that sets it.
+    public var environments: [String]?
+    /// `Kind=`: the body's `kind` (`appstore.transaction`,
+    /// `appstore.notification`, `appstore.receipt`, `envelope`).
+    public var kinds: [ItemKind]?
+    /// `NotificationType=`: Apple's notificationType (`REFUND`,
+    /// `DID_RENEW`, …). Only notifications carry one; nothing else matches
+    /// a destination that sets it.
+    public var notificationTypes: [String]?
+
+    public init() {}
+
+    /// Whether `item` goes to this destination.
+    func accepts(_ item: Item) -> Bool {
+        if let environments, !environments.contains(where: { $0 == item.fields.environment }) { return false }
+        if let kinds, !kinds.contains(item.kind) { return false }
+        if let notificationTypes, !notificationTypes.contains(where: { $0 == item.fields.notificationType }) {
+            return false
+        }
+        return true
+    }
+
+    /// The match in words, for check-config and the start-up log:
+    /// `every item`, or `Environment=Sandbox Kind=appstore.notification`.
+    public var summary: String {
+        var parts: [String] = []
+        if let environments { parts.append("Environment=" + environments.joined(separator: " ")) }
+        if let kinds { parts.append("Kind=" + kinds.map(\.rawValue).joined(separator: " ")) }
+        if let notificationTypes { parts.append("NotificationType=" + notificationTypes.joined(separator: " ")) }
+        return parts.isEmpty ? "every item" : parts.joined(separator: " ")
+    }
+}
+
+extension SettingValue {
+    /// `Match.Environment`: one or more of Apple's environment names.
+    static func matchEnvironments(_ text: String) throws(InvalidValue) -> [String]? {
+        let known = SignedDataEnvironment.allCases.map(\.rawValue)
+        return try words(of: text, what: "an App Store environment") { word in
+            known.contains(word) ? word : nil
+        } accepted: { "write one or more of " + known.joined(separator: ", ") }
+    }
+
+    /// `Match.Kind`: one or more item kinds as the body's `kind` spells them.
+    static func matchKinds(_ text: String) throws(InvalidValue) -> [ItemKind]? {
+        try words(of: text, what: "an item kind", ItemKind.init(rawValue:)) {
+            "write one or more of appstore.transaction, appstore.notification, appstore.receipt, envelope"
+        }
+    }
+
+    /// `Match.NotificationType`: Apple's notification types, upper-case
+    /// letters and `_` (`REFUND`, `DID_RENEW`).
+    static func matchNotificationTypes(_ text: String) throws(InvalidValue) -> [String]? {
+        try words(of: text, what: "a notification type") { word in
+            let valid = word.utf8.allSatisfy {
+                (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) || $0 == UInt8(ascii: "_")
+            }
+            return valid ? word : nil
+        } accepted: { "write Apple's notificationType values, such as REFUND DID_RENEW" }
+    }
+
+    /// Space-separated words, each parsed by `parse`; a repeated one counts once.
+    private static func words<Value: Equatable>(
+        of text: String, what: String, _ parse: (String) -> Value?, accepted: () -> String
+    ) throws(InvalidValue) -> [Value] {
+        var values: [Value] = []
+        for word in text.split(whereSeparator: { $0 == " " || $0 == "\t" }) {
+            guard let value = parse(String(word)) else {
+                throw InvalidValue(message: "\"\(word)\" is not \(what); \(accepted())")
+            }
+            if !values.contains(value) { values.append(value) }
+        }
+        guard !values.isEmpty else { throw InvalidValue(message: "\"\(text)\" lists nothing; \(accepted())") }
+        return values
+    }
+}

@@ -1,0 +1,65 @@
+// DaemonStatus: the status of every destination's engine at once, for the
+// STATUS= line, the status file and the metrics file. With one destination
+// it reads exactly as that engine's status always has; with several, the
+// counts are totals and each destination's condition is named.
+// `DestinationStatusBoard` collects the engines' statuses as each publishes.
+import Synchronization
+
+struct DaemonStatus: Sendable, Equatable {
+    struct Entry: Sendable, Equatable {
+        var name: String
+        var status: EngineStatus
+    }
+
+    /// `[Backend]` first, then the further destinations in name order.
+    var destinations: [Entry]
+
+    var primary: EngineStatus { destinations[0].status }
+
+    /// The engines' counts added up; the backend condition and the intake
+    /// state are the primary's (intake reports to that engine).
+    var totals: EngineStatus {
+        var total = primary
+        for entry in destinations.dropFirst() {
+            total.queued += entry.status.queued
+            total.delivering += entry.status.delivering
+            total.held += entry.status.held
+            total.delivered += entry.status.delivered
+            total.superseded += entry.status.superseded
+        }
+        return total
+    }
+
+    /// One line, e.g. `12 queued, 3 delivering, 1 held, 2 rejected; backend
+    /// ok; analytics failing since 18:03:07 (HTTP 503), next probe at 18:04:40`.
+    var line: String {
+        guard destinations.count > 1 else { return primary.line }
+        let total = totals
+        var text = "\(total.queued) queued, \(total.delivering) delivering, \(total.held) held, \(total.rejected) rejected"
+        for entry in destinations { text += "; " + entry.name + " " + entry.status.conditionText }
+        if let paused = total.intakePausedBecause { text += "; intake paused: \(paused)" }
+        if let below = total.intakeWaitsBelow { text += "; new/ waits until fewer than \(below) are queued" }
+        if total.phase != "running" { text = "\(total.phase): " + text }
+        return text
+    }
+}
+
+/// The latest status of each destination's engine; each engine's publish
+/// closure records its own and gets the whole back.
+final class DestinationStatusBoard: Sendable {
+    private let entries: Mutex<[DaemonStatus.Entry]>
+
+    init(names: [String]) {
+        entries = Mutex(names.map { DaemonStatus.Entry(name: $0, status: EngineStatus()) })
+    }
+
+    /// Records destination `index`'s status; returns everyone's.
+    func record(_ status: EngineStatus, at index: Int) -> DaemonStatus {
+        entries.withLock { entries in
+            entries[index].status = status
+            return DaemonStatus(destinations: entries)
+        }
+    }
+
+    var current: DaemonStatus { entries.withLock { DaemonStatus(destinations: $0) } }
+}

@@ -1,0 +1,46 @@
+// DeliveryDestination: one destination while the daemon runs (its spool as
+// its engine sees it, its HTTP client, its engine, its done/ reaper), and
+// what start-up does about destination directories no configuration names
+// any more.
+
+struct DeliveryDestination: Sendable {
+    let name: String
+    let spool: Spool
+    let transport: CurlTransport
+    let engine: DeliveryEngine
+    let reaper: DoneReaper?
+
+    /// The inboxes under destinations/ on disk (each destinations/NAME/new),
+    /// configured or not: a drop's other names there are intake's own
+    /// (Spool+FanOut), never a producer's hard link. With one destination,
+    /// `[Backend]`'s copies left in destinations/backend/new/ by an earlier
+    /// run with several go back into new/ first, to be taken as drops.
+    static func inboxesOnDisk(_ layout: SpoolLayout, configured: [String]) throws(SpoolError) -> [String] {
+        guard !SystemCall.isMissing(layout.destinations) else { return [] }
+        if configured.isEmpty, !SystemCall.isMissing(layout.destination(Destination.primaryName).new) {
+            _ = try Spool(layout: layout.destination(Destination.primaryName)).returnCopies(to: layout.new)
+        }
+        return try SystemCall.listDirectory(layout.destinations)
+            .filter { !$0.hasPrefix(".") }
+            .map { layout.destination($0).new }
+            .filter { !SystemCall.isMissing($0) }
+    }
+
+    /// Warns about each destinations/NAME/ that holds items but that no
+    /// destinations/NAME.conf names now: they wait there, untouched, until
+    /// it is back.
+    static func reportLeftovers(_ layout: SpoolLayout, configured: [String], log: any LogSink) {
+        guard let names = try? SystemCall.listDirectory(layout.destinations) else { return }
+        for name in names where !name.hasPrefix(".") && !configured.contains(name) && name != Destination.primaryName {
+            let destination = layout.destination(name)
+            let count = [destination.new, destination.queue, destination.hold].reduce(0) { count, directory in
+                count + ((try? SystemCall.listDirectory(directory))?.count { !$0.hasPrefix(".") } ?? 0)
+            }
+            guard count > 0 else { continue }
+            log.write(LogEntry(.warning, "destinations/\(LogText.escaped(name))/ holds \(count) files, but no "
+                               + "destination \(LogText.escaped(name)) is configured: they wait there until "
+                               + "destinations/\(LogText.escaped(name)).conf is back (README: \"How do I remove a destination?\")",
+                               fields: [("TXRECON_DESTINATION", name)]))
+        }
+    }
+}

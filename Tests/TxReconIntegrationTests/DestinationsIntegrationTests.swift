@@ -1,0 +1,136 @@
+// Several destinations end to end: the built daemon, `[Backend]` and a
+// destination file for a second loopback backend. One destination down does
+// not hold up the other; a restart sends only to the destination that has
+// not confirmed; [Match] routes; a fan-out a crash interrupted completes.
+import Glibc
+import Testing
+@testable import TxRecon
+import TxReconTestSupport
+
+@Suite(.serialized, .timeLimit(.minutes(2)))
+struct DestinationsIntegrationTests {
+    /// A fixture whose `[Backend]` answers 200, with `analytics` beside it.
+    final class TwoDestinations {
+        let fixture: DaemonFixture
+        let analytics: LoopbackHTTPServer
+
+        init(main: String = "", analyticsMatch: String = "",
+             analyticsHandler: @escaping LoopbackHTTPServer.Handler = { _ in .status(503) }) throws {
+            fixture = try DaemonFixture(extraConfig: main)
+            analytics = try LoopbackHTTPServer(handler: analyticsHandler)
+            _ = fixture.directory.write("""
+                [Backend]
+                URL=\(analytics.url)analytics
+                Timeout=2s
+                ProbeDelays=200ms
+
+                [Delivery]
+                RetryDelays=200ms
+
+                \(analyticsMatch)
+                """, to: "destinations/analytics.conf")
+        }
+
+        var analyticsLayout: SpoolLayout { fixture.layout.destination("analytics") }
+
+        func names(_ directory: String) -> [String] {
+            ((try? SystemCall.listDirectory(directory)) ?? []).filter { !$0.hasSuffix(".state") }.sorted()
+        }
+
+        func keys(_ server: LoopbackHTTPServer, status: Int? = nil) -> [String] {
+            server.requests.compactMap { $0.header("Idempotency-Key") }
+        }
+
+        deinit { analytics.stop() }
+    }
+
+    @Test func oneDestinationDownTheOtherDrainsAndTheFirstCatchesUpWhenItReturns() async throws {
+        let both = try TwoDestinations()
+        let fixture = both.fixture
+        try await fixture.start()
+        let ids = (1...20).map { "order-\($0)" }
+        for id in ids { try fixture.drop(fixture.envelope(id, version: 1)) }
+
+        // [Backend] gets all twenty while analytics answers 503.
+        #expect(await fixture.eventually { fixture.doneItems() == ids.sorted() })
+        #expect(await fixture.eventually { both.names(both.analyticsLayout.queue) == ids.sorted() })
+        #expect(fixture.names("new").isEmpty && fixture.names("queue").isEmpty)
+        let line = await fixture.notify.waitFor({ $0.value(of: "STATUS")?.contains("analytics failing since") == true },
+                                                timeout: .seconds(20))
+        #expect(line?.value(of: "STATUS")?.hasPrefix("20 queued, 0 delivering, 0 held, 0 rejected; backend ok; ") == true,
+                "\(fixture.notify.messages.suffix(3))")
+        // The status file is written just after STATUS=.
+        func destinations() -> [JSONValue] {
+            let bytes = (try? SystemCall.readFile(fixture.layout.statusFile, limit: 1 << 20)) ?? []
+            return (try? JSONValue.parse(bytes))?["destinations"]?.arrayValue ?? []
+        }
+        #expect(await fixture.eventually { destinations().last?["backend"]?.stringValue == "failing" })
+        #expect(destinations().compactMap { $0["name"]?.stringValue } == ["backend", "analytics"])
+        #expect(destinations().first?["queued"]?.int64Value == 0 && destinations().last?["queued"]?.int64Value == 20)
+
+        both.analytics.setHandler { _ in .status(200) }
+        #expect(await fixture.eventually { both.names(both.analyticsLayout.done) == ids.sorted() })
+        #expect(both.names(both.analyticsLayout.queue).isEmpty && both.names(both.analyticsLayout.new).isEmpty)
+        #expect(Set(both.keys(both.analytics, status: 200)) == Set(ids.map { $0 + ":1" }))
+        #expect(fixture.server.requests.count == 20, "[Backend] got each item once")
+        let log = fixture.daemon?.stderr ?? ""
+        #expect(log.contains("analytics: order-1: delivered on attempt") && log.contains("TXRECON_DESTINATION=analytics"))
+    }
+
+    @Test func aRestartSendsOnlyToTheDestinationThatHasNotConfirmed() async throws {
+        let both = try TwoDestinations()
+        let fixture = both.fixture
+        let daemon = try await fixture.start()
+        for id in ["a", "b", "c"] { try fixture.drop(fixture.envelope(id, version: 1)) }
+        #expect(await fixture.eventually { fixture.doneItems() == ["a", "b", "c"] })
+        #expect(await fixture.eventually { both.names(both.analyticsLayout.queue) == ["a", "b", "c"] })
+        daemon.signal(SIGTERM)
+        #expect(await daemon.wait(timeout: .seconds(20)) == 0)
+
+        both.analytics.setHandler { _ in .status(200) }
+        try await fixture.start()
+        #expect(await fixture.eventually { both.names(both.analyticsLayout.done) == ["a", "b", "c"] })
+        #expect(fixture.server.requests.count == 3, "[Backend] had confirmed all three: nothing sent to it again")
+    }
+
+    @Test func matchesRouteEachItemAndOneNoDestinationTakesIsRejected() async throws {
+        let both = try TwoDestinations(main: "[Match]\nKind=envelope",
+                                       analyticsMatch: "[Match]\nKind=appstore.transaction",
+                                       analyticsHandler: { _ in .status(200) })
+        let fixture = both.fixture
+        try await fixture.start()
+        try fixture.drop(fixture.envelope("env-1", version: 1))
+        let samples = DaemonIntegrationTests.samples
+        try fixture.drop(String(decoding: try SystemCall.readFile(samples + "/01-transaction.jws", limit: 1 << 20),
+                                as: UTF8.self))
+        try fixture.drop(String(decoding: try SystemCall.readFile(samples + "/04-notification-refund.json",
+                                                                  limit: 1 << 20), as: UTF8.self), name: "refund.json")
+
+        #expect(await fixture.eventually { fixture.doneItems() == ["env-1"] })
+        #expect(await fixture.eventually { both.names(both.analyticsLayout.done).count == 1 })
+        #expect(await fixture.eventually { fixture.names("rejected").contains("refund.json.reason") })
+        let reason = String(decoding: try SystemCall.readFile(fixture.layout.rejected + "/refund.json.reason",
+                                                              limit: 1 << 16), as: UTF8.self)
+        #expect(reason.contains("no-destination"), "\(reason)")
+        #expect(fixture.server.requests.count == 1 && both.analytics.requests.count == 1)
+        #expect(both.analytics.requests.first?.body.contains(UInt8(ascii: "{")) == true)
+        #expect(try JSONValue.parse(both.analytics.requests[0].body)["kind"]?.stringValue == "appstore.transaction")
+    }
+
+    @Test func aFanOutACrashInterruptedIsCompletedNotRejectedAsAHardLink() async throws {
+        let both = try TwoDestinations(analyticsHandler: { _ in .status(200) })
+        let fixture = both.fixture
+        // As a crash between the link into analytics' inbox and the unlink
+        // of new/NAME leaves it: one file, two names.
+        try fixture.layout.createMissingDirectories()
+        try both.analyticsLayout.createMissingDestinationDirectories()
+        try fixture.drop(fixture.envelope("crashed", version: 1), name: "crashed.json")
+        #expect(link(fixture.layout.new + "/crashed.json", both.analyticsLayout.new + "/crashed.json") == 0)
+
+        try await fixture.start()
+        #expect(await fixture.eventually { fixture.doneItems() == ["crashed"] })
+        #expect(await fixture.eventually { both.names(both.analyticsLayout.done) == ["crashed"] })
+        #expect(fixture.names("rejected").isEmpty)
+        #expect(fixture.server.requests.count == 1 && both.analytics.requests.count == 1)
+    }
+}
