@@ -95,6 +95,23 @@ func loadConfiguration(_ arguments: Arguments) -> Configuration? {
     }
 }
 
+/// The destinations a command looks at, each with the spool as its daemon
+/// engine sees it: `[Backend]` alone without destinations/, else every
+/// destination, or only `--destination NAME`. Exits with a usage error
+/// naming the destinations when NAME is not one.
+func destinationLayouts(_ configuration: Configuration, only: String?,
+                        command: String) -> [(name: String, layout: SpoolLayout)] {
+    let root = SpoolLayout(root: configuration.spool.directory)
+    let names = [Destination.primaryName] + configuration.destinations.map(\.name)
+    let all = configuration.destinations.isEmpty
+        ? [(Destination.primaryName, root)] : names.map { ($0, root.destination($0)) }
+    guard let only else { return all }
+    guard let chosen = all.first(where: { $0.0 == only }) else {
+        Usage.fail("\(command): no destination '\(only)'; the destinations are \(names.joined(separator: ", "))")
+    }
+    return [chosen]
+}
+
 extension String {
     func padding(toLength length: Int) -> String {
         count >= length ? self + " " : self + String(repeating: " ", count: length - count)

@@ -6,8 +6,9 @@ enum CheckConfigCommand: Command {
     static let help = """
         Usage: txrecon check-config [--config PATH]
 
-        Reads the configuration file and its drop-ins, and the secret and root
-        certificate files they name, exactly as the daemon does; prints the settings
+        Reads the configuration file and its drop-ins, the destination files in
+        destinations/ beside it, and the secret and root certificate files they
+        name, exactly as the daemon does; prints the settings
         in force (never a secret), each trusted root's subject and SHA-256 fingerprint,
         and the warnings the daemon (or txrecon sweep) would log at start: values
         that are legal but almost certainly wrong.
@@ -20,12 +21,22 @@ enum CheckConfigCommand: Command {
         do {
             let secrets = try BackendSecrets.load(for: configuration, environment: ProcessEnvironment.current)
             let verification = try SignedDataPolicy.load(for: configuration)
+            var destinationSecrets: [BackendSecrets] = []
+            for destination in configuration.destinations {
+                destinationSecrets.append(try BackendSecrets.load(for: destination.settings,
+                                                                  environment: ProcessEnvironment.current,
+                                                                  credential: "\(destination.name)-token"))
+            }
             printLine("\(configuration.path): valid")
-            for line in ConfigurationSummary.lines(configuration, secrets: secrets, verification: verification) {
+            for line in ConfigurationSummary.lines(configuration, secrets: secrets, verification: verification,
+                                                   destinationSecrets: destinationSecrets) {
                 printLine("  " + line)
             }
-            let warnings = ConfigurationWarnings.daemon(configuration, secrets: secrets)
+            var warnings = ConfigurationWarnings.daemon(configuration, secrets: secrets)
                 + ConfigurationWarnings.sweep(configuration.sweep)
+            for (destination, secrets) in zip(configuration.destinations, destinationSecrets) {
+                warnings += ConfigurationWarnings.destination(destination, secrets: secrets)
+            }
             for warning in warnings + [verification?.receiptRootsMissing].compactMap({ $0 }) {
                 printError("txrecon: warning: \(warning)")
             }

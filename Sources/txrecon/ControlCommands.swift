@@ -103,10 +103,10 @@ enum ControlCommand {
 
 enum ReplayCommand: Command {
     static let flags = ["--all"]
-    static let options = ["--since", "--until"]
+    static let options = ["--since", "--until", "--destination"]
     static let summary = "deliver delivered items again, from done/ (root only)"
     static let help = """
-        Usage: txrecon replay [--config PATH] [--since TIME] [--until TIME] KEY... | --all
+        Usage: txrecon replay [--config PATH] [--since TIME] [--until TIME] [--destination NAME] KEY... | --all
 
         Delivers items again that were delivered already and are still in done/
         (as far back as DoneRetention=, 3 days by default), for a backend that lost
@@ -114,7 +114,9 @@ enum ReplayCommand: Command {
         first time. Without KEYs, --all or a --since/--until window replays every
         delivered item in done/ received in that window. TIME is an RFC 3339 time
         ("2026-12-01T09:30:00Z") or a span ago ("2h"). An item still queued or held
-        is left alone. Only root may ask for a replay: it can send a great deal.
+        is left alone. With further destinations (destinations/), every destination's
+        done/ is replayed to it, or only NAME's with --destination (`backend` is
+        [Backend]). Only root may ask for a replay: it can send a great deal.
         """
 
     static func run(_ arguments: Arguments) async -> Int32 {
@@ -137,8 +139,13 @@ enum ReplayCommand: Command {
         }
         let (targets, refused) = ControlCommand.validTargets(keys, for: .replay)
         guard all || !targets.isEmpty else { return 1 }
+        let destination = arguments.value("--destination")
+        if let destination {
+            guard let configuration = loadConfiguration(arguments) else { return ConfigurationError.exitStatus }
+            _ = destinationLayouts(configuration, only: destination, command: "replay")
+        }
         let request = ControlRequest(.replay, targets: targets, all: all, since: window["--since"],
-                                     until: window["--until"])
+                                     until: window["--until"], destination: destination)
         // A replay copies each item back into queue/: many take a while.
         return ControlCommand.submit(request, arguments, alreadyFailed: refused, timeout: .seconds(600))
     }

@@ -3,13 +3,17 @@ import TxRecon
 
 enum ListCommand: Command {
     static let flags = ["--json"]
+    static let options = ["--destination"]
     static let summary = "list queued, held, rejected or done items"
     static let help = """
-        Usage: txrecon list [--config PATH] [queue|hold|rejected|done] [--json]
+        Usage: txrecon list [--config PATH] [--destination NAME] [queue|hold|rejected|done] [--json]
 
         Lists one directory (default: queue), oldest first: for queued items the
         attempts so far, the next attempt and the last error; for held and rejected
-        ones the reason. Keys are printed as given by the producer.
+        ones the reason. Keys are printed as given by the producer. With further
+        destinations (destinations/), every destination's directory is listed,
+        each line after its destination's name, or only NAME's with --destination;
+        rejected/ is the spool's, shared by all.
         """
 
     static func run(_ arguments: Arguments) async -> Int32 {
@@ -19,22 +23,33 @@ enum ListCommand: Command {
             Usage.fail("list: '\(which)' is not one of queue, hold, rejected, done")
         }
         guard let configuration = loadConfiguration(arguments) else { return ConfigurationError.exitStatus }
-        let inspector = SpoolInspector(layout: SpoolLayout(root: configuration.spool.directory))
-        if let missing = inspector.missingDirectory(reading: [directory]) {
-            printError("txrecon: list: " + Format.missing(missing, in: inspector.layout, configurationPath: configuration.path))
-            return 1
-        }
-        do {
-            let rows = try inspector.list(directory)
-            if arguments.has("--json") {
-                printJSON(.array(rows.map(Format.json)))
-            } else {
-                for row in rows { printLine(Format.line(row)) }
+        var targets = destinationLayouts(configuration, only: arguments.value("--destination"), command: "list")
+        if directory == .rejected { targets = [targets[0]] }
+        let named = !configuration.destinations.isEmpty && directory != .rejected
+        var lines: [String] = []
+        var objects: [JSONValue] = []
+        for (name, layout) in targets {
+            let inspector = SpoolInspector(layout: layout)
+            if let missing = inspector.missingDirectory(reading: [directory]) {
+                printError("txrecon: list: " + Format.missing(missing, in: inspector.layout, configurationPath: configuration.path))
+                return 1
             }
-            return 0
-        } catch {
-            printError("txrecon: list: \(error)")
-            return 1
+            do {
+                for row in try inspector.list(directory) {
+                    lines.append((named ? name + ": " : "") + Format.line(row))
+                    guard case let .object(members) = Format.json(row) else { continue }
+                    objects.append(.object((named ? [("destination", .string(name))] : []) + members))
+                }
+            } catch {
+                printError("txrecon: list: \(error)")
+                return 1
+            }
         }
+        if arguments.has("--json") {
+            printJSON(.array(objects))
+        } else {
+            for line in lines { printLine(line) }
+        }
+        return 0
     }
 }

@@ -2,13 +2,16 @@
 import TxRecon
 
 enum ShowCommand: Command {
+    static let options = ["--destination"]
     static let summary = "show one item: where it is, its fields, its state"
     static let help = """
-        Usage: txrecon show [--config PATH] KEY
+        Usage: txrecon show [--config PATH] [--destination NAME] KEY
 
         Shows where the item KEY is (queue/, hold/ or done/), its decoded fields,
         its delivery state or hold reason. KEY is a transactionId, a
-        notificationUUID or an envelope id. Signed strings are not printed.
+        notificationUUID or an envelope id. Signed strings are not printed. With
+        further destinations (destinations/), it is shown for each destination
+        that has it, after a `destination:` line, or for NAME's alone.
         """
 
     static func run(_ arguments: Arguments) async -> Int32 {
@@ -16,22 +19,29 @@ enum ShowCommand: Command {
             Usage.fail("show: name exactly one KEY")
         }
         guard let configuration = loadConfiguration(arguments) else { return ConfigurationError.exitStatus }
-        let inspector = SpoolInspector(layout: SpoolLayout(root: configuration.spool.directory))
-        // show looks for the key in these and takes a missing file as "not here".
-        if let missing = inspector.missingDirectory(reading: [.queue, .hold, .done]) {
-            printError("txrecon: show: " + Format.missing(missing, in: inspector.layout, configurationPath: configuration.path))
-            return 1
-        }
-        do {
-            guard let report = try inspector.show(key) else {
-                printError("txrecon: show: no item \(key) in queue/, hold/ or done/")
+        let named = !configuration.destinations.isEmpty
+        var found = false
+        for (name, layout) in destinationLayouts(configuration, only: arguments.value("--destination"), command: "show") {
+            let inspector = SpoolInspector(layout: layout)
+            // show looks for the key in these and takes a missing file as "not here".
+            if let missing = inspector.missingDirectory(reading: [.queue, .hold, .done]) {
+                printError("txrecon: show: " + Format.missing(missing, in: inspector.layout, configurationPath: configuration.path))
                 return 1
             }
-            for line in Format.report(report) { printLine(line) }
-            return 0
-        } catch {
-            printError("txrecon: show: \(error)")
+            do {
+                guard let report = try inspector.show(key) else { continue }
+                if named { printLine((found ? "\n" : "") + "destination: \(name)") }
+                for line in Format.report(report) { printLine(line) }
+                found = true
+            } catch {
+                printError("txrecon: show: \(error)")
+                return 1
+            }
+        }
+        guard found else {
+            printError("txrecon: show: no item \(key) in queue/, hold/ or done/")
             return 1
         }
+        return 0
     }
 }

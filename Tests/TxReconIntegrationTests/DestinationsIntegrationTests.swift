@@ -133,4 +133,49 @@ struct DestinationsIntegrationTests {
         #expect(fixture.names("rejected").isEmpty)
         #expect(fixture.server.requests.count == 1 && both.analytics.requests.count == 1)
     }
+
+    @Test func listShowAndStatusNameTheDestinations() async throws {
+        let both = try TwoDestinations()
+        let fixture = both.fixture
+        try await fixture.start()
+        try fixture.drop(fixture.envelope("seen", version: 1))
+        #expect(await fixture.eventually { both.names(both.analyticsLayout.queue) == ["seen"] })
+        #expect(await fixture.eventually { fixture.doneItems() == ["seen"] })
+
+        let queue = try await fixture.cli(["list", "queue"])
+        #expect(queue.status == 0 && queue.stdout.hasPrefix("analytics: seen  "), "\(queue)")
+        let done = try await fixture.cli(["list", "--destination", "backend", "done", "--json"])
+        let rows = try JSONValue.parse(Array(done.stdout.utf8)).arrayValue ?? []
+        #expect(rows.map { $0["destination"]?.stringValue } == ["backend"] && rows.first?["name"]?.stringValue == "seen")
+        let unknown = try await fixture.cli(["list", "--destination", "nowhere"])
+        #expect(unknown.status == 2 && unknown.stderr.contains("the destinations are backend, analytics"))
+
+        let show = try await fixture.cli(["show", "seen"])
+        #expect(show.status == 0)
+        #expect(show.stdout.contains("destination: backend\nkey:        seen\nlocation:   done/"), "\(show.stdout)")
+        #expect(show.stdout.contains("destination: analytics\nkey:        seen\nlocation:   queue/"), "\(show.stdout)")
+
+        let status = try await fixture.cli(["status"])
+        #expect(status.stdout.contains("  backend: queue 0, hold 0, done 1\n  analytics: queue 1, hold 0, done 0"),
+                "\(status.stdout)")
+    }
+
+    @Test(.enabled(if: getuid() == 0, "a replay is root's to ask for"))
+    func aReplayToOneDestinationSendsToItAlone() async throws {
+        let both = try TwoDestinations(analyticsHandler: { _ in .status(200) })
+        let fixture = both.fixture
+        try await fixture.start()
+        try fixture.drop(fixture.envelope("again", version: 1))
+        #expect(await fixture.eventually { both.names(both.analyticsLayout.done) == ["again"] })
+        #expect(await fixture.eventually { fixture.doneItems() == ["again"] })
+
+        let replayed = try await fixture.cli(["replay", "--destination", "analytics", "again"])
+        #expect(replayed.status == 0 && replayed.stdout == "again: replayed, due now\n", "\(replayed)")
+        #expect(await fixture.eventually { both.analytics.requests.count == 2 })
+        #expect(await fixture.eventually { both.names(both.analyticsLayout.queue).isEmpty })
+        #expect(fixture.server.requests.count == 1, "[Backend] was not asked")
+        let everywhere = try await fixture.cli(["replay", "again"])
+        #expect(everywhere.status == 0, "\(everywhere)")
+        #expect(await fixture.eventually { both.analytics.requests.count == 3 && fixture.server.requests.count == 2 })
+    }
 }

@@ -2,22 +2,45 @@
 // `txrecon check-config`. Secrets are shown only as set or not set; each
 // trusted root by its subject and SHA-256 fingerprint; [Sweep] only when
 // something in it is set, and its key file only by name (it is read by
-// `txrecon sweep`, not here).
+// `txrecon sweep`, not here); each further destination after the rest.
 
 public enum ConfigurationSummary {
     /// `verification` is what SignedDataPolicy.load made of the configuration.
+    /// `destinationSecrets`: each further destination's, in order.
     public static func lines(_ configuration: Configuration, secrets: BackendSecrets,
-                             verification: SignedDataPolicy?) -> [String] {
-        let spool = configuration.spool, backend = configuration.backend, delivery = configuration.delivery
+                             verification: SignedDataPolicy?, destinationSecrets: [BackendSecrets] = []) -> [String] {
+        let spool = configuration.spool
         var lines = [
             "[Spool]",
             "Directory=\(spool.directory)",
             "MaxFileSize=\(spool.maxFileSize)",
             "DoneRetention=\(TimeSpan.format(spool.doneRetention))",
+        ]
+        lines += deliveryLines(configuration, secrets: secrets, credential: "backend-token")
+        lines += verificationLines(configuration.verification, policy: verification)
+        if let directory = configuration.metrics.textfileDirectory {
+            lines += ["[Metrics]", "TextfileDirectory=\(directory)"]
+        }
+        if configuration.origins.keys.contains(where: { $0.hasPrefix("Sweep.") }) {
+            lines += sweepLines(configuration.sweep)
+        }
+        for (destination, secrets) in zip(configuration.destinations, destinationSecrets) {
+            lines.append("Destination \(destination.name) (\(destination.settings.path)):")
+            lines += deliveryLines(destination.settings, secrets: secrets, credential: "\(destination.name)-token")
+                .map { "  " + $0 }
+        }
+        return lines
+    }
+
+    /// One destination's [Backend], [Delivery] and [Match].
+    private static func deliveryLines(_ configuration: Configuration, secrets: BackendSecrets,
+                                      credential: String) -> [String] {
+        let backend = configuration.backend, delivery = configuration.delivery
+        var lines = [
             "[Backend]",
             "URL=\(backend.displayURL)",
             "Timeout=\(TimeSpan.format(backend.timeout))",
-            "BearerToken: \(secrets.bearerToken == nil ? "none" : "set (from \(backend.bearerTokenFile ?? "credential backend-token"))")",
+            "BearerToken: \(secrets.bearerToken == nil ? "none" : "set (from \(backend.bearerTokenFile ?? "credential \(credential)"))")",
             "SigningSecret: \(secrets.webhookSigningKey == nil ? "none" : "set (from \(backend.signingSecretFile ?? ""))")",
         ]
         if let caFile = backend.caFile { lines.append("CAFile=\(caFile)") }
@@ -29,14 +52,9 @@ public enum ConfigurationSummary {
             "[Delivery]",
             "RetryDelays=\(delivery.retrySchedule.delays.map(TimeSpan.format).joined(separator: " "))",
             "MaxConcurrentDeliveries=\(delivery.maxConcurrentDeliveries)",
+            "[Match]",
+            configuration.match.summary,
         ]
-        lines += verificationLines(configuration.verification, policy: verification)
-        if let directory = configuration.metrics.textfileDirectory {
-            lines += ["[Metrics]", "TextfileDirectory=\(directory)"]
-        }
-        if configuration.origins.keys.contains(where: { $0.hasPrefix("Sweep.") }) {
-            lines += sweepLines(configuration.sweep)
-        }
         return lines
     }
 

@@ -13,6 +13,17 @@ public enum ConfigurationWarnings {
     public static func daemon(_ configuration: Configuration, secrets: BackendSecrets) -> [String] {
         var warnings: [String] = []
         if let warning = configuration.verification.startWarning { warnings.append(warning) }
+        return warnings + backend(configuration, secrets: secrets)
+    }
+
+    /// The warnings about one further destination, each naming its file.
+    public static func destination(_ destination: Destination, secrets: BackendSecrets) -> [String] {
+        backend(destination.settings, secrets: secrets).map { "\(destination.settings.path): " + $0 }
+    }
+
+    /// The warnings about a `[Backend]`.
+    private static func backend(_ configuration: Configuration, secrets: BackendSecrets) -> [String] {
+        var warnings: [String] = []
         let backend = configuration.backend
         if backend.timeout < shortestSensibleTimeout {
             warnings.append("[Backend] Timeout=\(TimeSpan.format(backend.timeout)) is under 100ms: almost every "

@@ -212,12 +212,6 @@ final class Intake: Sendable {
             let (executed, _) = execute(names)
             failures.count += executed.count
             failures.space = failures.space ?? executed.space
-            if fansOut {
-                let copies = takeCopies(whenWaiting: whenWaiting)
-                failures.count += copies.failures.count
-                failures.space = failures.space ?? copies.failures.space
-                backlog.awaitsRoom = copies.full
-            }
             // Read a part, take it, read on: stops early when the engine is
             // full (the rest stays in new/ until it asks for the next scan).
             let inbox = try DirectoryReader(spool.layout.new)
@@ -233,6 +227,13 @@ final class Intake: Sendable {
                 let taken = take(part, settling: true, &backlog, examiners, whenWaiting: whenWaiting)
                 failures.count += taken.count
                 failures.space = failures.space ?? taken.space
+            }
+            // Then the destinations' copies left in their inboxes.
+            if fansOut, !backlog.awaitsRoom {
+                let copies = takeCopies(whenWaiting: whenWaiting)
+                failures.count += copies.failures.count
+                failures.space = failures.space ?? copies.failures.space
+                backlog.awaitsRoom = copies.full
             }
         } catch where error.code == EACCES || error.code == ENOENT || error.code == ENOTDIR {
             return "cannot list \(error.path): \(String(cString: strerror(error.code))); the spool is not usable"
@@ -471,7 +472,11 @@ final class Intake: Sendable {
         var copies = Array(repeating: [Drop](), count: routes.count)
         for (index, route) in routes.enumerated() {
             do throws(SpoolError) {
-                for name in try route.spool.copies() {
+                // A copy whose drop is still in new/ under its name is a
+                // fan-out a crash interrupted: taking it now would let the
+                // engine move it before new/NAME is gone (Spool+FanOut);
+                // the scan of new/ completes it and hands it over.
+                for name in try route.spool.copies() where !spool.isInInbox(name, sameFileAs: route.spool) {
                     guard let (bytes, receivedAt) = try route.spool.readCopy(name, maximumSize: maximumSize) else { continue }
                     guard case let .item(item)? = try? decoder.decode(bytes) else {
                         let rejection = Rejection("undecodable-copy", "the copy intake made of a verified drop no longer "
@@ -522,7 +527,12 @@ final class Intake: Sendable {
                 continue
             }
             var result = ControlResult()
-            if let request = ControlRequest(json: contents.bytes) {
+            if let request = ControlRequest(json: contents.bytes),
+               let destination = request.destination, !routes.contains(where: { $0.name == destination }) {
+                result.skipped.append((destination, "no such destination; the destinations are "
+                                       + routes.map(\.name).joined(separator: ", ")))
+            } else if let request = ControlRequest(json: contents.bytes) {
+                let routes = self.routes.filter { request.destination == nil || $0.name == request.destination }
                 let engine = self.engine
                 if request.command == .replay {
                     result = replay(request, askedBy: contents.owner, name: name)
@@ -534,7 +544,6 @@ final class Intake: Sendable {
                         waitFor { await engine.noteRequeued(count: count) }
                     }
                 } else {
-                    let routes = self.routes
                     result = waitFor {
                         var results: [ControlResult] = []
                         for route in routes { results.append(await route.engine.perform(request)) }
@@ -580,7 +589,9 @@ final class Intake: Sendable {
         }
         let keys = request.all ? nil : request.targets.compactMap { ItemKey($0) }
         var results: [ControlResult] = []
-        for route in routes { results.append(replay(keys, request, on: route)) }
+        for route in routes where request.destination == nil || route.name == request.destination {
+            results.append(replay(keys, request, on: route))
+        }
         let merged = ControlResult(merging: results)
         result.applied += merged.applied
         result.skipped += merged.skipped

@@ -55,9 +55,7 @@ public enum Daemon {
         }
         redactor.replace(with: secrets.flatMap(\.redactable))
         let deliveries = configuration.deliveryConfigurations
-        for ((_, settings), secret) in zip(deliveries, secrets) {
-            for warning in ConfigurationWarnings.daemon(settings, secrets: secret) { log.write(LogEntry(.warning, warning)) }
-        }
+        for warning in warnings(configuration, secrets: secrets) { log.write(LogEntry(.warning, warning)) }
         if let missing = verification?.receiptRootsMissing { log.write(LogEntry(.warning, missing)) }
 
         let layout = SpoolLayout(root: configuration.spool.directory)
@@ -261,18 +259,15 @@ public enum Daemon {
             return current
         }
         let waiting = keepRestartOnlySettings(of: current, in: &next)
-        let nextSecrets = secrets
-        let before = zip(current.deliveryConfigurations, nextSecrets).flatMap {
-            ConfigurationWarnings.daemon($0.0.configuration, secrets: $0.1)
+        let before = warnings(current, secrets: secrets)
+        for warning in warnings(next, secrets: secrets) where !before.contains(warning) {
+            log.write(LogEntry(.warning, warning))
         }
-        redactor.replace(with: nextSecrets.flatMap(\.redactable))
+        redactor.replace(with: secrets.flatMap(\.redactable))
         intake.reconfigure(intakeSettings(next, verification: verification))
-        for ((delivery, secret), destination) in zip(zip(next.deliveryConfigurations, nextSecrets), destinations) {
+        for ((delivery, secret), destination) in zip(zip(next.deliveryConfigurations, secrets), destinations) {
             let settings = delivery.configuration
             destination.transport.update(settings: settings.backend)
-            for warning in ConfigurationWarnings.daemon(settings, secrets: secret) where !before.contains(warning) {
-                log.write(LogEntry(.warning, warning))
-            }
             await destination.engine.reconfigure(settings: engineSettings(settings), transport: destination.transport,
                                                  prepare: preparer(version: version, secrets: secret))
         }
@@ -316,6 +311,13 @@ public enum Daemon {
     }
 
     // MARK: Pieces
+
+    /// What start and a reload warn about: `[Backend]` and the
+    /// verification, then each further destination, naming its file.
+    private static func warnings(_ configuration: Configuration, secrets: [BackendSecrets]) -> [String] {
+        ConfigurationWarnings.daemon(configuration, secrets: secrets[0])
+            + zip(configuration.destinations, secrets.dropFirst()).flatMap(ConfigurationWarnings.destination)
+    }
 
     /// The configuration, the secrets and the root certificates it names, as
     /// start and reload read them.

@@ -27,14 +27,18 @@ public struct ControlRequest: Sendable, Equatable {
     /// write time, ms since 1970) at or after `since` and before `until`.
     public var since: Int64?
     public var until: Int64?
+    /// Only this destination's items (`backend` for `[Backend]`); nil: every
+    /// destination's.
+    public var destination: String?
 
     public init(_ command: Command, targets: [String] = [], all: Bool = false, since: Int64? = nil,
-                until: Int64? = nil) {
+                until: Int64? = nil, destination: String? = nil) {
         self.command = command
         self.targets = targets
         self.all = all
         self.since = since
         self.until = until
+        self.destination = destination
     }
 
     /// The answer to a target no command may act on.
@@ -63,6 +67,7 @@ public struct ControlRequest: Sendable, Equatable {
                                               ("all", .bool(all))]
         if let since { members.append(("since", .number(String(since)))) }
         if let until { members.append(("until", .number(String(until)))) }
+        if let destination { members.append(("destination", .string(destination))) }
         return .object(members)
     }
 
@@ -76,7 +81,9 @@ public struct ControlRequest: Sendable, Equatable {
         guard names.count == targets.count else { return nil }
         let since = value["since"]?.int64Value, until = value["until"]?.int64Value
         guard (value["since"] == nil || since != nil) && (value["until"] == nil || until != nil) else { return nil }
-        self.init(command, targets: names, all: all, since: since, until: until)
+        let destination = value["destination"]?.stringValue
+        guard value["destination"] == nil || destination != nil else { return nil }
+        self.init(command, targets: names, all: all, since: since, until: until, destination: destination)
     }
 }
 

@@ -113,6 +113,13 @@ extension Spool {
         }
     }
 
+    /// Whether new/NAME is the same file as `destination`'s copy NAME.
+    func isInInbox(_ name: String, sameFileAs destination: Spool) -> Bool {
+        guard let drop = try? SystemCall.linkStatus(layout.new + "/" + name),
+              let copy = try? SystemCall.linkStatus(destination.layout.new + "/" + name) else { return false }
+        return FileIdentity(drop) == FileIdentity(copy)
+    }
+
     /// Reads a copy in this destination's inbox, which only the daemon
     /// writes: its bytes and receivedAt; nil when it is gone.
     func readCopy(_ name: String, maximumSize: Int) throws(SpoolError) -> (bytes: [UInt8], receivedAt: Int64)? {

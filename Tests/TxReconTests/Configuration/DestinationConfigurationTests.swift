@@ -1,0 +1,133 @@
+// Destination files (destinations/NAME.conf beside txrecon.conf) and
+// [Match]: how they are read, what is refused with file, line and key, and
+// which items each match takes.
+import Testing
+import TxReconTestSupport
+@testable import TxRecon
+
+@Suite struct DestinationConfigurationTests {
+    let directory = TemporaryDirectory("txrecon-destinations")
+    var path: String { directory.path + "/txrecon.conf" }
+
+    init() {
+        directory.write("[Backend]\nURL=https://main.example/in\n[Delivery]\nMaxConcurrentDeliveries=16\n",
+                        to: "txrecon.conf")
+    }
+
+    func destination(_ name: String, _ text: String) {
+        directory.write(text, to: "destinations/" + name)
+    }
+
+    func loadError(sourceLocation: SourceLocation = #_sourceLocation) -> ConfigurationError? {
+        #expect(throws: ConfigurationError.self, sourceLocation: sourceLocation) { try ConfigurationLoader.load(path: path) }
+    }
+
+    @Test func withoutDestinationsThereIsOnlyBackendAndItTakesEverything() throws {
+        let configuration = try ConfigurationLoader.load(path: path)
+        #expect(configuration.destinations.isEmpty)
+        #expect(configuration.deliveryConfigurations.map(\.name) == ["backend"])
+        #expect(configuration.match.summary == "every item")
+    }
+
+    @Test func eachFileIsADestinationNamedAfterItInNameOrderWithItsOwnDefaults() throws {
+        destination("sandbox.conf", "[Backend]\nURL=https://review.example/in\n[Match]\nEnvironment=Sandbox\n")
+        destination("analytics.conf", "[Backend]\nURL=https://analytics.example/in\nBearerTokenFile=/etc/txrecon/a\n")
+        destination("notes.txt", "not a destination")
+        destination(".hidden.conf", "[Spool]\nDirectory=/nowhere\n")
+        let configuration = try ConfigurationLoader.load(path: path)
+        #expect(configuration.destinations.map(\.name) == ["analytics", "sandbox"])
+        let analytics = configuration.destinations[0].settings
+        #expect(analytics.path == directory.path + "/destinations/analytics.conf")
+        #expect(analytics.backend.url == "https://analytics.example/in")
+        #expect(analytics.delivery.maxConcurrentDeliveries == 8, "the default, not the main file's 16")
+        #expect(configuration.destinations[1].settings.match.environments == ["Sandbox"])
+        let merged = configuration.deliveryConfigurations
+        #expect(merged.map(\.name) == ["backend", "analytics", "sandbox"])
+        #expect(merged[1].configuration.spool == configuration.spool && merged[1].configuration.backend == analytics.backend)
+        #expect(merged[1].configuration.origins["Backend.BearerTokenFile"]?.file == analytics.path)
+    }
+
+    @Test(arguments: ["backend", "Upper", "-dash-first", "a.b", String(repeating: "x", count: 33)])
+    func aFileWhoseNameIsNoDestinationNameIsRefused(name: String) {
+        destination(name + ".conf", "[Backend]\nURL=https://x.example/\n")
+        let error = loadError()
+        #expect(error?.file == directory.path + "/destinations/\(name).conf")
+        #expect(error?.message.contains("is not a destination name") == true)
+    }
+
+    @Test func aDestinationWithoutURLOrWithASectionOfTheMainFileIsRefusedNamingItsFile() {
+        destination("a.conf", "[Delivery]\nMaxConcurrentDeliveries=2\n")
+        let missing = loadError()
+        #expect(missing?.file == directory.path + "/destinations/a.conf" && missing?.key == "Backend.URL")
+
+        destination("a.conf", "[Backend]\nURL=https://x.example/\n[Spool]\nDirectory=/srv\n")
+        let section = loadError()
+        #expect(section?.line == 3)
+        #expect(section?.message == "section [Spool] does not belong in a destination file; the sections are "
+                + "[Backend], [Delivery], [Match]")
+    }
+
+    @Test(arguments: [
+        ("Environment=Staging", "\"Staging\" is not an App Store environment"),
+        ("Kind=transaction", "\"transaction\" is not an item kind"),
+        ("NotificationType=refund", "\"refund\" is not a notification type"),
+    ])
+    func aBadMatchValueIsRefusedAtItsLine(assignment: String, message: String) {
+        directory.write("[Backend]\nURL=https://main.example/in\n[Match]\n\(assignment)\n", to: "txrecon.conf")
+        let error = loadError()
+        #expect(error?.line == 4 && error?.message.hasPrefix(message) == true, "\(String(describing: error))")
+    }
+
+    @Test func aMatchTakesWhatEveryKeyItSetsAllows() {
+        var item = Item(key: ItemKey("1")!, version: ItemVersion(primary: 1), kind: .notification)
+        item.fields.environment = "Sandbox"
+        item.fields.notificationType = "REFUND"
+        var match = DestinationMatch()
+        #expect(match.accepts(item))
+        match.environments = ["Production"]
+        #expect(!match.accepts(item))
+        match.environments = ["Production", "Sandbox"]
+        match.kinds = [.notification]
+        match.notificationTypes = ["DID_RENEW", "REFUND"]
+        #expect(match.accepts(item))
+        #expect(match.summary == "Environment=Production Sandbox Kind=appstore.notification NotificationType=DID_RENEW REFUND")
+        match.notificationTypes = ["DID_RENEW"]
+        #expect(!match.accepts(item))
+
+        let envelope = Item(key: ItemKey("e")!, version: ItemVersion(primary: 1), kind: .envelope)
+        var byEnvironment = DestinationMatch()
+        byEnvironment.environments = ["Production", "Sandbox", "Xcode", "LocalTesting"]
+        #expect(!byEnvironment.accepts(envelope), "an envelope has no environment")
+        var byType = DestinationMatch()
+        byType.notificationTypes = ["REFUND"]
+        #expect(!byType.accepts(envelope), "only notifications carry a type")
+    }
+
+    @Test func resultsOfSeveralDestinationsMergeAppliedWinsOverSkipped() {
+        var first = ControlResult()
+        first.applied = ["a"]
+        first.skipped = [("b", "not held"), ("c", "not held")]
+        var second = ControlResult()
+        second.applied = ["b"]
+        second.skipped = [("a", "not held"), ("c", "not queued")]
+        let merged = ControlResult(merging: [first, second])
+        #expect(merged.applied == ["a", "b"])
+        #expect(merged.skipped.map(\.target) == ["c"] && merged.skipped.map(\.reason) == ["not held"])
+    }
+
+    @Test func theStatusLineOfSeveralDestinationsAddsUpAndNamesEach() {
+        var primary = EngineStatus()
+        primary.phase = "running"
+        primary.queued = 2
+        primary.rejected = 1
+        primary.backend = .ok
+        var analytics = EngineStatus()
+        analytics.phase = "running"
+        analytics.queued = 5
+        analytics.held = 1
+        let status = DaemonStatus(destinations: [.init(name: "backend", status: primary),
+                                                 .init(name: "analytics", status: analytics)])
+        #expect(status.line == "7 queued, 0 delivering, 1 held, 1 rejected; backend ok; analytics not contacted yet")
+        #expect(DaemonStatus(destinations: [.init(name: "backend", status: primary)]).line == primary.line)
+    }
+}
