@@ -23,7 +23,9 @@ DATADIR      ?= $(PREFIX)/share/txrecon
 LIBDIR       ?= $(PREFIX)/lib
 SYSCONFDIR   ?= /etc
 
-DEB_PACKAGES := pkg-config libsystemd-dev libcurl4-openssl-dev libssl-dev libmicrohttpd-dev openssl python3
+# nats-server: the JetStream destination's tests start a real one.
+DEB_PACKAGES := pkg-config libsystemd-dev libcurl4-openssl-dev libssl-dev libmicrohttpd-dev libnats-dev nats-server \
+                openssl python3
 # What `make check-docs` needs besides; and `make deb` and `make systemd-test`.
 DOCS_PACKAGES := groff
 SYSTEMD_TEST_PACKAGES := $(DOCS_PACKAGES) systemd-container debootstrap dpkg-dev jq

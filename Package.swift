@@ -32,11 +32,16 @@ let package = Package(
             pkgConfig: "libmicrohttpd",
             providers: [.apt(["libmicrohttpd-dev"])]
         ),
+        .systemLibrary(
+            name: "CNATS",
+            pkgConfig: "libnats",
+            providers: [.apt(["libnats-dev"])]
+        ),
         // glibc's <malloc.h>, part of libc6-dev: nothing to link.
         .systemLibrary(name: "CMalloc"),
         .target(
             name: "TxRecon",
-            dependencies: ["CSystemd", "CCurl", "CCrypto", "CMalloc", "CMicroHTTPD"],
+            dependencies: ["CSystemd", "CCurl", "CCrypto", "CMalloc", "CMicroHTTPD", "CNATS"],
             swiftSettings: [.swiftLanguageMode(.v6)],
             linkerSettings: [.linkedLibrary("m")]
         ),
@@ -50,7 +55,7 @@ let package = Package(
         // mock App Store Server API (which checks ES256 tokens with libcrypto).
         .target(
             name: "TxReconTestSupport",
-            dependencies: ["TxRecon", "CCrypto"],
+            dependencies: ["TxRecon", "CCrypto", "CNATS"],
             path: "Tests/TxReconTestSupport",
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),

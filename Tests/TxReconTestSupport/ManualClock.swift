@@ -27,9 +27,20 @@ package final class ManualClock: EngineClock {
 
     private let state = Mutex(State())
 
-    package init() {}
+    /// How far `now` moves at each reading: zero, or a nanosecond to be the
+    /// system clock, which never reads the same twice.
+    private let tick: Duration
 
-    package var now: Duration { state.withLock { $0.now } }
+    package init(tickPerReading tick: Duration = .zero) {
+        self.tick = tick
+    }
+
+    package var now: Duration {
+        state.withLock { state in
+            state.now += tick
+            return state.now
+        }
+    }
     package var wallMilliseconds: Int64 { state.withLock { $0.wall } }
 
     /// Deadlines of everyone sleeping right now, earliest first.

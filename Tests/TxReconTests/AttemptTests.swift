@@ -45,7 +45,7 @@ import TxReconTestSupport
             return
         }
         #expect(item.key.rawValue == "k-1")
-        #expect(settlement.outcome == .delivered(status: 204) && settlement.spoolError == nil)
+        #expect(settlement.outcome == .delivered(.http(status: 204)) && settlement.spoolError == nil)
         #expect(sent.map(\.body) == [Array("k-1".utf8)], "the request is built from queue/KEY, read and decoded")
         #expect(try SystemCall.listDirectory(layout.done).contains("k-1"))
         #expect(try !SystemCall.listDirectory(layout.queue).contains("k-1"))

@@ -900,4 +900,21 @@ struct DeliveryEngineTests {
             await harness.status.waitFor { $0.delivered == second + 1 }
         }
     }
+
+    /// The system clock reads later at every reading. An engine that read
+    /// it twice in one decision saw a token "now" as a start just after its
+    /// own now, never due, and spun on its timer without sending anything.
+    @Test func maxRateSendsWithAClockThatMovesAtEveryReading() async throws {
+        let transport = ScriptedTransport(default: .status(204))
+        let harness = try EngineHarness(settings: DeliveryEngine.Settings(stopGrace: .seconds(5), maxRate: 1000),
+                                        clock: ManualClock(tickPerReading: .nanoseconds(1)), transport: transport)
+        let engine = try await harness.startedEngine()
+        await engine.offer(try (1...3).map { try harness.envelope("k\($0)", version: 1) })
+        var delivered = 0
+        for _ in 0..<200_000 where delivered < 3 {
+            delivered = await engine.currentStatus.delivered
+            await Task.yield()
+        }
+        #expect(delivered == 3, "three requests within the bucket's 1,000 tokens, at once")
+    }
 }

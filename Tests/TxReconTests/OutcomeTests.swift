@@ -11,7 +11,7 @@ import Testing
 
     @Test(arguments: [200, 201, 204, 226, 299])
     func successOtherThan202IsDelivered(status: Int) {
-        #expect(outcome(status) == .delivered(status: status))
+        #expect(outcome(status) == .delivered(.http(status: status)))
     }
 
     @Test(arguments: [202, 401, 403, 408, 425, 429, 500, 502, 503, 504, 599, 301, 302, 304, 100])

@@ -54,11 +54,12 @@ import TxReconTestSupport
         var pending = PendingItems()
         let snapshots = try spool.deliveredSnapshots(of: nil, since: nil, until: nil).found
         for snapshot in snapshots { try spool.stageReplay(snapshot.key) }  // as intake does
-        let result = commands.replay(snapshots, on: &pending, now: .seconds(9), limit: 100)
+        let result = commands.replay(snapshots, on: &pending, now: .seconds(9), wall: 1_800_000_000_000, limit: 100)
         #expect(result.applied == ["k1"])
         let key = try #require(ItemKey("k1"))
         let entry = try #require(pending.entries[key])
-        #expect(entry.deadline == .seconds(9) && entry.receivedAt == 1_500_000 && entry.state == DeliveryState())
+        #expect(entry.deadline == .seconds(9) && entry.receivedAt == 1_500_000)
+        #expect(entry.state == DeliveryState(replayedAt: 1_800_000_000_000), "a stream sends it under a new message id")
         #expect(try SystemCall.readFile(layout.queue + "/k1", limit: 4096)
                 == SystemCall.readFile(layout.done + "/k1", limit: 4096))
         // A restart finds it queued with the producer's time, not the replay's.
@@ -76,7 +77,7 @@ import TxReconTestSupport
         let snapshots = try ["queued", "held", "one", "two"].map { DeliveredSnapshot(key: try #require(ItemKey($0)),
                                                                                      receivedAt: 1_000) }
         for snapshot in snapshots { try spool.stageReplay(snapshot.key) }  // as intake does
-        let result = commands.replay(snapshots, on: &pending, now: .zero, limit: 2)
+        let result = commands.replay(snapshots, on: &pending, now: .zero, wall: 1_800_000_000_000, limit: 2)
         #expect(result.applied == ["one"])
         #expect(try SystemCall.listDirectory(layout.queue) == ["one"], "the copies not taken are removed")
         #expect(result.skipped.map(\.target) == ["queued", "held", "two"])

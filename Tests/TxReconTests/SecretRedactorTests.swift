@@ -52,6 +52,6 @@ import TxReconTestSupport
         #expect(Outcome(echo, now: 0).redacted(by: redactor) == .hold(reason: "HTTP 409: you sent Bearer <redacted>",
                                                                       status: 409))
         #expect(Outcome(.response(status: 204, retryAfter: nil, bodyPrefix: []), now: 0).redacted(by: redactor)
-                == .delivered(status: 204))
+                == .delivered(.http(status: 204)))
     }
 }

@@ -101,7 +101,7 @@ compgen -G "$SAMPLES/*notification*.jws" >/dev/null || compgen -G "$SAMPLES/*not
 log "power-cut test, $VARIANT receiver ($BINARY): $CUTS cuts, seed $SEED, work directory $WORKDIR, samples $SAMPLES"
 # The guest's root needs the binary's libraries (libcurl4, libssl3, libmicrohttpd12,
 # libsystemd0): the systemd test's cached root has them; a root of vm.sh's own gets them.
-export ROOT_PACKAGES="libcurl4,libssl3,libmicrohttpd12,libsystemd0"
+export ROOT_PACKAGES="libcurl4,libssl3,libmicrohttpd12,libnats3.4,libsystemd0"
 "$VM" prepare "$WORKDIR"
 guest_root=$(sed -n 's/^root=//p' "$WORKDIR/prepared")
 # Every library the binary needs, resolved by the guest root's own loader in that root.

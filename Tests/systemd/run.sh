@@ -554,7 +554,7 @@ bookworm_root() {
     log "debootstrap bookworm into $dir (once; about a minute)"
     rm -rf "$dir.partial" "$dir"
     mkdir -p "$CACHE"
-    debootstrap --variant=minbase --include=systemd,systemd-sysv,dbus,libcurl4,libssl3,libmicrohttpd12,procps \
+    debootstrap --variant=minbase --include=systemd,systemd-sysv,dbus,libcurl4,libssl3,libmicrohttpd12,libnats3.4,procps \
       bookworm "$dir.partial" "$MIRROR" > "$WORK/debootstrap.log" 2>&1 \
       || { tail -20 "$WORK/debootstrap.log"; log "debootstrap failed"; exit 1; }
     rm -f "$dir.partial/etc/machine-id"; : > "$dir.partial/etc/machine-id"

@@ -108,8 +108,19 @@ public struct BackendSettings: Sendable, Equatable {
     /// `MaxRate=`: requests a second at most (a token bucket, one second's
     /// worth saved up). Default unset: no limit.
     public var maxRate: Double?
+    /// `Subject=`: nats:// only; each item is published to this subject, a
+    /// dot, and its key (as the spool names it: `%XX` for `.`, `*`, `>`,
+    /// spaces). Default `txrecon`.
+    public var subject = "txrecon"
+    /// `Stream=`: nats:// only; the stream the subject must be captured by
+    /// (JetStream's expected stream): another, or none, holds the item.
+    /// Default unset: whichever stream captures it.
+    public var stream: String?
 
     public init() {}
+
+    /// Whether URL= is a NATS server: items are published to JetStream.
+    public var isStream: Bool { url.lowercased().hasPrefix("nats://") }
 
     /// URL= as logs and check-config show it: a query, which may carry a
     /// credential, stands as `?<redacted>`.

@@ -46,7 +46,7 @@ extension ConfigurationKey {
                          SettingValue.size(in: 1...(1 << 30), limits: "between 1 and 1G")),
         ConfigurationKey("Spool", "DoneRetention", \.spool.doneRetention, SettingValue.timeSpan),
 
-        ConfigurationKey("Backend", "URL", \.backend.url, SettingValue.backendURL),
+        ConfigurationKey("Backend", "URL", \.backend.url, SettingValue.destinationURL),
         ConfigurationKey("Backend", "Timeout", \.backend.timeout, SettingValue.positiveTimeSpan),
         ConfigurationKey("Backend", "BearerTokenFile", \.backend.bearerTokenFile, SettingValue.absolutePath),
         ConfigurationKey("Backend", "SigningSecretFile", \.backend.signingSecretFile, SettingValue.absolutePath),
@@ -55,6 +55,8 @@ extension ConfigurationKey {
         ConfigurationKey("Backend", "ClientKeyFile", \.backend.clientKeyFile, SettingValue.absolutePath),
         ConfigurationKey("Backend", "ProbeDelays", \.backend.probeSchedule, SettingValue.retrySchedule),
         ConfigurationKey("Backend", "MaxRate", \.backend.maxRate, SettingValue.requestRate),
+        ConfigurationKey("Backend", "Subject", \.backend.subject, SettingValue.natsSubject),
+        ConfigurationKey("Backend", "Stream", \.backend.stream, SettingValue.streamName),
 
         ConfigurationKey("Delivery", "RetryDelays", \.delivery.retrySchedule, SettingValue.retrySchedule),
         ConfigurationKey("Delivery", "MaxConcurrentDeliveries", \.delivery.maxConcurrentDeliveries,

@@ -149,6 +149,22 @@ public enum ConfigurationLoader {
                 file: origin?.file ?? configuration.path, line: origin?.line, key: "Backend.\(present)",
                 message: "is set but \(absent)= is not; mutual TLS needs both or neither")
         }
+        // What one kind of destination takes and the other has no use for:
+        // refused rather than silently ignored (the default spelled out is
+        // no mistake).
+        let backend = configuration.backend
+        let misplaced = backend.isStream
+            ? ["SigningSecretFile", "CAFile", "ClientCertificateFile", "ClientKeyFile"]
+            : (backend.subject == BackendSettings().subject ? [] : ["Subject"]) + ["Stream"]
+        if let key = misplaced.first(where: { configuration.origins["Backend.\($0)"] != nil }) {
+            let origin = configuration.origins["Backend.\(key)"]
+            throw ConfigurationError(
+                file: origin?.file ?? configuration.path, line: origin?.line, key: "Backend.\(key)",
+                message: configuration.backend.isStream
+                    ? "does not apply to a nats:// destination (JetStream over plain TCP, a token from "
+                        + "BearerTokenFile=); remove it"
+                    : "applies only to a nats:// destination; remove it or make URL= nats://HOST:PORT")
+        }
     }
 
     /// Where a key written before any section header belongs.

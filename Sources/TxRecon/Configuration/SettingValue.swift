@@ -129,6 +129,55 @@ enum SettingValue {
         return text
     }
 
+    /// `[Backend] URL=`: what `backendURL` accepts, or a NATS server with
+    /// JetStream, `nats://HOST[:PORT]` (no path, query or credentials).
+    static func destinationURL(_ text: String) throws(InvalidValue) -> String {
+        guard text.lowercased().hasPrefix("nats://") else {
+            do {
+                return try backendURL(text)
+            } catch {
+                throw InvalidValue(message: error.message + #", or nats://HOST:PORT for NATS JetStream"#)
+            }
+        }
+        let accepted = #"a NATS server as nats://HOST:PORT, such as "nats://127.0.0.1:4222""#
+        guard text.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }), let url = URL(string: text),
+              let host = url.host, !host.isEmpty, url.path.isEmpty || url.path == "/", url.query == nil else {
+            throw InvalidValue(message: "\(quotedURL(text)) is not \(accepted)")
+        }
+        guard url.user == nil, url.password == nil else {
+            throw InvalidValue(message: "the URL carries a user name or password, which would end up in logs; "
+                               + "put the token in a file named by BearerTokenFile= instead")
+        }
+        if let port = url.port, !(1...65_535).contains(port) {
+            throw InvalidValue(message: "\(quotedURL(text)): port \(port) is not between 1 and 65535")
+        }
+        return text
+    }
+
+    /// A NATS subject of tokens separated by dots, without wildcards or
+    /// white space (`txrecon.items`).
+    static func natsSubject(_ text: String) throws(InvalidValue) -> String {
+        let tokens = text.split(separator: ".", omittingEmptySubsequences: false)
+        guard text.utf8.count <= 200, tokens.allSatisfy({ token in
+            !token.isEmpty && token.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "*") && $0 != UInt8(ascii: ">") }
+        }) else {
+            throw InvalidValue(message: "\(quoted(text)) is not a NATS subject: tokens of visible ASCII separated by "
+                               + "dots, no empty token, no * or >, at most 200 bytes, such as \"txrecon.items\"")
+        }
+        return text
+    }
+
+    /// A JetStream stream name: visible ASCII without `.`, `*`, `>`, `/` or `\\`.
+    static func streamName(_ text: String) throws(InvalidValue) -> String {
+        let forbidden: Set<UInt8> = [UInt8(ascii: "."), UInt8(ascii: "*"), UInt8(ascii: ">"), UInt8(ascii: "/"),
+                                     UInt8(ascii: "\\")]
+        guard text.utf8.count <= 255, text.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F && !forbidden.contains($0) }) else {
+            throw InvalidValue(message: "\(quoted(text)) is not a JetStream stream name (visible ASCII without "
+                               + ". * > / or \\\\)")
+        }
+        return text
+    }
+
     private static func quoted(_ text: String) -> String { "\"\(text)\"" }
 
     /// A URL quoted without its query, which may hold a credential.

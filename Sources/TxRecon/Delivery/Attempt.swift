@@ -27,6 +27,8 @@ struct Attempt: Sendable {
     let maximumSize: Int
     /// The wall clock at launch (ms since 1970), for the request.
     let now: Int64
+    /// When a replay queued it again (DeliveryState.replayedAt).
+    var replayedAt: Int64? = nil
 
     /// What the attempt needs from the daemon.
     struct Context: Sendable {
@@ -68,7 +70,8 @@ struct Attempt: Sendable {
     /// calling thread.
     func run(send: (DeliveryRequest) -> TransportResult, in context: Context) -> Exchange {
         let preparation = prepare(context)
-        guard case let .ready(item, request) = preparation else { return .local(preparation) }
+        guard case .ready(let item, var request) = preparation else { return .local(preparation) }
+        request.replayedAt = replayedAt
         let sentAt = context.clock.now
         let result = send(request)
         let wall = context.clock.wallMilliseconds

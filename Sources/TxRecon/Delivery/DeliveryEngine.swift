@@ -510,7 +510,7 @@ package actor DeliveryEngine {
     private func dispatchDue() {
         guard isRunning else { return }
         let now = clock.now
-        while active < outstandingLimit, let start = nextStart(), start <= now,
+        while active < outstandingLimit, let start = nextStart(now: now), start <= now,
               let first = pending.ready.popFirst() {
             guard var entry = pending.entries[first.key], !entry.inFlight, entry.deadline == first.deadline else { continue }
             if health.isFailing { probe = first.key }
@@ -524,7 +524,8 @@ package actor DeliveryEngine {
             // record in done/; the index says when it cannot have.
             let follows = spool.keepsDone && (doneIndex?.mayContain(first.key) ?? true)
             launch(first.key, attempt: entry.state.attempts + 1, receivedAt: entry.receivedAt, cached: cached,
-                   hasStateFile: entry.hasStateFile, followsDelivery: follows, inbox: entry.inbox)
+                   hasStateFile: entry.hasStateFile, followsDelivery: follows, inbox: entry.inbox,
+                   replayedAt: entry.state.replayedAt)
         }
         armTimer()
         tidyWhenIdle()
@@ -563,7 +564,8 @@ package actor DeliveryEngine {
     /// to start), unless too many records wait.
     private var mayTidy: Bool {
         guard isRunning else { return false }
-        return (nextStart().map { $0 > clock.now } ?? true) || untidied.overLimit
+        let now = clock.now
+        return (nextStart(now: now).map { $0 > now } ?? true) || untidied.overLimit
     }
 
     /// When the next attempt may start, for the key first in `ready`; nil
@@ -573,20 +575,25 @@ package actor DeliveryEngine {
     /// waited for: they end on their own (by `Timeout=` at the latest), and
     /// a hung one must not keep the probe from seeing the backend return.
     /// `MaxRate=` may put any start off.
-    private func nextStart() -> Duration? {
+    /// `now`: the caller's reading of the clock. One reading throughout: a
+    /// clock read again here is later than the caller's, and with MaxRate=
+    /// "a token now" would be a start just after the caller's `now`, never
+    /// due, and the timer armed for it would fire and find the same again,
+    /// for ever.
+    private func nextStart(now: Duration) -> Duration? {
         pending.dropOutdatedDeadlines()
         guard let first = pending.ready.first else { return nil }
         var start = first.deadline
         if health.isFailing {
             guard probe == nil else { return nil }
-            start = health.nextProbeAt ?? clock.now
+            start = health.nextProbeAt ?? now
         }
-        if let allowed = rate?.nextRequest(now: clock.now) { start = max(start, allowed) }
+        if let allowed = rate?.nextRequest(now: now) { start = max(start, allowed) }
         return start
     }
 
     private func armTimer() {
-        guard isRunning, active < outstandingLimit, let next = nextStart() else { return cancelTimer() }
+        guard isRunning, active < outstandingLimit, let next = nextStart(now: clock.now) else { return cancelTimer() }
         if timer != nil, let timerDeadline, timerDeadline <= next { return }
         timer?.cancel()
         timerDeadline = next
@@ -619,10 +626,10 @@ package actor DeliveryEngine {
     /// continuation and no actor hop, which at thousands of attempts a
     /// second is a tenth of the daemon's CPU (bench/FINDINGS.md).
     private func launch(_ key: ItemKey, attempt number: Int, receivedAt: Int64, cached: Item?, hasStateFile: Bool,
-                        followsDelivery: Bool, inbox: String?) {
+                        followsDelivery: Bool, inbox: String?, replayedAt: Int64?) {
         let attempt = Attempt(key: key, number: number, receivedAt: receivedAt, cached: cached,
                               hasStateFile: hasStateFile, followsDelivery: followsDelivery, inbox: inbox,
-                              maximumSize: settings.maxFileSize, now: clock.wallMilliseconds)
+                              maximumSize: settings.maxFileSize, now: clock.wallMilliseconds, replayedAt: replayedAt)
         let context = attemptContext
         let executor = self.executor, started = clock.now
         transport.start { send in
@@ -657,11 +664,11 @@ package actor DeliveryEngine {
             pending.inboxCount -= 1
         }
         switch settlement.outcome {
-        case let .delivered(status):
+        case let .delivered(confirmation):
             if let error = settlement.spoolError {
                 backendAnswered(requestSent: settlement.sentAt)
                 if error.isPermanent {
-                    setAside(key, entry, item: item, because: "delivered on attempt \(attempt) (HTTP \(status)), but "
+                    setAside(key, entry, item: item, because: "delivered on attempt \(attempt) (\(confirmation)), but "
                              + "it cannot be moved into done/: \(error)")
                     return afterAttempt()
                 }
@@ -676,8 +683,8 @@ package actor DeliveryEngine {
             if entry.hasStateFile { untidied.add(key) }
             self.status.delivered += 1
             noteDelivered(key)
-            events.delivered(key, kind: item.kind, version: item.version, attempt: attempt, status: status,
-                             file: inbox)
+            events.delivered(key, kind: item.kind, version: item.version, attempt: attempt,
+                             confirmation: confirmation, file: inbox)
             backendAnswered(requestSent: settlement.sentAt)
             if let parked = entry.parked?.value { placeParked(parked) }
         case let .retryLater(reason, status, retryAfter):
@@ -892,7 +899,7 @@ package actor DeliveryEngine {
         // before the copy is queued, as for a new snapshot (`place`).
         for snapshot in snapshots where !untidied.isEmpty && untidied.take(snapshot.key) { tidy(snapshot.key) }
         let result = OperatorCommands(spool: spool, events: events)
-            .replay(snapshots, on: &pending, now: clock.now, limit: settings.highWater)
+            .replay(snapshots, on: &pending, now: clock.now, wall: clock.wallMilliseconds, limit: settings.highWater)
         status.statistics.replayed += result.applied.count
         dispatchDue()
         publishStatus()

@@ -38,13 +38,14 @@ struct OperatorCommands {
 
     /// Queues delivered snapshots again, each due at `now`: the copy intake
     /// staged in queue/ (`Spool.stageReplay`) takes the key's name there, so
-    /// it goes out with its own Idempotency-Key. A key that is pending or
+    /// it goes out with its own Idempotency-Key (`wall` is recorded as its
+    /// replayedAt, for a stream). A key that is pending or
     /// held is left alone (what it has is newer, or waits for a person),
     /// and none is queued beyond `limit` pending keys (the engine's
     /// high-water mark): the rest are skipped with a reason and their
     /// copies removed.
     func replay(_ snapshots: [DeliveredSnapshot], on pending: inout PendingItems, now: Duration,
-                limit: Int) -> ControlResult {
+                wall: Int64, limit: Int) -> ControlResult {
         var result = ControlResult()
         for snapshot in snapshots {
             let key = snapshot.key
@@ -63,7 +64,7 @@ struct OperatorCommands {
             } else {
                 do {
                     try spool.commitReplay(key)
-                    pending.add(key, PendingItems.Entry(state: DeliveryState(), deadline: now,
+                    pending.add(key, PendingItems.Entry(state: DeliveryState(replayedAt: wall), deadline: now,
                                                         receivedAt: snapshot.receivedAt))
                     events.operatorAction(.replayed, key: key)
                     result.applied.append(key.rawValue)

@@ -2,13 +2,42 @@
 // backend's answer by `Outcome.init(_:)` (the response table of the README,
 // in one place). The engine acts on outcomes; it never looks at HTTP itself.
 
-/// What the transport saw of one HTTP exchange.
+/// What the transport saw of one exchange.
 public enum TransportResult: Sendable, Equatable {
-    /// A complete response. `retryAfter` is the raw `Retry-After` header;
+    /// A complete HTTP response. `retryAfter` is the raw `Retry-After` header;
     /// `bodyPrefix` holds at most the first 512 bytes of the body.
     case response(status: Int, retryAfter: String?, bodyPrefix: [UInt8])
+    /// JetStream's publish acknowledgement: the stream stored the message
+    /// (or, `duplicate`, had it already within its duplicate window).
+    case published(stream: String, sequence: UInt64, duplicate: Bool)
+    /// JetStream answered the publish with an error (`code` is its
+    /// `err_code`, such as 10059 for a stream not found).
+    case streamError(code: Int, description: String)
     /// No usable response: the request may or may not have reached the backend.
     case failure(TransportFailure)
+}
+
+/// How a destination confirmed that it durably has an item.
+public enum Confirmation: Sendable, Equatable, CustomStringConvertible {
+    case http(status: Int)
+    /// Stored in `stream` as `sequence`; `duplicate`: stored before, within
+    /// the stream's duplicate window.
+    case stream(name: String, sequence: UInt64, duplicate: Bool)
+
+    /// `HTTP 204`, `stream ORDERS sequence 42 (a duplicate)`.
+    public var description: String {
+        switch self {
+        case let .http(status): return "HTTP \(status)"
+        case let .stream(name, sequence, duplicate):
+            return "stream \(name) sequence \(sequence)" + (duplicate ? " (a duplicate)" : "")
+        }
+    }
+
+    /// The HTTP status, when an HTTP backend confirmed.
+    var httpStatus: Int? {
+        if case let .http(status) = self { return status }
+        return nil
+    }
 }
 
 /// Why no usable response arrived.
@@ -35,28 +64,33 @@ public struct TransportFailure: Error, Sendable, Equatable, CustomStringConverti
 
 /// The engine's decision for an item after one attempt.
 public enum Outcome: Sendable, Equatable {
-    /// The backend durably applied the item (2xx other than 202): finish it.
-    case delivered(status: Int)
+    /// The destination durably has the item (HTTP: 2xx other than 202;
+    /// JetStream: a publish acknowledgement): finish it.
+    case delivered(Confirmation)
     /// Keep the item and try again. `retryAfter` is the backend's requested
     /// minimum delay, already capped at one hour.
     case retryLater(reason: String, status: Int?, retryAfter: Duration?)
-    /// A person must look at it (409, 422, other 4xx): move it to hold/.
-    case hold(reason: String, status: Int)
+    /// A person must look at it (HTTP 409, 422, other 4xx; a stream that
+    /// refuses it for good): move it to hold/. `status`: the HTTP status.
+    case hold(reason: String, status: Int?)
 
     /// `Retry-After` never pushes an item further out than this.
     public static let retryAfterCap: Duration = .seconds(3600)
 
-    /// Maps a transport result to an outcome; `now` (seconds since 1970)
-    /// resolves an HTTP-date `Retry-After`.
+    /// Maps an HTTP transport's result to an outcome (the response table);
+    /// `now` (seconds since 1970) resolves an HTTP-date `Retry-After`.
+    /// A stream's answers are mapped by `JetStreamOutcome`.
     public init(_ result: TransportResult, now: Double) {
         switch result {
         case let .failure(failure):
             self = .retryLater(reason: failure.description, status: nil, retryAfter: nil)
+        case .published, .streamError:
+            self = JetStreamOutcome.outcome(of: result)
         case let .response(status, retryAfter, bodyPrefix):
             let delay = retryAfter.flatMap { RetryAfter.delay(from: $0, now: now) }
             switch status {
             case 200...299 where status != 202:
-                self = .delivered(status: status)
+                self = .delivered(.http(status: status))
             case 202:
                 self = .retryLater(reason: "HTTP 202: backend still processing", status: status, retryAfter: delay)
             case 401, 403, 408, 425, 429, 500...599:

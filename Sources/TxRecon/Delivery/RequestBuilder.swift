@@ -46,7 +46,7 @@ package struct RequestBuilder: Sendable {
             headers.append(("webhook-timestamp", String(signedAt)))
             headers.append(("webhook-signature", signer.signature(id: idempotencyKey, timestamp: signedAt, body: body)))
         }
-        return DeliveryRequest(headers: headers, body: body)
+        return DeliveryRequest(headers: headers, body: body, key: item.key)
     }
 
     /// `<key>:<version>`, e.g. `2000000123456789:1690000000000r`. Bytes that

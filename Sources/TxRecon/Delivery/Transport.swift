@@ -1,17 +1,26 @@
-// Transport: the one way the engine talks to the backend. Production uses
-// `CurlTransport` (libcurl on dedicated threads); tests use a scripted fake.
+// Transport: the one way the engine talks to a destination. Production uses
+// `CurlTransport` (libcurl on dedicated threads) for http(s):// and
+// `JetStreamTransport` (libnats) for nats://; tests use a scripted fake.
 // An exchange runs on the transport's thread from reading the item to
 // committing its outcome, which keeps blocking I/O off the cooperative pool.
 
-/// One HTTP POST to the backend.
+/// One delivery of an item: an HTTP POST's headers and body, or, to a
+/// stream, the message's.
 public struct DeliveryRequest: Sendable, Equatable {
     /// Header lines in order, e.g. ("Idempotency-Key", "123:1690000000000").
     public var headers: [(name: String, value: String)]
     public var body: [UInt8]
+    /// The item's key, for a stream's subject; nil when built without one.
+    public var key: ItemKey?
+    /// When `txrecon replay` queued the item again (ms since 1970): a
+    /// stream gives the replay a message id of its own, which its duplicate
+    /// window does not swallow. nil for every other delivery.
+    public var replayedAt: Int64?
 
-    public init(headers: [(name: String, value: String)], body: [UInt8]) {
+    public init(headers: [(name: String, value: String)], body: [UInt8], key: ItemKey? = nil) {
         self.headers = headers
         self.body = body
+        self.key = key
     }
 
     public func header(_ name: String) -> String? {
@@ -20,7 +29,8 @@ public struct DeliveryRequest: Sendable, Equatable {
 
     public static func == (lhs: DeliveryRequest, rhs: DeliveryRequest) -> Bool {
         lhs.body == rhs.body && lhs.headers.map(\.name) == rhs.headers.map(\.name)
-            && lhs.headers.map(\.value) == rhs.headers.map(\.value)
+            && lhs.headers.map(\.value) == rhs.headers.map(\.value) && lhs.key == rhs.key
+            && lhs.replayedAt == rhs.replayedAt
     }
 }
 

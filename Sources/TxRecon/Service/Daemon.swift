@@ -99,12 +99,12 @@ public enum Daemon {
             let reaper = spool.keepsDone
                 ? DoneReaper(directory: spool.layout.done, retention: configuration.spool.doneRetention, log: destinationLog)
                 : nil
-            let transport: CurlTransport
+            let transport: any DestinationTransport
             do {
-                transport = try CurlTransport(settings: settings.backend,
-                                              workers: settings.delivery.maxConcurrentDeliveries)
+                transport = try DestinationTransports.make(settings.backend, secrets: secret,
+                                                           workers: settings.delivery.maxConcurrentDeliveries)
             } catch {
-                log.write(LogEntry(.error, "cannot set up the HTTP client of \(name): \(error)"))
+                log.write(LogEntry(.error, "cannot set up the client of \(name): \(error)"))
                 return ExitStatus.failure
             }
             let engine = DeliveryEngine(
@@ -267,7 +267,7 @@ public enum Daemon {
         intake.reconfigure(intakeSettings(next, verification: verification))
         for ((delivery, secret), destination) in zip(zip(next.deliveryConfigurations, secrets), destinations) {
             let settings = delivery.configuration
-            destination.transport.update(settings: settings.backend)
+            destination.transport.update(settings: settings.backend, secrets: secret)
             await destination.engine.reconfigure(settings: engineSettings(settings), transport: destination.transport,
                                                  prepare: preparer(version: version, secrets: secret))
         }

@@ -1,12 +1,12 @@
 // DeliveryDestination: one destination while the daemon runs (its spool as
-// its engine sees it, its HTTP client, its engine, its done/ reaper), and
+// its engine sees it, its HTTP or JetStream client, its engine, its done/ reaper), and
 // what start-up does about destination directories no configuration names
 // any more.
 
 struct DeliveryDestination: Sendable {
     let name: String
     let spool: Spool
-    let transport: CurlTransport
+    let transport: any DestinationTransport
     let engine: DeliveryEngine
     let reaper: DoneReaper?
 

@@ -21,10 +21,17 @@ struct ItemEvents: Sendable {
 
     /// `file`: the drop's name in new/ when the item was delivered straight
     /// from there, never accepted into queue/; this entry is then its only one.
-    func delivered(_ key: ItemKey, kind: ItemKind?, version: ItemVersion?, attempt: Int, status: Int,
+    func delivered(_ key: ItemKey, kind: ItemKind?, version: ItemVersion?, attempt: Int, confirmation: Confirmation,
                    file: String? = nil) {
-        var extra = [("TXRECON_ATTEMPT", String(attempt)), ("TXRECON_HTTP_STATUS", String(status))]
-        var message = "\(key): delivered on attempt \(attempt) (HTTP \(status))"
+        var extra = [("TXRECON_ATTEMPT", String(attempt))]
+        switch confirmation {
+        case let .http(status):
+            extra.append(("TXRECON_HTTP_STATUS", String(status)))
+        case let .stream(name, sequence, duplicate):
+            extra += [("TXRECON_STREAM", name), ("TXRECON_STREAM_SEQUENCE", String(sequence)),
+                      ("TXRECON_STREAM_DUPLICATE", duplicate ? "1" : "0")]
+        }
+        var message = "\(key): delivered on attempt \(attempt) (\(confirmation))"
         if let file {
             extra.append(("TXRECON_FILE", file))
             message += " from new/" + LogText.escaped(file)
@@ -42,12 +49,13 @@ struct ItemEvents: Sendable {
               key: key, kind: kind, version: version, extra: extra)
     }
 
-    func held(_ key: ItemKey, kind: ItemKind?, version: ItemVersion?, attempt: Int, reason: String, status: Int) {
+    func held(_ key: ItemKey, kind: ItemKind?, version: ItemVersion?, attempt: Int, reason: String, status: Int?) {
+        var extra = [("TXRECON_ATTEMPT", String(attempt))]
+        if let status { extra.append(("TXRECON_HTTP_STATUS", String(status))) }
+        extra.append(("TXRECON_REASON", reason))
         write(.warning, "\(key): held after attempt \(attempt): \(LogText.singleLine(reason, limit: 200)); "
               + "inspect with `txrecon show \(key)`, release with `txrecon release \(key)`", MessageID.held, .held,
-              key: key, kind: kind, version: version,
-              extra: [("TXRECON_ATTEMPT", String(attempt)), ("TXRECON_HTTP_STATUS", String(status)),
-                      ("TXRECON_REASON", reason)])
+              key: key, kind: kind, version: version, extra: extra)
     }
 
     func superseded(_ key: ItemKey, kind: ItemKind?, version: ItemVersion, by newer: ItemVersion?, file: String?) {

@@ -20,9 +20,13 @@ public struct DeliveryState: Sendable, Equatable {
     /// to this, so a wall clock set back in between never stalls the item
     /// longer than the schedule meant.
     public var delayMilliseconds: Int64?
+    /// When `txrecon replay` queued this snapshot again (ms since 1970); a
+    /// stream destination sends it under a message id of its own.
+    public var replayedAt: Int64?
 
     public init(attempts: Int = 0, nextAttemptAt: Int64? = nil, lastError: String? = nil, lastStatus: Int? = nil,
-                delayMilliseconds: Int64? = nil) {
+                delayMilliseconds: Int64? = nil, replayedAt: Int64? = nil) {
+        self.replayedAt = replayedAt
         self.attempts = attempts
         self.nextAttemptAt = nextAttemptAt
         self.lastError = lastError
@@ -36,6 +40,7 @@ public struct DeliveryState: Sendable, Equatable {
         if let lastError { members.append(("lastError", .string(lastError))) }
         if let lastStatus { members.append(("lastStatus", .integer(lastStatus))) }
         if let delayMilliseconds { members.append(("delayMilliseconds", .integer(delayMilliseconds))) }
+        if let replayedAt { members.append(("replayedAt", .integer(replayedAt))) }
         return .object(members)
     }
 
@@ -49,5 +54,6 @@ public struct DeliveryState: Sendable, Equatable {
         lastError = value["lastError"]?.stringValue
         lastStatus = value["lastStatus"]?.int64Value.map { Int($0) }
         delayMilliseconds = value["delayMilliseconds"]?.int64Value.flatMap { $0 > 0 ? $0 : nil }
+        replayedAt = value["replayedAt"]?.int64Value
     }
 }

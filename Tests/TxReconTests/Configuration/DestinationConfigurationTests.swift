@@ -131,3 +131,38 @@ import TxReconTestSupport
         #expect(DaemonStatus(destinations: [.init(name: "backend", status: primary)]).line == primary.line)
     }
 }
+
+@Suite struct StreamDestinationConfigurationTests {
+    let directory = TemporaryDirectory("txrecon-stream-config")
+
+    func load(_ backend: String) throws(ConfigurationError) -> Configuration {
+        directory.write("[Backend]\n" + backend, to: "txrecon.conf")
+        return try ConfigurationLoader.load(path: directory.path + "/txrecon.conf")
+    }
+
+    @Test func aNatsURLMakesAStreamDestinationWithItsSubjectAndStream() throws {
+        let configuration = try load("URL=nats://127.0.0.1:4222\nSubject=shop.items\nStream=ORDERS\n")
+        #expect(configuration.backend.isStream)
+        #expect(configuration.backend.subject == "shop.items" && configuration.backend.stream == "ORDERS")
+        #expect(try load("URL=nats://nats.example\n").backend.subject == "txrecon")
+        #expect(try !load("URL=https://backend.example/in\n").backend.isStream)
+    }
+
+    @Test(arguments: [
+        ("URL=nats://127.0.0.1:4222/path\n", "is not a NATS server"),
+        ("URL=nats://user:secret@127.0.0.1:4222\n", "carries a user name or password"),
+        ("URL=ftp://example\n", "or nats://HOST:PORT for NATS JetStream"),
+        ("URL=nats://127.0.0.1\nSubject=a.*\n", "is not a NATS subject"),
+        ("URL=nats://127.0.0.1\nSubject=a..b\n", "is not a NATS subject"),
+        ("URL=nats://127.0.0.1\nStream=A.B\n", "is not a JetStream stream name"),
+        ("URL=nats://127.0.0.1\nCAFile=/etc/ssl/ca.pem\n", "does not apply to a nats:// destination"),
+        ("URL=https://backend.example/\nSubject=x\n", "applies only to a nats:// destination"),
+    ])
+    func whatAStreamDestinationCannotUseIsRefused(backend: String, message: String) {
+        #expect {
+            try load(backend)
+        } throws: { error in
+            (error as? ConfigurationError)?.message.contains(message) == true
+        }
+    }
+}

@@ -1,0 +1,196 @@
+// JetStreamTransport: the `Transport` of a nats:// destination: each item
+// is published to NATS JetStream with libnats, and only the stream's publish
+// acknowledgement (a duplicate's too) confirms it (JetStreamOutcome).
+//
+//   subject     Subject= "." key as the spool names it (letters, digits, -
+//               and _ as they are, every other byte %XX, or = and base64url
+//               for a long key), so a key's `.`, `*`, `>` or spaces never
+//               split or widen the subject
+//   headers     Nats-Msg-Id: the Idempotency-Key (KEY:VERSION), so the
+//               stream drops a repeat within its duplicate window; a replay
+//               appends `:replay-MS` (when it was asked for), which the
+//               window does not swallow. Idempotency-Key and Content-Type
+//               as over HTTP; never the Authorization header: the token
+//               authenticates the connection instead
+//   body        the HTTP body, byte for byte
+//
+// One worker thread per allowed concurrent delivery, as for curl, each
+// blocking in a synchronous publish on the one shared connection
+// (NATSSession), which libnats multiplexes. Nothing is logged here.
+import CNATS
+import Synchronization
+
+final class JetStreamTransport: DestinationTransport {
+    /// What a publish needs from the configuration; replaced on reload.
+    struct Options: Sendable, Equatable {
+        var url: String
+        var token: String?
+        var subject: String
+        var stream: String?
+        var timeoutMilliseconds: Int64
+
+        init(_ settings: BackendSettings, secrets: BackendSecrets) {
+            url = settings.url
+            token = secrets.bearerToken
+            subject = settings.subject
+            stream = settings.stream
+            timeoutMilliseconds = max(1, settings.timeout.milliseconds)
+        }
+    }
+
+    private struct Job: Sendable {
+        var options: Options
+        var execute: @Sendable (_ send: (DeliveryRequest) -> TransportResult) -> Void
+    }
+
+    private let jobs = HandoffQueue<Job>()
+    private let options: Mutex<Options>
+    /// The connection the workers share, and the options it was made with.
+    private let session = Mutex<(session: NATSSession, options: Options)?>(nil)
+
+    init(settings: BackendSettings, secrets: BackendSecrets, workers: Int) throws(ThreadStartError) {
+        precondition(workers >= 1, "JetStreamTransport needs at least one worker, got \(workers)")
+        options = Mutex(Options(settings, secrets: secrets))
+        for index in 1...workers {
+            do {
+                try DedicatedThread.start(name: "txrecon-nats-\(index)") { [self] in
+                    while let job = jobs.take() {
+                        job.execute { request in publish(request, with: job.options) }
+                    }
+                }
+            } catch {
+                _ = jobs.close()
+                throw error
+            }
+        }
+    }
+
+    func start(_ exchange: @escaping @Sendable (_ send: (DeliveryRequest) -> TransportResult) -> Void) {
+        let job = Job(options: options.withLock { $0 }, execute: exchange)
+        if let refused = jobs.put(job) { Self.refuse(refused) }
+    }
+
+    func update(settings: BackendSettings, secrets: BackendSecrets) {
+        let replacement = Options(settings, secrets: secrets)
+        options.withLock { $0 = replacement }
+    }
+
+    func shutdown() {
+        for job in jobs.close() { Self.refuse(job) }
+        session.withLock { $0 = nil }
+    }
+
+    /// Runs an exchange handed over after shutdown, as the contract wants,
+    /// with a send that fails at once.
+    private static func refuse(_ job: Job) {
+        let execute = job.execute
+        let shutDown = TransportResult.failure(TransportFailure(.other, "transport shut down"))
+        do {
+            try DedicatedThread.start(name: "txrecon-refused") { execute { _ in shutDown } }
+        } catch {
+            execute { _ in shutDown }
+        }
+    }
+
+    /// The shared session for `options`: the current one, or a new
+    /// connection when there is none, libnats closed it, or the options
+    /// changed. Connecting holds the lock: the other workers would fail the
+    /// same way meanwhile.
+    private func currentSession(_ options: Options) throws(TransportFailure) -> NATSSession {
+        try session.withLock { current throws(TransportFailure) -> NATSSession in
+            if let (session, madeWith) = current, madeWith == options, !session.isClosed { return session }
+            current = nil
+            let made = try NATSSession(url: options.url, token: options.token,
+                                       timeoutMilliseconds: options.timeoutMilliseconds)
+            current = (made, options)
+            return made
+        }
+    }
+
+    private func publish(_ request: DeliveryRequest, with options: Options) -> TransportResult {
+        guard let key = request.key else { return .failure(TransportFailure(.other, "no item key for the subject")) }
+        let session: NATSSession
+        do {
+            session = try currentSession(options)
+        } catch {
+            return .failure(error)
+        }
+        let subject = options.subject + "." + key.fileName
+        if request.body.count > session.maximumPayload {
+            return .streamError(code: 10054, description: "\(request.body.count) bytes, more than the server's "
+                                + "max_payload of \(session.maximumPayload)")
+        }
+        let idempotencyKey = request.header("Idempotency-Key") ?? key.rawValue
+        let messageID = request.replayedAt.map { "\(idempotencyKey):replay-\($0)" } ?? idempotencyKey
+
+        var message: OpaquePointer?
+        var status = request.body.withUnsafeBytes { bytes in
+            natsMsg_Create(&message, subject, nil, bytes.baseAddress?.assumingMemoryBound(to: CChar.self),
+                           Int32(bytes.count))
+        }
+        guard status == NATS_OK, let message else { return .failure(NATSSession.failure(status, .other)) }
+        defer { natsMsg_Destroy(message) }
+        for (name, value) in [("Nats-Msg-Id", messageID), ("Idempotency-Key", idempotencyKey),
+                              ("Content-Type", request.header("Content-Type") ?? "application/json")]
+        where status == NATS_OK {
+            status = natsMsgHeader_Set(message, name, value)
+        }
+        guard status == NATS_OK else { return .failure(NATSSession.failure(status, .other)) }
+
+        var acknowledgement: UnsafeMutablePointer<jsPubAck>?
+        var errorCode = jsErrCode(0)
+        status = Self.withOptionalCString(options.stream) { stream in
+            var publishOptions = jsPubOptions()
+            jsPubOptions_Init(&publishOptions)
+            publishOptions.MaxWait = options.timeoutMilliseconds
+            publishOptions.ExpectStream = stream
+            return js_PublishMsg(&acknowledgement, session.jetStream, message, &publishOptions, &errorCode)
+        }
+        if status == NATS_OK, let acknowledgement {
+            defer { jsPubAck_Destroy(acknowledgement) }
+            let stream = acknowledgement.pointee.Stream.map { String(cString: $0) } ?? ""
+            return .published(stream: stream, sequence: acknowledgement.pointee.Sequence,
+                              duplicate: acknowledgement.pointee.Duplicate)
+        }
+        // libnats reports "no responders" with err_code 10076 (JetStream
+        // not enabled) too: it is a retry with the probe either way.
+        if status == NATS_NO_RESPONDERS {
+            return .failure(TransportFailure(.connect, "no responders on \(subject): no stream captures the subject, "
+                                             + "or JetStream is not available (yet)"))
+        }
+        if errorCode.rawValue != 0 {
+            return .streamError(code: Int(errorCode.rawValue), description: NATSSession.failure(status, .other).message)
+        }
+        return .failure(NATSSession.failure(status, status == NATS_TIMEOUT ? .timeout : .connect))
+    }
+
+    private static func withOptionalCString<T>(_ text: String?, _ body: (UnsafePointer<CChar>?) -> T) -> T {
+        guard let text else { return body(nil) }
+        return text.withCString(body)
+    }
+}
+
+/// A destination's transport: HTTP or JetStream, chosen by URL='s scheme.
+protocol DestinationTransport: Transport {
+    /// New settings (and secrets) from a reload, for the attempts after it.
+    func update(settings: BackendSettings, secrets: BackendSecrets)
+    /// Ends the workers; exchanges handed over later fail at once.
+    func shutdown()
+}
+
+extension CurlTransport: DestinationTransport {
+    /// The token goes out in the requests' Authorization header, which
+    /// the request builder makes; curl needs only the settings.
+    func update(settings: BackendSettings, secrets: BackendSecrets) {
+        update(settings: settings)
+    }
+}
+
+enum DestinationTransports {
+    /// `settings`' transport, with `workers` threads.
+    static func make(_ settings: BackendSettings, secrets: BackendSecrets,
+                     workers: Int) throws -> any DestinationTransport {
+        if settings.isStream { return try JetStreamTransport(settings: settings, secrets: secrets, workers: workers) }
+        return try CurlTransport(settings: settings, workers: workers)
+    }
+}

@@ -1,0 +1,67 @@
+// NATSSession: one connection to a NATS server and its JetStream context,
+// made with libnats from a nats:// destination's settings.
+//
+// libnats reconnects on its own (forever, every ReconnectWait), buffering
+// nothing for us: a publish while it is disconnected waits for its answer
+// and times out, which the engine retries. A session that could not connect,
+// or whose connection libnats closed, is replaced by the transport at the
+// next attempt. Reports nothing; errors come back as TransportFailure.
+import CNATS
+
+/// A connection and its JetStream context. libnats documents both as safe
+/// to use from several threads at once; the pointers are set in `init` and
+/// destroyed in `deinit`, once no attempt holds the session any more.
+final class NATSSession: @unchecked Sendable {
+    private let connection: OpaquePointer
+    let jetStream: OpaquePointer
+
+    init(url: String, token: String?, timeoutMilliseconds: Int64) throws(TransportFailure) {
+        var options: OpaquePointer?
+        guard natsOptions_Create(&options) == NATS_OK, let options else {
+            throw TransportFailure(.other, "libnats: cannot create connection options")
+        }
+        defer { natsOptions_Destroy(options) }
+        var status = natsOptions_SetURL(options, url)
+        if status == NATS_OK, let token { status = natsOptions_SetToken(options, token) }
+        if status == NATS_OK { status = natsOptions_SetName(options, "txrecon") }
+        if status == NATS_OK { status = natsOptions_SetTimeout(options, min(timeoutMilliseconds, 10_000)) }
+        if status == NATS_OK { status = natsOptions_SetMaxReconnect(options, -1) }
+        if status == NATS_OK { status = natsOptions_SetReconnectWait(options, 500) }
+        guard status == NATS_OK else { throw NATSSession.failure(status, .other) }
+
+        var connection: OpaquePointer?
+        status = natsConnection_Connect(&connection, options)
+        guard status == NATS_OK, let connection else { throw NATSSession.failure(status, .connect) }
+        var jetStreamOptions = jsOptions()
+        jsOptions_Init(&jetStreamOptions)
+        jetStreamOptions.Wait = timeoutMilliseconds
+        var context: OpaquePointer?
+        status = natsConnection_JetStream(&context, connection, &jetStreamOptions)
+        guard status == NATS_OK, let context else {
+            natsConnection_Destroy(connection)
+            throw NATSSession.failure(status, .other)
+        }
+        self.connection = connection
+        jetStream = context
+    }
+
+    deinit {
+        jsCtx_Destroy(jetStream)
+        natsConnection_Destroy(connection)
+    }
+
+    /// Whether libnats gave up on the connection (it never does by itself
+    /// with unlimited reconnects, but a server can refuse us for good).
+    var isClosed: Bool { natsConnection_Status(connection) == NATS_CONN_STATUS_CLOSED }
+
+    /// The largest message the server takes, bytes.
+    var maximumPayload: Int64 { natsConnection_GetMaxPayload(connection) }
+
+    /// libnats' words for `status`, with its last error's detail.
+    static func failure(_ status: natsStatus, _ kind: TransportFailure.Kind) -> TransportFailure {
+        var last = NATS_OK
+        let detail = nats_GetLastError(&last).map { String(cString: $0) } ?? ""
+        let text = String(cString: natsStatus_GetText(status))
+        return TransportFailure(kind, detail.isEmpty || detail == text ? text : "\(text): \(detail)")
+    }
+}

@@ -1,0 +1,119 @@
+// The JetStream destination end to end: the built daemon publishing into a
+// real nats-server with JetStream on 127.0.0.1. Every item once per
+// idempotency key across a SIGKILL; a server that goes away and comes back;
+// refusals for good held; no responders retried; a replay not swallowed.
+import Glibc
+import Testing
+@testable import TxRecon
+import TxReconTestSupport
+
+@Suite(.serialized, .timeLimit(.minutes(3)))
+struct JetStreamIntegrationTests {
+    /// A daemon whose [Backend] is the NATS server, its subject `txrecon`.
+    final class StreamFixture {
+        let fixture: DaemonFixture
+        let nats: NATSServerProcess
+
+        init(backend: String = "", stream: String? = "ORDERS") async throws {
+            fixture = try DaemonFixture()
+            nats = try await NATSServerProcess(directory: fixture.directory.path)
+            try fixture.writeConfig("[Backend]\nProbeDelays=200ms\n" + backend, url: nats.url, delays: "200ms")
+            if let stream { try JetStreamClient(url: nats.url).addStream(stream, subjects: ["txrecon.>"]) }
+        }
+
+        func messages(_ stream: String = "ORDERS") -> [StoredMessage] {
+            (try? JetStreamClient(url: nats.url).messages(in: stream)) ?? []
+        }
+    }
+
+    @Test func everyItemReachesTheStreamOncePerIdempotencyKeyAcrossASIGKILL() async throws {
+        // MaxRate= keeps the drain slow enough that the kill lands in it.
+        let stream = try await StreamFixture(backend: "MaxRate=100\n")
+        let fixture = stream.fixture
+        let daemon = try await fixture.start()
+        let awkward = ["a.b", "x*y", "g>h", "sp ace"]
+        let ids = awkward + (1...300).map { "order-\($0)" }
+        for id in ids { try fixture.drop(fixture.envelope(id, version: 1)) }
+        #expect(await fixture.eventually { fixture.doneItems().count >= 40 })
+        daemon.signal(SIGKILL)
+        _ = await daemon.wait(timeout: .seconds(10))
+        let doneAtKill = fixture.doneItems().count
+        #expect(doneAtKill < ids.count, "the kill interrupted the drain")
+
+        try await fixture.start()
+        #expect(await fixture.eventually(timeout: .seconds(60)) { fixture.doneItems().count == ids.count })
+        #expect(fixture.names("queue").isEmpty && fixture.names("new").isEmpty)
+        let messages = stream.messages()
+        #expect(messages.count == ids.count, "each idempotency key once: \(messages.count) for \(ids.count)")
+        // The Idempotency-Key as over HTTP (`sp%20ace:1`).
+        let expected = Set(ids.map { id in
+            RequestBuilder.idempotencyKey(for: Item(key: ItemKey(id)!, version: ItemVersion(primary: 1), kind: .envelope))
+        })
+        let stored = Set(messages.compactMap(\.messageID))
+        #expect(stored == expected, "\(stored.symmetricDifference(expected))")
+        #expect(Set(messages.map(\.subject)) == Set(ids.map { "txrecon." + ItemKey($0)!.fileName }))
+        #expect(messages.contains { $0.subject == "txrecon.a%2Eb" } && messages.contains { $0.subject == "txrecon.sp%20ace" })
+        let body = try JSONValue.parse(try #require(messages.first { $0.messageID == "order-7:1" }).body)
+        #expect(body["id"]?.stringValue == "order-7" && body["kind"]?.stringValue == "envelope")
+        #expect(fixture.daemon?.stderr.contains("delivered on attempt 1 (stream ORDERS sequence") == true)
+    }
+
+    @Test func aServerThatGoesAwayIsProbedAndEverythingGoesOnceItIsBack() async throws {
+        let stream = try await StreamFixture()
+        let fixture = stream.fixture
+        try await fixture.start()
+        try fixture.drop(fixture.envelope("before", version: 1))
+        #expect(await fixture.eventually { fixture.doneItems() == ["before"] })
+
+        stream.nats.stop()
+        for id in (1...10).map({ "during-\($0)" }) { try fixture.drop(fixture.envelope(id, version: 1)) }
+        #expect(await fixture.eventually { fixture.names("queue").filter { !$0.hasSuffix(".state") }.count == 10 })
+        #expect(await fixture.notify.waitFor({ $0.value(of: "STATUS")?.contains("failing since") == true },
+                                              timeout: .seconds(20)) != nil)
+        try await stream.nats.start()
+        #expect(await fixture.eventually(timeout: .seconds(30)) { fixture.doneItems().count == 11 })
+        #expect(fixture.names("hold").isEmpty)
+        #expect(Set(stream.messages().compactMap(\.messageID)).count == 11 && stream.messages().count == 11)
+    }
+
+    @Test func aStreamThatRefusesForGoodHoldsTheItemWithTheReason() async throws {
+        let stream = try await StreamFixture(backend: "Stream=ELSEWHERE\n")
+        let fixture = stream.fixture
+        try await fixture.start()
+        try fixture.drop(fixture.envelope("misrouted", version: 1))
+        #expect(await fixture.eventually { fixture.names("hold").contains("misrouted") })
+        let reason = String(decoding: try SystemCall.readFile(fixture.layout.hold + "/misrouted.reason", limit: 1 << 16),
+                            as: UTF8.self)
+        #expect(reason.contains("JetStream error 10060"), "\(reason)")
+        #expect(stream.messages().isEmpty)
+    }
+
+    @Test func noRespondersIsRetriedUntilAStreamCapturesTheSubject() async throws {
+        let stream = try await StreamFixture(stream: nil)
+        let fixture = stream.fixture
+        try await fixture.start()
+        try fixture.drop(fixture.envelope("early", version: 1))
+        #expect(await fixture.eventually { fixture.names("queue").contains("early.state") })
+        #expect(fixture.names("hold").isEmpty)
+        try JetStreamClient(url: stream.nats.url).addStream("ORDERS", subjects: ["txrecon.>"])
+        #expect(await fixture.eventually(timeout: .seconds(30)) { fixture.doneItems() == ["early"] })
+        #expect(stream.messages().map(\.messageID) == ["early:1"])
+        let log = fixture.daemon?.stderr ?? ""
+        #expect(log.contains("no responders on txrecon.early"),
+                "\(log.split(separator: "\n").filter { $0.contains("early") })")
+    }
+
+    @Test(.enabled(if: getuid() == 0, "a replay is root's to ask for"))
+    func aReplayIntoTheStreamIsNotSwallowedByItsDuplicateWindow() async throws {
+        let stream = try await StreamFixture()
+        let fixture = stream.fixture
+        try await fixture.start()
+        try fixture.drop(fixture.envelope("again", version: 1))
+        #expect(await fixture.eventually { fixture.doneItems() == ["again"] })
+        let replayed = try await fixture.cli(["replay", "again"])
+        #expect(replayed.status == 0, "\(replayed)")
+        #expect(await fixture.eventually { stream.messages().count == 2 })
+        let ids = stream.messages().compactMap(\.messageID)
+        #expect(ids.first == "again:1" && ids.last?.hasPrefix("again:1:replay-") == true, "\(ids)")
+    }
+}

@@ -1,0 +1,161 @@
+// NATSServerProcess: a real nats-server (Debian's) with JetStream, on
+// 127.0.0.1, for the JetStream destination's tests; and JetStreamClient, a
+// small libnats client the tests make streams with and read them back by.
+// Every server started is ended by PID when the value goes away.
+import CNATS
+import Glibc
+import TxRecon
+
+package final class NATSServerProcess {
+    package let port: UInt16
+    package let storeDirectory: String
+    private let logDirectory: String
+    private var process: DaemonProcess?
+    private var starts = 0
+
+    package var url: String { "nats://127.0.0.1:\(port)" }
+
+    /// Starts nats-server with JetStream storing in `storeDirectory`, on a
+    /// free loopback port, and waits until it takes connections.
+    package init(directory: String) async throws {
+        storeDirectory = directory + "/nats-store"
+        logDirectory = directory
+        port = try NATSServerProcess.freePort()
+        try await start()
+    }
+
+    deinit { process?.terminate() }
+
+    /// (Re)starts the server on the same port and store.
+    package func start() async throws {
+        starts += 1
+        let process = try DaemonProcess(command: ["/usr/sbin/nats-server", "-js", "-a", "127.0.0.1", "-p", String(port),
+                                                  "-sd", storeDirectory],
+                                        stderrPath: logDirectory + "/nats-server-\(starts).log")
+        self.process = process
+        let deadline = ContinuousClock.now + .seconds(20)
+        while !process.stderr.contains("Server is ready") {
+            guard ContinuousClock.now < deadline else { throw StartError(log: process.stderr) }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+    }
+
+    /// Ends the server (SIGTERM, then SIGKILL) and waits for it.
+    package func stop() {
+        process?.terminate()
+        process = nil
+    }
+
+    package struct StartError: Error, CustomStringConvertible {
+        package var log: String
+        package var description: String { "nats-server did not become ready:\n\(log)" }
+    }
+
+    /// A port nothing listens on now (bound once to port 0, then released).
+    private static func freePort() throws -> UInt16 {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(descriptor) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { generic in
+                bind(descriptor, generic, length) == 0 && getsockname(descriptor, generic, &length) == 0
+            }
+        }
+        guard bound else { throw StartError(log: "no free port: errno \(errno)") }
+        return UInt16(bigEndian: address.sin_port)
+    }
+}
+
+/// A message as the stream stored it.
+package struct StoredMessage: Sendable, Equatable {
+    package var subject: String
+    package var messageID: String?
+    package var body: [UInt8]
+}
+
+/// The tests' own JetStream client (libnats, as the daemon uses).
+package final class JetStreamClient {
+    private let connection: OpaquePointer
+    private let context: OpaquePointer
+
+    package init(url: String) throws {
+        var connection: OpaquePointer?
+        guard natsConnection_ConnectTo(&connection, url) == NATS_OK, let connection else {
+            throw ClientError(what: "connect to \(url)")
+        }
+        var context: OpaquePointer?
+        guard natsConnection_JetStream(&context, connection, nil) == NATS_OK, let context else {
+            natsConnection_Destroy(connection)
+            throw ClientError(what: "JetStream context")
+        }
+        self.connection = connection
+        self.context = context
+    }
+
+    deinit {
+        jsCtx_Destroy(context)
+        natsConnection_Destroy(connection)
+    }
+
+    package struct ClientError: Error, CustomStringConvertible {
+        package var what: String
+        package var description: String { "JetStream client: \(what) failed" }
+    }
+
+    /// Adds a stream capturing `subjects`; `duplicateWindow` is its
+    /// Duplicates setting, `maximumMessageSize` its MaxMsgSize (-1: none).
+    package func addStream(_ name: String, subjects: [String], duplicateWindow: Duration = .seconds(120),
+                           maximumMessageSize: Int32 = -1) throws {
+        var configuration = jsStreamConfig()
+        jsStreamConfig_Init(&configuration)
+        let copies = subjects.map { strdup($0) }
+        defer { copies.forEach { free($0) } }
+        var pointers = copies.map { UnsafePointer<CChar>($0) }
+        var errorCode = jsErrCode(0)
+        let status = name.withCString { streamName in
+            pointers.withUnsafeMutableBufferPointer { buffer in
+                configuration.Name = streamName
+                configuration.Subjects = buffer.baseAddress
+                configuration.SubjectsLen = Int32(buffer.count)
+                configuration.Storage = js_FileStorage
+                configuration.Duplicates = Int64(duplicateWindow.components.seconds) * 1_000_000_000
+                configuration.MaxMsgSize = maximumMessageSize
+                var info: UnsafeMutablePointer<jsStreamInfo>?
+                let status = js_AddStream(&info, context, &configuration, nil, &errorCode)
+                if let info { jsStreamInfo_Destroy(info) }
+                return status
+            }
+        }
+        guard status == NATS_OK else { throw ClientError(what: "add stream \(name) (JetStream error \(errorCode.rawValue))") }
+    }
+
+    /// Every message in `stream`, in sequence order.
+    package func messages(in stream: String) throws -> [StoredMessage] {
+        var info: UnsafeMutablePointer<jsStreamInfo>?
+        var errorCode = jsErrCode(0)
+        guard js_GetStreamInfo(&info, context, stream, nil, &errorCode) == NATS_OK, let info else {
+            throw ClientError(what: "stream info of \(stream)")
+        }
+        let (first, last, count) = (info.pointee.State.FirstSeq, info.pointee.State.LastSeq, info.pointee.State.Msgs)
+        jsStreamInfo_Destroy(info)
+        guard count > 0 else { return [] }
+        var messages: [StoredMessage] = []
+        for sequence in first...last {
+            var message: OpaquePointer?
+            guard js_GetMsg(&message, context, stream, sequence, nil, &errorCode) == NATS_OK, let message else { continue }
+            defer { natsMsg_Destroy(message) }
+            var id: UnsafePointer<CChar>?
+            let messageID = natsMsgHeader_Get(message, "Nats-Msg-Id", &id) == NATS_OK ? id.map { String(cString: $0) } : nil
+            let length = Int(natsMsg_GetDataLength(message))
+            let body = natsMsg_GetData(message).map { data in
+                Array(UnsafeRawBufferPointer(start: data, count: length))
+            } ?? []
+            messages.append(StoredMessage(subject: String(cString: natsMsg_GetSubject(message)), messageID: messageID,
+                                          body: body))
+        }
+        return messages
+    }
+}

@@ -1,0 +1,36 @@
+// What a JetStream answer means for the item: the stream's response table.
+import Testing
+@testable import TxRecon
+
+@Suite struct JetStreamOutcomeTests {
+    @Test func anAcknowledgementADuplicateToFinishesTheItem() {
+        #expect(Outcome(.published(stream: "ORDERS", sequence: 42, duplicate: false), now: 0)
+                == .delivered(.stream(name: "ORDERS", sequence: 42, duplicate: false)))
+        let duplicate = Outcome(.published(stream: "ORDERS", sequence: 7, duplicate: true), now: 0)
+        #expect(duplicate == .delivered(.stream(name: "ORDERS", sequence: 7, duplicate: true)))
+        if case let .delivered(confirmation) = duplicate {
+            #expect(confirmation.description == "stream ORDERS sequence 7 (a duplicate)")
+        }
+    }
+
+    @Test(arguments: [10059, 10060, 10054])
+    func aStreamThatRefusesForGoodHoldsTheItem(code: Int) {
+        guard case let .hold(reason, status) = Outcome(.streamError(code: code, description: "nope"), now: 0) else {
+            Issue.record("not held")
+            return
+        }
+        #expect(reason.hasPrefix("JetStream error \(code) (") && reason.hasSuffix("): nope") && status == nil)
+    }
+
+    @Test(arguments: [10008, 10077, 10076])
+    func anyOtherStreamErrorIsRetried(code: Int) {
+        #expect(Outcome(.streamError(code: code, description: "busy"), now: 0)
+                == .retryLater(reason: "JetStream error \(code): busy", status: nil, retryAfter: nil))
+    }
+
+    @Test func noConnectionIsRetried() {
+        let failure = TransportFailure(.connect, "no responders on txrecon.k")
+        #expect(JetStreamOutcome.outcome(of: .failure(failure))
+                == .retryLater(reason: "connection failed: no responders on txrecon.k", status: nil, retryAfter: nil))
+    }
+}
