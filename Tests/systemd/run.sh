@@ -550,7 +550,7 @@ stop_checks() {
 # Sets BOOKWORM_ROOT.
 bookworm_root() {
   local dir="$CACHE/bookworm"
-  if [ ! -e "$dir/.txrecon-test-complete-3" ]; then
+  if [ ! -e "$dir/.txrecon-test-complete-4" ]; then
     log "debootstrap bookworm into $dir (once; about a minute)"
     rm -rf "$dir.partial" "$dir"
     mkdir -p "$CACHE"
@@ -558,7 +558,7 @@ bookworm_root() {
       bookworm "$dir.partial" "$MIRROR" > "$WORK/debootstrap.log" 2>&1 \
       || { tail -20 "$WORK/debootstrap.log"; log "debootstrap failed"; exit 1; }
     rm -f "$dir.partial/etc/machine-id"; : > "$dir.partial/etc/machine-id"
-    touch "$dir.partial/.txrecon-test-complete-3"
+    touch "$dir.partial/.txrecon-test-complete-4"
     mv "$dir.partial" "$dir"
   fi
   BOOKWORM_ROOT=$dir
