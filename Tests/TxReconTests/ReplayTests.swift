@@ -62,9 +62,11 @@ import TxReconTestSupport
         #expect(entry.state == DeliveryState(replayedAt: 1_800_000_000_000), "a stream sends it under a new message id")
         #expect(try SystemCall.readFile(layout.queue + "/k1", limit: 4096)
                 == SystemCall.readFile(layout.done + "/k1", limit: 4096))
-        // A restart finds it queued with the producer's time, not the replay's.
+        // A restart finds it queued with the producer's time, not the
+        // replay's, and still a replay.
         let restored = try spool.restoreQueue().items
         #expect(restored.map(\.key) == [key] && restored.first?.receivedAt == 1_500_000)
+        #expect(restored.first?.state?.replayedAt == 1_800_000_000_000)
         #expect(log.entries.contains { $0.messageID == MessageID.replayed })
     }
 
@@ -79,7 +81,8 @@ import TxReconTestSupport
         for snapshot in snapshots { try spool.stageReplay(snapshot.key) }  // as intake does
         let result = commands.replay(snapshots, on: &pending, now: .zero, wall: 1_800_000_000_000, limit: 2)
         #expect(result.applied == ["one"])
-        #expect(try SystemCall.listDirectory(layout.queue) == ["one"], "the copies not taken are removed")
+        #expect(try SystemCall.listDirectory(layout.queue).sorted() == ["one", "one.state"],
+                "the copies not taken are removed; the one taken has its replay recorded")
         #expect(result.skipped.map(\.target) == ["queued", "held", "two"])
         #expect(result.skipped[0].reason == "queued: its pending snapshot is delivered anyway")
         #expect(result.skipped[1].reason == "held: use release")

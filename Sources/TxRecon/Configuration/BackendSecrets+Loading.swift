@@ -13,7 +13,7 @@ import FoundationEssentials
 extension BackendSecrets {
     /// The systemd credential (`LoadCredential=backend-token:…`) that holds
     /// the token when BearerTokenFile= is unset.
-    static let tokenCredentialName = "backend-token" // also load(credential:)'s default
+    public static let tokenCredentialName = "backend-token"
     /// The prefix of a Standard Webhooks secret; base64 follows.
     static let signingSecretPrefix = "whsec_"
     /// The shortest signing key accepted, bytes, as the Standard Webhooks
@@ -24,7 +24,7 @@ extension BackendSecrets {
     /// environment, consulted for `CREDENTIALS_DIRECTORY`; `credential` the
     /// credential's name there (`NAME-token` for a further destination).
     public static func load(
-        for configuration: Configuration, environment: [String: String], credential: String = "backend-token"
+        for configuration: Configuration, environment: [String: String], credential: String = BackendSecrets.tokenCredentialName
     ) throws(ConfigurationError) -> BackendSecrets {
         var secrets = BackendSecrets(
             bearerToken: try bearerToken(for: configuration, environment: environment, credential: credential),

@@ -16,7 +16,7 @@ public enum ConfigurationSummary {
             "MaxFileSize=\(spool.maxFileSize)",
             "DoneRetention=\(TimeSpan.format(spool.doneRetention))",
         ]
-        lines += deliveryLines(configuration, secrets: secrets, credential: "backend-token")
+        lines += deliveryLines(configuration, secrets: secrets, credential: BackendSecrets.tokenCredentialName)
         lines += verificationLines(configuration.verification, policy: verification)
         if let directory = configuration.metrics.textfileDirectory {
             lines += ["[Metrics]", "TextfileDirectory=\(directory)"]

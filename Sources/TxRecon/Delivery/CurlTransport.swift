@@ -113,28 +113,29 @@ enum CurlLibrary {
 
 /// One attempt waiting for a worker.
 struct CurlJob: Sendable {
-    /// The settings in force when the exchange was handed over.
     var options: CurlOptions
-    /// The exchange; it is given the function that sends one request.
     var execute: @Sendable (_ send: (DeliveryRequest) -> TransportResult) -> Void
 
+    func refuse() {
+        TransportRefusal.run(execute)
+    }
+}
+
+/// An exchange handed over after its transport shut down still runs once,
+/// as the Transport contract wants, with a send that fails at once; on a
+/// thread of its own, since the caller may be the engine's.
+enum TransportRefusal {
     private static let shutDownResult = TransportResult.failure(TransportFailure(.other, "transport shut down"))
 
-    /// Runs the exchange with a send that fails at once, on a thread of its
-    /// own (never the caller's, nor a dispatch worker the cooperative pool
-    /// shares: the exchange may block). Only after shutdown, so rare.
-    func refuse() {
-        let execute = self.execute
+    static func run(_ execute: @escaping @Sendable (_ send: (DeliveryRequest) -> TransportResult) -> Void) {
         do {
-            try DedicatedThread.start(name: "txrecon-refused") { execute { _ in CurlJob.shutDownResult } }
+            try DedicatedThread.start(name: "txrecon-refused") { execute { _ in shutDownResult } }
         } catch {
-            execute { _ in CurlJob.shutDownResult }
+            execute { _ in shutDownResult }
         }
     }
 }
 
-/// The backend settings a worker applies to its handle. A new instance is
-/// made per (re)load; workers compare by identity to notice a change.
 final class CurlOptions: Sendable {
     /// A connection that takes longer than this to open is given up even
     /// when `Timeout=` is longer: a healthy backend accepts within a second.

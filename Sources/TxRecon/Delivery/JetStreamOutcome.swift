@@ -14,6 +14,10 @@
 // the destination's probe, never held.
 
 enum JetStreamOutcome {
+    /// JetStream's err_code for a message over the stream's maximum size,
+    /// which the transport also gives one over the server's max_payload.
+    static let tooLarge = 10054
+
     /// The JetStream err_codes that refuse a message for good.
     static let refusals: [Int: String] = [
         10059: "no such stream",

@@ -80,28 +80,25 @@ final class JetStreamTransport: DestinationTransport {
         session.withLock { $0 = nil }
     }
 
-    /// Runs an exchange handed over after shutdown, as the contract wants,
-    /// with a send that fails at once.
     private static func refuse(_ job: Job) {
-        let execute = job.execute
-        let shutDown = TransportResult.failure(TransportFailure(.other, "transport shut down"))
-        do {
-            try DedicatedThread.start(name: "txrecon-refused") { execute { _ in shutDown } }
-        } catch {
-            execute { _ in shutDown }
-        }
+        TransportRefusal.run(job.execute)
     }
 
     /// The shared session for `options`: the current one, or a new
     /// connection when there is none, libnats closed it, or the options
-    /// changed. Connecting holds the lock: the other workers would fail the
-    /// same way meanwhile.
+    /// changed. Connecting happens outside the lock, so a stop never waits
+    /// for a connection attempt; two workers connecting at once keep the
+    /// first to finish.
     private func currentSession(_ options: Options) throws(TransportFailure) -> NATSSession {
-        try session.withLock { current throws(TransportFailure) -> NATSSession in
+        let existing = session.withLock { current -> NATSSession? in
+            guard let (session, madeWith) = current, madeWith == options, !session.isClosed else { return nil }
+            return session
+        }
+        if let existing { return existing }
+        let made = try NATSSession(url: options.url, token: options.token,
+                                   timeoutMilliseconds: options.timeoutMilliseconds)
+        return session.withLock { current in
             if let (session, madeWith) = current, madeWith == options, !session.isClosed { return session }
-            current = nil
-            let made = try NATSSession(url: options.url, token: options.token,
-                                       timeoutMilliseconds: options.timeoutMilliseconds)
             current = (made, options)
             return made
         }
@@ -115,9 +112,16 @@ final class JetStreamTransport: DestinationTransport {
         } catch {
             return .failure(error)
         }
+        // The session's pointers are used below, outside any Swift use of
+        // the session: keep it alive until the publish has returned.
+        return withExtendedLifetime(session) { publish(request, key: key, on: session, with: options) }
+    }
+
+    private func publish(_ request: DeliveryRequest, key: ItemKey, on session: NATSSession,
+                         with options: Options) -> TransportResult {
         let subject = options.subject + "." + key.fileName
         if request.body.count > session.maximumPayload {
-            return .streamError(code: 10054, description: "\(request.body.count) bytes, more than the server's "
+            return .streamError(code: JetStreamOutcome.tooLarge, description: "\(request.body.count) bytes, more than the server's "
                                 + "max_payload of \(session.maximumPayload)")
         }
         let idempotencyKey = request.header("Idempotency-Key") ?? key.rawValue
@@ -160,6 +164,10 @@ final class JetStreamTransport: DestinationTransport {
         }
         if errorCode.rawValue != 0 {
             return .streamError(code: Int(errorCode.rawValue), description: NATSSession.failure(status, .other).message)
+        }
+        // The headers can take a body just under max_payload over it.
+        if status == NATS_MAX_PAYLOAD {
+            return .streamError(code: JetStreamOutcome.tooLarge, description: NATSSession.failure(status, .other).message)
         }
         return .failure(NATSSession.failure(status, status == NATS_TIMEOUT ? .timeout : .connect))
     }

@@ -1,9 +1,10 @@
 // NATSSession: one connection to a NATS server and its JetStream context,
 // made with libnats from a nats:// destination's settings.
 //
-// libnats reconnects on its own (forever, every ReconnectWait), buffering
-// nothing for us: a publish while it is disconnected waits for its answer
-// and times out, which the engine retries. A session that could not connect,
+// libnats reconnects on its own (forever, every half second) and keeps what
+// is published meanwhile in its reconnect buffer; a publish while it is
+// disconnected still waits for its acknowledgement and times out, which the
+// engine retries. A session that could not connect,
 // or whose connection libnats closed, is replaced by the transport at the
 // next attempt. Reports nothing; errors come back as TransportFailure.
 import CNATS

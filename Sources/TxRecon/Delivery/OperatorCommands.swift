@@ -64,8 +64,13 @@ struct OperatorCommands {
             } else {
                 do {
                     try spool.commitReplay(key)
-                    pending.add(key, PendingItems.Entry(state: DeliveryState(replayedAt: wall), deadline: now,
-                                                        receivedAt: snapshot.receivedAt))
+                    // Recorded beside the copy, so that a restart before it
+                    // goes out still sends it as a replay (a stream's message
+                    // id); not fsynced, like every failure record.
+                    let state = DeliveryState(replayedAt: wall)
+                    var entry = PendingItems.Entry(state: state, deadline: now, receivedAt: snapshot.receivedAt)
+                    entry.hasStateFile = (try? spool.writeState(state, for: key)) != nil
+                    pending.add(key, entry)
                     events.operatorAction(.replayed, key: key)
                     result.applied.append(key.rawValue)
                 } catch {

@@ -33,11 +33,6 @@ public enum Confirmation: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
-    /// The HTTP status, when an HTTP backend confirmed.
-    var httpStatus: Int? {
-        if case let .http(status) = self { return status }
-        return nil
-    }
 }
 
 /// Why no usable response arrived.

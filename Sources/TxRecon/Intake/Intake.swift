@@ -395,10 +395,23 @@ final class Intake: Sendable {
     private func hand(_ drops: [Drop], rejected: Int, failures: inout IntakeBacklog.Failures,
                       whenWaiting: @escaping @Sendable () -> Void) -> Bool {
         if fansOut { return fanOut(drops, rejected: rejected, failures: &failures, whenWaiting: whenWaiting) }
-        let engine = self.engine
+        // One destination: its [Match] still narrows what it gets.
+        let match = settings.withLock { $0.matches[0] }
+        var rejected = rejected
+        var drops = drops
+        drops.removeAll { drop in
+            guard !match.accepts(drop.item) else { return false }
+            do throws(SpoolError) {
+                try reject(drop.name, Intake.noDestination(drop.item), rejected: &rejected)
+            } catch {
+                note(error, name: drop.name, failures: &failures)
+            }
+            return true
+        }
+        let engine = self.engine, taken = drops, count = rejected
         let offered = waitFor {
-            if rejected > 0 { await engine.noteRejected(count: rejected) }
-            return drops.isEmpty ? DeliveryEngine.Offered() : await engine.offer(drops, whenWaiting: whenWaiting)
+            if count > 0 { await engine.noteRejected(count: count) }
+            return taken.isEmpty ? DeliveryEngine.Offered() : await engine.offer(taken, whenWaiting: whenWaiting)
         }
         for (name, error) in offered.refused { note(error, name: name, failures: &failures) }
         return offered.full
@@ -412,7 +425,7 @@ final class Intake: Sendable {
         let matches = settings.withLock { $0.matches }
         var rejected = rejected
         var copies = Array(repeating: [Drop](), count: routes.count)
-        var fanned: [String] = []
+        var fanned: [(name: String, file: FileIdentity)] = []
         for drop in drops {
             let targets = routes.indices.filter { matches[$0].accepts(drop.item) }
             do throws(SpoolError) {
@@ -420,26 +433,24 @@ final class Intake: Sendable {
                     try reject(drop.name, Intake.noDestination(drop.item), rejected: &rejected)
                     continue
                 }
-                let names = try spool.fanOut(drop: drop.name, into: targets.map { routes[$0].spool.layout.new })
-                for (target, name) in zip(targets, names) {
-                    copies[target].append(Drop(name: name, item: drop.item, receivedAt: drop.receivedAt))
-                }
-                fanned.append(drop.name)
+                let file = try spool.fanOut(drop: drop.name, into: targets.map { routes[$0].spool.layout.new })
+                for target in targets { copies[target].append(drop) }
+                fanned.append((drop.name, file))
             } catch {
                 note(error, name: drop.name, failures: &failures)
             }
         }
+        let engine = self.engine, count = rejected
+        if count > 0 { waitFor { await engine.noteRejected(count: count) } }
         do throws(SpoolError) {
             try spool.completeFanOut(of: fanned, into: routes.indices.filter { !copies[$0].isEmpty }
                 .map { routes[$0].spool.layout.new })
         } catch {
             // Every drop is still in new/, its copies untouched: the next
             // scan links them again (an existing copy counts) and goes on.
-            note(error, name: fanned.first ?? "", failures: &failures)
+            note(error, name: fanned.first?.name ?? "", failures: &failures)
             return false
         }
-        let engine = self.engine, count = rejected
-        if count > 0 { waitFor { await engine.noteRejected(count: count) } }
         return offer(copies, failures: &failures, whenWaiting: whenWaiting)
     }
 
@@ -471,30 +482,59 @@ final class Intake: Sendable {
         let maximumSize = settings.withLock { $0.maximumFileSize }
         var copies = Array(repeating: [Drop](), count: routes.count)
         for (index, route) in routes.enumerated() {
+            let names: [String]
             do throws(SpoolError) {
-                // A copy whose drop is still in new/ under its name is a
-                // fan-out a crash interrupted: taking it now would let the
-                // engine move it before new/NAME is gone (Spool+FanOut);
-                // the scan of new/ completes it and hands it over.
-                for name in try route.spool.copies() where !spool.isInInbox(name, sameFileAs: route.spool) {
-                    guard let (bytes, receivedAt) = try route.spool.readCopy(name, maximumSize: maximumSize) else { continue }
-                    guard case let .item(item)? = try? decoder.decode(bytes) else {
-                        let rejection = Rejection("undecodable-copy", "the copy intake made of a verified drop no longer "
-                                                  + "decodes; look at it, then requeue it")
-                        let movedTo = try route.spool.reject(drop: name, because: rejection, at: Timestamp.nowMilliseconds())
-                        events.rejected(file: name, rejection: rejection, movedTo: movedTo)
-                        continue
-                    }
-                    copies[index].append(Drop(name: name, item: item, receivedAt: receivedAt))
-                }
+                names = try route.spool.copies()
             } catch {
-                log.write(LogEntry(.error, "\(route.spool.layout.relative(nil)) cannot be read: \(error); "
+                log.write(LogEntry(.error, "\(route.spool.layout.relative(nil)) cannot be listed: \(error); "
                                    + "tried again shortly", fields: [("TXRECON_DESTINATION", route.name)]))
                 failures.record(error)
+                continue
+            }
+            // A copy whose drop is still in new/ under its name is a
+            // fan-out a crash interrupted: taking it now would let the
+            // engine move it before new/NAME is gone (Spool+FanOut);
+            // the scan of new/ completes it and hands it over.
+            for name in names where !spool.isInInbox(name, sameFileAs: route.spool) {
+                do throws(SpoolError) {
+                    if let drop = try copy(name, of: route, decoder: decoder, maximumSize: maximumSize) {
+                        copies[index].append(drop)
+                    }
+                } catch {
+                    log.write(LogEntry(.error, "\(route.spool.layout.relative(nil))/\(LogText.escaped(name)) not "
+                                       + "taken: \(error); tried again shortly",
+                                       fields: [("TXRECON_FILE", name), ("TXRECON_DESTINATION", route.name)]))
+                    failures.record(error)
+                }
             }
         }
         let full = offer(copies, failures: &failures, whenWaiting: whenWaiting)
         return (failures, full)
+    }
+
+    /// One copy in a route's inbox as a drop; nil when it is gone or was
+    /// rejected (it no longer decodes, or is larger than MaxFileSize= now).
+    private func copy(_ name: String, of route: DeliveryRoute, decoder: InputDecoder,
+                      maximumSize: Int) throws(SpoolError) -> Drop? {
+        let read: (bytes: [UInt8], receivedAt: Int64)?
+        do {
+            read = try route.spool.readCopy(name, maximumSize: maximumSize)
+        } catch where error.code == EFBIG {
+            let rejection = Rejection("too-large", "it is larger than MaxFileSize= (\(maximumSize) bytes) now; "
+                                      + "raise it, then requeue it")
+            events.rejected(file: name, rejection: rejection,
+                            movedTo: try route.spool.reject(drop: name, because: rejection, at: Timestamp.nowMilliseconds()))
+            return nil
+        }
+        guard let (bytes, receivedAt) = read else { return nil }
+        guard case let .item(item)? = try? decoder.decode(bytes) else {
+            let rejection = Rejection("undecodable-copy", "the copy intake made of a verified drop no longer "
+                                      + "decodes; look at it, then requeue it")
+            events.rejected(file: name, rejection: rejection,
+                            movedTo: try route.spool.reject(drop: name, because: rejection, at: Timestamp.nowMilliseconds()))
+            return nil
+        }
+        return Drop(name: name, item: item, receivedAt: receivedAt)
     }
 
     /// Why a drop that no destination's [Match] takes is rejected.
@@ -527,11 +567,11 @@ final class Intake: Sendable {
                 continue
             }
             var result = ControlResult()
-            if let request = ControlRequest(json: contents.bytes),
-               let destination = request.destination, !routes.contains(where: { $0.name == destination }) {
+            let request = ControlRequest(json: contents.bytes)
+            if let destination = request?.destination, !routes.contains(where: { $0.name == destination }) {
                 result.skipped.append((destination, "no such destination; the destinations are "
                                        + routes.map(\.name).joined(separator: ", ")))
-            } else if let request = ControlRequest(json: contents.bytes) {
+            } else if let request {
                 let routes = self.routes.filter { request.destination == nil || $0.name == request.destination }
                 let engine = self.engine
                 if request.command == .replay {

@@ -61,14 +61,15 @@ public enum Daemon {
         let layout = SpoolLayout(root: configuration.spool.directory)
         let fansOut = deliveries.count > 1
         let lock: SpoolLock
-        let leftovers: [String]
+        let inboxesOnDisk: [String]
         do {
             try layout.createMissingDirectories()
             lock = try SpoolLock.acquire(layout)
             if fansOut {
                 for (name, _) in deliveries { try layout.destination(name).createMissingDestinationDirectories() }
             }
-            leftovers = try DeliveryDestination.inboxesOnDisk(layout, configured: fansOut ? deliveries.map(\.name) : [])
+            if !fansOut { try DeliveryDestination.returnPrimaryCopies(layout) }
+            inboxesOnDisk = try DeliveryDestination.inboxesOnDisk(layout)
         } catch {
             log.write(LogEntry(.error, "cannot use the spool \(layout.root): \(error)"))
             return ExitStatus.failure
@@ -144,7 +145,8 @@ public enum Daemon {
             return ExitStatus.failure
         }
         let intakeSpool = fansOut ? Spool(layout: layout, keepsDone: destinations[0].spool.keepsDone,
-                                          fanOutInboxes: leftovers) : destinations[0].spool.withFanOutInboxes(leftovers)
+                                          fanOutInboxes: inboxesOnDisk)
+            : destinations[0].spool.withFanOutInboxes(inboxesOnDisk)
         let intake = Intake(spool: intakeSpool,
                             routes: destinations.map { DeliveryRoute(name: $0.name, engine: $0.engine, spool: $0.spool) },
                             watcher: watcher, settings: intakeSettings(configuration, verification: verification), log: log)
@@ -295,6 +297,17 @@ public enum Daemon {
         if next.delivery.maxConcurrentDeliveries != current.delivery.maxConcurrentDeliveries {
             waiting.append("MaxConcurrentDeliveries=")
             next.delivery.maxConcurrentDeliveries = current.delivery.maxConcurrentDeliveries
+        }
+        // The transport (curl or libnats) is made at start.
+        if next.backend.isStream != current.backend.isStream {
+            waiting.append("URL= (between http(s):// and nats://)")
+            next.backend.url = current.backend.url
+        }
+        for index in next.destinations.indices {
+            guard let running = current.destinations.first(where: { $0.name == next.destinations[index].name }),
+                  running.settings.backend.isStream != next.destinations[index].settings.backend.isStream else { continue }
+            waiting.append("URL= of \(running.name) (between http(s):// and nats://)")
+            next.destinations[index].settings.backend.url = running.settings.backend.url
         }
         for index in next.destinations.indices {
             guard let running = current.destinations.first(where: { $0.name == next.destinations[index].name }),

@@ -16,10 +16,12 @@ struct DaemonStatus: Sendable, Equatable {
 
     var primary: EngineStatus { destinations[0].status }
 
-    /// The engines' counts added up; the backend condition and the intake
-    /// state are the primary's (intake reports to that engine).
+    /// The engines' counts added up; the backend condition and a paused
+    /// intake are the primary's (intake reports to that engine); intake
+    /// waiting for room is any engine's.
     var totals: EngineStatus {
         var total = primary
+        total.intakeWaitsBelow = destinations.lazy.compactMap(\.status.intakeWaitsBelow).first
         for entry in destinations.dropFirst() {
             total.queued += entry.status.queued
             total.delivering += entry.status.delivering

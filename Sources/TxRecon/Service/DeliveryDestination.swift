@@ -10,16 +10,20 @@ struct DeliveryDestination: Sendable {
     let engine: DeliveryEngine
     let reaper: DoneReaper?
 
-    /// The inboxes under destinations/ on disk (each destinations/NAME/new),
+    /// With one destination: `[Backend]`'s copies that an earlier run with
+    /// several left in destinations/backend/new/ go back into new/, to be
+    /// taken as drops (Spool.returnCopies).
+    static func returnPrimaryCopies(_ layout: SpoolLayout) throws(SpoolError) {
+        let primary = layout.destination(Destination.primaryName)
+        guard !SystemCall.isMissing(primary.new) else { return }
+        _ = try Spool(layout: primary).returnCopies(to: layout.new)
+    }
+
+    /// The inboxes under destinations/ (each destinations/NAME/new),
     /// configured or not: a drop's other names there are intake's own
-    /// (Spool+FanOut), never a producer's hard link. With one destination,
-    /// `[Backend]`'s copies left in destinations/backend/new/ by an earlier
-    /// run with several go back into new/ first, to be taken as drops.
-    static func inboxesOnDisk(_ layout: SpoolLayout, configured: [String]) throws(SpoolError) -> [String] {
+    /// (Spool+FanOut), never a producer's hard link.
+    static func inboxesOnDisk(_ layout: SpoolLayout) throws(SpoolError) -> [String] {
         guard !SystemCall.isMissing(layout.destinations) else { return [] }
-        if configured.isEmpty, !SystemCall.isMissing(layout.destination(Destination.primaryName).new) {
-            _ = try Spool(layout: layout.destination(Destination.primaryName)).returnCopies(to: layout.new)
-        }
         return try SystemCall.listDirectory(layout.destinations)
             .filter { !$0.hasPrefix(".") }
             .map { layout.destination($0).new }

@@ -79,6 +79,9 @@ package final class Spool: Sendable {
         self.fanOutInboxes = fanOutInboxes
     }
 
+    /// A number no other call on this spool gets, for temporary names.
+    func uniqueNumber() -> Int { uniqueCounter.add(1, ordering: .relaxed).newValue }
+
     func path(_ location: SpoolLocation, _ key: ItemKey) -> String {
         directory(location) + "/" + key.fileName
     }
