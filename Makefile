@@ -124,6 +124,8 @@ soak: release
 # the shipped binary) and succeeds only when that run lost acknowledged
 # bodies: the test can fail.
 CUTS ?= 20
+# 2: a further destination too, every drop fanned out into both (Tests/powercut/run.sh).
+DESTINATIONS ?= 1
 CONTROL_CUTS ?= 5
 POWERCUT_PACKAGES := qemu-system-x86 e2fsprogs cpio xz-utils debootstrap python3
 POWERCUT_UNSAFE := .build/powercut-unsafe/release/txrecon
@@ -139,7 +141,7 @@ deps-powercut: deps
 	fi
 
 powercut: deps-powercut release
-	CUTS=$(CUTS) Tests/powercut/run.sh
+	CUTS=$(CUTS) DESTINATIONS=$(DESTINATIONS) Tests/powercut/run.sh
 
 powercut-control: deps-powercut
 	$(SWIFT) build -c release --static-swift-stdlib --product txrecon \

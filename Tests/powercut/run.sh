@@ -35,6 +35,13 @@
 #   of Apple's samples; [Backend] Timeout=5s; [Delivery] RetryDelays=1s 2s 3s. The disk
 #   is mounted with the kernel's defaults (rw,relatime: data=ordered, barriers on).
 #
+# DESTINATIONS=2 adds a further destination, destinations/second.conf, delivering to a
+# second backend.py of its own (the same faults): every drop is then fanned out into
+# both destinations' inboxes (Spool+FanOut) while the power is cut, and every check
+# above is made for each destination (the second through a view of the spool in which
+# destinations/second/ stands for new/, queue/, hold/ and done/), and
+# destinations/backend/new/ must be empty too.
+#
 # VARIANT=unsafe is the negative control: BINARY is then a receiver built with
 # -DTXRECON_POWERCUT_ANSWER_BEFORE_FSYNC (`make powercut-control`), which answers 200
 # before anything is fsynced (Sources/TxRecon/Receive/GroupCommit.swift); the run must
@@ -72,13 +79,15 @@ DELAY_MAX="${DELAY_MAX:-8000}"
 DRAIN_TIMEOUT="${DRAIN_TIMEOUT:-300}"
 IDLE="${IDLE:-30}"
 CLIENTS="${CLIENTS:-4}"
+DESTINATIONS="${DESTINATIONS:-1}"
+case "$DESTINATIONS" in 1|2) ;; *) echo "run.sh: DESTINATIONS=$DESTINATIONS: 1 or 2" >&2; exit 2 ;; esac
 if [ -z "${SAMPLES:-}" ]; then
   SAMPLES=/work/shared/testdata/appstore/real
   ls "$SAMPLES"/*notification*.jws >/dev/null 2>&1 || SAMPLES="$ROOT/Examples/samples"
 fi
 T="$WORKDIR/test"
 RANDOM=$SEED
-BACKEND_PID= POSTER_PID=
+BACKEND_PID= BACKEND2_PID= POSTER_PID=
 START_MS=$(( $(date +%s%N) / 1000000 ))
 
 log() { printf '[%(%H:%M:%S)T] %s\n' -1 "$*"; }
@@ -90,6 +99,7 @@ cleanup() {
   if "$VM" pid "$WORKDIR" >/dev/null 2>&1; then "$VM" cut "$WORKDIR" 2>/dev/null || true; fi
   [ -z "$POSTER_PID" ] || kill "$POSTER_PID" 2>/dev/null || true
   [ -z "$BACKEND_PID" ] || kill "$BACKEND_PID" 2>/dev/null || true
+  [ -z "$BACKEND2_PID" ] || kill "$BACKEND2_PID" 2>/dev/null || true
 }
 trap cleanup EXIT
 
@@ -98,7 +108,7 @@ command -v python3 >/dev/null || { echo "run.sh: python3 is missing" >&2; exit 2
 [ -x "$BINARY" ] || { echo "run.sh: no $BINARY (make release, or make powercut-control for the unsafe one)" >&2; exit 2; }
 compgen -G "$SAMPLES/*notification*.jws" >/dev/null || compgen -G "$SAMPLES/*notification*.json" >/dev/null || { echo "run.sh: no Apple notification samples in $SAMPLES" >&2; exit 2; }
 
-log "power-cut test, $VARIANT receiver ($BINARY): $CUTS cuts, seed $SEED, work directory $WORKDIR, samples $SAMPLES"
+log "power-cut test, $VARIANT receiver ($BINARY): $CUTS cuts, $DESTINATIONS destination(s), seed $SEED, work directory $WORKDIR, samples $SAMPLES"
 # The guest's root needs the binary's libraries (libcurl4, libssl3, libmicrohttpd12,
 # libsystemd0): the systemd test's cached root has them; a root of vm.sh's own gets them.
 export ROOT_PACKAGES="libcurl4,libssl3,libmicrohttpd12,libnats3.4,libsystemd0"
@@ -116,6 +126,24 @@ python3 "$HERE/backend.py" "$T/backend.port" "$T/delivered.log" "$T/backend.mode
 BACKEND_PID=$!
 for _ in $(seq 100); do [ -s "$T/backend.port" ] && break; sleep 0.1; done
 BACKEND_PORT=$(cat "$T/backend.port" 2>/dev/null) || die "the backend did not start: $(cat "$T/backend.err")"
+if [ "$DESTINATIONS" = 2 ]; then
+  : > "$T/delivered-second.log"
+  python3 "$HERE/backend.py" "$T/backend2.port" "$T/delivered-second.log" "$T/backend.mode" "$((SEED + 1))" \
+    > "$T/backend2.err" 2>&1 &
+  BACKEND2_PID=$!
+  for _ in $(seq 100); do [ -s "$T/backend2.port" ] && break; sleep 0.1; done
+  BACKEND2_PORT=$(cat "$T/backend2.port" 2>/dev/null) || die "the second backend did not start: $(cat "$T/backend2.err")"
+  mkdir -p "$T/image/etc/txrecon/destinations"
+  cat > "$T/image/etc/txrecon/destinations/second.conf" <<EOF
+# The power-cut test's further destination (Tests/powercut/run.sh, DESTINATIONS=2).
+[Backend]
+URL=http://10.0.2.2:$BACKEND2_PORT/powercut
+Timeout=5s
+
+[Delivery]
+RetryDelays=1s 2s 3s
+EOF
+fi
 RECEIVER_PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 
 cat > "$T/image/etc/txrecon/txrecon.conf" <<EOF
@@ -143,6 +171,7 @@ EOF
 install_file() { "$VM" install "$WORKDIR" "$1" "$2" 2> "$T/install.err" || { cat "$T/install.err"; die "vm.sh install $1 $2"; }; }
 install_file "$BINARY" /usr/bin/txrecon
 install_file "$T/image/etc/txrecon/txrecon.conf" /etc/txrecon/txrecon.conf
+[ "$DESTINATIONS" = 1 ] || install_file "$T/image/etc/txrecon/destinations/second.conf" /etc/txrecon/destinations/second.conf
 install_file "$ROOT/Config/AppleRootCA-G3.cer" /usr/share/txrecon/AppleRootCA-G3.cer
 install_file "$ROOT/Config/AppleIncRootCertificate.cer" /usr/share/txrecon/AppleIncRootCertificate.cer
 install_file "$HERE/guest/start.sh" /txrecon/start.sh
@@ -197,6 +226,9 @@ log "boot $BOOT: posting stopped ($(count "$T/acked.log") answered 200 in all); 
 drain_start=$(now_ms); last_change=$drain_start; last_count=-1
 while :; do
   pending=$(python3 "$HERE/check.py" --pending "$T/acked.log" "$T/delivered.log" "$SAMPLES")
+  if [ "$DESTINATIONS" = 2 ]; then
+    pending=$(( pending + $(python3 "$HERE/check.py" --pending "$T/acked.log" "$T/delivered-second.log" "$SAMPLES") ))
+  fi
   n=$(count "$T/delivered.log")
   [ "$n" = "$last_count" ] || { last_count=$n; last_change=$(now_ms); }
   [ "$pending" != 0 ] || { log "drained: every body answered 200 was delivered, $(( ($(now_ms) - drain_start) / 1000 )) s"; break; }
@@ -212,6 +244,7 @@ sleep 2   # the moves into done/ that follow the last answers
 "$VM" stop "$WORKDIR" 2>/dev/null || die "the guest did not stop cleanly; see $("$VM" log "$WORKDIR")"
 grep '^powercut: \(status\|spool\|stopped\|boot [0-9]*: .* exited\)' "$("$VM" log "$WORKDIR")" | sed 's/^/  guest| /' || true
 kill -TERM "$BACKEND_PID"; wait "$BACKEND_PID" || true; BACKEND_PID=
+[ -z "$BACKEND2_PID" ] || { kill -TERM "$BACKEND2_PID"; wait "$BACKEND2_PID" || true; BACKEND2_PID=; }
 
 result=0
 if "$VM" fsck "$WORKDIR" > "$T/host-fsck.log" 2>&1; then
@@ -225,7 +258,23 @@ log "the guest's disk: ext4 mounted $mount_opts (the kernel's defaults), qemu ca
 control=(); [ "$VARIANT" = safe ] || control=(--control)
 python3 "$HERE/check.py" "$T/acked.log" "$T/delivered.log" "$SAMPLES" "$T/spool" "$T/cuts.log" "$WORKDIR/boots.log" \
   "${control[@]}" 2>&1 | tee "$T/check.log" || result=1
+if [ "$DESTINATIONS" = 2 ]; then
+  # The second destination's directories, as check.py reads a spool.
+  view="$T/spool-second"; rm -rf "$view"; mkdir -p "$view"
+  for d in new queue hold done; do ln -s "$T/spool/destinations/second/$d" "$view/$d"; done
+  for d in rejected tmp; do ln -s "$T/spool/$d" "$view/$d"; done
+  log "the checks again for the destination second (its own backend, destinations/second/):"
+  python3 "$HERE/check.py" "$T/acked.log" "$T/delivered-second.log" "$SAMPLES" "$view" "$T/cuts.log" \
+    "$WORKDIR/boots.log" "${control[@]}" 2>&1 | tee "$T/check-second.log" || result=1
+  inbox=$(ls -A "$T/spool/destinations/backend/new" 2>/dev/null | head -5)
+  if [ -z "$inbox" ]; then
+    log "PASS: destinations/backend/new/ (the first destination's inbox) is empty"
+  else
+    log "FAIL: destinations/backend/new/ holds $inbox"; result=1
+  fi
+fi
 log "poster: $(cat "$T/acked.log.stats" 2>/dev/null); backend: $(cat "$T/delivered.log.stats" 2>/dev/null)"
+[ "$DESTINATIONS" = 1 ] || log "second backend: $(cat "$T/delivered-second.log.stats" 2>/dev/null)"
 log "$CUTS cuts, $BOOT boots, seed $SEED, total $(( ($(now_ms) - START_MS) / 1000 )) s"
 [ "$result" = 0 ] && log "power-cut test ($VARIANT): PASS" || log "power-cut test ($VARIANT): FAIL"
 exit "$result"
