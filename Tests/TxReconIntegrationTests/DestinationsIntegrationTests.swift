@@ -188,4 +188,27 @@ struct DestinationsIntegrationTests {
                                                               limit: 1 << 16), as: UTF8.self)
         #expect(reason.contains("no-destination") && fixture.server.requests.isEmpty)
     }
+
+    /// A destination down long enough to fill its engine (here a high-water
+    /// mark of 20, TXRECON_TEST_HIGH_WATER) must not stop the others: its
+    /// copies wait in its own inbox on disk, and go once it has room.
+    @Test func aFullDestinationsCopiesWaitInItsInboxWhileTheOthersGoOn() async throws {
+        let both = try TwoDestinations()
+        let fixture = both.fixture
+        try await fixture.start(environment: ["TXRECON_TEST_HIGH_WATER": "20"])
+        let ids = (1...400).map { "many-\($0)" }
+        for id in ids { try fixture.drop(fixture.envelope(id, version: 1)) }
+        #expect(await fixture.eventually { fixture.doneItems() == ids.sorted() }, "[Backend] got all 400")
+        #expect(fixture.names("new").isEmpty)
+        let waiting = both.names(both.analyticsLayout.new), queued = both.names(both.analyticsLayout.queue)
+        #expect(waiting.count + queued.count == 400 && !waiting.isEmpty, "\(waiting.count) waiting, \(queued.count) queued")
+        #expect(queued.count <= 20 + Intake.batchSize, "the full engine took no more than a batch past its mark")
+        let line = await fixture.notify.waitFor({ $0.value(of: "STATUS")?.contains("takes more once fewer than 18") == true },
+                                                timeout: .seconds(20))
+        #expect(line != nil, "\(fixture.notify.messages.suffix(2))")
+
+        both.analytics.setHandler { _ in .status(200) }
+        #expect(await fixture.eventually(timeout: .seconds(60)) { both.names(both.analyticsLayout.done) == ids.sorted() })
+        #expect(both.names(both.analyticsLayout.new).isEmpty && both.names(both.analyticsLayout.queue).isEmpty)
+    }
 }

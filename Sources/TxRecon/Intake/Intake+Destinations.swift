@@ -8,7 +8,8 @@ import Glibc
 extension Intake {
     /// Links each drop into the inbox of every destination that takes it,
     /// removes it from new/ once those are durable (Spool+FanOut), then
-    /// offers each engine its copies.
+    /// offers each engine its copies. Returns false: new/ never waits for
+    /// one full destination (see `offer`).
     func fanOut(_ drops: [Drop], rejected: Int, failures: inout IntakeBacklog.Failures,
                         whenWaiting: @escaping @Sendable () -> Void) -> Bool {
         let matches = settings.withLock { $0.matches }
@@ -40,15 +41,18 @@ extension Intake {
             note(error, name: fanned.first?.name ?? "", failures: &failures)
             return false
         }
-        return offer(copies, failures: &failures, whenWaiting: whenWaiting)
+        offer(copies, failures: &failures, whenWaiting: whenWaiting)
+        return false
     }
 
-    /// Offers each route its copies; returns whether an engine is full. A
-    /// copy an engine could not take stays in its inbox for the next scan.
+    /// Offers each route its copies. A destination whose engine is full
+    /// (HighWater pending) is not offered any: its copies wait in its inbox,
+    /// on disk, until it asks for a scan, so that it never holds up the
+    /// others. A copy an engine could not take stays there too.
     private func offer(_ copies: [[Drop]], failures: inout IntakeBacklog.Failures,
-                       whenWaiting: @escaping @Sendable () -> Void) -> Bool {
-        var full = false
-        for (route, drops) in zip(routes, copies) where !drops.isEmpty {
+                       whenWaiting: @escaping @Sendable () -> Void) {
+        for (index, (route, drops)) in zip(routes, copies).enumerated() where !drops.isEmpty {
+            guard !fullRoutes.withLock({ $0.contains(index) }) else { continue }
             let engine = route.engine
             let offered = waitFor { await engine.offer(drops, whenWaiting: whenWaiting) }
             for (name, error) in offered.refused {
@@ -57,48 +61,62 @@ extension Intake {
                                    fields: [("TXRECON_FILE", name), ("TXRECON_DESTINATION", route.name)]))
                 failures.record(error)
             }
-            full = full || offered.full
+            if offered.full, fullRoutes.withLock({ $0.insert(index).inserted }) {
+                log.write(LogEntry(.notice, "\(route.name) has too many items pending: its copies wait in "
+                                   + "\(route.spool.layout.relative(nil))/ until it has delivered some; the other "
+                                   + "destinations go on", fields: [("TXRECON_DESTINATION", route.name)]))
+            }
         }
-        return full
     }
 
     /// Hands every destination's copies left in its inbox to its engine
-    /// again: at start, after a crash, or when an engine could not take one.
-    func takeCopies(whenWaiting: @escaping @Sendable () -> Void)
-        -> (failures: IntakeBacklog.Failures, full: Bool) {
+    /// again: at start, after a crash, when an engine could not take one,
+    /// or when a full one has room again. Read a part at a time and offered
+    /// a batch at a time, until the inbox is empty or the engine is full.
+    func takeCopies(whenWaiting: @escaping @Sendable () -> Void) -> IntakeBacklog.Failures {
         var failures = IntakeBacklog.Failures()
         let decoder = InputDecoder(acceptEnvelopes: true)
         let maximumSize = settings.withLock { $0.maximumFileSize }
-        var copies = Array(repeating: [Drop](), count: routes.count)
+        // A full scan asks every engine again: one that is still full says
+        // so after its first batch.
+        fullRoutes.withLock { $0.removeAll() }
         for (index, route) in routes.enumerated() {
-            let names: [String]
             do throws(SpoolError) {
-                names = try route.spool.copies()
+                let inbox = try DirectoryReader(route.spool.layout.new)
+                while !fullRoutes.withLock({ $0.contains(index) }) {
+                    let (part, _) = try inbox.names(upTo: Intake.scanPart)
+                    if part.isEmpty { break }
+                    // A copy whose drop is still in new/ under its name is a
+                    // fan-out a crash interrupted: taking it now would let
+                    // the engine move it before new/NAME is gone
+                    // (Spool+FanOut); the scan of new/ completes it.
+                    var drops: [Drop] = []
+                    for name in part where !spool.isInInbox(name, sameFileAs: route.spool) {
+                        do throws(SpoolError) {
+                            if let drop = try copy(name, of: route, decoder: decoder, maximumSize: maximumSize) {
+                                drops.append(drop)
+                            }
+                        } catch {
+                            log.write(LogEntry(.error, "\(route.spool.layout.relative(nil))/\(LogText.escaped(name)) "
+                                               + "not taken: \(error); tried again shortly",
+                                               fields: [("TXRECON_FILE", name), ("TXRECON_DESTINATION", route.name)]))
+                            failures.record(error)
+                        }
+                    }
+                    for start in stride(from: 0, to: drops.count, by: Intake.batchSize) {
+                        guard !fullRoutes.withLock({ $0.contains(index) }) else { break }
+                        var batch = Array(repeating: [Drop](), count: routes.count)
+                        batch[index] = Array(drops[start..<min(start + Intake.batchSize, drops.count)])
+                        offer(batch, failures: &failures, whenWaiting: whenWaiting)
+                    }
+                }
             } catch {
                 log.write(LogEntry(.error, "\(route.spool.layout.relative(nil)) cannot be listed: \(error); "
                                    + "tried again shortly", fields: [("TXRECON_DESTINATION", route.name)]))
                 failures.record(error)
-                continue
-            }
-            // A copy whose drop is still in new/ under its name is a
-            // fan-out a crash interrupted: taking it now would let the
-            // engine move it before new/NAME is gone (Spool+FanOut);
-            // the scan of new/ completes it and hands it over.
-            for name in names where !spool.isInInbox(name, sameFileAs: route.spool) {
-                do throws(SpoolError) {
-                    if let drop = try copy(name, of: route, decoder: decoder, maximumSize: maximumSize) {
-                        copies[index].append(drop)
-                    }
-                } catch {
-                    log.write(LogEntry(.error, "\(route.spool.layout.relative(nil))/\(LogText.escaped(name)) not "
-                                       + "taken: \(error); tried again shortly",
-                                       fields: [("TXRECON_FILE", name), ("TXRECON_DESTINATION", route.name)]))
-                    failures.record(error)
-                }
             }
         }
-        let full = offer(copies, failures: &failures, whenWaiting: whenWaiting)
-        return (failures, full)
+        return failures
     }
 
     /// One copy in a route's inbox as a drop; nil when it is gone or was

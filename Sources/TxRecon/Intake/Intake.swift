@@ -67,6 +67,9 @@ final class Intake: Sendable {
     var engine: DeliveryEngine { routes[0].engine }
     var fansOut: Bool { routes.count > 1 }
     private let watcher: InboxWatcher
+    /// With further destinations: the routes whose engines said they are
+    /// full; their copies wait in their inboxes (Intake+Destinations).
+    let fullRoutes = Mutex<Set<Int>>([])
     let events: ItemEvents
     let log: any LogSink
     let settings: Mutex<Settings>
@@ -229,11 +232,10 @@ final class Intake: Sendable {
                 failures.space = failures.space ?? taken.space
             }
             // Then the destinations' copies left in their inboxes.
-            if fansOut, !backlog.awaitsRoom {
+            if fansOut {
                 let copies = takeCopies(whenWaiting: whenWaiting)
-                failures.count += copies.failures.count
-                failures.space = failures.space ?? copies.failures.space
-                backlog.awaitsRoom = copies.full
+                failures.count += copies.count
+                failures.space = failures.space ?? copies.space
             }
         } catch where error.code == EACCES || error.code == ENOENT || error.code == ENOTDIR {
             return "cannot list \(error.path): \(String(cString: strerror(error.code))); the spool is not usable"

@@ -109,7 +109,7 @@ public enum Daemon {
                 return ExitStatus.failure
             }
             let engine = DeliveryEngine(
-                spool: spool, settings: engineSettings(settings), transport: transport,
+                spool: spool, settings: engineSettings(settings, environment: environment), transport: transport,
                 prepare: preparer(version: version, secrets: secret),
                 clock: SystemClock(), log: destinationLog, executor: executor, redactor: redactor,
                 publish: { status in
@@ -270,7 +270,8 @@ public enum Daemon {
         for ((delivery, secret), destination) in zip(zip(next.deliveryConfigurations, secrets), destinations) {
             let settings = delivery.configuration
             destination.transport.update(settings: settings.backend, secrets: secret)
-            await destination.engine.reconfigure(settings: engineSettings(settings), transport: destination.transport,
+            await destination.engine.reconfigure(settings: engineSettings(settings, environment: environment),
+                                                 transport: destination.transport,
                                                  prepare: preparer(version: version, secrets: secret))
         }
         var message = "configuration reloaded from \(path)"
@@ -344,6 +345,19 @@ public enum Daemon {
                                                    credential: "\(destination.name)-token"))
         }
         return (configuration, secrets, try SignedDataPolicy.load(for: configuration))
+    }
+
+    /// The engine's settings; `environment`'s TXRECON_TEST_HIGH_WATER (tests
+    /// only) lowers the high-water mark (and the low one to 90 % of it), so
+    /// that a test can fill an engine with a few dozen items.
+    static func engineSettings(_ configuration: Configuration,
+                               environment: [String: String]) -> DeliveryEngine.Settings {
+        var settings = engineSettings(configuration)
+        if let text = environment["TXRECON_TEST_HIGH_WATER"], let mark = Int(text), mark > 1 {
+            settings.highWater = mark
+            settings.lowWater = mark * 9 / 10
+        }
+        return settings
     }
 
     static func engineSettings(_ configuration: Configuration) -> DeliveryEngine.Settings {

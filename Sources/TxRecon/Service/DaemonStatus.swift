@@ -17,11 +17,12 @@ struct DaemonStatus: Sendable, Equatable {
     var primary: EngineStatus { destinations[0].status }
 
     /// The engines' counts added up; the backend condition and a paused
-    /// intake are the primary's (intake reports to that engine); intake
-    /// waiting for room is any engine's.
+    /// intake are the primary's (intake reports to that engine). With
+    /// several destinations new/ never waits for room (a full destination's
+    /// copies wait in its own inbox), so that is each destination's own.
     var totals: EngineStatus {
         var total = primary
-        total.intakeWaitsBelow = destinations.lazy.compactMap(\.status.intakeWaitsBelow).first
+        if destinations.count > 1 { total.intakeWaitsBelow = nil }
         for entry in destinations.dropFirst() {
             total.queued += entry.status.queued
             total.delivering += entry.status.delivering
@@ -38,9 +39,11 @@ struct DaemonStatus: Sendable, Equatable {
         guard destinations.count > 1 else { return primary.line }
         let total = totals
         var text = "\(total.queued) queued, \(total.delivering) delivering, \(total.held) held, \(total.rejected) rejected"
-        for entry in destinations { text += "; " + entry.name + " " + entry.status.conditionText }
+        for entry in destinations {
+            text += "; " + entry.name + " " + entry.status.conditionText
+            if let below = entry.status.intakeWaitsBelow { text += ", takes more once fewer than \(below) are queued" }
+        }
         if let paused = total.intakePausedBecause { text += "; intake paused: \(paused)" }
-        if let below = total.intakeWaitsBelow { text += "; new/ waits until fewer than \(below) are queued" }
         if total.phase != "running" { text = "\(total.phase): " + text }
         return text
     }

@@ -80,7 +80,8 @@ final class StatusPublisher: Sendable {
             .object([("name", .string(entry.name)), ("queued", .integer(entry.status.queued)),
                      ("delivering", .integer(entry.status.delivering)), ("held", .integer(entry.status.held)),
                      ("delivered", .integer(entry.status.delivered)),
-                     ("superseded", .integer(entry.status.superseded))] + Self.condition(of: entry.status))
+                     ("superseded", .integer(entry.status.superseded))] + Self.condition(of: entry.status)
+                    + (entry.status.intakeWaitsBelow.map { [("takesMoreBelow", JSONValue.integer($0))] } ?? []))
         })))
         try? SystemCall.replaceFile(statusFile, JSONValue.object(members).serialized,
                                     temporaryName: statusFile + ".tmp", sync: false)
