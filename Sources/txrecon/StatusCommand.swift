@@ -14,7 +14,7 @@ enum StatusCommand: Command {
         line (backend health, next retry) or, when it does not run, the last one it
         wrote and when, the last `txrecon sweep` when there was one, and the counts of
         `txrecon receive` when one serves (or served) this spool. With further
-        destinations (destinations/), each one's queue, hold and done counts follow
+        destinations (destinations/), each one's inbox, queue, hold and done counts follow
         the spool's line, whose queue, hold and done are [Backend]'s. Exit status 0
         even when items are held: read the counts.
         """
@@ -38,7 +38,7 @@ enum StatusCommand: Command {
                 if let oldest { members.append(("oldestQueuedAgeSeconds", .integer((now - oldest) / 1000))) }
                 if !destinations.isEmpty {
                     members.append(("destinations", .array(destinations.map { name, counts in
-                        .object([("name", .string(name))] + counts.map { ($0.0.rawValue, .integer($0.1)) })
+                        .object([("name", .string(name))] + counts.map { ($0.0, .integer($0.1)) })
                     })))
                 }
                 members += Format.daemonJSON(daemon)
@@ -49,7 +49,7 @@ enum StatusCommand: Command {
                 printLine("spool:    \(configuration.spool.directory)")
                 printLine((["new \(inbox)"] + counts.map { "\($0.0.rawValue) \($0.1)" }).joined(separator: ", "))
                 for (name, counts) in destinations {
-                    printLine("  \(name): " + counts.map { "\($0.0.rawValue) \($0.1)" }.joined(separator: ", "))
+                    printLine("  \(name): " + counts.map { "\($0.0) \($0.1)" }.joined(separator: ", "))
                 }
                 if let oldest { printLine("oldest queued item: \(Format.age(milliseconds: now - oldest)) old") }
                 printLine("daemon:   " + Format.daemon(daemon, now: now))
@@ -68,13 +68,16 @@ enum StatusCommand: Command {
     /// Each destination's queue, hold and done counts, printed under the
     /// spool's line (whose queue, hold and done are `[Backend]`'s).
     private static func destinationCounts(_ configuration: Configuration) throws(SpoolError)
-        -> [(name: String, counts: [(SpoolInspector.Listable, Int)])] {
-        var result: [(name: String, counts: [(SpoolInspector.Listable, Int)])] = []
+        -> [(name: String, counts: [(String, Int)])] {
+        var result: [(name: String, counts: [(String, Int)])] = []
         for (name, layout) in destinationLayouts(configuration, only: nil, command: "status") {
             let inspector = SpoolInspector(layout: layout)
-            var counts: [(SpoolInspector.Listable, Int)] = []
+            // Its inbox: copies not taken yet (it was full, or they wait
+            // for their first attempt).
+            let inbox = inspector.missingDirectory(reading: [], inbox: true) == nil ? try inspector.inboxCount() : 0
+            var counts: [(String, Int)] = [("inbox", inbox)]
             for directory in [SpoolInspector.Listable.queue, .hold, .done] {
-                counts.append((directory, try inspector.list(directory).count))
+                counts.append((directory.rawValue, try inspector.list(directory).count))
             }
             result.append((name, counts))
         }

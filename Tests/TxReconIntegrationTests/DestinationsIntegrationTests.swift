@@ -156,7 +156,7 @@ struct DestinationsIntegrationTests {
         #expect(show.stdout.contains("destination: analytics\nkey:        seen\nlocation:   queue/"), "\(show.stdout)")
 
         let status = try await fixture.cli(["status"])
-        #expect(status.stdout.contains("  backend: queue 0, hold 0, done 1\n  analytics: queue 1, hold 0, done 0"),
+        #expect(status.stdout.contains("  backend: inbox 0, queue 0, hold 0, done 1\n  analytics: inbox 0, queue 1, hold 0, done 0"),
                 "\(status.stdout)")
     }
 
