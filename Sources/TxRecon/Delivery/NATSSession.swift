@@ -9,9 +9,12 @@
 // next attempt. Reports nothing; errors come back as TransportFailure.
 import CNATS
 
-/// A connection and its JetStream context. libnats documents both as safe
-/// to use from several threads at once; the pointers are set in `init` and
-/// destroyed in `deinit`, once no attempt holds the session any more.
+/// A connection and its JetStream context. `@unchecked Sendable` because
+/// OpaquePointer is not Sendable, though nothing here is mutable: both
+/// pointers are `let`, set once in `init` and destroyed only in `deinit`,
+/// when no thread holds the session any more (each publish keeps it alive
+/// with `withExtendedLifetime`), and libnats documents the connection and
+/// its JetStream context as safe to use from several threads at once.
 final class NATSSession: @unchecked Sendable {
     private let connection: OpaquePointer
     let jetStream: OpaquePointer
