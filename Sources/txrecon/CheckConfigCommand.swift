@@ -23,9 +23,7 @@ enum CheckConfigCommand: Command {
             let verification = try SignedDataPolicy.load(for: configuration)
             var destinationSecrets: [BackendSecrets] = []
             for destination in configuration.destinations {
-                destinationSecrets.append(try BackendSecrets.load(for: destination.settings,
-                                                                  environment: ProcessEnvironment.current,
-                                                                  credential: "\(destination.name)-token"))
+                destinationSecrets.append(try BackendSecrets.load(for: destination, environment: ProcessEnvironment.current))
             }
             printLine("\(configuration.path): valid")
             for line in ConfigurationSummary.lines(configuration, secrets: secrets, verification: verification,

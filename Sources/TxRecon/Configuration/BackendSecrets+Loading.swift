@@ -38,6 +38,12 @@ extension BackendSecrets {
         return secrets
     }
 
+    /// A further destination's secrets, its token credential `NAME-token`.
+    public static func load(for destination: Destination,
+                            environment: [String: String]) throws(ConfigurationError) -> BackendSecrets {
+        try load(for: destination.settings, environment: environment, credential: destination.tokenCredential)
+    }
+
     /// Parses CAFile=, ClientCertificateFile= and ClientKeyFile= as curl
     /// will use them, and checks the key's permissions as a secret file's;
     /// returns the key's PEM lines, to be kept out of every output. The

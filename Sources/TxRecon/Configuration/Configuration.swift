@@ -54,6 +54,10 @@ public struct Destination: Sendable, Equatable {
 
     /// The name of the destination `[Backend]` of the main file is.
     public static let primaryName = "backend"
+
+    /// The systemd credential that holds its token when BearerTokenFile= is
+    /// unset: `NAME-token`, as `backend-token` is `[Backend]`'s.
+    public var tokenCredential: String { name + "-token" }
 }
 
 /// The assignment a setting came from: the main file or a drop-in.

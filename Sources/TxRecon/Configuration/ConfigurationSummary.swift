@@ -26,7 +26,7 @@ public enum ConfigurationSummary {
         }
         for (destination, secrets) in zip(configuration.destinations, destinationSecrets) {
             lines.append("Destination \(destination.name) (\(destination.settings.path)):")
-            lines += deliveryLines(destination.settings, secrets: secrets, credential: "\(destination.name)-token")
+            lines += deliveryLines(destination.settings, secrets: secrets, credential: destination.tokenCredential)
                 .map { "  " + $0 }
         }
         return lines

@@ -305,17 +305,16 @@ public enum Daemon {
             next.backend.url = current.backend.url
         }
         for index in next.destinations.indices {
-            guard let running = current.destinations.first(where: { $0.name == next.destinations[index].name }),
-                  running.settings.backend.isStream != next.destinations[index].settings.backend.isStream else { continue }
-            waiting.append("URL= of \(running.name) (between http(s):// and nats://)")
-            next.destinations[index].settings.backend.url = running.settings.backend.url
-        }
-        for index in next.destinations.indices {
-            guard let running = current.destinations.first(where: { $0.name == next.destinations[index].name }),
-                  running.settings.delivery.maxConcurrentDeliveries
-                    != next.destinations[index].settings.delivery.maxConcurrentDeliveries else { continue }
-            waiting.append("MaxConcurrentDeliveries= of \(running.name)")
-            next.destinations[index].settings.delivery.maxConcurrentDeliveries = running.settings.delivery.maxConcurrentDeliveries
+            guard let running = current.destinations.first(where: { $0.name == next.destinations[index].name })?
+                .settings else { continue }
+            if running.backend.isStream != next.destinations[index].settings.backend.isStream {
+                waiting.append("URL= of \(next.destinations[index].name) (between http(s):// and nats://)")
+                next.destinations[index].settings.backend.url = running.backend.url
+            }
+            if running.delivery.maxConcurrentDeliveries != next.destinations[index].settings.delivery.maxConcurrentDeliveries {
+                waiting.append("MaxConcurrentDeliveries= of \(next.destinations[index].name)")
+                next.destinations[index].settings.delivery.maxConcurrentDeliveries = running.delivery.maxConcurrentDeliveries
+            }
         }
         if next.metrics != current.metrics {
             waiting.append("TextfileDirectory=")
@@ -341,8 +340,7 @@ public enum Daemon {
         let configuration = try ConfigurationLoader.load(path: path)
         var secrets = [try BackendSecrets.load(for: configuration, environment: environment)]
         for destination in configuration.destinations {
-            secrets.append(try BackendSecrets.load(for: destination.settings, environment: environment,
-                                                   credential: "\(destination.name)-token"))
+            secrets.append(try BackendSecrets.load(for: destination, environment: environment))
         }
         return (configuration, secrets, try SignedDataPolicy.load(for: configuration))
     }
