@@ -1526,6 +1526,9 @@ class Bench:
         sections = []
         for title, options in (("self time by symbol", ["--no-children", "--sort", "dso,symbol"]),
                                ("self time by thread", ["--no-children", "--sort", "comm"]),
+                               ("self time by thread and library", ["--no-children", "--sort", "comm,dso"]),
+                               ("self time by symbol on the intake threads",
+                                ["--no-children", "--comms", "txrecon-intake,txrecon-intake2", "--sort", "dso,symbol"]),
                                ("time including callees", ["--children", "--sort", "symbol"])):
             report = subprocess.run([perf, "report", "-i", data, "--stdio", "-g", "none", "--percent-limit", "0.4",
                                      *options], capture_output=True, text=True).stdout

@@ -20,6 +20,9 @@ struct CompactJWS: Sendable {
     let signingInput: [UInt8]
     /// The decoded third segment; for ES256 the JOSE raw `r‖s` (64 bytes).
     let signature: [UInt8]
+    /// The length of the encoded header: `signingInput[..<encodedHeaderCount]`
+    /// is the header exactly as received.
+    let encodedHeaderCount: Int
 
     /// The largest accepted decoded header, in bytes (16 KiB). Apple's
     /// headers, three certificates in `x5c`, take about 4 KiB.
@@ -28,10 +31,12 @@ struct CompactJWS: Sendable {
     /// largest payloads, notifications with two nested JWS, take about 14 KiB.
     static let maximumPayloadSize = 64 * 1024
 
-    /// Parses the compact serialization in `compact` (no surrounding whitespace).
-    init(compact: some Collection<UInt8>) throws(JWSError) {
+    /// Parses the compact serialization in `compact` (no surrounding
+    /// whitespace), taking the header's parse from `knownHeaders` when it is
+    /// spelled exactly like one of them.
+    init(compact: some Collection<UInt8>, knownHeaders: KnownJOSEHeaders? = nil) throws(JWSError) {
         func parse(_ buffer: UnsafeBufferPointer<UInt8>) -> Result<CompactJWS, JWSError> {
-            Result { () throws(JWSError) in try CompactJWS(buffer: buffer) }
+            Result { () throws(JWSError) in try CompactJWS(buffer: buffer, knownHeaders: knownHeaders) }
         }
         // Native strings and arrays are contiguous: no copy on the hot path.
         let parsed = compact.withContiguousStorageIfAvailable(parse) ?? Array(compact).withUnsafeBufferPointer(parse)
@@ -39,11 +44,11 @@ struct CompactJWS: Sendable {
     }
 
     /// Parses the compact serialization in `compact` (no surrounding whitespace).
-    init(compact: String) throws(JWSError) {
-        try self.init(compact: compact.utf8)
+    init(compact: String, knownHeaders: KnownJOSEHeaders? = nil) throws(JWSError) {
+        try self.init(compact: compact.utf8, knownHeaders: knownHeaders)
     }
 
-    private init(buffer: UnsafeBufferPointer<UInt8>) throws(JWSError) {
+    private init(buffer: UnsafeBufferPointer<UInt8>, knownHeaders: KnownJOSEHeaders?) throws(JWSError) {
         let dots = CompactJWS.separators(in: buffer)
         guard dots.count == 2 else { throw .segmentCount(dots.count + 1) }
         let ranges: [(JWSSegment, Range<Int>)] = [
@@ -51,12 +56,14 @@ struct CompactJWS: Sendable {
             (.signature, dots.second + 1..<buffer.count),
         ]
         for (segment, range) in ranges where range.isEmpty { throw .emptySegment(segment) }
-        let headerBytes = try CompactJWS.decode(buffer, ranges[0], limit: CompactJWS.maximumHeaderSize)
+        let known = knownHeaders?.header(spelled: UnsafeBufferPointer(rebasing: buffer[ranges[0].1]))
+        let headerBytes = known == nil ? try CompactJWS.decode(buffer, ranges[0], limit: CompactJWS.maximumHeaderSize) : []
         let payloadBytes = try CompactJWS.decode(buffer, ranges[1], limit: CompactJWS.maximumPayloadSize)
         signature = try CompactJWS.decode(buffer, ranges[2], limit: nil)
-        header = try CompactJWS.object(headerBytes, .header)
+        if let known { header = known } else { header = try CompactJWS.object(headerBytes, .header) }
         payload = try CompactJWS.object(payloadBytes, .payload)
         signingInput = Array(UnsafeBufferPointer(rebasing: buffer[0..<dots.second]))
+        encodedHeaderCount = dots.first
     }
 
     /// The number of `.` in `buffer` and the offsets of the first two. libc's

@@ -71,7 +71,8 @@ struct InputDecoder: Sendable {
 
     private func decodeBareJWS(_ bytes: ArraySlice<UInt8>,
                                parsed: inout ParsedSignedStrings) throws(Rejection) -> DecodedInput {
-        let jws = try InputDecoder.parseJWS(bytes, subject: "the file, read as a compact JWS (format 1),")
+        let jws = try InputDecoder.parseJWS(bytes, subject: "the file, read as a compact JWS (format 1),",
+                                            knownHeaders: parsed.knownHeaders)
         // The parse proved the bytes are base64url and dots: ASCII.
         let text = String(decoding: bytes, as: UTF8.self)
         let payload = jws.payload
@@ -131,7 +132,7 @@ struct InputDecoder: Sendable {
         try InputDecoder.refuseOtherMembers(of: value, allowed: ["signedPayload"], format: format)
         let reader = PayloadReader(object: value, subject: format)
         let text = try reader.requireString("signedPayload")
-        let jws = try InputDecoder.parseJWS(text, subject: "signedPayload (format 2)")
+        let jws = try InputDecoder.parseJWS(text, subject: "signedPayload (format 2)", knownHeaders: parsed.knownHeaders)
         return try notificationItem(jws, signedPayload: text, origin: "signedPayload (format 2)", parsed: &parsed)
     }
 
@@ -143,12 +144,14 @@ struct InputDecoder: Sendable {
         let context = try InputDecoder.context(of: value, besides: signedNames, format: format)
         let reader = PayloadReader(object: value, subject: format)
         let transactionText = try reader.requireString("signedTransactionInfo")
-        let transactionJWS = try InputDecoder.parseJWS(transactionText, subject: "signedTransactionInfo (format 3)")
+        let transactionJWS = try InputDecoder.parseJWS(transactionText, subject: "signedTransactionInfo (format 3)",
+                                                       knownHeaders: parsed.knownHeaders)
         let transaction = try TransactionPayload(transactionJWS.payload,
                                                  subject: "the transaction in signedTransactionInfo (format 3)")
         parsed.record(transactionJWS, name: "signedTransactionInfo", text: transactionText)
         if let renewalText = try reader.string("signedRenewalInfo") {
-            let renewal = try InputDecoder.parseJWS(renewalText, subject: "signedRenewalInfo (format 3)")
+            let renewal = try InputDecoder.parseJWS(renewalText, subject: "signedRenewalInfo (format 3)",
+                                                    knownHeaders: parsed.knownHeaders)
             try InputDecoder.checkRenewal(renewal.payload, belongsTo: transaction)
             parsed.record(renewal, name: "signedRenewalInfo", text: renewalText)
         }
@@ -242,7 +245,8 @@ struct InputDecoder: Sendable {
         parsed.record(jws, name: "signedPayload", text: signedPayload)
         var transaction: TransactionPayload?
         for (name, text) in notification.nestedSignedStrings {
-            let nested = try InputDecoder.parseJWS(text, subject: "data.\(name) of \(origin)")
+            let nested = try InputDecoder.parseJWS(text, subject: "data.\(name) of \(origin)",
+                                                   knownHeaders: parsed.knownHeaders)
             if name == "signedTransactionInfo" {
                 transaction = try TransactionPayload(nested.payload, subject: "the transaction in data.\(name) of \(origin)")
             }
@@ -287,17 +291,20 @@ struct InputDecoder: Sendable {
         }
     }
 
-    /// Parses a compact JWS; `subject` names it as the subject of the sentence.
-    private static func parseJWS(_ compact: some Collection<UInt8>, subject: String) throws(Rejection) -> CompactJWS {
+    /// Parses a compact JWS; `subject` names it as the subject of the
+    /// sentence. A header spelled like one of `knownHeaders` is not parsed again.
+    private static func parseJWS(_ compact: some Collection<UInt8>, subject: String,
+                                 knownHeaders: KnownJOSEHeaders? = nil) throws(Rejection) -> CompactJWS {
         do {
-            return try CompactJWS(compact: compact)
+            return try CompactJWS(compact: compact, knownHeaders: knownHeaders)
         } catch {
             throw Rejection(error.code, "\(subject) \(error)")
         }
     }
 
-    private static func parseJWS(_ compact: String, subject: String) throws(Rejection) -> CompactJWS {
-        try parseJWS(compact.utf8, subject: subject)
+    private static func parseJWS(_ compact: String, subject: String,
+                                 knownHeaders: KnownJOSEHeaders? = nil) throws(Rejection) -> CompactJWS {
+        try parseJWS(compact.utf8, subject: subject, knownHeaders: knownHeaders)
     }
 
     /// Refuses any top-level member outside `allowed`, so nothing is dropped silently.

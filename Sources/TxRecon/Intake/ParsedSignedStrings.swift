@@ -13,7 +13,12 @@ struct ParsedSignedStrings {
     /// At most three: a notification's signedPayload and its two nested JWS.
     private var parses: [(name: String, text: String, jws: CompactJWS)] = []
 
-    init() {}
+    /// Headers whose parses the decoder may reuse (the verifier's).
+    let knownHeaders: KnownJOSEHeaders?
+
+    init(knownHeaders: KnownJOSEHeaders? = nil) {
+        self.knownHeaders = knownHeaders
+    }
 
     /// The receipt of a receipt upload (format 6): its base64 text as
     /// uploaded, its bytes and what they say.

@@ -8,7 +8,7 @@
 // exit with one `VerificationFailure`: header `alg` is ES256; `x5c` holds
 // three certificates that chain to a configured root at the payload's
 // signedDate, with Apple's OIDs (ChainValidator, its verdicts cached by
-// VerifiedChainCache); the ES256 signature over `header.payload`; then the
+// VerifiedChainCache under the exact header); the ES256 signature over `header.payload`; then the
 // claims: bundleId, appAppleId (Production notifications), environment.
 // With Environment=Xcode or LocalTesting only the claims are checked.
 // A StoreKit 1 receipt's purchase is checked by ReceiptVerifier, then for
@@ -52,6 +52,10 @@ final class SignedDataVerifier {
 
     /// Chains currently cached (internal for testing).
     var cachedChainCount: Int { cache.count }
+
+    /// The headers of the cached chains, whose parses the decoder may take
+    /// instead of parsing them again.
+    var knownHeaders: KnownJOSEHeaders { cache.headers }
 
     /// Verifies every signed string of `item`, outer before nested, using
     /// the decoder's parse of each where `parsed` holds it.
@@ -134,20 +138,22 @@ final class SignedDataVerifier {
 
     private func checkSignature(of jws: CompactJWS, at signedDate: Int64,
                                 validator: ChainValidator) throws(VerificationFailure) {
-        if jws.header["crit"] != nil { throw .criticalHeader }
-        guard jws.header["alg"] == .string("ES256") else {
-            throw .unsupportedAlgorithm(SignedDataVerifier.describeAlgorithm(jws.header["alg"]))
-        }
-        let x5c = try SignedDataVerifier.certificateStrings(jws.header["x5c"])
         // Certificate times have whole seconds; OpenSSL compares in seconds.
         let time = signedDate / 1000
-        let key = ChainKey(x5c: x5c)
+        let encodedHeader = jws.signingInput[..<jws.encodedHeaderCount]
+        // A header spelled exactly like one whose chain passed has passed
+        // the header's checks too: they read nothing else.
         let leafKey: ES256PublicKey
-        if let cached = cache.leafKey(for: key, at: time) {
+        if let cached = encodedHeader.withUnsafeBufferPointer({ cache.leafKey(forHeader: $0, at: time) }) {
             leafKey = cached
         } else {
+            if jws.header["crit"] != nil { throw .criticalHeader }
+            guard jws.header["alg"] == .string("ES256") else {
+                throw .unsupportedAlgorithm(SignedDataVerifier.describeAlgorithm(jws.header["alg"]))
+            }
+            let x5c = try SignedDataVerifier.certificateStrings(jws.header["x5c"])
             let chain = try validator.validate(x5c: x5c, at: time)
-            cache.insert(chain, for: key)
+            cache.insert(chain, encodedHeader: Array(encodedHeader), header: jws.header)
             leafKey = chain.leafKey
         }
         guard leafKey.isValidSignature(jws.signature, of: jws.signingInput) else { throw .invalidSignature }
@@ -208,7 +214,7 @@ extension InputDecoder {
     /// Intake's step for one file: decode it, then verify an item's signed
     /// strings with `verifier` (none in Mode=none), each JWS parsed once.
     func decode(_ bytes: [UInt8], verifyingWith verifier: SignedDataVerifier?) throws(Rejection) -> DecodedInput {
-        var parsed = ParsedSignedStrings()
+        var parsed = ParsedSignedStrings(knownHeaders: verifier?.knownHeaders)
         let decoded = try decode(bytes, parsed: &parsed)
         switch decoded {
         case let .item(item): try verifier?.verify(item, parsed: parsed)

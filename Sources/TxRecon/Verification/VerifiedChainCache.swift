@@ -2,18 +2,17 @@
 // Apple signs with one leaf cost one signature check each, not a chain
 // validation and three certificate parses.
 //
-// Keyed by the exact x5c strings as received (no parse on a hit), and valid
-// only inside the chain's validity window: a signedDate outside it is
+// Keyed by the exact base64url text of the JWS header that carried the
+// chain: the header holds `alg` and `x5c`, so a hit stands for the header's
+// checks too (ES256, no `crit`, three certificates), and the decoder takes
+// the header's parse from here (`headers`) instead of decoding 3.5 KiB again.
+// Valid only inside the chain's validity window: a signedDate outside it is
 // validated afresh, and only passing chains are stored, so the verdict is
 // the same with and without the cache. Memory only; logs nothing.
 
-/// The exact `x5c` of a JWS header.
-struct ChainKey: Hashable {
-    let x5c: [String]
-}
-
-/// A bounded map from `x5c` to its verified chain. Not Sendable on purpose:
-/// it holds OpenSSL keys and belongs to one verifier on one thread.
+/// A bounded map from an encoded JOSE header to its verified chain. Not
+/// Sendable on purpose: it holds OpenSSL keys and belongs to one verifier on
+/// one thread.
 struct VerifiedChainCache {
     /// Apple signs with a handful of leaves at a time (each lives about two
     /// years); more distinct valid chains than this means something unusual,
@@ -22,7 +21,9 @@ struct VerifiedChainCache {
 
     /// Entries kept at most; 0 turns caching off.
     let capacity: Int
-    private var chains: [ChainKey: VerifiedChain] = [:]
+    /// The headers of the chains below, position for position.
+    private(set) var headers = KnownJOSEHeaders()
+    private var chains: [VerifiedChain] = []
 
     init(capacity: Int = VerifiedChainCache.defaultCapacity) {
         self.capacity = capacity
@@ -31,16 +32,29 @@ struct VerifiedChainCache {
     /// The number of chains held (internal for testing).
     var count: Int { chains.count }
 
-    /// The leaf key of the chain `key` when it was verified and `time`
-    /// (seconds since 1970) lies inside its validity window.
-    func leafKey(for key: ChainKey, at time: Int64) -> ES256PublicKey? {
-        guard let chain = chains[key], chain.validity.contains(time) else { return nil }
-        return chain.leafKey
+    /// The leaf key of the chain that came in the header spelled exactly
+    /// `encodedHeader`, when it was verified and `time` (seconds since 1970)
+    /// lies inside its validity window.
+    func leafKey(forHeader encodedHeader: UnsafeBufferPointer<UInt8>, at time: Int64) -> ES256PublicKey? {
+        guard let position = headers.index(of: encodedHeader), chains[position].validity.contains(time) else {
+            return nil
+        }
+        return chains[position].leafKey
     }
 
-    mutating func insert(_ chain: VerifiedChain, for key: ChainKey) {
+    /// Stores `chain`, verified from the header `encodedHeader`, which
+    /// parses to `header`.
+    mutating func insert(_ chain: VerifiedChain, encodedHeader: [UInt8], header: JSONValue) {
         guard capacity > 0 else { return }
-        if chains.count >= capacity, chains[key] == nil { chains.removeAll(keepingCapacity: true) }
-        chains[key] = chain
+        if let position = encodedHeader.withUnsafeBufferPointer({ headers.index(of: $0) }) {
+            chains[position] = chain
+            return
+        }
+        if chains.count >= capacity {
+            headers.removeAll()
+            chains.removeAll(keepingCapacity: true)
+        }
+        headers.append(encodedHeader, parsedAs: header)
+        chains.append(chain)
     }
 }

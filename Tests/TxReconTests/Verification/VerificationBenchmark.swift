@@ -5,7 +5,9 @@
 //
 // It prints the cost of one ES256 check with a leaf key, and of verifying one
 // real Apple transaction once its chain is cached (parse, cache look-up,
-// signature, claims), and their ratio. README "Signature verification" quotes it.
+// signature, claims), and their ratio; then the decoding alone, with the
+// header parsed and with it taken from the verifier's known headers, beside
+// an envelope's. README "Signature verification" quotes it.
 import Glibc
 import Testing
 import TxReconTestSupport
@@ -54,6 +56,15 @@ struct VerificationBenchmark {
         let intake = Self.microseconds {
             valid = valid && (try? decoder.decode(sample.bytes, verifyingWith: verifier)) != nil
         }
+        let parse = Self.microseconds { valid = valid && (try? CompactJWS(compact: text)) != nil }
+        let decode = Self.microseconds { valid = valid && (try? decoder.decode(sample.bytes)) != nil }
+        let decodeKnown = Self.microseconds {
+            var parsed = ParsedSignedStrings(knownHeaders: verifier.knownHeaders)
+            valid = valid && (try? decoder.decode(sample.bytes, parsed: &parsed)) != nil
+        }
+        let envelope = Array(#"{"id":"k-0000001","version":1,"payload":{"n":1}}"#.utf8)
+        let envelopes = InputDecoder(acceptEnvelopes: true)
+        let envelopeDecode = Self.microseconds { valid = valid && (try? envelopes.decode(envelope)) != nil }
         let uncachedVerifier = SignedDataVerifier(policy: verifier.policy, chainCacheCapacity: 0)
         let uncached = Self.microseconds(rounds: Self.rounds / 20) { valid = valid && (try? uncachedVerifier.verify(item)) != nil }
         #expect(valid)
@@ -62,6 +73,9 @@ struct VerificationBenchmark {
               one ES256 check with the leaf key  \(Self.format(signature)) µs  (\(Int(1e6 / signature))/s)
               verify, chain cached               \(Self.format(cached)) µs  (\(Int(1e6 / cached))/s) = \(Self.format(cached / signature)) ES256 checks
               decode + verify, chain cached      \(Self.format(intake)) µs  (\(Int(1e6 / intake))/s)
+              decode alone, header parsed        \(Self.format(decode)) µs  (of which the JWS \(Self.format(parse)) µs)
+              decode alone, header known         \(Self.format(decodeKnown)) µs  (intake's, once the chain is cached)
+              decode an envelope                 \(Self.format(envelopeDecode)) µs
               verify, no cache                   \(Self.format(uncached)) µs  (\(Int(1e6 / uncached))/s)
             """)
     }

@@ -23,6 +23,12 @@ import TxReconTestSupport
             SignedDataVerifierTests.transaction(signedDate: TestPKI.insideLeafValidity + 1),
             TestPKI.sign(payload: TestJWS.notificationPayload(signedTransactionInfo: tampered)),
             TestPKI.sign(payload: TestJWS.notificationPayload(signedTransactionInfo: valid)),
+            // The cached chain under headers that must not pass: the cache is
+            // keyed by the whole header, not by its x5c.
+            TestPKI.sign(header: TestPKI.header(alg: "ES384"), payload: TestJWS.transactionPayload()),
+            TestPKI.sign(header: .object([("alg", .string("ES256")), ("x5c", TestPKI.x5c(TestPKI.validChain)),
+                                          ("crit", .array([.string("exp")]))]),
+                         payload: TestJWS.transactionPayload()),
         ]
         return texts.map { Array($0.utf8) }
     }
@@ -65,6 +71,44 @@ import TxReconTestSupport
         _ = intakeVerdict(SignedDataVerifierTests.transaction(chain: ["leaf-no-oid", "intermediate", "root"]), verifier)
         _ = intakeVerdict(SignedDataVerifierTests.transaction(signedDate: TestPKI.afterLeafValidity), verifier)
         #expect(verifier.cachedChainCount == 0)
+    }
+
+    @Test func theCachedChainUnderAnotherAlgOrWithCritIsRefused() throws {
+        let verifier = SignedDataVerifier(policy: try VerificationFixtures.testPolicy())
+        #expect(intakeVerdict(SignedDataVerifierTests.transaction(), verifier) == nil)
+        let otherAlg = TestPKI.sign(header: TestPKI.header(alg: "ES384"), payload: TestJWS.transactionPayload())
+        #expect(intakeVerdict(otherAlg, verifier)?.code == "unsupported-alg")
+        let crit = TestPKI.sign(header: .object([("alg", .string("ES256")), ("x5c", TestPKI.x5c(TestPKI.validChain)),
+                                                 ("crit", .array([.string("exp")]))]),
+                                payload: TestJWS.transactionPayload())
+        #expect(intakeVerdict(crit, verifier)?.code == "malformed-jws")
+        #expect(verifier.cachedChainCount == 1)
+    }
+
+    @Test func theDecoderTakesTheParseOfAVerifiedHeader() throws {
+        let verifier = SignedDataVerifier(policy: try VerificationFixtures.testPolicy())
+        #expect(intakeVerdict(SignedDataVerifierTests.transaction(), verifier) == nil)
+        let next = TestPKI.sign(payload: TestJWS.transactionPayload(transactionId: "2000000000000077"))
+        let reused = try CompactJWS(compact: next, knownHeaders: verifier.knownHeaders)
+        #expect(reused.header == (try CompactJWS(compact: next)).header)
+        #expect(reused.payload["transactionId"] == .string("2000000000000077"))
+    }
+
+    @Test func aKnownHeaderIsTakenOnlyWhenSpelledByteForByte() throws {
+        let jws = SignedDataVerifierTests.transaction()
+        let encoded = Array(jws.split(separator: ".")[0].utf8)
+        var known = KnownJOSEHeaders()
+        // A marker no parse of these bytes gives: seeing it proves the reuse.
+        let marker = JSONValue.object([("marker", .bool(true))])
+        known.append(encoded, parsedAs: marker)
+        #expect(try CompactJWS(compact: jws, knownHeaders: known).header == marker)
+        // One character more (the same JSON with a space) is another header.
+        let spaced = TestJWS.base64URL(Array((TestPKI.header().serializedString + " ").utf8))
+        let other = SignedDataVerifierTests.replacing(segment: 0, of: jws, with: spaced)
+        #expect(try CompactJWS(compact: other, knownHeaders: known).header == TestPKI.header())
+        // A known header does not excuse the rest of the structure.
+        let broken = SignedDataVerifierTests.replacing(segment: 1, of: jws, with: "e30=")
+        #expect(throws: JWSError.self) { try CompactJWS(compact: broken, knownHeaders: known) }
     }
 
     @Test func aFullCacheIsEmptiedBeforeANewChainGoesIn() throws {
