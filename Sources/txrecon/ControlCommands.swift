@@ -5,13 +5,17 @@ import TxRecon
 
 enum ReleaseCommand: Command {
     static let flags = ["--all"]
+    static let options = ["--destination"]
     static let summary = "move held items back to the queue, due now"
     static let help = """
-        Usage: txrecon release [--config PATH] KEY... | --all
+        Usage: txrecon release [--config PATH] [--destination NAME] KEY... | --all
 
         Moves held items from hold/ back to queue/, due at once, with a fresh
         backoff. Do this after the backend (or the item) is fixed: see
-        'txrecon list hold' and 'txrecon show KEY' for why each was held.
+        'txrecon list hold' and 'txrecon show KEY' for why each was held. With
+        further destinations (destinations/), the items are released at every
+        destination that holds them, or only at NAME with --destination
+        (`backend` is [Backend]).
         """
 
     static func run(_ arguments: Arguments) async -> Int32 {
@@ -21,12 +25,15 @@ enum ReleaseCommand: Command {
 
 enum RetryCommand: Command {
     static let flags = ["--all"]
+    static let options = ["--destination"]
     static let summary = "make queued items due now"
     static let help = """
-        Usage: txrecon retry [--config PATH] KEY... | --all
+        Usage: txrecon retry [--config PATH] [--destination NAME] KEY... | --all
 
         Makes queued items due at once instead of at their scheduled retry, for
-        example after the backend came back. Their attempt count is kept.
+        example after the backend came back. Their attempt count is kept. With
+        further destinations (destinations/), at every destination that queues
+        them, or only at NAME with --destination (`backend` is [Backend]).
         """
 
     static func run(_ arguments: Arguments) async -> Int32 {
@@ -58,7 +65,21 @@ enum ControlCommand {
         }
         let (targets, refused) = validTargets(arguments.positional, for: command)
         guard all || !targets.isEmpty else { return 1 }
-        return submit(ControlRequest(command, targets: targets, all: all), arguments, alreadyFailed: refused)
+        let destination = arguments.value("--destination")
+        if let destination, !checkDestination(destination, arguments, command: command) {
+            return ConfigurationError.exitStatus
+        }
+        return submit(ControlRequest(command, targets: targets, all: all, destination: destination), arguments,
+                      alreadyFailed: refused)
+    }
+
+    /// Exits with a usage error naming the destinations when `name` is not
+    /// one; false when the configuration cannot be read. The daemon checks
+    /// it again against the destinations it runs.
+    static func checkDestination(_ name: String, _ arguments: Arguments, command: ControlRequest.Command) -> Bool {
+        guard let configuration = loadConfiguration(arguments) else { return false }
+        _ = destinationLayouts(configuration, only: name, command: command.rawValue)
+        return true
     }
 
     /// The names `command` may act on, each refused one reported; `refused`
@@ -140,9 +161,8 @@ enum ReplayCommand: Command {
         let (targets, refused) = ControlCommand.validTargets(keys, for: .replay)
         guard all || !targets.isEmpty else { return 1 }
         let destination = arguments.value("--destination")
-        if let destination {
-            guard let configuration = loadConfiguration(arguments) else { return ConfigurationError.exitStatus }
-            _ = destinationLayouts(configuration, only: destination, command: "replay")
+        if let destination, !ControlCommand.checkDestination(destination, arguments, command: .replay) {
+            return ConfigurationError.exitStatus
         }
         let request = ControlRequest(.replay, targets: targets, all: all, since: window["--since"],
                                      until: window["--until"], destination: destination)

@@ -14,7 +14,7 @@ struct DestinationsIntegrationTests {
         let fixture: DaemonFixture
         let analytics: LoopbackHTTPServer
 
-        init(main: String = "", analyticsMatch: String = "",
+        init(main: String = "", analyticsMatch: String = "", analyticsDelays: String = "200ms",
              analyticsHandler: @escaping LoopbackHTTPServer.Handler = { _ in .status(503) }) throws {
             fixture = try DaemonFixture(extraConfig: main)
             analytics = try LoopbackHTTPServer(handler: analyticsHandler)
@@ -25,7 +25,7 @@ struct DestinationsIntegrationTests {
                 ProbeDelays=200ms
 
                 [Delivery]
-                RetryDelays=200ms
+                RetryDelays=\(analyticsDelays)
 
                 \(analyticsMatch)
                 """, to: "destinations/analytics.conf")
@@ -79,8 +79,11 @@ struct DestinationsIntegrationTests {
         #expect(both.names(both.analyticsLayout.queue).isEmpty && both.names(both.analyticsLayout.new).isEmpty)
         #expect(Set(both.keys(both.analytics)) == Set(ids.map { $0 + ":1" }))
         #expect(fixture.server.requests.count == 20, "[Backend] got each item once")
-        let log = fixture.daemon?.stderr ?? ""
-        #expect(log.contains("analytics: order-1: delivered on attempt") && log.contains("TXRECON_DESTINATION=analytics"))
+        // The file is in done/ just before the engine logs its delivery.
+        #expect(await fixture.eventually {
+            let log = fixture.daemon?.stderr ?? ""
+            return log.contains("analytics: order-1: delivered on attempt") && log.contains("TXRECON_DESTINATION=analytics")
+        })
     }
 
     @Test func aRestartSendsOnlyToTheDestinationThatHasNotConfirmed() async throws {
@@ -183,6 +186,30 @@ struct DestinationsIntegrationTests {
         let everywhere = try await fixture.cli(["replay", "again"])
         #expect(everywhere.status == 0, "\(everywhere)")
         #expect(await fixture.eventually { both.analytics.requests.count == 3 && fixture.server.requests.count == 2 })
+    }
+
+    @Test func aRetryAtOneDestinationMakesTheItemDueThereAlone() async throws {
+        // Both refuse, and neither would try again within the test.
+        let both = try TwoDestinations(main: "[Delivery]\nRetryDelays=1h", analyticsDelays: "1h")
+        let fixture = both.fixture
+        fixture.server.setHandler { _ in .status(503) }
+        try await fixture.start()
+        try fixture.drop(fixture.envelope("later", version: 1))
+        #expect(await fixture.eventually { both.names(fixture.layout.queue) == ["later"] })
+        #expect(await fixture.eventually { both.names(both.analyticsLayout.queue) == ["later"] })
+
+        let retried = try await fixture.cli(["retry", "--destination", "analytics", "later"])
+        #expect(retried.status == 0 && retried.stdout == "later: due now\n", "\(retried)")
+        #expect(await fixture.eventually { both.analytics.requests.count == 2 })
+        // Each engine logs its part before the answer, backend's first.
+        #expect(await fixture.eventually {
+            fixture.daemon?.stderr.contains("analytics: later: retry requested by the operator") == true
+        })
+        #expect(fixture.daemon?.stderr.contains("backend: later: retry requested") == false)
+        #expect(fixture.server.requests.count == 1)
+
+        let unknown = try await fixture.cli(["release", "--destination", "nowhere", "--all"])
+        #expect(unknown.status == 2 && unknown.stderr.contains("the destinations are backend, analytics"), "\(unknown)")
     }
 
     @Test func withOneDestinationItsMatchStillNarrowsWhatItGets() async throws {
