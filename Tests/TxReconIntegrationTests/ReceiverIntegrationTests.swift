@@ -244,8 +244,9 @@ struct ReceiverIntegrationTests {
         let names = (try? SystemCall.listDirectory(directory)) ?? []
         return names.count { name in
             var target = [CChar](repeating: 0, count: 64)
-            let length = readlink(directory + "/" + name, &target, target.count - 1)
-            return length > 0 && String(cString: target).hasPrefix("socket:")
+            let length = readlink(directory + "/" + name, &target, target.count)
+            guard length > 0 else { return false }
+            return String(decoding: target[..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self).hasPrefix("socket:")
         }
     }
 
