@@ -92,4 +92,20 @@ struct SweepIntegrationTests {
         #expect(lines.count == 1 && lines.first?.contains("HTTP 401") == true)
         #expect(!sweep.stderr.contains("PRIVATE KEY") && !sweep.stderr.contains("Bearer"))
     }
+
+    @Test func aServerThatEchoesTheTokenDoesNotGetItIntoTheOutput() async throws {
+        let fixture = try SweepFixture()
+        try fixture.daemon.layout.createMissingDirectories()
+        fixture.api.refuseRequestsEchoingCredentials()
+        let sweep = try await fixture.daemon.cli(["sweep"])
+        #expect(sweep.status != 0)
+        let tokens = fixture.api.tokensSeen
+        #expect(!tokens.isEmpty)
+        for token in tokens {
+            let signature = String(token.split(separator: ".").last ?? "")
+            #expect(!sweep.stderr.contains(signature) && !sweep.stdout.contains(signature), "\(sweep.stderr)")
+        }
+        #expect(sweep.stderr.contains("HTTP 403, errorCode 4030000 (signature <redacted> refused for Bearer <redacted>)"),
+                "\(sweep.stderr)")
+    }
 }

@@ -80,6 +80,7 @@ package final class MockAppStoreServerAPI: Sendable {
     private struct State {
         var faults: [Fault] = []
         var refuseEverything = false
+        var echoesCredentials = false
         var problems: [String] = []
         var served: [Served] = []
         var seenTokens: Set<String> = []
@@ -145,6 +146,21 @@ package final class MockAppStoreServerAPI: Sendable {
         state.withLock { $0.refuseEverything = true }
     }
 
+    /// Answers 403 to every request from now on, with an errorMessage that
+    /// repeats the token's signature and then the whole Authorization
+    /// header, as a careless server might.
+    package func refuseRequestsEchoingCredentials() {
+        state.withLock {
+            $0.refuseEverything = true
+            $0.echoesCredentials = true
+        }
+    }
+
+    /// Every bearer token requests carried, in no order.
+    package var tokensSeen: [String] {
+        state.withLock { Array($0.seenTokens) }
+    }
+
     /// Makes each Request a Test Notification POST `signedPayload` (as
     /// `{"signedPayload": …}`) to 127.0.0.1:`port``path`.
     package func sendTestNotifications(signedPayload: String, toPort port: UInt16,
@@ -193,7 +209,16 @@ package final class MockAppStoreServerAPI: Sendable {
                 let text = code.map { #"{"errorCode":\#($0),"errorMessage":"mock"}"# } ?? ""
                 return .status(status, headers: headers, body: text)
             }
-            if state.refuseEverything { return error(401, nil) }
+            if state.refuseEverything {
+                guard state.echoesCredentials, let authorization = request.header("Authorization") else {
+                    return error(401, nil)
+                }
+                served.status = 403
+                let signature = authorization.split(separator: ".").last.map(String.init) ?? ""
+                let echo = JSONValue.object([("errorCode", .number("4030000")),
+                                             ("errorMessage", .string("signature \(signature) refused for \(authorization)"))])
+                return .status(403, body: echo.serializedString)
+            }
             if startDate >= endDate {
                 state.problems.append("startDate \(startDate) is not before endDate \(endDate)")
                 return error(400, 4_000_010)

@@ -132,12 +132,16 @@ struct AppStoreAPIError: Sendable, Equatable {
     /// The raw `Retry-After` header.
     var retryAfter: String?
 
-    init(status: Int, body: [UInt8], retryAfter: String?) {
+    /// `redactor` blanks out what the request sent in confidence (its
+    /// token) wherever `errorMessage` repeats it, before it is shortened.
+    init(status: Int, body: [UInt8], retryAfter: String?, redactor: SecretRedactor? = nil) {
         self.status = status
         self.retryAfter = retryAfter
         let value = try? JSONValue.parse(body)
         errorCode = value?["errorCode"]?.int64Value
-        errorMessage = value?["errorMessage"]?.stringValue.map { LogText.singleLine($0, limit: 200) }
+        errorMessage = value?["errorMessage"]?.stringValue.map {
+            LogText.singleLine(redactor?.redact($0) ?? $0, limit: 200)
+        }
     }
 
     /// "HTTP 400, errorCode 4000017 (Pagination token is expired.)"
