@@ -13,8 +13,17 @@ import Testing
             == #"a\u009b2J\u0085b\u2028c\u2029d\u0080\u009f"#)
     }
 
+    @Test func bidirectionalControlsAreEscapedSoNothingReadsBackwards() {
+        // "refund" with an override that would show the rest reversed.
+        #expect(LogText.escaped("key\u{202E}dnufer\u{202C} \u{2066}x\u{2069}\u{200F}\u{061C}")
+            == #"key\u202ednufer\u202c \u2066x\u2069\u200f\u061c"#)
+        #expect(LogText.escaped("\u{202A}\u{202B}\u{202D}\u{2067}\u{2068}\u{200E}")
+            == #"\u202a\u202b\u202d\u2067\u2068\u200e"#)
+    }
+
     @Test func textBeyondASCIIThatControlsNothingPassesUnchanged() {
-        for text in ["Überweisung für 東京", "\u{A0}non-breaking", "€ and — and ‘quotes’", "2000000123456789"] {
+        for text in ["Überweisung für 東京", "\u{A0}non-breaking", "€ and — and ‘quotes’", "2000000123456789",
+                     "عربي مرحبا", "\u{2010}hyphen\u{2030}"] {
             #expect(LogText.escaped(text) == text)
         }
     }

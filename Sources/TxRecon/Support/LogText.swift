@@ -4,13 +4,16 @@
 
 enum LogText {
     /// The text with control characters (newlines included) written as `\n`,
-    /// `\r`, `\t`, `\xNN` (C0 and DEL) and `\uNNNN` (C1, and the line and
-    /// paragraph separators U+2028 and U+2029), and backslashes as `\\`
-    /// unless `keepingBackslashes`. These are the forms of bash's `$'…'`
-    /// quoting, so a name escaped with its backslashes can be typed back as
-    /// `$'name'`. C1 controls are escaped with the C0 ones because some
-    /// terminals act on them (U+009B is CSI, as ESC [ is), the separators
-    /// because some viewers start a line at them.
+    /// `\r`, `\t`, `\xNN` (C0 and DEL) and `\uNNNN` (C1, the line and
+    /// paragraph separators U+2028 and U+2029, and the bidirectional
+    /// controls), and backslashes as `\\` unless `keepingBackslashes`. These
+    /// are the forms of bash's `$'…'` quoting, so a name escaped with its
+    /// backslashes can be typed back as `$'name'`. C1 controls are escaped
+    /// with the C0 ones because some terminals act on them (U+009B is CSI, as
+    /// ESC [ is), the separators because some viewers start a line at them,
+    /// the bidirectional marks, embeddings, overrides and isolates because
+    /// they reorder what follows them on screen: a key could make a reason
+    /// read backwards, or hide part of a line behind another.
     ///
     /// `keepingBackslashes` is for text shown to a person that may already
     /// have been escaped once (a reason file, a status line): doubling its
@@ -19,11 +22,12 @@ enum LogText {
     static func escaped(_ text: String, keepingBackslashes: Bool = false) -> String {
         // Most text (keys, file names, reasons) needs nothing: check the
         // bytes once and hand the same string back. In UTF-8 every C1
-        // control starts with 0xC2 and U+2028 and U+2029 with 0xE2; other
-        // text beyond ASCII passes without a closer look.
+        // control starts with 0xC2, the Arabic letter mark U+061C with 0xD8,
+        // and the separators and the other bidirectional controls with
+        // 0xE2; other text beyond ASCII passes without a closer look.
         let plain = text.utf8.allSatisfy { byte in
             byte < 0x80 ? byte >= 0x20 && byte != 0x7F && (keepingBackslashes || byte != UInt8(ascii: "\\"))
-                : byte != 0xC2 && byte != 0xE2
+                : !mayStartEscapedCharacter(byte)
         }
         if plain { return text }
         var result = ""
@@ -35,12 +39,27 @@ enum LogText {
             case "\r": result += "\\r"
             case "\t": result += "\\t"
             case _ where scalar.value < 0x20 || scalar.value == 0x7F: result += "\\x" + hex(scalar.value, digits: 2)
-            case _ where (0x80...0x9F).contains(scalar.value) || scalar.value == 0x2028 || scalar.value == 0x2029:
-                result += "\\u" + hex(scalar.value, digits: 4)
+            case _ where isEscapedBeyondASCII(scalar.value): result += "\\u" + hex(scalar.value, digits: 4)
             default: result.unicodeScalars.append(scalar)
             }
         }
         return result
+    }
+
+    /// Whether the character `value`, beyond ASCII, is written `\uNNNN`:
+    /// C1 controls, U+2028 and U+2029, and Unicode's bidirectional
+    /// formatting characters (UAX #9): the marks U+061C, U+200E and U+200F,
+    /// the embeddings and overrides U+202A to U+202E, the isolates U+2066
+    /// to U+2069.
+    static func isEscapedBeyondASCII(_ value: UInt32) -> Bool {
+        (0x80...0x9F).contains(value) || value == 0x2028 || value == 0x2029 || value == 0x061C || value == 0x200E
+            || value == 0x200F || (0x202A...0x202E).contains(value) || (0x2066...0x2069).contains(value)
+    }
+
+    /// Whether a UTF-8 byte may start a character `isEscapedBeyondASCII`
+    /// names (0xC2, 0xD8, 0xE2), so that other text is passed at a glance.
+    static func mayStartEscapedCharacter(_ byte: UInt8) -> Bool {
+        byte == 0xC2 || byte == 0xD8 || byte == 0xE2
     }
 
     /// One line of at most `limit` characters, escaped.

@@ -16,18 +16,19 @@ public enum TerminalText {
     }
 
     /// `value` as one line of JSON. The serializer writes C0 controls as
-    /// `\u` escapes, as JSON requires; DEL, C1 controls and U+2028/U+2029,
-    /// which JSON allows raw, become `\u` escapes here as well, so a
-    /// document on a terminal is as harmless as the text output and parses
-    /// to the same values. Outside strings the serializer writes ASCII
-    /// only, so any such character stands inside a string.
+    /// `\u` escapes, as JSON requires; DEL, C1 controls, U+2028/U+2029 and
+    /// the bidirectional controls, which JSON allows raw, become `\u`
+    /// escapes here as well (LogText's set), so a document on a terminal is
+    /// as harmless as the text output and parses to the same values.
+    /// Outside strings the serializer writes ASCII only, so any such
+    /// character stands inside a string.
     public static func json(_ value: JSONValue) -> String {
         let text = value.serializedString
-        guard text.utf8.contains(where: { $0 == 0x7F || $0 == 0xC2 || $0 == 0xE2 }) else { return text }
+        guard text.utf8.contains(where: { $0 == 0x7F || LogText.mayStartEscapedCharacter($0) }) else { return text }
         var result = ""
         result.reserveCapacity(text.utf8.count + 16)
         for scalar in text.unicodeScalars {
-            if scalar.value == 0x7F || (0x80...0x9F).contains(scalar.value) || scalar.value == 0x2028 || scalar.value == 0x2029 {
+            if scalar.value == 0x7F || LogText.isEscapedBeyondASCII(scalar.value) {
                 let hex = String(scalar.value, radix: 16)
                 result += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
             } else {
