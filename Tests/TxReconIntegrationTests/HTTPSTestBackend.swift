@@ -59,7 +59,9 @@ final class HTTPSTestBackend {
         server.waitUntilExit()
     }
 
-    private static func makeCertificate(commonName: String, certificate: String, key: String) throws {
+    /// A self-signed P-256 certificate for `commonName` and the IP address
+    /// 127.0.0.1, made with the `openssl` command; the key's file mode 0600.
+    static func makeCertificate(commonName: String, certificate: String, key: String) throws {
         let openssl = Process()
         openssl.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         openssl.arguments = ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
@@ -69,6 +71,7 @@ final class HTTPSTestBackend {
         try openssl.run()
         openssl.waitUntilExit()
         try #require(openssl.terminationStatus == 0, "openssl req failed for \(commonName)")
+        try #require(chmod(key, 0o600) == 0)
     }
 
     /// argv: certificate, key, port file, client CA file (empty: none).

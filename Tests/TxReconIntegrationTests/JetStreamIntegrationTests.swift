@@ -1,7 +1,9 @@
 // The JetStream destination end to end: the built daemon publishing into a
 // real nats-server with JetStream on 127.0.0.1. Every item once per
 // idempotency key across a SIGKILL; a server that goes away and comes back;
-// refusals for good held; no responders retried; a replay not swallowed.
+// refusals for good held; no responders retried; a replay not swallowed;
+// TLS with the destination's CA and client certificate, and no delivery to
+// a server no CA vouches for.
 import Glibc
 import Testing
 @testable import TxRecon
@@ -101,6 +103,66 @@ struct JetStreamIntegrationTests {
         let log = fixture.daemon?.stderr ?? ""
         #expect(log.contains("no responders on txrecon.early"),
                 "\(log.split(separator: "\n").filter { $0.contains("early") })")
+    }
+
+    /// A server that speaks TLS only, with a certificate for 127.0.0.1, and
+    /// requires a client certificate; both self-signed for the test.
+    final class TLSStream {
+        let fixture: DaemonFixture
+        let nats: NATSServerProcess
+        let files: (ca: String, certificate: String, key: String)
+
+        init() async throws {
+            fixture = try DaemonFixture()
+            let path = fixture.directory.path
+            try HTTPSTestBackend.makeCertificate(commonName: "127.0.0.1", certificate: path + "/nats.pem",
+                                                 key: path + "/nats.key")
+            try HTTPSTestBackend.makeCertificate(commonName: "txrecon-test-client", certificate: path + "/client.pem",
+                                                 key: path + "/client.key")
+            files = (path + "/nats.pem", path + "/client.pem", path + "/client.key")
+            nats = try await NATSServerProcess(directory: path, tls: .init(certificate: path + "/nats.pem",
+                                                                          key: path + "/nats.key",
+                                                                          clientCA: path + "/client.pem"))
+            try JetStreamClient(url: nats.url, tls: files).addStream("ORDERS", subjects: ["txrecon.>"])
+        }
+
+        func configure(ca: Bool) throws {
+            try fixture.writeConfig("""
+                [Backend]
+                ProbeDelays=200ms
+                \(ca ? "CAFile=\(files.ca)" : "")
+                ClientCertificateFile=\(files.certificate)
+                ClientKeyFile=\(files.key)
+                """, url: nats.url, delays: "200ms")
+        }
+
+        func messages() -> [StoredMessage] {
+            (try? JetStreamClient(url: nats.url, tls: files).messages(in: "ORDERS")) ?? []
+        }
+    }
+
+    @Test func overTLSWithItsCAAndAClientCertificateEveryItemReachesTheStream() async throws {
+        let stream = try await TLSStream()
+        let fixture = stream.fixture
+        #expect(stream.nats.url.hasPrefix("tls://"))
+        try stream.configure(ca: true)
+        try await fixture.start()
+        for id in ["t-1", "t-2", "t-3"] { try fixture.drop(fixture.envelope(id, version: 1)) }
+        #expect(await fixture.eventually { fixture.doneItems() == ["t-1", "t-2", "t-3"] })
+        #expect(Set(stream.messages().compactMap(\.messageID)) == ["t-1:1", "t-2:1", "t-3:1"])
+    }
+
+    @Test func aServerWhoseCertificateNoCAVouchesForGetsNothing() async throws {
+        let stream = try await TLSStream()
+        let fixture = stream.fixture
+        // No CAFile=: the system's CAs do not know the self-signed server.
+        try stream.configure(ca: false)
+        try await fixture.start()
+        try fixture.drop(fixture.envelope("untrusted", version: 1))
+        #expect(await fixture.eventually { fixture.names("queue").contains("untrusted.state") })
+        #expect(await fixture.eventually { fixture.daemon?.stderr.contains("self-signed certificate") == true },
+                "\(fixture.daemon?.stderr.suffix(600) ?? "")")
+        #expect(stream.messages().isEmpty && fixture.doneItems().isEmpty)
     }
 
     @Test(.enabled(if: getuid() == 0, "a replay is root's to ask for"))

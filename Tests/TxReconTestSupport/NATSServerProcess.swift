@@ -10,16 +10,32 @@ package final class NATSServerProcess {
     package let port: UInt16
     package let storeDirectory: String
     private let logDirectory: String
+    private let tls: TLS?
     private var process: DaemonProcess?
     private var starts = 0
 
-    package var url: String { "nats://127.0.0.1:\(port)" }
+    /// PEM files for a server that speaks TLS only; with `clientCA`, it
+    /// also requires a client certificate issued by it.
+    package struct TLS: Sendable {
+        package var certificate: String
+        package var key: String
+        package var clientCA: String?
+
+        package init(certificate: String, key: String, clientCA: String? = nil) {
+            self.certificate = certificate
+            self.key = key
+            self.clientCA = clientCA
+        }
+    }
+
+    package var url: String { (tls == nil ? "nats" : "tls") + "://127.0.0.1:\(port)" }
 
     /// Starts nats-server with JetStream storing in `storeDirectory`, on a
     /// free loopback port, and waits until it takes connections.
-    package init(directory: String) async throws {
+    package init(directory: String, tls: TLS? = nil) async throws {
         storeDirectory = directory + "/nats-store"
         logDirectory = directory
+        self.tls = tls
         port = try NATSServerProcess.freePort()
         try await start()
     }
@@ -29,9 +45,12 @@ package final class NATSServerProcess {
     /// (Re)starts the server on the same port and store.
     package func start() async throws {
         starts += 1
-        let process = try DaemonProcess(command: ["/usr/sbin/nats-server", "-js", "-a", "127.0.0.1", "-p", String(port),
-                                                  "-sd", storeDirectory],
-                                        stderrPath: logDirectory + "/nats-server-\(starts).log")
+        var command = ["/usr/sbin/nats-server", "-js", "-a", "127.0.0.1", "-p", String(port), "-sd", storeDirectory]
+        if let tls {
+            command += ["--tls", "--tlscert", tls.certificate, "--tlskey", tls.key]
+            if let clientCA = tls.clientCA { command += ["--tlsverify", "--tlscacert", clientCA] }
+        }
+        let process = try DaemonProcess(command: command, stderrPath: logDirectory + "/nats-server-\(starts).log")
         self.process = process
         let deadline = ContinuousClock.now + .seconds(20)
         while !process.stderr.contains("Server is ready") {
@@ -81,9 +100,19 @@ package final class JetStreamClient {
     private let connection: OpaquePointer
     private let context: OpaquePointer
 
-    package init(url: String) throws {
+    /// `tls` names the server's CA and the client identity it requires,
+    /// for a server started with `NATSServerProcess.TLS`.
+    package init(url: String, tls: (ca: String, certificate: String, key: String)? = nil) throws {
+        var options: OpaquePointer?
+        guard natsOptions_Create(&options) == NATS_OK, let options else { throw ClientError(what: "options") }
+        defer { natsOptions_Destroy(options) }
+        var status = natsOptions_SetURL(options, url)
+        if status == NATS_OK, let tls {
+            status = natsOptions_LoadCATrustedCertificates(options, tls.ca)
+            if status == NATS_OK { status = natsOptions_LoadCertificatesChain(options, tls.certificate, tls.key) }
+        }
         var connection: OpaquePointer?
-        guard natsConnection_ConnectTo(&connection, url) == NATS_OK, let connection else {
+        guard status == NATS_OK, natsConnection_Connect(&connection, options) == NATS_OK, let connection else {
             throw ClientError(what: "connect to \(url)")
         }
         var context: OpaquePointer?

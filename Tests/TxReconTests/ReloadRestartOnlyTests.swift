@@ -21,7 +21,8 @@ import Testing
         let current = configuration(url: "https://a.example/in", destinationURL: "nats://127.0.0.1:4222")
         var next = configuration(url: "nats://127.0.0.1:4222", destinationURL: "https://b.example/in")
         let waiting = Daemon.keepRestartOnlySettings(of: current, in: &next)
-        #expect(waiting == ["URL= (between http(s):// and nats://)", "URL= of second (between http(s):// and nats://)"])
+        #expect(waiting == ["URL= (between http(s):// and nats:// or tls://)",
+                            "URL= of second (between http(s):// and nats:// or tls://)"])
         #expect(next.backend.url == "https://a.example/in")
         #expect(next.destinations[0].settings.backend.url == "nats://127.0.0.1:4222")
     }

@@ -29,7 +29,8 @@ extension BackendSecrets {
         var secrets = BackendSecrets(
             bearerToken: try bearerToken(for: configuration, environment: environment, credential: credential),
             webhookSigningKey: try signingKey(for: configuration))
-        let clientKeyLines = try checkTLSFiles(configuration)
+        secrets.tls = try checkTLSFiles(configuration)
+        let clientKeyLines = secrets.tls.key.map(TLSFiles.bodyLines(ofPEM:)) ?? []
         secrets.redactable = [secrets.bearerToken, configuration.backend.urlQuery].compactMap { $0 } + clientKeyLines
         if let key = secrets.webhookSigningKey {
             let encoded = Data(key).base64EncodedString()
@@ -45,12 +46,12 @@ extension BackendSecrets {
     }
 
     /// Parses CAFile=, ClientCertificateFile= and ClientKeyFile= as curl
-    /// will use them, and checks the key's permissions as a secret file's;
-    /// returns the key's PEM lines, to be kept out of every output. The
-    /// key is read here to be checked: curl reads it again by its path
-    /// when it opens a connection.
-    private static func checkTLSFiles(_ configuration: Configuration) throws(ConfigurationError) -> [String] {
+    /// and libnats will use them, and checks the key's permissions as a
+    /// secret file's; returns what they hold. curl reads the files again by
+    /// their paths when it opens a connection; libnats takes these bytes.
+    private static func checkTLSFiles(_ configuration: Configuration) throws(ConfigurationError) -> TLSMaterial {
         let backend = configuration.backend
+        var material = TLSMaterial()
         if let path = backend.caFile {
             let key = "Backend.CAFile"
             let bytes: [UInt8]
@@ -64,8 +65,11 @@ extension BackendSecrets {
                                          message: "\(path) holds no PEM certificates OpenSSL can read (or something "
                                             + "else besides); CAFile= takes a PEM bundle of CA certificates")
             }
+            material.trustedCertificates = bytes
         }
-        guard let certificatePath = backend.clientCertificateFile, let keyPath = backend.clientKeyFile else { return [] }
+        guard let certificatePath = backend.clientCertificateFile, let keyPath = backend.clientKeyFile else {
+            return material
+        }
         let certificate: [UInt8]
         do {
             certificate = try RegularFile.read(certificatePath, limit: 1 << 20).bytes
@@ -88,13 +92,15 @@ extension BackendSecrets {
             case .keyUnreadable:
                 throw configurationError(configuration, key: "Backend.ClientKeyFile",
                                          message: "\(keyPath) holds no PEM private key OpenSSL can read without a "
-                                            + "passphrase; curl cannot ask for one")
+                                            + "passphrase; a service has no one to ask for it")
             case .mismatch:
                 throw configurationError(configuration, key: "Backend.ClientKeyFile",
                                          message: "\(keyPath) is not the key of the certificate in \(certificatePath)")
             }
         }
-        return TLSFiles.bodyLines(ofPEM: keyBytes)
+        material.certificate = certificate
+        material.key = keyBytes
+        return material
     }
 
     private static func bearerToken(

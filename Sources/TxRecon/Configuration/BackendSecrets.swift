@@ -13,6 +13,19 @@ public struct BackendSecrets: Sendable, Equatable, CustomStringConvertible, Cust
     /// token, the signing secret as written, the query of URL=, the lines
     /// of the TLS client key), for SecretRedactor.
     package var redactable: [String] = []
+    /// The PEM files CAFile=, ClientCertificateFile= and ClientKeyFile=
+    /// name, as read and checked once at load; libnats takes them from
+    /// here (curl reads them by path).
+    package var tls = TLSMaterial()
+
+    /// PEM texts for a TLS connection; nil where the file is not configured.
+    package struct TLSMaterial: Sendable, Equatable {
+        package var trustedCertificates: [UInt8]?
+        package var certificate: [UInt8]?
+        package var key: [UInt8]?
+
+        package init() {}
+    }
 
     public init(bearerToken: String? = nil, webhookSigningKey: [UInt8]? = nil) {
         self.bearerToken = bearerToken

@@ -99,10 +99,11 @@ public struct BackendSettings: Sendable, Equatable {
     /// `SigningSecretFile=`: a `whsec_…` Standard Webhooks secret; when set,
     /// every attempt is signed.
     public var signingSecretFile: String?
-    /// `CAFile=`: PEM bundle that replaces the system trust store for https.
+    /// `CAFile=`: PEM bundle that replaces the system trust store for
+    /// https:// and tls://.
     public var caFile: String?
     /// `ClientCertificateFile=` and `ClientKeyFile=`: PEM client identity for
-    /// mutual TLS; both or neither.
+    /// mutual TLS (https:// and tls://); both or neither.
     public var clientCertificateFile: String?
     public var clientKeyFile: String?
     /// `ProbeDelays=`: while the backend fails, only one request at a time
@@ -123,8 +124,13 @@ public struct BackendSettings: Sendable, Equatable {
 
     public init() {}
 
-    /// Whether URL= is a NATS server: items are published to JetStream.
-    public var isStream: Bool { url.lowercased().hasPrefix("nats://") }
+    /// Whether URL= is a NATS server (nats:// or tls://): items are
+    /// published to JetStream.
+    public var isStream: Bool { url.lowercased().hasPrefix("nats://") || streamRequiresTLS }
+
+    /// Whether URL= is a NATS server that must be spoken to over TLS
+    /// (tls://); with nats:// libnats uses TLS only when the server asks.
+    public var streamRequiresTLS: Bool { url.lowercased().hasPrefix("tls://") }
 
     /// URL= as logs and check-config show it: a query, which may carry a
     /// credential, stands as `?<redacted>`.

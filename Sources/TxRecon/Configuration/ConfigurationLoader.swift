@@ -153,17 +153,24 @@ public enum ConfigurationLoader {
         // refused rather than silently ignored (the default spelled out is
         // no mistake).
         let backend = configuration.backend
+        let tlsKeys = ["CAFile", "ClientCertificateFile", "ClientKeyFile"]
         let misplaced = backend.isStream
-            ? ["SigningSecretFile", "CAFile", "ClientCertificateFile", "ClientKeyFile"]
+            ? ["SigningSecretFile"] + (backend.streamRequiresTLS ? [] : tlsKeys)
             : (backend.subject == BackendSettings().subject ? [] : ["Subject"]) + ["Stream"]
         if let key = misplaced.first(where: { configuration.origins["Backend.\($0)"] != nil }) {
             let origin = configuration.origins["Backend.\(key)"]
-            throw ConfigurationError(
-                file: origin?.file ?? configuration.path, line: origin?.line, key: "Backend.\(key)",
-                message: configuration.backend.isStream
-                    ? "does not apply to a nats:// destination (JetStream over plain TCP, a token from "
-                        + "BearerTokenFile=); remove it"
-                    : "applies only to a nats:// destination; remove it or make URL= nats://HOST:PORT")
+            let message = switch (backend.isStream, tlsKeys.contains(key)) {
+            case (true, true):
+                "applies to a NATS server over TLS: make URL= tls://HOST:PORT (with nats:// libnats uses TLS only "
+                    + "when the server asks for it, checked against the system's CAs), or remove it"
+            case (true, false):
+                "does not apply to a JetStream destination (messages carry no webhook signature; the connection "
+                    + "is authenticated by a token from BearerTokenFile=); remove it"
+            case (false, _):
+                "applies only to a JetStream destination; remove it or make URL= nats://HOST:PORT"
+            }
+            throw ConfigurationError(file: origin?.file ?? configuration.path, line: origin?.line,
+                                     key: "Backend.\(key)", message: message)
         }
     }
 

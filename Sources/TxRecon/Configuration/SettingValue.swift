@@ -130,16 +130,19 @@ enum SettingValue {
     }
 
     /// `[Backend] URL=`: what `backendURL` accepts, or a NATS server with
-    /// JetStream, `nats://HOST[:PORT]` (no path, query or credentials).
+    /// JetStream, `nats://HOST[:PORT]` or, over TLS, `tls://HOST[:PORT]`
+    /// (no path, query or credentials).
     static func destinationURL(_ text: String) throws(InvalidValue) -> String {
-        guard text.lowercased().hasPrefix("nats://") else {
+        let lowercased = text.lowercased()
+        guard lowercased.hasPrefix("nats://") || lowercased.hasPrefix("tls://") else {
             do {
                 return try backendURL(text)
             } catch {
-                throw InvalidValue(message: error.message + #", or nats://HOST:PORT for NATS JetStream"#)
+                throw InvalidValue(message: error.message
+                                   + #", or nats://HOST:PORT (tls://HOST:PORT over TLS) for NATS JetStream"#)
             }
         }
-        let accepted = #"a NATS server as nats://HOST:PORT, such as "nats://127.0.0.1:4222""#
+        let accepted = #"a NATS server as nats://HOST:PORT or tls://HOST:PORT, such as "nats://127.0.0.1:4222""#
         guard text.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }), let url = URL(string: text),
               let host = url.host, !host.isEmpty, url.path.isEmpty || url.path == "/", url.query == nil else {
             throw InvalidValue(message: "\(quotedURL(text)) is not \(accepted)")

@@ -23,18 +23,16 @@ import Synchronization
 final class JetStreamTransport: DestinationTransport {
     /// What a publish needs from the configuration; replaced on reload.
     struct Options: Sendable, Equatable {
-        var url: String
-        var token: String?
+        var connection: NATSSession.Options
         var subject: String
         var stream: String?
-        var timeoutMilliseconds: Int64
 
         init(_ settings: BackendSettings, secrets: BackendSecrets) {
-            url = settings.url
-            token = secrets.bearerToken
+            connection = NATSSession.Options(url: settings.url, token: secrets.bearerToken,
+                                             requiresTLS: settings.streamRequiresTLS, tls: secrets.tls,
+                                             timeoutMilliseconds: max(1, settings.timeout.milliseconds))
             subject = settings.subject
             stream = settings.stream
-            timeoutMilliseconds = max(1, settings.timeout.milliseconds)
         }
     }
 
@@ -95,8 +93,7 @@ final class JetStreamTransport: DestinationTransport {
             return session
         }
         if let existing { return existing }
-        let made = try NATSSession(url: options.url, token: options.token,
-                                   timeoutMilliseconds: options.timeoutMilliseconds)
+        let made = try NATSSession(options.connection)
         return session.withLock { current in
             if let (session, madeWith) = current, madeWith == options, !session.isClosed { return session }
             current = (made, options)
@@ -146,7 +143,7 @@ final class JetStreamTransport: DestinationTransport {
         status = Self.withOptionalCString(options.stream) { stream in
             var publishOptions = jsPubOptions()
             jsPubOptions_Init(&publishOptions)
-            publishOptions.MaxWait = options.timeoutMilliseconds
+            publishOptions.MaxWait = options.connection.timeoutMilliseconds
             publishOptions.ExpectStream = stream
             return js_PublishMsg(&acknowledgement, session.jetStream, message, &publishOptions, &errorCode)
         }

@@ -1,5 +1,12 @@
 // NATSSession: one connection to a NATS server and its JetStream context,
-// made with libnats from a nats:// destination's settings.
+// made with libnats from a nats:// or tls:// destination's settings.
+//
+// TLS: with tls:// the connection must be TLS (libnats refuses a server that
+// does not offer it); with nats:// libnats upgrades only when the server
+// requires it. Either way libnats checks the server's certificate and its
+// name (or IP address) against the URL's host, with CAFile='s certificates
+// or else the system's, and presents ClientCertificateFile= when given: the
+// PEM texts read once at load, never the files again.
 //
 // libnats reconnects on its own (forever, every half second) and keeps what
 // is published meanwhile in its reconnect buffer; a publish while it is
@@ -19,16 +26,34 @@ final class NATSSession: @unchecked Sendable {
     private let connection: OpaquePointer
     let jetStream: OpaquePointer
 
-    init(url: String, token: String?, timeoutMilliseconds: Int64) throws(TransportFailure) {
+    /// What a connection is made with.
+    struct Options: Sendable, Equatable {
+        var url: String
+        var token: String?
+        /// tls://: TLS or no connection.
+        var requiresTLS: Bool
+        var tls: BackendSecrets.TLSMaterial
+        var timeoutMilliseconds: Int64
+    }
+
+    init(_ settings: Options) throws(TransportFailure) {
         var options: OpaquePointer?
         guard natsOptions_Create(&options) == NATS_OK, let options else {
             throw TransportFailure(.other, "libnats: cannot create connection options")
         }
         defer { natsOptions_Destroy(options) }
-        var status = natsOptions_SetURL(options, url)
-        if status == NATS_OK, let token { status = natsOptions_SetToken(options, token) }
+        var status = natsOptions_SetURL(options, settings.url)
+        if status == NATS_OK, let token = settings.token { status = natsOptions_SetToken(options, token) }
+        if status == NATS_OK, settings.requiresTLS { status = natsOptions_SetSecure(options, true) }
+        if status == NATS_OK, let trusted = settings.tls.trustedCertificates {
+            status = natsOptions_SetCATrustedCertificates(options, String(decoding: trusted, as: UTF8.self))
+        }
+        if status == NATS_OK, let certificate = settings.tls.certificate, let key = settings.tls.key {
+            status = natsOptions_SetCertificatesChain(options, String(decoding: certificate, as: UTF8.self),
+                                                      String(decoding: key, as: UTF8.self))
+        }
         if status == NATS_OK { status = natsOptions_SetName(options, "txrecon") }
-        if status == NATS_OK { status = natsOptions_SetTimeout(options, min(timeoutMilliseconds, 10_000)) }
+        if status == NATS_OK { status = natsOptions_SetTimeout(options, min(settings.timeoutMilliseconds, 10_000)) }
         if status == NATS_OK { status = natsOptions_SetMaxReconnect(options, -1) }
         if status == NATS_OK { status = natsOptions_SetReconnectWait(options, 500) }
         guard status == NATS_OK else { throw NATSSession.failure(status, .other) }
@@ -38,7 +63,7 @@ final class NATSSession: @unchecked Sendable {
         guard status == NATS_OK, let connection else { throw NATSSession.failure(status, .connect) }
         var jetStreamOptions = jsOptions()
         jsOptions_Init(&jetStreamOptions)
-        jetStreamOptions.Wait = timeoutMilliseconds
+        jetStreamOptions.Wait = settings.timeoutMilliseconds
         var context: OpaquePointer?
         status = natsConnection_JetStream(&context, connection, &jetStreamOptions)
         guard status == NATS_OK, let context else {

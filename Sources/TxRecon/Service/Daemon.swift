@@ -301,14 +301,14 @@ public enum Daemon {
         }
         // The transport (curl or libnats) is made at start.
         if next.backend.isStream != current.backend.isStream {
-            waiting.append("URL= (between http(s):// and nats://)")
+            waiting.append("URL= (between http(s):// and nats:// or tls://)")
             next.backend.url = current.backend.url
         }
         for index in next.destinations.indices {
             guard let running = current.destinations.first(where: { $0.name == next.destinations[index].name })?
                 .settings else { continue }
             if running.backend.isStream != next.destinations[index].settings.backend.isStream {
-                waiting.append("URL= of \(next.destinations[index].name) (between http(s):// and nats://)")
+                waiting.append("URL= of \(next.destinations[index].name) (between http(s):// and nats:// or tls://)")
                 next.destinations[index].settings.backend.url = running.backend.url
             }
             if running.delivery.maxConcurrentDeliveries != next.destinations[index].settings.delivery.maxConcurrentDeliveries {

@@ -148,15 +148,28 @@ import TxReconTestSupport
         #expect(try !load("URL=https://backend.example/in\n").backend.isStream)
     }
 
+    @Test func aTLSURLMakesAStreamDestinationThatRequiresTLSAndTakesTheTLSFiles() throws {
+        let tls = try load("URL=tls://nats.example:4222\n")
+        #expect(tls.backend.isStream && tls.backend.streamRequiresTLS)
+        #expect(try !load("URL=nats://nats.example:4222\n").backend.streamRequiresTLS)
+        let ca = directory.write("-----BEGIN CERTIFICATE-----\n", to: "ca.pem")
+        let withCA = try load("URL=tls://nats.example:4222\nCAFile=\(ca)\n")
+        #expect(withCA.backend.caFile == ca)
+    }
+
     @Test(arguments: [
         ("URL=nats://127.0.0.1:4222/path\n", "is not a NATS server"),
         ("URL=nats://user:secret@127.0.0.1:4222\n", "carries a user name or password"),
-        ("URL=ftp://example\n", "or nats://HOST:PORT for NATS JetStream"),
+        ("URL=ftp://example\n", "or nats://HOST:PORT (tls://HOST:PORT over TLS) for NATS JetStream"),
+        ("URL=tls://127.0.0.1:4222/path\n", "is not a NATS server"),
         ("URL=nats://127.0.0.1\nSubject=a.*\n", "is not a NATS subject"),
         ("URL=nats://127.0.0.1\nSubject=a..b\n", "is not a NATS subject"),
         ("URL=nats://127.0.0.1\nStream=A.B\n", "is not a JetStream stream name"),
-        ("URL=nats://127.0.0.1\nCAFile=/etc/ssl/ca.pem\n", "does not apply to a nats:// destination"),
-        ("URL=https://backend.example/\nSubject=x\n", "applies only to a nats:// destination"),
+        ("URL=nats://127.0.0.1\nCAFile=/etc/ssl/ca.pem\n", "applies to a NATS server over TLS: make URL= tls://"),
+        ("URL=nats://127.0.0.1\nClientCertificateFile=/etc/txrecon/c.pem\nClientKeyFile=/etc/txrecon/key.pem\n",
+         "applies to a NATS server over TLS"),
+        ("URL=tls://127.0.0.1\nSigningSecretFile=/etc/txrecon/whsec\n", "does not apply to a JetStream destination"),
+        ("URL=https://backend.example/\nSubject=x\n", "applies only to a JetStream destination"),
     ])
     func whatAStreamDestinationCannotUseIsRefused(backend: String, message: String) {
         #expect {
