@@ -20,9 +20,9 @@ struct KnownJOSEHeaders: Sendable {
 
     /// The position of the header spelled exactly `bytes`, if known.
     func index(of bytes: UnsafeBufferPointer<UInt8>) -> Int? {
-        guard let base = bytes.baseAddress else { return nil }
+        guard let base = bytes.baseAddress, !bytes.isEmpty else { return nil }
         for (position, known) in encoded.enumerated() where known.count == bytes.count {
-            // Of the same length as `bytes`, so not empty: it has an address.
+            // As long as `bytes`, so not empty: its storage has an address.
             if known.withUnsafeBufferPointer({ memcmp($0.baseAddress!, base, bytes.count) == 0 }) { return position }
         }
         return nil

@@ -143,20 +143,21 @@ final class SignedDataVerifier {
         let encodedHeader = jws.signingInput[..<jws.encodedHeaderCount]
         // A header spelled exactly like one whose chain passed has passed
         // the header's checks too: they read nothing else.
-        let leafKey: ES256PublicKey
         if let cached = encodedHeader.withUnsafeBufferPointer({ cache.leafKey(forHeader: $0, at: time) }) {
-            leafKey = cached
-        } else {
-            if jws.header["crit"] != nil { throw .criticalHeader }
-            guard jws.header["alg"] == .string("ES256") else {
-                throw .unsupportedAlgorithm(SignedDataVerifier.describeAlgorithm(jws.header["alg"]))
-            }
-            let x5c = try SignedDataVerifier.certificateStrings(jws.header["x5c"])
-            let chain = try validator.validate(x5c: x5c, at: time)
-            cache.insert(chain, encodedHeader: Array(encodedHeader), header: jws.header)
-            leafKey = chain.leafKey
+            guard cached.isValidSignature(jws.signature, of: jws.signingInput) else { throw .invalidSignature }
+            return
         }
-        guard leafKey.isValidSignature(jws.signature, of: jws.signingInput) else { throw .invalidSignature }
+        if jws.header["crit"] != nil { throw .criticalHeader }
+        guard jws.header["alg"] == .string("ES256") else {
+            throw .unsupportedAlgorithm(SignedDataVerifier.describeAlgorithm(jws.header["alg"]))
+        }
+        let x5c = try SignedDataVerifier.certificateStrings(jws.header["x5c"])
+        let chain = try validator.validate(x5c: x5c, at: time)
+        guard chain.leafKey.isValidSignature(jws.signature, of: jws.signingInput) else { throw .invalidSignature }
+        // Only a header whose leaf signed this JWS is kept: anyone can copy
+        // Apple's x5c into headers of their own, but not sign under them,
+        // so nobody else can fill the cache (and empty it for everyone).
+        cache.insert(chain, encodedHeader: Array(encodedHeader), header: jws.header)
     }
 
     /// The three `x5c` strings, or why there are not three.

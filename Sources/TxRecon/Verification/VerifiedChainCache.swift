@@ -7,8 +7,10 @@
 // checks too (ES256, no `crit`, three certificates), and the decoder takes
 // the header's parse from here (`headers`) instead of decoding 3.5 KiB again.
 // Valid only inside the chain's validity window: a signedDate outside it is
-// validated afresh, and only passing chains are stored, so the verdict is
-// the same with and without the cache. Memory only; logs nothing.
+// validated afresh, and only chains that passed and whose leaf signed the
+// JWS at hand are stored (a header of anyone's making with Apple's x5c in
+// it never is), so the verdict is the same with and without the cache.
+// Memory only; logs nothing.
 
 /// A bounded map from an encoded JOSE header to its verified chain. Not
 /// Sendable on purpose: it holds OpenSSL keys and belongs to one verifier on

@@ -85,13 +85,62 @@ import TxReconTestSupport
         #expect(verifier.cachedChainCount == 1)
     }
 
-    @Test func theDecoderTakesTheParseOfAVerifiedHeader() throws {
+    /// The encoded header of `jws`, as a buffer for `KnownJOSEHeaders.index(of:)`.
+    static func isKnown(_ jws: String, in known: KnownJOSEHeaders) -> Bool {
+        Array(jws.split(separator: ".")[0].utf8).withUnsafeBufferPointer { known.index(of: $0) != nil }
+    }
+
+    @Test func theVerifierOffersTheHeaderOfAVerifiedChainToTheDecoder() throws {
         let verifier = SignedDataVerifier(policy: try VerificationFixtures.testPolicy())
-        #expect(intakeVerdict(SignedDataVerifierTests.transaction(), verifier) == nil)
-        let next = TestPKI.sign(payload: TestJWS.transactionPayload(transactionId: "2000000000000077"))
-        let reused = try CompactJWS(compact: next, knownHeaders: verifier.knownHeaders)
-        #expect(reused.header == (try CompactJWS(compact: next)).header)
-        #expect(reused.payload["transactionId"] == .string("2000000000000077"))
+        let jws = SignedDataVerifierTests.transaction()
+        #expect(!Self.isKnown(jws, in: verifier.knownHeaders))
+        #expect(intakeVerdict(jws, verifier) == nil)
+        #expect(Self.isKnown(jws, in: verifier.knownHeaders))
+    }
+
+    @Test func aForgeryUnderAHeaderOfItsOwnNeverEntersTheCache() throws {
+        // Apple's x5c copied into a header of the forger's making (one
+        // member more), a payload of theirs, someone else's signature.
+        let verifier = SignedDataVerifier(policy: try VerificationFixtures.testPolicy())
+        let header = JSONValue.object([("alg", .string("ES256")), ("x5c", TestPKI.x5c(TestPKI.validChain)),
+                                       ("kid", .string("forged"))])
+        let signed = TestPKI.sign(header: header, payload: TestJWS.transactionPayload())
+        let stolen = String(SignedDataVerifierTests.transaction().split(separator: ".")[2])
+        let forged = SignedDataVerifierTests.replacing(segment: 2, of: signed, with: stolen)
+        #expect(intakeVerdict(forged, verifier)?.code == "invalid-signature")
+        #expect(verifier.cachedChainCount == 0 && !Self.isKnown(forged, in: verifier.knownHeaders))
+        // The same header, signed by the leaf, does enter.
+        #expect(intakeVerdict(signed, verifier) == nil)
+        #expect(verifier.cachedChainCount == 1 && Self.isKnown(signed, in: verifier.knownHeaders))
+    }
+
+    @Test func everyInputFormatTakesTheParseOfAKnownHeader() throws {
+        // A marker no parse gives, under the header every TestPKI JWS has.
+        let marker = JSONValue.object([("marker", .bool(true))])
+        var known = KnownJOSEHeaders()
+        let transaction = SignedDataVerifierTests.transaction()
+        known.append(Array(transaction.split(separator: ".")[0].utf8), parsedAs: marker)
+        let renewal = TestPKI.sign(payload: TestJWS.renewalInfoPayload())
+        let notification = TestPKI.sign(payload: TestJWS.notificationPayload(signedTransactionInfo: transaction,
+                                                                              signedRenewalInfo: renewal))
+        let drops: [(String, [UInt8], [String])] = [
+            ("format 1", Array(transaction.utf8), ["signedTransactionInfo"]),
+            ("format 2", TestDrop.notificationBody(notification),
+             ["signedPayload", "signedTransactionInfo", "signedRenewalInfo"]),
+            ("format 3", TestDrop.transactionUpload(transaction, renewal: renewal),
+             ["signedTransactionInfo", "signedRenewalInfo"]),
+        ]
+        for (format, bytes, names) in drops {
+            var parsed = ParsedSignedStrings(knownHeaders: known)
+            guard case .item(let item) = try InputDecoder().decode(bytes, parsed: &parsed) else {
+                Issue.record("\(format) is not an item")
+                continue
+            }
+            for name in names {
+                let text = item.signedStrings.first { $0.name == name }?.value ?? ""
+                #expect(parsed.jws(named: name, text: text)?.header == marker, "\(format): \(name)")
+            }
+        }
     }
 
     @Test func aKnownHeaderIsTakenOnlyWhenSpelledByteForByte() throws {
@@ -115,8 +164,10 @@ import TxReconTestSupport
         let verifier = SignedDataVerifier(policy: try VerificationFixtures.testPolicy(), chainCacheCapacity: 1)
         #expect(intakeVerdict(SignedDataVerifierTests.transaction(), verifier) == nil)
         // The same leaf and intermediate with another (ignored) third entry is another key.
+        let first = SignedDataVerifierTests.transaction()
         let other = SignedDataVerifierTests.transaction(chain: ["leaf", "intermediate", "lookalike-root"])
         #expect(intakeVerdict(other, verifier) == nil)
         #expect(verifier.cachedChainCount == 1)
+        #expect(Self.isKnown(other, in: verifier.knownHeaders) && !Self.isKnown(first, in: verifier.knownHeaders))
     }
 }
