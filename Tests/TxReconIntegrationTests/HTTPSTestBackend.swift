@@ -59,14 +59,16 @@ final class HTTPSTestBackend {
         server.waitUntilExit()
     }
 
-    /// A self-signed P-256 certificate for `commonName` and the IP address
-    /// 127.0.0.1, made with the `openssl` command; the key's file mode 0600.
-    static func makeCertificate(commonName: String, certificate: String, key: String) throws {
+    /// A self-signed P-256 certificate for `commonName` and `subjectAltName`
+    /// (the IP address 127.0.0.1 unless told), made with the `openssl`
+    /// command; the key's file mode 0600.
+    static func makeCertificate(commonName: String, subjectAltName: String = "IP:127.0.0.1", certificate: String,
+                                key: String) throws {
         let openssl = Process()
         openssl.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         openssl.arguments = ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
                              "-nodes", "-days", "1", "-subj", "/CN=\(commonName)",
-                             "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", key, "-out", certificate]
+                             "-addext", "subjectAltName=\(subjectAltName)", "-keyout", key, "-out", certificate]
         openssl.standardError = FileHandle.nullDevice
         try openssl.run()
         openssl.waitUntilExit()

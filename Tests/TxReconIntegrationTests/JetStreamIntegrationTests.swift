@@ -112,18 +112,21 @@ struct JetStreamIntegrationTests {
         let nats: NATSServerProcess
         let files: (ca: String, certificate: String, key: String)
 
-        init() async throws {
+        /// `serverName`: the subjectAltName of the server's certificate.
+        init(serverName: String = "IP:127.0.0.1") async throws {
             fixture = try DaemonFixture()
             let path = fixture.directory.path
-            try HTTPSTestBackend.makeCertificate(commonName: "127.0.0.1", certificate: path + "/nats.pem",
-                                                 key: path + "/nats.key")
+            try HTTPSTestBackend.makeCertificate(commonName: "nats", subjectAltName: serverName,
+                                                 certificate: path + "/nats.pem", key: path + "/nats.key")
             try HTTPSTestBackend.makeCertificate(commonName: "txrecon-test-client", certificate: path + "/client.pem",
                                                  key: path + "/client.key")
             files = (path + "/nats.pem", path + "/client.pem", path + "/client.key")
             nats = try await NATSServerProcess(directory: path, tls: .init(certificate: path + "/nats.pem",
                                                                           key: path + "/nats.key",
                                                                           clientCA: path + "/client.pem"))
-            try JetStreamClient(url: nats.url, tls: files).addStream("ORDERS", subjects: ["txrecon.>"])
+            if serverName == "IP:127.0.0.1" {
+                try JetStreamClient(url: nats.url, tls: files).addStream("ORDERS", subjects: ["txrecon.>"])
+            }
         }
 
         func configure(ca: Bool) throws {
@@ -163,6 +166,20 @@ struct JetStreamIntegrationTests {
         #expect(await fixture.eventually { fixture.daemon?.stderr.contains("self-signed certificate") == true },
                 "\(fixture.daemon?.stderr.suffix(600) ?? "")")
         #expect(stream.messages().isEmpty && fixture.doneItems().isEmpty)
+    }
+
+    @Test func aServerWithATrustedCertificateForAnotherNameGetsNothing() async throws {
+        // CAFile= vouches for the certificate, but it names nats.example,
+        // not the 127.0.0.1 of URL=.
+        let stream = try await TLSStream(serverName: "DNS:nats.example")
+        let fixture = stream.fixture
+        try stream.configure(ca: true)
+        try await fixture.start()
+        try fixture.drop(fixture.envelope("misnamed", version: 1))
+        #expect(await fixture.eventually { fixture.names("queue").contains("misnamed.state") })
+        #expect(await fixture.eventually { fixture.daemon?.stderr.contains("IP address mismatch") == true },
+                "\(fixture.daemon?.stderr.suffix(600) ?? "")")
+        #expect(fixture.doneItems().isEmpty)
     }
 
     @Test(.enabled(if: getuid() == 0, "a replay is root's to ask for"))

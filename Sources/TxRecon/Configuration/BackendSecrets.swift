@@ -19,12 +19,20 @@ public struct BackendSecrets: Sendable, Equatable, CustomStringConvertible, Cust
     package var tls = TLSMaterial()
 
     /// PEM texts for a TLS connection; nil where the file is not configured.
-    package struct TLSMaterial: Sendable, Equatable {
+    /// Printed, it says only which are there: the key stays unprinted.
+    package struct TLSMaterial: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible {
         package var trustedCertificates: [UInt8]?
         package var certificate: [UInt8]?
         package var key: [UInt8]?
 
         package init() {}
+
+        package var description: String {
+            "TLSMaterial(trustedCertificates: \(trustedCertificates == nil ? "none" : "set"), "
+                + "certificate: \(certificate == nil ? "none" : "set"), key: \(key == nil ? "none" : "<redacted>"))"
+        }
+
+        package var debugDescription: String { description }
     }
 
     public init(bearerToken: String? = nil, webhookSigningKey: [UInt8]? = nil) {

@@ -100,7 +100,7 @@ public struct BackendSettings: Sendable, Equatable {
     /// every attempt is signed.
     public var signingSecretFile: String?
     /// `CAFile=`: PEM bundle that replaces the system trust store for
-    /// https:// and tls://.
+    /// https://, and is added to it for tls:// (libnats loads the system's).
     public var caFile: String?
     /// `ClientCertificateFile=` and `ClientKeyFile=`: PEM client identity for
     /// mutual TLS (https:// and tls://); both or neither.
@@ -113,11 +113,11 @@ public struct BackendSettings: Sendable, Equatable {
     /// `MaxRate=`: requests a second at most (a token bucket, one second's
     /// worth saved up). Default unset: no limit.
     public var maxRate: Double?
-    /// `Subject=`: nats:// only; each item is published to this subject, a
+    /// `Subject=`: nats:// and tls:// only; each item is published to this subject, a
     /// dot, and its key (as the spool names it: `%XX` for `.`, `*`, `>`,
     /// spaces). Default `txrecon`.
     public var subject = "txrecon"
-    /// `Stream=`: nats:// only; the stream the subject must be captured by
+    /// `Stream=`: nats:// and tls:// only; the stream the subject must be captured by
     /// (JetStream's expected stream): another, or none, holds the item.
     /// Default unset: whichever stream captures it.
     public var stream: String?

@@ -137,7 +137,7 @@ public enum ConfigurationLoader {
             throw ConfigurationError(
                 file: configuration.path, line: nil, key: "Backend.URL",
                 message: "is required; set URL= under [Backend] to the http:// or https:// address "
-                    + "that receives the transactions, or the nats:// server of a JetStream stream")
+                    + "that receives the transactions, or the nats:// (tls://) server of a JetStream stream")
         }
         let certificate = configuration.backend.clientCertificateFile
         let privateKey = configuration.backend.clientKeyFile

@@ -36,6 +36,10 @@ public enum ConfigurationWarnings {
             warnings.append("[Backend] URL= is plain http:// to \(host): \(sent.joined(separator: " and ")) and every "
                             + "transaction cross the network unencrypted; use https://")
         }
+        if secrets.bearerToken != nil, let host = plainNATSHost(backend.url), !isLoopback(host) {
+            warnings.append("[Backend] URL= is nats:// to \(host): the token and every transaction cross the network "
+                            + "unencrypted unless the server insists on TLS; use tls:// to require it")
+        }
         return warnings
     }
 
@@ -49,6 +53,12 @@ public enum ConfigurationWarnings {
     /// The host of an http:// URL; nil for https:// and anything else.
     private static func plainHTTPHost(_ text: String) -> String? {
         guard let url = URL(string: text), url.scheme?.lowercased() == "http" else { return nil }
+        return url.host
+    }
+
+    /// The host of a nats:// URL (TLS only if the server asks); nil for tls://.
+    private static func plainNATSHost(_ text: String) -> String? {
+        guard let url = URL(string: text), url.scheme?.lowercased() == "nats" else { return nil }
         return url.host
     }
 

@@ -1,4 +1,4 @@
-// JetStreamTransport: the `Transport` of a nats:// destination: each item
+// JetStreamTransport: the `Transport` of a nats:// or tls:// destination: each item
 // is published to NATS JetStream with libnats, and only the stream's publish
 // acknowledgement (a duplicate's too) confirms it (JetStreamOutcome).
 //

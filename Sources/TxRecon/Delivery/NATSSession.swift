@@ -4,9 +4,10 @@
 // TLS: with tls:// the connection must be TLS (libnats refuses a server that
 // does not offer it); with nats:// libnats upgrades only when the server
 // requires it. Either way libnats checks the server's certificate and its
-// name (or IP address) against the URL's host, with CAFile='s certificates
-// or else the system's, and presents ClientCertificateFile= when given: the
-// PEM texts read once at load, never the files again.
+// name (or IP address) against the URL's host, with the system's
+// authorities and CAFile='s added to them (libnats always loads the
+// system's), and presents the first certificate of ClientCertificateFile=
+// when given: the PEM texts read once at load, never the files again.
 //
 // libnats reconnects on its own (forever, every half second) and keeps what
 // is published meanwhile in its reconnect buffer; a publish while it is
@@ -26,14 +27,21 @@ final class NATSSession: @unchecked Sendable {
     private let connection: OpaquePointer
     let jetStream: OpaquePointer
 
-    /// What a connection is made with.
-    struct Options: Sendable, Equatable {
+    /// What a connection is made with. Printed, the token stays unprinted.
+    struct Options: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible {
         var url: String
         var token: String?
         /// tls://: TLS or no connection.
         var requiresTLS: Bool
         var tls: BackendSecrets.TLSMaterial
         var timeoutMilliseconds: Int64
+
+        var description: String {
+            "NATSSession.Options(url: \(url), token: \(token == nil ? "none" : "<redacted>"), "
+                + "requiresTLS: \(requiresTLS), tls: \(tls), timeoutMilliseconds: \(timeoutMilliseconds))"
+        }
+
+        var debugDescription: String { description }
     }
 
     init(_ settings: Options) throws(TransportFailure) {

@@ -1,6 +1,6 @@
 // Transport: the one way the engine talks to a destination. Production uses
 // `CurlTransport` (libcurl on dedicated threads) for http(s):// and
-// `JetStreamTransport` (libnats) for nats://; tests use a scripted fake.
+// `JetStreamTransport` (libnats) for nats:// and tls://; tests use a scripted fake.
 // An exchange runs on the transport's thread from reading the item to
 // committing its outcome, which keeps blocking I/O off the cooperative pool.
 

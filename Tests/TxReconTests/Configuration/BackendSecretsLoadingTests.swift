@@ -236,6 +236,13 @@ private let signingSecret = "whsec_AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcY"
         let secrets = try load(fixture, identity)
         let bodyLine = try #require(key.split(separator: "\n").first { !$0.hasPrefix("-----") })
         #expect(secrets.redactable.contains(String(bodyLine)), "the key's lines are kept out of every output")
+        // What libnats gets, read once here; printed, none of the key.
+        #expect(secrets.tls.key.map { String(decoding: $0, as: UTF8.self).contains(String(bodyLine)) } == true)
+        #expect(secrets.tls.certificate != nil)
+        #expect(!"\(secrets.tls)".contains(String(bodyLine)) && !String(reflecting: secrets.tls).contains(String(bodyLine)))
+        let options = NATSSession.Options(url: "tls://nats.example:4222", token: "tok-secret", requiresTLS: true,
+                                          tls: secrets.tls, timeoutMilliseconds: 1000)
+        #expect(!"\(options)".contains("tok-secret") && !"\(options)".contains(String(bodyLine)), "\(options)")
 
         fixture.directory.write(key, to: "client.key", mode: 0o644)
         let exposed = #expect(throws: ConfigurationError.self) { try load(fixture, identity) }

@@ -33,6 +33,18 @@ import Testing
                 "nothing secret is sent")
     }
 
+    @Test func aTokenOverNatsToAnotherHostIsWarnedAboutButNotOverTLS() {
+        let token = BackendSecrets(bearerToken: "tok")
+        let remote = ConfigurationWarnings.daemon(configuration(url: "nats://nats.example:4222"), secrets: token)
+        #expect(remote == ["[Backend] URL= is nats:// to nats.example: the token and every transaction cross the "
+                           + "network unencrypted unless the server insists on TLS; use tls:// to require it"])
+        for url in ["tls://nats.example:4222", "nats://127.0.0.1:4222"] {
+            #expect(ConfigurationWarnings.daemon(configuration(url: url), secrets: token).isEmpty, "\(url)")
+        }
+        #expect(ConfigurationWarnings.daemon(configuration(url: "nats://nats.example:4222"), secrets: BackendSecrets())
+            .isEmpty, "no token")
+    }
+
     @Test func aPlainHTTPSweepBaseURLIsWarnedAbout() {
         var sweep = SweepSettings()
         #expect(ConfigurationWarnings.sweep(sweep).isEmpty, "Apple's https:// default")
