@@ -46,6 +46,11 @@ public enum ConfigurationSummary {
         if let caFile = backend.caFile { lines.append("CAFile=\(caFile)") }
         if let certificate = backend.clientCertificateFile { lines.append("ClientCertificateFile=\(certificate)") }
         if let key = backend.clientKeyFile { lines.append("ClientKeyFile=\(key)") }
+        if backend.isStream {
+            lines.append("Subject=\(backend.subject)")
+            lines.append("Stream=\(backend.stream ?? "any that captures the subject")")
+            lines.append("TLS: " + (backend.streamRequiresTLS ? "required (tls://)" : "only if the server requires it (nats://)"))
+        }
         lines.append("ProbeDelays=\(backend.probeSchedule.delays.map(TimeSpan.format).joined(separator: " "))")
         lines.append("MaxRate=" + (backend.maxRate.map { "\(RequestRate.format($0))/s" } ?? "none"))
         lines += [

@@ -148,6 +148,20 @@ import TxReconTestSupport
         #expect(try !load("URL=https://backend.example/in\n").backend.isStream)
     }
 
+    @Test func checkConfigShowsTheSubjectTheStreamAndWhetherTLSIsRequired() throws {
+        let tls = ConfigurationSummary.lines(try load("URL=tls://nats.example:4222\nStream=ORDERS\n"),
+                                             secrets: BackendSecrets(), verification: nil)
+        #expect(tls.contains("Subject=txrecon") && tls.contains("Stream=ORDERS") && tls.contains("TLS: required (tls://)"),
+                "\(tls)")
+        let plain = ConfigurationSummary.lines(try load("URL=nats://nats.example:4222\n"), secrets: BackendSecrets(),
+                                               verification: nil)
+        #expect(plain.contains("Stream=any that captures the subject")
+                    && plain.contains("TLS: only if the server requires it (nats://)"), "\(plain)")
+        let http = ConfigurationSummary.lines(try load("URL=https://backend.example/in\n"), secrets: BackendSecrets(),
+                                              verification: nil)
+        #expect(!http.contains { $0.contains("Subject=") || $0.contains("TLS:") })
+    }
+
     @Test func aTLSURLMakesAStreamDestinationThatRequiresTLSAndTakesTheTLSFiles() throws {
         let tls = try load("URL=tls://nats.example:4222\n")
         #expect(tls.backend.isStream && tls.backend.streamRequiresTLS)
