@@ -155,31 +155,31 @@ struct JetStreamIntegrationTests {
         #expect(Set(stream.messages().compactMap(\.messageID)) == ["t-1:1", "t-2:1", "t-3:1"])
     }
 
-    @Test func aServerWhoseCertificateNoCAVouchesForGetsNothing() async throws {
-        let stream = try await TLSStream()
+    /// Starts the daemon on `stream`, drops one item and expects it to stay
+    /// queued with `refusal` in the log: nothing reaches the server.
+    func expectNothingSent(to stream: TLSStream, ca: Bool, refusal: String) async throws {
         let fixture = stream.fixture
-        // No CAFile=: the system's CAs do not know the self-signed server.
-        try stream.configure(ca: false)
+        try stream.configure(ca: ca)
         try await fixture.start()
-        try fixture.drop(fixture.envelope("untrusted", version: 1))
-        #expect(await fixture.eventually { fixture.names("queue").contains("untrusted.state") })
-        #expect(await fixture.eventually { fixture.daemon?.stderr.contains("self-signed certificate") == true },
+        try fixture.drop(fixture.envelope("refused", version: 1))
+        #expect(await fixture.eventually { fixture.names("queue").contains("refused.state") })
+        #expect(await fixture.eventually { fixture.daemon?.stderr.contains(refusal) == true },
                 "\(fixture.daemon?.stderr.suffix(600) ?? "")")
-        #expect(stream.messages().isEmpty && fixture.doneItems().isEmpty)
+        #expect(fixture.doneItems().isEmpty)
+    }
+
+    @Test func aServerWhoseCertificateNoCAVouchesForGetsNothing() async throws {
+        // No CAFile=: the system's CAs do not know the self-signed server.
+        let stream = try await TLSStream()
+        try await expectNothingSent(to: stream, ca: false, refusal: "self-signed certificate")
+        #expect(stream.messages().isEmpty)
     }
 
     @Test func aServerWithATrustedCertificateForAnotherNameGetsNothing() async throws {
         // CAFile= vouches for the certificate, but it names nats.example,
         // not the 127.0.0.1 of URL=.
-        let stream = try await TLSStream(serverName: "DNS:nats.example")
-        let fixture = stream.fixture
-        try stream.configure(ca: true)
-        try await fixture.start()
-        try fixture.drop(fixture.envelope("misnamed", version: 1))
-        #expect(await fixture.eventually { fixture.names("queue").contains("misnamed.state") })
-        #expect(await fixture.eventually { fixture.daemon?.stderr.contains("IP address mismatch") == true },
-                "\(fixture.daemon?.stderr.suffix(600) ?? "")")
-        #expect(fixture.doneItems().isEmpty)
+        try await expectNothingSent(to: try await TLSStream(serverName: "DNS:nats.example"), ca: true,
+                                    refusal: "IP address mismatch")
     }
 
     @Test(.enabled(if: getuid() == 0, "a replay is root's to ask for"))
