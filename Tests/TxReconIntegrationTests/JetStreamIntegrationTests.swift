@@ -72,8 +72,15 @@ struct JetStreamIntegrationTests {
         #expect(await fixture.eventually { fixture.names("queue").filter { !$0.hasSuffix(".state") }.count == 10 })
         #expect(await fixture.notify.waitFor({ $0.value(of: "STATUS")?.contains("failing since") == true },
                                               timeout: .seconds(20)) != nil)
+        // libnats' own word on the connection, in the journal.
+        #expect(await fixture.eventually {
+            fixture.daemon?.stderr.contains("the connection to the NATS server \(stream.nats.url) was lost") == true
+        })
         try await stream.nats.start()
         #expect(await fixture.eventually(timeout: .seconds(30)) { fixture.doneItems().count == 11 })
+        #expect(await fixture.eventually {
+            fixture.daemon?.stderr.contains("reconnected to the NATS server \(stream.nats.url)") == true
+        })
         #expect(fixture.names("hold").isEmpty)
         #expect(Set(stream.messages().compactMap(\.messageID)).count == 11 && stream.messages().count == 11)
     }
@@ -149,10 +156,14 @@ struct JetStreamIntegrationTests {
         let fixture = stream.fixture
         #expect(stream.nats.url.hasPrefix("tls://"))
         try stream.configure(ca: true)
-        try await fixture.start()
+        let daemon = try await fixture.start()
         for id in ["t-1", "t-2", "t-3"] { try fixture.drop(fixture.envelope(id, version: 1)) }
         #expect(await fixture.eventually { fixture.doneItems() == ["t-1", "t-2", "t-3"] })
         #expect(Set(stream.messages().compactMap(\.messageID)) == ["t-1:1", "t-2:1", "t-3:1"])
+        // Its own close at a stop is no lost connection.
+        daemon.signal(SIGTERM)
+        #expect(await daemon.wait(timeout: .seconds(20)) == 0)
+        #expect(daemon.stderr.contains("stopped") && !daemon.stderr.contains("was lost"), "\(daemon.stderr.suffix(400))")
     }
 
     /// Starts the daemon on `stream`, drops one item and expects it to stay

@@ -45,10 +45,13 @@ final class JetStreamTransport: DestinationTransport {
     private let options: Mutex<Options>
     /// The connection the workers share, and the options it was made with.
     private let session = Mutex<(session: NATSSession, options: Options)?>(nil)
+    /// What libnats says of the shared connection, logged.
+    private let events: NATSConnectionEvents
 
-    init(settings: BackendSettings, secrets: BackendSecrets, workers: Int) throws(ThreadStartError) {
+    init(settings: BackendSettings, secrets: BackendSecrets, workers: Int, log: any LogSink) throws(ThreadStartError) {
         precondition(workers >= 1, "JetStreamTransport needs at least one worker, got \(workers)")
         options = Mutex(Options(settings, secrets: secrets))
+        events = NATSConnectionEvents(log: log)
         for index in 1...workers {
             do {
                 try DedicatedThread.start(name: "txrecon-nats-\(index)") { [self] in
@@ -75,6 +78,7 @@ final class JetStreamTransport: DestinationTransport {
 
     func shutdown() {
         for job in jobs.close() { Self.refuse(job) }
+        events.stopFollowing()
         session.withLock { $0 = nil }
     }
 
@@ -93,9 +97,10 @@ final class JetStreamTransport: DestinationTransport {
             return session
         }
         if let existing { return existing }
-        let made = try NATSSession(options.connection)
+        let made = try NATSSession(options.connection, events: events)
         return session.withLock { current in
             if let (session, madeWith) = current, madeWith == options, !session.isClosed { return session }
+            events.follow(made.connectionHandle, server: options.connection.url)
             current = (made, options)
             return made
         }
@@ -193,9 +198,12 @@ extension CurlTransport: DestinationTransport {
 
 enum DestinationTransports {
     /// `settings`' transport, with `workers` threads.
-    static func make(_ settings: BackendSettings, secrets: BackendSecrets,
-                     workers: Int) throws -> any DestinationTransport {
-        if settings.isStream { return try JetStreamTransport(settings: settings, secrets: secrets, workers: workers) }
+    /// `log` hears what a stream's client library says of its connection.
+    static func make(_ settings: BackendSettings, secrets: BackendSecrets, workers: Int,
+                     log: any LogSink) throws -> any DestinationTransport {
+        if settings.isStream {
+            return try JetStreamTransport(settings: settings, secrets: secrets, workers: workers, log: log)
+        }
         return try CurlTransport(settings: settings, workers: workers)
     }
 }

@@ -44,7 +44,8 @@ final class NATSSession: @unchecked Sendable {
         var debugDescription: String { description }
     }
 
-    init(_ settings: Options) throws(TransportFailure) {
+    /// Connects; `events` hears what libnats says of the connection later.
+    init(_ settings: Options, events: NATSConnectionEvents? = nil) throws(TransportFailure) {
         var options: OpaquePointer?
         guard natsOptions_Create(&options) == NATS_OK, let options else {
             throw TransportFailure(.other, "libnats: cannot create connection options")
@@ -60,6 +61,7 @@ final class NATSSession: @unchecked Sendable {
             status = natsOptions_SetCertificatesChain(options, String(decoding: certificate, as: UTF8.self),
                                                       String(decoding: key, as: UTF8.self))
         }
+        if status == NATS_OK, let events { status = events.register(on: options) }
         if status == NATS_OK { status = natsOptions_SetName(options, "txrecon") }
         if status == NATS_OK { status = natsOptions_SetTimeout(options, min(settings.timeoutMilliseconds, 10_000)) }
         if status == NATS_OK { status = natsOptions_SetMaxReconnect(options, -1) }
@@ -86,6 +88,9 @@ final class NATSSession: @unchecked Sendable {
         jsCtx_Destroy(jetStream)
         natsConnection_Destroy(connection)
     }
+
+    /// The connection, for NATSConnectionEvents to tell its events from others'.
+    var connectionHandle: OpaquePointer { connection }
 
     /// Whether libnats gave up on the connection (it never does by itself
     /// with unlimited reconnects, but a server can refuse us for good).

@@ -103,7 +103,8 @@ public enum Daemon {
             let transport: any DestinationTransport
             do {
                 transport = try DestinationTransports.make(settings.backend, secrets: secret,
-                                                           workers: settings.delivery.maxConcurrentDeliveries)
+                                                           workers: settings.delivery.maxConcurrentDeliveries,
+                                                           log: destinationLog)
             } catch {
                 log.write(LogEntry(.error, "cannot set up the client of \(name): \(error)"))
                 return ExitStatus.failure
