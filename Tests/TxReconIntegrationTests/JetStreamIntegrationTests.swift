@@ -85,6 +85,26 @@ struct JetStreamIntegrationTests {
         #expect(Set(stream.messages().compactMap(\.messageID)).count == 11 && stream.messages().count == 11)
     }
 
+    @Test func aConnectionAReloadReplacesIsNotReportedLost() async throws {
+        let stream = try await StreamFixture()
+        let fixture = stream.fixture
+        let daemon = try await fixture.start()
+        try fixture.drop(fixture.envelope("first", version: 1))
+        #expect(await fixture.eventually { fixture.doneItems() == ["first"] })
+        // Another Timeout= makes another connection; the first is closed.
+        try fixture.writeConfig("[Backend]\nProbeDelays=200ms\nTimeout=3s\n", url: stream.nats.url, delays: "200ms")
+        daemon.signal(SIGHUP)
+        #expect(await fixture.eventually { daemon.stderr.contains("configuration reloaded") })
+        try fixture.drop(fixture.envelope("second", version: 1))
+        #expect(await fixture.eventually { fixture.doneItems() == ["first", "second"] })
+        // libnats reports on one thread in order: a report of the first
+        // connection's close would come before the second's loss.
+        stream.nats.stop()
+        #expect(await fixture.eventually { daemon.stderr.contains("was lost") })
+        let lost = daemon.stderr.components(separatedBy: "the connection to the NATS server").count - 1
+        #expect(lost == 1, "\(daemon.stderr.suffix(800))")
+    }
+
     @Test func aStreamThatRefusesForGoodHoldsTheItemWithTheReason() async throws {
         let stream = try await StreamFixture(backend: "Stream=ELSEWHERE\n")
         let fixture = stream.fixture
@@ -167,7 +187,7 @@ struct JetStreamIntegrationTests {
     }
 
     /// Starts the daemon on `stream`, drops one item and expects it to stay
-    /// queued with `refusal` in the log: nothing reaches the server.
+    /// queued, undelivered, with `refusal` in the log.
     func expectNothingSent(to stream: TLSStream, ca: Bool, refusal: String) async throws {
         let fixture = stream.fixture
         try stream.configure(ca: ca)

@@ -16,7 +16,8 @@
 //
 // One worker thread per allowed concurrent delivery, as for curl, each
 // blocking in a synchronous publish on the one shared connection
-// (NATSSession), which libnats multiplexes. Nothing is logged here.
+// (NATSSession), which libnats multiplexes. Nothing is logged here but what
+// libnats says of the connection (NATSConnectionEvents).
 import CNATS
 import Synchronization
 
@@ -43,8 +44,14 @@ final class JetStreamTransport: DestinationTransport {
 
     private let jobs = HandoffQueue<Job>()
     private let options: Mutex<Options>
-    /// The connection the workers share, and the options it was made with.
-    private let session = Mutex<(session: NATSSession, options: Options)?>(nil)
+    /// The connection the workers share and the options it was made with,
+    /// and whether the transport stopped (no session is installed then).
+    private let session = Mutex<SharedSession>(SharedSession())
+
+    private struct SharedSession {
+        var current: (session: NATSSession, options: Options)?
+        var stopped = false
+    }
     /// What libnats says of the shared connection, logged.
     private let events: NATSConnectionEvents
 
@@ -78,8 +85,11 @@ final class JetStreamTransport: DestinationTransport {
 
     func shutdown() {
         for job in jobs.close() { Self.refuse(job) }
-        events.stopFollowing()
-        session.withLock { $0 = nil }
+        session.withLock { shared in
+            shared.stopped = true
+            events.stopFollowing()
+            shared.current = nil
+        }
     }
 
     private static func refuse(_ job: Job) {
@@ -92,16 +102,21 @@ final class JetStreamTransport: DestinationTransport {
     /// for a connection attempt; two workers connecting at once keep the
     /// first to finish.
     private func currentSession(_ options: Options) throws(TransportFailure) -> NATSSession {
-        let existing = session.withLock { current -> NATSSession? in
-            guard let (session, madeWith) = current, madeWith == options, !session.isClosed else { return nil }
+        let existing = session.withLock { shared -> NATSSession? in
+            guard let (session, madeWith) = shared.current, madeWith == options, !session.isClosed else { return nil }
             return session
         }
         if let existing { return existing }
         let made = try NATSSession(options.connection, events: events)
-        return session.withLock { current in
-            if let (session, madeWith) = current, madeWith == options, !session.isClosed { return session }
+        return session.withLock { shared in
+            if let (session, madeWith) = shared.current, madeWith == options, !session.isClosed { return session }
+            // A connection finished after a stop serves its one publish and
+            // goes: nothing keeps or reports it.
+            guard !shared.stopped else { return made }
+            // Followed before the session it replaces is released, whose
+            // close (reported later, from libnats' thread) is then not news.
             events.follow(made.connectionHandle, server: options.connection.url)
-            current = (made, options)
+            shared.current = (made, options)
             return made
         }
     }

@@ -50,18 +50,32 @@ final class NATSConnectionEvents: Sendable {
         case lost, back, error(natsStatus)
     }
 
+    /// Connections are told apart by their pointer: libnats keeps a
+    /// connection alive for every callback it has queued, so no other
+    /// connection can have that address while its events arrive.
     private func report(_ event: Event, on connection: OpaquePointer?) {
         guard let connection, let (followed, server) = current.withLock({ $0 }),
               followed == UInt(bitPattern: connection) else { return }
         switch event {
+        case .lost where natsConnection_IsClosed(connection):
+            // libnats gave up (the server refused us for good); closed never
+            // reverts, so this reading cannot be stale.
+            var text: UnsafePointer<CChar>?
+            let status = natsConnection_GetLastError(connection, &text)
+            let reason = text.map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 }
+                ?? String(cString: natsStatus_GetText(status))
+            log.write(LogEntry(.warning, "libnats closed the connection to the NATS server \(server) for good: "
+                               + "\(LogText.singleLine(reason, limit: 300)); the next attempt connects again"))
         case .lost:
-            log.write(LogEntry(.warning, "the connection to the NATS server \(server) was lost; libnats reconnects "
-                               + "every 0.5 s, and publishes meanwhile wait for it or time out and are retried"))
+            log.write(LogEntry(.warning, "the connection to the NATS server \(server) was lost; libnats keeps "
+                               + "reconnecting, and publishes meanwhile wait for it or time out and are retried"))
         case .back:
             log.write(LogEntry(.notice, "reconnected to the NATS server \(server)"))
         case let .error(status):
-            log.write(LogEntry(.warning, "the NATS server \(server) reported an asynchronous error: "
-                               + String(cString: natsStatus_GetText(status))))
+            // libnats has stored the server's own words (an -ERR) for this
+            // thread just before calling back; failure() reads them.
+            log.write(LogEntry(.warning, "libnats reported an asynchronous error on the connection to the NATS "
+                               + "server \(server): \(LogText.singleLine(NATSSession.failure(status, .other).message, limit: 300))"))
         }
     }
 

@@ -155,7 +155,7 @@ import TxReconTestSupport
                 "\(tls)")
         let plain = ConfigurationSummary.lines(try load("URL=nats://nats.example:4222\n"), secrets: BackendSecrets(),
                                                verification: nil)
-        #expect(plain.contains("Stream=any that captures the subject")
+        #expect(plain.contains("Stream=none (any stream that captures the subject)")
                     && plain.contains("TLS: only if the server requires it (nats://)"), "\(plain)")
         let http = ConfigurationSummary.lines(try load("URL=https://backend.example/in\n"), secrets: BackendSecrets(),
                                               verification: nil)
