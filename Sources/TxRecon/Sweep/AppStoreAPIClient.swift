@@ -166,22 +166,26 @@ package final class AppStoreAPIClient {
         if response.bodyTooLong {
             return .malformed("the answer is larger than \(Self.answerLimit) bytes")
         }
-        // What comes back is printed and logged: a server that echoes the
-        // token (or its signature, the part that makes it usable) must not
-        // put it there.
-        let signature = token.split(separator: ".").last.map(String.init) ?? ""
-        let redactor = SecretRedactor([token, signature])
         guard code == CURLE_OK else {
             let message = String(cString: errorBuffer)
-            return .unreachable(redactor.redact(message.isEmpty ? String(cString: curl_easy_strerror(code)) : message))
+            return .unreachable(Self.redactor(for: token)
+                .redact(message.isEmpty ? String(cString: curl_easy_strerror(code)) : message))
         }
         var status = 0
         _ = txr_curl_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &status)
         guard status == 200 else {
             return .refused(AppStoreAPIError(status: status, body: response.bodyPrefix, retryAfter: response.retryAfter,
-                                             redactor: redactor))
+                                             redactor: Self.redactor(for: token)))
         }
         return .answered(response.bodyPrefix)
+    }
+
+    /// What keeps `token` out of an error message, which is printed and
+    /// logged: a server that echoes the token, or its signature (the part
+    /// that makes it usable), must not put it there. Made only for a
+    /// failure, not for every page.
+    private static func redactor(for token: String) -> SecretRedactor {
+        SecretRedactor([token, token.split(separator: ".").last.map(String.init) ?? ""])
     }
 
     /// `text` percent-encoded for a query value.
