@@ -20,6 +20,12 @@ static inline CURLcode txr_curl_setopt_slist(CURL *h, CURLoption o, struct curl_
 static inline CURLcode txr_curl_setopt_off(CURL *h, CURLoption o, curl_off_t v) {
     return curl_easy_setopt(h, o, v);
 }
+/* A blob option (CURLOPT_*_BLOB) with bytes curl copies at once
+ * (CURL_BLOB_COPY), so the caller's buffer need not outlive the call. */
+static inline CURLcode txr_curl_setopt_blob(CURL *h, CURLoption o, const void *data, size_t length) {
+    struct curl_blob blob = { (void *)data, length, CURL_BLOB_COPY };
+    return curl_easy_setopt(h, o, &blob);
+}
 typedef size_t (*txr_curl_data_callback)(char *, size_t, size_t, void *);
 static inline CURLcode txr_curl_setopt_data_callback(CURL *h, CURLoption o, txr_curl_data_callback v) {
     return curl_easy_setopt(h, o, v);

@@ -47,8 +47,8 @@ extension BackendSecrets {
 
     /// Parses CAFile=, ClientCertificateFile= and ClientKeyFile= as curl
     /// and libnats will use them, and checks the key's permissions as a
-    /// secret file's; returns what they hold. curl reads the files again by
-    /// their paths when it opens a connection; libnats takes these bytes.
+    /// secret file's; returns what they hold, the bytes curl and libnats
+    /// are given (neither opens the files).
     private static func checkTLSFiles(_ configuration: Configuration) throws(ConfigurationError) -> TLSMaterial {
         let backend = configuration.backend
         var material = TLSMaterial()

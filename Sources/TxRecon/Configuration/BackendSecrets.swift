@@ -14,8 +14,8 @@ public struct BackendSecrets: Sendable, Equatable, CustomStringConvertible, Cust
     /// of the TLS client key), for SecretRedactor.
     package var redactable: [String] = []
     /// The PEM files CAFile=, ClientCertificateFile= and ClientKeyFile=
-    /// name, as read and checked once at load; libnats takes them from
-    /// here (curl reads them by path).
+    /// name, as read and checked once at load; curl and libnats take them
+    /// from here, never from the files.
     package var tls = TLSMaterial()
 
     /// PEM texts for a TLS connection; nil where the file is not configured.

@@ -16,7 +16,13 @@ import Synchronization
 
 /// Sends delivery requests with libcurl, at most `workerCount` at a time.
 ///
-/// Reload: `update(settings:)` replaces URL, timeout and TLS files for every
+/// TLS: the CA bundle and the client identity come as the bytes the
+/// configuration's loader read and checked (`BackendSecrets.tls`) and are
+/// handed to curl in memory; curl never opens CAFile=, ClientCertificateFile=
+/// or ClientKeyFile= itself, so a key file is read once, with its
+/// permissions checked, however many connections are opened later.
+///
+/// Reload: `update(settings:tls:)` replaces URL, timeout and TLS material for every
 /// attempt that starts afterwards (attempts already running finish with the
 /// old ones). The number of workers is fixed at start; a reload that changes
 /// `MaxConcurrentDeliveries=` needs a new transport (shut the old one down once
@@ -28,16 +34,17 @@ public final class CurlTransport: Transport {
     private let options: Mutex<CurlOptions>
 
     /// Starts `workers` threads (at least 1) that POST to `settings.url`.
-    /// Only `url`, `timeout`, `caFile`, `clientCertificateFile` and
-    /// `clientKeyFile` of `settings` are used.
-    public init(settings: BackendSettings, workers: Int) throws(StartError) {
+    /// Only `url` and `timeout` of `settings` are used; `tls` holds what
+    /// its CAFile=, ClientCertificateFile= and ClientKeyFile= name.
+    package init(settings: BackendSettings, tls: BackendSecrets.TLSMaterial = .init(),
+                workers: Int) throws(StartError) {
         precondition(workers >= 1, "CurlTransport needs at least one worker, got \(workers)")
         let initialization = CurlLibrary.initialization
         guard initialization == CURLE_OK else {
             throw StartError("curl_global_init failed: \(String(cString: curl_easy_strerror(initialization)))")
         }
         workerCount = workers
-        options = Mutex(CurlOptions(settings))
+        options = Mutex(CurlOptions(settings, tls: tls))
         for index in 1...workers {
             // On failure, closing the queue ends the workers already started.
             let worker: CurlWorker
@@ -77,9 +84,9 @@ public final class CurlTransport: Transport {
         if let refused = jobs.put(job) { refused.refuse() }
     }
 
-    /// Uses `settings` for every attempt that starts after this call.
-    public func update(settings: BackendSettings) {
-        let replacement = CurlOptions(settings)
+    /// Uses `settings` and `tls` for every attempt that starts after this call.
+    package func update(settings: BackendSettings, tls: BackendSecrets.TLSMaterial = .init()) {
+        let replacement = CurlOptions(settings, tls: tls)
         options.withLock { $0 = replacement }
     }
 
@@ -146,17 +153,14 @@ final class CurlOptions: Sendable {
     let timeoutMilliseconds: Int
     /// min(`Timeout=`, `connectTimeoutCap`) in milliseconds.
     let connectTimeoutMilliseconds: Int
-    let caFile: String?
-    let clientCertificateFile: String?
-    let clientKeyFile: String?
+    /// PEM bytes of CAFile=, ClientCertificateFile= and ClientKeyFile=.
+    let tls: BackendSecrets.TLSMaterial
 
-    init(_ settings: BackendSettings) {
+    init(_ settings: BackendSettings, tls: BackendSecrets.TLSMaterial) {
         url = settings.url
         timeoutMilliseconds = Self.milliseconds(settings.timeout)
         connectTimeoutMilliseconds = Self.milliseconds(min(settings.timeout, Self.connectTimeoutCap))
-        caFile = settings.caFile
-        clientCertificateFile = settings.clientCertificateFile
-        clientKeyFile = settings.clientKeyFile
+        self.tls = tls
     }
 
     private static func milliseconds(_ duration: Duration) -> Int {

@@ -61,6 +61,10 @@ final class CurlWorker {
         return .failure(CurlFailure.make(code, message: String(cString: errorBuffer)))
     }
 
+    private static func setBlob(_ handle: UnsafeMutableRawPointer, _ option: CURLoption, _ bytes: [UInt8]) -> CURLcode {
+        bytes.withUnsafeBytes { txr_curl_setopt_blob(handle, option, $0.baseAddress, $0.count) }
+    }
+
     /// Resets the handle (live connections survive) and applies `options`.
     /// Returns the failure when curl refuses an option, e.g. an unsupported
     /// TLS setting.
@@ -76,16 +80,18 @@ final class CurlWorker {
         codes += CurlEasy.setPostOptions(handle, timeoutMilliseconds: options.timeoutMilliseconds,
                                          connectTimeoutMilliseconds: options.connectTimeoutMilliseconds,
                                          errorBuffer: errorBuffer, response: response)
-        if let caFile = options.caFile {
-            // CAFile= replaces the system trust store rather than adding to it.
-            codes.append(("CAINFO", txr_curl_setopt_string(handle, CURLOPT_CAINFO, caFile)))
+        // Blobs, copied by curl: it never opens the files itself.
+        if let bundle = options.tls.trustedCertificates {
+            // CAFile= replaces the system trust store rather than adding to
+            // it: the blob overrides curl's default CAINFO, and CAPATH goes.
+            codes.append(("CAINFO_BLOB", Self.setBlob(handle, CURLOPT_CAINFO_BLOB, bundle)))
             codes.append(("CAPATH", txr_curl_setopt_string(handle, CURLOPT_CAPATH, nil)))
         }
-        if let certificate = options.clientCertificateFile {
-            codes.append(("SSLCERT", txr_curl_setopt_string(handle, CURLOPT_SSLCERT, certificate)))
+        if let certificate = options.tls.certificate {
+            codes.append(("SSLCERT_BLOB", Self.setBlob(handle, CURLOPT_SSLCERT_BLOB, certificate)))
         }
-        if let key = options.clientKeyFile {
-            codes.append(("SSLKEY", txr_curl_setopt_string(handle, CURLOPT_SSLKEY, key)))
+        if let key = options.tls.key {
+            codes.append(("SSLKEY_BLOB", Self.setBlob(handle, CURLOPT_SSLKEY_BLOB, key)))
         }
         guard let (name, code) = codes.first(where: { $0.1 != CURLE_OK }) else { return nil }
         return TransportFailure(.other, "curl refused option CURLOPT_\(name): \(String(cString: curl_easy_strerror(code)))")

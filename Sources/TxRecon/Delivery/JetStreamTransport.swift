@@ -205,9 +205,9 @@ protocol DestinationTransport: Transport {
 
 extension CurlTransport: DestinationTransport {
     /// The token goes out in the requests' Authorization header, which
-    /// the request builder makes; curl needs only the settings.
+    /// the request builder makes; curl needs the settings and the TLS files.
     func update(settings: BackendSettings, secrets: BackendSecrets) {
-        update(settings: settings)
+        update(settings: settings, tls: secrets.tls)
     }
 }
 
@@ -219,6 +219,6 @@ enum DestinationTransports {
         if settings.isStream {
             return try JetStreamTransport(settings: settings, secrets: secrets, workers: workers, log: log)
         }
-        return try CurlTransport(settings: settings, workers: workers)
+        return try CurlTransport(settings: settings, tls: secrets.tls, workers: workers)
     }
 }

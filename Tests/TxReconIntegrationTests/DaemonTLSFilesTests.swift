@@ -1,0 +1,30 @@
+// The daemon's https backend with mutual TLS: CAFile=, ClientCertificateFile=
+// and ClientKeyFile= are read once, at start, and handed to curl in memory.
+// curl given paths would open them again for every connection it makes,
+// which reads a secret file more than once and fails once it is gone.
+import Glibc
+import Testing
+@testable import TxRecon
+import TxReconTestSupport
+
+@Suite(.serialized, .timeLimit(.minutes(2)))
+struct DaemonTLSFilesTests {
+    @Test func theTLSFilesAreReadAtStartAndNotOpenedAgainForAConnection() async throws {
+        let backend = try await HTTPSTestBackend(requireClientCertificate: true)
+        let fixture = try DaemonFixture()
+        try fixture.writeConfig("""
+            [Backend]
+            CAFile=\(backend.certificateFile)
+            ClientCertificateFile=\(backend.clientCertificateFile)
+            ClientKeyFile=\(backend.clientKeyFile)
+            """, url: backend.url)
+        let daemon = try await fixture.start()
+        // No connection is open yet: the first one comes with the first item.
+        for file in [backend.certificateFile, backend.clientCertificateFile, backend.clientKeyFile] {
+            #expect(unlink(file) == 0)
+        }
+        try fixture.drop(fixture.envelope("mtls-1", version: 1), name: "mtls-1")
+        #expect(await fixture.eventually { fixture.doneItems() == ["mtls-1"] },
+                "delivered over mutual TLS with the files gone; stderr:\n\(daemon.stderr)")
+    }
+}
