@@ -83,8 +83,9 @@ final class CurlWorker {
         // Blobs, copied by curl: it never opens the files itself.
         if let bundle = options.tls.trustedCertificates {
             // CAFile= replaces the system trust store rather than adding to
-            // it: the blob overrides curl's default CAINFO, and CAPATH goes.
+            // it: curl's default CAINFO and CAPATH go, the blob alone stays.
             codes.append(("CAINFO_BLOB", Self.setBlob(handle, CURLOPT_CAINFO_BLOB, bundle)))
+            codes.append(("CAINFO", txr_curl_setopt_string(handle, CURLOPT_CAINFO, nil)))
             codes.append(("CAPATH", txr_curl_setopt_string(handle, CURLOPT_CAPATH, nil)))
         }
         if let certificate = options.tls.certificate {
