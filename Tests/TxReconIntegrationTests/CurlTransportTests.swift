@@ -26,7 +26,7 @@ import TxReconTestSupport
 
     @Test func successfulAnswerCarriesTheStatusAndTheFirst512BytesOfTheBody() async throws {
         let server = try LoopbackHTTPServer { _ in .status(200, body: String(repeating: "a", count: 600)) }
-        let transport = try CurlTransport(settings: settings(server.url), workers: 1)
+        let transport = try CurlTransport(settings: settings(server.url), tls: .init(), workers: 1)
         defer { transport.shutdown() }
         let result = await transport.send(request())
         #expect(result == .response(status: 200, retryAfter: nil, bodyPrefix: Array(repeating: UInt8(ascii: "a"), count: 512)))
@@ -34,7 +34,7 @@ import TxReconTestSupport
 
     @Test func requestArrivesAsAPostWithItsHeadersAndBodyAndWithoutExpect() async throws {
         let server = try LoopbackHTTPServer()
-        let transport = try CurlTransport(settings: settings(server.url), workers: 1)
+        let transport = try CurlTransport(settings: settings(server.url), tls: .init(), workers: 1)
         defer { transport.shutdown() }
         _ = await transport.send(request(#"{"id":"42"}"#))
         let received = try #require(server.requests.first)
@@ -47,7 +47,7 @@ import TxReconTestSupport
 
     @Test func retryAfterHeaderIsCaptured() async throws {
         let server = try LoopbackHTTPServer { _ in .status(503, headers: [("Retry-After", " 120 ")]) }
-        let transport = try CurlTransport(settings: settings(server.url), workers: 1)
+        let transport = try CurlTransport(settings: settings(server.url), tls: .init(), workers: 1)
         defer { transport.shutdown() }
         #expect(await transport.send(request()) == .response(status: 503, retryAfter: "120", bodyPrefix: []))
     }
@@ -55,7 +55,7 @@ import TxReconTestSupport
     @Test func redirectIsReportedAndNotFollowed() async throws {
         let target = try LoopbackHTTPServer()
         let server = try LoopbackHTTPServer { _ in .status(307, headers: [("Location", target.url)]) }
-        let transport = try CurlTransport(settings: settings(server.url), workers: 1)
+        let transport = try CurlTransport(settings: settings(server.url), tls: .init(), workers: 1)
         defer { transport.shutdown() }
         #expect(await transport.send(request()) == .response(status: 307, retryAfter: nil, bodyPrefix: []))
         #expect(target.requests.isEmpty)
@@ -63,7 +63,7 @@ import TxReconTestSupport
 
     @Test func refusedConnectionIsAConnectFailure() async throws {
         let port = try ClosedPort()
-        let transport = try CurlTransport(settings: settings("http://127.0.0.1:\(port.number)/"), workers: 1)
+        let transport = try CurlTransport(settings: settings("http://127.0.0.1:\(port.number)/"), tls: .init(), workers: 1)
         defer { transport.shutdown() }
         #expect(failureKind(await transport.send(request())) == .connect)
     }
@@ -73,7 +73,7 @@ import TxReconTestSupport
         // 10 s rather than 1 s: on a loaded machine (a virtual machine
         // emulated beside the suite) the other request must comfortably
         // finish while the hung one still waits; 3 s was seen to be short.
-        let transport = try CurlTransport(settings: settings(server.url, timeout: .seconds(10)), workers: 2)
+        let transport = try CurlTransport(settings: settings(server.url, timeout: .seconds(10)), tls: .init(), workers: 2)
         defer { transport.shutdown() }
         let clock = ContinuousClock()
         let start = clock.now
@@ -94,28 +94,28 @@ import TxReconTestSupport
 
     @Test func garbageAnswerIsAProtocolError() async throws {
         let server = try LoopbackHTTPServer { _ in .garbage("SSH-2.0-OpenSSH_9.2\r\n\r\n") }
-        let transport = try CurlTransport(settings: settings(server.url), workers: 1)
+        let transport = try CurlTransport(settings: settings(server.url), tls: .init(), workers: 1)
         defer { transport.shutdown() }
         #expect(failureKind(await transport.send(request())) == .protocolError)
     }
 
     @Test func truncatedAnswerIsAProtocolError() async throws {
         let server = try LoopbackHTTPServer { _ in .truncated }
-        let transport = try CurlTransport(settings: settings(server.url), workers: 1)
+        let transport = try CurlTransport(settings: settings(server.url), tls: .init(), workers: 1)
         defer { transport.shutdown() }
         #expect(failureKind(await transport.send(request())) == .protocolError)
     }
 
     @Test func connectionClosedWithoutAnswerIsAProtocolError() async throws {
         let server = try LoopbackHTTPServer { _ in .close }
-        let transport = try CurlTransport(settings: settings(server.url), workers: 1)
+        let transport = try CurlTransport(settings: settings(server.url), tls: .init(), workers: 1)
         defer { transport.shutdown() }
         #expect(failureKind(await transport.send(request())) == .protocolError)
     }
 
     @Test func sequentialRequestsShareOneConnection() async throws {
         let server = try LoopbackHTTPServer()
-        let transport = try CurlTransport(settings: settings(server.url), workers: 1)
+        let transport = try CurlTransport(settings: settings(server.url), tls: .init(), workers: 1)
         defer { transport.shutdown() }
         for _ in 1...5 {
             #expect(await transport.send(request()) == .response(status: 204, retryAfter: nil, bodyPrefix: []))
@@ -132,7 +132,7 @@ import TxReconTestSupport
             server.waitForRequests(count: 3, timeout: .seconds(5)) ? .status(204) : .status(500)
         }
         defer { server.stop() }
-        let transport = try CurlTransport(settings: settings(server.url, timeout: .seconds(10)), workers: 3)
+        let transport = try CurlTransport(settings: settings(server.url, timeout: .seconds(10)), tls: .init(), workers: 3)
         defer { transport.shutdown() }
         let results = await withTaskGroup(of: TransportResult.self) { group in
             for _ in 1...3 { group.addTask { await transport.send(self.request()) } }
@@ -144,7 +144,7 @@ import TxReconTestSupport
 
     @Test func overlongBodyIsCutOffAndTheStatusStillReported() async throws {
         let server = try LoopbackHTTPServer { _ in .status(200, body: String(repeating: "b", count: 3 << 20)) }
-        let transport = try CurlTransport(settings: settings(server.url, timeout: .seconds(5)), workers: 1)
+        let transport = try CurlTransport(settings: settings(server.url, timeout: .seconds(5)), tls: .init(), workers: 1)
         defer { transport.shutdown() }
         let result = await transport.send(request())
         #expect(result == .response(status: 200, retryAfter: nil, bodyPrefix: Array(repeating: UInt8(ascii: "b"), count: 512)))
@@ -153,17 +153,17 @@ import TxReconTestSupport
     @Test func updatedSettingsApplyToTheNextAttempt() async throws {
         let first = try LoopbackHTTPServer()
         let second = try LoopbackHTTPServer { _ in .status(201) }
-        let transport = try CurlTransport(settings: settings(first.url), workers: 1)
+        let transport = try CurlTransport(settings: settings(first.url), tls: .init(), workers: 1)
         defer { transport.shutdown() }
         _ = await transport.send(request())
-        transport.update(settings: settings(second.url))
+        transport.update(settings: settings(second.url), tls: .init())
         #expect(await transport.send(request()) == .response(status: 201, retryAfter: nil, bodyPrefix: []))
         #expect(first.requests.count == 1)
         #expect(second.requests.count == 1)
     }
 
     @Test func urlWithAnotherSchemeIsRefusedWithoutAnAttempt() async throws {
-        let transport = try CurlTransport(settings: settings("ftp://127.0.0.1/"), workers: 1)
+        let transport = try CurlTransport(settings: settings("ftp://127.0.0.1/"), tls: .init(), workers: 1)
         defer { transport.shutdown() }
         let result = await transport.send(request())
         #expect(result == .failure(TransportFailure(.other, "URL= must start with http:// or https://")))
@@ -171,7 +171,7 @@ import TxReconTestSupport
 
     @Test func headerWithALineBreakIsRefusedWithoutSending() async throws {
         let server = try LoopbackHTTPServer()
-        let transport = try CurlTransport(settings: settings(server.url), workers: 1)
+        let transport = try CurlTransport(settings: settings(server.url), tls: .init(), workers: 1)
         defer { transport.shutdown() }
         let smuggling = DeliveryRequest(headers: [("X-Key", "a\r\nX-Evil: 1")], body: [])
         #expect(failureKind(await transport.send(smuggling)) == .other)
@@ -180,7 +180,7 @@ import TxReconTestSupport
 
     @Test func sendAfterShutdownFailsAtOnce() async throws {
         let server = try LoopbackHTTPServer()
-        let transport = try CurlTransport(settings: settings(server.url), workers: 2)
+        let transport = try CurlTransport(settings: settings(server.url), tls: .init(), workers: 2)
         transport.shutdown()
         #expect(failureKind(await transport.send(request())) == .other)
         #expect(server.requests.isEmpty)

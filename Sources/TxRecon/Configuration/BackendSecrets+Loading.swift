@@ -19,6 +19,10 @@ extension BackendSecrets {
     /// The shortest signing key accepted, bytes, as the Standard Webhooks
     /// specification requires.
     static let minimumSigningKeyLength = 24
+    /// The largest CAFile= taken, bytes: curl refuses a larger blob
+    /// (CURL_MAX_INPUT_LENGTH), so a larger bundle could pass the loader
+    /// and then fail every attempt. The system's whole bundle is about 0.2 MB.
+    static let maximumCABundleSize = 8_000_000
 
     /// The secrets `configuration` names; `environment` is the process
     /// environment, consulted for `CREDENTIALS_DIRECTORY`; `credential` the
@@ -56,7 +60,7 @@ extension BackendSecrets {
             let key = "Backend.CAFile"
             let bytes: [UInt8]
             do {
-                bytes = try RegularFile.read(path, limit: 16 << 20).bytes
+                bytes = try RegularFile.read(path, limit: maximumCABundleSize).bytes
             } catch {
                 throw configurationError(configuration, key: key, message: "\(path) \(error)")
             }

@@ -36,7 +36,7 @@ public final class CurlTransport: Transport {
     /// Starts `workers` threads (at least 1) that POST to `settings.url`.
     /// Only `url` and `timeout` of `settings` are used; `tls` holds what
     /// its CAFile=, ClientCertificateFile= and ClientKeyFile= name.
-    package init(settings: BackendSettings, tls: BackendSecrets.TLSMaterial = .init(),
+    package init(settings: BackendSettings, tls: BackendSecrets.TLSMaterial,
                 workers: Int) throws(StartError) {
         precondition(workers >= 1, "CurlTransport needs at least one worker, got \(workers)")
         let initialization = CurlLibrary.initialization
@@ -85,7 +85,7 @@ public final class CurlTransport: Transport {
     }
 
     /// Uses `settings` and `tls` for every attempt that starts after this call.
-    package func update(settings: BackendSettings, tls: BackendSecrets.TLSMaterial = .init()) {
+    package func update(settings: BackendSettings, tls: BackendSecrets.TLSMaterial) {
         let replacement = CurlOptions(settings, tls: tls)
         options.withLock { $0 = replacement }
     }

@@ -228,6 +228,19 @@ private let signingSecret = "whsec_AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcY"
         #expect(throws: Never.self) { try load(fixture, "CAFile=\(TestPKI.path("root"))") }
     }
 
+    @Test func aCAFileLargerThanCurlTakesIsAConfigurationError() throws {
+        let fixture = SecretsFixture()
+        // A real bundle padded past curl's blob limit: valid PEM, too large.
+        let root = String(decoding: try SystemCall.readFile(TestPKI.path("root"), limit: 65536), as: UTF8.self)
+        let padding = String(repeating: "#\n", count: (BackendSecrets.maximumCABundleSize - root.utf8.count) / 2 + 1)
+        fixture.directory.write(root + padding, to: "large.pem")
+        let error = #expect(throws: ConfigurationError.self) {
+            try load(fixture, "CAFile=\(fixture.directory.path)/large.pem")
+        }
+        #expect(error?.key == "Backend.CAFile" && error?.line == 3)
+        #expect(error?.message.contains("is larger than \(BackendSecrets.maximumCABundleSize) bytes") == true)
+    }
+
     @Test func aClientIdentityIsParsedItsKeyGuardedAndMatched() throws {
         let fixture = SecretsFixture()
         let key = String(decoding: try SystemCall.readFile(TestPKI.directory + "/leaf.key", limit: 65536), as: UTF8.self)
