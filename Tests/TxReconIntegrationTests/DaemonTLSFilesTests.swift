@@ -26,5 +26,35 @@ struct DaemonTLSFilesTests {
         try fixture.drop(fixture.envelope("mtls-1", version: 1), name: "mtls-1")
         #expect(await fixture.eventually { fixture.doneItems() == ["mtls-1"] },
                 "delivered over mutual TLS with the files gone; stderr:\n\(daemon.stderr)")
+        #expect(backend.clientNamesSeen == ["txrecon-test-client"])
+    }
+
+    @Test func aClientCertificateRenewedOnDiskIsPresentedFromTheNextReloadOn() async throws {
+        let backend = try await HTTPSTestBackend(requireClientCertificate: true)
+        let fixture = try DaemonFixture()
+        let identity = fixture.directory.path + "/identity"
+        func install(_ certificate: String, _ key: String) throws {
+            _ = fixture.directory.write(try SystemCall.readFile(certificate, limit: 65536), to: "identity.pem",
+                                        mode: 0o644)
+            _ = fixture.directory.write(try SystemCall.readFile(key, limit: 65536), to: "identity.key", mode: 0o600)
+        }
+        try install(backend.clientCertificateFile, backend.clientKeyFile)
+        try fixture.writeConfig("""
+            [Backend]
+            CAFile=\(backend.certificateFile)
+            ClientCertificateFile=\(identity).pem
+            ClientKeyFile=\(identity).key
+            """, url: backend.url)
+        let daemon = try await fixture.start()
+        try fixture.drop(fixture.envelope("before-renewal", version: 1), name: "before-renewal")
+        #expect(await fixture.eventually { fixture.doneItems() == ["before-renewal"] }, "stderr:\n\(daemon.stderr)")
+
+        try install(backend.secondClientCertificateFile, backend.secondClientKeyFile)
+        daemon.signal(SIGHUP)
+        #expect(await fixture.eventually { daemon.stderr.contains("configuration reloaded") })
+        try fixture.drop(fixture.envelope("after-renewal", version: 1), name: "after-renewal")
+        #expect(await fixture.eventually { fixture.doneItems() == ["after-renewal", "before-renewal"] },
+                "stderr:\n\(daemon.stderr)")
+        #expect(backend.clientNamesSeen == ["txrecon-test-client", "txrecon-test-client-2"])
     }
 }

@@ -16,23 +16,43 @@ final class HTTPSTestBackend {
     /// `requireClientCertificate`.
     let clientCertificateFile: String
     let clientKeyFile: String
+    /// A second client identity the server takes as well, for a rotation:
+    /// common name `txrecon-test-client-2`.
+    let secondClientCertificateFile: String
+    let secondClientKeyFile: String
     private(set) var port: UInt16 = 0
     private let server = Process()
+    private var peersFile: String { directory.path + "/peers" }
 
     var url: String { "https://127.0.0.1:\(port)/" }
+
+    /// The common name of the client certificate each POST came with, in
+    /// order ("-" for none).
+    var clientNamesSeen: [String] {
+        ((try? String(contentsOfFile: peersFile, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
+    }
 
     init(requireClientCertificate: Bool = false) async throws {
         certificateFile = directory.path + "/server.pem"
         clientCertificateFile = directory.path + "/client.pem"
         clientKeyFile = directory.path + "/client.key"
+        secondClientCertificateFile = directory.path + "/client-2.pem"
+        secondClientKeyFile = directory.path + "/client-2.key"
         let serverKey = directory.path + "/server.key"
         try Self.makeCertificate(commonName: "127.0.0.1", certificate: certificateFile, key: serverKey)
         try Self.makeCertificate(commonName: "txrecon-test-client", certificate: clientCertificateFile,
                                  key: clientKeyFile)
+        try Self.makeCertificate(commonName: "txrecon-test-client-2", certificate: secondClientCertificateFile,
+                                 key: secondClientKeyFile)
+        // Both self-signed client certificates are the server's client CAs.
+        let clients = directory.path + "/clients.pem"
+        let bundle = try [clientCertificateFile, secondClientCertificateFile]
+            .map { try String(contentsOfFile: $0, encoding: .utf8) }.joined()
+        try bundle.write(toFile: clients, atomically: true, encoding: .utf8)
         let portFile = directory.path + "/port"
         server.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         server.arguments = ["python3", "-c", Self.script, certificateFile, serverKey, portFile,
-                            requireClientCertificate ? clientCertificateFile : ""]
+                            requireClientCertificate ? clients : "", peersFile]
         try server.run()
         let deadline = ContinuousClock.now + .seconds(60)
         while ContinuousClock.now < deadline {
@@ -76,16 +96,22 @@ final class HTTPSTestBackend {
         try #require(chmod(key, 0o600) == 0)
     }
 
-    /// argv: certificate, key, port file, client CA file (empty: none).
-    /// The port is written to a temporary name first so that the test never
-    /// reads half of it.
+    /// argv: certificate, key, port file, client CA file (empty: none),
+    /// the file each POST's client certificate name is appended to (before
+    /// it is answered). The port is written to a temporary name first so
+    /// that the test never reads half of it.
     private static let script = """
-        import http.server, os, ssl, sys
-        certificate, key, port_file, client_ca = sys.argv[1:5]
+        import http.server, os, ssl, sys, threading
+        certificate, key, port_file, client_ca, peers_file = sys.argv[1:6]
+        peers_lock = threading.Lock()
         class Handler(http.server.BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
             def do_POST(self):
                 self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                peer = self.connection.getpeercert() or {}
+                names = [value for rdn in peer.get("subject", ()) for (field, value) in rdn if field == "commonName"]
+                with peers_lock, open(peers_file, "a") as peers:
+                    peers.write((names[0] if names else "-") + "\\n")
                 self.send_response(204)
                 self.send_header("Content-Length", "0")
                 self.end_headers()
