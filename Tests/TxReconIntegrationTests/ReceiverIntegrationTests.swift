@@ -384,6 +384,37 @@ struct ReceiverIntegrationTests {
         #expect(final.value("txrecon_receive_up", [:]) == "0")
     }
 
+    @Test func newOverMaxInboxFilesIsAnswered503UntilItHasRoomAgain() async throws {
+        // No daemon: nothing takes the files out of new/.
+        let fixture = try ReceiverFixture(receive: "MaxInboxFiles=3\nMaxRequestsPerSecondPerAddress=0")
+        let receiver = try await fixture.start()
+        let body = try SystemCall.readFile(DaemonIntegrationTests.samples + "/04-notification-refund.json", limit: 65536)
+        // new/ is counted at most a second ago: POST until the count shows the mark.
+        var accepted = 0
+        var refusal: HTTPReply?
+        let deadline = ContinuousClock.now + .seconds(30)
+        while refusal == nil, ContinuousClock.now < deadline {
+            let reply = try await fixture.post("/appstore/notifications", body)
+            if reply.status == 200 { accepted += 1 } else { refusal = reply }
+        }
+        let full = try #require(refusal, "no refusal within 30 s; stderr:\n\(receiver.stderr)")
+        #expect(full.status == 503 && full.header("Retry-After") == "30", "\(full.status) \(full.body)")
+        #expect(full.body.contains("inbox-full"), "\(full.body)")
+        #expect(accepted >= 3, "taken up to the mark")
+        #expect(fixture.daemon.names("new").count == accepted, "every 200 is a file in new/")
+
+        // The daemon would take them; the test does it, and room comes back.
+        for name in fixture.daemon.names("new") { #expect(unlink(fixture.layout.new + "/" + name) == 0) }
+        var recovered = false
+        let again = ContinuousClock.now + .seconds(30)
+        while !recovered, ContinuousClock.now < again {
+            let reply = try await fixture.post("/appstore/notifications", body)
+            #expect(reply.status == 200 || reply.status == 503, "\(reply.status) \(reply.body)")
+            recovered = reply.status == 200
+        }
+        #expect(recovered, "answered 200 again once new/ had room")
+    }
+
     @Test(.enabled(if: getuid() == 0, "needs root: mount"))
     func aFullSpoolIsAnsweredWith503AndRecovers() async throws {
         let fixture = try ReceiverFixture()

@@ -1,6 +1,10 @@
 // The receiver's count of a spool directory: cached for a second (on given
-// instants, no sleeping), fresh after it, nil when it cannot be listed.
+// instants, no sleeping); after it the stale count is answered at once while
+// the directory is listed again elsewhere (a refresher the test runs by
+// hand); nil when it cannot be listed.
+import Dispatch
 import Glibc
+import Synchronization
 import Testing
 @testable import TxRecon
 import TxReconTestSupport
@@ -8,19 +12,74 @@ import TxReconTestSupport
 @Suite struct DirectoryGaugeTests {
     let directory = TemporaryDirectory("txrecon-gauge")
 
-    @Test func theCountIsKeptForASecondThenListedAgain() throws {
-        let gauge = DirectoryGauge(path: directory.path)
+    /// Keeps the listings a gauge hands over until the test runs them.
+    final class HeldListings: Sendable {
+        private let listings = Mutex<[@Sendable () -> Void]>([])
+        var count: Int { listings.withLock { $0.count } }
+        var refresher: DirectoryGauge.Refresher { { listing in self.listings.withLock { $0.append(listing) } } }
+
+        func runAll() {
+            for listing in listings.withLock({ held in defer { held = [] }; return held }) { listing() }
+        }
+    }
+
+    @Test func aStaleCountIsAnsweredAtOnceWhileTheDirectoryIsListedElsewhere() throws {
+        let held = HeldListings()
+        let gauge = DirectoryGauge(path: directory.path, refresh: held.refresher)
         let start = ContinuousClock.now
-        #expect(gauge.count(now: start) == 0)
+        #expect(gauge.count(now: start) == 0, "no count yet: the caller lists")
+        #expect(held.count == 0)
         _ = directory.write("a", to: "one")
         _ = directory.write("b", to: ".hidden")
         #expect(gauge.count(now: start + .milliseconds(900)) == 0, "within the second: the count as listed")
-        #expect(gauge.count(now: start + .milliseconds(1001)) == 1, "after it: listed again, hidden names not counted")
+        #expect(held.count == 0)
+        #expect(gauge.count(now: start + .milliseconds(1001)) == 0, "after it: the stale count, not a wait")
+        #expect(held.count == 1, "and a listing handed over")
+        #expect(gauge.count(now: start + .milliseconds(1500)) == 0)
+        #expect(held.count == 1, "one listing at a time")
+        held.runAll()
+        #expect(gauge.count(now: start + .milliseconds(1600)) == 1, "listed again; hidden names not counted")
+        #expect(held.count == 0, "fresh since 1001 ms")
     }
 
     @Test func aDirectoryThatCannotBeListedHasNoCount() {
-        let gauge = DirectoryGauge(path: directory.path + "/missing")
+        let gauge = DirectoryGauge(path: directory.path + "/missing", refresh: { _ in
+            Issue.record("with no count to answer, the caller lists")
+        })
         #expect(gauge.count() == nil)
         #expect(gauge.count() == nil, "a failure is not cached as a count")
+    }
+
+    @Test func aDirectoryThatGoesAwayLosesItsCountAtTheNextListing() throws {
+        let held = HeldListings()
+        let inner = directory.path + "/inbox"
+        #expect(mkdir(inner, 0o755) == 0)
+        let gauge = DirectoryGauge(path: inner, refresh: held.refresher)
+        let start = ContinuousClock.now
+        #expect(gauge.count(now: start) == 0)
+        #expect(rmdir(inner) == 0)
+        #expect(gauge.count(now: start + .seconds(2)) == 0, "the stale count until the listing ends")
+        held.runAll()
+        #expect(gauge.count(now: start + .seconds(3)) == nil)
+    }
+
+    @Test func theDefaultRefresherListsOnAThreadOfItsOwn() throws {
+        let listed = DispatchSemaphore(value: 0)
+        let listingThread = Mutex<pthread_t?>(nil)
+        let gauge = DirectoryGauge(path: directory.path, refresh: { listing in
+            DirectoryGauge.onThreadOfItsOwn {
+                listing()
+                listingThread.withLock { $0 = pthread_self() }
+                listed.signal()
+            }
+        })
+        let start = ContinuousClock.now
+        #expect(gauge.count(now: start) == 0)
+        _ = directory.write("a", to: "one")
+        #expect(gauge.count(now: start + .seconds(2)) == 0)
+        try #require(listed.wait(timeout: .now() + 20) == .success, "the listing ran")
+        let thread = try #require(listingThread.withLock { $0 })
+        #expect(pthread_equal(thread, pthread_self()) == 0, "not on the caller's thread")
+        #expect(gauge.count(now: start + .seconds(2)) == 1)
     }
 }
