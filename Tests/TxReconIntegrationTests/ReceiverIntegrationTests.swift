@@ -123,6 +123,37 @@ struct ReceiverIntegrationTests {
         #expect(fixture.daemon.server.requests.isEmpty)
     }
 
+    @Test func refusedGenuineDataIsAnswered503WhileRejectedHoldsItsQuota() async throws {
+        let fixture = try ReceiverFixture(receive: "RejectedQuota=2\nMaxRequestsPerSecondPerAddress=0",
+                                          verification: DaemonFixture.sampleVerification(bundleID: "com.example.other"))
+        try fixture.layout.createMissingDirectories()
+        // Two set-aside files and their reasons: the quota is full.
+        for name in ["earlier-1", "earlier-2"] {
+            _ = fixture.daemon.directory.write("{}", to: "spool/rejected/" + name)
+            _ = fixture.daemon.directory.write("wrong-bundle-id\n", to: "spool/rejected/" + name + ".reason")
+        }
+        try await fixture.start()
+        let full = try await fixture.post("/appstore/notifications", sample: "04-notification-refund.json")
+        #expect(full.status == 503 && full.header("Retry-After") == "3600", "\(full.status) \(full.body)")
+        #expect(full.body.contains("rejected-quota"), "\(full.body)")
+        #expect(fixture.daemon.names("new").isEmpty, "not spooled")
+
+        // An operator deals with them; the count catches up within about a second.
+        for name in fixture.daemon.names("rejected") {
+            #expect(unlink(fixture.layout.rejected + "/" + name) == 0)
+        }
+        var kept: HTTPReply?
+        let deadline = ContinuousClock.now + .seconds(30)
+        while kept == nil, ContinuousClock.now < deadline {
+            let reply = try await fixture.post("/appstore/notifications", sample: "04-notification-refund.json")
+            #expect(reply.status == 200 || reply.status == 503, "\(reply.status) \(reply.body)")
+            if reply.status == 200 { kept = reply }
+        }
+        let reply = try #require(kept, "answered 200 again once rejected/ had room")
+        #expect(try JSONValue.parse(Array(reply.body.utf8))["setAside"]?.stringValue?.hasPrefix("wrong-bundle-id") == true)
+        #expect(fixture.daemon.names("new").count == 1)
+    }
+
     @Test func theUploadEndpointsNeedTheTokenAndEnvelopesTheirSetting() async throws {
         let fixture = try ReceiverFixture()
         _ = fixture.daemon.directory.write("upload-s3cr3t-7\n", to: "upload-token", mode: 0o600)
