@@ -147,11 +147,21 @@ struct ReceiverIntegrationTests {
         while kept == nil, ContinuousClock.now < deadline {
             let reply = try await fixture.post("/appstore/notifications", sample: "04-notification-refund.json")
             #expect(reply.status == 200 || reply.status == 503, "\(reply.status) \(reply.body)")
-            if reply.status == 200 { kept = reply }
+            if reply.status == 200 { kept = reply } else { try await Task.sleep(for: .milliseconds(50)) }
         }
         let reply = try #require(kept, "answered 200 again once rejected/ had room")
         #expect(try JSONValue.parse(Array(reply.body.utf8))["setAside"]?.stringValue?.hasPrefix("wrong-bundle-id") == true)
         #expect(fixture.daemon.names("new").count == 1)
+    }
+
+    @Test func refusedGenuineDataIsAnswered503WhenRejectedCannotBeCounted() async throws {
+        let fixture = try ReceiverFixture(verification: DaemonFixture.sampleVerification(bundleID: "com.example.other"))
+        try await fixture.start()
+        #expect(rmdir(fixture.layout.rejected) == 0)
+        let reply = try await fixture.post("/appstore/notifications", sample: "04-notification-refund.json")
+        #expect(reply.status == 503 && reply.header("Retry-After") == "60", "\(reply.status) \(reply.body)")
+        #expect(reply.body.contains("spool-unavailable"), "\(reply.body)")
+        #expect(fixture.daemon.names("new").isEmpty, "an unknown count is a full quota: not spooled")
     }
 
     @Test func theUploadEndpointsNeedTheTokenAndEnvelopesTheirSetting() async throws {
@@ -427,6 +437,7 @@ struct ReceiverIntegrationTests {
         while refusal == nil, ContinuousClock.now < deadline {
             let reply = try await fixture.post("/appstore/notifications", body)
             if reply.status == 200 { accepted += 1 } else { refusal = reply }
+            if refusal == nil { try await Task.sleep(for: .milliseconds(50)) }
         }
         let full = try #require(refusal, "no refusal within 30 s; stderr:\n\(receiver.stderr)")
         #expect(full.status == 503 && full.header("Retry-After") == "30", "\(full.status) \(full.body)")
@@ -442,6 +453,7 @@ struct ReceiverIntegrationTests {
             let reply = try await fixture.post("/appstore/notifications", body)
             #expect(reply.status == 200 || reply.status == 503, "\(reply.status) \(reply.body)")
             recovered = reply.status == 200
+            if !recovered { try await Task.sleep(for: .milliseconds(50)) }
         }
         #expect(recovered, "answered 200 again once new/ had room")
     }

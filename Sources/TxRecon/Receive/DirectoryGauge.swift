@@ -2,11 +2,13 @@
 // once a second however many requests ask: new/ against MaxInboxFiles=,
 // rejected/ against RejectedQuota=. Listing a directory of 100,000 names
 // takes tens of milliseconds, and new/ grows that large exactly when the
-// daemon cannot keep up; an answer must not wait for it. So once there is a
-// count, a stale one is answered at once while the directory is listed
-// again off the request's thread (`refresh`, one listing at a time), and the
-// callers after it get the new count. Only a caller with no count to answer
-// (the first, or after a listing failed) lists the directory itself.
+// daemon cannot keep up; an answer under load must not wait for it. So a
+// request that finds the count over a second old goes on with it while the
+// directory is listed again off its thread (`refresh`, one listing at a
+// time), and the requests after that listing get the new count. A count
+// more than a few seconds old (no request asked for a while: the directory
+// may have changed by any amount) is listed by the caller itself, as is the
+// first one and the one after a failed listing.
 import Synchronization
 
 final class DirectoryGauge: Sendable {
@@ -33,13 +35,18 @@ final class DirectoryGauge: Sendable {
         self.refresh = refresh
     }
 
-    /// The count, at most a second old, or older while a listing is under
-    /// way; nil when the directory cannot be listed.
+    /// A count this old is answered while it is listed again elsewhere.
+    static let refreshAge: Duration = .seconds(1)
+    /// A count this old is listed again before it is answered.
+    static let staleAge: Duration = .seconds(5)
+
+    /// The count, about a second old (older by one listing's time under
+    /// load); nil when the directory cannot be listed.
     func count(now: ContinuousClock.Instant = .now) -> Int? {
         enum Step { case answer(Int), answerAndRefresh(Int), list }
         let step = state.withLock { state -> Step in
-            guard let last = state.last else { return .list }
-            if now - last.at < .seconds(1) || state.listing { return .answer(last.count) }
+            guard let last = state.last, now - last.at < Self.staleAge else { return .list }
+            if now - last.at < Self.refreshAge || state.listing { return .answer(last.count) }
             state.listing = true
             return .answerAndRefresh(last.count)
         }
@@ -47,18 +54,21 @@ final class DirectoryGauge: Sendable {
         case let .answer(count):
             return count
         case let .answerAndRefresh(count):
-            refresh { [self] in _ = list(at: now) }
+            refresh { [self] in _ = list(at: now, refreshing: true) }
             return count
         case .list:
-            return list(at: now)
+            return list(at: now, refreshing: false)
         }
     }
 
-    /// Lists the directory and keeps the count (or forgets it on failure).
-    private func list(at now: ContinuousClock.Instant) -> Int? {
+    /// Lists the directory and keeps the count (or forgets it on failure),
+    /// unless a listing asked for later has stored one already.
+    /// `refreshing`: this is the one listing handed to `refresh`.
+    private func list(at now: ContinuousClock.Instant, refreshing: Bool) -> Int? {
         let count = (try? SystemCall.listDirectory(path)).map { $0.count { counts($0) } }
         state.withLock { state in
-            state.listing = false
+            if refreshing { state.listing = false }
+            if let last = state.last, last.at > now { return }
             state.last = count.map { ($0, now) }
         }
         return count

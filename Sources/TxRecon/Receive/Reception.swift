@@ -150,7 +150,13 @@ final class Reception: Sendable {
             return ReceiveRefusal(503, "inbox-full", "\(waiting) files wait in new/ (MaxInboxFiles=); try again",
                                   headers: [("Retry-After", "30")])
         }
-        if refused, (rejected.count() ?? 0) >= settings.receive.rejectedQuota {
+        guard refused else { return nil }
+        // Unknown is full: the quota is what bounds refused data on disk.
+        guard let setAside = rejected.count() else {
+            return ReceiveRefusal(503, "spool-unavailable", "the spool's rejected/ cannot be read",
+                                  headers: [("Retry-After", "60")])
+        }
+        if setAside >= settings.receive.rejectedQuota {
             return ReceiveRefusal(503, "rejected-quota", "rejected/ holds RejectedQuota= files already; genuine data "
                 + "this configuration refuses is taken again once an operator has dealt with them",
                                   headers: [("Retry-After", "3600")])

@@ -42,6 +42,33 @@ import TxReconTestSupport
         #expect(held.count == 0, "fresh since 1001 ms")
     }
 
+    @Test func aCountNoRequestAskedForInAWhileIsListedBeforeItIsAnswered() {
+        let held = HeldListings()
+        let gauge = DirectoryGauge(path: directory.path, refresh: held.refresher)
+        let start = ContinuousClock.now
+        #expect(gauge.count(now: start) == 0)
+        _ = directory.write("a", to: "one")
+        #expect(gauge.count(now: start + DirectoryGauge.staleAge) == 1, "the directory may have changed by any amount")
+        #expect(held.count == 0, "listed by the caller")
+    }
+
+    @Test func aListingAskedForEarlierDoesNotReplaceALaterCount() {
+        let held = HeldListings()
+        let gauge = DirectoryGauge(path: directory.path, refresh: held.refresher)
+        let start = ContinuousClock.now
+        #expect(gauge.count(now: start) == 0)
+        #expect(gauge.count(now: start + .milliseconds(1500)) == 0)
+        #expect(held.count == 1, "a listing asked for at 1.5 s, not run yet")
+        _ = directory.write("a", to: "one")
+        #expect(gauge.count(now: start + .seconds(7)) == 1, "too old: listed by the caller at 7 s")
+        #expect(gauge.count(now: start + .milliseconds(8100)) == 1)
+        #expect(held.count == 1, "the first listing still counts as under way: no second one")
+        held.runAll()
+        _ = directory.write("b", to: "two")
+        // Had the 1.5 s listing replaced the 7 s count, 8.5 s would be too old and listed again (2).
+        #expect(gauge.count(now: start + .milliseconds(8500)) == 1)
+    }
+
     @Test func aDirectoryThatCannotBeListedHasNoCount() {
         let gauge = DirectoryGauge(path: directory.path + "/missing", refresh: { _ in
             Issue.record("with no count to answer, the caller lists")
