@@ -23,12 +23,19 @@ import TxReconTestSupport
         }
     }
 
-    @Test func aStaleCountIsAnsweredAtOnceWhileTheDirectoryIsListedElsewhere() throws {
+    /// A gauge of the test's directory whose listings wait in `held`, with
+    /// its first count (0, listed by the caller) taken at `start`.
+    func heldGauge() -> (gauge: DirectoryGauge, held: HeldListings, start: ContinuousClock.Instant) {
         let held = HeldListings()
         let gauge = DirectoryGauge(path: directory.path, refresh: held.refresher)
         let start = ContinuousClock.now
         #expect(gauge.count(now: start) == 0, "no count yet: the caller lists")
         #expect(held.count == 0)
+        return (gauge, held, start)
+    }
+
+    @Test func aStaleCountIsAnsweredAtOnceWhileTheDirectoryIsListedElsewhere() throws {
+        let (gauge, held, start) = heldGauge()
         _ = directory.write("a", to: "one")
         _ = directory.write("b", to: ".hidden")
         #expect(gauge.count(now: start + .milliseconds(900)) == 0, "within the second: the count as listed")
@@ -43,20 +50,14 @@ import TxReconTestSupport
     }
 
     @Test func aCountNoRequestAskedForInAWhileIsListedBeforeItIsAnswered() {
-        let held = HeldListings()
-        let gauge = DirectoryGauge(path: directory.path, refresh: held.refresher)
-        let start = ContinuousClock.now
-        #expect(gauge.count(now: start) == 0)
+        let (gauge, held, start) = heldGauge()
         _ = directory.write("a", to: "one")
         #expect(gauge.count(now: start + DirectoryGauge.staleAge) == 1, "the directory may have changed by any amount")
         #expect(held.count == 0, "listed by the caller")
     }
 
     @Test func aListingAskedForEarlierDoesNotReplaceALaterCount() {
-        let held = HeldListings()
-        let gauge = DirectoryGauge(path: directory.path, refresh: held.refresher)
-        let start = ContinuousClock.now
-        #expect(gauge.count(now: start) == 0)
+        let (gauge, held, start) = heldGauge()
         #expect(gauge.count(now: start + .milliseconds(1500)) == 0)
         #expect(held.count == 1, "a listing asked for at 1.5 s, not run yet")
         _ = directory.write("a", to: "one")
