@@ -7,8 +7,9 @@
 // directory is listed again off its thread (`refresh`, one listing at a
 // time), and the requests after that listing get the new count. A count
 // more than a few seconds old (no request asked for a while: the directory
-// may have changed by any amount) is listed by the caller itself, as is the
-// first one and the one after a failed listing.
+// may have changed by any amount) is listed by the caller itself, one caller
+// at a time while the others of a burst go on with it, as is the first
+// count and the one after a failed listing.
 import Synchronization
 
 final class DirectoryGauge: Sendable {
@@ -19,8 +20,14 @@ final class DirectoryGauge: Sendable {
         /// The last count and the instant it was asked for; nil before the
         /// first listing and after a failed one.
         var last: (count: Int, at: ContinuousClock.Instant)?
+        /// A listing was handed to `refresh` and has not ended.
         var listing = false
+        /// A caller is listing a count older than `staleAge` itself.
+        var catchingUp = false
     }
+
+    /// Which flag a listing clears when it ends.
+    private enum Listing { case first, refresh, catchUp }
 
     let path: String
     /// Whether a name counts (not a `.reason` beside a rejected file, not a hidden one).
@@ -43,9 +50,14 @@ final class DirectoryGauge: Sendable {
     /// The count, about a second old (older by one listing's time under
     /// load); nil when the directory cannot be listed.
     func count(now: ContinuousClock.Instant = .now) -> Int? {
-        enum Step { case answer(Int), answerAndRefresh(Int), list }
+        enum Step { case answer(Int), answerAndRefresh(Int), list(Listing) }
         let step = state.withLock { state -> Step in
-            guard let last = state.last, now - last.at < Self.staleAge else { return .list }
+            guard let last = state.last else { return .list(.first) }
+            if now - last.at >= Self.staleAge {
+                if state.catchingUp { return .answer(last.count) }
+                state.catchingUp = true
+                return .list(.catchUp)
+            }
             if now - last.at < Self.refreshAge || state.listing { return .answer(last.count) }
             state.listing = true
             return .answerAndRefresh(last.count)
@@ -54,20 +66,23 @@ final class DirectoryGauge: Sendable {
         case let .answer(count):
             return count
         case let .answerAndRefresh(count):
-            refresh { [self] in _ = list(at: now, refreshing: true) }
+            refresh { [self] in _ = list(at: now, .refresh) }
             return count
-        case .list:
-            return list(at: now, refreshing: false)
+        case let .list(kind):
+            return list(at: now, kind)
         }
     }
 
     /// Lists the directory and keeps the count (or forgets it on failure),
     /// unless a listing asked for later has stored one already.
-    /// `refreshing`: this is the one listing handed to `refresh`.
-    private func list(at now: ContinuousClock.Instant, refreshing: Bool) -> Int? {
+    private func list(at now: ContinuousClock.Instant, _ kind: Listing) -> Int? {
         let count = (try? SystemCall.listDirectory(path)).map { $0.count { counts($0) } }
         state.withLock { state in
-            if refreshing { state.listing = false }
+            switch kind {
+            case .first: break
+            case .refresh: state.listing = false
+            case .catchUp: state.catchingUp = false
+            }
             if let last = state.last, last.at > now { return }
             state.last = count.map { ($0, now) }
         }

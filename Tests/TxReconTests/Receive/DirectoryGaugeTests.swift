@@ -70,6 +70,37 @@ import TxReconTestSupport
         #expect(gauge.count(now: start + .milliseconds(8500)) == 1)
     }
 
+    @Test func whileOneCallerListsAnOldCountTheOthersGoOnWithIt() throws {
+        // The name filter runs inside the listing: it stops the first
+        // listing after its initial count until the test lets it go on.
+        let entered = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0)
+        let blocking = Mutex(false)
+        let gauge = DirectoryGauge(path: directory.path, counts: { _ in
+            if blocking.withLock({ armed in defer { armed = false }; return armed }) {
+                entered.signal()
+                release.wait()
+            }
+            return true
+        }, refresh: { _ in Issue.record("an old count is listed by its caller, not handed over") })
+        let start = ContinuousClock.now
+        #expect(gauge.count(now: start) == 0)
+        _ = directory.write("a", to: "one")
+        blocking.withLock { $0 = true }
+        let first = Mutex<Int??>(nil)
+        let firstDone = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            let count = gauge.count(now: start + .seconds(6))
+            first.withLock { $0 = .some(count) }
+            firstDone.signal()
+        }
+        try #require(entered.wait(timeout: .now() + 20) == .success, "the first caller lists")
+        #expect(gauge.count(now: start + .seconds(6)) == 0, "a second caller goes on with the old count")
+        release.signal()
+        try #require(firstDone.wait(timeout: .now() + 20) == .success)
+        #expect(first.withLock { $0 } == .some(1), "the first caller's own listing")
+        #expect(gauge.count(now: start + .milliseconds(6500)) == 1)
+    }
+
     @Test func aDirectoryThatCannotBeListedHasNoCount() {
         let gauge = DirectoryGauge(path: directory.path + "/missing", refresh: { _ in
             Issue.record("with no count to answer, the caller lists")
