@@ -80,7 +80,11 @@ final class JetStreamTransport: DestinationTransport {
 
     func update(settings: BackendSettings, secrets: BackendSecrets) {
         let replacement = Options(settings, secrets: secrets)
-        options.withLock { $0 = replacement }
+        // Kept when equal: each publish compares its job's options with the
+        // session's, which costs nothing while they share storage, but the
+        // whole CA bundle, certificate and key once a reload has read the
+        // same files into new arrays.
+        options.withLock { if $0 != replacement { $0 = replacement } }
     }
 
     func shutdown() {
