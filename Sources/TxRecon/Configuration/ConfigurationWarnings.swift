@@ -51,14 +51,13 @@ public enum ConfigurationWarnings {
     }
 
     /// The host of an http:// URL; nil for https:// and anything else.
-    private static func plainHTTPHost(_ text: String) -> String? {
-        guard let url = URL(string: text), url.scheme?.lowercased() == "http" else { return nil }
-        return url.host
-    }
+    private static func plainHTTPHost(_ text: String) -> String? { host(of: text, scheme: "http") }
 
     /// The host of a nats:// URL (TLS only if the server asks); nil for tls://.
-    private static func plainNATSHost(_ text: String) -> String? {
-        guard let url = URL(string: text), url.scheme?.lowercased() == "nats" else { return nil }
+    private static func plainNATSHost(_ text: String) -> String? { host(of: text, scheme: "nats") }
+
+    private static func host(of text: String, scheme: String) -> String? {
+        guard let url = URL(string: text), url.scheme?.lowercased() == scheme else { return nil }
         return url.host
     }
 

@@ -29,8 +29,7 @@ public enum TerminalText {
         result.reserveCapacity(text.utf8.count + 16)
         for scalar in text.unicodeScalars {
             if scalar.value == 0x7F || LogText.isEscapedBeyondASCII(scalar.value) {
-                let hex = String(scalar.value, radix: 16)
-                result += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+                result += "\\u" + LogText.hex(scalar.value, digits: 4)
             } else {
                 result.unicodeScalars.append(scalar)
             }
