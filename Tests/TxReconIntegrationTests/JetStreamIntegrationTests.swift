@@ -43,7 +43,15 @@ struct JetStreamIntegrationTests {
         #expect(doneAtKill < ids.count, "the kill interrupted the drain")
 
         try await fixture.start()
-        #expect(await fixture.eventually(timeout: .seconds(60)) { fixture.doneItems().count == ids.count })
+        let keys = Set(ids.map { ItemKey($0)!.fileName })
+        #expect(await fixture.eventually(timeout: .seconds(60)) { fixture.doneItems().count == ids.count },
+                """
+                done/ holds \(fixture.doneItems().count) of \(ids.count): not there \(keys.subtracting(fixture.doneItems())), \
+                besides \(Set(fixture.doneItems()).subtracting(keys)); hold/ \(fixture.names("hold")), \
+                rejected/ \(fixture.names("rejected")), new/ \(fixture.names("new")), queue/ \(fixture.names("queue"))
+                the restarted daemon's log:
+                \(fixture.daemon?.stderr.suffix(4000) ?? "")
+                """)
         #expect(fixture.names("queue").isEmpty && fixture.names("new").isEmpty)
         let messages = stream.messages()
         #expect(messages.count == ids.count, "each idempotency key once: \(messages.count) for \(ids.count)")
