@@ -105,6 +105,20 @@ struct ProbeIntegrationTests {
         #expect(probe.stdout.contains("has not taken it within the time"), "\(probe.stdout)")
     }
 
+    @Test func aCredentialEchoedInApplesAnswerIsNotPrinted() async throws {
+        let fixture = try ProbeFixture()
+        fixture.api.echoCredentialsInTestTokens()
+        try await fixture.receiver.start()
+        try await fixture.daemon.start()
+        let probe = try await fixture.probe(timeout: 3)
+        let signatures = fixture.api.tokensSeen.compactMap { $0.split(separator: ".").last.map(String.init) }
+        #expect(!signatures.isEmpty)
+        for signature in signatures {
+            #expect(!probe.stdout.contains(signature) && !probe.stderr.contains(signature), "\(probe.stdout)")
+        }
+        #expect(probe.stdout.contains("(testNotificationToken test-1-<redacted>)"), "\(probe.stdout)")
+    }
+
     @Test func credentialsAppleRefusesAreAConfigurationError() async throws {
         let fixture = try ProbeFixture()
         fixture.api.refuseCredentials()

@@ -81,6 +81,7 @@ package final class MockAppStoreServerAPI: Sendable {
         var faults: [Fault] = []
         var refuseEverything = false
         var echoesCredentials = false
+        var echoesCredentialsInTestTokens = false
         var problems: [String] = []
         var served: [Served] = []
         var seenTokens: Set<String> = []
@@ -154,6 +155,13 @@ package final class MockAppStoreServerAPI: Sendable {
             $0.refuseEverything = true
             $0.echoesCredentials = true
         }
+    }
+
+    /// Names each test notification it issues after the request's token
+    /// signature (`test-N-SIGNATURE`), as a careless server might: a 200
+    /// that echoes the credential.
+    package func echoCredentialsInTestTokens() {
+        state.withLock { $0.echoesCredentialsInTestTokens = true }
     }
 
     /// Every bearer token requests carried, in no order.
@@ -274,8 +282,12 @@ package final class MockAppStoreServerAPI: Sendable {
             let issued = state.withLock { state -> (String, (port: UInt16, path: String, signedPayload: String))? in
                 if state.refuseEverything { return nil }
                 guard let target = state.notificationURL else { return nil }
-                let token = "test-\(state.nextToken)"
+                var token = "test-\(state.nextToken)"
                 state.nextToken += 1
+                if state.echoesCredentialsInTestTokens,
+                   let signature = request.header("Authorization")?.split(separator: ".").last {
+                    token += "-" + signature
+                }
                 state.tests[token] = []
                 return (token, target)
             }

@@ -34,14 +34,20 @@ package final class SecretRedactor: Sendable {
 
     /// `text` with every known secret replaced by `<redacted>`.
     package func redact(_ text: String) -> String {
-        let secrets = self.secrets.withLock { $0 }
-        guard !secrets.isEmpty else { return text }
         var bytes = Array(text.utf8)
+        return redact(&bytes) ? String(decoding: bytes, as: UTF8.self) : text
+    }
+
+    /// Replaces every known secret in `bytes` (an answer's body, before it
+    /// is read); whether there was one.
+    @discardableResult
+    package func redact(_ bytes: inout [UInt8]) -> Bool {
+        let secrets = self.secrets.withLock { $0 }
         var changed = false
         for secret in secrets {
             changed = SecretRedactor.replace(secret, in: &bytes) || changed
         }
-        return changed ? String(decoding: bytes, as: UTF8.self) : text
+        return changed
     }
 
     /// Each secret as given and as an echo would spell it: JSON-escaped and

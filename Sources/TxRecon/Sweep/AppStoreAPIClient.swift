@@ -177,13 +177,17 @@ package final class AppStoreAPIClient {
             return .refused(AppStoreAPIError(status: status, body: response.bodyPrefix, retryAfter: response.retryAfter,
                                              redactor: Self.redactor(for: token)))
         }
-        return .answered(response.bodyPrefix)
+        // A 200's fields are printed too (the probe's token, a send
+        // attempt's result) and may end up in an error message: an echo of
+        // the token is taken out before anything reads the body.
+        var body = response.bodyPrefix
+        Self.redactor(for: token).redact(&body)
+        return .answered(body)
     }
 
-    /// What keeps `token` out of an error message, which is printed and
-    /// logged: a server that echoes the token, or its signature (the part
-    /// that makes it usable), must not put it there. Made only for a
-    /// failure, not for every page.
+    /// What keeps `token` out of what is printed and logged: a server that
+    /// echoes the token, or its signature (the part that makes it usable),
+    /// must not put it there. One per request: the token is new each time.
     private static func redactor(for token: String) -> SecretRedactor {
         SecretRedactor([token, token.split(separator: ".").last.map(String.init) ?? ""])
     }
