@@ -65,21 +65,17 @@ enum ControlCommand {
         }
         let (targets, refused) = validTargets(arguments.positional, for: command)
         guard all || !targets.isEmpty else { return 1 }
+        guard let configuration = loadConfiguration(arguments) else { return ConfigurationError.exitStatus }
         let destination = arguments.value("--destination")
-        if let destination, !checkDestination(destination, arguments, command: command) {
-            return ConfigurationError.exitStatus
-        }
-        return submit(ControlRequest(command, targets: targets, all: all, destination: destination), arguments,
+        if let destination { checkDestination(destination, configuration, command: command) }
+        return submit(ControlRequest(command, targets: targets, all: all, destination: destination), configuration,
                       alreadyFailed: refused)
     }
 
     /// Exits with a usage error naming the destinations when `name` is not
-    /// one; false when the configuration cannot be read. The daemon checks
-    /// it again against the destinations it runs.
-    static func checkDestination(_ name: String, _ arguments: Arguments, command: ControlRequest.Command) -> Bool {
-        guard let configuration = loadConfiguration(arguments) else { return false }
+    /// one. The daemon checks it again against the destinations it runs.
+    static func checkDestination(_ name: String, _ configuration: Configuration, command: ControlRequest.Command) {
         _ = destinationLayouts(configuration, only: name, command: command.rawValue)
-        return true
     }
 
     /// The names `command` may act on, each refused one reported; `refused`
@@ -95,10 +91,9 @@ enum ControlCommand {
     /// Hands `request` to the daemon through ctl/ and prints its answer,
     /// waiting up to `timeout` for it. `alreadyFailed`: some target was
     /// refused before the request was written (exit status 1 then).
-    static func submit(_ request: ControlRequest, _ arguments: Arguments, alreadyFailed: Bool,
+    static func submit(_ request: ControlRequest, _ configuration: Configuration, alreadyFailed: Bool,
                        timeout: Duration = .seconds(10)) -> Int32 {
         let command = request.command
-        guard let configuration = loadConfiguration(arguments) else { return ConfigurationError.exitStatus }
         let layout = SpoolLayout(root: configuration.spool.directory)
         let client = ControlClient(layout: layout)
         do {
@@ -160,13 +155,12 @@ enum ReplayCommand: Command {
         }
         let (targets, refused) = ControlCommand.validTargets(keys, for: .replay)
         guard all || !targets.isEmpty else { return 1 }
+        guard let configuration = loadConfiguration(arguments) else { return ConfigurationError.exitStatus }
         let destination = arguments.value("--destination")
-        if let destination, !ControlCommand.checkDestination(destination, arguments, command: .replay) {
-            return ConfigurationError.exitStatus
-        }
+        if let destination { ControlCommand.checkDestination(destination, configuration, command: .replay) }
         let request = ControlRequest(.replay, targets: targets, all: all, since: window["--since"],
                                      until: window["--until"], destination: destination)
         // A replay copies each item back into queue/: many take a while.
-        return ControlCommand.submit(request, arguments, alreadyFailed: refused, timeout: .seconds(600))
+        return ControlCommand.submit(request, configuration, alreadyFailed: refused, timeout: .seconds(600))
     }
 }
