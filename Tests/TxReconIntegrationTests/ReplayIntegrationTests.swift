@@ -36,6 +36,29 @@ struct ReplayIntegrationTests {
         #expect(fixture.daemon?.stderr.contains("r1: replay requested by the operator") == true)
     }
 
+    @Test func aReplayWhoseAnswerCannotBeWrittenRunsOnce() async throws {
+        let fixture = try DaemonFixture()
+        try await fixture.start()
+        try fixture.drop(fixture.envelope("r4", version: 1))
+        #expect(await fixture.eventually { fixture.doneItems() == ["r4"] })
+        // A member of group txrecon saw the CLI's name and put a directory
+        // where the answer goes.
+        #expect(mkdir(fixture.layout.ctl + "/blocked.result", 0o750) == 0)
+        let temporary = fixture.layout.tmp + "/.ctl-blocked"
+        try SystemCall.writeNewFile(temporary, ControlRequest(.replay, targets: ["r4"]).json.serialized, sync: false)
+        #expect(rename(temporary, fixture.layout.ctl + "/blocked") == 0)
+        #expect(await fixture.eventually { deliveries(of: "r4", fixture) == 2 })
+        #expect(await fixture.eventually { !fixture.names("ctl").contains("blocked") },
+                "the request is removed, not run again at each scan")
+        #expect(fixture.daemon?.stderr.contains("the replay ran (1 applied, 0 skipped)") == true)
+        // Anything that makes intake scan ctl/ again finds nothing to replay.
+        try fixture.drop(fixture.envelope("r5", version: 1))
+        #expect(await fixture.eventually { fixture.doneItems() == ["r4", "r5"] })
+        let idle = try await fixture.cli(["retry", "--all"])
+        #expect(idle.status == 0, "\(idle.stderr)")
+        #expect(deliveries(of: "r4", fixture) == 2)
+    }
+
     @Test func aReplayAskedForByAnyoneButRootIsRefused() async throws {
         let fixture = try DaemonFixture()
         try await fixture.start()

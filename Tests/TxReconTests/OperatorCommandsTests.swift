@@ -37,6 +37,22 @@ import TxReconTestSupport
         #expect(log.entries.contains { $0.fields.contains { $0.name == "TXRECON_OUTCOME" && $0.value == "released" } })
     }
 
+    @Test func releaseNeverPutsAHeldSnapshotOverAQueuedOne() throws {
+        var pending = PendingItems()
+        let key = try held("h2", in: &pending)
+        // A newer snapshot queued beside the held one.
+        _ = directory.write(#"{"id":"h2","version":2,"payload":{}}"#, to: "spool/queue/h2")
+        pending.add(key, PendingItems.Entry(state: DeliveryState(), deadline: .seconds(1), receivedAt: 0))
+        let result = commands.perform(ControlRequest(.release, targets: ["h2"]), on: &pending, now: .seconds(2), wall: 0)
+        #expect(result.applied.isEmpty)
+        #expect(result.skipped.first?.reason.hasPrefix("another snapshot of it is queued") == true, "\(result.skipped)")
+        let queued = try SystemCall.readFile(layout.queue + "/h2", limit: 4096)
+        #expect(String(decoding: queued, as: UTF8.self).contains(#""version":2"#))
+        #expect(try SystemCall.listDirectory(layout.hold).contains("h2"))
+        // The spool refuses it on its own too.
+        #expect(throws: SpoolError.self) { try spool.release(key) }
+    }
+
     @Test func retryMakesAWaitingKeyDueNowAndForgetsItsRecordedDelay() throws {
         try layout.createMissingDirectories()
         var pending = PendingItems()

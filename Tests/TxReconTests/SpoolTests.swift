@@ -126,6 +126,31 @@ import TxReconTestSupport
         #expect(try spool.rejectedNames().sorted() == ["x.reason.input", "y"])
     }
 
+    @Test func aNameThatIsNotUTF8IsRenamedAndOneAlreadyGoneIsNoError() throws {
+        let spool = try makeSpool()
+        let raw: [UInt8] = Array("j".utf8) + [0xFF]
+        let path = Array((layout.new + "/").utf8).map { CChar(bitPattern: $0) } + raw.map { CChar(bitPattern: $0) } + [0]
+        let fd = open(path, O_CREAT | O_WRONLY | O_EXCL, 0o640)
+        #expect(fd >= 0)
+        close(fd)
+        #expect(try spool.renameUndecodableDrop(raw) == "j\u{FFFD}.not-utf8")
+        #expect(names("new") == ["j\u{FFFD}.not-utf8"])
+        // Its producer took it away between the listing and the rename: the
+        // scan goes on (it used to end intake as "the spool is not usable").
+        #expect(try spool.renameUndecodableDrop(raw) == nil)
+        try SystemCall.unlinkIfPresent(layout.new + "/j\u{FFFD}.not-utf8")
+        #expect(rmdir(layout.new) == 0)
+        #expect(throws: SpoolError.self) { try spool.renameUndecodableDrop(raw) }
+    }
+
+    @Test func aShortenedNameKeepsWhatFitsOfACharacterWithManyMarks() {
+        let name = "a" + String(repeating: "\u{301}", count: 127)
+        let prefix = Spool.prefix(of: name, maximumBytes: 180)
+        #expect(prefix.unicodeScalars.first == "a" && prefix.utf8.count <= 180 && prefix.utf8.count >= 179,
+                "\(prefix.utf8.count) bytes")
+        #expect(Spool.prefix(of: "short", maximumBytes: 180) == "short")
+    }
+
     @Test func requeueingARejectedFileMovesItBackIntoNew() throws {
         let spool = try makeSpool()
         _ = directory.write("junk", to: "spool/new/y")

@@ -83,6 +83,15 @@ struct OperatorCommands {
 
     private func release(_ key: ItemKey, on pending: inout PendingItems, now: Duration, wall: Int64,
                          into result: inout ControlResult) {
+        // A key both held and queued (a held file that no longer verified
+        // let a newer snapshot in): releasing would put the held one over
+        // the queued one.
+        guard pending.entries[key] == nil else {
+            let reason = pending.held.contains(key)
+                ? "another snapshot of it is queued; the held one stays in hold/ (`txrecon show` it)" : "not held"
+            result.skipped.append((key.rawValue, reason))
+            return
+        }
         do {
             guard pending.held.contains(key), try spool.release(key) else {
                 result.skipped.append((key.rawValue, "not held"))

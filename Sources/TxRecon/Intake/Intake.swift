@@ -222,7 +222,7 @@ final class Intake: Sendable {
                 var (part, unaddressable) = try inbox.names(upTo: Intake.scanPart)
                 if part.isEmpty && unaddressable.isEmpty { break }
                 for bytes in unaddressable {
-                    let renamed = try spool.renameUndecodableDrop(bytes)
+                    guard let renamed = try spool.renameUndecodableDrop(bytes) else { continue }
                     log.write(LogEntry(.warning, "new/\(LogText.escaped(renamed)): renamed from a name that is not "
                                        + "UTF-8, which txrecon cannot address", fields: [("TXRECON_FILE", renamed)]))
                     part.append(renamed)
@@ -423,7 +423,8 @@ final class Intake: Sendable {
 
     /// Executes requests in ctl/: answer in NAME.result, then NAME removed.
     /// A request whose answer cannot be written stays and is executed again
-    /// by the next scan (every command is idempotent). `requeued` tells
+    /// by the next scan (every command but replay is idempotent; a replay's
+    /// request is removed then). `requeued` tells
     /// whether rejected files went back into new/.
     private func execute(_ names: [String]) -> (failures: IntakeBacklog.Failures, requeued: Bool) {
         var failures = IntakeBacklog.Failures()
@@ -474,6 +475,15 @@ final class Intake: Sendable {
                 try SystemCall.replaceFile(path + ".result", result.json.serialized,
                                            temporaryName: directory + "/.tmp-" + name, sync: false)
                 try SystemCall.unlinkIfPresent(path)
+            } catch where request?.command == .replay {
+                // A replay is not idempotent: run again, it would send done/
+                // again at every scan (a directory a producer put at
+                // NAME.result, a full disk). It ran; it is not kept.
+                _ = unlink(path)
+                log.write(LogEntry(.error, "cannot answer ctl/\(LogText.escaped(name)): \(error); the replay ran "
+                                   + "(\(result.applied.count) applied, \(result.skipped.count) skipped) and its request is "
+                                   + "removed so that it does not run again"))
+                failures.record(error)
             } catch {
                 log.write(LogEntry(.error, "cannot answer ctl/\(LogText.escaped(name)): \(error); it is executed again shortly"))
                 failures.record(error)

@@ -98,14 +98,18 @@ package final class Spool: Sendable {
 
     /// Gives a drop whose name is not UTF-8 (which Swift cannot address) a
     /// name that is: the invalid bytes become U+FFFD and `.not-utf8` is
-    /// added, plus `.N` if that is taken. Returns the new name.
-    func renameUndecodableDrop(_ bytes: [UInt8]) throws(SpoolError) -> String {
+    /// added, plus `.N` if that is taken. Returns the new name, or nil when
+    /// the drop is gone (its producer took it away after the listing).
+    func renameUndecodableDrop(_ bytes: [UInt8]) throws(SpoolError) -> String? {
         let base = Spool.prefix(of: String(decoding: bytes, as: UTF8.self), maximumBytes: 180) + ".not-utf8"
         var candidate = base
-        while !(try SystemCall.renameRawName(in: layout.new, from: bytes, to: candidate)) {
-            candidate = "\(base).\(uniqueCounter.add(1, ordering: .relaxed).newValue)"
+        while true {
+            switch try SystemCall.renameRawName(in: layout.new, from: bytes, to: candidate) {
+            case .renamed: return candidate
+            case .gone: return nil
+            case .taken: candidate = "\(base).\(uniqueCounter.add(1, ordering: .relaxed).newValue)"
+            }
         }
-        return candidate
     }
 
     /// How a regular file that appeared in new/ by creation (IN_CREATE)
@@ -249,14 +253,24 @@ package final class Spool: Sendable {
     /// `source` -> rejected/NAME (NAME: `base` or `base.N`) with NAME.reason
     /// written first: a crash in between leaves the file where it was and an
     /// orphan reason (removed at start). `file` names the source for people.
+    /// The reason, placed only where none is, claims the name: intake
+    /// rejecting a drop and the engine setting an item aside under the same
+    /// name at once never pick the same one (a rename onto it would lose one).
     private func moveToRejected(_ source: String, base: String, file: String, because rejection: Rejection,
                                 at now: Int64) throws(SpoolError) -> String {
-        let target = try uniqueName(in: layout.rejected, base: base)
-        let reason = Spool.rejectionText(file: file, storedAs: target, rejection: rejection, at: now)
-        try SystemCall.replaceFile(layout.rejected + "/" + target + ".reason", Array(reason.utf8),
-                                   temporaryName: layout.rejected + "/.tmp-" + target + ".reason", sync: false)
-        try SystemCall.rename(source, layout.rejected + "/" + target)
-        return target
+        var target = base.hasSuffix(".reason") ? base + ".input" : base
+        while true {
+            if try SystemCall.linkStatus(layout.rejected + "/" + target) == nil {
+                let reason = Spool.rejectionText(file: file, storedAs: target, rejection: rejection, at: now)
+                let temporary = layout.rejected + "/.tmp-\(target).reason.\(UInt64.random(in: 0 ... .max))"
+                if try SystemCall.placeNewFile(layout.rejected + "/" + target + ".reason", Array(reason.utf8),
+                                               temporaryName: temporary) {
+                    try SystemCall.rename(source, layout.rejected + "/" + target)
+                    return target
+                }
+            }
+            target = "\(base).\(uniqueCounter.add(1, ordering: .relaxed).newValue)"
+        }
     }
 
     /// rejected/`storedAs`.reason: why, where the file came from, and the
@@ -411,9 +425,14 @@ package final class Spool: Sendable {
         if hasState { try SystemCall.unlinkIfPresent(path(.queue, key) + ".state") }
     }
 
-    /// hold/KEY -> queue/KEY; false when KEY is not held.
+    /// hold/KEY -> queue/KEY; false when KEY is not held. Never over a
+    /// queue/KEY (EEXIST): only the daemon makes names in queue/, so a check
+    /// suffices.
     func release(_ key: ItemKey) throws(SpoolError) -> Bool {
         guard try SystemCall.linkStatus(path(.hold, key)) != nil else { return false }
+        guard try SystemCall.linkStatus(path(.queue, key)) == nil else {
+            throw SpoolError("release into", path(.queue, key), EEXIST)
+        }
         try SystemCall.rename(path(.hold, key), path(.queue, key))
         try SystemCall.unlinkIfPresent(path(.hold, key) + ".reason")
         return true
@@ -524,17 +543,21 @@ package final class Spool: Sendable {
     // MARK: Names
 
     /// The longest prefix of `name` of at most `maximumBytes` UTF-8 bytes
-    /// that ends on a character boundary.
+    /// that ends on a Unicode scalar boundary; empty only when `maximumBytes`
+    /// is below 4.
     static func prefix(of name: String, maximumBytes: Int) -> String {
         guard name.utf8.count > maximumBytes else { return name }
-        var result = ""
+        // By Unicode scalars, not characters: one character of a letter and
+        // a hundred combining marks would leave nothing (a name starting
+        // with a dot, hidden and refused by requeue-rejected).
+        var result = String.UnicodeScalarView()
         var bytes = 0
-        for character in name {
-            bytes += character.utf8.count
+        for scalar in name.unicodeScalars {
+            bytes += UTF8.width(scalar)
             if bytes > maximumBytes { break }
-            result.append(character)
+            result.append(scalar)
         }
-        return result
+        return String(result)
     }
 
     /// Renames `source` into new/ as `base` or, when a producer already uses

@@ -148,19 +148,32 @@ package enum SystemCall {
         }
     }
 
-    /// Renames `directory/<bytes>` to `directory/<name>` unless that exists
-    /// (then returns false), for a name that is not UTF-8. Checked, then
-    /// renamed: only the daemon renames within the directory it uses this on
-    /// at that moment, and a producer's file created in between under the
-    /// same new name is the one risk, which the caller's unusual name avoids.
-    static func renameRawName(in directory: String, from bytes: [UInt8], to name: String) throws(SpoolError) -> Bool {
+    /// What `renameRawName` did.
+    enum RawRename: Equatable {
+        case renamed
+        /// The new name exists already.
+        case taken
+        /// `directory/<bytes>` is gone (its producer removed or renamed it).
+        case gone
+    }
+
+    /// Renames `directory/<bytes>` to `directory/<name>` unless that exists,
+    /// for a name that is not UTF-8. Checked, then renamed: only the daemon
+    /// renames within the directory it uses this on at that moment, and a
+    /// producer's file created in between under the same new name is the
+    /// one risk, which the caller's unusual name avoids.
+    static func renameRawName(in directory: String, from bytes: [UInt8], to name: String) throws(SpoolError) -> RawRename {
         let target = directory + "/" + name
-        guard try linkStatus(target) == nil else { return false }
+        guard try linkStatus(target) == nil else { return .taken }
         let source = Array((directory + "/").utf8).map { CChar(bitPattern: $0) } + bytes.map { CChar(bitPattern: $0) } + [0]
         guard Glibc.rename(source, target) == 0 else {
-            throw SpoolError("rename to \(target) from", directory + "/" + String(decoding: bytes, as: UTF8.self))
+            // The producer owns the name and may take its file away between
+            // the listing and here; new/ itself gone shows at the next listing.
+            let code = errno
+            if code == ENOENT && !isMissing(directory) { return .gone }
+            throw SpoolError("rename to \(target) from", directory + "/" + String(decoding: bytes, as: UTF8.self), code)
         }
-        return true
+        return .renamed
     }
 
     /// Reads a whole regular file of at most `limit` bytes.
@@ -223,6 +236,35 @@ package enum SystemCall {
         if let failure {
             unlink(path)
             throw failure
+        }
+    }
+
+    /// Creates `path` holding `bytes` unless something is there already
+    /// (then returns false), through `temporaryName` and link(2): readers
+    /// never see it half written, and of two threads placing the same path
+    /// one wins. Where links are refused, checked and then renamed.
+    static func placeNewFile(_ path: String, _ bytes: [UInt8], temporaryName: String) throws(SpoolError) -> Bool {
+        try unlinkIfPresent(temporaryName)
+        try writeNewFile(temporaryName, bytes, sync: false)
+        do {
+            switch try link(temporaryName, path) {
+            case .linked:
+                try unlinkIfPresent(temporaryName)
+                return true
+            case .exists:
+                try unlinkIfPresent(temporaryName)
+                return false
+            case .refused:
+                guard try linkStatus(path) == nil else {
+                    try unlinkIfPresent(temporaryName)
+                    return false
+                }
+                try rename(temporaryName, path)
+                return true
+            }
+        } catch {
+            _ = Glibc.unlink(temporaryName)
+            throw error
         }
     }
 
