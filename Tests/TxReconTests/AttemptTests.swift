@@ -11,7 +11,7 @@ import TxReconTestSupport
     var spool: Spool { Spool(layout: layout, keepsDone: true) }
 
     func context() -> Attempt.Context {
-        Attempt.Context(spool: spool, decoder: InputDecoder(acceptEnvelopes: true),
+        Attempt.Context(spool: spool, storedItems: StoredItemReader(acceptEnvelopes: true, policy: nil),
                         prepare: { item, attempt, _, _ in
                             DeliveryRequest(headers: [("Attempt", "\(attempt)")], body: Array(item.key.rawValue.utf8))
                         },

@@ -33,7 +33,7 @@ struct Attempt: Sendable {
     /// What the attempt needs from the daemon.
     struct Context: Sendable {
         var spool: Spool
-        var decoder: InputDecoder
+        var storedItems: StoredItemReader
         var prepare: DeliveryEngine.RequestPreparer
         var redactor: SecretRedactor
         var clock: any EngineClock
@@ -94,16 +94,13 @@ struct Attempt: Sendable {
     }
 
     /// The request: from intake's item when it is at hand, else from
-    /// queue/KEY read and decoded again.
+    /// queue/KEY read, decoded and verified again (StoredItemReader).
     private func prepare(_ context: Context) -> Preparation {
         if let cached { return .ready(cached, context.prepare(cached, number, receivedAt, now)) }
         do {
             guard let bytes = try context.spool.read(.queue, key, maximumSize: maximumSize) else { return .missing }
-            switch try context.decoder.decode(bytes) {
-            case let .item(item): return .ready(item, context.prepare(item, number, receivedAt, now))
-            case .page: return .undecodable(Rejection("unknown-format", "a queued file holds a page"))
-            case .receipt: return .undecodable(Rejection("unknown-format", "a queued file holds a receipt of several purchases"))
-            }
+            let item = try context.storedItems.item(bytes, key: key)
+            return .ready(item, context.prepare(item, number, receivedAt, now))
         } catch let error as SpoolError {
             return .unreadable(error)
         } catch let rejection as Rejection {

@@ -47,13 +47,21 @@ package actor DeliveryEngine {
         var probeSchedule: RetrySchedule
         /// Requests a second at most (RequestRate); nil: no limit.
         var maxRate: Double?
+        /// AcceptEnvelopes= and the signature policy (nil with Mode=none):
+        /// what an item read back from the spool must still pass
+        /// (StoredItemReader), as at intake.
+        var acceptEnvelopes: Bool
+        var verification: SignedDataPolicy?
 
         package init(schedule: RetrySchedule = .standard, maxConcurrentDeliveries: Int = 8,
                     maxFileSize: Int = 1 << 20, stopGrace: Duration = .seconds(10),
                     inboxWindow: Int = 4096, inboxWindowWait: Duration = .seconds(1),
                     highWater: Int = 100_000, lowWater: Int = 90_000,
-                    probeSchedule: RetrySchedule = .probing, maxRate: Double? = nil) {
+                    probeSchedule: RetrySchedule = .probing, maxRate: Double? = nil,
+                    acceptEnvelopes: Bool = true, verification: SignedDataPolicy? = nil) {
             self.schedule = schedule
+            self.acceptEnvelopes = acceptEnvelopes
+            self.verification = verification
             self.probeSchedule = probeSchedule
             self.maxRate = maxRate
             self.maxConcurrentDeliveries = maxConcurrentDeliveries
@@ -92,7 +100,6 @@ package actor DeliveryEngine {
     package nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
 
     private let spool: Spool
-    private let decoder = InputDecoder(acceptEnvelopes: true)
     private let clock: any EngineClock
     private let events: ItemEvents
     private let log: any LogSink
@@ -152,8 +159,8 @@ package actor DeliveryEngine {
         self.spool = spool
         self.settings = settings
         self.transport = transport
-        self.attemptContext = Attempt.Context(spool: spool, decoder: decoder, prepare: prepare, redactor: redactor,
-                                              clock: clock)
+        self.attemptContext = Attempt.Context(spool: spool, storedItems: StoredItemReader(settings), prepare: prepare,
+                                              redactor: redactor, clock: clock)
         self.clock = clock
         self.log = log
         self.events = ItemEvents(sink: log)
@@ -247,6 +254,7 @@ package actor DeliveryEngine {
         self.settings = settings
         self.transport = transport
         attemptContext.prepare = prepare
+        attemptContext.storedItems = StoredItemReader(settings, verifiers: attemptContext.storedItems.verifiers)
         dispatchDue()
     }
 
@@ -480,8 +488,8 @@ package actor DeliveryEngine {
     }
 
     /// The version of the snapshot stored for `key` in `location`; nil when
-    /// there is none (or it cannot be decoded any more, which makes any new
-    /// snapshot newer: delivering too much is safe, too little is not).
+    /// there is none (or it no longer decodes or verifies, which makes any
+    /// new snapshot newer: delivering too much is safe, too little is not).
     /// What stands at the key's name and cannot be read for good (a
     /// directory, say) holds no snapshot either: the drop is placed as if
     /// the name were free, and a move onto it sets the item aside.
@@ -489,12 +497,13 @@ package actor DeliveryEngine {
         let bytes: [UInt8]?
         do {
             bytes = try spool.read(location, key, maximumSize: settings.maxFileSize)
-        } catch where error.isPermanent {
+        } catch where error.isPermanent || error.code == EFBIG {
+            // EFBIG: larger than a MaxFileSize= lowered since; it will not
+            // be read again either.
             return nil
         }
         guard let bytes else { return nil }
-        guard case let .item(item)? = try? decoder.decode(bytes) else { return nil }
-        return item.version
+        return (try? attemptContext.storedItems.item(bytes, key: key))?.version
     }
 
     // MARK: Scheduling
@@ -741,7 +750,7 @@ package actor DeliveryEngine {
             let parked = pending.forget(key)
             if let parked { placeParked(parked) }
         case let .undecodable(rejection):
-            let reason = "queued file no longer decodes: \(rejection)"
+            let reason = "queued file no longer decodes or verifies: \(rejection)"
             do {
                 try spool.hold(key, reason: reason, at: clock.wallMilliseconds, attempts: pending.entries[key]!.state.attempts)
                 pending.held.insert(key)

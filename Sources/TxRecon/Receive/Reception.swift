@@ -209,30 +209,3 @@ final class Reception: Sendable {
                            fields: fields))
     }
 }
-
-/// Verifiers for the connection threads, one per thread at a time: a
-/// verifier holds OpenSSL state and a chain cache without locks.
-final class VerifierPool: Sendable {
-    private let idle = Mutex<[VerifierBox]>([])
-
-    /// Runs `body` with a verifier for `policy` (nil with Mode=none) that no
-    /// other thread uses meanwhile.
-    func with<T>(_ policy: SignedDataPolicy?, _ body: (SignedDataVerifier?) -> T) -> T {
-        guard let policy else { return body(nil) }
-        let box = idle.withLock { idle -> VerifierBox? in
-            while let box = idle.popLast() {
-                if box.verifier.policy == policy { return box }
-            }
-            return nil
-        } ?? VerifierBox(SignedDataVerifier(policy: policy))
-        defer { idle.withLock { $0.append(box) } }
-        return body(box.verifier)
-    }
-}
-
-/// A verifier in the pool. @unchecked Sendable: it moves between threads
-/// only through the pool's lock, and one thread at a time uses it.
-private final class VerifierBox: @unchecked Sendable {
-    let verifier: SignedDataVerifier
-    init(_ verifier: SignedDataVerifier) { self.verifier = verifier }
-}

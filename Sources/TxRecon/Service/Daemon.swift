@@ -110,7 +110,8 @@ public enum Daemon {
                 return ExitStatus.failure
             }
             let engine = DeliveryEngine(
-                spool: spool, settings: engineSettings(settings, environment: environment), transport: transport,
+                spool: spool, settings: engineSettings(settings, environment: environment, verification: verification),
+                transport: transport,
                 prepare: preparer(version: version, secrets: secret),
                 clock: SystemClock(), log: destinationLog, executor: executor, redactor: redactor,
                 publish: { status in
@@ -271,7 +272,8 @@ public enum Daemon {
         for ((delivery, secret), destination) in zip(zip(next.deliveryConfigurations, secrets), destinations) {
             let settings = delivery.configuration
             destination.transport.update(settings: settings.backend, secrets: secret)
-            await destination.engine.reconfigure(settings: engineSettings(settings, environment: environment),
+            await destination.engine.reconfigure(settings: engineSettings(settings, environment: environment,
+                                                                          verification: verification),
                                                  transport: destination.transport,
                                                  prepare: preparer(version: version, secrets: secret))
         }
@@ -349,9 +351,11 @@ public enum Daemon {
     /// The engine's settings; `environment`'s TXRECON_TEST_HIGH_WATER (tests
     /// only) lowers the high-water mark (and the low one to 90 % of it), so
     /// that a test can fill an engine with a few dozen items.
-    static func engineSettings(_ configuration: Configuration,
-                               environment: [String: String]) -> DeliveryEngine.Settings {
+    static func engineSettings(_ configuration: Configuration, environment: [String: String],
+                               verification: SignedDataPolicy?) -> DeliveryEngine.Settings {
         var settings = engineSettings(configuration)
+        settings.acceptEnvelopes = configuration.verification.acceptEnvelopes
+        settings.verification = verification
         if let text = environment["TXRECON_TEST_HIGH_WATER"], let mark = Int(text), mark > 1 {
             settings.highWater = mark
             settings.lowWater = mark * 9 / 10

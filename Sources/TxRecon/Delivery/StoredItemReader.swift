@@ -1,0 +1,50 @@
+// StoredItemReader: an item file read back from queue/, hold/ or done/ (an
+// attempt past intake's cached item: a retry, a restart, a replay; or the
+// supersede rule's look at a stored snapshot) is decoded and verified again,
+// under the policy intake verifies with now.
+//
+// Those files are the producer's own inode, moved and never copied, and
+// their owner can still write them (by path, the state directories being
+// open to group txrecon for `list` and `show`, or through a descriptor it
+// kept). Without the check a producer could put an envelope or a forged JWS
+// in place of a verified item after intake, and a forged version in done/KEY
+// would make every genuine newer snapshot of the key look outdated. A file
+// that no longer verifies holds no version (a new snapshot is newer:
+// delivering too much is safe) and is not sent (the attempt holds it with
+// the reason). Touches no files itself; reports nothing.
+
+struct StoredItemReader: Sendable {
+    let decoder: InputDecoder
+    /// nil with Mode=none: nothing is signed.
+    let policy: SignedDataPolicy?
+    let verifiers: VerifierPool
+
+    /// - Parameter acceptEnvelopes: AcceptEnvelopes=, as intake takes them.
+    init(acceptEnvelopes: Bool, policy: SignedDataPolicy?, verifiers: VerifierPool = VerifierPool()) {
+        decoder = InputDecoder(acceptEnvelopes: acceptEnvelopes)
+        self.policy = policy
+        self.verifiers = verifiers
+    }
+
+    /// The reader of an engine's settings, reusing `verifiers` on a reload.
+    init(_ settings: DeliveryEngine.Settings, verifiers: VerifierPool = VerifierPool()) {
+        self.init(acceptEnvelopes: settings.acceptEnvelopes, policy: settings.verification, verifiers: verifiers)
+    }
+
+    /// The item stored for `key` in `bytes`, verified; throws why it is not one.
+    func item(_ bytes: [UInt8], key: ItemKey) throws(Rejection) -> Item {
+        let decoded = try verifiers.with(policy) { verifier throws(Rejection) in
+            try decoder.decode(bytes, verifyingWith: verifier)
+        }
+        switch decoded {
+        case let .item(item):
+            guard item.key == key else {
+                throw Rejection(.invalidField,
+                                "the file holds an item of key \(item.key), not \(key): it was changed after intake")
+            }
+            return item
+        case .page: throw Rejection(.unknownFormat, "the file holds a page")
+        case .receipt: throw Rejection(.unknownFormat, "the file holds a receipt of several purchases")
+        }
+    }
+}
