@@ -58,7 +58,11 @@ final class SignedDataVerifier {
     var knownHeaders: KnownJOSEHeaders { cache.headers }
 
     /// Verifies every signed string of `item`, outer before nested, using
-    /// the decoder's parse of each where `parsed` holds it.
+    /// the decoder's parse of each where `parsed` holds it. Every string's
+    /// signature is checked before a claim refused by the settings (bundle
+    /// id, environment, app id) is thrown: such data is genuine and kept
+    /// (the receiver spools it for rejected/), so a body that also carries
+    /// a forged string must be found forged first.
     func verify(_ item: Item, parsed: ParsedSignedStrings = ParsedSignedStrings()) throws(Rejection) {
         if item.kind == .receipt {
             guard let text = item.signedStrings.first(where: { $0.name == "receipt" })?.value else {
@@ -70,29 +74,41 @@ final class SignedDataVerifier {
             }
             return try verify(ParsedReceipt(text: text, der: der, receipt: receipt))
         }
+        var refusedClaim: Rejection?
         for (name, text) in item.signedStrings {
             guard let kind = SignedDataKind(signedStringName: name) else { continue }
             let subject = item.kind == .notification && kind != .notification ? "data.\(name) of signedPayload" : name
             if let jws = parsed.jws(named: name, text: text) {
-                try verify(jws, as: kind, subject: subject)
+                try verify(jws, as: kind, subject: subject, refusedClaim: &refusedClaim)
             } else {
-                try verify(text, as: kind, subject: subject)
+                try verify(text, as: kind, subject: subject, refusedClaim: &refusedClaim)
             }
         }
+        if let refusedClaim { throw refusedClaim }
     }
 
     /// Verifies one signed string; `subject` names it in messages.
     func verify(_ compact: String, as kind: SignedDataKind, subject: String) throws(Rejection) {
+        var refusedClaim: Rejection?
+        try verify(compact, as: kind, subject: subject, refusedClaim: &refusedClaim)
+        if let refusedClaim { throw refusedClaim }
+    }
+
+    private func verify(_ compact: String, as kind: SignedDataKind, subject: String,
+                        refusedClaim: inout Rejection?) throws(Rejection) {
         let jws: CompactJWS
         do {
             jws = try CompactJWS(compact: compact)
         } catch {
             throw Rejection(error.code, "\(subject) \(error)")
         }
-        try verify(jws, as: kind, subject: subject)
+        try verify(jws, as: kind, subject: subject, refusedClaim: &refusedClaim)
     }
 
-    private func verify(_ jws: CompactJWS, as kind: SignedDataKind, subject: String) throws(Rejection) {
+    /// Throws what is wrong with `jws` itself; a claim the settings refuse
+    /// goes into `refusedClaim` (the first one found) instead.
+    private func verify(_ jws: CompactJWS, as kind: SignedDataKind, subject: String,
+                        refusedClaim: inout Rejection?) throws(Rejection) {
         let reader = PayloadReader(object: jws.payload, subject: "the payload of \(subject)")
         if let validator {
             // Apple's payloads all carry signedDate; without it there is no
@@ -108,7 +124,7 @@ final class SignedDataVerifier {
         do {
             try check(claims, kind: kind)
         } catch {
-            throw error.rejection(subject: subject)
+            if refusedClaim == nil { refusedClaim = error.rejection(subject: subject) }
         }
     }
 

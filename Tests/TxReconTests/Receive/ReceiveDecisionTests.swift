@@ -56,6 +56,25 @@ import TxReconTestSupport
                 == [true, true, true, true, false], "a quiet address refills to one second's worth, no more")
     }
 
+    @Test func anIPv6ClientCountsByItsSlash64() {
+        let limit = AddressRateLimit(perSecond: 1)
+        let start = ContinuousClock.now
+        #expect(limit.allows("2001:db8::1", now: start))
+        #expect(!limit.allows("2001:db8::2", now: start), "the same /64")
+        #expect(limit.allows("2001:db8:0:1::1", now: start), "another /64")
+        #expect(limit.allows("10.0.0.1", now: start) && limit.allows("10.0.0.2", now: start))
+    }
+
+    @Test func addressesBeyondTheTableShareOneBucket() {
+        let limit = AddressRateLimit(perSecond: 1, capacity: 2)
+        let start = ContinuousClock.now
+        #expect(limit.allows("10.0.0.1", now: start) && limit.allows("10.0.0.2", now: start))
+        #expect(limit.allows("10.0.0.3", now: start), "the first newcomer takes the shared bucket's token")
+        #expect(!limit.allows("10.0.0.4", now: start), "the next shares it")
+        #expect(!limit.allows("10.0.0.1", now: start), "a known address keeps its own, spent, bucket")
+        #expect(limit.allows("10.0.0.5", now: start + .seconds(61)), "quiet buckets are forgotten after a minute")
+    }
+
     @Test func zeroMeansNoLimit() {
         let limit = AddressRateLimit(perSecond: 0)
         let now = ContinuousClock.now
@@ -122,6 +141,22 @@ import TxReconTestSupport
             return
         }
         #expect(setAside.code == RejectionCode.wrongBundleID.rawValue)
+    }
+
+    @Test func anUploadWithAForgedRenewalBesideAnotherBundlesTransactionIs422() throws {
+        // The transaction is genuine but for another bundle (set aside, were
+        // it alone); the renewal info beside it is not Apple's.
+        var renewal = Array(TestPKI.sign(payload: TestJWS.renewalInfoPayload()).utf8)
+        let at = try #require(renewal.lastIndex(of: UInt8(ascii: "."))) + 5
+        renewal[at] = renewal[at] == UInt8(ascii: "A") ? UInt8(ascii: "B") : UInt8(ascii: "A")
+        let upload = TestDrop.transactionUpload(Self.transaction, renewal: String(decoding: renewal, as: UTF8.self))
+        guard case let .refuse(refusal) = Self.judge(upload, at: .transactions,
+                                                      verifier: try Self.verifier(bundleID: "com.example.other"))
+        else {
+            Issue.record("a body with a forged renewal info was spooled")
+            return
+        }
+        #expect(refusal.status == 422 && refusal.code == RejectionCode.invalidSignature.rawValue, "\(refusal)")
     }
 
     @Test func notJSONIs400AndAnEnvelopeOnlyAtItsEndpoint() throws {
