@@ -222,6 +222,33 @@ struct ReceiverIntegrationTests {
         #expect(fixture.daemon.names("new").isEmpty)
     }
 
+    @Test func aChunkedBodyThatGrowsPastTheLimitIsAnswered413() async throws {
+        let fixture = try ReceiverFixture(spool: "[Spool]\nMaxFileSize=4096")
+        try await fixture.start()
+        let port = fixture.port
+        // No Content-Length: the size is known only once the body passes it.
+        let reply = try await DedicatedThread.run(name: "chunked") { () -> Result<[UInt8], LoopbackHTTPClient.Failure> in
+            Result { () throws(LoopbackHTTPClient.Failure) in
+                let socket = try LoopbackHTTPClient.connect(port: port)
+                defer { close(socket) }
+                try LoopbackHTTPClient.write(socket, Array(("POST /appstore/notifications HTTP/1.1\r\nHost: x\r\n"
+                    + "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n").utf8))
+                let chunk = Array(repeating: UInt8(ascii: "x"), count: 1024)
+                for _ in 0..<8 {
+                    try LoopbackHTTPClient.write(socket, Array("400\r\n".utf8) + chunk + Array("\r\n".utf8))
+                }
+                try LoopbackHTTPClient.write(socket, Array("0\r\n\r\n".utf8))
+                return LoopbackHTTPClient.readAll(socket)
+            }
+        }.get()
+        let text = String(decoding: reply, as: UTF8.self)
+        #expect(text.hasPrefix("HTTP/1.1 413"), "\(text)")
+        #expect(text.contains("too-large"), "\(text)")
+        #expect(fixture.daemon.names("new").isEmpty)
+        let health = try await LoopbackHTTPClient.send(port: fixture.port, method: "GET", path: "/healthz")
+        #expect(health.status == 200, "the receiver serves on")
+    }
+
     @Test func aClientThatSendsTooOftenIsAskedToWait() async throws {
         let fixture = try ReceiverFixture(receive: "MaxRequestsPerSecondPerAddress=1")
         try await fixture.start()

@@ -2,6 +2,11 @@
 // token bucket per address that holds one second's worth; what
 // libmicrohttpd does not do. Buckets of addresses quiet for a minute are
 // forgotten at the next request, so the table holds only recent clients.
+// An IPv6 client counts by its /64, which one subscriber holds whole; and
+// past `capacity` buckets, addresses not yet known share one, so that a
+// flood from many addresses neither grows the table without bound nor
+// escapes the limit.
+import Glibc
 import Synchronization
 
 final class AddressRateLimit: Sendable {
@@ -15,7 +20,23 @@ final class AddressRateLimit: Sendable {
     private let buckets = Mutex<[String: Bucket]>([:])
     private let swept = Mutex(ContinuousClock.now)
 
-    init(perSecond: Int) { self.perSecond = perSecond }
+    /// Buckets kept at most; then the newcomers' shared one.
+    let capacity: Int
+    static let sharedBucket = "(addresses beyond the table)"
+
+    init(perSecond: Int, capacity: Int = 65_536) {
+        self.perSecond = perSecond
+        self.capacity = capacity
+    }
+
+    /// What `address` counts as: itself, or for IPv6 its /64.
+    static func subject(of address: String) -> String {
+        guard address.contains(":") else { return address }
+        var bytes = in6_addr()
+        guard inet_pton(AF_INET6, address, &bytes) == 1 else { return address }
+        let prefix = withUnsafeBytes(of: &bytes) { Array($0.prefix(8)) }
+        return prefix.map { String($0, radix: 16) }.joined(separator: ".") + "/64"
+    }
 
     /// Whether a request from `address` may go now.
     func allows(_ address: String, now: ContinuousClock.Instant = .now) -> Bool {
@@ -28,14 +49,16 @@ final class AddressRateLimit: Sendable {
         }
         return buckets.withLock { buckets in
             if forget { buckets = buckets.filter { now - $0.value.refilled < .seconds(60) } }
-            var bucket = buckets[address] ?? Bucket(tokens: rate, refilled: now)
+            var subject = Self.subject(of: address)
+            if buckets[subject] == nil, buckets.count >= capacity { subject = Self.sharedBucket }
+            var bucket = buckets[subject] ?? Bucket(tokens: rate, refilled: now)
             let elapsed = now - bucket.refilled
             let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
             bucket.tokens = min(rate, bucket.tokens + seconds * rate)
             bucket.refilled = now
             let allowed = bucket.tokens >= 1
             if allowed { bucket.tokens -= 1 }
-            buckets[address] = bucket
+            buckets[subject] = bucket
             return allowed
         }
     }

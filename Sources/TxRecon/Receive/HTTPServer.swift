@@ -181,23 +181,31 @@ final class HTTPServer: Sendable {
         let body = Unmanaged<RequestBody>.fromOpaque(raw).takeUnretainedValue()
         if uploadSize.pointee > 0 {
             let count = uploadSize.pointee
+            uploadSize.pointee = 0
+            // libmicrohttpd takes no answer while the body is coming in: a
+            // body that grows past the limit (chunked, no Content-Length)
+            // is read on and dropped, and answered 413 at its end;
+            // RequestTimeout= bounds how long that may take.
+            if body.tooLarge != nil { return .YES }
             let limit = server.bodyLimit.withLock { $0 }
             if body.bytes.count + count > limit {
-                uploadSize.pointee = 0
-                let tooLarge = server.tooLarge(limit)
-                server.onRefused(body.head, tooLarge)
-                return server.queue(tooLarge.answer, for: body, on: connection)
+                body.tooLarge = server.tooLarge(limit)
+                body.bytes = []
+                return .YES
             }
             if let uploadData {
                 uploadData.withMemoryRebound(to: UInt8.self, capacity: count) { data in
                     body.bytes.append(contentsOf: UnsafeBufferPointer(start: data, count: count))
                 }
             }
-            uploadSize.pointee = 0
             return .YES
         }
         guard !body.answered else { return .YES }
         body.answered = true
+        if let tooLarge = body.tooLarge {
+            server.onRefused(body.head, tooLarge)
+            return server.queue(tooLarge.answer, for: body, on: connection)
+        }
         return server.queue(server.handle(HTTPRequest(head: body.head, body: body.bytes)), for: body, on: connection)
     }
 
@@ -264,7 +272,7 @@ final class HTTPServer: Sendable {
 /// One request's head and the body read so far; libmicrohttpd's request
 /// context, used by the one connection thread the request is on.
 ///
-/// `@unchecked Sendable`: its mutable state (`bytes`, `answered`) is touched
+/// `@unchecked Sendable`: its mutable state (`bytes`, `answered`, `tooLarge`) is touched
 /// only on the request's connection thread, from the first call of the
 /// access handler to the completion callback, which libmicrohttpd never runs
 /// at the same time; it crosses no other thread.
@@ -274,6 +282,8 @@ private final class RequestBody: @unchecked Sendable {
     let arrived = ContinuousClock.now
     var bytes: [UInt8] = []
     var answered = false
+    /// Set once the body passed MaxFileSize=: the rest is dropped unread.
+    var tooLarge: ReceiveRefusal?
 
     init(head: HTTPRequestHead) { self.head = head }
 }

@@ -88,8 +88,12 @@ public enum Receiver {
                 // then ends in the watchdog's restart, with its journal entry.
                 try DedicatedThread.start(name: "txrecon-watchdog") {
                     while true {
-                        usleep(useconds_t(interval.components.seconds * 1_000_000
-                                          + interval.components.attoseconds / 1_000_000_000_000))
+                        // nanosleep, not usleep: a WatchdogSec= of hours
+                        // would overflow usleep's 32-bit microseconds.
+                        var pause = timespec(tv_sec: Int(interval.components.seconds),
+                                             tv_nsec: Int(interval.components.attoseconds / 1_000_000_000))
+                        var left = timespec()
+                        while nanosleep(&pause, &left) != 0 && errno == EINTR { pause = left }
                         if let stalled = commit.longestUnderWay(), stalled > interval { continue }
                         health.notify("WATCHDOG=1")
                     }
