@@ -146,14 +146,18 @@ final class HTTPServer: Sendable {
     }
 
     /// Stops accepting; requests in flight finish; returns when all have
-    /// (or after `grace`). The listening socket is the caller's to close.
-    func stop(grace: Duration) {
+    /// (or after `grace`). Returns whether the listening socket is still
+    /// the caller's to close: libmicrohttpd gives it back when it quiesces,
+    /// and closes it itself at its stop when it could not.
+    @discardableResult
+    func stop(grace: Duration) -> Bool {
         let bits = daemon.withLock { daemon -> UInt in defer { daemon = 0 }; return daemon }
-        guard let running = OpaquePointer(bitPattern: bits) else { return }
-        _ = MHD_quiesce_daemon(running)
+        guard let running = OpaquePointer(bitPattern: bits) else { return true }
+        let returned = MHD_quiesce_daemon(running) != -1
         deadlines.waitUntilIdle(upTo: grace)
         MHD_stop_daemon(running)
         deadlines.stopWatching()
+        return returned
     }
 
     // MARK: libmicrohttpd's access handler

@@ -135,8 +135,8 @@ public enum Receiver {
             }
         }
         health.notify("STOPPING=1")
-        server.stop(grace: receive.requestTimeout)
-        if !listener.passed { close(listener.socket) }
+        let socketIsOurs = server.stop(grace: receive.requestTimeout)
+        if !listener.passed && socketIsOurs { close(listener.socket) }
         reporter.stop()
         let statistics = reporter.statistics
         log.write(LogEntry(.info, "stopped after \(statistics.requests) requests, \(statistics.spooled) spooled"))
