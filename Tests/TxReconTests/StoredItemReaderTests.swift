@@ -96,6 +96,28 @@ import TxReconTestSupport
         await restarted.stop()
     }
 
+    @Test func aHeldFileThatNoLongerVerifiesIsSupersededByANewSnapshot() async throws {
+        let transport = ScriptedTransport()
+        let key = StoredItemReaderTests.key
+        transport.script(key.rawValue, [.status(409)])
+        let harness = try Self.harness(transport: transport)
+        let engine = try await harness.startedEngine()
+        await engine.waitForDoneIndex()
+        _ = await engine.offer([try Self.drop(StoredItemReaderTests.transaction(), name: "t1", in: harness)])
+        await harness.status.waitFor { $0.held == 1 }
+
+        let envelope = TestDrop.envelope(id: key.rawValue, version: Int64.max, payload: .object([]))
+        try SystemCall.replaceFile(harness.layout.hold + "/" + key.fileName, envelope,
+                                   temporaryName: harness.layout.hold + "/.tmp-forged", sync: false)
+        let newer = StoredItemReaderTests.transaction(signedDate: TestPKI.insideLeafValidity + 60_000)
+        _ = await engine.offer([try Self.drop(newer, name: "t2", in: harness)])
+        let after = await harness.status.waitFor { $0.delivered == 1 }
+        #expect(after.held == 0 && after.superseded == 1)
+        #expect(!harness.names(in: "hold").contains(key.fileName), "not left in hold/, uncounted")
+        #expect(harness.names(in: "done").contains { $0.hasPrefix(key.fileName + ".superseded-") })
+        await engine.stop()
+    }
+
     @Test func aForgedVersionInDoneDoesNotSupersedeAGenuineNewerSnapshot() async throws {
         let transport = ScriptedTransport()
         let key = StoredItemReaderTests.key

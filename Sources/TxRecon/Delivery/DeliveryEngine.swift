@@ -393,7 +393,7 @@ package actor DeliveryEngine {
                 location throws(SpoolError) in
                 // done/ is read only where its index cannot rule the key out.
                 if location == .done, !(spool.keepsDone && (doneIndex?.mayContain(key) ?? true)) { return nil }
-                return try storedVersion(location, key)
+                return try storedVersion(location, key, against: drop.item.version)
             }
             // The earlier delivery's failure record goes beside it before the
             // new snapshot can be queued, fail, or be delivered in its turn.
@@ -487,13 +487,18 @@ package actor DeliveryEngine {
         if deliveredSinceIndexBuilt >= DoneIndex.capacity { rebuildDoneIndex() }
     }
 
-    /// The version of the snapshot stored for `key` in `location`; nil when
-    /// there is none (or it no longer decodes or verifies, which makes any
-    /// new snapshot newer: delivering too much is safe, too little is not).
-    /// What stands at the key's name and cannot be read for good (a
-    /// directory, say) holds no snapshot either: the drop is placed as if
-    /// the name were free, and a move onto it sets the item aside.
-    private func storedVersion(_ location: SpoolLocation, _ key: ItemKey) throws(SpoolError) -> ItemVersion? {
+    /// The version of the snapshot stored for `key` in `location`, to
+    /// compare with a drop of version `incoming`; nil when there is none.
+    /// A file that no longer decodes or verifies has the lowest version, so
+    /// any new snapshot is newer (delivering too much is safe, too little is
+    /// not) and replaces it. What stands at the key's name and cannot be
+    /// read for good (a directory, say) holds no snapshot: the drop is
+    /// placed as if the name were free, and a move onto it sets the item
+    /// aside. A stored version below `incoming` is taken without the
+    /// signature check: the drop is newer whatever the check would say, and
+    /// a check costs a verification on this thread.
+    private func storedVersion(_ location: SpoolLocation, _ key: ItemKey,
+                               against incoming: ItemVersion) throws(SpoolError) -> ItemVersion? {
         let bytes: [UInt8]?
         do {
             bytes = try spool.read(location, key, maximumSize: settings.maxFileSize)
@@ -503,7 +508,9 @@ package actor DeliveryEngine {
             return nil
         }
         guard let bytes else { return nil }
-        return (try? attemptContext.storedItems.item(bytes, key: key))?.version
+        let readers = attemptContext.storedItems
+        if let claimed = readers.unverifiedVersion(bytes, key: key), claimed < incoming { return claimed }
+        return (try? readers.item(bytes, key: key))?.version ?? ItemVersion(primary: .min)
     }
 
     // MARK: Scheduling
@@ -752,7 +759,12 @@ package actor DeliveryEngine {
         case let .undecodable(rejection):
             let reason = "queued file no longer decodes or verifies: \(rejection)"
             do {
-                try spool.hold(key, reason: reason, at: clock.wallMilliseconds, attempts: pending.entries[key]!.state.attempts)
+                // A release reads the file and checks it again: only what
+                // made it fail, put right, lets it go.
+                try spool.hold(key, reason: reason, at: clock.wallMilliseconds, attempts: pending.entries[key]!.state.attempts,
+                               releaseWhen: "once the file or the settings that refuse it are put right (the file was "
+                               + "changed after intake, or AcceptEnvelopes=, [Verification] or MaxFileSize= changed "
+                               + "since), or remove hold/\(key.fileName) if it is not an item")
                 pending.held.insert(key)
                 status.statistics.held += 1
                 let parked = pending.forget(key)

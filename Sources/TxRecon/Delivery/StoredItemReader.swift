@@ -9,7 +9,7 @@
 // kept). Without the check a producer could put an envelope or a forged JWS
 // in place of a verified item after intake, and a forged version in done/KEY
 // would make every genuine newer snapshot of the key look outdated. A file
-// that no longer verifies holds no version (a new snapshot is newer:
+// that no longer verifies has the lowest version (a new snapshot is newer:
 // delivering too much is safe) and is not sent (the attempt holds it with
 // the reason). Touches no files itself; reports nothing.
 
@@ -29,6 +29,13 @@ struct StoredItemReader: Sendable {
     /// The reader of an engine's settings, reusing `verifiers` on a reload.
     init(_ settings: DeliveryEngine.Settings, verifiers: VerifierPool = VerifierPool()) {
         self.init(acceptEnvelopes: settings.acceptEnvelopes, policy: settings.verification, verifiers: verifiers)
+    }
+
+    /// The version `bytes` claim for `key`'s item, unverified: for a
+    /// comparison whose outcome no check could change.
+    func unverifiedVersion(_ bytes: [UInt8], key: ItemKey) -> ItemVersion? {
+        guard case let .item(item)? = try? decoder.decode(bytes), item.key == key else { return nil }
+        return item.version
     }
 
     /// The item stored for `key` in `bytes`, verified; throws why it is not one.

@@ -409,14 +409,15 @@ package final class Spool: Sendable {
         }
     }
 
-    /// queue/KEY (or new/`inbox`, see `finish`) -> hold/KEY with KEY.reason written first.
+    /// queue/KEY (or new/`inbox`, see `finish`) -> hold/KEY with KEY.reason
+    /// written first. `releaseWhen`: what must change before a release helps.
     func hold(_ key: ItemKey, reason: String, at now: Int64, attempts: Int, hasState: Bool = true,
-              inbox: String? = nil) throws(SpoolError) {
+              inbox: String? = nil, releaseWhen: String = "once the backend accepts it") throws(SpoolError) {
         let text = """
             \(LogText.singleLine(reason))
             held-at: \(Timestamp.rfc3339(milliseconds: now))
             attempts: \(attempts)
-            to release: `txrecon show \(LogText.escaped(key.rawValue))` to inspect, then `txrecon release \(LogText.escaped(key.rawValue))` once the backend accepts it
+            to release: `txrecon show \(LogText.escaped(key.rawValue))` to inspect, then `txrecon release \(LogText.escaped(key.rawValue))` \(releaseWhen)
 
             """
         try SystemCall.replaceFile(path(.hold, key) + ".reason", Array(text.utf8),
