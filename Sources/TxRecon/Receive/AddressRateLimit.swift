@@ -29,13 +29,17 @@ final class AddressRateLimit: Sendable {
         self.capacity = capacity
     }
 
-    /// What `address` counts as: itself, or for IPv6 its /64.
+    /// What `address` counts as: itself, or for IPv6 its /64. An IPv4
+    /// client of a dual-stack socket (`::ffff:a.b.c.d`) counts as itself.
     static func subject(of address: String) -> String {
         guard address.contains(":") else { return address }
         var bytes = in6_addr()
         guard inet_pton(AF_INET6, address, &bytes) == 1 else { return address }
-        let prefix = withUnsafeBytes(of: &bytes) { Array($0.prefix(8)) }
-        return prefix.map { String($0, radix: 16) }.joined(separator: ".") + "/64"
+        let raw = withUnsafeBytes(of: &bytes) { Array($0) }
+        if raw[0..<10].allSatisfy({ $0 == 0 }) && raw[10] == 0xFF && raw[11] == 0xFF {
+            return raw[12...].map { String($0) }.joined(separator: ".")
+        }
+        return raw.prefix(8).map { String($0, radix: 16) }.joined(separator: ".") + "/64"
     }
 
     /// Whether a request from `address` may go now.

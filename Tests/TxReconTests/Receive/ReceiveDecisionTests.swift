@@ -63,6 +63,9 @@ import TxReconTestSupport
         #expect(!limit.allows("2001:db8::2", now: start), "the same /64")
         #expect(limit.allows("2001:db8:0:1::1", now: start), "another /64")
         #expect(limit.allows("10.0.0.1", now: start) && limit.allows("10.0.0.2", now: start))
+        #expect(limit.allows("::ffff:10.0.0.3", now: start) && limit.allows("::ffff:10.0.0.4", now: start),
+                "IPv4 clients of a dual-stack socket each count as themselves")
+        #expect(!limit.allows("10.0.0.3", now: start), "as the same address written as IPv4")
     }
 
     @Test func addressesBeyondTheTableShareOneBucket() {
