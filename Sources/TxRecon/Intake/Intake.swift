@@ -479,10 +479,11 @@ final class Intake: Sendable {
                 // A replay is not idempotent: run again, it would send done/
                 // again at every scan (a directory a producer put at
                 // NAME.result, a full disk). It ran; it is not kept.
-                _ = unlink(path)
+                let removed = unlink(path) == 0 || errno == ENOENT
                 log.write(LogEntry(.error, "cannot answer ctl/\(LogText.escaped(name)): \(error); the replay ran "
-                                   + "(\(result.applied.count) applied, \(result.skipped.count) skipped) and its request is "
-                                   + "removed so that it does not run again"))
+                                   + "(\(result.applied.count) applied, \(result.skipped.count) skipped) and its request "
+                                   + (removed ? "is removed so that it does not run again"
+                                      : "could not be removed either: remove ctl/\(LogText.escaped(name)) by hand, or it runs again")))
                 failures.record(error)
             } catch {
                 log.write(LogEntry(.error, "cannot answer ctl/\(LogText.escaped(name)): \(error); it is executed again shortly"))
