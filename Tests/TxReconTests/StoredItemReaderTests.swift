@@ -69,6 +69,27 @@ import TxReconTestSupport
         return Drop(name: name, item: item, receivedAt: harness.clock.wallMilliseconds)
     }
 
+    /// What a producer that still owns `directory`/KEY can do: put an
+    /// envelope claiming the highest version in its place.
+    static func forgeEnvelope(in directory: String, for key: ItemKey) throws {
+        let envelope = TestDrop.envelope(id: key.rawValue, version: Int64.max, payload: .object([]))
+        try SystemCall.replaceFile(directory + "/" + key.fileName, envelope, temporaryName: directory + "/.tmp-forged",
+                                   sync: false)
+    }
+
+    /// An engine that has taken the test PKI's transaction (answered as
+    /// `transport` says) and reached `reached`; then a genuine newer snapshot.
+    static func engineAfterFirstSnapshot(_ harness: EngineHarness,
+                                         until reached: @escaping @Sendable (EngineStatus) -> Bool) async throws
+        -> (engine: DeliveryEngine, newer: Drop) {
+        let engine = try await harness.startedEngine()
+        await engine.waitForDoneIndex()
+        _ = await engine.offer([try drop(StoredItemReaderTests.transaction(), name: "t1", in: harness)])
+        await harness.status.waitFor(reached)
+        let newer = StoredItemReaderTests.transaction(signedDate: TestPKI.insideLeafValidity + 60_000)
+        return (engine, try drop(newer, name: "t2", in: harness))
+    }
+
     @Test func aQueuedItemItsProducerRewroteIsHeldNotSent() async throws {
         let transport = ScriptedTransport()
         let key = StoredItemReaderTests.key
@@ -101,16 +122,9 @@ import TxReconTestSupport
         let key = StoredItemReaderTests.key
         transport.script(key.rawValue, [.status(409)])
         let harness = try Self.harness(transport: transport)
-        let engine = try await harness.startedEngine()
-        await engine.waitForDoneIndex()
-        _ = await engine.offer([try Self.drop(StoredItemReaderTests.transaction(), name: "t1", in: harness)])
-        await harness.status.waitFor { $0.held == 1 }
-
-        let envelope = TestDrop.envelope(id: key.rawValue, version: Int64.max, payload: .object([]))
-        try SystemCall.replaceFile(harness.layout.hold + "/" + key.fileName, envelope,
-                                   temporaryName: harness.layout.hold + "/.tmp-forged", sync: false)
-        let newer = StoredItemReaderTests.transaction(signedDate: TestPKI.insideLeafValidity + 60_000)
-        _ = await engine.offer([try Self.drop(newer, name: "t2", in: harness)])
+        let (engine, newer) = try await Self.engineAfterFirstSnapshot(harness) { $0.held == 1 }
+        try Self.forgeEnvelope(in: harness.layout.hold, for: key)
+        _ = await engine.offer([newer])
         let after = await harness.status.waitFor { $0.delivered == 1 }
         #expect(after.held == 0 && after.superseded == 1)
         #expect(!harness.names(in: "hold").contains(key.fileName), "not left in hold/, uncounted")
@@ -120,19 +134,11 @@ import TxReconTestSupport
 
     @Test func aForgedVersionInDoneDoesNotSupersedeAGenuineNewerSnapshot() async throws {
         let transport = ScriptedTransport()
-        let key = StoredItemReaderTests.key
         let harness = try Self.harness(transport: transport)
-        let engine = try await harness.startedEngine()
-        await engine.waitForDoneIndex()
-        _ = await engine.offer([try Self.drop(StoredItemReaderTests.transaction(), name: "t1", in: harness)])
-        await harness.status.waitFor { $0.delivered == 1 }
-
+        let (engine, newer) = try await Self.engineAfterFirstSnapshot(harness) { $0.delivered == 1 }
         // done/KEY rewritten with a version no genuine snapshot reaches.
-        let envelope = TestDrop.envelope(id: key.rawValue, version: Int64.max, payload: .object([]))
-        try SystemCall.replaceFile(harness.layout.done + "/" + key.fileName, envelope,
-                                   temporaryName: harness.layout.done + "/.tmp-forged", sync: false)
-        let newer = StoredItemReaderTests.transaction(signedDate: TestPKI.insideLeafValidity + 60_000)
-        _ = await engine.offer([try Self.drop(newer, name: "t2", in: harness)])
+        try Self.forgeEnvelope(in: harness.layout.done, for: StoredItemReaderTests.key)
+        _ = await engine.offer([newer])
         // Delivered, or (what the check prevents) superseded by the forgery.
         let after = await harness.status.waitFor { $0.delivered + $0.superseded == 2 }
         #expect(after.delivered == 2 && after.superseded == 0)
