@@ -34,6 +34,9 @@ package final class SecretRedactor: Sendable {
 
     /// `text` with every known secret replaced by `<redacted>`.
     package func redact(_ text: String) -> String {
+        // Every log entry's message and fields pass here: with no secret
+        // configured, no copy is made.
+        guard secrets.withLock({ !$0.isEmpty }) else { return text }
         var bytes = Array(text.utf8)
         return redact(&bytes) ? String(decoding: bytes, as: UTF8.self) : text
     }
