@@ -45,6 +45,27 @@ import TxReconTestSupport
         #expect(try open.item(envelope, key: Self.key).kind == .envelope)
     }
 
+    @Test func aStoredVersionIsCheckedOnlyWhereItWouldMakeTheDropOutdated() throws {
+        let reader = try Self.reader()
+        let open = StoredItemReader(acceptEnvelopes: true, policy: try VerificationFixtures.testPolicy())
+        let forged = TestDrop.envelope(id: Self.key.rawValue, version: 5, payload: .object([]))
+        let lowest = ItemVersion(primary: .min)
+        #expect(open.version(forged, key: Self.key, against: ItemVersion(primary: 9)) == ItemVersion(primary: 5),
+                "below the drop's version: taken as it claims, the drop is newer either way")
+        #expect(open.version(forged, key: Self.key, against: ItemVersion(primary: 5)) == ItemVersion(primary: 5),
+                "where intake takes envelopes, one is a stored item like any other")
+        let badSignature = SignedDataVerifierTests.replacing(
+            segment: 2, of: String(decoding: Self.transaction(), as: UTF8.self),
+            with: TestJWS.base64URL(TestJWS.placeholderSignature))
+        let claimed = try reader.item(Self.transaction(), key: Self.key).version
+        #expect(reader.version(Array(badSignature.utf8), key: Self.key, against: claimed) == lowest,
+                "at or above the drop's version and not Apple's: the oldest")
+        #expect(reader.version(forged, key: Self.key, against: ItemVersion(primary: 9)) == lowest,
+                "an envelope where intake refuses them does not decode")
+        #expect(reader.version(Self.transaction(), key: Self.key, against: lowest) == claimed)
+        #expect(reader.version(Self.transaction(), key: ItemKey("2000000999999999")!, against: lowest) == lowest)
+    }
+
     @Test func anotherKeysGenuineItemIsRefused() throws {
         let rejection = Self.rejection(Self.transaction(), key: ItemKey("2000000999999999")!, by: try Self.reader())
         #expect(rejection?.code == RejectionCode.invalidField.rawValue)

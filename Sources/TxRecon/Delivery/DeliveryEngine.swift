@@ -494,9 +494,7 @@ package actor DeliveryEngine {
     /// not) and replaces it. What stands at the key's name and cannot be
     /// read for good (a directory, say) holds no snapshot: the drop is
     /// placed as if the name were free, and a move onto it sets the item
-    /// aside. A stored version below `incoming` is taken without the
-    /// signature check: the drop is newer whatever the check would say, and
-    /// a check costs a verification on this thread.
+    /// aside. StoredItemReader.version decides what is checked.
     private func storedVersion(_ location: SpoolLocation, _ key: ItemKey,
                                against incoming: ItemVersion) throws(SpoolError) -> ItemVersion? {
         let bytes: [UInt8]?
@@ -508,9 +506,7 @@ package actor DeliveryEngine {
             return nil
         }
         guard let bytes else { return nil }
-        let readers = attemptContext.storedItems
-        if let claimed = readers.unverifiedVersion(bytes, key: key), claimed < incoming { return claimed }
-        return (try? readers.item(bytes, key: key))?.version ?? ItemVersion(primary: .min)
+        return attemptContext.storedItems.version(bytes, key: key, against: incoming)
     }
 
     // MARK: Scheduling

@@ -31,11 +31,19 @@ struct StoredItemReader: Sendable {
         self.init(acceptEnvelopes: settings.acceptEnvelopes, policy: settings.verification, verifiers: verifiers)
     }
 
-    /// The version `bytes` claim for `key`'s item, unverified: for a
-    /// comparison whose outcome no check could change.
-    func unverifiedVersion(_ bytes: [UInt8], key: ItemKey) -> ItemVersion? {
-        guard case let .item(item)? = try? decoder.decode(bytes), item.key == key else { return nil }
-        return item.version
+    /// The version of the snapshot `bytes` hold for `key`, to compare with a
+    /// drop of version `incoming`: decoded once, and verified only when its
+    /// version would make the drop outdated (below `incoming` the drop is
+    /// newer whatever a check would say, and a check is a signature
+    /// verification on the engine's thread). A file that does not decode,
+    /// holds another key or fails the check has the lowest version.
+    func version(_ bytes: [UInt8], key: ItemKey, against incoming: ItemVersion) -> ItemVersion {
+        let lowest = ItemVersion(primary: .min)
+        var parsed = ParsedSignedStrings()
+        guard case let .item(item)? = try? decoder.decode(bytes, parsed: &parsed), item.key == key else { return lowest }
+        guard item.version >= incoming, policy != nil else { return item.version }
+        let verified = verifiers.with(policy) { verifier in (try? verifier?.verify(item, parsed: parsed)) != nil }
+        return verified ? item.version : lowest
     }
 
     /// The item stored for `key` in `bytes`, verified; throws why it is not one.
