@@ -24,12 +24,13 @@ import TxReconTestSupport
         return nil
     }
 
-    @Test func successfulAnswerCarriesTheStatusAndTheFirst512BytesOfTheBody() async throws {
-        let server = try LoopbackHTTPServer { _ in .status(200, body: String(repeating: "a", count: 600)) }
+    @Test func successfulAnswerCarriesTheStatusAndTheBeginningOfTheBody() async throws {
+        let limit = CurlResponseCapture.bodyPrefixLimit
+        let server = try LoopbackHTTPServer { _ in .status(200, body: String(repeating: "a", count: limit + 100)) }
         let transport = try CurlTransport(settings: settings(server.url), tls: .init(), workers: 1)
         defer { transport.shutdown() }
         let result = await transport.send(request())
-        #expect(result == .response(status: 200, retryAfter: nil, bodyPrefix: Array(repeating: UInt8(ascii: "a"), count: 512)))
+        #expect(result == .response(status: 200, retryAfter: nil, bodyPrefix: Array(repeating: UInt8(ascii: "a"), count: limit)))
     }
 
     @Test func requestArrivesAsAPostWithItsHeadersAndBodyAndWithoutExpect() async throws {
@@ -147,7 +148,8 @@ import TxReconTestSupport
         let transport = try CurlTransport(settings: settings(server.url, timeout: .seconds(5)), tls: .init(), workers: 1)
         defer { transport.shutdown() }
         let result = await transport.send(request())
-        #expect(result == .response(status: 200, retryAfter: nil, bodyPrefix: Array(repeating: UInt8(ascii: "b"), count: 512)))
+        #expect(result == .response(status: 200, retryAfter: nil, bodyPrefix: Array(repeating: UInt8(ascii: "b"),
+                                                                        count: CurlResponseCapture.bodyPrefixLimit)))
     }
 
     @Test func updatedSettingsApplyToTheNextAttempt() async throws {

@@ -4,9 +4,9 @@ import Testing
 
 @Suite struct JetStreamOutcomeTests {
     @Test func anAcknowledgementADuplicateToFinishesTheItem() {
-        #expect(Outcome(.published(stream: "ORDERS", sequence: 42, duplicate: false), now: 0)
+        #expect(Outcome(.published(stream: "ORDERS", sequence: 42, duplicate: false), now: 0, redactor: SecretRedactor())
                 == .delivered(.stream(name: "ORDERS", sequence: 42, duplicate: false)))
-        let duplicate = Outcome(.published(stream: "ORDERS", sequence: 7, duplicate: true), now: 0)
+        let duplicate = Outcome(.published(stream: "ORDERS", sequence: 7, duplicate: true), now: 0, redactor: SecretRedactor())
         #expect(duplicate == .delivered(.stream(name: "ORDERS", sequence: 7, duplicate: true)))
         if case let .delivered(confirmation) = duplicate {
             #expect(confirmation.description == "stream ORDERS sequence 7 (a duplicate)")
@@ -15,7 +15,7 @@ import Testing
 
     @Test(arguments: [10059, 10060, 10054])
     func aStreamThatRefusesForGoodHoldsTheItem(code: Int) {
-        guard case let .hold(reason, status) = Outcome(.streamError(code: code, description: "nope"), now: 0) else {
+        guard case let .hold(reason, status) = Outcome(.streamError(code: code, description: "nope"), now: 0, redactor: SecretRedactor()) else {
             Issue.record("not held")
             return
         }
@@ -24,7 +24,7 @@ import Testing
 
     @Test(arguments: [10008, 10077, 10076])
     func anyOtherStreamErrorIsRetried(code: Int) {
-        #expect(Outcome(.streamError(code: code, description: "busy"), now: 0)
+        #expect(Outcome(.streamError(code: code, description: "busy"), now: 0, redactor: SecretRedactor())
                 == .retryLater(reason: "JetStream error \(code): busy", status: nil, retryAfter: nil))
     }
 

@@ -6,7 +6,8 @@ import Testing
     static let now = 1_800_000_000.0
 
     func outcome(_ status: Int, retryAfter: String? = nil, body: String = "") -> Outcome {
-        Outcome(.response(status: status, retryAfter: retryAfter, bodyPrefix: Array(body.utf8)), now: Self.now)
+        Outcome(.response(status: status, retryAfter: retryAfter, bodyPrefix: Array(body.utf8)), now: Self.now,
+                redactor: SecretRedactor())
     }
 
     @Test(arguments: [200, 201, 204, 226, 299])
@@ -38,7 +39,7 @@ import Testing
 
     @Test(arguments: TransportFailure.Kind.allCases)
     func transportFailuresAreRetried(kind: TransportFailure.Kind) {
-        let result = Outcome(.failure(TransportFailure(kind, "detail")), now: Self.now)
+        let result = Outcome(.failure(TransportFailure(kind, "detail")), now: Self.now, redactor: SecretRedactor())
         #expect(result == .retryLater(reason: "\(kind.rawValue): detail", status: nil, retryAfter: nil))
     }
 

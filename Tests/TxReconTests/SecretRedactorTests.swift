@@ -11,6 +11,7 @@ import TxReconTestSupport
         let redactor = SecretRedactor([token])
         let json = String(decoding: JSONValue.string(token).serialized, as: UTF8.self)
         for echo in ["Authorization: Bearer \(token)", #"{"authorization":\#(json)}"#,
+                     #"{"authorization":"tok-\"quoted\"\\back\/slash+plus"}"#,
                      "?access_token=tok-%22quoted%22%5Cback%2Fslash%2Bplus"] {
             let redacted = redactor.redact(echo)
             #expect(!redacted.contains("quoted"), "\(echo) -> \(redacted)")
@@ -30,11 +31,13 @@ import TxReconTestSupport
         #expect(redactor.redact("secret whsec_AQIDBAUGBwgJ here") == "secret <redacted> here")
     }
 
-    @Test func tooShortTextsAreNotLookedForAndAReplacementForgetsTheOld() {
+    @Test func tooShortTextsAreNotLookedForAndASecretOnceKnownStaysKnown() {
         let redactor = SecretRedactor(["abc", "old-secret-1"])
         #expect(redactor.redact("abc old-secret-1") == "abc <redacted>")
-        redactor.replace(with: ["new-secret-2"])
-        #expect(redactor.redact("old-secret-1 new-secret-2") == "old-secret-1 <redacted>")
+        // A reload that rotated the token: answers to requests that carried
+        // the old one still arrive.
+        redactor.remember(["new-secret-2"])
+        #expect(redactor.redact("old-secret-1 new-secret-2") == "<redacted> <redacted>")
     }
 
     @Test func theLogSinkRedactsMessagesAndFields() {
@@ -49,9 +52,26 @@ import TxReconTestSupport
         let redactor = SecretRedactor(["s3cr3t-value"])
         let echo: TransportResult = .response(status: 409, retryAfter: nil,
                                               bodyPrefix: Array("you sent Bearer s3cr3t-value".utf8))
-        #expect(Outcome(echo, now: 0).redacted(by: redactor) == .hold(reason: "HTTP 409: you sent Bearer <redacted>",
-                                                                      status: 409))
-        #expect(Outcome(.response(status: 204, retryAfter: nil, bodyPrefix: []), now: 0).redacted(by: redactor)
+        #expect(Outcome(echo, now: 0, redactor: redactor) == .hold(reason: "HTTP 409: you sent Bearer <redacted>",
+                                                                   status: 409))
+        #expect(Outcome(.response(status: 204, retryAfter: nil, bodyPrefix: []), now: 0, redactor: redactor)
                 == .delivered(.http(status: 204)))
+        let failure = TransportFailure(.connect, "proxy said s3cr3t-value")
+        #expect(Outcome(.failure(failure), now: 0, redactor: redactor)
+                == .retryLater(reason: "connection failed: proxy said <redacted>", status: nil, retryAfter: nil))
+    }
+
+    @Test func aSecretAcrossTheReasonsCutIsRedactedBeforeTheCut() {
+        // The token begins 10 bytes before the 512 a hold reason keeps: cut
+        // first, its first 10 bytes would stay.
+        let token = "tok-0123456789abcdefghij"
+        let body = String(repeating: "x", count: Outcome.reasonBodyLimit - 10) + token + " was refused"
+        let answer: TransportResult = .response(status: 400, retryAfter: nil, bodyPrefix: Array(body.utf8))
+        guard case let .hold(reason, _) = Outcome(answer, now: 0, redactor: SecretRedactor([token])) else {
+            Issue.record("not held")
+            return
+        }
+        #expect(!reason.contains("tok-012"), "\(reason.suffix(20))")
+        #expect(reason.hasSuffix("x<redacted>"))
     }
 }

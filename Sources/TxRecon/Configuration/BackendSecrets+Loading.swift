@@ -35,7 +35,8 @@ extension BackendSecrets {
             webhookSigningKey: try signingKey(for: configuration))
         secrets.tls = try checkTLSFiles(configuration)
         let clientKeyLines = secrets.tls.key.map(TLSFiles.bodyLines(ofPEM:)) ?? []
-        secrets.redactable = [secrets.bearerToken, configuration.backend.urlQuery].compactMap { $0 } + clientKeyLines
+        secrets.redactable = [secrets.bearerToken].compactMap { $0 } + configuration.backend.urlQuerySecrets
+            + clientKeyLines
         if let key = secrets.webhookSigningKey {
             let encoded = Data(key).base64EncodedString()
             secrets.redactable += [signingSecretPrefix + encoded, encoded]

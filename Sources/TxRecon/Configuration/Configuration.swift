@@ -146,6 +146,39 @@ public struct BackendSettings: Sendable, Equatable {
         let query = url[url.index(after: mark)...].prefix { $0 != "#" }
         return query.isEmpty ? nil : String(query)
     }
+
+    /// What of URL= must never be shown: the whole query, and each of its
+    /// parameters' values as written and percent-decoded, which a backend
+    /// names alone when it refuses one ("invalid api key XYZ").
+    var urlQuerySecrets: [String] {
+        guard let query = urlQuery else { return [] }
+        var secrets = [query]
+        for parameter in query.split(whereSeparator: { $0 == "&" || $0 == ";" }) {
+            guard let equals = parameter.firstIndex(of: "=") else { continue }
+            let value = String(parameter[parameter.index(after: equals)...])
+            secrets.append(value)
+            if let decoded = Self.percentDecoded(value), decoded != value { secrets.append(decoded) }
+        }
+        return secrets
+    }
+
+    /// A query value with `+` as a space and each `%XX` as its byte; nil
+    /// when that is not UTF-8.
+    private static func percentDecoded(_ value: String) -> String? {
+        var bytes: [UInt8] = []
+        var input = value.utf8[...]
+        while let byte = input.popFirst() {
+            if byte == UInt8(ascii: "%"), input.count >= 2,
+               input.prefix(2).allSatisfy({ Character(Unicode.Scalar($0)).isHexDigit }),
+               let code = UInt8(String(decoding: input.prefix(2), as: UTF8.self), radix: 16) {
+                bytes.append(code)
+                input = input.dropFirst(2)
+            } else {
+                bytes.append(byte == UInt8(ascii: "+") ? UInt8(ascii: " ") : byte)
+            }
+        }
+        return String(validating: bytes, as: UTF8.self)
+    }
 }
 
 /// `[Delivery]`

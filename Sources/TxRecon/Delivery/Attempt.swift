@@ -75,7 +75,7 @@ struct Attempt: Sendable {
         let sentAt = context.clock.now
         let result = send(request)
         let wall = context.clock.wallMilliseconds
-        let outcome = Outcome(result, now: Double(wall) / 1000).redacted(by: context.redactor)
+        let outcome = Outcome(result, now: Double(wall) / 1000, redactor: context.redactor)
         var settlement = Settlement(outcome: outcome, sentAt: sentAt)
         do throws(SpoolError) {
             switch settlement.outcome {

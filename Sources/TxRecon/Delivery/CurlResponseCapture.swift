@@ -10,8 +10,12 @@
 /// The parts of a response the engine needs. Not Sendable on purpose: it
 /// belongs to one `CurlWorker` and its thread.
 final class CurlResponseCapture {
-    /// How much of the body is kept for hold reasons: 512 bytes.
-    static let bodyPrefixLimit = 512
+    /// How much of the body is kept for hold reasons: 16 KiB, of which the
+    /// reason keeps 512 bytes (`Outcome.reasonBodyLimit`) once the secrets
+    /// are out. The rest is there so that a secret an echo puts within those
+    /// 512 bytes is whole when it is looked for: cut first, its first part
+    /// would stay. 16 KiB holds a token of 5 KiB percent-encoded.
+    static let bodyPrefixLimit = 16 * 1024
     /// How much body is read (and dropped) before the transfer is stopped:
     /// 1 MiB. Answers are expected to be short; a longer one would only keep
     /// the worker busy.

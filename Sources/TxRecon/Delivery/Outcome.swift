@@ -5,7 +5,8 @@
 /// What the transport saw of one exchange.
 public enum TransportResult: Sendable, Equatable {
     /// A complete HTTP response. `retryAfter` is the raw `Retry-After` header;
-    /// `bodyPrefix` holds at most the first 512 bytes of the body.
+    /// `bodyPrefix` holds the first bytes of the body (see
+    /// `CurlResponseCapture.bodyPrefixLimit`).
     case response(status: Int, retryAfter: String?, bodyPrefix: [UInt8])
     /// JetStream's publish acknowledgement: the stream stored the message
     /// (or, `duplicate`, had it already within its duplicate window).
@@ -71,11 +72,22 @@ public enum Outcome: Sendable, Equatable {
 
     /// `Retry-After` never pushes an item further out than this.
     public static let retryAfterCap: Duration = .seconds(3600)
+    /// How much of a refusal's body its hold reason keeps, bytes.
+    static let reasonBodyLimit = 512
 
-    /// Maps an HTTP transport's result to an outcome (the response table);
-    /// `now` (seconds since 1970) resolves an HTTP-date `Retry-After`.
-    /// A stream's answers are mapped by `JetStreamOutcome`.
-    public init(_ result: TransportResult, now: Double) {
+    /// Maps a transport's result to an outcome (the response table), with
+    /// `redactor`'s secrets taken out of its reason: a backend that echoes
+    /// the request's headers in its answer must not have the bearer token
+    /// stored in hold/KEY.reason or KEY.state. `now` (seconds since 1970)
+    /// resolves an HTTP-date `Retry-After`. A stream's answers are mapped by
+    /// `JetStreamOutcome`.
+    init(_ result: TransportResult, now: Double, redactor: SecretRedactor) {
+        self = Outcome(result, now: now, redactingBody: redactor).redacted(by: redactor)
+    }
+
+    /// The response table. A refusal's body is redacted before it is cut to
+    /// `reasonBodyLimit`, which could leave the beginning of a secret.
+    private init(_ result: TransportResult, now: Double, redactingBody redactor: SecretRedactor) {
         switch result {
         case let .failure(failure):
             self = .retryLater(reason: failure.description, status: nil, retryAfter: nil)
@@ -91,8 +103,10 @@ public enum Outcome: Sendable, Equatable {
             case 401, 403, 408, 425, 429, 500...599:
                 self = .retryLater(reason: "HTTP \(status)", status: status, retryAfter: delay)
             case 400...499:
-                let body = String(decoding: bodyPrefix.prefix(512), as: UTF8.self)
-                self = .hold(reason: "HTTP \(status): \(body)", status: status)
+                var body = bodyPrefix
+                redactor.redact(&body)
+                let reason = String(decoding: body.prefix(Self.reasonBodyLimit), as: UTF8.self)
+                self = .hold(reason: "HTTP \(status): \(reason)", status: status)
             default:
                 // 1xx after the exchange or 3xx (redirects are not followed):
                 // the backend did not confirm anything, so keep the item.
@@ -103,10 +117,8 @@ public enum Outcome: Sendable, Equatable {
 }
 
 extension Outcome {
-    /// The outcome with `redactor`'s secrets taken out of its reason: a
-    /// backend that echoes the request's headers in its answer must not
-    /// have the bearer token stored in hold/KEY.reason or KEY.state.
-    func redacted(by redactor: SecretRedactor) -> Outcome {
+    /// The outcome with `redactor`'s secrets taken out of its reason.
+    private func redacted(by redactor: SecretRedactor) -> Outcome {
         switch self {
         case .delivered: return self
         case let .retryLater(reason, status, retryAfter):

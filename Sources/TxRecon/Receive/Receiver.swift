@@ -33,10 +33,7 @@ public enum Receiver {
             log.write(LogEntry(.error, "configuration error: \(error)"))
             return Daemon.ExitStatus.configuration
         }
-        // Every upload token this process has read stays redacted: after a
-        // rotation, apps still send the old one for a while.
-        var tokens = [settings.uploadToken].compactMap { $0 }
-        redactor.replace(with: tokens)
+        redactor.remember([settings.uploadToken].compactMap { $0 })
         let layout = SpoolLayout(root: configuration.spool.directory)
 
         let stateDirectory: ReceiverStateDirectory
@@ -114,8 +111,7 @@ public enum Receiver {
                 health.notify("RELOADING=1")
                 do {
                     let (nextConfiguration, next) = try load(configurationPath)
-                    if let token = next.uploadToken, !tokens.contains(token) { tokens.append(token) }
-                    redactor.replace(with: tokens)
+                    redactor.remember([next.uploadToken].compactMap { $0 })
                     reception.reconfigure(next)
                     server.setMaximumBodySize(nextConfiguration.spool.maxFileSize)
                     log.write(LogEntry(.info, "configuration reloaded from \(configurationPath) (the listening address, "

@@ -9,7 +9,9 @@
 // backend's answer, at the point the answer becomes text (the attempt's
 // Outcome), so that what the spool stores (hold/KEY.reason, KEY.state) and
 // what is shown from it (STATUS, txrecon status, list, show) never held the
-// secret. The secrets are replaced on reload.
+// secret. A secret once read stays known until the process ends: after a
+// reload that rotated it, answers to requests that carried the old one
+// still arrive, and apps go on sending an old upload token for a while.
 import Synchronization
 
 /// Replaces every occurrence of a known secret by `<redacted>`.
@@ -26,10 +28,12 @@ package final class SecretRedactor: Sendable {
         self.secrets = Mutex(SecretRedactor.forms(of: secrets))
     }
 
-    /// Forgets the old secrets and looks for `secrets` from now on.
-    package func replace(with secrets: [String]) {
-        let forms = SecretRedactor.forms(of: secrets)
-        self.secrets.withLock { $0 = forms }
+    /// Looks for `secrets` from now on, beside those known already.
+    package func remember(_ secrets: [String]) {
+        let added = SecretRedactor.forms(of: secrets)
+        self.secrets.withLock { known in
+            known = Array(Set(known).union(added)).sorted { $0.count > $1.count }
+        }
     }
 
     /// `text` with every known secret replaced by `<redacted>`.
@@ -53,14 +57,16 @@ package final class SecretRedactor: Sendable {
         return changed
     }
 
-    /// Each secret as given and as an echo would spell it: JSON-escaped and
-    /// percent-encoded. Longest first, so a secret inside another is
-    /// replaced whole.
+    /// Each secret as given and as an echo would spell it: JSON-escaped (also
+    /// with `/` as `\/`, as PHP's json_encode writes it) and percent-encoded.
+    /// Longest first, so a secret inside another is replaced whole.
     private static func forms(of secrets: [String]) -> [[UInt8]] {
         var forms = Set<[UInt8]>()
         for secret in secrets where secret.utf8.count >= minimumLength {
+            let json = Array(JSONValue.string(secret).serialized.dropFirst().dropLast())
             forms.insert(Array(secret.utf8))
-            forms.insert(Array(JSONValue.string(secret).serialized.dropFirst().dropLast()))
+            forms.insert(json)
+            forms.insert(json.flatMap { $0 == UInt8(ascii: "/") ? [UInt8(ascii: "\\"), $0] : [$0] })
             forms.insert(percentEncoded(secret))
         }
         return forms.sorted { $0.count > $1.count }

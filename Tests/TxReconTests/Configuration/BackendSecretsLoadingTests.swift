@@ -292,6 +292,17 @@ private let signingSecret = "whsec_AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcY"
         #expect(backend.displayURL == "https://backend.example/in")
     }
 
+    @Test func eachValueOfTheURLsQueryIsRedactableAloneAndDecoded() throws {
+        let fixture = SecretsFixture()
+        let secrets = try load(fixture, url: "https://backend.example/in?v=2&api_key=XYZ123%2F456;sig=a+b+c+d", "")
+        let redactor = SecretRedactor(secrets.redactable)
+        // What a backend says when it refuses one: the value alone, decoded.
+        for echo in ["invalid api key XYZ123%2F456", "invalid api key XYZ123/456", "bad signature a b c d"] {
+            #expect(redactor.redact(echo).contains("<redacted>"), "\(echo)")
+            #expect(!redactor.redact(echo).contains("XYZ123"), "\(echo)")
+        }
+    }
+
     @Test func aURLThatIsRefusedIsQuotedWithoutItsQuery() {
         let fixture = SecretsFixture()
         let error = #expect(throws: ConfigurationError.self) {
