@@ -53,7 +53,7 @@ import TxReconTestSupport
         try delivered("k1", receivedAt: 1_500_000)
         var pending = PendingItems()
         let snapshots = try spool.deliveredSnapshots(of: nil, since: nil, until: nil).found
-        for snapshot in snapshots { try spool.stageReplay(snapshot.key) }  // as intake does
+            .map { snapshot throws(SpoolError) in try spool.stageReplay(snapshot) }  // as intake does
         let result = commands.replay(snapshots, on: &pending, now: .seconds(9), wall: 1_800_000_000_000, limit: 100)
         #expect(result.applied == ["k1"])
         let key = try #require(ItemKey("k1"))
@@ -76,9 +76,9 @@ import TxReconTestSupport
         pending.add(try #require(ItemKey("queued")), PendingItems.Entry(state: DeliveryState(), deadline: .zero,
                                                                          receivedAt: 0))
         pending.held.insert(try #require(ItemKey("held")))
-        let snapshots = try ["queued", "held", "one", "two"].map { DeliveredSnapshot(key: try #require(ItemKey($0)),
-                                                                                     receivedAt: 1_000) }
-        for snapshot in snapshots { try spool.stageReplay(snapshot.key) }  // as intake does
+        let snapshots = try ["queued", "held", "one", "two"].map {
+            try spool.stageReplay(DeliveredSnapshot(key: try #require(ItemKey($0)), receivedAt: 1_000))  // as intake does
+        }
         let result = commands.replay(snapshots, on: &pending, now: .zero, wall: 1_800_000_000_000, limit: 2)
         #expect(result.applied == ["one"])
         #expect(try SystemCall.listDirectory(layout.queue).sorted() == ["one", "one.state"],
@@ -88,5 +88,21 @@ import TxReconTestSupport
         #expect(result.skipped[1].reason == "held: use release")
         #expect(result.skipped[2].reason.hasPrefix("the queue holds 2 items, its high-water mark"))
         #expect(try !SystemCall.listDirectory(layout.queue).contains("two"))
+    }
+
+    @Test func aKeyDeliveredAgainWhileTheCopyWasMadeIsNotReplayed() throws {
+        // The copy is of version 3; the engine then delivers version 4 onto
+        // done/k. Queued, the copy would reach the backend after the newer one.
+        try delivered("k", receivedAt: 1_000)
+        let key = try #require(ItemKey("k"))
+        let staged = try spool.stageReplay(DeliveredSnapshot(key: key, receivedAt: 1_000))
+        _ = directory.write(#"{"id":"k","version":4,"payload":{}}"#, to: "spool/queue/k")
+        try SystemCall.rename(layout.queue + "/k", layout.done + "/k")
+        var pending = PendingItems()
+        let result = commands.replay([staged], on: &pending, now: .zero, wall: 1_800_000_000_000, limit: 100)
+        #expect(result.applied.isEmpty && pending.entries.isEmpty)
+        #expect(result.skipped.first?.reason.hasPrefix("delivered again while the replay was copied") == true)
+        #expect(try SystemCall.listDirectory(layout.queue).isEmpty, "the stale copy is removed, not queued")
+        #expect(try SystemCall.readFile(layout.done + "/k", limit: 4096) == Array(#"{"id":"k","version":4,"payload":{}}"#.utf8))
     }
 }

@@ -53,6 +53,8 @@ struct OperatorCommands {
                 "queued: its pending snapshot is delivered anyway"
             } else if pending.held.contains(key) {
                 "held: use release"
+            } else if !spool.isUnchangedSinceStaged(snapshot) {
+                "delivered again while the replay was copied from done/: the destination has its newest snapshot"
             } else if pending.count >= limit {
                 "the queue holds \(limit) items, its high-water mark: replay the rest once it has drained"
             } else {

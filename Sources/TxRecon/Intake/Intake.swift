@@ -545,8 +545,7 @@ final class Intake: Sendable {
             var staged: [DeliveredSnapshot] = []
             for snapshot in selection.found[start..<end] {
                 do {
-                    try spool.stageReplay(snapshot.key)
-                    staged.append(snapshot)
+                    staged.append(try spool.stageReplay(snapshot))
                 } catch {
                     result.skipped.append((snapshot.key.rawValue, "its copy from done/ failed: \(error)"))
                 }

@@ -9,6 +9,9 @@ struct DeliveredSnapshot: Sendable, Equatable {
     var key: ItemKey
     /// Its producer's write time (the file's mtime), ms since 1970.
     var receivedAt: Int64
+    /// The file of done/KEY the staged copy was made of (`stageReplay`);
+    /// nil before. A key delivered again since then has a newer file there.
+    var copiedFrom: FileIdentity? = nil
 }
 
 extension Spool {
@@ -48,7 +51,9 @@ extension Spool {
     /// fsyncs it, so a crash never leaves an empty item in queue/. Run by
     /// intake, off the engine's thread: the fsync is the slow part. The
     /// engine then commits the copy (`commitReplay`) or discards it.
-    func stageReplay(_ key: ItemKey) throws(SpoolError) {
+    /// Returns the snapshot with the file it was copied from.
+    func stageReplay(_ snapshot: DeliveredSnapshot) throws(SpoolError) -> DeliveredSnapshot {
+        let key = snapshot.key
         let source = layout.done + "/" + key.fileName
         guard let info = try SystemCall.linkStatus(source) else { throw SpoolError("open", source, ENOENT) }
         let bytes = try SystemCall.readFile(source, limit: 1 << 30)
@@ -61,6 +66,19 @@ extension Spool {
             unlink(staged)
             throw error
         }
+        var copied = snapshot
+        copied.copiedFrom = FileIdentity(info)
+        return copied
+    }
+
+    /// Whether done/KEY is still the file `snapshot`'s copy was made of:
+    /// not when the key was delivered again while the copies were made
+    /// (the copy is then older than what the backend has, and must not go
+    /// out after it), nor when it was never staged.
+    func isUnchangedSinceStaged(_ snapshot: DeliveredSnapshot) -> Bool {
+        guard let copiedFrom = snapshot.copiedFrom,
+              let info = try? SystemCall.linkStatus(layout.done + "/" + snapshot.key.fileName) else { return false }
+        return FileIdentity(info) == copiedFrom
     }
 
     /// Gives a staged copy its name queue/KEY, which must not exist: one
