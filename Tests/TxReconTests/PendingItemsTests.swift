@@ -167,6 +167,19 @@ import Testing
         #expect(!pending.held.contains(key) && pending.entries[key]?.inbox == "n5")
     }
 
+    @Test func aHeldKeyWhoseHeldFileIsGoneIsComparedWithDone() throws {
+        var pending = PendingItems()
+        let key = try #require(ItemKey("k"))
+        pending.held.insert(key)
+        let stored = Stored()
+        stored.versions[.done] = Self.version(4)
+        let older = try Self.drop("k", version: 3, name: "n3")
+        let placement = try pending.place(older, freshKeyWaitsInInbox: false) { stored.lookup($0) }
+        #expect(placement.moves == [.supersede(Superseded(older, by: nil))] && placement.change == .none,
+                "nothing older than the key's delivery goes out, held or not")
+        #expect(stored.asked == [.hold, .done])
+    }
+
     @Test func aRestoredEntrysVersionIsReadOnceAndAnUnreadableOneIsOlderThanAnything() throws {
         var pending = PendingItems()
         let key = try #require(ItemKey("k"))

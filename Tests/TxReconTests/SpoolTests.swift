@@ -302,6 +302,23 @@ import TxReconTestSupport
         #expect(names("queue") == ["a"])
     }
 
+    @Test func aHoldOrReleaseIsMadeOnceItsRenameIsEvenIfTheLeftoverCannotGo() throws {
+        // Left behind: a directory a producer put where the failure record
+        // or the reason is (unlink fails with EISDIR). Throwing would have
+        // the engine think the key still queued (or still held) while its
+        // file has moved, and a later snapshot placed over it.
+        let spool = try makeSpool()
+        _ = directory.write("item", to: "spool/queue/a")
+        _ = directory.write("x", to: "spool/queue/a.state/inside")
+        try spool.hold(ItemKey("a")!, reason: "HTTP 422: bad", at: 0, attempts: 1)
+        #expect(names("hold") == ["a", "a.reason"])
+        #expect(names("queue") == ["a.state"])
+        try SystemCall.unlinkIfPresent(layout.hold + "/a.reason")
+        _ = directory.write("x", to: "spool/hold/a.reason/inside")
+        #expect(try spool.release(ItemKey("a")!))
+        #expect(names("queue").contains("a") && !names("hold").contains("a"))
+    }
+
     @Test func aLockedSpoolRefusesASecondDaemon() throws {
         try layout.createMissingDirectories()
         let lock = try SpoolLock.acquire(layout)

@@ -185,12 +185,12 @@ struct PendingItems {
                              change: .replace(drop, inInbox: false))
         }
         var moves: [SpoolMove] = []
-        if held.contains(key) {
-            if let heldVersion = try storedVersion(.hold) {
-                guard version > heldVersion else { return outdated }
-                moves.append(.supersede(Superseded(location: .hold, key: key, version: heldVersion,
-                                                   kind: drop.item.kind, by: version)))
-            }
+        // A held key whose hold/KEY is gone (moved by hand) is compared with
+        // done/ like any other: nothing older than its delivery goes out.
+        if held.contains(key), let heldVersion = try storedVersion(.hold) {
+            guard version > heldVersion else { return outdated }
+            moves.append(.supersede(Superseded(location: .hold, key: key, version: heldVersion,
+                                               kind: drop.item.kind, by: version)))
         } else if let delivered = try storedVersion(.done), version <= delivered {
             return outdated
         }

@@ -423,7 +423,11 @@ package final class Spool: Sendable {
         try SystemCall.replaceFile(path(.hold, key) + ".reason", Array(text.utf8),
                                    temporaryName: layout.hold + "/.tmp-" + key.fileName + ".reason", sync: false)
         try SystemCall.rename(inbox.map { layout.new + "/" + $0 } ?? path(.queue, key), path(.hold, key))
-        if hasState { try SystemCall.unlinkIfPresent(path(.queue, key) + ".state") }
+        // Held once renamed: a failure record left behind is only an old
+        // schedule (a restart removes it beside no item; a new snapshot of
+        // the key inherits it), while an error here would have the engine
+        // think the key still queued and forget it when queue/KEY is gone.
+        if hasState { try? SystemCall.unlinkIfPresent(path(.queue, key) + ".state") }
     }
 
     /// hold/KEY -> queue/KEY; false when KEY is not held. Never over a
@@ -435,7 +439,11 @@ package final class Spool: Sendable {
             throw SpoolError("release into", path(.queue, key), EEXIST)
         }
         try SystemCall.rename(path(.hold, key), path(.queue, key))
-        try SystemCall.unlinkIfPresent(path(.hold, key) + ".reason")
+        // Released once renamed; a reason left behind is removed at the next
+        // start (restoreHold) or replaced by the next hold. An error here
+        // would leave the engine thinking the key held while queue/KEY waits
+        // unseen, and a later drop of the key placed over it.
+        try? SystemCall.unlinkIfPresent(path(.hold, key) + ".reason")
         return true
     }
 
