@@ -29,4 +29,22 @@ import TxReconTestSupport
         #expect(names() == [])
         #expect(reaper.nextScanAt == nil)
     }
+
+    @Test func aDeliveryMadeBetweenTheLookAndTheRemovalStays() throws {
+        // The scan judged done/k (the old file) expired; a curl thread then
+        // renamed a fresh delivery onto done/k. Removing by name would take
+        // the supersede rule's record of that delivery with it.
+        _ = directory.write("old", to: "k")
+        let judged = FileIdentity(try #require(try SystemCall.linkStatus(directory.path + "/k")))
+        _ = directory.write("fresh", to: "fresh")
+        try SystemCall.rename(directory.path + "/fresh", directory.path + "/k")
+        let reaper = DoneReaper(directory: directory.path, retention: .seconds(3600), log: RecordingLogSink())
+        reaper.removeDelivery("k", judged: judged)
+        #expect(names() == ["k"])
+        #expect(try SystemCall.readFile(directory.path + "/k", limit: 64) == Array("fresh".utf8))
+
+        let expired = FileIdentity(try #require(try SystemCall.linkStatus(directory.path + "/k")))
+        reaper.removeDelivery("k", judged: expired)
+        #expect(names() == [], "the file judged expired goes")
+    }
 }

@@ -3,6 +3,12 @@
 // something, for when its oldest file expires; scans are at least
 // `minimumInterval` apart so a busy done/ is not rescanned every second.
 // Runs on its own dispatch queue (directory scans block).
+//
+// A delivered snapshot, done/KEY, is the supersede rule's record of the
+// key's last delivery, and a curl thread may rename a fresh delivery onto
+// the name between the scan's look at it and its removal: it is therefore
+// renamed aside first and put back when what went aside is not the file
+// judged expired. Failure records and superseded snapshots are unlinked.
 // Reports: a warning when a file cannot be removed.
 import Dispatch
 import Glibc
@@ -83,9 +89,7 @@ final class DoneReaper: Sendable {
             let changed = Int64(info.st_ctim.tv_sec) * 1000 + Int64(info.st_ctim.tv_nsec) / 1_000_000
             let finishedAt = max(modified, changed)
             if finishedAt + retention <= now {
-                if unlink(path) != 0 && errno != ENOENT {
-                    log.write(LogEntry(.warning, "cannot remove done/\(LogText.escaped(name)): \(SpoolError("unlink", path))"))
-                }
+                if name.contains(".") { removeRecord(name) } else { removeDelivery(name, judged: FileIdentity(info)) }
             } else {
                 oldest = min(oldest ?? finishedAt, finishedAt)
             }
@@ -97,6 +101,41 @@ final class DoneReaper: Sendable {
         }
         if let oldest { arm(at: oldest + retention) }
     }
+
+    /// Unlinks done/NAME, a failure record or a superseded snapshot.
+    private func removeRecord(_ name: String) {
+        let path = directory + "/" + name
+        if unlink(path) != 0 && errno != ENOENT {
+            log.write(LogEntry(.warning, "cannot remove done/\(LogText.escaped(name)): \(SpoolError("unlink", path))"))
+        }
+    }
+
+    /// Removes done/NAME, a delivered snapshot judged expired as the file
+    /// `judged`, unless a delivery has replaced it since. internal for testing
+    func removeDelivery(_ name: String, judged: FileIdentity) {
+        let path = directory + "/" + name
+        let aside = directory + "/" + Self.asideName
+        guard rename(path, aside) == 0 else {
+            if errno != ENOENT {
+                log.write(LogEntry(.warning, "cannot remove done/\(LogText.escaped(name)): \(SpoolError("rename", path))"))
+            }
+            return
+        }
+        if let info = try? SystemCall.linkStatus(aside), FileIdentity(info) != judged {
+            // A fresh delivery; EEXIST: a fresher one took the name since.
+            if link(aside, path) != 0 && errno != EEXIST {
+                let error = SpoolError("link", path)
+                log.write(LogEntry(.warning, "done/\(LogText.escaped(name)), delivered while it was being removed, "
+                                   + "is at done/\(Self.asideName) and could not be put back (\(error)): rename it back"))
+                return
+            }
+        }
+        unlink(aside)
+    }
+
+    /// Where a delivered snapshot goes for the moment of its removal; hidden
+    /// from the scan, like every name starting with a dot.
+    static let asideName = ".reaping"
 
     private func arm(at expiry: Int64) {
         let at = max(expiry, state.withLock { $0.lastScan } + minimumInterval)
