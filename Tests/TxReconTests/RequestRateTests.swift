@@ -40,4 +40,15 @@ import Testing
         #expect(afterIdle.filter { $0 == .seconds(3600) }.count == 10)
         #expect((19...20).contains(afterIdle.count))
     }
+
+    @Test func theSlowestRateSpacesRequestsAndARateTooSlowForTheClockWaitsADay() {
+        var slowest = RequestRate(perSecond: 0.001)
+        slowest.take(now: .zero)
+        #expect(slowest.nextRequest(now: .zero) == .seconds(1000))
+        // Below what the configuration takes: 1e10 s a request would not fit
+        // the nanoseconds a Duration is made of here; it waits a day at most.
+        var tooSlow = RequestRate(perSecond: 1e-10)
+        tooSlow.take(now: .zero)
+        #expect(tooSlow.nextRequest(now: .zero) == .seconds(86_400))
+    }
 }

@@ -91,12 +91,20 @@ public enum ConfigurationLoader {
                 section = name
             case .assignment(let name, let value):
                 guard let section else {
+                    let what = looksLikeAKeyName(name) ? "\(name)=" : "a setting"
                     throw ConfigurationError(
                         file: file, line: statement.line, key: nil,
-                        message: "\(name)= comes before any [Section] header; \(placement(of: name))")
+                        message: "\(what) comes before any [Section] header; \(placement(of: name))")
                 }
                 let qualifiedName = "\(section).\(name)"
                 guard let key = ConfigurationKey.byQualifiedName[qualifiedName] else {
+                    guard looksLikeAKeyName(name) else {
+                        throw ConfigurationError(
+                            file: file, line: statement.line, key: nil,
+                            message: "unknown key in [\(section)] (its name is not repeated here: it does not look "
+                                + "like one, and may be a secret written on a line of its own); "
+                                + suggestion(for: name, in: section))
+                    }
                     throw ConfigurationError(
                         file: file, line: statement.line, key: qualifiedName,
                         message: "unknown key; \(suggestion(for: name, in: section))")
@@ -171,6 +179,18 @@ public enum ConfigurationLoader {
             }
             throw ConfigurationError(file: origin?.file ?? configuration.path, line: origin?.line,
                                      key: "Backend.\(key)", message: message)
+        }
+    }
+
+    /// Whether the text before a line's `=` is shaped like a key name (ASCII
+    /// letters only, at most 32), and so safe to repeat in an error. A
+    /// secret put alone on a line (`whsec_…=`, a token) is text before an
+    /// `=` too; with a digit, `_`, `-`, `+` or `/`, or longer, it is not
+    /// repeated.
+    private static func looksLikeAKeyName(_ name: String) -> Bool {
+        guard !name.isEmpty, name.utf8.count <= 32 else { return false }
+        return name.utf8.allSatisfy {
+            (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0)
         }
     }
 

@@ -3,8 +3,9 @@
 //
 // Each parser throws `InvalidValue` with a sentence that quotes the value,
 // says what is wrong and what is accepted; the loader adds the file, line and
-// `Section.Key`. A value that could hold a credential (a URL with a user
-// name or password, a URL's query) is not quoted.
+// `Section.Key`. A value that could hold a credential (a URL's user name,
+// password or query; a file path, where the secret itself may have been
+// written by mistake) is not quoted.
 import FoundationEssentials
 
 /// Why a value was refused, e.g. `"0" is not between 1 and 64`.
@@ -20,15 +21,23 @@ enum SettingValue {
     /// An absolute path, kept as written.
     static func absolutePath(_ text: String) throws(InvalidValue) -> String {
         guard text.hasPrefix("/") else {
-            throw InvalidValue(message: "\(quoted(text)) is not an absolute path; write it starting with /")
+            throw InvalidValue(message: "is not an absolute path; write the file's path starting with / (the value "
+                               + "is not repeated here, in case it is a secret written in the path's place)")
         }
         return text
     }
 
-    /// A time span, zero allowed.
+    /// The longest time span any key takes: ten years. Longer is a mistake,
+    /// and past 292 years a span no longer fits the nanoseconds timers count.
+    static let longestTimeSpan: Duration = .seconds(10 * 365 * 86_400)
+
+    /// A time span, zero allowed, at most `longestTimeSpan`.
     static func timeSpan(_ text: String) throws(InvalidValue) -> Duration {
         guard let span = TimeSpan.parse(text) else {
             throw InvalidValue(message: "\(quoted(text)) is not \(TimeSpan.acceptedForms)")
+        }
+        guard span <= longestTimeSpan else {
+            throw InvalidValue(message: "\(quoted(text)) is longer than 10y, the longest span accepted")
         }
         return span
     }
@@ -42,15 +51,15 @@ enum SettingValue {
         return span
     }
 
-    /// Requests a second: a positive decimal number (`50`, `0.5`) up to
-    /// 100,000.
+    /// Requests a second: a decimal number (`50`, `0.5`) from 0.001 (one
+    /// request in about 17 minutes) to 100,000.
     static func requestRate(_ text: String) throws(InvalidValue) -> Double {
         let digitsAndPoint = !text.isEmpty && text.utf8.allSatisfy {
             (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || $0 == UInt8(ascii: ".")
         }
-        guard digitsAndPoint, let rate = Double(text), rate > 0, rate <= 100_000 else {
-            throw InvalidValue(message: "\(quoted(text)) is not a number of requests per second greater than 0 "
-                               + "and at most 100000, such as \"50\" or \"0.5\"")
+        guard digitsAndPoint, let rate = Double(text), rate >= 0.001, rate <= 100_000 else {
+            throw InvalidValue(message: "\(quoted(text)) is not a number of requests per second from 0.001 "
+                               + "to 100000, such as \"50\" or \"0.5\"")
         }
         return rate
     }
@@ -92,10 +101,10 @@ enum SettingValue {
         let words = text.split(whereSeparator: { $0 == " " || $0 == "\t" })
         var delays: [Duration] = []
         for (index, word) in words.enumerated() {
-            guard let delay = TimeSpan.parse(String(word)), delay > .zero else {
+            guard let delay = TimeSpan.parse(String(word)), delay > .zero, delay <= longestTimeSpan else {
                 throw InvalidValue(
                     message: "\(quoted(text)): delay \(index + 1) (\(quoted(String(word)))) is not a time span "
-                        + "greater than zero; \(accepted)")
+                        + "greater than zero and at most 10y; \(accepted)")
             }
             delays.append(delay)
         }
@@ -183,9 +192,19 @@ enum SettingValue {
 
     private static func quoted(_ text: String) -> String { "\"\(text)\"" }
 
-    /// A URL quoted without its query, which may hold a credential.
+    /// A URL quoted without its query and its user name and password, which
+    /// may hold a credential (checked here on the text as written: a URL
+    /// refused as malformed may still have them).
     private static func quotedURL(_ text: String) -> String {
-        guard let mark = text.firstIndex(of: "?") else { return quoted(text) }
-        return quoted(text[...mark] + SecretRedactor.placeholder)
+        var shown = text
+        if let mark = shown.firstIndex(of: "?") { shown = shown[...mark] + SecretRedactor.placeholder }
+        if let colon = shown.firstIndex(of: ":"), shown[colon...].hasPrefix("://") {
+            let start = shown.index(colon, offsetBy: 3)
+            let authority = shown[start...].prefix { $0 != "/" && $0 != "?" && $0 != "#" }
+            if let at = authority.lastIndex(of: "@") {
+                shown.replaceSubrange(authority.startIndex..<at, with: SecretRedactor.placeholder)
+            }
+        }
+        return quoted(shown)
     }
 }

@@ -40,8 +40,11 @@ public struct SystemClock: EngineClock {
         let wait = TimerWait()
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                let nanoseconds = Int(clamping: remaining.components.seconds * 1_000_000_000
-                    + remaining.components.attoseconds / 1_000_000_000)
+                // Past 292 years in nanoseconds Int64 overflows: such a wait
+                // is forever (configured spans are at most ten years).
+                let (seconds, attoseconds) = remaining.components
+                let nanoseconds = seconds >= Int64.max / 1_000_000_000 - 1 ? Int.max
+                    : Int(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
                 wait.start(continuation, after: .nanoseconds(nanoseconds), on: Self.timers)
             }
         } onCancel: {

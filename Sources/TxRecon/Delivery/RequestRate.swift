@@ -28,7 +28,9 @@ struct RequestRate: Sendable, Equatable {
     mutating func nextRequest(now: Duration) -> Duration {
         refill(now)
         guard tokens < 1 else { return now }
-        let seconds = (1 - tokens) / perSecond
+        // At most a day: MaxRate= is at least 0.001 (1,000 s a request),
+        // and Int64(_:) traps on a Double that does not fit.
+        let seconds = min((1 - tokens) / perSecond, 86_400)
         return now + .nanoseconds(Int64((seconds * 1e9).rounded(.up)))
     }
 

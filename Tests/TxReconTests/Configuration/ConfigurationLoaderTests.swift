@@ -216,6 +216,22 @@ private let minimal = """
             message: "unknown key; [Spool] accepts Directory=, MaxFileSize=, DoneRetention="))
     }
 
+    @Test func aSecretWrittenWhereAKeyOrAPathGoesIsNotRepeated() {
+        // A Standard Webhooks secret alone on a line: the text before its
+        // padding's = reads as a key name. A token written in place of the
+        // path of the file that should hold it.
+        for (line, secret) in [("whsec_K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=", "K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN"),
+                               ("BearerTokenFile=sk_live_51HxYz0a9", "sk_live_51HxYz0a9"),
+                               ("URL=https://svc:hunter2 x@backend.example/tx", "hunter2")] {
+            let files = ConfigurationFiles("[Backend]\nURL=https://a.example/\n\(line)\n")
+            let error = files.loadError()
+            #expect(error?.line == 3, "\(line)")
+            #expect(error?.description.contains(secret) == false, "\(error?.description ?? "no error")")
+        }
+        let beforeSection = ConfigurationFiles("abc_123-secret=\n" + minimal).loadError()
+        #expect(beforeSection?.message == "a setting comes before any [Section] header; put it under its section header")
+    }
+
     @Test func aKeyInTheWrongSectionPointsToItsSection() {
         let files = ConfigurationFiles("[Spool]\nTimeout=5s\n" + minimal)
         #expect(files.loadError()?.message == "unknown key; Timeout= belongs under [Backend]")
@@ -291,7 +307,7 @@ private let minimal = """
     }
 
     @Test(arguments: [
-        ("Spool", "Directory", "var/spool", #""var/spool" is not an absolute path; write it starting with /"#),
+        ("Spool", "Directory", "var/spool", "is not an absolute path; write the file's path starting with /"),
         ("Spool", "MaxFileSize", "1X", #""1X" is not a size such as "4096""#),
         ("Spool", "MaxFileSize", "0", #""0" is not between 1 and 1G"#),
         ("Spool", "MaxFileSize", "2G", #""2G" is not between 1 and 1G"#),
@@ -305,23 +321,28 @@ private let minimal = """
         ("Backend", "URL", "https://user:hunter2@h/", "the URL carries a user name or password"),
         ("Backend", "Timeout", "0", #""0" is not greater than zero"#),
         ("Backend", "Timeout", "ten", #""ten" is not a time span"#),
-        ("Backend", "BearerTokenFile", "token", #""token" is not an absolute path"#),
-        ("Backend", "SigningSecretFile", "./whsec", #""./whsec" is not an absolute path"#),
-        ("Backend", "CAFile", "ca.pem", #""ca.pem" is not an absolute path"#),
-        ("Backend", "ClientCertificateFile", "c.pem", #""c.pem" is not an absolute path"#),
-        ("Backend", "ClientKeyFile", "c.key", #""c.key" is not an absolute path"#),
+        ("Backend", "BearerTokenFile", "token", "is not an absolute path"),
+        ("Backend", "SigningSecretFile", "./whsec", "is not an absolute path"),
+        ("Backend", "CAFile", "ca.pem", "is not an absolute path"),
+        ("Backend", "ClientCertificateFile", "c.pem", "is not an absolute path"),
+        ("Backend", "ClientKeyFile", "c.key", "is not an absolute path"),
         ("Backend", "ProbeDelays", "1s never", #""1s never": delay 2 ("never") is not a time span greater than zero"#),
-        ("Backend", "MaxRate", "0", #""0" is not a number of requests per second greater than 0"#),
+        ("Backend", "MaxRate", "0", #""0" is not a number of requests per second from 0.001"#),
+        ("Backend", "MaxRate", "0.0000000001", #""0.0000000001" is not a number of requests per second from 0.001"#),
         ("Backend", "MaxRate", "-5", #""-5" is not a number of requests per second"#),
         ("Backend", "MaxRate", "1e3", #""1e3" is not a number of requests per second"#),
-        ("Backend", "MaxRate", "200000", #""200000" is not a number of requests per second greater than 0 and at most 100000"#),
+        ("Backend", "MaxRate", "200000", #""200000" is not a number of requests per second from 0.001 to 100000"#),
         ("Delivery", "RetryDelays", "2s 0 5s", #""2s 0 5s": delay 2 ("0") is not a time span greater than zero"#),
+        ("Delivery", "RetryDelays", "2s 300y", #""2s 300y": delay 2 ("300y") is not a time span greater than zero and at most 10y"#),
+        ("Backend", "ProbeDelays", "300y", #""300y": delay 1 ("300y") is not a time span greater than zero and at most 10y"#),
+        ("Backend", "Timeout", "11y", #""11y" is longer than 10y, the longest span accepted"#),
+        ("Backend", "URL", "https://svc:my secret@backend/tx", #""https://<redacted>@backend/tx" is not an http"#),
         ("Delivery", "RetryDelays", "2s soon", #""2s soon": delay 2 ("soon") is not a time span greater than zero"#),
         ("Delivery", "MaxConcurrentDeliveries", "0", #""0" is not between 1 and 64"#),
         ("Delivery", "MaxConcurrentDeliveries", "65", #""65" is not between 1 and 64"#),
         ("Delivery", "MaxConcurrentDeliveries", "four", #""four" is not a whole number between 1 and 64"#),
         ("Delivery", "MaxConcurrentDeliveries", "+4", #""+4" is not a whole number between 1 and 64"#),
-        ("Metrics", "TextfileDirectory", "node-exporter", #""node-exporter" is not an absolute path"#),
+        ("Metrics", "TextfileDirectory", "node-exporter", "is not an absolute path"),
     ])
     func badValuesAreErrorsNamingTheKeyAndLine(section: String, key: String, value: String, message: String) {
         let files = ConfigurationFiles(minimal + "\n[\(section)]\n# the value under test\n\(key)=\(value)\n")
