@@ -8,7 +8,8 @@ enum CheckConfigCommand: Command {
 
         Reads the configuration file and its drop-ins, the destination files in
         destinations/ beside it, and the secret and root certificate files they
-        name, exactly as the daemon does; prints the settings
+        name (the sweep's key when PrivateKeyFile= names it), exactly as the
+        daemon, txrecon receive and txrecon sweep do; prints the settings
         in force (never a secret), each trusted root's subject and SHA-256 fingerprint,
         and the warnings the daemon (or txrecon sweep) would log at start: values
         that are legal but almost certainly wrong.
@@ -21,6 +22,8 @@ enum CheckConfigCommand: Command {
         do {
             let secrets = try BackendSecrets.load(for: configuration, environment: ProcessEnvironment.current)
             let verification = try SignedDataPolicy.load(for: configuration)
+            _ = try Receiver.uploadToken(for: configuration)
+            try SweepCredentials.checkKeyFile(of: configuration)
             var destinationSecrets: [BackendSecrets] = []
             for destination in configuration.destinations {
                 destinationSecrets.append(try BackendSecrets.load(for: destination, environment: ProcessEnvironment.current))

@@ -76,6 +76,23 @@ struct SecretOutputTests {
         #expect(daemon.stderr.contains("Backend.CAFile"))
     }
 
+    @Test func checkConfigReadsTheUploadTokenAndTheSweepsKeyFile() async throws {
+        let fixture = try DaemonFixture()
+        _ = fixture.directory.write("upload-token-1\n", to: "upload", mode: 0o644)
+        try fixture.writeConfig("[Receive]\nUploadTokenFile=\(fixture.directory.path)/upload\n")
+        let exposed = try await fixture.cli(["check-config"])
+        #expect(exposed.status == 78)
+        #expect(exposed.stderr.contains(":12: Receive.UploadTokenFile:"), "\(exposed.stderr)")
+
+        _ = fixture.directory.write("upload-token-1\n", to: "upload", mode: 0o600)
+        try fixture.writeConfig("[Receive]\nUploadTokenFile=\(fixture.directory.path)/upload\n"
+                                + "[Sweep]\nBundleID=com.example.app\nIssuerID=57246542-96fe-1a63-e053-0824d011072a\n"
+                                + "KeyID=ABC123DEFG\nPrivateKeyFile=\(fixture.directory.path)/missing.p8\n")
+        let missingKey = try await fixture.cli(["check-config"])
+        #expect(missingKey.status == 78)
+        #expect(missingKey.stderr.contains(":17: Sweep.PrivateKeyFile:"), "\(missingKey.stderr)")
+    }
+
     @Test func legalButUnlikelyValuesAreWarnedAboutAtStartAndByCheckConfig() async throws {
         let fixture = try DaemonFixture()
         try fixture.writeConfig("[Backend]\nTimeout=50ms\n")

@@ -145,30 +145,34 @@ public enum Receiver {
     static func load(_ path: String) throws(ConfigurationError) -> (Configuration, Reception.Settings) {
         let configuration = try ConfigurationLoader.load(path: path)
         let policy = try SignedDataPolicy.load(for: configuration)
-        var token: String?
-        if let file = configuration.receive.uploadTokenFile {
-            let origin = configuration.origins["Receive.UploadTokenFile"]
-            do {
-                let bytes = try SecretFile.read(file)
-                guard bytes.allSatisfy({ (0x21...0x7E).contains($0) }) else {
-                    throw ConfigurationError(file: origin?.file ?? configuration.path, line: origin?.line,
-                                             key: "Receive.UploadTokenFile",
-                                             message: "the token file holds a space, a control character, a second "
-                                                + "line or non-ASCII text; it must hold the token alone on one line")
-                }
-                token = String(decoding: bytes, as: UTF8.self)
-            } catch let error as ConfigurationError {
-                throw error
-            } catch let error as SecretFile.Failure {
-                throw ConfigurationError(file: origin?.file ?? configuration.path, line: origin?.line,
-                                         key: "Receive.UploadTokenFile", message: error.message(path: file))
-            } catch {
-                throw ConfigurationError(file: configuration.path, line: nil, key: "Receive.UploadTokenFile",
-                                         message: "\(error)")
-            }
-        }
+        let token = try uploadToken(for: configuration)
         return (configuration, Reception.Settings(receive: configuration.receive,
                                                   acceptEnvelopes: configuration.verification.acceptEnvelopes,
                                                   policy: policy, uploadToken: token))
+    }
+
+    /// The token in `UploadTokenFile=` (its permissions checked), nil when
+    /// the key is unset; also what `check-config` checks of it.
+    public static func uploadToken(for configuration: Configuration) throws(ConfigurationError) -> String? {
+        guard let file = configuration.receive.uploadTokenFile else { return nil }
+        let origin = configuration.origins["Receive.UploadTokenFile"]
+        do {
+            let bytes = try SecretFile.read(file)
+            guard bytes.allSatisfy({ (0x21...0x7E).contains($0) }) else {
+                throw ConfigurationError(file: origin?.file ?? configuration.path, line: origin?.line,
+                                         key: "Receive.UploadTokenFile",
+                                         message: "the token file holds a space, a control character, a second "
+                                            + "line or non-ASCII text; it must hold the token alone on one line")
+            }
+            return String(decoding: bytes, as: UTF8.self)
+        } catch let error as ConfigurationError {
+            throw error
+        } catch let error as SecretFile.Failure {
+            throw ConfigurationError(file: origin?.file ?? configuration.path, line: origin?.line,
+                                     key: "Receive.UploadTokenFile", message: error.message(path: file))
+        } catch {
+            throw ConfigurationError(file: configuration.path, line: nil, key: "Receive.UploadTokenFile",
+                                     message: "\(error)")
+        }
     }
 }

@@ -10,7 +10,7 @@
 // path, never its content. Blocks on disk I/O: call it on the sweep's thread.
 import Glibc
 
-enum SweepCredentials {
+public enum SweepCredentials {
     /// The systemd credential (`LoadCredential=appstore-key:…`) that holds
     /// the key when PrivateKeyFile= is unset.
     static let keyCredentialName = "appstore-key"
@@ -38,6 +38,15 @@ enum SweepCredentials {
         } catch {
             throw configuration.problem(key: "Sweep.PrivateKeyFile", "\(path) \(error)")
         }
+    }
+
+    /// What `check-config` checks of the sweep's key: with `PrivateKeyFile=`
+    /// set, the file as `load` reads it (and the ids beside it). The
+    /// credential `appstore-key` exists only inside the sweep's unit, so
+    /// without the key it is not checked.
+    public static func checkKeyFile(of configuration: Configuration) throws(ConfigurationError) {
+        guard configuration.sweep.privateKeyFile != nil else { return }
+        _ = try load(for: configuration, environment: [:])
     }
 
     private static func required(
