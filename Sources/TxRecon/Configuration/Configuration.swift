@@ -31,6 +31,10 @@ public struct Configuration: Sendable, Equatable {
     /// after loading, such as reading the secret files, can name the file
     /// and line. Empty unless built by `ConfigurationLoader`.
     public var origins: [String: ConfigurationOrigin] = [:]
+    /// Where a key was last emptied (`Key=` with no value, which restores
+    /// its default), by `Section.Key`: a required key emptied in a drop-in
+    /// is blamed on that line.
+    public var resets: [String: ConfigurationOrigin] = [:]
 
     public init(path: String) { self.path = path }
 
@@ -245,6 +249,7 @@ extension Configuration {
             merged.delivery = destination.settings.delivery
             merged.match = destination.settings.match
             merged.origins = destination.settings.origins
+            merged.resets = destination.settings.resets
             merged.destinations = []
             return (destination.name, merged)
         }

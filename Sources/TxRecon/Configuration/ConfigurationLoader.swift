@@ -112,6 +112,7 @@ public enum ConfigurationLoader {
                 if value.isEmpty {
                     key.reset(&configuration)
                     configuration.origins[qualifiedName] = nil
+                    configuration.resets[qualifiedName] = ConfigurationOrigin(file: file, line: statement.line)
                     continue
                 }
                 do {
@@ -142,8 +143,9 @@ public enum ConfigurationLoader {
     /// A `[Backend]` that can be used: URL= set, a whole client certificate pair.
     private static func checkBackend(of configuration: Configuration) throws(ConfigurationError) {
         if configuration.backend.url.isEmpty {
+            let emptied = configuration.resets["Backend.URL"]
             throw ConfigurationError(
-                file: configuration.path, line: nil, key: "Backend.URL",
+                file: emptied?.file ?? configuration.path, line: emptied?.line, key: "Backend.URL",
                 message: "is required; set URL= under [Backend] to the http:// or https:// address "
                     + "that receives the transactions, or the nats:// (tls://) server of a JetStream stream")
         }

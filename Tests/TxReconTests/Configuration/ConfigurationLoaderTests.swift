@@ -232,6 +232,13 @@ private let minimal = """
         #expect(beforeSection?.message == "a setting comes before any [Section] header; put it under its section header")
     }
 
+    @Test func aRequiredKeyEmptiedInADropInIsBlamedOnThatLine() {
+        let files = ConfigurationFiles(minimal, dropIns: ["10-x.conf": "[Backend]\nURL=\n"])
+        let error = files.loadError()
+        #expect(error?.file == "\(files.path).d/10-x.conf" && error?.line == 2 && error?.key == "Backend.URL",
+                "\(error?.description ?? "no error")")
+    }
+
     @Test func aKeyInTheWrongSectionPointsToItsSection() {
         let files = ConfigurationFiles("[Spool]\nTimeout=5s\n" + minimal)
         #expect(files.loadError()?.message == "unknown key; Timeout= belongs under [Backend]")
