@@ -5,7 +5,9 @@
 //   clock), retries included.
 // - 429: wait for `Retry-After`, which Apple sends as a UNIX time in
 //   milliseconds; a value up to 10^12 is read as seconds to wait (RFC 9110's
-//   form). At most `longestRetryAfter`, at most `maximumRateLimitWaits` in a
+//   form). At least 1 s, doubling with each 429 in a row up to 60 s: that
+//   time is on Apple's clock, and with this host's clock ahead it reads as
+//   past. At most `longestRetryAfter`, at most `maximumRateLimitWaits` in a
 //   row; beyond that the run gives up and the next one resumes.
 // - 5xx, Apple's retryable errors and network failures: exponential backoff
 //   from 1 s doubling to 60 s, each wait drawn between half and all of it
@@ -76,8 +78,9 @@ package final class RateLimiter {
     /// when it is longer than `longestRetryAfter` or the answers keep coming.
     func waitOutRateLimit(_ delay: Duration) -> Bool {
         guard delay <= Self.longestRetryAfter, rateLimitWaitsInARow < Self.maximumRateLimitWaits else { return false }
+        let least = min(Self.firstBackoff * (1 << rateLimitWaitsInARow), Self.longestBackoff)
         rateLimitWaitsInARow += 1
-        clock.sleep(for: delay)
+        clock.sleep(for: max(delay, least))
         return true
     }
 

@@ -56,6 +56,20 @@ import TxReconTestSupport
         #expect(clock.sleeps == [.seconds(1), .seconds(2), .seconds(1)])
     }
 
+    @Test func aRetryAfterAlreadyPastIsWaitedAtLeastASecondDoublingInARow() {
+        // Apple's Retry-After is a time on Apple's clock: with this host's
+        // clock ahead, it reads as past. Without a floor ten 429s in a row
+        // would be spent in an instant, with Apple still limiting.
+        let clock = ManualSweepClock(wallMilliseconds: start)
+        let limiter = RateLimiter(maxRequestsPerSecond: 5, clock: clock, jitter: { 1 })
+        for _ in 0..<8 { #expect(limiter.waitOutRateLimit(.zero)) }
+        #expect(limiter.waitOutRateLimit(.seconds(90)))
+        #expect(clock.sleeps == [1, 2, 4, 8, 16, 32, 60, 60, 90].map { Duration.seconds($0) })
+        limiter.succeeded()
+        #expect(limiter.waitOutRateLimit(.zero))
+        #expect(clock.sleeps.last == .seconds(1), "a success starts the floor afresh")
+    }
+
     @Test func aRetryAfterLongerThanTenMinutesIsNotWaitedFor() {
         let clock = ManualSweepClock(wallMilliseconds: start)
         let limiter = RateLimiter(maxRequestsPerSecond: 5, clock: clock, jitter: { 1 })
