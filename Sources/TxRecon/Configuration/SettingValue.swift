@@ -21,15 +21,16 @@ enum SettingValue {
     /// An absolute path, kept as written.
     static func absolutePath(_ text: String) throws(InvalidValue) -> String {
         guard text.hasPrefix("/") else {
-            throw InvalidValue(message: "is not an absolute path; write the file's path starting with / (the value "
-                               + "is not repeated here, in case it is a secret written in the path's place)")
+            throw InvalidValue(message: "is not an absolute path; write it starting with / (the value is not "
+                               + "repeated here, in case it is a secret written in the path's place)")
         }
         return text
     }
 
-    /// The longest time span any key takes: ten years. Longer is a mistake,
-    /// and past 292 years a span no longer fits the nanoseconds timers count.
-    static let longestTimeSpan: Duration = .seconds(10 * 365 * 86_400)
+    /// The longest time span any key takes: `10y` (years of 365.25 days, as
+    /// TimeSpan reads `y`). Longer is a mistake, and past 292 years a span
+    /// no longer fits the nanoseconds timers count.
+    static let longestTimeSpan: Duration = .seconds(10 * 31_557_600)
 
     /// A time span, zero allowed, at most `longestTimeSpan`.
     static func timeSpan(_ text: String) throws(InvalidValue) -> Duration {
@@ -197,14 +198,15 @@ enum SettingValue {
     /// refused as malformed may still have them).
     private static func quotedURL(_ text: String) -> String {
         var shown = text
-        if let mark = shown.firstIndex(of: "?") { shown = shown[...mark] + SecretRedactor.placeholder }
+        // Everything between :// and the last @: a password may hold any
+        // character, / ? and # included, when the URL is malformed anyway.
         if let colon = shown.firstIndex(of: ":"), shown[colon...].hasPrefix("://") {
             let start = shown.index(colon, offsetBy: 3)
-            let authority = shown[start...].prefix { $0 != "/" && $0 != "?" && $0 != "#" }
-            if let at = authority.lastIndex(of: "@") {
-                shown.replaceSubrange(authority.startIndex..<at, with: SecretRedactor.placeholder)
+            if let at = shown[start...].lastIndex(of: "@") {
+                shown.replaceSubrange(start..<at, with: SecretRedactor.placeholder)
             }
         }
+        if let mark = shown.firstIndex(of: "?") { shown = shown[...mark] + SecretRedactor.placeholder }
         return quoted(shown)
     }
 }

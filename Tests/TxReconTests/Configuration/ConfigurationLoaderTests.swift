@@ -222,7 +222,8 @@ private let minimal = """
         // path of the file that should hold it.
         for (line, secret) in [("whsec_K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=", "K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN"),
                                ("BearerTokenFile=sk_live_51HxYz0a9", "sk_live_51HxYz0a9"),
-                               ("URL=https://svc:hunter2 x@backend.example/tx", "hunter2")] {
+                               ("URL=https://svc:hunter2 x@backend.example/tx", "hunter2"),
+                               ("URL=https://svc:pa/ss#wo?rd@backend.example/tx x", "ss#wo")] {
             let files = ConfigurationFiles("[Backend]\nURL=https://a.example/\n\(line)\n")
             let error = files.loadError()
             #expect(error?.line == 3, "\(line)")
@@ -230,6 +231,11 @@ private let minimal = """
         }
         let beforeSection = ConfigurationFiles("abc_123-secret=\n" + minimal).loadError()
         #expect(beforeSection?.message == "a setting comes before any [Section] header; put it under its section header")
+    }
+
+    @Test func tenYearsIsTheLongestSpanAndIsAccepted() throws {
+        let configuration = try ConfigurationFiles(minimal + "\n[Spool]\nDoneRetention=10y\n").load()
+        #expect(configuration.spool.doneRetention == SettingValue.longestTimeSpan)
     }
 
     @Test func aRequiredKeyEmptiedInADropInIsBlamedOnThatLine() {
@@ -314,7 +320,7 @@ private let minimal = """
     }
 
     @Test(arguments: [
-        ("Spool", "Directory", "var/spool", "is not an absolute path; write the file's path starting with /"),
+        ("Spool", "Directory", "var/spool", "is not an absolute path; write it starting with /"),
         ("Spool", "MaxFileSize", "1X", #""1X" is not a size such as "4096""#),
         ("Spool", "MaxFileSize", "0", #""0" is not between 1 and 1G"#),
         ("Spool", "MaxFileSize", "2G", #""2G" is not between 1 and 1G"#),
@@ -343,6 +349,7 @@ private let minimal = """
         ("Delivery", "RetryDelays", "2s 300y", #""2s 300y": delay 2 ("300y") is not a time span greater than zero and at most 10y"#),
         ("Backend", "ProbeDelays", "300y", #""300y": delay 1 ("300y") is not a time span greater than zero and at most 10y"#),
         ("Backend", "Timeout", "11y", #""11y" is longer than 10y, the longest span accepted"#),
+        ("Backend", "Timeout", "10y 1s", #""10y 1s" is longer than 10y"#),
         ("Backend", "URL", "https://svc:my secret@backend/tx", #""https://<redacted>@backend/tx" is not an http"#),
         ("Delivery", "RetryDelays", "2s soon", #""2s soon": delay 2 ("soon") is not a time span greater than zero"#),
         ("Delivery", "MaxConcurrentDeliveries", "0", #""0" is not between 1 and 64"#),
@@ -358,6 +365,9 @@ private let minimal = """
         #expect(error?.line == 5)
         #expect(error?.key == "\(section).\(key)")
         #expect(error?.message.hasPrefix(message) == true, "\(error?.message ?? "no error")")
+        if !message.hasPrefix("\"") {
+            #expect(error?.description.contains(value) == false, "a value that may be a secret is not repeated")
+        }
     }
 
     @Test func aURLWithCredentialsIsRefusedWithoutQuotingThem() {
