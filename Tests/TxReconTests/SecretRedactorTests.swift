@@ -31,13 +31,16 @@ import TxReconTestSupport
         #expect(redactor.redact("secret whsec_AQIDBAUGBwgJ here") == "secret <redacted> here")
     }
 
-    @Test func tooShortTextsAreNotLookedForAndASecretOnceKnownStaysKnown() {
+    @Test func tooShortTextsAreNotLookedForAndAReplacedSecretStaysKnownOneReloadMore() {
         let redactor = SecretRedactor(["abc", "old-secret-1"])
         #expect(redactor.redact("abc old-secret-1") == "abc <redacted>")
         // A reload that rotated the token: answers to requests that carried
         // the old one still arrive.
-        redactor.remember(["new-secret-2"])
+        redactor.replace(with: ["new-secret-2"])
         #expect(redactor.redact("old-secret-1 new-secret-2") == "<redacted> <redacted>")
+        redactor.replace(with: ["new-secret-2"])
+        #expect(redactor.redact("old-secret-1 new-secret-2") == "old-secret-1 <redacted>",
+                "two reloads on, the old one is no longer searched for")
     }
 
     @Test func theLogSinkRedactsMessagesAndFields() {

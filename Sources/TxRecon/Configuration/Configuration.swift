@@ -151,15 +151,21 @@ public struct BackendSettings: Sendable, Equatable {
         return query.isEmpty ? nil : String(query)
     }
 
-    /// What of URL= must never be shown: the whole query, and each of its
-    /// parameters' values as written and percent-decoded, which a backend
-    /// names alone when it refuses one ("invalid api key XYZ").
+    /// What of URL= must never be shown: the whole query, and the values a
+    /// backend may name alone when it refuses one ("invalid api key XYZ"),
+    /// as written and percent-decoded: those of a parameter named like a
+    /// credential (key, token, secret, sig, auth, pass, code), and any of
+    /// 16 characters or more. Shorter plain values (`source=txrecon`) are
+    /// left alone: redacted, every log line naming them would be blanked.
     var urlQuerySecrets: [String] {
         guard let query = urlQuery else { return [] }
         var secrets = [query]
+        let credentialNames = ["key", "token", "secret", "sig", "auth", "pass", "code"]
         for parameter in query.split(whereSeparator: { $0 == "&" || $0 == ";" }) {
             guard let equals = parameter.firstIndex(of: "=") else { continue }
+            let name = parameter[..<equals].lowercased()
             let value = String(parameter[parameter.index(after: equals)...])
+            guard value.utf8.count >= 16 || credentialNames.contains(where: { name.contains($0) }) else { continue }
             secrets.append(value)
             if let decoded = Self.percentDecoded(value), decoded != value { secrets.append(decoded) }
         }

@@ -33,7 +33,7 @@ public enum Receiver {
             log.write(LogEntry(.error, "configuration error: \(error)"))
             return Daemon.ExitStatus.configuration
         }
-        redactor.remember([settings.uploadToken].compactMap { $0 })
+        redactor.replace(with: [settings.uploadToken].compactMap { $0 })
         let layout = SpoolLayout(root: configuration.spool.directory)
 
         let stateDirectory: ReceiverStateDirectory
@@ -111,7 +111,7 @@ public enum Receiver {
                 health.notify("RELOADING=1")
                 do {
                     let (nextConfiguration, next) = try load(configurationPath)
-                    redactor.remember([next.uploadToken].compactMap { $0 })
+                    redactor.replace(with: [next.uploadToken].compactMap { $0 })
                     reception.reconfigure(next)
                     server.setMaximumBodySize(nextConfiguration.spool.maxFileSize)
                     log.write(LogEntry(.info, "configuration reloaded from \(configurationPath) (the listening address, "

@@ -9,9 +9,10 @@
 // backend's answer, at the point the answer becomes text (the attempt's
 // Outcome), so that what the spool stores (hold/KEY.reason, KEY.state) and
 // what is shown from it (STATUS, txrecon status, list, show) never held the
-// secret. A secret once read stays known until the process ends: after a
-// reload that rotated it, answers to requests that carried the old one
-// still arrive, and apps go on sending an old upload token for a while.
+// secret. A secret replaced by a reload stays known until the reload after
+// it: answers to requests that carried the old one still arrive, and apps go
+// on sending an old upload token for a while; older generations are
+// dropped, since every text is searched for every spelling of each secret.
 import Synchronization
 
 /// Replaces every occurrence of a known secret by `<redacted>`.
@@ -22,17 +23,26 @@ package final class SecretRedactor: Sendable {
     /// words, and no real token, key or query is that short.
     static let minimumLength = 6
 
-    private let secrets: Mutex<[[UInt8]]>
-
-    package init(_ secrets: [String] = []) {
-        self.secrets = Mutex(SecretRedactor.forms(of: secrets))
+    private struct Known {
+        /// The spellings searched for: those of both generations, longest first.
+        var searched: [[UInt8]]
+        /// The spellings of the secrets given last.
+        var current: Set<[UInt8]>
     }
 
-    /// Looks for `secrets` from now on, beside those known already.
-    package func remember(_ secrets: [String]) {
-        let added = SecretRedactor.forms(of: secrets)
+    private let secrets: Mutex<Known>
+
+    package init(_ secrets: [String] = []) {
+        let forms = SecretRedactor.forms(of: secrets)
+        self.secrets = Mutex(Known(searched: SecretRedactor.longestFirst(forms), current: forms))
+    }
+
+    /// Looks for `secrets` from now on, and for the ones given before them
+    /// until the next call.
+    package func replace(with secrets: [String]) {
+        let forms = SecretRedactor.forms(of: secrets)
         self.secrets.withLock { known in
-            known = Array(Set(known).union(added)).sorted { $0.count > $1.count }
+            known = Known(searched: SecretRedactor.longestFirst(forms.union(known.current)), current: forms)
         }
     }
 
@@ -40,7 +50,7 @@ package final class SecretRedactor: Sendable {
     package func redact(_ text: String) -> String {
         // Every log entry's message and fields pass here: with no secret
         // configured, no copy is made.
-        guard secrets.withLock({ !$0.isEmpty }) else { return text }
+        guard secrets.withLock({ !$0.searched.isEmpty }) else { return text }
         var bytes = Array(text.utf8)
         return redact(&bytes) ? String(decoding: bytes, as: UTF8.self) : text
     }
@@ -49,7 +59,7 @@ package final class SecretRedactor: Sendable {
     /// is read); whether there was one.
     @discardableResult
     package func redact(_ bytes: inout [UInt8]) -> Bool {
-        let secrets = self.secrets.withLock { $0 }
+        let secrets = self.secrets.withLock { $0.searched }
         var changed = false
         for secret in secrets {
             changed = SecretRedactor.replace(secret, in: &bytes) || changed
@@ -59,8 +69,7 @@ package final class SecretRedactor: Sendable {
 
     /// Each secret as given and as an echo would spell it: JSON-escaped (also
     /// with `/` as `\/`, as PHP's json_encode writes it) and percent-encoded.
-    /// Longest first, so a secret inside another is replaced whole.
-    private static func forms(of secrets: [String]) -> [[UInt8]] {
+    private static func forms(of secrets: [String]) -> Set<[UInt8]> {
         var forms = Set<[UInt8]>()
         for secret in secrets where secret.utf8.count >= minimumLength {
             let json = Array(JSONValue.string(secret).serialized.dropFirst().dropLast())
@@ -69,7 +78,12 @@ package final class SecretRedactor: Sendable {
             forms.insert(json.flatMap { $0 == UInt8(ascii: "/") ? [UInt8(ascii: "\\"), $0] : [$0] })
             forms.insert(percentEncoded(secret))
         }
-        return forms.sorted { $0.count > $1.count }
+        return forms
+    }
+
+    /// Longest first, so a secret inside another is replaced whole.
+    private static func longestFirst(_ forms: Set<[UInt8]>) -> [[UInt8]] {
+        forms.sorted { $0.count > $1.count }
     }
 
     private static func percentEncoded(_ text: String) -> [UInt8] {
