@@ -24,13 +24,17 @@ import TxReconTestSupport
         return nil
     }
 
-    @Test func successfulAnswerCarriesTheStatusAndTheBeginningOfTheBody() async throws {
+    @Test func aRefusalCarriesTheStatusAndTheBeginningOfTheBodyASuccessNoBody() async throws {
         let limit = CurlResponseCapture.bodyPrefixLimit
-        let server = try LoopbackHTTPServer { _ in .status(200, body: String(repeating: "a", count: limit + 100)) }
-        let transport = try CurlTransport(settings: settings(server.url), tls: .init(), workers: 1)
-        defer { transport.shutdown() }
-        let result = await transport.send(request())
-        #expect(result == .response(status: 200, retryAfter: nil, bodyPrefix: Array(repeating: UInt8(ascii: "a"), count: limit)))
+        let body = String(repeating: "a", count: limit + 100)
+        for status in [422, 200] {
+            let server = try LoopbackHTTPServer { _ in .status(status, body: body) }
+            let transport = try CurlTransport(settings: settings(server.url), tls: .init(), workers: 1)
+            defer { transport.shutdown() }
+            let result = await transport.send(request())
+            let kept = status == 422 ? Array(repeating: UInt8(ascii: "a"), count: limit) : []
+            #expect(result == .response(status: status, retryAfter: nil, bodyPrefix: kept))
+        }
     }
 
     @Test func requestArrivesAsAPostWithItsHeadersAndBodyAndWithoutExpect() async throws {
@@ -144,11 +148,11 @@ import TxReconTestSupport
     }
 
     @Test func overlongBodyIsCutOffAndTheStatusStillReported() async throws {
-        let server = try LoopbackHTTPServer { _ in .status(200, body: String(repeating: "b", count: 3 << 20)) }
+        let server = try LoopbackHTTPServer { _ in .status(409, body: String(repeating: "b", count: 3 << 20)) }
         let transport = try CurlTransport(settings: settings(server.url, timeout: .seconds(5)), tls: .init(), workers: 1)
         defer { transport.shutdown() }
         let result = await transport.send(request())
-        #expect(result == .response(status: 200, retryAfter: nil, bodyPrefix: Array(repeating: UInt8(ascii: "b"),
+        #expect(result == .response(status: 409, retryAfter: nil, bodyPrefix: Array(repeating: UInt8(ascii: "b"),
                                                                         count: CurlResponseCapture.bodyPrefixLimit)))
     }
 

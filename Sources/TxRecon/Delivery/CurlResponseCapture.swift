@@ -39,7 +39,7 @@ final class CurlResponseCapture {
     init(keeping: Int = CurlResponseCapture.bodyPrefixLimit, readingAtMost: Int = CurlResponseCapture.bodyLimit) {
         keptBodyLimit = keeping
         readBodyLimit = readingAtMost
-        bodyPrefix.reserveCapacity(min(keeping, 64 * 1024))
+        bodyPrefix.reserveCapacity(min(keeping, 1024))
     }
 
     /// Forgets the previous response.

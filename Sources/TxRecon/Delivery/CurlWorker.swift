@@ -56,7 +56,10 @@ final class CurlWorker {
         if code == CURLE_OK || (code == CURLE_WRITE_ERROR && response.bodyTooLong) {
             var status = 0
             _ = txr_curl_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &status)
-            return .response(status: status, retryAfter: response.retryAfter, bodyPrefix: response.bodyPrefix)
+            // Only a refusal's body is read (for its hold reason); handing
+            // out the buffer would make the next reset allocate a new one.
+            let body = (400...499).contains(status) ? response.bodyPrefix : []
+            return .response(status: status, retryAfter: response.retryAfter, bodyPrefix: body)
         }
         return .failure(CurlFailure.make(code, message: String(cString: errorBuffer)))
     }

@@ -5,8 +5,9 @@
 /// What the transport saw of one exchange.
 public enum TransportResult: Sendable, Equatable {
     /// A complete HTTP response. `retryAfter` is the raw `Retry-After` header;
-    /// `bodyPrefix` holds the first bytes of the body (see
-    /// `CurlResponseCapture.bodyPrefixLimit`).
+    /// `bodyPrefix` holds the first bytes of a 4xx answer's body (see
+    /// `CurlResponseCapture.bodyPrefixLimit`), the only one a reason reads;
+    /// it is empty for other statuses.
     case response(status: Int, retryAfter: String?, bodyPrefix: [UInt8])
     /// JetStream's publish acknowledgement: the stream stored the message
     /// (or, `duplicate`, had it already within its duplicate window).
