@@ -49,12 +49,15 @@ struct OperatorCommands {
         var result = ControlResult()
         for snapshot in snapshots {
             let key = snapshot.key
+            let fate = spool.fate(ofStaged: snapshot)
             let refusal: String? = if pending.entries[key] != nil {
                 "queued: its pending snapshot is delivered anyway"
             } else if pending.held.contains(key) {
                 "held: use release"
-            } else if !spool.isUnchangedSinceStaged(snapshot) {
+            } else if fate == .replaced {
                 "delivered again while the replay was copied from done/: the destination has its newest snapshot"
+            } else if fate == .gone {
+                "removed from done/ (DoneRetention=) while the replay was copied"
             } else if pending.count >= limit {
                 "the queue holds \(limit) items, its high-water mark: replay the rest once it has drained"
             } else {

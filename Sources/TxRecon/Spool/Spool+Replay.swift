@@ -11,7 +11,20 @@ struct DeliveredSnapshot: Sendable, Equatable {
     var receivedAt: Int64
     /// The file of done/KEY the staged copy was made of (`stageReplay`);
     /// nil before. A key delivered again since then has a newer file there.
-    var copiedFrom: FileIdentity? = nil
+    var copiedFrom: StagedSource? = nil
+}
+
+/// Which file a replay's copy was made of: its identity and its last
+/// change (ctime, which a rename sets), since a file system reuses the
+/// inode number of a file just removed.
+struct StagedSource: Sendable, Equatable {
+    var file: FileIdentity
+    var changedAt: Int64
+
+    init(_ info: stat) {
+        file = FileIdentity(info)
+        changedAt = Int64(info.st_ctim.tv_sec) * 1_000_000_000 + Int64(info.st_ctim.tv_nsec)
+    }
 }
 
 extension Spool {
@@ -67,18 +80,24 @@ extension Spool {
             throw error
         }
         var copied = snapshot
-        copied.copiedFrom = FileIdentity(info)
+        copied.copiedFrom = StagedSource(info)
         return copied
     }
 
-    /// Whether done/KEY is still the file `snapshot`'s copy was made of:
-    /// not when the key was delivered again while the copies were made
-    /// (the copy is then older than what the backend has, and must not go
-    /// out after it), nor when it was never staged.
-    func isUnchangedSinceStaged(_ snapshot: DeliveredSnapshot) -> Bool {
+    /// What became of done/KEY since `snapshot`'s copy was made of it.
+    enum StagedSourceFate: Equatable {
+        case unchanged
+        /// Delivered again: the copy is older than what the destination has
+        /// and must not go out after it.
+        case replaced
+        /// Removed (DoneRetention=), or the snapshot was never staged.
+        case gone
+    }
+
+    func fate(ofStaged snapshot: DeliveredSnapshot) -> StagedSourceFate {
         guard let copiedFrom = snapshot.copiedFrom,
-              let info = try? SystemCall.linkStatus(layout.done + "/" + snapshot.key.fileName) else { return false }
-        return FileIdentity(info) == copiedFrom
+              let info = try? SystemCall.linkStatus(layout.done + "/" + snapshot.key.fileName) else { return .gone }
+        return StagedSource(info) == copiedFrom ? .unchanged : .replaced
     }
 
     /// Gives a staged copy its name queue/KEY, which must not exist: one
