@@ -51,6 +51,26 @@ struct LongKeyTests {
         #expect(ItemKey(fileName: over.fileName) == over)
     }
 
+    @Test func canonicallyEquivalentKeysAreTwoKeysEachWithItsSnapshot() throws {
+        // é as one scalar and as e with a combining accent: equal Strings,
+        // different bytes, names and idempotency keys.
+        let composed = try #require(ItemKey("caf\u{E9}"))
+        let decomposed = try #require(ItemKey("cafe\u{301}"))
+        #expect(composed != decomposed && composed.fileName != decomposed.fileName)
+        #expect(Set([composed, decomposed]).count == 2)
+        #expect((composed < decomposed) != (decomposed < composed), "ordered, and consistently with ==")
+
+        var pending = PendingItems()
+        for (key, name) in [(composed, "n1"), (decomposed, "n2")] {
+            let drop = try PendingItemsTests.drop(key.rawValue, version: 1, name: name)
+            #expect(drop.item.key.rawValue.utf8.elementsEqual(key.rawValue.utf8))
+            let placement = try pending.place(drop, freshKeyWaitsInInbox: false) { _ in nil }
+            #expect(placement.moves == [.accept(drop: name, key: key)], "\(name) is its own key's first snapshot")
+            pending.apply(placement.change, now: .zero)
+        }
+        #expect(pending.count == 2)
+    }
+
     @Test func onlyTheOneNameAKeyIsGivenDecodesToIt() {
         // Another spelling of a key would let two files stand for one item.
         #expect(ItemKey(fileName: "%41") == nil, "A is plain, never escaped")

@@ -32,7 +32,20 @@ public struct ItemKey: Hashable, Sendable, Comparable, CustomStringConvertible {
 
     public var description: String { rawValue }
 
-    public static func < (lhs: ItemKey, rhs: ItemKey) -> Bool { lhs.rawValue < rhs.rawValue }
+    // Keys are compared and hashed by their bytes, as their file names,
+    // idempotency keys and subjects are: String's == takes canonically
+    // equivalent text for equal ("caf\u{E9}" and "cafe\u{301}"), which
+    // would have one key's snapshot supersede another key's, never sent.
+    public static func == (lhs: ItemKey, rhs: ItemKey) -> Bool { lhs.rawValue.utf8.elementsEqual(rhs.rawValue.utf8) }
+
+    public func hash(into hasher: inout Hasher) {
+        var bytes = rawValue
+        bytes.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
+    }
+
+    public static func < (lhs: ItemKey, rhs: ItemKey) -> Bool {
+        lhs.rawValue.utf8.lexicographicallyPrecedes(rhs.rawValue.utf8)
+    }
 
     /// The longest file name a key is given: `=` and the unpadded
     /// base64url of 128 bytes. Every name the spool derives from it fits in
