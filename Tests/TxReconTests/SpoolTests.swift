@@ -321,8 +321,53 @@ import TxReconTestSupport
 
     @Test func aLockedSpoolRefusesASecondDaemon() throws {
         try layout.createMissingDirectories()
+        #expect(!SpoolLock.isHeld(layout))
         let lock = try SpoolLock.acquire(layout)
         #expect(SpoolLock.isHeld(layout))
+        let second = #expect(throws: SpoolError.self) { try SpoolLock.acquire(layout) }
+        #expect(second?.code == EWOULDBLOCK)
         withExtendedLifetime(lock) {}
+    }
+
+    @Test func theLockFileIsItsOwnersAloneAndAskingAboutItTakesNoLock() throws {
+        // A file group txrecon can open is a file a producer can hold a
+        // shared flock on, and the next start would find the lock taken.
+        try layout.createMissingDirectories()
+        _ = directory.write("", to: "spool/txrecon.lock", mode: 0o640)  // as an older release left it
+        var asked = false
+        for _ in 0..<100 { asked = SpoolLock.isHeld(layout) || asked }
+        #expect(!asked)
+        // Nothing of the asking is left behind, and a start takes the lock.
+        let lock = try SpoolLock.acquire(layout)
+        let info = try #require(try SystemCall.linkStatus(layout.lockFile))
+        #expect(info.st_mode & 0o777 == 0o600)
+        #expect(SpoolLock.isHeld(layout))
+        withExtendedLifetime(lock) {}
+        let fd = open(layout.lockFile, O_RDONLY)
+        defer { close(fd) }
+        #expect(flock(fd, LOCK_SH | LOCK_NB) != 0, "asking took no lock of its own: the daemon's is the one")
+    }
+
+    @Test func startsWhileTheLockIsAskedAboutNeverFail() async throws {
+        // `txrecon status` in a monitoring loop beside restarts: asking by
+        // taking a shared lock made a start at that instant fail.
+        try layout.createMissingDirectories()
+        let path = layout.lockFile
+        let asking = Task.detached {
+            var held = 0
+            while !Task.isCancelled { if LockFile.isHeld(path) { held += 1 } }
+            return held
+        }
+        var failures = 0
+        for _ in 0..<2000 {
+            do {
+                close(try LockFile.acquire(path))
+            } catch {
+                failures += 1
+            }
+        }
+        asking.cancel()
+        _ = await asking.value
+        #expect(failures == 0)
     }
 }

@@ -29,18 +29,12 @@ final class ReceiverStateDirectory: Sendable {
         path = Self.path(of: layout)
         try SpoolLayout.makeDirectory(path, mode: 0o2750)
         let lockPath = Self.lockPath(of: layout)
-        let descriptor = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o640)
-        guard descriptor >= 0 else { throw SpoolError("open", lockPath) }
-        guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
-            let code = errno
-            close(descriptor)
-            if code == EWOULDBLOCK {
-                throw SpoolError("another txrecon receive serves this spool (it holds the lock); stop it first, "
-                                 + "or give this one a spool of its own", lockPath, code)
-            }
-            throw SpoolError("flock", lockPath, code)
+        do {
+            lockDescriptor = try LockFile.acquire(lockPath)
+        } catch where error.code == EWOULDBLOCK {
+            throw SpoolError("another txrecon receive serves this spool (it holds the lock); stop it first, "
+                             + "or give this one a spool of its own", lockPath, error.code)
         }
-        lockDescriptor = descriptor
     }
 
     deinit {
@@ -54,14 +48,5 @@ final class ReceiverStateDirectory: Sendable {
     }
 
     /// Whether a receiver holds the lock of the spool at `layout` now.
-    static func isHeld(_ layout: SpoolLayout) -> Bool {
-        let descriptor = open(lockPath(of: layout), O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-        guard descriptor >= 0 else { return false }
-        defer { close(descriptor) }
-        if flock(descriptor, LOCK_SH | LOCK_NB) == 0 {
-            flock(descriptor, LOCK_UN)
-            return false
-        }
-        return errno == EWOULDBLOCK
-    }
+    static func isHeld(_ layout: SpoolLayout) -> Bool { LockFile.isHeld(lockPath(of: layout)) }
 }
