@@ -144,6 +144,23 @@ struct JetStreamIntegrationTests {
                 "\(log.split(separator: "\n").filter { $0.contains("early") })")
     }
 
+    @Test func anAnswerThatIsNoStreamsAcknowledgementFinishesNothing() async throws {
+        // No stream captures the subject; a core subscriber answers {}.
+        // libnats takes that for an acknowledgement without a stream.
+        let stream = try await StreamFixture(stream: nil)
+        let fixture = stream.fixture
+        let responder = try JetStreamClient(url: stream.nats.url)
+        try responder.answerWithEmptyObjects(on: "txrecon.>")
+        try await fixture.start()
+        try fixture.drop(fixture.envelope("answered", version: 1))
+        #expect(await fixture.eventually { fixture.names("queue").contains("answered.state") })
+        #expect(fixture.doneItems().isEmpty, "nothing stored it, so nothing is finished")
+        let log = fixture.daemon?.stderr ?? ""
+        #expect(log.contains("is not a JetStream acknowledgement"),
+                "\(log.split(separator: "\n").filter { $0.contains("answered") })")
+        withExtendedLifetime(responder) {}
+    }
+
     /// A server that speaks TLS only, with a certificate for 127.0.0.1, and
     /// requires a client certificate; both self-signed for the test.
     final class TLSStream {

@@ -99,6 +99,7 @@ package struct StoredMessage: Sendable, Equatable {
 package final class JetStreamClient {
     private let connection: OpaquePointer
     private let context: OpaquePointer
+    private var subscriptions: [OpaquePointer] = []
 
     /// `tls` names the server's CA and the client identity it requires,
     /// for a server started with `NATSServerProcess.TLS`.
@@ -125,6 +126,7 @@ package final class JetStreamClient {
     }
 
     deinit {
+        subscriptions.forEach { natsSubscription_Destroy($0) }
         jsCtx_Destroy(context)
         natsConnection_Destroy(connection)
     }
@@ -159,6 +161,21 @@ package final class JetStreamClient {
             }
         }
         guard status == NATS_OK else { throw ClientError(what: "add stream \(name) (JetStream error \(errorCode.rawValue))") }
+    }
+
+    /// Answers every core NATS message on `subject` (wildcards allowed)
+    /// with `{}`, as a subscriber that is not a stream might; until the
+    /// client goes.
+    package func answerWithEmptyObjects(on subject: String) throws {
+        var subscription: OpaquePointer?
+        let status = natsConnection_Subscribe(&subscription, connection, subject, { connection, _, message, _ in
+            guard let message else { return }
+            if let reply = natsMsg_GetReply(message) { _ = natsConnection_PublishString(connection, reply, "{}") }
+            natsMsg_Destroy(message)
+        }, nil)
+        guard status == NATS_OK, let subscription else { throw ClientError(what: "subscribe to \(subject)") }
+        subscriptions.append(subscription)
+        _ = natsConnection_Flush(connection)
     }
 
     /// Every message in `stream`, in sequence order.

@@ -174,8 +174,16 @@ final class JetStreamTransport: DestinationTransport {
         if status == NATS_OK, let acknowledgement {
             defer { jsPubAck_Destroy(acknowledgement) }
             let stream = acknowledgement.pointee.Stream.map { String(cString: $0) } ?? ""
-            return .published(stream: stream, sequence: acknowledgement.pointee.Sequence,
-                              duplicate: acknowledgement.pointee.Duplicate)
+            let sequence = acknowledgement.pointee.Sequence
+            // libnats takes any JSON object without "error" for an
+            // acknowledgement; a core NATS subscriber on the subject that
+            // answers {} would have the item finished with nothing stored.
+            guard !stream.isEmpty, sequence > 0, options.stream.map({ $0 == stream }) ?? true else {
+                return .failure(TransportFailure(.protocolError, "the answer to the publish on \(subject) is not a "
+                                                 + "JetStream acknowledgement (stream \"\(stream)\", sequence \(sequence)): "
+                                                 + "a subscriber that is not a stream answers on the subject"))
+            }
+            return .published(stream: stream, sequence: sequence, duplicate: acknowledgement.pointee.Duplicate)
         }
         // libnats reports "no responders" with err_code 10076 (JetStream
         // not enabled) too: it is a retry with the probe either way.
