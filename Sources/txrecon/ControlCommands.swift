@@ -104,9 +104,8 @@ enum ControlCommand {
             }
             guard let result = client.result(of: name, timeout: timeout) else {
                 printError("txrecon: \(command.rawValue): no answer from the daemon within "
-                           + "\(TimeSpan.format(timeout)); the request stays in ctl/\(name)"
-                           + (command == .replay ? " unless it ran already (its answer may not have been "
-                              + "writable): see `journalctl -u txrecon` before asking again" : ""))
+                           + "\(TimeSpan.format(timeout)); the request stays in ctl/\(name) unless it ran already "
+                           + "(its answer may not have been writable): see `journalctl -u txrecon` before asking again")
                 return 1
             }
             for target in result.applied { printLine("\(target): \(Format.verb(command))") }

@@ -75,5 +75,54 @@ struct ReplayIntegrationTests {
         #expect(result.applied.isEmpty)
         #expect(result.skipped.map(\.reason) == ["only root may ask for a replay; ctl/by-nobody belongs to uid 65534"])
         #expect(fixture.names("queue").isEmpty && deliveries(of: "r3", fixture) == 1)
+
+        // Root's, but group txrecon could have rewritten it; root's, with a
+        // second name a producer could put back into ctl/ later.
+        let writable = fixture.layout.tmp + "/.ctl-writable"
+        try SystemCall.writeNewFile(writable, request.json.serialized, mode: 0o660, sync: false)
+        #expect(chmod(writable, 0o660) == 0 && rename(writable, fixture.layout.ctl + "/writable") == 0)
+        let linked = fixture.layout.tmp + "/.ctl-linked"
+        try SystemCall.writeNewFile(linked, request.json.serialized, mode: 0o640, sync: false)
+        #expect(link(linked, fixture.layout.tmp + "/kept") == 0 && rename(linked, fixture.layout.ctl + "/linked") == 0)
+        let refusedWritable = try #require(client.result(of: "writable", timeout: .seconds(20)))
+        #expect(refusedWritable.skipped.map(\.reason)
+                == ["only root may ask for a replay; ctl/writable is writable by others than root (mode 660)"])
+        let refusedLinked = try #require(client.result(of: "linked", timeout: .seconds(20)))
+        #expect(refusedLinked.skipped.map(\.reason) == ["only root may ask for a replay; ctl/linked has 2 names"])
+        #expect(fixture.names("queue").isEmpty && deliveries(of: "r3", fixture) == 1)
+    }
+
+    @Test func anAnswerOnlyTheDaemonCouldHaveWrittenIsTakenAndARequestRunsOnce() async throws {
+        let fixture = try DaemonFixture()
+        let client = ControlClient(layout: fixture.layout)
+        try fixture.layout.createMissingDirectories()
+        // A producer's made-up answer, there before the daemon answers.
+        let forged = fixture.layout.ctl + "/made-up.result"
+        _ = fixture.directory.write(#"{"applied":["everything"],"skipped":[]}"#, to: "spool/ctl/made-up.result")
+        #expect(chown(forged, 65534, 65534) == 0)
+        #expect(client.result(of: "made-up", timeout: .milliseconds(200)) == nil)
+
+        // The CLI's own request (no daemon runs yet): mode 0640 whatever
+        // the umask, so group txrecon can neither rewrite nor link it.
+        let previous = umask(0)
+        let name = try client.submit(ControlRequest(.retry, all: true))
+        umask(previous)
+        let mode = try #require(try SystemCall.linkStatus(fixture.layout.ctl + "/" + name)).st_mode
+        #expect(mode & 0o777 == 0o640)
+
+        // An answer that cannot be written (a directory at its name): the
+        // request ran, and is removed rather than run at every scan.
+        try await fixture.start()
+        try fixture.drop(fixture.envelope("r6", version: 1))
+        #expect(await fixture.eventually { fixture.doneItems() == ["r6"] })
+        #expect(mkdir(fixture.layout.ctl + "/blocked.result", 0o755) == 0)
+        _ = fixture.directory.write("x", to: "spool/ctl/blocked.result/inside")
+        let request = ControlRequest(.retry, all: true)
+        _ = fixture.directory.write(String(decoding: request.json.serialized, as: UTF8.self), to: "spool/ctl/blocked",
+                                    mode: 0o640)
+        #expect(await fixture.eventually { !fixture.names("ctl").contains("blocked") })
+        let log = fixture.daemon?.stderr ?? ""
+        #expect(log.contains("cannot answer ctl/blocked") && log.contains("is removed so that it does not run again"),
+                "\(log)")
     }
 }

@@ -18,6 +18,8 @@ enum RegularFile {
         var mode: mode_t
         /// `st_uid` of the file read: who created it (or root chowned it to).
         var owner: uid_t
+        /// `st_nlink` of the file read: its number of names.
+        var links: UInt = 1
     }
 
     /// Why a file could not be read. `description` completes a sentence
@@ -79,7 +81,7 @@ enum RegularFile {
         }
         guard filled <= limit else { throw .tooLarge(limit: limit) }
         bytes.removeSubrange(filled...)
-        return Contents(bytes: bytes, mode: status.st_mode, owner: status.st_uid)
+        return Contents(bytes: bytes, mode: status.st_mode, owner: status.st_uid, links: UInt(status.st_nlink))
     }
 
     private static func describe(_ error: Int32) -> String {

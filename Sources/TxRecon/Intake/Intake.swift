@@ -422,9 +422,10 @@ final class Intake: Sendable {
     // MARK: ctl/
 
     /// Executes requests in ctl/: answer in NAME.result, then NAME removed.
-    /// A request whose answer cannot be written stays and is executed again
-    /// by the next scan (every command but replay is idempotent; a replay's
-    /// request is removed then). `requeued` tells
+    /// A request that ran is removed even when its answer cannot be written
+    /// (a directory a producer put at NAME.result, a full disk): run again
+    /// at every scan, a replay would send done/ again each time, and a
+    /// `release --all` would release what was held since. `requeued` tells
     /// whether rejected files went back into new/.
     private func execute(_ names: [String]) -> (failures: IntakeBacklog.Failures, requeued: Bool) {
         var failures = IntakeBacklog.Failures()
@@ -450,7 +451,7 @@ final class Intake: Sendable {
                 let routes = self.routes.filter { request.destination == nil || $0.name == request.destination }
                 let engine = self.engine
                 if request.command == .replay {
-                    result = replay(request, askedBy: contents.owner, name: name)
+                    result = replay(request, askedBy: contents, name: name)
                 } else if request.command == .requeueRejected {
                     result = RejectedRequeue.perform(request, spool: spool, events: events)
                     let count = result.applied.count
@@ -475,18 +476,13 @@ final class Intake: Sendable {
                 try SystemCall.replaceFile(path + ".result", result.json.serialized,
                                            temporaryName: directory + "/.tmp-" + name, sync: false)
                 try SystemCall.unlinkIfPresent(path)
-            } catch where request?.command == .replay {
-                // A replay is not idempotent: run again, it would send done/
-                // again at every scan (a directory a producer put at
-                // NAME.result, a full disk). It ran; it is not kept.
+            } catch {
                 let removed = unlink(path) == 0 || errno == ENOENT
-                log.write(LogEntry(.error, "cannot answer ctl/\(LogText.escaped(name)): \(error); the replay ran "
+                let what = request.map { "the \($0.command.rawValue)" } ?? "the request"
+                log.write(LogEntry(.error, "cannot answer ctl/\(LogText.escaped(name)): \(error); \(what) ran "
                                    + "(\(result.applied.count) applied, \(result.skipped.count) skipped) and its request "
                                    + (removed ? "is removed so that it does not run again"
                                       : "could not be removed either: remove ctl/\(LogText.escaped(name)) by hand, or it runs again")))
-                failures.record(error)
-            } catch {
-                log.write(LogEntry(.error, "cannot answer ctl/\(LogText.escaped(name)): \(error); it is executed again shortly"))
                 failures.record(error)
             }
         }
@@ -495,18 +491,30 @@ final class Intake: Sendable {
 
     /// Executes a replay: only root may ask for one (a replay can send a
     /// great deal, and producers in group txrecon can write ctl/). The
-    /// request file's owner is who created it: the kernel sets it, only
-    /// root can chown a file to root, and fs.protected_hardlinks (on by
-    /// default) keeps a producer from linking root's file in. The snapshots
+    /// request file's owner is who created it: the kernel sets it, and only
+    /// root can chown a file to root. It must also be writable by root
+    /// alone and have one name: a root file that group txrecon can write
+    /// could be rewritten into a replay, and one with a second name (a link
+    /// a producer kept, which fs.protected_hardlinks allows to whoever can
+    /// read and write the file) could be put back into ctl/. The snapshots
     /// are selected in done/ and copied into queue/ under a temporary name
     /// here, off the engine's thread, and handed to the engine in batches,
     /// so that deliveries go on in between; queue/ is synced after each.
-    private func replay(_ request: ControlRequest, askedBy owner: uid_t, name: String) -> ControlResult {
+    private func replay(_ request: ControlRequest, askedBy file: RegularFile.Contents, name: String) -> ControlResult {
         var result = ControlResult()
-        guard owner == 0 else {
-            result.skipped.append(("replay", "only root may ask for a replay; ctl/\(name) belongs to uid \(owner)"))
-            log.write(LogEntry(.warning, "ctl/\(LogText.escaped(name)): a replay asked for by uid \(owner), not root; "
-                               + "refused"))
+        let refusal: String? = if file.owner != 0 {
+            "ctl/\(name) belongs to uid \(file.owner)"
+        } else if file.mode & 0o022 != 0 {
+            "ctl/\(name) is writable by others than root (mode \(String(file.mode & 0o777, radix: 8)))"
+        } else if file.links != 1 {
+            "ctl/\(name) has \(file.links) names"
+        } else {
+            nil
+        }
+        if let refusal {
+            result.skipped.append(("replay", "only root may ask for a replay; \(refusal)"))
+            log.write(LogEntry(.warning, "ctl/\(LogText.escaped(name)): a replay not asked for by root alone "
+                               + "(\(refusal)); refused"))
             return result
         }
         for target in request.targets where !ControlRequest.isValid(target, for: .replay) {

@@ -15,19 +15,34 @@ public struct ControlClient: Sendable {
         clock_gettime(CLOCK_REALTIME, &now)
         let name = "\(now.tv_sec).\(now.tv_nsec).\(getpid()).\(request.command.rawValue)"
         let temporary = layout.tmp + "/.ctl-" + name
-        try SystemCall.writeNewFile(temporary, request.json.serialized, mode: 0o660, sync: true)
+        // Readable by the daemon's group, writable by no one else: a
+        // request group txrecon could write (or, under
+        // fs.protected_hardlinks, link elsewhere) could be rewritten into
+        // another while it still belongs to root.
+        try SystemCall.writeNewFile(temporary, request.json.serialized, mode: 0o640, sync: true)
+        guard chmod(temporary, 0o640) == 0 else {
+            let error = SpoolError("chmod", temporary)
+            unlink(temporary)
+            throw error
+        }
         try SystemCall.rename(temporary, layout.ctl + "/" + name)
         return name
     }
 
     /// The daemon's answer to request `name`, waiting up to `timeout`
     /// (polling: this is a short-lived command, not the daemon). The answer
-    /// file is removed once read. nil when no answer came in time.
+    /// file is removed once read. nil when no answer came in time. Only a
+    /// file owned by root or by the spool's owner (the daemon's user) is an
+    /// answer: a producer in group txrecon can write ctl/ too, and could put
+    /// a made-up answer there first.
     public func result(of name: String, timeout: Duration) -> ControlResult? {
         let path = layout.ctl + "/" + name + ".result"
         let deadline = ContinuousClock.now + timeout
+        let daemonUser = (try? SystemCall.linkStatus(layout.root))??.st_uid
         while true {
-            if let bytes = try? SystemCall.readFile(path, limit: 16 << 20), let result = ControlResult(json: bytes) {
+            if let contents = try? RegularFile.read(path, limit: 16 << 20, followingLinks: false),
+               contents.owner == 0 || contents.owner == daemonUser,
+               let result = ControlResult(json: contents.bytes) {
                 unlink(path)
                 return result
             }
