@@ -405,7 +405,8 @@ struct ReceiverIntegrationTests {
         try LoopbackHTTPClient.write(socket, Array(body.suffix(from: body.count / 2)))
         let reply = try await DedicatedThread.run(name: "read") { LoopbackHTTPClient.readAll(socket) }
         #expect(String(decoding: reply, as: UTF8.self).hasPrefix("HTTP/1.1 200"), "\(String(decoding: reply, as: UTF8.self))")
-        #expect(await receiver.wait(timeout: .seconds(20)) == 0)
+        let status = await receiver.wait(timeout: .seconds(20))
+        #expect(status == 0, "exit \(status.map(String.init) ?? "none within 20 s"):\n\(receiver.stderr)")
         #expect(fixture.daemon.names("new").count == 1)
     }
 

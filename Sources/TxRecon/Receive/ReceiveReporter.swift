@@ -88,11 +88,15 @@ final class ReceiveReporter: Sendable {
 
     private func changed(_ change: (inout ReceiveStatistics) -> Void) {
         let now = SystemClock().now
-        let (delay, statistics) = state.withLock { state -> (Duration?, ReceiveStatistics) in
+        let delay = state.withLock { state -> Duration? in
             change(&state.statistics)
-            return (state.running ? state.coalescer.changed(at: now) : nil, state.statistics)
+            // Under the lock: the connection threads' counts reach the
+            // exporter in the order they were made, so that the file's
+            // counters never go back (which Prometheus reads as a reset).
+            // The exporter only stores the snapshot; it never calls back.
+            metrics?.publish(state.statistics)
+            return state.running ? state.coalescer.changed(at: now) : nil
         }
-        metrics?.publish(statistics)
         guard let delay else { return }
         queue.asyncAfter(deadline: .now() + .milliseconds(Int(delay.milliseconds) + 1)) { self.flush() }
     }
