@@ -35,7 +35,7 @@ import TxReconTestSupport
         // renamed a fresh delivery onto done/k. Removing by name would take
         // the supersede rule's record of that delivery with it.
         _ = directory.write("old", to: "k")
-        let judged = FileIdentity(try #require(try SystemCall.linkStatus(directory.path + "/k")))
+        let judged = try #require(try SystemCall.linkStatus(directory.path + "/k"))
         _ = directory.write("fresh", to: "fresh")
         try SystemCall.rename(directory.path + "/fresh", directory.path + "/k")
         let reaper = DoneReaper(directory: directory.path, retention: .seconds(3600), log: RecordingLogSink())
@@ -43,8 +43,21 @@ import TxReconTestSupport
         #expect(names() == ["k"])
         #expect(try SystemCall.readFile(directory.path + "/k", limit: 64) == Array("fresh".utf8))
 
-        let expired = FileIdentity(try #require(try SystemCall.linkStatus(directory.path + "/k")))
+        let expired = try #require(try SystemCall.linkStatus(directory.path + "/k"))
         reaper.removeDelivery("k", judged: expired)
         #expect(names() == [], "the file judged expired goes")
+    }
+
+    @Test func aDeliveryLeftAsideIsPutBackByTheNextScanUnlessAFresherOneTookItsName() throws {
+        // A crash between the rename aside and the put-back.
+        _ = directory.write("left aside", to: DoneReaper.asidePrefix + "a")
+        _ = directory.write("left aside", to: DoneReaper.asidePrefix + "b")
+        _ = directory.write("fresher", to: "b")
+        let reaper = DoneReaper(directory: directory.path, retention: .seconds(3600), log: RecordingLogSink())
+        reaper.reap(asOf: Timestamp.nowMilliseconds())
+        #expect(names() == ["a", "b"])
+        #expect(try SystemCall.readFile(directory.path + "/a", limit: 64) == Array("left aside".utf8))
+        #expect(try SystemCall.readFile(directory.path + "/b", limit: 64) == Array("fresher".utf8))
+        reaper.stop()
     }
 }

@@ -7,8 +7,11 @@
 // A delivered snapshot, done/KEY, is the supersede rule's record of the
 // key's last delivery, and a curl thread may rename a fresh delivery onto
 // the name between the scan's look at it and its removal: it is therefore
-// renamed aside first and put back when what went aside is not the file
-// judged expired. Failure records and superseded snapshots are unlinked.
+// renamed aside (done/.reaping-KEY) first and put back when what went aside
+// is not the file judged expired (another inode, or the same inode number
+// given to a file written since). One left aside (a crash, a failed put-back) is put back
+// by the next scan when done/KEY is free, removed otherwise. Failure
+// records and superseded snapshots are unlinked.
 // Reports: a warning when a file cannot be removed.
 import Dispatch
 import Glibc
@@ -80,7 +83,9 @@ final class DoneReaper: Sendable {
         // Name by name as read, not a listing first: done/ holds every
         // delivery of the retention period, a million names or more.
         try? SystemCall.forEachName(in: directory) { bytes in
-            guard let name = String(validating: bytes, as: UTF8.self), !name.hasPrefix(".") else { return }
+            guard let name = String(validating: bytes, as: UTF8.self) else { return }
+            if name.hasPrefix(Self.asidePrefix) { return recoverAside(name) }
+            guard !name.hasPrefix(".") else { return }
             let path = directory + "/" + name
             guard let info = try? SystemCall.linkStatus(path) else { return }
             let modified = Int64(info.st_mtim.tv_sec) * 1000 + Int64(info.st_mtim.tv_nsec) / 1_000_000
@@ -89,7 +94,7 @@ final class DoneReaper: Sendable {
             let changed = Int64(info.st_ctim.tv_sec) * 1000 + Int64(info.st_ctim.tv_nsec) / 1_000_000
             let finishedAt = max(modified, changed)
             if finishedAt + retention <= now {
-                if name.contains(".") { removeRecord(name) } else { removeDelivery(name, judged: FileIdentity(info)) }
+                if name.contains(".") { removeRecord(name) } else { removeDelivery(name, judged: info) }
             } else {
                 oldest = min(oldest ?? finishedAt, finishedAt)
             }
@@ -111,31 +116,55 @@ final class DoneReaper: Sendable {
     }
 
     /// Removes done/NAME, a delivered snapshot judged expired as the file
-    /// `judged`, unless a delivery has replaced it since. internal for testing
-    func removeDelivery(_ name: String, judged: FileIdentity) {
+    /// `judged` describes, unless a delivery has replaced it since.
+    /// internal for testing
+    func removeDelivery(_ name: String, judged: stat) {
         let path = directory + "/" + name
-        let aside = directory + "/" + Self.asideName
+        let aside = directory + "/" + Self.asidePrefix + name
         guard rename(path, aside) == 0 else {
             if errno != ENOENT {
                 log.write(LogEntry(.warning, "cannot remove done/\(LogText.escaped(name)): \(SpoolError("rename", path))"))
             }
             return
         }
-        if let info = try? SystemCall.linkStatus(aside), FileIdentity(info) != judged {
-            // A fresh delivery; EEXIST: a fresher one took the name since.
-            if link(aside, path) != 0 && errno != EEXIST {
-                let error = SpoolError("link", path)
-                log.write(LogEntry(.warning, "done/\(LogText.escaped(name)), delivered while it was being removed, "
-                                   + "is at done/\(Self.asideName) and could not be put back (\(error)): rename it back"))
-                return
-            }
+        if let info = try? SystemCall.linkStatus(aside), !Self.isSameFile(info, judged) {
+            putBack(name)
+        } else {
+            unlink(aside)
         }
-        unlink(aside)
     }
 
-    /// Where a delivered snapshot goes for the moment of its removal; hidden
-    /// from the scan, like every name starting with a dot.
-    static let asideName = ".reaping"
+    /// A file left aside by an earlier scan: put back when its name is free.
+    private func recoverAside(_ asideName: String) {
+        let name = String(asideName.dropFirst(Self.asidePrefix.count))
+        guard !name.isEmpty, !name.contains(".") else { return }
+        putBack(name)
+    }
+
+    /// done/.reaping-NAME back to done/NAME, unless a fresher delivery took
+    /// the name (then the one aside is older and goes).
+    private func putBack(_ name: String) {
+        let aside = directory + "/" + Self.asidePrefix + name
+        do {
+            if try !SystemCall.renameNoReplace(aside, directory + "/" + name) { unlink(aside) }
+        } catch {
+            log.write(LogEntry(.warning, "done/\(LogText.escaped(name)), delivered while it was being removed, is at "
+                               + "done/\(Self.asidePrefix)\(LogText.escaped(name)) and could not be put back "
+                               + "(\(error)); the next scan tries again"))
+        }
+    }
+
+    /// Whether two looks saw one file: the same inode, whose number a file
+    /// system may give a new file once the old is gone, with the same mtime
+    /// (the producer's write; the ctime changes with the rename aside).
+    private static func isSameFile(_ a: stat, _ b: stat) -> Bool {
+        FileIdentity(a) == FileIdentity(b) && a.st_mtim.tv_sec == b.st_mtim.tv_sec && a.st_mtim.tv_nsec == b.st_mtim.tv_nsec
+    }
+
+    /// Where a delivered snapshot goes for the moment of its removal, before
+    /// its name; hidden from every reader of done/, which skip names with a
+    /// dot.
+    static let asidePrefix = ".reaping-"
 
     private func arm(at expiry: Int64) {
         let at = max(expiry, state.withLock { $0.lastScan } + minimumInterval)
