@@ -342,10 +342,15 @@ import TxReconTestSupport
         let info = try #require(try SystemCall.linkStatus(layout.lockFile))
         #expect(info.st_mode & 0o777 == 0o600)
         #expect(SpoolLock.isHeld(layout))
+        // As a member of group txrecon asks, who cannot open the file.
+        #expect(LockFile.isListedInProcLocks(layout.lockFile))
         withExtendedLifetime(lock) {}
-        let fd = open(layout.lockFile, O_RDONLY)
-        defer { close(fd) }
-        #expect(flock(fd, LOCK_SH | LOCK_NB) != 0, "asking took no lock of its own: the daemon's is the one")
+    }
+
+    @Test func aLockNoLongerHeldIsNotListed() throws {
+        try layout.createMissingDirectories()
+        close(try LockFile.acquire(layout.lockFile))
+        #expect(!LockFile.isListedInProcLocks(layout.lockFile) && !SpoolLock.isHeld(layout))
     }
 
     @Test func startsWhileTheLockIsAskedAboutNeverFail() async throws {

@@ -51,20 +51,14 @@ package final class SweepStateDirectory: SweepStateStore, Sendable {
                 + "the spool \(layout.root) must exist and be writable by the sweep's user")
         }
         let lockPath = path + "/lock"
-        let descriptor = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o640)
-        guard descriptor >= 0 else {
-            throw SweepStop(kind: .failed, reason: "\(SpoolError("open", lockPath))")
+        do {
+            lockDescriptor = try LockFile.acquire(lockPath)
+        } catch where error.code == EWOULDBLOCK {
+            throw SweepStop(kind: .temporary, reason: "another txrecon sweep is running on this spool "
+                + "(it holds \(lockPath)); this run does nothing")
+        } catch {
+            throw SweepStop(kind: .failed, reason: "\(error)")
         }
-        guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
-            let code = errno
-            close(descriptor)
-            if code == EWOULDBLOCK {
-                throw SweepStop(kind: .temporary, reason: "another txrecon sweep is running on this spool "
-                    + "(it holds \(lockPath)); this run does nothing")
-            }
-            throw SweepStop(kind: .failed, reason: "\(SpoolError("flock", lockPath, code))")
-        }
-        lockDescriptor = descriptor
     }
 
     deinit {
