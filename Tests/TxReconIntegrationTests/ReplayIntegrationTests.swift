@@ -45,7 +45,9 @@ struct ReplayIntegrationTests {
         // where the answer goes.
         #expect(mkdir(fixture.layout.ctl + "/blocked.result", 0o750) == 0)
         let temporary = fixture.layout.tmp + "/.ctl-blocked"
-        try SystemCall.writeNewFile(temporary, ControlRequest(.replay, targets: ["r4"]).json.serialized, sync: false)
+        try SystemCall.writeNewFile(temporary, ControlRequest(.replay, targets: ["r4"]).json.serialized, mode: 0o640,
+                                    sync: false)
+        #expect(chmod(temporary, 0o640) == 0, "as the CLI writes it, whatever the umask")
         #expect(rename(temporary, fixture.layout.ctl + "/blocked") == 0)
         #expect(await fixture.eventually { deliveries(of: "r4", fixture) == 2 })
         #expect(await fixture.eventually { !fixture.names("ctl").contains("blocked") },

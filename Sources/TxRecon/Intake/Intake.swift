@@ -473,8 +473,10 @@ final class Intake: Sendable {
                 log.write(LogEntry(.warning, "ctl/\(LogText.escaped(name)) is not a valid request; answered and removed"))
             }
             do {
+                // 0640: an answer group txrecon could write (or link, under
+                // fs.protected_hardlinks) could be made into another one.
                 try SystemCall.replaceFile(path + ".result", result.json.serialized,
-                                           temporaryName: directory + "/.tmp-" + name, sync: false)
+                                           temporaryName: directory + "/.tmp-" + name, sync: false, mode: 0o640)
                 try SystemCall.unlinkIfPresent(path)
             } catch {
                 let removed = unlink(path) == 0 || errno == ENOENT
@@ -601,7 +603,7 @@ final class Intake: Sendable {
                 aside = base + ".\(count)"
             }
             try SystemCall.replaceFile(directory + "/" + name + ".result", result.json.serialized,
-                                       temporaryName: directory + "/.tmp-" + aside, sync: false)
+                                       temporaryName: directory + "/.tmp-" + aside, sync: false, mode: 0o640)
         } catch {
             log.write(LogEntry(.error, "ctl/\(LogText.escaped(name)) \(problem) and cannot be set aside: \(error); "
                                + "it is tried again shortly"))

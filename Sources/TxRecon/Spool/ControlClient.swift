@@ -32,16 +32,20 @@ public struct ControlClient: Sendable {
     /// The daemon's answer to request `name`, waiting up to `timeout`
     /// (polling: this is a short-lived command, not the daemon). The answer
     /// file is removed once read. nil when no answer came in time. Only a
-    /// file owned by root or by the spool's owner (the daemon's user) is an
-    /// answer: a producer in group txrecon can write ctl/ too, and could put
-    /// a made-up answer there first.
+    /// file owned by root or by the daemon's user (the owner of the lock
+    /// file it made, or of ctl/) is an answer: a producer in group txrecon
+    /// can write ctl/ too, and could put a made-up answer there first.
     public func result(of name: String, timeout: Duration) -> ControlResult? {
         let path = layout.ctl + "/" + name + ".result"
         let deadline = ContinuousClock.now + timeout
-        let daemonUser = (try? SystemCall.linkStatus(layout.root))??.st_uid
+        var answering: Set<uid_t> = [0]
+        for owned in [layout.lockFile, layout.ctl] {
+            var info = stat()
+            if stat(owned, &info) == 0 { answering.insert(info.st_uid) }
+        }
         while true {
             if let contents = try? RegularFile.read(path, limit: 16 << 20, followingLinks: false),
-               contents.owner == 0 || contents.owner == daemonUser,
+               answering.contains(contents.owner),
                let result = ControlResult(json: contents.bytes) {
                 unlink(path)
                 return result
