@@ -197,16 +197,16 @@ enum SettingValue {
     /// may hold a credential (checked here on the text as written: a URL
     /// refused as malformed may still have them).
     private static func quotedURL(_ text: String) -> String {
-        var shown = text
-        // Everything between :// and the last @: a password may hold any
-        // character, / ? and # included, when the URL is malformed anyway.
-        if let colon = shown.firstIndex(of: ":"), shown[colon...].hasPrefix("://") {
-            let start = shown.index(colon, offsetBy: 3)
-            if let at = shown[start...].lastIndex(of: "@") {
-                shown.replaceSubrange(start..<at, with: SecretRedactor.placeholder)
+        // With an @ anywhere, everything after ://: a password may hold any
+        // character (/ ? # included) when the URL is malformed anyway, and
+        // an @ in a query would otherwise show what follows it.
+        if text.contains("@") {
+            guard let colon = text.firstIndex(of: ":"), text[colon...].hasPrefix("://") else {
+                return quoted(SecretRedactor.placeholder)
             }
+            return quoted(text[..<text.index(colon, offsetBy: 3)] + SecretRedactor.placeholder)
         }
-        if let mark = shown.firstIndex(of: "?") { shown = shown[...mark] + SecretRedactor.placeholder }
-        return quoted(shown)
+        guard let mark = text.firstIndex(of: "?") else { return quoted(text) }
+        return quoted(text[...mark] + SecretRedactor.placeholder)
     }
 }
