@@ -14,16 +14,18 @@ struct DeliveredSnapshot: Sendable, Equatable {
     var copiedFrom: StagedSource? = nil
 }
 
-/// Which file a replay's copy was made of: its identity and its last
-/// change (ctime, which a rename sets), since a file system reuses the
-/// inode number of a file just removed.
+/// Which file a replay's copy was made of: its identity and its producer's
+/// write time (mtime), since a file system gives the inode number of a file
+/// just removed to the next one. Not the ctime: with several destinations
+/// one inode has a name in each, and another destination's link or unlink
+/// changes it.
 struct StagedSource: Sendable, Equatable {
     var file: FileIdentity
-    var changedAt: Int64
+    var writtenAt: Int64
 
     init(_ info: stat) {
         file = FileIdentity(info)
-        changedAt = Int64(info.st_ctim.tv_sec) * 1_000_000_000 + Int64(info.st_ctim.tv_nsec)
+        writtenAt = Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec)
     }
 }
 
