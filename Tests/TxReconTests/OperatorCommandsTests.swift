@@ -53,6 +53,15 @@ import TxReconTestSupport
         #expect(throws: SpoolError.self) { try spool.release(key) }
     }
 
+    @Test func releasingAKeyWhoseHeldFileIsGoneForgetsItIsHeld() throws {
+        var pending = PendingItems()
+        let key = try held("h3", in: &pending)
+        try SystemCall.rename(layout.hold + "/h3", directory.path + "/taken-by-hand")
+        let result = commands.perform(ControlRequest(.release, targets: ["h3"]), on: &pending, now: .zero, wall: 0)
+        #expect(result.applied.isEmpty && result.skipped.map(\.reason) == ["not held: its file is no longer in hold/"])
+        #expect(!pending.held.contains(key), "status no longer counts it, and a replay is no longer refused as held")
+    }
+
     @Test func retryMakesAWaitingKeyDueNowAndForgetsItsRecordedDelay() throws {
         try layout.createMissingDirectories()
         var pending = PendingItems()

@@ -178,7 +178,6 @@ import Testing
         #expect(placement.moves == [.supersede(Superseded(older, by: nil))] && placement.change == .none,
                 "nothing older than the key's delivery goes out, held or not")
         #expect(stored.asked == [.hold, .done])
-        #expect(!pending.held.contains(key), "nothing is held: status, replay and release say so")
     }
 
     @Test func aRestoredEntrysVersionIsReadOnceAndAnUnreadableOneIsOlderThanAnything() throws {

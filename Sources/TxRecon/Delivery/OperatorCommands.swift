@@ -98,8 +98,14 @@ struct OperatorCommands {
             return
         }
         do {
-            guard pending.held.contains(key), try spool.release(key) else {
+            guard pending.held.contains(key) else {
                 result.skipped.append((key.rawValue, "not held"))
+                return
+            }
+            guard try spool.release(key) else {
+                // Its file was taken out of hold/ by hand: nothing is held.
+                pending.held.remove(key)
+                result.skipped.append((key.rawValue, "not held: its file is no longer in hold/"))
                 return
             }
             pending.held.remove(key)

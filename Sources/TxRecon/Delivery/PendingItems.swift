@@ -147,8 +147,7 @@ struct PendingItems {
     /// held, or the last delivered still in done/) goes to done/ undelivered.
     /// A fresh key's file stays in new/ when `freshKeyWaitsInInbox`, else it
     /// is accepted into queue/. Caches a pending entry's version it had to
-    /// look up, and forgets a held key whose hold/KEY is gone; otherwise
-    /// changes nothing until `apply`.
+    /// look up; otherwise changes nothing until `apply`.
     mutating func place(_ drop: Drop, freshKeyWaitsInInbox: Bool,
                         storedVersion: StoredVersion) throws(SpoolError) -> Placement {
         let key = drop.item.key
@@ -186,13 +185,10 @@ struct PendingItems {
                              change: .replace(drop, inInbox: false))
         }
         var moves: [SpoolMove] = []
-        var heldVersion: ItemVersion?
-        if held.contains(key) {
-            heldVersion = try storedVersion(.hold)
-            // hold/KEY is gone (moved by hand): the key is no longer held,
-            // and is compared with done/ like any other.
-            if heldVersion == nil { held.remove(key) }
-        }
+        // A held key whose hold/KEY is gone (moved by hand) or unreadable
+        // is compared with done/ like any other (a release of a file that
+        // is gone forgets the key; see OperatorCommands).
+        let heldVersion = held.contains(key) ? try storedVersion(.hold) : nil
         if let heldVersion {
             guard version > heldVersion else { return outdated }
             moves.append(.supersede(Superseded(location: .hold, key: key, version: heldVersion,
