@@ -57,7 +57,7 @@ extension InputDecoder {
             items.append(try InputDecoder.item(purchase, index: index, of: receipt, text: text, context: context))
         }
         if let selected {
-            guard let item = items.first(where: { $0.key.rawValue == selected }) else {
+            guard let item = items.first(where: { $0.key.rawValue.utf8.elementsEqual(selected.utf8) }) else {
                 throw Rejection(.invalidField, "\(InputDecoder.receiptEntryMember) of \(format) names transaction "
                     + "\(JSONValue.string(selected).serializedString), which the receipt does not hold")
             }

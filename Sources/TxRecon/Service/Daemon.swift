@@ -267,7 +267,9 @@ public enum Daemon {
         for warning in warnings(next, secrets: secrets) where !before.contains(warning) {
             log.write(LogEntry(.warning, warning))
         }
-        redactor.replace(with: secrets.flatMap(\.redactable))
+        // A URL= kept until a restart (http(s) <-> nats) is still the one sent to.
+        let running = next.deliveryConfigurations.flatMap(\.configuration.backend.urlQuerySecrets)
+        redactor.replace(with: secrets.flatMap(\.redactable) + running)
         intake.reconfigure(intakeSettings(next, verification: verification))
         for ((delivery, secret), destination) in zip(zip(next.deliveryConfigurations, secrets), destinations) {
             let settings = delivery.configuration
