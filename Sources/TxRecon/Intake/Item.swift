@@ -32,16 +32,22 @@ public struct ItemKey: Hashable, Sendable, Comparable, CustomStringConvertible {
 
     public var description: String { rawValue }
 
-    // Keys are compared and hashed by their bytes, as their file names,
-    // idempotency keys and subjects are: String's == takes canonically
-    // equivalent text for equal ("caf\u{E9}" and "cafe\u{301}"), which
-    // would have one key's snapshot supersede another key's, never sent.
-    public static func == (lhs: ItemKey, rhs: ItemKey) -> Bool { lhs.rawValue.utf8.elementsEqual(rhs.rawValue.utf8) }
-
-    public func hash(into hasher: inout Hasher) {
-        var bytes = rawValue
-        bytes.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
+    // Keys are equal when their bytes are, as their file names, idempotency
+    // keys and subjects are: String's == takes canonically equivalent text
+    // for equal ("caf\u{E9}" and "cafe\u{301}"), which would have one key's
+    // snapshot supersede another key's, never sent. String's == comes first
+    // for its fast paths (one storage, ASCII); equal bytes are equal Strings,
+    // so String's hash stays consistent (equivalent keys merely collide).
+    public static func == (lhs: ItemKey, rhs: ItemKey) -> Bool {
+        guard lhs.rawValue == rhs.rawValue else { return false }
+        let sameBytes = lhs.rawValue.utf8.withContiguousStorageIfAvailable { left in
+            rhs.rawValue.utf8.withContiguousStorageIfAvailable { right in left.elementsEqual(right) }
+        }
+        if let sameBytes, let equal = sameBytes { return equal }
+        return lhs.rawValue.utf8.elementsEqual(rhs.rawValue.utf8)
     }
+
+    public func hash(into hasher: inout Hasher) { hasher.combine(rawValue) }
 
     public static func < (lhs: ItemKey, rhs: ItemKey) -> Bool {
         lhs.rawValue.utf8.lexicographicallyPrecedes(rhs.rawValue.utf8)
