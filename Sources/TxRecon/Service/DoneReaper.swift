@@ -127,7 +127,7 @@ final class DoneReaper: Sendable {
             }
             return
         }
-        if let info = try? SystemCall.linkStatus(aside), !Self.isSameFile(info, judged) {
+        if let info = try? SystemCall.linkStatus(aside), WrittenFile(info) != WrittenFile(judged) {
             putBack(name)
         } else {
             unlink(aside)
@@ -152,13 +152,6 @@ final class DoneReaper: Sendable {
                                + "done/\(Self.asidePrefix)\(LogText.escaped(name)) and could not be put back "
                                + "(\(error)); the next scan tries again"))
         }
-    }
-
-    /// Whether two looks saw one file: the same inode, whose number a file
-    /// system may give a new file once the old is gone, with the same mtime
-    /// (the producer's write; the ctime changes with the rename aside).
-    private static func isSameFile(_ a: stat, _ b: stat) -> Bool {
-        FileIdentity(a) == FileIdentity(b) && a.st_mtim.tv_sec == b.st_mtim.tv_sec && a.st_mtim.tv_nsec == b.st_mtim.tv_nsec
     }
 
     /// Where a delivered snapshot goes for the moment of its removal, before

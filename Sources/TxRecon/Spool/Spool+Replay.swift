@@ -11,22 +11,7 @@ struct DeliveredSnapshot: Sendable, Equatable {
     var receivedAt: Int64
     /// The file of done/KEY the staged copy was made of (`stageReplay`);
     /// nil before. A key delivered again since then has a newer file there.
-    var copiedFrom: StagedSource? = nil
-}
-
-/// Which file a replay's copy was made of: its identity and its producer's
-/// write time (mtime), since a file system gives the inode number of a file
-/// just removed to the next one. Not the ctime: with several destinations
-/// one inode has a name in each, and another destination's link or unlink
-/// changes it.
-struct StagedSource: Sendable, Equatable {
-    var file: FileIdentity
-    var writtenAt: Int64
-
-    init(_ info: stat) {
-        file = FileIdentity(info)
-        writtenAt = Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec)
-    }
+    var copiedFrom: WrittenFile? = nil
 }
 
 extension Spool {
@@ -82,7 +67,7 @@ extension Spool {
             throw error
         }
         var copied = snapshot
-        copied.copiedFrom = StagedSource(info)
+        copied.copiedFrom = WrittenFile(info)
         return copied
     }
 
@@ -99,7 +84,7 @@ extension Spool {
     func fate(ofStaged snapshot: DeliveredSnapshot) -> StagedSourceFate {
         guard let copiedFrom = snapshot.copiedFrom,
               let info = try? SystemCall.linkStatus(layout.done + "/" + snapshot.key.fileName) else { return .gone }
-        return StagedSource(info) == copiedFrom ? .unchanged : .replaced
+        return WrittenFile(info) == copiedFrom ? .unchanged : .replaced
     }
 
     /// Gives a staged copy its name queue/KEY, which must not exist: one
