@@ -85,7 +85,7 @@ import TxReconTestSupport
         case let .refused(rejection): "refused \(rejection.code)"
         case let .decoded(.item(item), modifiedAt): "item \(item.key) \(item.version) \(modifiedAt)"
         case let .decoded(.page(transactions), modifiedAt): "page of \(transactions.count) \(modifiedAt)"
-        case let .decoded(.receipt(parts), modifiedAt): "receipt of \(parts.count) \(modifiedAt)"
+        case let .decoded(.receipt(split), modifiedAt): "receipt of \(split.transactionIds.count) \(modifiedAt)"
         case let .undecodable(rejection, modifiedAt): "undecodable \(rejection.code) \(modifiedAt)"
         case let .failed(error): "failed \(error)"
         }

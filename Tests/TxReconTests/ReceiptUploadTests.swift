@@ -34,11 +34,13 @@ import TxReconTestSupport
         let receipt = TestReceipt.sign(TestReceipt.payload(purchases: Self.two))
         let upload = TestReceipt.upload(receipt, context: [("orderID", .string("A-17")),
                                                            ("applicationUsername", .string("order-17"))])
-        guard case let .receipt(parts) = try Self.examine(upload, try Self.verifier()) else {
+        guard case let .receipt(split) = try Self.examine(upload, try Self.verifier()) else {
             Issue.record("not split")
             return
         }
+        let parts = split.parts
         #expect(parts.count == 2)
+        #expect(split.size == parts.reduce(0) { $0 + $1.utf8.count }, "counted without building them")
         var keys: [String] = []
         for part in parts {
             guard case let .item(item) = try Self.examine(Array(part.utf8), try Self.verifier()) else {
@@ -108,6 +110,33 @@ import TxReconTestSupport
             #expect(rejection?.code == code, "\(chain): \(String(describing: rejection))")
         }
         #expect(Self.rejection(TestReceipt.upload(TestReceipt.sign(payload)), verifier) == nil, "the genuine one passes")
+    }
+
+    /// 100 purchases with product ids of 7,000 bytes: a receipt of about
+    /// 700 KB whose parts, each repeating the whole upload, would take
+    /// about 94 MB, more than a split may.
+    static func oversizedSplit() -> [UInt8] {
+        TestReceipt.sign(TestReceipt.payload(purchases: (0..<100).map { index in
+            var purchase = TestReceipt.Purchase(transactionId: String(3_000_000_000_000_000 + index))
+            purchase.productId = String(repeating: "p", count: 7_000)
+            return purchase
+        }))
+    }
+
+    @Test func aForgedReceiptIsRefusedAsForgedBeforeItsPartsAreCounted() throws {
+        var forged = Self.oversizedSplit()
+        guard let at = forged.firstRange(of: Array(String(repeating: "p", count: 16).utf8))?.lowerBound else {
+            Issue.record("no product id in the receipt")
+            return
+        }
+        forged[at] = UInt8(ascii: "q")
+        #expect(Self.rejection(TestReceipt.upload(forged), try Self.verifier())?.code == "invalid-receipt-signature")
+    }
+
+    @Test func aGenuineReceiptWhosePartsWouldTakeTooMuchIsRefusedSayingSo() throws {
+        let rejection = Self.rejection(TestReceipt.upload(Self.oversizedSplit()), try Self.verifier())
+        #expect(rejection?.code == "too-large")
+        #expect(rejection?.detail.contains("100 in-app purchases") == true, "\(String(describing: rejection))")
     }
 
     @Test func aSignerKnownFromOneReceiptIsCheckedAgainOnEveryNextOne() throws {

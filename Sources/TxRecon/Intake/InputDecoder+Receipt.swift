@@ -8,15 +8,13 @@
 // same purchase supersede each other by version. An upload with one
 // purchase is that item; one with several is split into one part per
 // purchase (the upload with `txreconReceiptEntry` naming the purchase's
-// transaction id), each taken like any other drop, and the entries already
-// delivered are then superseded as usual. Signatures are the verifier's.
+// transaction id, ReceiptSplit), each taken like any other drop, and the
+// entries already delivered are then superseded as usual. Signatures are
+// the verifier's.
 
 extension InputDecoder {
     /// The member a split part adds to name its purchase.
     static let receiptEntryMember = "txreconReceiptEntry"
-    /// What the parts of one receipt may take in all: a receipt of 100 KiB
-    /// with 187 purchases (a real one) makes 19 MiB.
-    static let maximumReceiptSplit = 64 << 20
 
     /// `{"receipt": "<base64>", …}`.
     func decodeReceiptUpload(_ value: JSONValue, parsed: inout ParsedSignedStrings) throws(Rejection) -> DecodedInput {
@@ -64,17 +62,8 @@ extension InputDecoder {
             return .item(item)
         }
         guard items.count > 1 else { return .item(items[0]) }
-        let parts = items.map { item in
-            let members = (upload?.objectValue ?? [("receipt", .string(text))])
-                + [(InputDecoder.receiptEntryMember, JSONValue.string(item.key.rawValue))]
-            return JSONValue.object(members).serializedString
-        }
-        let size = parts.reduce(0) { $0 + $1.utf8.count }
-        guard size <= InputDecoder.maximumReceiptSplit else {
-            throw Rejection("too-large", "the receipt (format 6) holds \(items.count) in-app purchases, and one drop "
-                + "each would take \(size) bytes, more than \(InputDecoder.maximumReceiptSplit)")
-        }
-        return .receipt(parts: parts)
+        return .receipt(ReceiptSplit(members: upload?.objectValue ?? [("receipt", .string(text))],
+                                     transactionIds: items.map(\.key.rawValue)))
     }
 
     /// One purchase as an item. Its version comes from the entry, not from

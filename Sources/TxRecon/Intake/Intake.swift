@@ -357,21 +357,32 @@ final class Intake: Sendable {
                 return []
             case let .decoded(.item(item), modifiedAt):
                 return [Drop(name: name, item: item, receivedAt: modifiedAt)]
-            case .decoded(.page(let parts), _), .decoded(.receipt(let parts), _):
-                let what = if case .decoded(.page, _) = examination { "history page" } else { "receipt" }
-                let parts = try spool.split(drop: name, into: parts)
-                log.write(LogEntry(.info, "new/\(LogText.escaped(name)): \(what) split into \(parts.count) drops",
-                                   fields: [("TXRECON_FILE", name)]))
-                return parts.flatMap { part in
-                    let examination = DropExamination.examine(part, in: spool, maximumSize: settings.maximumFileSize,
-                                                              decoder: decoder, verifier: verifier)
-                    return act(on: examination, of: part, decoder: decoder, verifier: verifier, settings: settings,
-                               settling: nil, rejected: &rejected, failures: &failures, backlog: &backlog)
-                }
+            case let .decoded(.page(parts), _):
+                return try split(name, "history page", into: parts, decoder: decoder, verifier: verifier,
+                                 settings: settings, rejected: &rejected, failures: &failures, backlog: &backlog)
+            case let .decoded(.receipt(receipt), _):
+                // Built here, one receipt at a time, not while examining.
+                return try split(name, "receipt", into: receipt.parts, decoder: decoder, verifier: verifier,
+                                 settings: settings, rejected: &rejected, failures: &failures, backlog: &backlog)
             }
         } catch {
             note(error, name: name, failures: &failures)
             return []
+        }
+    }
+
+    /// Replaces the drop `name` with `parts`, a drop each, and takes them.
+    private func split(_ name: String, _ what: String, into parts: [String], decoder: InputDecoder,
+                       verifier: SignedDataVerifier?, settings: Settings, rejected: inout Int,
+                       failures: inout IntakeBacklog.Failures, backlog: inout IntakeBacklog) throws(SpoolError) -> [Drop] {
+        let parts = try spool.split(drop: name, into: parts)
+        log.write(LogEntry(.info, "new/\(LogText.escaped(name)): \(what) split into \(parts.count) drops",
+                           fields: [("TXRECON_FILE", name)]))
+        return parts.flatMap { part in
+            let examination = DropExamination.examine(part, in: spool, maximumSize: settings.maximumFileSize,
+                                                      decoder: decoder, verifier: verifier)
+            return act(on: examination, of: part, decoder: decoder, verifier: verifier, settings: settings,
+                       settling: nil, rejected: &rejected, failures: &failures, backlog: &backlog)
         }
     }
 

@@ -27,5 +27,5 @@ public enum DecodedInput: Sendable, Equatable {
     /// A StoreKit 1 receipt upload with several in-app purchases (format
     /// 6): each part is the upload naming one purchase, split into a drop
     /// of its own and taken like any other.
-    case receipt(parts: [String])
+    case receipt(ReceiptSplit)
 }

@@ -235,8 +235,11 @@ extension InputDecoder {
         let decoded = try decode(bytes, parsed: &parsed)
         switch decoded {
         case let .item(item): try verifier?.verify(item, parsed: parsed)
-        // Verified whole before it is split: a forged receipt writes nothing.
-        case .receipt: if let receipt = parsed.receipt { try verifier?.verify(receipt) }
+        // Verified whole before its parts are even counted: a forged
+        // receipt costs no more than its own bytes, and writes nothing.
+        case let .receipt(split):
+            if let receipt = parsed.receipt { try verifier?.verify(receipt) }
+            try split.checkSize()
         case .page: break
         }
         return decoded
