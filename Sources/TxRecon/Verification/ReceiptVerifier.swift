@@ -63,11 +63,14 @@ final class ReceiptVerifier {
             }
             return
         }
-        let window = try verifyThroughOpenSSL(der: der, payload: receipt.payload, at: time)
-        guard let signer = receipt.signer, let key = window.key else { return }
+        let verified = try verifyThroughOpenSSL(der: der, payload: receipt.payload, at: time)
+        // The key is taken (a reference of its own) only to be cached: a
+        // receipt whose SignerInfo the reader could not take apart has no
+        // cache entry, and its key must not outlive the certificate.
+        guard let signer = receipt.signer, let key = X509_get_pubkey(verified.leaf.handle) else { return }
         if verifiedSigners.count >= ReceiptVerifier.cacheCapacity { verifiedSigners.removeAll() }
         verifiedSigners[signer.identifier] = VerifiedSigner(certificates: signer.certificates, key: key,
-                                                            window: window.seconds)
+                                                            window: verified.seconds)
     }
 
     /// 1.2.840.113549.1.1.1, the signature algorithm of every real receipt.
@@ -83,10 +86,10 @@ final class ReceiptVerifier {
     }
 
     /// The whole check through OpenSSL: signature, content, chain. Returns
-    /// the signer's key (nil if OpenSSL would not give it) and the seconds
-    /// in which the chain's verdict holds.
+    /// the signer's certificate and the seconds in which the chain's verdict
+    /// holds.
     private func verifyThroughOpenSSL(der: [UInt8], payload: [UInt8],
-                                      at time: Int64) throws(Rejection) -> (key: OpaquePointer?, seconds: Range<Int64>) {
+                                      at time: Int64) throws(Rejection) -> (leaf: Certificate, seconds: Range<Int64>) {
         let parsed: UnsafeMutablePointer<PKCS7>? = der.withUnsafeBufferPointer { buffer in
             var cursor = buffer.baseAddress
             return d2i_PKCS7(nil, &cursor, buffer.count)
@@ -113,7 +116,7 @@ final class ReceiptVerifier {
         X509_up_ref(signer)
         let leaf = Certificate(owning: signer)
         let window = try validateChain(of: leaf, in: p7, at: time)
-        return (X509_get_pubkey(leaf.handle), window)
+        return (leaf, window)
     }
 
     /// Checks the signature and returns the content it covers.
