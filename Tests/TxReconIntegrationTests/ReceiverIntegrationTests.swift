@@ -154,6 +154,22 @@ struct ReceiverIntegrationTests {
         #expect(fixture.daemon.names("new").count == 1)
     }
 
+    @Test func refusedGenuineDataOnItsWayToRejectedCountsAgainstTheQuota() async throws {
+        // The daemon is not running: what the receiver sets aside waits in
+        // new/. Replays of one genuine notification for another app must
+        // not fill the disk past RejectedQuota= meanwhile.
+        let fixture = try ReceiverFixture(receive: "RejectedQuota=2\nMaxRequestsPerSecondPerAddress=0",
+                                          verification: DaemonFixture.sampleVerification(bundleID: "com.example.other"))
+        try await fixture.start()
+        var statuses: [Int] = []
+        for _ in 0..<5 {
+            statuses.append(try await fixture.post("/appstore/notifications", sample: "04-notification-refund.json").status)
+        }
+        #expect(statuses == [200, 200, 503, 503, 503], "\(statuses)")
+        #expect(fixture.daemon.names("new").count == 2, "only the quota's worth spooled")
+        #expect(fixture.daemon.names("rejected").isEmpty)
+    }
+
     @Test func refusedGenuineDataIsAnswered503WhenRejectedCannotBeCounted() async throws {
         let fixture = try ReceiverFixture(verification: DaemonFixture.sampleVerification(bundleID: "com.example.other"))
         try await fixture.start()

@@ -36,6 +36,7 @@ final class Reception: Sendable {
     private let rate: Mutex<AddressRateLimit>
     private let inbox: DirectoryGauge
     private let rejected: DirectoryGauge
+    private let setAside: SetAsideLedger
     /// One entry a second per client and answer, for the refusals a client
     /// can repeat as fast as it likes (429, 401, 404, 405, 413).
     private let throttle = LogThrottle()
@@ -52,6 +53,7 @@ final class Reception: Sendable {
         rate = Mutex(AddressRateLimit(perSecond: settings.receive.maxRequestsPerSecondPerAddress))
         inbox = DirectoryGauge(path: layout.new)
         rejected = DirectoryGauge(path: layout.rejected) { !$0.hasPrefix(".") && !$0.hasSuffix(".reason") }
+        setAside = SetAsideLedger(inbox: layout.new)
     }
 
     func reconfigure(_ next: Settings) {
@@ -122,7 +124,14 @@ final class Reception: Sendable {
                 return refusal.answer
             }
             do throws(SpoolError) {
-                let name = try commit.commit(request.body)
+                let name: String
+                do {
+                    name = try commit.commit(request.body)
+                } catch {
+                    if setAside != nil { self.setAside.release() }
+                    throw error
+                }
+                if setAside != nil { self.setAside.spooled(name) }
                 reporter.spooled(setAside: setAside != nil)
                 report(spooled: name, setAside: setAside, head: request.head)
                 var members: KeyValuePairs<String, String> = ["spooled": name]
@@ -141,7 +150,9 @@ final class Reception: Sendable {
     }
 
     /// 503 while new/ is over MaxInboxFiles=, or for refused data while
-    /// rejected/ is at RejectedQuota=; nil when there is room.
+    /// rejected/ and what is on its way there (SetAsideLedger) are at
+    /// RejectedQuota=; nil when there is room, and then for refused data a
+    /// reservation the caller ends.
     private func room(forRefused refused: Bool, settings: Settings) -> ReceiveRefusal? {
         guard let waiting = inbox.count() else {
             return ReceiveRefusal(503, "spool-unavailable", "the spool's new/ cannot be read", headers: [("Retry-After", "60")])
@@ -156,10 +167,10 @@ final class Reception: Sendable {
             return ReceiveRefusal(503, "spool-unavailable", "the spool's rejected/ cannot be read",
                                   headers: [("Retry-After", "60")])
         }
-        if setAside >= settings.receive.rejectedQuota {
-            return ReceiveRefusal(503, "rejected-quota", "rejected/ holds RejectedQuota= files already; genuine data "
-                + "this configuration refuses is taken again once an operator has dealt with them",
-                                  headers: [("Retry-After", "3600")])
+        if !self.setAside.reserve(quota: settings.receive.rejectedQuota, rejectedCount: setAside) {
+            return ReceiveRefusal(503, "rejected-quota", "rejected/ holds RejectedQuota= files already, with those "
+                + "on their way there; genuine data this configuration refuses is taken again once an operator "
+                + "has dealt with them", headers: [("Retry-After", "3600")])
         }
         return nil
     }
