@@ -38,10 +38,10 @@ let package = Package(
             providers: [.apt(["libnats-dev"])]
         ),
         // glibc's <malloc.h>, part of libc6-dev: nothing to link.
-        .systemLibrary(name: "CMalloc"),
+        .systemLibrary(name: "CGlibcExtras"),
         .target(
             name: "TxRecon",
-            dependencies: ["CSystemd", "CCurl", "CCrypto", "CMalloc", "CMicroHTTPD", "CNATS"],
+            dependencies: ["CSystemd", "CCurl", "CCrypto", "CGlibcExtras", "CMicroHTTPD", "CNATS"],
             swiftSettings: [.swiftLanguageMode(.v6)],
             linkerSettings: [.linkedLibrary("m")]
         ),

@@ -31,6 +31,24 @@ import TxReconTestSupport
         #expect(ItemKey(String(repeating: "x", count: ItemKey.maximumLength + 1)) == nil)
     }
 
+    @Test func aProducersDropNeverReplacesAFileUnderTheSameName() throws {
+        try layout.createMissingDirectories()
+        _ = directory.write("acknowledged", to: "spool/new/same")
+        _ = directory.write("second", to: "spool/tmp/same")
+        #expect(throws: SpoolError.self) {
+            try SystemCall.renameToNewName(layout.tmp + "/same", layout.new + "/same")
+        }
+        func text(_ path: String) throws -> String {
+            String(decoding: try SystemCall.readFile(path, limit: 100), as: UTF8.self)
+        }
+        #expect(try text(layout.new + "/same") == "acknowledged", "the drop already there is kept")
+        #expect(try text(layout.tmp + "/same") == "second", "and the one that could not take its name too")
+        try SystemCall.renameToNewName(layout.tmp + "/same", layout.new + "/other")
+        #expect(try text(layout.new + "/other") == "second")
+        var status = stat()
+        #expect(lstat(layout.new + "/other", &status) == 0 && status.st_nlink == 1, "moved, never linked")
+    }
+
     @Test func statusCountsFilesInNewButNotProducersHiddenTemporaries() throws {
         _ = try makeSpool()
         for name in ["a", "b", ".writing"] {

@@ -14,7 +14,7 @@
 //
 // Reports: the lifecycle in the journal (started, reloaded, stopping) and
 // every failure that ends the process, with its exit status.
-import CMalloc
+import CGlibcExtras
 import Glibc
 
 public enum Daemon {

@@ -29,7 +29,9 @@ public final class Submission: Sendable {
         let temporary = layout.tmp + "/" + name
         try SystemCall.writeNewFile(temporary, bytes, mode: 0o640, sync: sync)
         do {
-            try SystemCall.rename(temporary, layout.new + "/" + name)
+            // A name taken already (clocks, PIDs and host names alike) is an
+            // error, never the acknowledged drop under it replaced.
+            try SystemCall.renameToNewName(temporary, layout.new + "/" + name)
         } catch {
             unlink(temporary)
             throw error

@@ -1,6 +1,7 @@
 // SystemCall: thin, checked wrappers over the POSIX calls the spool uses, so
 // that every failure becomes a `SpoolError` naming the operation, the path and
 // errno's text. No policy lives here: callers decide what a failure means.
+import CGlibcExtras
 import Glibc
 
 /// A failed file-system operation: what was tried, on which path, and why.
@@ -51,6 +52,17 @@ package enum SystemCall {
         guard Glibc.rename(from, to) == 0 else { throw SpoolError("rename to \(to) from", from) }
     }
 
+    /// Renames `from` to a name no other file has: a new name that exists
+    /// already is an error (EEXIST), never replaced. renameat2's
+    /// RENAME_NOREPLACE, one step; where the file system does not take the
+    /// flag (EINVAL), a plain rename. Not link(2) then unlink(2): for that
+    /// instant the file would have two links, which intake refuses.
+    static func renameToNewName(_ from: String, _ to: String) throws(SpoolError) {
+        if renameat2(AT_FDCWD, from, AT_FDCWD, to, UInt32(TXR_RENAME_NOREPLACE)) == 0 { return }
+        guard errno == EINVAL else { throw SpoolError("rename to \(to) from", from) }
+        try rename(from, to)
+    }
+
     /// What link(2) did.
     enum Linked {
         case linked
@@ -73,8 +85,10 @@ package enum SystemCall {
     }
 
     /// Moves `from` to `to` unless `to` exists (then returns false): link(2)
-    /// then unlink(2), because Glibc's module does not declare renameat2. A
-    /// crash in between leaves both names, a duplicate and never a loss.
+    /// then unlink(2). A crash in between leaves both names, a duplicate and
+    /// never a loss. For an instant the file has two names, which intake
+    /// would refuse in new/: this serves the daemon's own moves, made on the
+    /// thread that examines new/ (a producer's drop uses renameToNewName).
     /// What cannot be linked (a directory) is renamed (no producer makes
     /// one under the same name at the same instant).
     static func renameNoReplace(_ from: String, _ to: String) throws(SpoolError) -> Bool {

@@ -1,0 +1,14 @@
+/* CGlibcExtras: glibc functions Swift's Glibc module leaves out: malloc_trim,
+ * to hand memory freed after start-up back to the kernel, and renameat2,
+ * declared here because glibc declares it only under _GNU_SOURCE, which the
+ * Glibc module is built without. No logic lives here. */
+#ifndef TXRECON_CGLIBCEXTRAS_SHIM_H
+#define TXRECON_CGLIBCEXTRAS_SHIM_H
+#include <malloc.h>
+
+/* renameat2(2), glibc 2.28 and later; fails with EEXIST under
+ * RENAME_NOREPLACE when the new path exists, EINVAL where the file system
+ * does not support the flag. */
+extern int renameat2(int olddirfd, const char *oldpath, int newdirfd, const char *newpath, unsigned int flags);
+#define TXR_RENAME_NOREPLACE (1 << 0)
+#endif
