@@ -210,7 +210,10 @@ final class HTTPServer: Sendable {
             server.onRefused(body.head, tooLarge)
             return server.queue(tooLarge.answer, for: body, on: connection)
         }
-        return server.queue(server.handle(HTTPRequest(head: body.head, body: body.bytes)), for: body, on: connection)
+        let answer = server.deadlines.handling(connection: connection) {
+            server.handle(HTTPRequest(head: body.head, body: body.bytes))
+        }
+        return server.queue(answer, for: body, on: connection)
     }
 
     private func refuseByLength(_ head: HTTPRequestHead) -> ReceiveRefusal? {

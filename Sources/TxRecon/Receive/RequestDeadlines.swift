@@ -5,7 +5,10 @@
 // Each connection's clock starts when it opens and again when its last
 // request ends, so the deadline covers a request's head, its body and a
 // keep-alive wait before the next one (a request is seen only once its head
-// is whole, which is what a slowloris client never sends). IdleTimeout= is
+// is whole, which is what a slowloris client never sends). A request whose
+// body has come whole is not cut while it is judged and written (a slow
+// disk's fsync is not the client's doing, and a cut would only bring the
+// body again), and its clock starts again for the answer. IdleTimeout= is
 // shorter than RequestTimeout= (the configuration refuses otherwise), so a
 // connection that sends nothing is closed by libmicrohttpd as idle first,
 // and what is cut here is a client that sends, too slowly. A thread of its own, awake only while
@@ -25,6 +28,10 @@ final class RequestDeadlines: Sendable {
         /// not wait for it. A connection opens not idle, for its first
         /// request may be on its way.
         var idle = false
+        /// Its whole request is being judged and written (`handling`): not
+        /// cut, for the body has come and a cut now would only make the
+        /// client send it again.
+        var handling = false
         var cut = false
     }
 
@@ -61,6 +68,20 @@ final class RequestDeadlines: Sendable {
         state.withLock { state in
             state.connections[UInt(bitPattern: connection)]?.idle = false
         }
+    }
+
+    /// Runs `handle` for a connection whose request has come whole; its
+    /// clock starts again when `handle` returns, for the answer to be taken.
+    func handling<T>(connection: OpaquePointer, _ handle: () -> T) -> T {
+        let key = UInt(bitPattern: connection)
+        state.withLock { $0.connections[key]?.handling = true }
+        defer {
+            state.withLock { state in
+                state.connections[key]?.handling = false
+                state.connections[key]?.since = .now
+            }
+        }
+        return handle()
     }
 
     func requestEnded(connection: OpaquePointer) {
@@ -119,7 +140,8 @@ final class RequestDeadlines: Sendable {
         let now = ContinuousClock.now
         return state.withLock { state in
             var clients: [String] = []
-            for (key, connection) in state.connections where !connection.cut && now - connection.since > timeout {
+            for (key, connection) in state.connections
+            where !connection.cut && !connection.handling && now - connection.since > timeout {
                 shutdown(connection.socket, Int32(SHUT_RDWR))
                 state.connections[key]?.cut = true
                 clients.append(connection.client)
