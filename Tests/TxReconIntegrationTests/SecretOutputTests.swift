@@ -84,6 +84,12 @@ struct SecretOutputTests {
         #expect(exposed.status == 78)
         #expect(exposed.stderr.contains(":12: Receive.UploadTokenFile:"), "\(exposed.stderr)")
 
+        _ = fixture.directory.write("up12\n", to: "upload", mode: 0o600)
+        let short = try await fixture.cli(["check-config"])
+        #expect(short.status == 78)
+        #expect(short.stderr.contains(":12: Receive.UploadTokenFile: the token has 4 characters"), "\(short.stderr)")
+        #expect(!short.stderr.contains("up12"), "the token is not quoted")
+
         _ = fixture.directory.write("upload-token-1\n", to: "upload", mode: 0o600)
         try fixture.writeConfig("[Receive]\nUploadTokenFile=\(fixture.directory.path)/upload\n"
                                 + "[Sweep]\nBundleID=com.example.app\nIssuerID=57246542-96fe-1a63-e053-0824d011072a\n"

@@ -146,6 +146,9 @@ extension BackendSecrets {
                 message: "the token file holds a space, a control character, a second line or non-ASCII text; "
                     + "it must hold the token alone on one line")
         }
+        if let tooShort = SecretFile.tokenTooShort(bytes) {
+            throw configurationError(configuration, key: key, message: tooShort)
+        }
         return String(decoding: bytes, as: UTF8.self)
     }
 

@@ -45,6 +45,17 @@ enum SecretFile {
         }
     }
 
+    /// Why a bearer token of `bytes` cannot be used, or nil. txrecon keeps a
+    /// token out of logs, reasons and answers by looking for it in every
+    /// text, which it cannot do for one shorter than SecretRedactor's
+    /// shortest (it would blank out ordinary words), so such a token is
+    /// refused rather than left unredacted.
+    static func tokenTooShort(_ bytes: [UInt8]) -> String? {
+        guard bytes.count < SecretRedactor.minimumLength else { return nil }
+        return "the token has \(bytes.count) characters, fewer than \(SecretRedactor.minimumLength): txrecon could not "
+            + "keep one that short out of its logs; use a long random one (openssl rand -hex 32)"
+    }
+
     /// The secret in the file at `path`, without one trailing newline
     /// (`\n` or `\r\n`).
     static func read(_ path: String) throws(Failure) -> [UInt8] {

@@ -164,6 +164,10 @@ public enum Receiver {
                                          message: "the token file holds a space, a control character, a second "
                                             + "line or non-ASCII text; it must hold the token alone on one line")
             }
+            if let tooShort = SecretFile.tokenTooShort(bytes) {
+                throw ConfigurationError(file: origin?.file ?? configuration.path, line: origin?.line,
+                                         key: "Receive.UploadTokenFile", message: tooShort)
+            }
             return String(decoding: bytes, as: UTF8.self)
         } catch let error as ConfigurationError {
             throw error

@@ -65,6 +65,17 @@ private let signingSecret = "whsec_AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcY"
         #expect(error?.description.contains("tok-123") == false)
     }
 
+    @Test func aTokenTooShortToBeRedactedIsRefused() throws {
+        let fixture = SecretsFixture()
+        fixture.writeToken("abc12\n")
+        let error = #expect(throws: ConfigurationError.self) { try fixture.load(tokenFile: true) }
+        #expect(error?.key == "Backend.BearerTokenFile")
+        #expect(error?.message.hasPrefix("the token has 5 characters, fewer than 6") == true, "\(String(describing: error))")
+        #expect(error?.description.contains("abc12") == false)
+        fixture.writeToken("abc123\n")
+        #expect(try fixture.load(tokenFile: true).bearerToken == "abc123", "six is the redactor's shortest")
+    }
+
     @Test func theSystemdCredentialIsUsedWhenNoTokenFileIsSet() throws {
         let fixture = SecretsFixture()
         fixture.writeCredential("from-credential\n")
@@ -120,7 +131,7 @@ private let signingSecret = "whsec_AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcY"
     @Test(arguments: [(mode_t(0o660), "0640"), (0o602, "0600"), (0o664, "0640"), (0o777, "0750")])
     func aTokenFileOthersCanWriteIsRefused(mode: mode_t, fix: String) {
         let fixture = SecretsFixture()
-        fixture.writeToken("tok", mode: mode)
+        fixture.writeToken("tok-123", mode: mode)
         let error = #expect(throws: ConfigurationError.self) { try fixture.load(tokenFile: true) }
         #expect(error?.message.contains("is writable by other users") == true)
         #expect(error?.message.hasSuffix("run \"chmod \(fix) \(fixture.tokenPath)\"") == true)
@@ -129,8 +140,8 @@ private let signingSecret = "whsec_AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcY"
     @Test(arguments: [mode_t(0o400), 0o440, 0o600, 0o640])
     func aTokenFileReadableOnlyByOwnerAndGroupIsAccepted(mode: mode_t) throws {
         let fixture = SecretsFixture()
-        fixture.writeToken("tok", mode: mode)
-        #expect(try fixture.load(tokenFile: true).bearerToken == "tok")
+        fixture.writeToken("tok-123", mode: mode)
+        #expect(try fixture.load(tokenFile: true).bearerToken == "tok-123")
     }
 
     @Test func aDirectoryInPlaceOfTheTokenFileIsRefused() {
