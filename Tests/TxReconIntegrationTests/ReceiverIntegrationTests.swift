@@ -170,6 +170,13 @@ struct ReceiverIntegrationTests {
         #expect(fixture.daemon.names("rejected").isEmpty)
     }
 
+    @Test func aReceiverThatChecksNoSignatureSaysSoAtStart() async throws {
+        let fixture = try ReceiverFixture(verification: "[Verification]\nMode=none\nAcceptEnvelopes=yes\n")
+        let receiver = try await fixture.start()
+        #expect(receiver.stderr.contains("Mode=none: App Store signatures are not checked"), "\(receiver.stderr)")
+        #expect(receiver.stderr.contains("txrecon receive spools what anyone who can reach it sends"))
+    }
+
     @Test func refusedGenuineDataIsAnswered503WhenRejectedCannotBeCounted() async throws {
         let fixture = try ReceiverFixture(verification: DaemonFixture.sampleVerification(bundleID: "com.example.other"))
         try await fixture.start()
@@ -521,8 +528,10 @@ struct ReceiverIntegrationTests {
         #expect(full.status == 503, "\(full.body)")
         #expect(full.header("Retry-After") != nil)
         let port = fixture.port
-        #expect(try await LoopbackHTTPClient.send(port: port, method: "GET", path: "/healthz").status == 503,
-                "a full file system is not healthy")
+        let unhealthy = try await LoopbackHTTPClient.send(port: port, method: "GET", path: "/healthz")
+        #expect(unhealthy.status == 503, "a full file system is not healthy")
+        #expect(unhealthy.body.contains("No space left on device"), "\(unhealthy.body)")
+        #expect(!unhealthy.body.contains(root), "whoever asks is not told the spool's path: \(unhealthy.body)")
         #expect(fixture.daemon.names("tmp").isEmpty, "nothing half-written is left")
         #expect(unlink(root + "/filler") == 0)
         #expect(try await LoopbackHTTPClient.send(port: port, method: "GET", path: "/healthz").status == 200)

@@ -35,6 +35,7 @@ public enum Receiver {
         }
         redactor.replace(with: [settings.uploadToken].compactMap { $0 })
         let layout = SpoolLayout(root: configuration.spool.directory)
+        warnOfUncheckedSignatures(configuration, log: log)
 
         let stateDirectory: ReceiverStateDirectory
         let listener: (socket: Int32, passed: Bool)
@@ -112,6 +113,7 @@ public enum Receiver {
                 do {
                     let (nextConfiguration, next) = try load(configurationPath)
                     redactor.replace(with: [next.uploadToken].compactMap { $0 })
+                    warnOfUncheckedSignatures(nextConfiguration, log: log)
                     reception.reconfigure(next)
                     server.setMaximumBodySize(nextConfiguration.spool.maxFileSize)
                     log.write(LogEntry(.info, "configuration reloaded from \(configurationPath) (the listening address, "
@@ -137,6 +139,14 @@ public enum Receiver {
         let statistics = reporter.statistics
         log.write(LogEntry(.info, "stopped after \(statistics.requests) requests, \(statistics.spooled) spooled"))
         return Daemon.ExitStatus.success
+    }
+
+    /// The daemon's warning when signatures go unchecked (Mode=none, Xcode),
+    /// and more so here: it is what anyone who can reach the receiver may
+    /// have spooled.
+    private static func warnOfUncheckedSignatures(_ configuration: Configuration, log: any LogSink) {
+        guard let warning = configuration.verification.startWarning else { return }
+        log.write(LogEntry(.warning, warning + "; txrecon receive spools what anyone who can reach it sends"))
     }
 
     /// The configuration and what the reception needs of it: the policy

@@ -186,7 +186,8 @@ final class Reception: Sendable {
             guard access(layout.new, W_OK | X_OK) == 0 else { throw SpoolError("access", layout.new) }
             return HTTPAnswer.json(200, ["status": "ok"])
         } catch {
-            return HTTPAnswer.json(503, ["status": "the spool \(layout.root) cannot be written: \(error)"],
+            // The body goes to whoever asks: the reason, not the paths.
+            return HTTPAnswer.json(503, ["status": "the spool cannot be written: \(String(cString: strerror(error.code)))"],
                                    headers: [("Retry-After", "60")])
         }
     }
