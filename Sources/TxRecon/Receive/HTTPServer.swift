@@ -56,6 +56,8 @@ final class HTTPServer: Sendable {
         var requestTimeout: Duration
         /// The largest body taken, at start (`setMaximumBodySize` changes it).
         var maximumBodySize: Int
+        /// The bytes of bodies held at once over all connections (BodyBudget).
+        var bodyBudget: Int
     }
 
     let limits: Limits
@@ -70,6 +72,7 @@ final class HTTPServer: Sendable {
     private let onRefused: @Sendable (HTTPRequestHead, ReceiveRefusal) -> Void
     /// The largest body taken now.
     private let bodyLimit: Mutex<Int>
+    private let budget: BodyBudget
     /// The running `struct MHD_Daemon *`, as its bits (0 when none): a
     /// pointer is not Sendable, and only start and stop touch it.
     private let daemon = Mutex<UInt>(0)
@@ -82,6 +85,7 @@ final class HTTPServer: Sendable {
         self.limits = limits
         self.onRefused = onRefused
         bodyLimit = Mutex(limits.maximumBodySize)
+        budget = BodyBudget(limit: limits.bodyBudget)
         self.screen = screen
         self.handle = handle
         self.onDeadline = onDeadline
@@ -141,8 +145,10 @@ final class HTTPServer: Sendable {
     }
 
     /// The largest body taken from now on (a reload of MaxFileSize=).
+    /// A reload's MaxFileSize=, and the budget that follows from it.
     func setMaximumBodySize(_ bytes: Int) {
         bodyLimit.withLock { $0 = bytes }
+        budget.setLimit(BodyBudget.limit(forMaximumBodySize: bytes))
     }
 
     /// Stops accepting; requests in flight finish; returns when all have
@@ -170,7 +176,7 @@ final class HTTPServer: Sendable {
         let server = Unmanaged<HTTPServer>.fromOpaque(context).takeUnretainedValue()
         guard let raw = requestContext.pointee else {
             let head = HTTPServer.head(connection, url: url, method: method)
-            let body = RequestBody(head: head)
+            let body = RequestBody(head: head, budget: server.budget)
             requestContext.pointee = Unmanaged.passRetained(body).toOpaque()
             server.deadlines.requestStarted(connection: connection)
             if let refusal = server.screen(head) {
@@ -190,13 +196,18 @@ final class HTTPServer: Sendable {
             // body that grows past the limit (chunked, no Content-Length)
             // is read on and dropped, and answered 413 at its end;
             // RequestTimeout= bounds how long that may take.
-            if body.tooLarge != nil { return .YES }
+            if body.refusal != nil { return .YES }
             let limit = server.bodyLimit.withLock { $0 }
             if body.bytes.count + count > limit {
-                body.tooLarge = server.tooLarge(limit)
-                body.bytes = []
+                body.drop(because: server.tooLarge(limit))
                 return .YES
             }
+            guard server.budget.take(count) else {
+                body.drop(because: ReceiveRefusal(503, "busy", "the receiver holds as many request bodies as it "
+                    + "may (\(server.budget.limit >> 20) MiB in all); try again", headers: [("Retry-After", "5")]))
+                return .YES
+            }
+            body.held += count
             if let uploadData {
                 uploadData.withMemoryRebound(to: UInt8.self, capacity: count) { data in
                     body.bytes.append(contentsOf: UnsafeBufferPointer(start: data, count: count))
@@ -206,9 +217,9 @@ final class HTTPServer: Sendable {
         }
         guard !body.answered else { return .YES }
         body.answered = true
-        if let tooLarge = body.tooLarge {
-            server.onRefused(body.head, tooLarge)
-            return server.queue(tooLarge.answer, for: body, on: connection)
+        if let refusal = body.refusal {
+            server.onRefused(body.head, refusal)
+            return server.queue(refusal.answer, for: body, on: connection)
         }
         let answer = server.deadlines.handling(connection: connection) {
             server.handle(HTTPRequest(head: body.head, body: body.bytes))
@@ -279,7 +290,7 @@ final class HTTPServer: Sendable {
 /// One request's head and the body read so far; libmicrohttpd's request
 /// context, used by the one connection thread the request is on.
 ///
-/// `@unchecked Sendable`: its mutable state (`bytes`, `answered`, `tooLarge`) is touched
+/// `@unchecked Sendable`: its mutable state (`bytes`, `held`, `answered`, `refusal`) is touched
 /// only on the request's connection thread, from the first call of the
 /// access handler to the completion callback, which libmicrohttpd never runs
 /// at the same time; it crosses no other thread.
@@ -288,11 +299,28 @@ private final class RequestBody: @unchecked Sendable {
     /// When its head was read: the answer's latency starts here.
     let arrived = ContinuousClock.now
     var bytes: [UInt8] = []
+    /// The bytes of `bytes` taken from the budget, given back at the end.
+    var held = 0
     var answered = false
-    /// Set once the body passed MaxFileSize=: the rest is dropped unread.
-    var tooLarge: ReceiveRefusal?
+    /// Set once the body passed MaxFileSize= or the budget: the rest is
+    /// dropped unread, and this is the answer.
+    var refusal: ReceiveRefusal?
+    private let budget: BodyBudget
 
-    init(head: HTTPRequestHead) { self.head = head }
+    init(head: HTTPRequestHead, budget: BodyBudget) {
+        self.head = head
+        self.budget = budget
+    }
+
+    deinit { budget.give(held) }
+
+    /// Drops what was read, gives its bytes back, and answers `refusal` at the end.
+    func drop(because refusal: ReceiveRefusal) {
+        self.refusal = refusal
+        bytes = []
+        budget.give(held)
+        held = 0
+    }
 }
 
 extension HTTPAnswer {

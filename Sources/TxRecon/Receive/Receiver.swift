@@ -64,7 +64,8 @@ public enum Receiver {
             limits: HTTPServer.Limits(connections: receive.maxConnections,
                                       connectionsPerAddress: receive.maxConnectionsPerAddress,
                                       idleTimeout: receive.idleTimeout, requestTimeout: receive.requestTimeout,
-                                      maximumBodySize: configuration.spool.maxFileSize),
+                                      maximumBodySize: configuration.spool.maxFileSize,
+                                      bodyBudget: BodyBudget.limit(forMaximumBodySize: configuration.spool.maxFileSize)),
             screen: { reception.screen($0) }, handle: { reception.handle($0) },
             onDeadline: { client in
                 reporter.cutAtDeadline()

@@ -10,7 +10,8 @@
 //   401  no or another upload token; 404 no such path; 405 another method;
 //   413  over MaxFileSize=; 429 over MaxRequestsPerSecondPerAddress=
 //   503  with Retry-After: the spool cannot take it (full, missing, new/
-//        over MaxInboxFiles=, rejected/ over RejectedQuota=)
+//        over MaxInboxFiles=, rejected/ over RejectedQuota=); and from
+//        HTTPServer, `busy` past the memory budget for bodies (BodyBudget)
 //
 // Reports one log entry per request that is not a plain 200 (a debug one for
 // those), with TXRECON_* fields; secrets never reach them (the log sink

@@ -26,7 +26,7 @@ import TxReconTestSupport
         let port = Self.port(of: listener)
         let server = HTTPServer(
             limits: .init(connections: 8, connectionsPerAddress: 8, idleTimeout: .seconds(1),
-                          requestTimeout: .seconds(2), maximumBodySize: 1 << 20),
+                          requestTimeout: .seconds(2), maximumBodySize: 1 << 20, bodyBudget: 64 << 20),
             screen: { _ in nil },
             handle: { _ in
                 // Past this connection's deadline: the slow client, which
