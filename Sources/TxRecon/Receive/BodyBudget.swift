@@ -1,11 +1,16 @@
-// BodyBudget: how many bytes of request bodies the receiver holds in memory
-// at once, across all connections. Each connection may read a body up to
+// BodyBudget: how many bytes of large request bodies the receiver holds at
+// once, across all connections. Each connection may read a body up to
 // MaxFileSize= before it is judged; without a bound over all of them, a
 // client holding MaxConnections= connections, each trickling a body just
 // under the limit, made the receiver hold that product (256 MiB with the
-// defaults, without bound for a large MaxFileSize=). A body that would take
-// the budget past its limit is read on and dropped, and answered 503 with
-// Retry-After; the bytes a body holds are given back when its request ends.
+// defaults, without bound for a large MaxFileSize=). A body's first
+// `freeBytes` are its connection's own (MaxConnections= of them at most),
+// so that clients holding the budget with large bodies cannot turn away an
+// App Store notification of a few KiB; what a body holds beyond them is
+// taken from the budget, and a body that would take it past its limit is
+// read on and dropped, and answered 503 with Retry-After. The bytes are
+// given back when the request ends. Counted are the bytes read; the arrays
+// behind them may hold up to twice as much.
 import Synchronization
 
 final class BodyBudget: Sendable {
@@ -15,6 +20,10 @@ final class BodyBudget: Sendable {
     static func limit(forMaximumBodySize maximumBodySize: Int) -> Int {
         max(64 << 20, maximumBodySize.multipliedReportingOverflow(by: 2).overflow ? Int.max : maximumBodySize * 2)
     }
+
+    /// What each body reads before it takes from the budget: more than any
+    /// App Store notification or StoreKit 2 upload.
+    static let freeBytes = 64 << 10
 
     private let held = Atomic<Int>(0)
     private let limitBytes: Atomic<Int>

@@ -65,7 +65,10 @@ final class GroupCommit: Sendable {
 
     /// Writes `bytes` into new/ durably; returns its name there. Blocks the
     /// calling thread (a connection's) until new/ has been fsynced.
-    func commit(_ bytes: [UInt8]) throws(SpoolError) -> String {
+    /// `placed` is called with the name once the file is in new/, before
+    /// that fsync: a failed fsync of new/ throws, but the file is there (and
+    /// the daemon may take it), which the caller may need to count.
+    func commit(_ bytes: [UInt8], placed: (String) -> Void = { _ in }) throws(SpoolError) -> String {
         let serial = underWay.withLock { state in
             defer { state.next &+= 1 }
             state.began[state.next] = .now
@@ -76,9 +79,12 @@ final class GroupCommit: Sendable {
         // The power-cut test's broken receiver: written and renamed into new/
         // with nothing fsynced, so the answer comes while the body is only in
         // the page cache.
-        return try submission.place(bytes, sync: false)
+        let name = try submission.place(bytes, sync: false)
+        placed(name)
+        return name
         #else
         let name = try submission.place(bytes)
+        placed(name)
         guard grouped else {
             try syncDirectory(layout.new)
             return name

@@ -68,7 +68,7 @@ final class HTTPServer: Sendable {
     /// Called with each answer's status and the time from the request's
     /// first call (its head read) to the answer being queued.
     private let onAnswer: @Sendable (Int, Duration) -> Void
-    /// Called with each request this server refuses itself (413).
+    /// Called with each request this server refuses itself (413; 503 busy).
     private let onRefused: @Sendable (HTTPRequestHead, ReceiveRefusal) -> Void
     /// The largest body taken now.
     private let bodyLimit: Mutex<Int>
@@ -144,8 +144,8 @@ final class HTTPServer: Sendable {
         }
     }
 
-    /// The largest body taken from now on (a reload of MaxFileSize=).
-    /// A reload's MaxFileSize=, and the budget that follows from it.
+    /// The largest body taken from now on (a reload of MaxFileSize=), and
+    /// the budget that follows from it.
     func setMaximumBodySize(_ bytes: Int) {
         bodyLimit.withLock { $0 = bytes }
         budget.setLimit(BodyBudget.limit(forMaximumBodySize: bytes))
@@ -193,21 +193,26 @@ final class HTTPServer: Sendable {
             let count = uploadSize.pointee
             uploadSize.pointee = 0
             // libmicrohttpd takes no answer while the body is coming in: a
-            // body that grows past the limit (chunked, no Content-Length)
-            // is read on and dropped, and answered 413 at its end;
-            // RequestTimeout= bounds how long that may take.
+            // body that grows past the limit (chunked, no Content-Length),
+            // or past the budget, is read on and dropped, and answered 413
+            // (503 busy) at its end; RequestTimeout= bounds how long that
+            // may take.
             if body.refusal != nil { return .YES }
             let limit = server.bodyLimit.withLock { $0 }
             if body.bytes.count + count > limit {
                 body.drop(because: server.tooLarge(limit))
                 return .YES
             }
-            guard server.budget.take(count) else {
-                body.drop(because: ReceiveRefusal(503, "busy", "the receiver holds as many request bodies as it "
-                    + "may (\(server.budget.limit >> 20) MiB in all); try again", headers: [("Retry-After", "5")]))
+            // A body's first BodyBudget.freeBytes are every connection's
+            // own; only what a body holds beyond them is the budget's.
+            let beyond = max(0, body.bytes.count + count - BodyBudget.freeBytes) - body.held
+            guard beyond == 0 || server.budget.take(beyond) else {
+                body.drop(because: ReceiveRefusal(503, HTTPServer.busy, "the receiver holds as many large request "
+                    + "bodies as it may (\(server.budget.limit >> 20) MiB in all); try again",
+                    headers: [("Retry-After", "5")]))
                 return .YES
             }
-            body.held += count
+            body.held += beyond
             if let uploadData {
                 uploadData.withMemoryRebound(to: UInt8.self, capacity: count) { data in
                     body.bytes.append(contentsOf: UnsafeBufferPointer(start: data, count: count))
@@ -232,6 +237,12 @@ final class HTTPServer: Sendable {
         guard let length = head.header("Content-Length").flatMap(Int.init), length > limit else { return nil }
         return tooLarge(limit)
     }
+
+    /// The bytes of large bodies held now (BodyBudget), for tests.
+    var bodyBytesHeld: Int { budget.inUse }
+
+    /// The code of a body refused for the budget (BodyBudget).
+    static let busy = "busy"
 
     private func tooLarge(_ limit: Int) -> ReceiveRefusal {
         ReceiveRefusal(413, "too-large", "the body is larger than \(limit) bytes (MaxFileSize=)")
@@ -299,7 +310,8 @@ private final class RequestBody: @unchecked Sendable {
     /// When its head was read: the answer's latency starts here.
     let arrived = ContinuousClock.now
     var bytes: [UInt8] = []
-    /// The bytes of `bytes` taken from the budget, given back at the end.
+    /// The bytes of `bytes` beyond BodyBudget.freeBytes, taken from the
+    /// budget and given back at the end.
     var held = 0
     var answered = false
     /// Set once the body passed MaxFileSize= or the budget: the rest is

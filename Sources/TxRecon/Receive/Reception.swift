@@ -126,13 +126,18 @@ final class Reception: Sendable {
             }
             do throws(SpoolError) {
                 let name: String
+                var inInbox = false
                 do {
-                    name = try commit.commit(request.body)
+                    name = try commit.commit(request.body) { name in
+                        // Counted from here: a failed fsync of new/ after
+                        // this leaves the body there, bound for rejected/.
+                        inInbox = true
+                        if setAside != nil { self.setAside.spooled(name) }
+                    }
                 } catch {
-                    if setAside != nil { self.setAside.release() }
+                    if setAside != nil, !inInbox { self.setAside.release() }
                     throw error
                 }
-                if setAside != nil { self.setAside.spooled(name) }
                 reporter.spooled(setAside: setAside != nil)
                 report(spooled: name, setAside: setAside, head: request.head)
                 var members: KeyValuePairs<String, String> = ["spooled": name]
@@ -198,7 +203,7 @@ final class Reception: Sendable {
     func report(_ refusal: ReceiveRefusal, head: HTTPRequestHead, spoolError: SpoolError? = nil) {
         let priority: LogPriority = refusal.status >= 500 ? .error : .warning
         var message = "\(head.method) \(LogText.escaped(head.path)) from \(head.client): \(refusal.status) \(refusal.code)"
-        if [401, 404, 405, 413, 429].contains(refusal.status) {
+        if [401, 404, 405, 413, 429].contains(refusal.status) || refusal.code == HTTPServer.busy {
             guard let leftOut = throttle.admit("\(head.client) \(refusal.status)") else { return }
             if leftOut > 0 { message += " (and \(leftOut) more such answers to it since the last entry)" }
         }

@@ -11,6 +11,10 @@
 // requests cannot all pass the same count) until it has been gone from
 // new/ for longer than rejected/'s count can be old; for those seconds it
 // may be counted twice, which only makes the quota refuse a little early.
+// The ledger is the running receiver's: a restart forgets what it spooled
+// before (which file in new/ is set-aside data only judging it again could
+// tell). new/ is looked at once a second at most, a lstat(2) per body
+// counted (at most RejectedQuota= of them), only on the set-aside path.
 import Glibc
 import Synchronization
 

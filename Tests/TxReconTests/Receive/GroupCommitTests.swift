@@ -38,6 +38,17 @@ import TxReconTestSupport
         return done
     }
 
+    @Test func aFailedFsyncOfNewStillNamesTheFilePlacedThere() throws {
+        try layout.createMissingDirectories()
+        let group = try GroupCommit(layout: layout, syncDirectory: { path throws(SpoolError) in
+            throw SpoolError("fsync", path, EIO)
+        })
+        var placed: String?
+        #expect(throws: SpoolError.self) { try group.commit(Array("one".utf8)) { placed = $0 } }
+        let name = try #require(placed, "the caller learns the name before the fsync fails")
+        #expect(try SystemCall.listDirectory(layout.new) == [name], "and the body is in new/, bound for the daemon")
+    }
+
     @Test func aRequestReturnsOnlyAfterAnFsyncThatBeganOnceItsFileWasInNew() throws {
         try layout.createMissingDirectories()
         let sync = ControlledSync()
