@@ -54,12 +54,16 @@ package enum SystemCall {
 
     /// Renames `from` to a name no other file has: a new name that exists
     /// already is an error (EEXIST), never replaced. renameat2's
-    /// RENAME_NOREPLACE, one step; where the file system does not take the
-    /// flag (EINVAL), a plain rename. Not link(2) then unlink(2): for that
-    /// instant the file would have two links, which intake refuses.
+    /// RENAME_NOREPLACE, one step. Where the file system or the kernel does
+    /// not take the flag (EINVAL: NFS, some FUSE; ENOSYS), the name is
+    /// looked up first and then renamed onto: a collision in between, which
+    /// needs two producers picking one unique name in the same instant,
+    /// would still replace. Not link(2) then unlink(2): for that instant the
+    /// file would have two links, which intake refuses.
     static func renameToNewName(_ from: String, _ to: String) throws(SpoolError) {
         if renameat2(AT_FDCWD, from, AT_FDCWD, to, UInt32(TXR_RENAME_NOREPLACE)) == 0 { return }
-        guard errno == EINVAL else { throw SpoolError("rename to \(to) from", from) }
+        guard errno == EINVAL || errno == ENOSYS else { throw SpoolError("rename to \(to) from", from) }
+        guard try linkStatus(to) == nil else { throw SpoolError("rename to \(to) from", from, EEXIST) }
         try rename(from, to)
     }
 
