@@ -64,9 +64,9 @@ final class ReceiptVerifier {
             return
         }
         let verified = try verifyThroughOpenSSL(der: der, payload: receipt.payload, at: time)
-        // The key is taken (a reference of its own) only to be cached: a
-        // receipt whose SignerInfo the reader could not take apart has no
-        // cache entry, and its key must not outlive the certificate.
+        // The key is taken (a reference of its own, which the cache entry
+        // frees) only to be cached: a receipt whose SignerInfo the reader
+        // could not take apart has no entry to free it.
         guard let signer = receipt.signer, let key = X509_get_pubkey(verified.leaf.handle) else { return }
         if verifiedSigners.count >= ReceiptVerifier.cacheCapacity { verifiedSigners.removeAll() }
         verifiedSigners[signer.identifier] = VerifiedSigner(certificates: signer.certificates, key: key,

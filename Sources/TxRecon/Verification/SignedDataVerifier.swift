@@ -238,7 +238,14 @@ extension InputDecoder {
         // Verified whole before its parts are even counted: a forged
         // receipt costs no more than its own bytes, and writes nothing.
         case let .receipt(split):
-            if let receipt = parsed.receipt { try verifier?.verify(receipt) }
+            if let verifier {
+                // The decoder records every receipt it splits; should it not,
+                // the split is refused, never passed unchecked.
+                guard let receipt = parsed.receipt else {
+                    throw Rejection(.invalidReceiptSignature, "the receipt's signature could not be checked")
+                }
+                try verifier.verify(receipt)
+            }
             try split.checkSize()
         case .page: break
         }
