@@ -85,7 +85,8 @@ final class HTTPServer: Sendable {
         self.limits = limits
         self.onRefused = onRefused
         bodyLimit = Mutex(limits.maximumBodySize)
-        budget = BodyBudget(limit: limits.bodyBudget)
+        budget = BodyBudget(limit: limits.bodyBudget, connections: limits.connections,
+                            connectionsPerAddress: limits.connectionsPerAddress)
         self.screen = screen
         self.handle = handle
         self.onDeadline = onDeadline
@@ -206,9 +207,9 @@ final class HTTPServer: Sendable {
             // A body's first BodyBudget.freeBytes are every connection's
             // own; only what a body holds beyond them is the budget's.
             let beyond = max(0, body.bytes.count + count - BodyBudget.freeBytes) - body.held
-            guard beyond == 0 || server.budget.take(beyond) else {
+            guard beyond == 0 || server.budget.take(beyond, from: body.head.client) else {
                 body.drop(because: ReceiveRefusal(503, HTTPServer.busy, "the receiver holds as many large request "
-                    + "bodies as it may (\(server.budget.limit >> 20) MiB in all); try again",
+                    + "bodies as it may (\(server.budget.limit >> 20) MiB in all, each address a share); try again",
                     headers: [("Retry-After", "5")]))
                 return .YES
             }
@@ -324,13 +325,13 @@ private final class RequestBody: @unchecked Sendable {
         self.budget = budget
     }
 
-    deinit { budget.give(held) }
+    deinit { budget.give(held, from: head.client) }
 
     /// Drops what was read, gives its bytes back, and answers `refusal` at the end.
     func drop(because refusal: ReceiveRefusal) {
         self.refusal = refusal
         bytes = []
-        budget.give(held)
+        budget.give(held, from: head.client)
         held = 0
     }
 }
