@@ -37,7 +37,7 @@ final class Reception: Sendable {
     private let rate: Mutex<AddressRateLimit>
     private let inbox: DirectoryGauge
     private let rejected: DirectoryGauge
-    private let setAside: SetAsideLedger
+    private let setAsideLedger: SetAsideLedger
     /// One entry a second per client and answer, for the refusals a client
     /// can repeat as fast as it likes (429, 401, 404, 405, 413).
     private let throttle = LogThrottle()
@@ -54,7 +54,7 @@ final class Reception: Sendable {
         rate = Mutex(AddressRateLimit(perSecond: settings.receive.maxRequestsPerSecondPerAddress))
         inbox = DirectoryGauge(path: layout.new)
         rejected = DirectoryGauge(path: layout.rejected) { !$0.hasPrefix(".") && !$0.hasSuffix(".reason") }
-        setAside = SetAsideLedger(inbox: layout.new)
+        setAsideLedger = SetAsideLedger(inbox: layout.new)
     }
 
     func reconfigure(_ next: Settings) {
@@ -132,10 +132,10 @@ final class Reception: Sendable {
                         // Counted from here: a failed fsync of new/ after
                         // this leaves the body there, bound for rejected/.
                         inInbox = true
-                        if setAside != nil { self.setAside.spooled(name) }
+                        if setAside != nil { setAsideLedger.spooled(name) }
                     }
                 } catch {
-                    if setAside != nil, !inInbox { self.setAside.release() }
+                    if setAside != nil, !inInbox { setAsideLedger.release() }
                     throw error
                 }
                 reporter.spooled(setAside: setAside != nil)
@@ -169,11 +169,11 @@ final class Reception: Sendable {
         }
         guard refused else { return nil }
         // Unknown is full: the quota is what bounds refused data on disk.
-        guard let setAside = rejected.count() else {
+        guard let inRejected = rejected.count() else {
             return ReceiveRefusal(503, "spool-unavailable", "the spool's rejected/ cannot be read",
                                   headers: [("Retry-After", "60")])
         }
-        if !self.setAside.reserve(quota: settings.receive.rejectedQuota, rejectedCount: setAside) {
+        if !setAsideLedger.reserve(quota: settings.receive.rejectedQuota, rejectedCount: inRejected) {
             return ReceiveRefusal(503, "rejected-quota", "rejected/ holds RejectedQuota= files already, with those "
                 + "on their way there; genuine data this configuration refuses is taken again once an operator "
                 + "has dealt with them", headers: [("Retry-After", "3600")])
