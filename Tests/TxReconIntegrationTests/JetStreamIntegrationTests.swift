@@ -159,9 +159,10 @@ struct JetStreamIntegrationTests {
         try fixture.drop(fixture.envelope("answered", version: 1))
         #expect(await fixture.eventually { fixture.names("queue").contains("answered.state") })
         #expect(fixture.doneItems().isEmpty, "nothing stored it, so nothing is finished")
-        let log = fixture.daemon?.stderr ?? ""
-        #expect(log.contains("is not a JetStream acknowledgement"),
-                "\(log.split(separator: "\n").filter { $0.contains("answered") })")
+        // The failure record is written before the engine logs the attempt:
+        // wait for the line itself.
+        #expect(await fixture.eventually { fixture.daemon?.stderr.contains("is not a JetStream acknowledgement") == true },
+                "\((fixture.daemon?.stderr ?? "").split(separator: "\n").filter { $0.contains("answered") })")
         withExtendedLifetime(responder) {}
     }
 
