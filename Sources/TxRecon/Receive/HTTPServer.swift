@@ -302,10 +302,11 @@ final class HTTPServer: Sendable {
 /// One request's head and the body read so far; libmicrohttpd's request
 /// context, used by the one connection thread the request is on.
 ///
-/// `@unchecked Sendable`: its mutable state (`bytes`, `held`, `answered`, `refusal`) is touched
-/// only on the request's connection thread, from the first call of the
-/// access handler to the completion callback, which libmicrohttpd never runs
-/// at the same time; it crosses no other thread.
+/// `@unchecked Sendable`: its mutable state (`bytes`, `held`, `answered`,
+/// `refusal`) is touched only on the request's connection thread, from the
+/// first call of the access handler to the completion callback (whose
+/// release runs `deinit`), which libmicrohttpd never runs at the same time;
+/// it crosses no other thread. `budget` is shared, and Sendable itself.
 private final class RequestBody: @unchecked Sendable {
     let head: HTTPRequestHead
     /// When its head was read: the answer's latency starts here.

@@ -50,11 +50,17 @@ final class RequestDeadlines: Sendable {
     /// Signalled, while draining, when no connection is busy any more.
     private let quiet = DispatchSemaphore(value: 0)
 
-    init(timeout: Duration) { self.timeout = timeout }
+    /// The clock deadlines are kept on; tests pass one they move.
+    private let now: @Sendable () -> ContinuousClock.Instant
+
+    init(timeout: Duration, now: @escaping @Sendable () -> ContinuousClock.Instant = { .now }) {
+        self.timeout = timeout
+        self.now = now
+    }
 
     func started(connection: OpaquePointer, socket: Int32, client: String) {
         let first = state.withLock { state in
-            state.connections[UInt(bitPattern: connection)] = Connection(socket: socket, since: .now, client: client)
+            state.connections[UInt(bitPattern: connection)] = Connection(socket: socket, since: now(), client: client)
             return state.connections.count == 1
         }
         if first { wake.signal() }
@@ -78,7 +84,7 @@ final class RequestDeadlines: Sendable {
         defer {
             state.withLock { state in
                 state.connections[key]?.handling = false
-                state.connections[key]?.since = .now
+                state.connections[key]?.since = now()
             }
         }
         return handle()
@@ -86,7 +92,7 @@ final class RequestDeadlines: Sendable {
 
     func requestEnded(connection: OpaquePointer) {
         update { state in
-            state.connections[UInt(bitPattern: connection)]?.since = .now
+            state.connections[UInt(bitPattern: connection)]?.since = now()
             state.connections[UInt(bitPattern: connection)]?.idle = true
         }
     }
@@ -136,8 +142,8 @@ final class RequestDeadlines: Sendable {
     }
 
     /// Shuts down the sockets of requests past their deadline; their clients.
-    private func cutOverdue() -> [String] {
-        let now = ContinuousClock.now
+    func cutOverdue() -> [String] {
+        let now = self.now()
         return state.withLock { state in
             var clients: [String] = []
             for (key, connection) in state.connections
