@@ -9,8 +9,9 @@ package final class RecordingLogSink: LogSink {
 
     package init() {}
 
-    package func write(_ entry: LogEntry) {
-        recorded.withLock { $0.append(entry) }
+    package func write(_ entry: consuming LogEntry) {
+        let kept = entry
+        recorded.withLock { $0.append(kept) }
     }
 
     /// Every entry so far, oldest first.

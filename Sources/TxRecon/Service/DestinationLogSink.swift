@@ -8,8 +8,7 @@ struct DestinationLogSink: LogSink {
     let name: String
     let namesMessages: Bool
 
-    func write(_ entry: LogEntry) {
-        var entry = entry
+    func write(_ entry: consuming LogEntry) {
         if namesMessages { entry.message = name + ": " + entry.message }
         if entry.field("TXRECON_DESTINATION") == nil { entry.fields.append(("TXRECON_DESTINATION", name)) }
         inner.write(entry)

@@ -23,7 +23,9 @@ struct ItemEvents: Sendable {
     /// from there, never accepted into queue/; this entry is then its only one.
     func delivered(_ key: ItemKey, kind: ItemKind?, version: ItemVersion?, attempt: Int, confirmation: Confirmation,
                    file: String? = nil) {
-        var extra = [("TXRECON_ATTEMPT", String(attempt))]
+        var extra: [(String, String)] = []
+        extra.reserveCapacity(5)
+        extra.append(("TXRECON_ATTEMPT", String(attempt)))
         switch confirmation {
         case let .http(status):
             extra.append(("TXRECON_HTTP_STATUS", String(status)))
@@ -102,6 +104,9 @@ struct ItemEvents: Sendable {
     private func write(_ priority: LogPriority, _ message: String, _ id: String, _ outcome: ItemOutcome,
                        key: ItemKey?, kind: ItemKind?, version: ItemVersion?, extra: [(String, String)]) {
         var fields: [(name: String, value: String)] = []
+        // Room for every field and the one DestinationLogSink adds: the
+        // entry then goes down the sinks without being copied or regrown.
+        fields.reserveCapacity(5 + extra.count)
         if let key { fields.append(("TXRECON_ID", key.rawValue)) }
         if let kind { fields.append(("TXRECON_KIND", kind.rawValue)) }
         fields.append(("TXRECON_OUTCOME", outcome.rawValue))

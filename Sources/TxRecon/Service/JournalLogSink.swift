@@ -19,7 +19,7 @@ public struct JournalLogSink: LogSink {
         self.fallback = fallback
     }
 
-    public func write(_ entry: LogEntry) {
+    public func write(_ entry: consuming LogEntry) {
         if Self.send(Self.assignments(for: entry)) < 0 {
             fallback.write(entry)
         }

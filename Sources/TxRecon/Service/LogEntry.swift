@@ -38,7 +38,10 @@ public struct LogEntry: Sendable, Equatable {
 }
 
 /// Where log entries go. `write` must not block for long and is called from
-/// any thread or task.
+/// any thread or task. It takes the entry (`consuming`): a sink that wraps
+/// another adds its field or redacts in place and hands the same storage
+/// on, where a borrowed entry would be copied at each step (a delivered
+/// item's line passes three sinks).
 public protocol LogSink: Sendable {
-    func write(_ entry: LogEntry)
+    func write(_ entry: consuming LogEntry)
 }

@@ -24,7 +24,7 @@ public final class StderrLogSink: LogSink {
         self.descriptor = descriptor
     }
 
-    public func write(_ entry: LogEntry) {
+    public func write(_ entry: consuming LogEntry) {
         let bytes = Self.line(for: entry)
         writing.withLock { _ in
             var offset = 0
@@ -52,42 +52,50 @@ public final class StderrLogSink: LogSink {
         line.reserveCapacity(entry.message.utf8.count + entry.fields.count * 32 + 16)
         line.append(contentsOf: entry.priority.word.utf8)
         line.append(contentsOf: [UInt8(ascii: ":"), UInt8(ascii: " ")])
-        append(entry.message, quoting: false, to: &line)
+        var message = entry.message
+        message.withUTF8 { bytes in
+            if bytes.contains(where: isControl) { append(bytes, quoting: false, to: &line) } else { line.append(contentsOf: bytes) }
+        }
         for field in entry.fields {
             line.append(UInt8(ascii: " "))
             line.append(contentsOf: field.name.utf8)
             line.append(UInt8(ascii: "="))
-            append(field.value, quoting: needsQuotes(field.value), to: &line)
+            var value = field.value
+            value.withUTF8 { bytes in
+                // Nearly every value needs neither quotes nor escapes: one
+                // scan, then the bytes as they are.
+                if bytes.isEmpty || bytes.contains(where: needsQuotes) {
+                    append(bytes, quoting: true, to: &line)
+                } else {
+                    line.append(contentsOf: bytes)
+                }
+            }
         }
         line.append(UInt8(ascii: "\n"))
         return line
     }
 
-    private static func needsQuotes(_ value: String) -> Bool {
-        value.isEmpty || value.utf8.contains {
-            $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") || isControl($0)
-        }
+    /// Whether a value holding `byte` is written in quotes.
+    private static func needsQuotes(_ byte: UInt8) -> Bool {
+        byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || isControl(byte)
     }
 
-    /// Appends `text` with every C0 control character and DEL escaped and,
-    /// when `quoting`, inside quotes with `"` and `\` escaped too. In UTF-8
-    /// these are single bytes below 0x80, never part of a longer sequence,
-    /// so the scan works on bytes.
-    private static func append(_ text: String, quoting: Bool, to line: inout [UInt8]) {
+    /// Appends `bytes` (UTF-8) with every C0 control character and DEL
+    /// escaped and, when `quoting`, inside quotes with `"` and `\` escaped
+    /// too. In UTF-8 these are single bytes below 0x80, never part of a
+    /// longer sequence, so the scan works on bytes.
+    private static func append(_ bytes: UnsafeBufferPointer<UInt8>, quoting: Bool, to line: inout [UInt8]) {
         if quoting { line.append(UInt8(ascii: "\"")) }
-        var text = text
-        text.withUTF8 { bytes in
-            var runStart = 0
-            for index in bytes.indices {
-                let byte = bytes[index]
-                let quoted = quoting && (byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\"))
-                guard quoted || isControl(byte) else { continue }
-                line.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<index]))
-                runStart = index + 1
-                appendEscape(of: byte, to: &line)
-            }
-            line.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart...]))
+        var runStart = 0
+        for index in bytes.indices {
+            let byte = bytes[index]
+            let quoted = quoting && (byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\"))
+            guard quoted || isControl(byte) else { continue }
+            line.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<index]))
+            runStart = index + 1
+            appendEscape(of: byte, to: &line)
         }
+        line.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart...]))
         if quoting { line.append(UInt8(ascii: "\"")) }
     }
 

@@ -48,11 +48,51 @@ package final class SecretRedactor: Sendable {
 
     /// `text` with every known secret replaced by `<redacted>`.
     package func redact(_ text: String) -> String {
-        // Every log entry's message and fields pass here: with no secret
-        // configured, no copy is made.
-        guard secrets.withLock({ !$0.searched.isEmpty }) else { return text }
+        SecretRedactor.redact(text, searching: searched)
+    }
+
+    /// `entry` with every known secret in its message and field values
+    /// replaced by `<redacted>`. Every log entry passes here: the secrets
+    /// are read once per entry, and an entry that holds none (nearly all)
+    /// is searched in place and returned as it is, without a copy.
+    package func redact(_ entry: consuming LogEntry) -> LogEntry {
+        let secrets = searched
+        guard SecretRedactor.occurs(secrets, in: entry.message)
+            || entry.fields.contains(where: { SecretRedactor.occurs(secrets, in: $0.value) }) else { return entry }
+        entry.message = SecretRedactor.redact(entry.message, searching: secrets)
+        entry.fields = entry.fields.map { ($0.name, SecretRedactor.redact($0.value, searching: secrets)) }
+        return entry
+    }
+
+    /// The spellings searched for now; empty when no secret is known.
+    private var searched: [[UInt8]] {
+        secrets.withLock { $0.searched }
+    }
+
+    private static func redact(_ text: String, searching secrets: [[UInt8]]) -> String {
+        guard occurs(secrets, in: text) else { return text }
         var bytes = Array(text.utf8)
-        return redact(&bytes) ? String(decoding: bytes, as: UTF8.self) : text
+        for secret in secrets { _ = replace(secret, in: &bytes) }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Whether any of `secrets` occurs in `text`, searched in place.
+    private static func occurs(_ secrets: [[UInt8]], in text: String) -> Bool {
+        guard !secrets.isEmpty else { return false }
+        var text = text
+        return text.withUTF8 { bytes in
+            secrets.contains { secret in
+                guard let first = secret.first, bytes.count >= secret.count else { return false }
+                return secret.withUnsafeBufferPointer { secret in
+                    for start in 0...(bytes.count - secret.count) where bytes[start] == first {
+                        if UnsafeBufferPointer(rebasing: bytes[start..<start + secret.count]).elementsEqual(secret) {
+                            return true
+                        }
+                    }
+                    return false
+                }
+            }
+        }
     }
 
     /// Replaces every known secret in `bytes` (an answer's body, before it
@@ -134,10 +174,7 @@ package struct RedactingLogSink: LogSink {
         self.redactor = redactor
     }
 
-    package func write(_ entry: LogEntry) {
-        var entry = entry
-        entry.message = redactor.redact(entry.message)
-        entry.fields = entry.fields.map { ($0.name, redactor.redact($0.value)) }
-        inner.write(entry)
+    package func write(_ entry: consuming LogEntry) {
+        inner.write(redactor.redact(entry))
     }
 }
