@@ -52,14 +52,21 @@ package actor DeliveryEngine {
         /// (StoredItemReader), as at intake.
         var acceptEnvelopes: Bool
         var verification: SignedDataPolicy?
+        /// While attempts are in flight, how long after a publication the
+        /// status an ended attempt changed may wait to be published (see
+        /// `publishStatusAfterAttempt`); zero publishes every change. The
+        /// daemon uses `busyStatusInterval`.
+        var statusInterval: Duration
 
         package init(schedule: RetrySchedule = .standard, maxConcurrentDeliveries: Int = 8,
                     maxFileSize: Int = 1 << 20, stopGrace: Duration = .seconds(10),
                     inboxWindow: Int = 4096, inboxWindowWait: Duration = .seconds(1),
                     highWater: Int = 100_000, lowWater: Int = 90_000,
                     probeSchedule: RetrySchedule = .probing, maxRate: Double? = nil,
-                    acceptEnvelopes: Bool = true, verification: SignedDataPolicy? = nil) {
+                    acceptEnvelopes: Bool = true, verification: SignedDataPolicy? = nil,
+                    statusInterval: Duration = .zero) {
             self.schedule = schedule
+            self.statusInterval = statusInterval
             self.acceptEnvelopes = acceptEnvelopes
             self.verification = verification
             self.probeSchedule = probeSchedule
@@ -131,6 +138,10 @@ package actor DeliveryEngine {
     private var timer: Task<Void, Never>?
     private var timerDeadline: Duration?
     private var status = EngineStatus()
+    /// When `status` was last published (the engine clock's `now`).
+    private var statusPublishedAt: Duration?
+    /// The publication of a status that changed too soon after the last.
+    private var statusFlush: Task<Void, Never>?
     /// Intake waiting for room (see `offer`).
     private var room = RoomWaiters()
     /// Called when drops intake handed over earlier could not be taken
@@ -236,6 +247,8 @@ package actor DeliveryEngine {
             grace.cancel()
         }
         phase = .stopped
+        statusFlush?.cancel()
+        statusFlush = nil
         // Left for the next start, they would be orphans it removes, and
         // the delivered items would lose their failure records.
         for key in untidied.all() { tidy(key) }
@@ -852,7 +865,7 @@ package actor DeliveryEngine {
             status.intakeWaitsBelow = nil
             inboxNeedsRescan()
         }
-        publishStatus()
+        publishStatusAfterAttempt()
         if IntakeBackPressure.hasRoomAgain(load, settings.limits) { resumeRoomWaiters() }
         if case .draining = phase, active == 0 { endDrain() }
     }
@@ -925,7 +938,35 @@ package actor DeliveryEngine {
 
     // MARK: Status
 
+    /// In a drain attempts end thousands of times a second, and what reads
+    /// the status (STATUS=, the status file, the metrics) takes it at most
+    /// once a second: while attempts are in flight the status an attempt
+    /// changed is published at most every `Settings.statusInterval`, and at
+    /// once when the last one ends. Building and handing it on each time
+    /// was a few percent of a drain's instructions (bench/FINDINGS.md).
+    private func publishStatusAfterAttempt() {
+        guard active > 0, let statusPublishedAt else { return publishStatus() }
+        let due = statusPublishedAt + settings.statusInterval
+        guard clock.now < due else { return publishStatus() }
+        // Published by then even if no attempt ends meanwhile (they may all
+        // hang until Timeout=).
+        guard statusFlush == nil else { return }
+        statusFlush = Task(executorPreference: executor) { [clock] in
+            do { try await clock.sleep(until: due) } catch { return }
+            await self.flushStatus()
+        }
+    }
+
+    private func flushStatus() {
+        statusFlush = nil
+        publishStatus()
+    }
+
+    /// The daemon's `Settings.statusInterval`.
+    static let busyStatusInterval: Duration = .milliseconds(100)
+
     private func publishStatus() {
+        statusPublishedAt = clock.now
         status.queued = pending.entries.count
         status.delivering = active
         status.held = pending.held.count

@@ -371,7 +371,8 @@ public enum Daemon {
                                 maxFileSize: configuration.spool.maxFileSize,
                                 stopGrace: min(configuration.backend.timeout + .seconds(1), .seconds(20)),
                                 probeSchedule: configuration.backend.probeSchedule,
-                                maxRate: configuration.backend.maxRate)
+                                maxRate: configuration.backend.maxRate,
+                                statusInterval: DeliveryEngine.busyStatusInterval)
     }
 
     static func intakeSettings(_ configuration: Configuration, verification: SignedDataPolicy?) -> Intake.Settings {

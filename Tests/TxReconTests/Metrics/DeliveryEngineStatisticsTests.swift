@@ -96,4 +96,31 @@ struct DeliveryEngineStatisticsTests {
         #expect(afterDelivery.oldestQueuedAt == second.receivedAt)
         #expect(second.receivedAt == first.receivedAt + 1000)
     }
+
+    @Test func whileAttemptsAreInFlightAnEndedOnesStatusWaitsItsIntervalAndTheLastIsPublishedAtOnce() async throws {
+        let transport = ScriptedTransport(default: .status(200))
+        transport.script("a", [.hang])
+        let harness = try EngineHarness(settings: DeliveryEngine.Settings(stopGrace: .seconds(5),
+                                                                          statusInterval: .milliseconds(100)),
+                                        transport: transport)
+        let engine = try await harness.startedEngine()
+        await engine.offer([try harness.envelope("a", version: 1)])
+        await transport.waitForRequests(1)
+        let offeredAt = harness.clock.now
+        await engine.offer([try harness.envelope("b", version: 1)])
+        // b's attempt ended within 100 ms of the offer's publication, with a
+        // still in flight: its status is due at the interval's end, not now.
+        await harness.clock.waitForSleeper(until: offeredAt + .milliseconds(100))
+        #expect(harness.status.latest?.delivered == 0)
+        #expect(harness.status.latest?.queued == 2)
+        harness.clock.advance(by: .milliseconds(100))
+        let afterB = await harness.status.waitFor { $0.delivered == 1 }
+        #expect(afterB.queued == 1)
+        #expect(afterB.delivering == 1)
+        // The last attempt in flight ends: published at once, the clock unmoved.
+        transport.releaseHeld(with: .status(200))
+        let afterA = await harness.status.waitFor { $0.delivered == 2 }
+        #expect(afterA.queued == 0)
+        #expect(afterA.delivering == 0)
+    }
 }
