@@ -70,8 +70,9 @@ final class CurlResponseCapture {
             retryAfter = nil
             return
         }
+        // Most lines are other headers: the first byte tells them apart.
         let name = "retry-after:".utf8
-        guard line.count > name.count,
+        guard line.count > name.count, Self.lowercased(line[0]) == UInt8(ascii: "r"),
               zip(line, name).allSatisfy({ Self.lowercased($0) == $1 })
         else { return }
         let value = line.dropFirst(name.count).drop { Self.isBlank($0) }

@@ -8,6 +8,11 @@ struct DeadlineQueue {
         /// Breaks ties in arrival order, so equal deadlines are first come, first served.
         var sequence: UInt64
         var key: ItemKey
+        /// `deadline` in whole nanoseconds (saturated), what the heap
+        /// compares: Duration's own comparison is a call into the standard
+        /// library, made twice per level of every sift. Deadlines apart by
+        /// less than a nanosecond are taken in arrival order.
+        fileprivate var order: Int64
     }
 
     private var heap: [Entry] = []
@@ -18,7 +23,7 @@ struct DeadlineQueue {
     var first: Entry? { heap.first }
 
     mutating func push(_ key: ItemKey, at deadline: Duration) {
-        heap.append(Entry(deadline: deadline, sequence: nextSequence, key: key))
+        heap.append(Entry(deadline: deadline, sequence: nextSequence, key: key, order: Self.nanoseconds(deadline)))
         nextSequence &+= 1
         siftUp(heap.count - 1)
     }
@@ -36,7 +41,15 @@ struct DeadlineQueue {
     mutating func removeAll() { heap.removeAll(keepingCapacity: true) }
 
     private func precedes(_ a: Int, _ b: Int) -> Bool {
-        heap[a].deadline != heap[b].deadline ? heap[a].deadline < heap[b].deadline : heap[a].sequence < heap[b].sequence
+        heap[a].order != heap[b].order ? heap[a].order < heap[b].order : heap[a].sequence < heap[b].sequence
+    }
+
+    private static func nanoseconds(_ duration: Duration) -> Int64 {
+        let (seconds, attoseconds) = duration.components
+        let (whole, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        guard !overflow else { return seconds < 0 ? .min : .max }
+        let (sum, overflowed) = whole.addingReportingOverflow(attoseconds / 1_000_000_000)
+        return overflowed ? (seconds < 0 ? .min : .max) : sum
     }
 
     private mutating func siftUp(_ index: Int) {
