@@ -944,8 +944,11 @@ package actor DeliveryEngine {
     /// changed is published at most every `Settings.statusInterval`, and at
     /// once when the last one ends. Building and handing it on each time
     /// was a few percent of a drain's instructions (bench/FINDINGS.md).
+    /// Only while running: `stop()` publishes as it begins, and from then on
+    /// every end is published, so the status the daemon leaves behind when
+    /// the grace runs out with attempts still hanging is the last one.
     private func publishStatusAfterAttempt() {
-        guard active > 0, let statusPublishedAt else { return publishStatus() }
+        guard isRunning, active > 0, let statusPublishedAt else { return publishStatus() }
         let due = statusPublishedAt + settings.statusInterval
         guard clock.now < due else { return publishStatus() }
         // Published by then even if no attempt ends meanwhile (they may all

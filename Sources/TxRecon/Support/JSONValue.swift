@@ -168,8 +168,6 @@ private struct JSONParser {
             depth -= 1
             return .object(members)
         }
-        // Room for a typical payload's members at once rather than by doubling.
-        members.reserveCapacity(8)
         while true {
             skipWhitespace()
             guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else {
