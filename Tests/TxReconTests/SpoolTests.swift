@@ -49,6 +49,37 @@ import TxReconTestSupport
         #expect(lstat(layout.new + "/other", &status) == 0 && status.st_nlink == 1, "moved, never linked")
     }
 
+    @Test(arguments: [EINVAL, ENOSYS])
+    func whereTheFileSystemRefusesNoReplaceADropStillNeverReplacesAFile(refusal: Int32) throws {
+        try layout.createMissingDirectories()
+        _ = directory.write("acknowledged", to: "spool/new/same")
+        _ = directory.write("second", to: "spool/tmp/same")
+        let refusing: (String, String) -> Int32 = { _, _ in refusal }
+        let taken = #expect(throws: SpoolError.self) {
+            try SystemCall.renameToNewName(layout.tmp + "/same", layout.new + "/same", noReplace: refusing)
+        }
+        #expect(taken?.code == EEXIST)
+        func text(_ path: String) throws -> String {
+            String(decoding: try SystemCall.readFile(path, limit: 100), as: UTF8.self)
+        }
+        #expect(try text(layout.new + "/same") == "acknowledged", "the drop already there is kept")
+        #expect(try text(layout.tmp + "/same") == "second")
+        try SystemCall.renameToNewName(layout.tmp + "/same", layout.new + "/other", noReplace: refusing)
+        #expect(try text(layout.new + "/other") == "second", "a free name is taken by a plain rename")
+        #expect(SystemCall.isMissing(layout.tmp + "/same"))
+    }
+
+    @Test func anyOtherRefusalOfTheRenameIsAnErrorAndMovesNothing() throws {
+        try layout.createMissingDirectories()
+        _ = directory.write("second", to: "spool/tmp/same")
+        let refused = #expect(throws: SpoolError.self) {
+            try SystemCall.renameToNewName(layout.tmp + "/same", layout.new + "/other", noReplace: { _, _ in EACCES })
+        }
+        #expect(refused?.code == EACCES)
+        #expect(SystemCall.isMissing(layout.new + "/other"))
+        #expect(!SystemCall.isMissing(layout.tmp + "/same"))
+    }
+
     @Test func statusCountsFilesInNewButNotProducersHiddenTemporaries() throws {
         _ = try makeSpool()
         for name in ["a", "b", ".writing"] {
