@@ -17,7 +17,7 @@ final class ReceiverFixture {
     init(receive: String = "", verification: String = DaemonFixture.sampleVerification(), spool: String = "",
          backend: @escaping LoopbackHTTPServer.Handler = { _ in .status(200) }) throws {
         daemon = try DaemonFixture(handler: backend)
-        port = ReceiverFixture.freePort()
+        port = LoopbackPort.unused()
         try daemon.writeConfig("""
             [Receive]
             Listen=127.0.0.1:\(port)
@@ -49,22 +49,6 @@ final class ReceiverFixture {
     func post(_ path: String, sample: String, headers: [(String, String)] = []) async throws -> HTTPReply {
         try await post(path, try SystemCall.readFile(DaemonIntegrationTests.samples + "/" + sample, limit: 1 << 20),
                        headers: headers)
-    }
-
-    static func freePort() -> UInt16 {
-        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(socket) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-                _ = Glibc.bind(socket, pointer, length)
-                return getsockname(socket, pointer, &length)
-            }
-        }
-        return UInt16(bigEndian: address.sin_port)
     }
 
     deinit { receiver?.terminate() }

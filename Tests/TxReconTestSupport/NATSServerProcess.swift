@@ -36,7 +36,7 @@ package final class NATSServerProcess {
         storeDirectory = directory + "/nats-store"
         logDirectory = directory
         self.tls = tls
-        port = try NATSServerProcess.freePort()
+        port = LoopbackPort.unused()
         try await start()
     }
 
@@ -68,23 +68,6 @@ package final class NATSServerProcess {
     package struct StartError: Error, CustomStringConvertible {
         package var log: String
         package var description: String { "nats-server did not become ready:\n\(log)" }
-    }
-
-    /// A port nothing listens on now (bound once to port 0, then released).
-    private static func freePort() throws -> UInt16 {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(descriptor) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { generic in
-                bind(descriptor, generic, length) == 0 && getsockname(descriptor, generic, &length) == 0
-            }
-        }
-        guard bound else { throw StartError(log: "no free port: errno \(errno)") }
-        return UInt16(bigEndian: address.sin_port)
     }
 }
 
