@@ -82,18 +82,33 @@ import TxReconTestSupport
         defer { transport.shutdown() }
         let clock = ContinuousClock()
         let start = clock.now
-        let hungEnded = Mutex(false)
-        async let hung = { () async -> TransportResult in
-            let result = await transport.send(request("hang"))
-            hungEnded.withLock { $0 = true }
-            return result
-        }()
+        // Which exchange ended first is recorded on the worker threads as
+        // each ends: a task resumed after an await can be late by seconds
+        // on a loaded machine (the cooperative pool has two threads), which
+        // once made the 204 look later than the timeout.
+        let ended = EndOrder()
+        let (hangRequest, otherRequest) = (request("hang"), request())
+        async let hung = withCheckedContinuation { (continuation: CheckedContinuation<TransportResult, Never>) in
+            transport.start { send in
+                let result = send(hangRequest)
+                ended.note("hung")
+                continuation.resume(returning: result)
+            }
+        }
         // Generous: under a sanitizer with every suite running, the child
         // task may wait seconds for a thread before it sends anything.
         #expect(await server.waitForRequests(count: 1, timeout: .seconds(20)))
-        #expect(await transport.send(request()) == .response(status: 204, retryAfter: nil, bodyPrefix: []))
-        #expect(hungEnded.withLock { $0 } == false, "the other request completed while the hung one was still waiting")
+        let other = await withCheckedContinuation { (continuation: CheckedContinuation<TransportResult, Never>) in
+            transport.start { send in
+                let result = send(otherRequest)
+                ended.note("other")
+                continuation.resume(returning: result)
+            }
+        }
+        #expect(other == .response(status: 204, retryAfter: nil, bodyPrefix: []))
         #expect(failureKind(await hung) == .timeout)
+        #expect(ended.names == ["other", "hung"],
+                "the other request completed while the hung one was still waiting")
         #expect(clock.now - start >= .seconds(10))
     }
 
@@ -218,4 +233,11 @@ private final class ClosedPort {
     deinit {
         close(socket)
     }
+}
+
+/// The order in which exchanges ended, noted on the threads they ran on.
+private final class EndOrder: Sendable {
+    private let ended = Mutex<[String]>([])
+    func note(_ name: String) { ended.withLock { $0.append(name) } }
+    var names: [String] { ended.withLock { $0 } }
 }
