@@ -72,7 +72,7 @@ package final class SecretRedactor: Sendable {
     private static func redact(_ text: String, searching secrets: [[UInt8]]) -> String {
         guard occurs(secrets, in: text) else { return text }
         var bytes = Array(text.utf8)
-        for secret in secrets { _ = replace(secret, in: &bytes) }
+        replaceAll(secrets, in: &bytes)
         return String(decoding: bytes, as: UTF8.self)
     }
 
@@ -99,10 +99,16 @@ package final class SecretRedactor: Sendable {
     /// is read); whether there was one.
     @discardableResult
     package func redact(_ bytes: inout [UInt8]) -> Bool {
-        let secrets = self.secrets.withLock { $0.searched }
+        SecretRedactor.replaceAll(searched, in: &bytes)
+    }
+
+    /// Replaces every occurrence of each of `secrets` (longest first);
+    /// whether there was one.
+    @discardableResult
+    private static func replaceAll(_ secrets: [[UInt8]], in bytes: inout [UInt8]) -> Bool {
         var changed = false
         for secret in secrets {
-            changed = SecretRedactor.replace(secret, in: &bytes) || changed
+            changed = replace(secret, in: &bytes) || changed
         }
         return changed
     }
