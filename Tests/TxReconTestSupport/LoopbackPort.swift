@@ -10,6 +10,7 @@
 // never handed out by connect(), so a pick there can only meet another
 // test's pick: random over thousands of ports and checked free first.
 import Glibc
+import TxRecon
 
 package enum LoopbackPort {
     /// A port nothing on 127.0.0.1 is bound to now, below the ephemeral range.
@@ -27,15 +28,10 @@ package enum LoopbackPort {
 
     /// The first port of net.ipv4.ip_local_port_range (32768 if unreadable).
     private static func ephemeralRangeStart() -> UInt16 {
-        guard let file = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r") else { return 32_768 }
-        defer { fclose(file) }
-        var low: Int32 = 0, high: Int32 = 0
-        guard withUnsafeMutablePointer(to: &low, { lowPointer in
-            withUnsafeMutablePointer(to: &high) { highPointer in
-                withVaList([lowPointer, highPointer]) { vfscanf(file, "%d %d", $0) }
-            }
-        }) == 2, (1...65_535).contains(low) else { return 32_768 }
-        return UInt16(low)
+        guard let bytes = try? SystemCall.readFile("/proc/sys/net/ipv4/ip_local_port_range", limit: 64),
+              let first = String(decoding: bytes, as: UTF8.self).split(whereSeparator: \.isWhitespace).first,
+              let low = UInt16(first), low > 0 else { return 32_768 }
+        return low
     }
 
     /// Binds a socket to 127.0.0.1:`port` (0: any) and releases it; the port
