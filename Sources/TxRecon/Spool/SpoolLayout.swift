@@ -28,15 +28,19 @@ public struct SpoolLayout: Sendable, Equatable {
     private let itemPrefix: String
 
     public init(root: String) {
-        self.root = root.count > 1 && root.hasSuffix("/") ? String(root.dropLast()) : root
-        inboxPath = "new"
-        itemPrefix = ""
+        self.init(root: root.count > 1 && root.hasSuffix("/") ? String(root.dropLast()) : root,
+                  inboxPath: "new", itemPrefix: "")
     }
 
     private init(root: String, inboxPath: String, itemPrefix: String) {
         self.root = root
         self.inboxPath = inboxPath
         self.itemPrefix = itemPrefix
+        tmp = root + "/tmp"
+        new = root + "/" + inboxPath
+        queue = root + "/" + itemPrefix + "queue"
+        hold = root + "/" + itemPrefix + "hold"
+        done = root + "/" + itemPrefix + "done"
     }
 
     /// Where the destination `name`'s items are: its own directories, or,
@@ -51,12 +55,14 @@ public struct SpoolLayout: Sendable, Equatable {
     /// The directory that holds every destination's own directories.
     public var destinations: String { root + "/destinations" }
 
-    public var tmp: String { root + "/tmp" }
-    public var new: String { root + "/" + inboxPath }
-    public var queue: String { root + "/" + itemPrefix + "queue" }
-    public var hold: String { root + "/" + itemPrefix + "hold" }
+    // Stored, not computed: the engine builds paths from these several
+    // times per delivered item, and each concatenation is an allocation.
+    public let tmp: String
+    public let new: String
+    public let queue: String
+    public let hold: String
     public var rejected: String { root + "/rejected" }
-    public var done: String { root + "/" + itemPrefix + "done" }
+    public let done: String
     /// `new`, `queue`, `hold` or `done` as the spool's files name it
     /// (`queue/KEY`, `destinations/NAME/queue/KEY`), for logs and reasons.
     func relative(_ location: SpoolLocation?) -> String {
