@@ -4,6 +4,7 @@
 // An item is identified by its key and ordered by its version: for one key,
 // only the newest snapshot is worth delivering (a refund supersedes the
 // purchase, never the reverse). Nothing here touches the file system.
+import Glibc
 
 /// What an item is; sent to the backend as the body's `kind`.
 public enum ItemKind: String, Sendable, Codable {
@@ -20,6 +21,11 @@ public enum ItemKind: String, Sendable, Codable {
 public struct ItemKey: Hashable, Sendable, Comparable, CustomStringConvertible {
     /// The key exactly as the producer gave it.
     public let rawValue: String
+    /// Whether the key is its own file name (see `fileName`), worked out
+    /// once: the name is wanted several times per delivery. A flag rather
+    /// than the name itself, which would double the reference counting of
+    /// every copy of a key.
+    private let isOwnFileName: Bool
 
     /// Keys longer than this are refused at intake, so that a key always
     /// fits in a file name once encoded.
@@ -28,6 +34,7 @@ public struct ItemKey: Hashable, Sendable, Comparable, CustomStringConvertible {
     public init?(_ rawValue: String) {
         guard !rawValue.isEmpty, rawValue.utf8.count <= ItemKey.maximumLength else { return nil }
         self.rawValue = rawValue
+        isOwnFileName = rawValue.utf8.allSatisfy(ItemKey.isPlain)
     }
 
     public var description: String { rawValue }
@@ -35,19 +42,26 @@ public struct ItemKey: Hashable, Sendable, Comparable, CustomStringConvertible {
     // Keys are equal when their bytes are, as their file names, idempotency
     // keys and subjects are: String's == takes canonically equivalent text
     // for equal ("caf\u{E9}" and "cafe\u{301}"), which would have one key's
-    // snapshot supersede another key's, never sent. String's == comes first
-    // for its fast paths (one storage, ASCII); equal bytes are equal Strings,
-    // so String's hash stays consistent (equivalent keys merely collide).
+    // snapshot supersede another key's, never sent. So keys compare and hash
+    // as bytes, which is also cheaper than String's Unicode-aware == and
+    // hash: a key is looked up several times per delivery.
     public static func == (lhs: ItemKey, rhs: ItemKey) -> Bool {
-        guard lhs.rawValue == rhs.rawValue else { return false }
-        let sameBytes = lhs.rawValue.utf8.withContiguousStorageIfAvailable { left in
-            rhs.rawValue.utf8.withContiguousStorageIfAvailable { right in left.elementsEqual(right) }
-        }
-        if let sameBytes, let equal = sameBytes { return equal }
-        return lhs.rawValue.utf8.elementsEqual(rhs.rawValue.utf8)
+        lhs.withBytes { left in rhs.withBytes { right in
+            left.count == right.count && memcmp(left.baseAddress!, right.baseAddress!, left.count) == 0
+        } }
     }
 
-    public func hash(into hasher: inout Hasher) { hasher.combine(rawValue) }
+    public func hash(into hasher: inout Hasher) {
+        withBytes { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
+    }
+
+    /// Calls `body` with the key's UTF-8 bytes (never empty). A key's
+    /// String is always native (it is made by decoding bytes), so its
+    /// bytes are contiguous; the copy is only a fallback.
+    private func withBytes<Result>(_ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
+        if let result = rawValue.utf8.withContiguousStorageIfAvailable(body) { return result }
+        return Array(rawValue.utf8).withUnsafeBufferPointer(body)
+    }
 
     public static func < (lhs: ItemKey, rhs: ItemKey) -> Bool {
         lhs.rawValue.utf8.lexicographicallyPrecedes(rhs.rawValue.utf8)
@@ -68,9 +82,8 @@ public struct ItemKey: Hashable, Sendable, Comparable, CustomStringConvertible {
     /// never be an item, and each key has exactly one name.
     public var fileName: String {
         // Transaction ids are digits: most keys are their own file name, and
-        // the string is shared instead of built again (this runs several
-        // times per delivery).
-        if rawValue.utf8.allSatisfy(ItemKey.isPlain) { return rawValue }
+        // the string is shared instead of built again.
+        if isOwnFileName { return rawValue }
         let escapes = rawValue.utf8.count { !ItemKey.isPlain($0) }
         guard rawValue.utf8.count + 2 * escapes <= ItemKey.maximumFileNameLength else {
             return "=" + Base64URL.encode(rawValue.utf8)
@@ -218,19 +231,38 @@ public struct Item: Sendable, Equatable {
     public var key: ItemKey
     public var version: ItemVersion
     public var kind: ItemKind
-    public var fields: ItemFields
+    /// Everything else, behind one reference: an item is copied several
+    /// times between intake and the end of its attempt (into a drop, the
+    /// pending entry, the attempt, its result), and copying a dozen strings
+    /// each time was a few percent of a drain's instructions
+    /// (bench/FINDINGS.md). Set once; a change makes a new one.
+    private var content: Content
+
+    public var fields: ItemFields {
+        get { content.fields }
+        set { content = Content(fields: newValue, signedStrings: signedStrings, payload: payload, context: context) }
+    }
     /// Every original signed string, verbatim, by its Apple name
     /// (`signedTransactionInfo`, `signedRenewalInfo`, `signedPayload`), in
     /// the order they appeared.
-    public var signedStrings: [(name: String, value: String)]
+    public var signedStrings: [(name: String, value: String)] {
+        get { content.signedStrings }
+        set { content = Content(fields: fields, signedStrings: newValue, payload: payload, context: context) }
+    }
     /// The envelope's `payload` as given; nil for App Store items.
-    public var payload: JSONValue?
+    public var payload: JSONValue? {
+        get { content.payload }
+        set { content = Content(fields: fields, signedStrings: signedStrings, payload: newValue, context: context) }
+    }
     /// What the app uploaded beside the signed data (an order id,
     /// `applicationUsername`), which Apple did not sign: an object of the
     /// upload's other members, in their order, delivered as `unverified`
     /// and never used for the key, the version or any decision. nil when
     /// there is none.
-    public var context: JSONValue?
+    public var context: JSONValue? {
+        get { content.context }
+        set { content = Content(fields: fields, signedStrings: signedStrings, payload: payload, context: newValue) }
+    }
 
     public init(key: ItemKey, version: ItemVersion, kind: ItemKind, fields: ItemFields = ItemFields(),
                 signedStrings: [(name: String, value: String)] = [], payload: JSONValue? = nil,
@@ -238,10 +270,7 @@ public struct Item: Sendable, Equatable {
         self.key = key
         self.version = version
         self.kind = kind
-        self.fields = fields
-        self.signedStrings = signedStrings
-        self.payload = payload
-        self.context = context
+        content = Content(fields: fields, signedStrings: signedStrings, payload: payload, context: context)
     }
 
     public static func == (lhs: Item, rhs: Item) -> Bool {
@@ -249,5 +278,21 @@ public struct Item: Sendable, Equatable {
             && lhs.payload == rhs.payload && lhs.context == rhs.context
             && lhs.signedStrings.map(\.name) == rhs.signedStrings.map(\.name)
             && lhs.signedStrings.map(\.value) == rhs.signedStrings.map(\.value)
+    }
+
+    /// Immutable, so shared between copies of an item and between threads.
+    private final class Content: Sendable {
+        let fields: ItemFields
+        let signedStrings: [(name: String, value: String)]
+        let payload: JSONValue?
+        let context: JSONValue?
+
+        init(fields: ItemFields, signedStrings: [(name: String, value: String)], payload: JSONValue?,
+             context: JSONValue?) {
+            self.fields = fields
+            self.signedStrings = signedStrings
+            self.payload = payload
+            self.context = context
+        }
     }
 }
