@@ -87,7 +87,7 @@ package struct RequestBuilder: Sendable {
         body.add("versionToken", item.version.description)
         body.add("kind", item.kind.rawValue)
         body.add("attempt", Int64(attempt))
-        body.add("receivedAt", RFC3339Timestamp.format(millisecondsSince1970: receivedAt))
+        body.add("receivedAt", timestamp: receivedAt)
         let fields = item.fields
         func add(_ name: String, _ value: String?) {
             if let value { body.add(name, value) }

@@ -23,22 +23,34 @@ struct ItemEvents: Sendable {
     /// from there, never accepted into queue/; this entry is then its only one.
     func delivered(_ key: ItemKey, kind: ItemKind?, version: ItemVersion?, attempt: Int, confirmation: Confirmation,
                    file: String? = nil) {
-        var extra: [(String, String)] = []
-        extra.reserveCapacity(5)
-        extra.append(("TXRECON_ATTEMPT", String(attempt)))
+        // One entry per delivered item, thousands a second in a drain: the
+        // fields and the message are each built once, at their final size.
+        var fields = ItemEvents.fields(.delivered, key: key, kind: kind, version: version, room: 5)
+        let attemptText = String(attempt)
+        fields.append(("TXRECON_ATTEMPT", attemptText))
         switch confirmation {
         case let .http(status):
-            extra.append(("TXRECON_HTTP_STATUS", String(status)))
+            fields.append(("TXRECON_HTTP_STATUS", String(status)))
         case let .stream(name, sequence, duplicate):
-            extra += [("TXRECON_STREAM", name), ("TXRECON_STREAM_SEQUENCE", String(sequence)),
-                      ("TXRECON_STREAM_DUPLICATE", duplicate ? "1" : "0")]
+            fields += [("TXRECON_STREAM", name), ("TXRECON_STREAM_SEQUENCE", String(sequence)),
+                       ("TXRECON_STREAM_DUPLICATE", duplicate ? "1" : "0")]
         }
-        var message = "\(key): delivered on attempt \(attempt) (\(confirmation))"
-        if let file {
-            extra.append(("TXRECON_FILE", file))
-            message += " from new/" + LogText.escaped(file)
+        let confirmationText = confirmation.description
+        let fileText = file.map { LogText.escaped($0) }
+        var message = ""
+        message.reserveCapacity(key.rawValue.utf8.count + confirmationText.utf8.count + (fileText?.utf8.count ?? 0) + 48)
+        message += key.rawValue
+        message += ": delivered on attempt "
+        message += attemptText
+        message += " ("
+        message += confirmationText
+        message += ")"
+        if let file, let fileText {
+            fields.append(("TXRECON_FILE", file))
+            message += " from new/"
+            message += fileText
         }
-        write(.info, message, MessageID.delivered, .delivered, key: key, kind: kind, version: version, extra: extra)
+        sink.write(LogEntry(.info, message, messageID: MessageID.delivered, fields: fields))
     }
 
     func deferred(_ key: ItemKey, kind: ItemKind?, version: ItemVersion?, attempt: Int, reason: String,
@@ -103,15 +115,22 @@ struct ItemEvents: Sendable {
 
     private func write(_ priority: LogPriority, _ message: String, _ id: String, _ outcome: ItemOutcome,
                        key: ItemKey?, kind: ItemKind?, version: ItemVersion?, extra: [(String, String)]) {
+        var fields = ItemEvents.fields(outcome, key: key, kind: kind, version: version, room: extra.count)
+        for (name, value) in extra { fields.append((name, value)) }
+        sink.write(LogEntry(priority, message, messageID: id, fields: fields))
+    }
+
+    /// The fields every item event has, with room for `room` more and the
+    /// one DestinationLogSink adds: the entry then goes down the sinks
+    /// without being copied or regrown.
+    private static func fields(_ outcome: ItemOutcome, key: ItemKey?, kind: ItemKind?, version: ItemVersion?,
+                               room: Int) -> [(name: String, value: String)] {
         var fields: [(name: String, value: String)] = []
-        // Room for every field and the one DestinationLogSink adds: the
-        // entry then goes down the sinks without being copied or regrown.
-        fields.reserveCapacity(5 + extra.count)
+        fields.reserveCapacity(5 + room)
         if let key { fields.append(("TXRECON_ID", key.rawValue)) }
         if let kind { fields.append(("TXRECON_KIND", kind.rawValue)) }
         fields.append(("TXRECON_OUTCOME", outcome.rawValue))
         if let version { fields.append(("TXRECON_VERSION", version.description)) }
-        for (name, value) in extra { fields.append((name, value)) }
-        sink.write(LogEntry(priority, message, messageID: id, fields: fields))
+        return fields
     }
 }

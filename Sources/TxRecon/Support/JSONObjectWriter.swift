@@ -23,6 +23,14 @@ struct JSONObjectWriter {
         bytes.append(contentsOf: String(value).utf8)
     }
 
+    /// `value` (ms since 1970) as an RFC 3339 string, written in place.
+    mutating func add(_ name: String, timestamp value: Int64) {
+        begin(name)
+        bytes.append(UInt8(ascii: "\""))
+        RFC3339Timestamp.append(millisecondsSince1970: value, to: &bytes)
+        bytes.append(UInt8(ascii: "\""))
+    }
+
     mutating func add(_ name: String, _ value: JSONValue) {
         begin(name)
         value.write(to: &bytes)

@@ -7,10 +7,17 @@ enum RFC3339Timestamp {
     /// Years outside 0…9999 are not representable in RFC 3339 and are
     /// clamped to that range.
     static func format(millisecondsSince1970 milliseconds: Int64) -> String {
-        let (daysSince1970, millisecondOfDay) = floorDivision(milliseconds, 86_400_000)
-        let (year, month, day) = civilDate(daysSince1970: daysSince1970)
         var text: [UInt8] = []
         text.reserveCapacity(24)
+        append(millisecondsSince1970: milliseconds, to: &text)
+        return String(decoding: text, as: UTF8.self)
+    }
+
+    /// Appends what `format` returns to `text`, for a writer that would
+    /// otherwise copy the String's bytes straight into its own buffer.
+    static func append(millisecondsSince1970 milliseconds: Int64, to text: inout [UInt8]) {
+        let (daysSince1970, millisecondOfDay) = floorDivision(milliseconds, 86_400_000)
+        let (year, month, day) = civilDate(daysSince1970: daysSince1970)
         append(min(max(year, 0), 9999), digits: 4, to: &text)
         text.append(UInt8(ascii: "-"))
         append(month, digits: 2, to: &text)
@@ -25,7 +32,6 @@ enum RFC3339Timestamp {
         text.append(UInt8(ascii: "."))
         append(millisecondOfDay % 1000, digits: 3, to: &text)
         text.append(UInt8(ascii: "Z"))
-        return String(decoding: text, as: UTF8.self)
     }
 
     /// Year, month (1…12) and day (1…31) of the day `daysSince1970` after
