@@ -29,13 +29,9 @@ struct ArrivalOrder {
         return heap.first?.deadline.milliseconds
     }
 
-    /// Keeps only live entries: O(n log n), after at least n stale ones
-    /// piled up, so O(log n) per arrival on average.
+    /// Keeps only live entries: O(n), after at least n stale ones piled
+    /// up, so O(1) per arrival on average.
     private mutating func compact(_ receivedAt: (ItemKey) -> Int64?) {
-        var live = DeadlineQueue()
-        while let entry = heap.popFirst() {
-            if receivedAt(entry.key) == entry.deadline.milliseconds { live.push(entry.key, at: entry.deadline) }
-        }
-        heap = live
+        heap = DeadlineQueue(heapifying: heap.entries.filter { receivedAt($0.key) == $0.deadline.milliseconds })
     }
 }

@@ -18,9 +18,25 @@ struct DeadlineQueue {
     private var heap: [Entry] = []
     private var nextSequence: UInt64 = 0
 
+    init() {}
+
+    /// A queue of `entries` as they are (sequence numbers kept), ordered in
+    /// O(n) rather than by n pushes.
+    init(heapifying entries: [Entry]) {
+        heap = entries
+        nextSequence = (entries.map(\.sequence).max() ?? 0) &+ 1
+        var index = heap.count / 2
+        while index > 0 {
+            index -= 1
+            siftDown(index)
+        }
+    }
+
     var isEmpty: Bool { heap.isEmpty }
     var count: Int { heap.count }
     var first: Entry? { heap.first }
+    /// Every entry, in no particular order.
+    var entries: [Entry] { heap }
 
     mutating func push(_ key: ItemKey, at deadline: Duration) {
         heap.append(Entry(deadline: deadline, sequence: nextSequence, key: key, order: Self.nanoseconds(deadline)))
@@ -40,7 +56,10 @@ struct DeadlineQueue {
     /// Drops every entry; used when the heap holds mostly stale entries.
     mutating func removeAll() { heap.removeAll(keepingCapacity: true) }
 
-    private func precedes(_ a: Int, _ b: Int) -> Bool {
+    /// Whether `heap[a]` comes before `heap[b]`; on the buffer, so that a
+    /// comparison reads two integers without copying the entries (and
+    /// retaining and releasing their keys) out of the array.
+    private static func precedes(_ heap: UnsafeMutableBufferPointer<Entry>, _ a: Int, _ b: Int) -> Bool {
         heap[a].order != heap[b].order ? heap[a].order < heap[b].order : heap[a].sequence < heap[b].sequence
     }
 
@@ -53,26 +72,30 @@ struct DeadlineQueue {
     }
 
     private mutating func siftUp(_ index: Int) {
-        var child = index
-        while child > 0 {
-            let parent = (child - 1) / 2
-            guard precedes(child, parent) else { return }
-            heap.swapAt(child, parent)
-            child = parent
+        heap.withUnsafeMutableBufferPointer { heap in
+            var child = index
+            while child > 0 {
+                let parent = (child - 1) / 2
+                guard Self.precedes(heap, child, parent) else { return }
+                heap.swapAt(child, parent)
+                child = parent
+            }
         }
     }
 
     private mutating func siftDown(_ index: Int) {
-        var parent = index
-        while true {
-            let left = 2 * parent + 1
-            let right = left + 1
-            var smallest = parent
-            if left < heap.count, precedes(left, smallest) { smallest = left }
-            if right < heap.count, precedes(right, smallest) { smallest = right }
-            guard smallest != parent else { return }
-            heap.swapAt(parent, smallest)
-            parent = smallest
+        heap.withUnsafeMutableBufferPointer { heap in
+            var parent = index
+            while true {
+                let left = 2 * parent + 1
+                let right = left + 1
+                var smallest = parent
+                if left < heap.count, Self.precedes(heap, left, smallest) { smallest = left }
+                if right < heap.count, Self.precedes(heap, right, smallest) { smallest = right }
+                guard smallest != parent else { return }
+                heap.swapAt(parent, smallest)
+                parent = smallest
+            }
         }
     }
 }

@@ -14,7 +14,9 @@ import Glibc
 final class HandoffQueue<Element: Sendable>: @unchecked Sendable {
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
-    private var elements: [Element] = []
+    /// Taken elements are moved out (left nil), so clearing the array once
+    /// all are taken has nothing left to release.
+    private var elements: [Element?] = []
     private var head = 0
     private var closed = false
 
@@ -57,7 +59,7 @@ final class HandoffQueue<Element: Sendable>: @unchecked Sendable {
             pthread_cond_wait(condition, mutex)
         }
         guard !closed else { return nil }
-        let element = elements[head]
+        let element = elements[head].take()!
         head += 1
         if head == elements.count {
             elements.removeAll(keepingCapacity: true)
@@ -95,7 +97,7 @@ final class HandoffQueue<Element: Sendable>: @unchecked Sendable {
             }
         }
         guard !closed else { return .closed }
-        let element = elements[head]
+        let element = elements[head].take()!
         head += 1
         if head == elements.count {
             elements.removeAll(keepingCapacity: true)
@@ -111,7 +113,7 @@ final class HandoffQueue<Element: Sendable>: @unchecked Sendable {
         defer { pthread_mutex_unlock(mutex) }
         guard !closed else { return [] }
         closed = true
-        let left = Array(elements[head...])
+        let left = elements[head...].map { $0! }
         elements.removeAll()
         head = 0
         pthread_cond_broadcast(condition)
