@@ -94,7 +94,7 @@ public struct SpoolInspector: Sendable {
     /// or a `Directory=` naming the wrong place, can then be told as such
     /// instead of as the first read that fails.
     public func missingDirectory(reading directories: [Listable], inbox: Bool = false) -> String? {
-        ([layout.root] + (inbox ? [layout.new] : []) + directories.map(path)).first(where: SystemCall.isMissing)
+        ([layout.root] + (inbox ? [layout.new] : []) + directories.map(path)).first { SystemCall.isMissing($0) }
     }
 
     /// Everything known about one key: where it is, its content, its state.

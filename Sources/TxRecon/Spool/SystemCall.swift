@@ -49,7 +49,14 @@ package enum SystemCall {
     }
 
     static func rename(_ from: String, _ to: String) throws(SpoolError) {
-        guard Glibc.rename(from, to) == 0 else { throw SpoolError("rename to \(to) from", from) }
+        try rename(from, to, in: SpoolDirectory.workingDirectory)
+    }
+
+    /// rename(2) of `from` to `to`, both relative to `directory`.
+    static func rename(_ from: String, _ to: String, in directory: SpoolDirectory) throws(SpoolError) {
+        guard renameat(directory.descriptor, from, directory.descriptor, to) == 0 else {
+            throw SpoolError("rename to \(directory.shown(to)) from", directory.shown(from))
+        }
     }
 
     /// Renames `from` to a name no other file has: a new name that exists
@@ -91,11 +98,16 @@ package enum SystemCall {
 
     /// Gives `from` the second name `to`; any other failure is thrown.
     static func link(_ from: String, _ to: String) throws(SpoolError) -> Linked {
-        guard Glibc.link(from, to) != 0 else { return .linked }
+        try link(from, to, in: SpoolDirectory.workingDirectory)
+    }
+
+    /// link(2) of `from` to `to`, both relative to `directory`.
+    static func link(_ from: String, _ to: String, in directory: SpoolDirectory) throws(SpoolError) -> Linked {
+        guard linkat(directory.descriptor, from, directory.descriptor, to, 0) != 0 else { return .linked }
         switch errno {
         case EEXIST: return .exists
         case EPERM, EMLINK, EOPNOTSUPP, ENOSYS: return .refused
-        default: throw SpoolError("link to \(to) from", from)
+        default: throw SpoolError("link to \(directory.shown(to)) from", directory.shown(from))
         }
     }
 
@@ -131,14 +143,16 @@ package enum SystemCall {
     }
 
     /// Whether nothing is at `path` now (false when that cannot be told).
-    static func isMissing(_ path: String) -> Bool {
+    static func isMissing(_ path: String, in directory: SpoolDirectory = .workingDirectory) -> Bool {
         var info = stat()
-        return lstat(path, &info) != 0 && errno == ENOENT
+        return fstatat(directory.descriptor, path, &info, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT
     }
 
     /// Removes a file; a missing file is not an error.
-    static func unlinkIfPresent(_ path: String) throws(SpoolError) {
-        guard Glibc.unlink(path) == 0 || errno == ENOENT else { throw SpoolError("unlink", path) }
+    static func unlinkIfPresent(_ path: String, in directory: SpoolDirectory = .workingDirectory) throws(SpoolError) {
+        guard unlinkat(directory.descriptor, path, 0) == 0 || errno == ENOENT else {
+            throw SpoolError("unlink", directory.shown(path))
+        }
     }
 
     static func makeDirectory(_ path: String, mode: mode_t) throws(SpoolError) {
@@ -154,11 +168,11 @@ package enum SystemCall {
     }
 
     /// `lstat(2)`; nil when the path does not exist.
-    static func linkStatus(_ path: String) throws(SpoolError) -> stat? {
+    static func linkStatus(_ path: String, in directory: SpoolDirectory = .workingDirectory) throws(SpoolError) -> stat? {
         var info = stat()
-        if lstat(path, &info) == 0 { return info }
+        if fstatat(directory.descriptor, path, &info, AT_SYMLINK_NOFOLLOW) == 0 { return info }
         if errno == ENOENT { return nil }
-        throw SpoolError("lstat", path)
+        throw SpoolError("lstat", directory.shown(path))
     }
 
     /// Names in a directory, without `.` and `..`, in directory order. Names
@@ -218,12 +232,12 @@ package enum SystemCall {
     /// read that asked for more and brought the total to exactly that size
     /// ends the loop: a regular file reads short only at its end, so the
     /// read that would return 0 is saved (one system call per drop).
-    static func readAll(_ fd: Int32, path: String, limit: Int, statSize: Int? = nil) throws(SpoolError) -> [UInt8] {
+    static func readAll(_ fd: Int32, path: @autoclosure () -> String, limit: Int, statSize: Int? = nil) throws(SpoolError) -> [UInt8] {
         var buffer = [UInt8](repeating: 0, count: min(limit, max(statSize ?? 4096, 0)) + 1)
         var count = 0
         while true {
             if count == buffer.count {
-                guard buffer.count <= limit else { throw SpoolError("read", path, EFBIG) }
+                guard buffer.count <= limit else { throw SpoolError("read", path(), EFBIG) }
                 buffer.append(contentsOf: repeatElement(0, count: min(buffer.count, limit + 1 - buffer.count)))
             }
             let got = buffer.withUnsafeMutableBytes { raw in
@@ -231,12 +245,12 @@ package enum SystemCall {
             }
             if got < 0 {
                 if errno == EINTR { continue }
-                throw SpoolError("read", path)
+                throw SpoolError("read", path())
             }
             if got == 0 { break }
             let askedForMore = count + got < buffer.count
             count += got
-            if count > limit { throw SpoolError("read", path, EFBIG) }
+            if count > limit { throw SpoolError("read", path(), EFBIG) }
             if askedForMore, count == statSize { break }
         }
         buffer.removeSubrange(count...)

@@ -1,0 +1,45 @@
+// SpoolDirectory: a directory the spool's system calls name files relative
+// to, held open as a descriptor (O_PATH) for the *at(2) calls.
+//
+// The daemon moves every item by name several times, and with absolute
+// names the kernel walks the whole path (/var/spool/txrecon/new/NAME) at
+// each call; relative to the spool root it walks two components. Postfix
+// gets the same by changing into its queue directory, which a library that
+// serves several spools in one process cannot do.
+import CGlibcExtras
+import Glibc
+
+/// An open directory, or the working directory (names as given).
+final class SpoolDirectory: Sendable {
+    /// What the *at(2) calls take: the directory's descriptor, or AT_FDCWD.
+    let descriptor: Int32
+    /// The directory's path, with a slash, for messages; empty for the
+    /// working directory.
+    private let prefix: String
+
+    /// Names are taken as they are (absolute paths, as elsewhere).
+    static let workingDirectory = SpoolDirectory(descriptor: AT_FDCWD, prefix: "")
+
+    private init(descriptor: Int32, prefix: String) {
+        self.descriptor = descriptor
+        self.prefix = prefix
+    }
+
+    /// `path` opened as a directory, or the working directory when it
+    /// cannot be (it does not exist yet): names are then given absolute,
+    /// and nothing but speed differs.
+    static func open(_ path: String) -> SpoolDirectory {
+        let descriptor = Glibc.open(path, TXR_O_PATH | O_DIRECTORY | O_CLOEXEC)
+        return descriptor >= 0 ? SpoolDirectory(descriptor: descriptor, prefix: path + "/") : workingDirectory
+    }
+
+    /// Whether names are taken relative to an open directory.
+    var isOpen: Bool { descriptor != AT_FDCWD }
+
+    /// `name` as a message names it: the whole path.
+    func shown(_ name: String) -> String { prefix + name }
+
+    deinit {
+        if descriptor != AT_FDCWD { close(descriptor) }
+    }
+}
