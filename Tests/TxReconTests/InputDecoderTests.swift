@@ -159,6 +159,16 @@ func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
         #expect(item.signedStrings.isEmpty)
     }
 
+    @Test func anEnvelopeKeepsItsPayloadsExactText() throws {
+        // Whitespace, escapes and the member order inside the payload as the
+        // file holds them; the parsed payload is the same value.
+        let payload = "{ \"b\" : 1.50,\n  \"a\": [\"caf\\u00e9\", null] }"
+        let text = #"{"payload":"# + payload + #" , "id":"order-17","version":3}"#
+        let item = try #require(decodeItem(bytes(text)))
+        #expect(item.payloadText == bytes(payload))
+        #expect(item.payload == (try JSONValue.parse(payload)))
+    }
+
     @Test func anEnvelopePayloadMayBeAnyJSONValue() throws {
         let item = try #require(decodeItem(TestDrop.envelope(id: "k", version: 0, payload: .null)))
         #expect(item.payload == .null)

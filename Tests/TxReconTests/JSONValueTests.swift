@@ -9,6 +9,17 @@ import Testing
         #expect(value.serializedString == #"{"a":2000000123456789012,"b":1.50}"#)
     }
 
+    @Test func theRangeOfATopLevelMemberIsItsValuesText() throws {
+        let text = Array(#"{"a": {"payload": 1}, "payload" : [ 1, "x" ] , "z": 2}"#.utf8)
+        let (value, range) = try JSONValue.parse(text, findingMember: "payload")
+        #expect(value == (try JSONValue.parse(text)))
+        let found = try #require(range)
+        #expect(String(decoding: text[found], as: UTF8.self) == #"[ 1, "x" ]"#)
+        // Only the top level: a nested member of that name is not it.
+        #expect(try JSONValue.parse(Array(#"{"a": {"payload": 1}}"#.utf8), findingMember: "payload").1 == nil)
+        #expect(try JSONValue.parse(Array("[1]".utf8), findingMember: "payload").1 == nil)
+    }
+
     @Test func duplicateKeysAreRefused() {
         #expect(throws: JSONError.self) { try JSONValue.parse(#"{"a":1,"a":2}"#) }
     }

@@ -120,6 +120,19 @@ import Testing
         }
     }
 
+    @Test func anEnvelopeReadFromAFileIsSentWithThePayloadsBytesAsTheFileHoldsThem() throws {
+        let payload = "{ \"b\" : 1.50,\n  \"a\": [\"caf\\u00e9\", null] }"
+        let file = #"{"id":"order-17","version":3,"payload":"# + payload + "}"
+        guard case let .item(item) = try InputDecoder().decode(Array(file.utf8)) else {
+            Issue.record("not one item")
+            return
+        }
+        let body = String(decoding: build(item).body, as: UTF8.self)
+        #expect(body == #"{"id":"order-17","version":3,"versionToken":"3","kind":"envelope","attempt":1,"#
+            + #""receivedAt":"2023-07-22T04:26:40.123Z","payload":"# + payload + "}")
+        #expect(try JSONValue.parse(body)["payload"] == JSONValue.parse(payload))
+    }
+
     @Test func envelopeBodyEndsWithThePayloadAsGiven() throws {
         let body = String(decoding: build(try envelope()).body, as: UTF8.self)
         #expect(body == #"{"id":"order-17","version":3,"versionToken":"3","kind":"envelope","attempt":1,"#

@@ -77,11 +77,11 @@ package struct RequestBuilder: Sendable {
     /// `receivedAt` (RFC 3339 UTC), the decoded fields that are set, every
     /// original signed string under its Apple name (`receipt` for a
     /// receipt's purchase, base64 as uploaded), `payload` for
-    /// envelopes, and `unverified`: the app's context, which Apple did not
-    /// sign.
+    /// envelopes (byte for byte as the file holds it, when read from one),
+    /// and `unverified`: the app's context, which Apple did not sign.
     static func body(for item: Item, attempt: Int, receivedAt: Int64) -> [UInt8] {
         let signedLength = item.signedStrings.reduce(0) { $0 + $1.value.utf8.count }
-        var body = JSONObjectWriter(reservingCapacity: 768 + signedLength)
+        var body = JSONObjectWriter(reservingCapacity: 768 + signedLength + (item.payloadText?.count ?? 0))
         body.add("id", item.key.rawValue)
         body.add("version", item.version.primary)
         body.add("versionToken", item.version.description)
@@ -116,7 +116,9 @@ package struct RequestBuilder: Sendable {
         for (name, value) in item.signedStrings {
             body.add(name, value)
         }
-        if let payload = item.payload {
+        if let text = item.payloadText {
+            body.add("payload", json: text)
+        } else if let payload = item.payload {
             body.add("payload", payload)
         }
         if let context = item.context {

@@ -105,8 +105,9 @@ struct InputDecoder: Sendable {
 
     private func decodeJSON(_ input: [UInt8], parsed: inout ParsedSignedStrings) throws(Rejection) -> DecodedInput {
         let value: JSONValue
+        let payloadRange: Range<Int>?
         do {
-            value = try JSONValue.parse(input)
+            (value, payloadRange) = try JSONValue.parse(input, findingMember: "payload")
         } catch {
             throw Rejection(.notJSON, "the file starts like JSON (formats 2 to 5) but is not valid JSON: \(error)")
         }
@@ -116,7 +117,7 @@ struct InputDecoder: Sendable {
         if value["signedTransactions"] != nil { return try decodeHistoryPage(value) }
         if value["receipt"] != nil { return try decodeReceiptUpload(value, parsed: &parsed) }
         if value["id"] != nil || value["version"] != nil || value["payload"] != nil {
-            return .item(try decodeEnvelope(value))
+            return .item(try decodeEnvelope(value, payloadText: payloadRange.map { Array(input[$0]) }))
         }
         if value["signedRenewalInfo"] != nil {
             throw Rejection(.unsupportedContent, "the file holds a signedRenewalInfo without a signedTransactionInfo; "
@@ -214,7 +215,8 @@ struct InputDecoder: Sendable {
     }
 
     /// Format 5: `{"id": "<key>", "version": <integer ≥ 0>, "payload": <any JSON>}`.
-    private func decodeEnvelope(_ value: JSONValue) throws(Rejection) -> Item {
+    /// `payloadText`: the payload's bytes as the file holds them.
+    private func decodeEnvelope(_ value: JSONValue, payloadText: [UInt8]?) throws(Rejection) -> Item {
         guard acceptEnvelopes else {
             throw Rejection(.envelopesDisabled, "the file is a generic envelope (format 5), which this configuration "
                 + "does not accept; set AcceptEnvelopes=yes in the [Verification] section to accept envelopes")
@@ -228,7 +230,8 @@ struct InputDecoder: Sendable {
             throw reader.invalid("version", versionValue, expected: "an integer from 0 to \(Int64.max)")
         }
         let payload = try reader.require("payload")
-        return Item(key: key, version: ItemVersion(primary: version), kind: .envelope, payload: payload)
+        return Item(key: key, version: ItemVersion(primary: version), kind: .envelope, payload: payload,
+                    payloadText: payloadText)
     }
 
     // MARK: - Shared steps

@@ -240,20 +240,26 @@ public struct Item: Sendable, Equatable {
 
     public var fields: ItemFields {
         get { content.fields }
-        set { content = Content(fields: newValue, signedStrings: signedStrings, payload: payload, context: context) }
+        set { content = content.with { $0.fields = newValue } }
     }
     /// Every original signed string, verbatim, by its Apple name
     /// (`signedTransactionInfo`, `signedRenewalInfo`, `signedPayload`), in
     /// the order they appeared.
     public var signedStrings: [(name: String, value: String)] {
         get { content.signedStrings }
-        set { content = Content(fields: fields, signedStrings: newValue, payload: payload, context: context) }
+        set { content = content.with { $0.signedStrings = newValue } }
     }
     /// The envelope's `payload` as given; nil for App Store items.
     public var payload: JSONValue? {
         get { content.payload }
-        set { content = Content(fields: fields, signedStrings: signedStrings, payload: newValue, context: context) }
+        set { content = content.with { $0.payload = newValue; $0.payloadText = nil } }
     }
+    /// The envelope's `payload` exactly as the file holds it, when the item
+    /// was read from one: the body carries these bytes rather than
+    /// `payload` written out again, which was a few percent of a drain's
+    /// instructions, and the payload reaches the backend byte for byte as
+    /// given. nil for App Store items and items made in code.
+    var payloadText: [UInt8]? { content.payloadText }
     /// What the app uploaded beside the signed data (an order id,
     /// `applicationUsername`), which Apple did not sign: an object of the
     /// upload's other members, in their order, delivered as `unverified`
@@ -261,16 +267,25 @@ public struct Item: Sendable, Equatable {
     /// there is none.
     public var context: JSONValue? {
         get { content.context }
-        set { content = Content(fields: fields, signedStrings: signedStrings, payload: payload, context: newValue) }
+        set { content = content.with { $0.context = newValue } }
     }
 
     public init(key: ItemKey, version: ItemVersion, kind: ItemKind, fields: ItemFields = ItemFields(),
                 signedStrings: [(name: String, value: String)] = [], payload: JSONValue? = nil,
                 context: JSONValue? = nil) {
+        self.init(key: key, version: version, kind: kind, fields: fields, signedStrings: signedStrings,
+                  payload: payload, payloadText: nil, context: context)
+    }
+
+    /// `payloadText`: `payload`'s bytes as the file holds them.
+    init(key: ItemKey, version: ItemVersion, kind: ItemKind, fields: ItemFields = ItemFields(),
+         signedStrings: [(name: String, value: String)] = [], payload: JSONValue?, payloadText: [UInt8]?,
+         context: JSONValue? = nil) {
         self.key = key
         self.version = version
         self.kind = kind
-        content = Content(fields: fields, signedStrings: signedStrings, payload: payload, context: context)
+        content = Content(fields: fields, signedStrings: signedStrings, payload: payload, payloadText: payloadText,
+                          context: context)
     }
 
     public static func == (lhs: Item, rhs: Item) -> Bool {
@@ -285,14 +300,33 @@ public struct Item: Sendable, Equatable {
         let fields: ItemFields
         let signedStrings: [(name: String, value: String)]
         let payload: JSONValue?
+        let payloadText: [UInt8]?
         let context: JSONValue?
 
         init(fields: ItemFields, signedStrings: [(name: String, value: String)], payload: JSONValue?,
-             context: JSONValue?) {
+             payloadText: [UInt8]?, context: JSONValue?) {
             self.fields = fields
             self.signedStrings = signedStrings
             self.payload = payload
+            self.payloadText = payloadText
             self.context = context
+        }
+
+        /// A copy with `change` made to it.
+        func with(_ change: (inout Changes) -> Void) -> Content {
+            var changes = Changes(fields: fields, signedStrings: signedStrings, payload: payload,
+                                  payloadText: payloadText, context: context)
+            change(&changes)
+            return Content(fields: changes.fields, signedStrings: changes.signedStrings, payload: changes.payload,
+                           payloadText: changes.payloadText, context: changes.context)
+        }
+
+        struct Changes {
+            var fields: ItemFields
+            var signedStrings: [(name: String, value: String)]
+            var payload: JSONValue?
+            var payloadText: [UInt8]?
+            var context: JSONValue?
         }
     }
 }

@@ -31,6 +31,13 @@ struct JSONObjectWriter {
         bytes.append(UInt8(ascii: "\""))
     }
 
+    /// `text`, a JSON value's exact text (valid JSON: the caller's to
+    /// ensure), copied as it is.
+    mutating func add(_ name: String, json text: [UInt8]) {
+        begin(name)
+        bytes.append(contentsOf: text)
+    }
+
     mutating func add(_ name: String, _ value: JSONValue) {
         begin(name)
         value.write(to: &bytes)

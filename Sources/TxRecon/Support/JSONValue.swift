@@ -92,6 +92,18 @@ extension JSONValue {
     public static func parse(_ text: String) throws(JSONError) -> JSONValue {
         try parse(Array(text.utf8))
     }
+
+    /// Parses `bytes` as `parse` does and also tells where the value of the
+    /// top-level object's member `name` is in them (nil when there is no
+    /// such member, or the document is not an object).
+    static func parse(_ bytes: [UInt8], findingMember name: String) throws(JSONError) -> (JSONValue, Range<Int>?) {
+        try bytes.withUnsafeBufferPointer { (buffer) throws(JSONError) -> (JSONValue, Range<Int>?) in
+            var parser = JSONParser(buffer)
+            parser.wantedMember = name
+            let value = try parser.parseDocument()
+            return (value, parser.wantedMemberRange)
+        }
+    }
 }
 
 private struct JSONParser {
@@ -102,6 +114,10 @@ private struct JSONParser {
     let bytes: UnsafeBufferPointer<UInt8>
     var index = 0
     var depth = 0
+    /// A member of the top-level object whose value's byte range is wanted,
+    /// and that range once parsed.
+    var wantedMember: String?
+    var wantedMemberRange: Range<Int>?
 
     init(_ bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
 
@@ -185,7 +201,9 @@ private struct JSONParser {
             guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw fail("expected ':'") }
             index += 1
             skipWhitespace()
+            let start = index
             members.append((key, try parseValue()))
+            if depth == 1, key == wantedMember { wantedMemberRange = start..<index }
             skipWhitespace()
             guard index < bytes.count else { throw fail("unexpected end of input") }
             if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
