@@ -230,8 +230,12 @@ struct InputDecoder: Sendable {
             throw reader.invalid("version", versionValue, expected: "an integer from 0 to \(Int64.max)")
         }
         let payload = try reader.require("payload")
-        return Item(key: key, version: ItemVersion(primary: version), kind: .envelope, payload: payload,
-                    payloadText: payloadText)
+        // The item keeps the payload's bytes and lets its parsed value go
+        // here, on the thread that made it: only the bytes are sent.
+        guard let payloadText else {
+            return Item(key: key, version: ItemVersion(primary: version), kind: .envelope, payload: payload)
+        }
+        return Item(key: key, version: ItemVersion(primary: version), payloadText: payloadText)
     }
 
     // MARK: - Shared steps

@@ -251,12 +251,13 @@ public struct Item: Sendable, Equatable {
     }
     /// The envelope's `payload` as given; nil for App Store items.
     public var payload: JSONValue? {
-        get { content.payload }
+        get { content.payload ?? content.payloadText.flatMap { try? JSONValue.parse($0) } }
         set { content = content.with { $0.payload = newValue; $0.payloadText = nil } }
     }
     /// The envelope's `payload` exactly as the file holds it, when the item
-    /// was read from one: the body carries these bytes rather than
-    /// `payload` written out again, which was a few percent of a drain's
+    /// was read from one (then the item keeps only these bytes, and
+    /// `payload` parses them when asked): the body carries them rather than
+    /// the payload written out again, which was a few percent of a drain's
     /// instructions, and the payload reaches the backend byte for byte as
     /// given. nil for App Store items and items made in code.
     var payloadText: [UInt8]? { content.payloadText }
@@ -277,10 +278,15 @@ public struct Item: Sendable, Equatable {
                   payload: payload, payloadText: nil, context: context)
     }
 
-    /// `payloadText`: `payload`'s bytes as the file holds them.
-    init(key: ItemKey, version: ItemVersion, kind: ItemKind, fields: ItemFields = ItemFields(),
-         signedStrings: [(name: String, value: String)] = [], payload: JSONValue?, payloadText: [UInt8]?,
-         context: JSONValue? = nil) {
+    /// An envelope read from a file: `payloadText` is its payload's bytes as
+    /// the file holds them (valid JSON, which the caller has checked).
+    init(key: ItemKey, version: ItemVersion, payloadText: [UInt8]) {
+        self.init(key: key, version: version, kind: .envelope, payload: nil, payloadText: payloadText)
+    }
+
+    private init(key: ItemKey, version: ItemVersion, kind: ItemKind, fields: ItemFields = ItemFields(),
+                 signedStrings: [(name: String, value: String)] = [], payload: JSONValue?, payloadText: [UInt8]?,
+                 context: JSONValue? = nil) {
         self.key = key
         self.version = version
         self.kind = kind
