@@ -73,15 +73,9 @@ public final class CurlTransport: Transport {
     /// what they commit stays consistent) with a `send` that fails at once.
     public func start(_ exchange: @escaping @Sendable (_ send: (DeliveryRequest) -> TransportResult) -> Void) {
         let options = self.options.withLock { $0 }
-        let job = CurlJob(options: options) { send in
-            exchange { request in
-                if let name = request.headers.first(where: { !Self.isSafe($0.name) || !Self.isSafe($0.value) })?.name {
-                    return .failure(TransportFailure(.other, "header \(name) contains a line break or NUL; not sent"))
-                }
-                return send(request)
-            }
-        }
-        if let refused = jobs.put(job) { refused.refuse() }
+        // The worker refuses a header that holds a line break or NUL
+        // (CurlHeaderList), before anything is sent.
+        if let refused = jobs.put(CurlJob(options: options, execute: exchange)) { refused.refuse() }
     }
 
     /// Uses `settings` and `tls` for every attempt that starts after this call.
@@ -94,11 +88,6 @@ public final class CurlTransport: Transport {
     /// later ones fail at once. Does not wait for the threads; idempotent.
     public func shutdown() {
         for job in jobs.close() { job.refuse() }
-    }
-
-    /// A header line must not be split or cut short by its own content.
-    private static func isSafe(_ text: String) -> Bool {
-        !text.utf8.contains { $0 == 0x0A || $0 == 0x0D || $0 == 0 }
     }
 
     /// The transport could not start; the daemon cannot deliver without it.

@@ -14,6 +14,7 @@ final class CurlWorker {
     /// curl writes its detailed message for a failed transfer here.
     private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE))
     private let response = CurlResponseCapture()
+    private let headers = CurlHeaderList()
     /// The settings the handle is configured with; nil before the first
     /// attempt and after a failed configuration.
     private var configured: CurlOptions?
@@ -45,12 +46,16 @@ final class CurlWorker {
             if let failure = configure(options) { return .failure(failure) }
             configured = options
         }
-        // "Name:" would remove a header, "Name;" sends it empty.
-        let lines = request.headers.map { $0.value.isEmpty ? "\($0.name);" : "\($0.name): \($0.value)" }
+        // "Expect:" sends the body at once; waiting for "100 Continue" costs a round trip.
         errorBuffer[0] = 0
         response.reset()
-        guard let code = CurlEasy.post(handle, body: request.body, headerLines: lines) else {
-            return .failure(TransportFailure(.other, "out of memory building headers"))
+        let code: CURLcode
+        do {
+            code = try headers.withList(request.headers, then: ["Expect:"]) { list in
+                CurlEasy.post(handle, body: request.body, headers: list)
+            }
+        } catch {
+            return .failure(TransportFailure(.other, "header \(error.name) contains a line break or NUL; not sent"))
         }
 
         if code == CURLE_OK || (code == CURLE_WRITE_ERROR && response.bodyTooLong) {

@@ -1,8 +1,8 @@
 // CurlEasy: what the delivery workers and the App Store Server API
 // client do alike with a curl easy handle: the options every POST of ours
-// carries, and one POST, which builds and frees its header list, hands curl
-// the body without a copy and leaves neither on the handle, so nothing points
-// at freed memory between requests.
+// carries, and one POST, which hands curl the body without a copy and the
+// caller's header list, and leaves neither on the handle, so nothing points
+// at memory that changes between requests.
 // Reports: curl's result codes, named by option.
 import CCurl
 
@@ -41,18 +41,12 @@ enum CurlEasy {
         ]
     }
 
-    /// Performs the POST of `body` with `headerLines` ("Name: value"), on
-    /// the calling thread; blocks until curl is done.
-    static func post(_ handle: UnsafeMutableRawPointer, body: [UInt8], headerLines: [String]) -> CURLcode? {
-        var headers: UnsafeMutablePointer<curl_slist>?
-        defer { curl_slist_free_all(headers) }
-        // "Expect:" sends the body at once; waiting for "100 Continue" costs a round trip.
-        for line in headerLines + ["Expect:"] {
-            // On failure curl_slist_append returns NULL and leaves the list as it was.
-            guard let longer = curl_slist_append(headers, line) else { return nil }
-            headers = longer
-        }
-        return body.withUnsafeBytes { bytes -> CURLcode in
+    /// Performs the POST of `body` with `headers` (a list in the caller's
+    /// storage, see CurlHeaderList), on the calling thread; blocks until
+    /// curl is done.
+    static func post(_ handle: UnsafeMutableRawPointer, body: [UInt8],
+                     headers: UnsafeMutablePointer<curl_slist>?) -> CURLcode {
+        body.withUnsafeBytes { bytes -> CURLcode in
             // POSTFIELDS with a null pointer would make curl read the body
             // from stdin, so an empty body points at a static empty string.
             let emptyBody = UnsafeMutableRawPointer(mutating: ("" as StaticString).utf8Start)
@@ -67,15 +61,9 @@ enum CurlEasy {
         }
     }
 
-    /// Performs a GET with `headerLines`, on the calling thread; leaves the
+    /// Performs a GET with `headers`, on the calling thread; leaves the
     /// handle set for POST again.
-    static func get(_ handle: UnsafeMutableRawPointer, headerLines: [String]) -> CURLcode? {
-        var headers: UnsafeMutablePointer<curl_slist>?
-        defer { curl_slist_free_all(headers) }
-        for line in headerLines {
-            guard let longer = curl_slist_append(headers, line) else { return nil }
-            headers = longer
-        }
+    static func get(_ handle: UnsafeMutableRawPointer, headers: UnsafeMutablePointer<curl_slist>?) -> CURLcode {
         _ = txr_curl_setopt_long(handle, CURLOPT_HTTPGET, 1)
         _ = txr_curl_setopt_slist(handle, CURLOPT_HTTPHEADER, headers)
         let code = curl_easy_perform(handle)

@@ -76,6 +76,7 @@ package final class AppStoreAPIClient {
     private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE))
     private let response = CurlResponseCapture(keeping: AppStoreAPIClient.answerLimit,
                                                readingAtMost: AppStoreAPIClient.answerLimit)
+    private let headers = CurlHeaderList()
 
     /// curl could not be set up (out of memory, or an option this libcurl
     /// refuses); the sweep cannot run.
@@ -155,14 +156,19 @@ package final class AppStoreAPIClient {
         guard let token = tokens.token(nowMilliseconds: clock.wallMilliseconds) else {
             return .unreachable("OpenSSL could not sign the request token")
         }
-        let lines = ["Authorization: Bearer \(token)", "Content-Type: application/json", "Accept: application/json",
-                     "User-Agent: txrecon/\(TxReconVersion.current)"]
+        let fields = [("Authorization", "Bearer \(token)"), ("Content-Type", "application/json"),
+                      ("Accept", "application/json"), ("User-Agent", "txrecon/\(TxReconVersion.current)")]
         errorBuffer[0] = 0
         response.reset()
         _ = txr_curl_setopt_string(handle, CURLOPT_URL, url)
-        let performed = body.map { CurlEasy.post(handle, body: $0, headerLines: lines) }
-            ?? CurlEasy.get(handle, headerLines: lines)
-        guard let code = performed else { return .unreachable("out of memory building headers") }
+        let code: CURLcode
+        do {
+            code = try headers.withList(fields) { list in
+                body.map { CurlEasy.post(handle, body: $0, headers: list) } ?? CurlEasy.get(handle, headers: list)
+            }
+        } catch {
+            return .unreachable("the request header \(error.name) holds a line break")
+        }
         if response.bodyTooLong {
             return .malformed("the answer is larger than \(Self.answerLimit) bytes")
         }

@@ -1,0 +1,58 @@
+import CCurl
+import Testing
+@testable import TxRecon
+
+@Suite struct CurlHeaderListTests {
+    /// The lines `list` gives curl for `headers` and `lines`, in list order.
+    private func lines(_ list: CurlHeaderList, _ headers: [(name: String, value: String)],
+                       then fixed: [StaticString] = []) throws -> [String] {
+        try list.withList(headers, then: fixed) { first in
+            var lines: [String] = []
+            var node = first
+            while let current = node {
+                lines.append(String(cString: current.pointee.data))
+                node = current.pointee.next
+            }
+            return lines
+        }
+    }
+
+    @Test func eachHeaderIsOneLineInOrderThenTheFixedLines() throws {
+        let built = try lines(CurlHeaderList(), [("Content-Type", "application/json"),
+                                                 ("Idempotency-Key", "2000000123:17")], then: ["Expect:"])
+        #expect(built == ["Content-Type: application/json", "Idempotency-Key: 2000000123:17", "Expect:"])
+    }
+
+    @Test func anEmptyValueIsSentEmptyNotRemoved() throws {
+        #expect(try lines(CurlHeaderList(), [("X-Empty", "")]) == ["X-Empty;"])
+    }
+
+    @Test func noHeadersIsNoList() throws {
+        #expect(try CurlHeaderList().withList([]) { $0 == nil })
+    }
+
+    @Test func aHeaderWithALineBreakOrNULIsRefusedByNameAndNothingIsBuilt() {
+        let list = CurlHeaderList()
+        for (name, value) in [("X-Bad", "a\r\nX-Injected: 1"), ("X-Bad", "a\nb"), ("X-Bad", "a\u{0}b"),
+                              ("X-Bad\r\nX-Injected", "1")] {
+            var called = false
+            #expect(throws: CurlHeaderList.UnsafeHeader.self) {
+                try list.withList([("Content-Type", "application/json"), (name, value)]) { _ in called = true }
+            }
+            do {
+                try list.withList([(name, value)]) { _ in }
+            } catch {
+                #expect(error.name == name)
+            }
+            #expect(!called)
+        }
+    }
+
+    @Test func oneListServesRequestsOfAnySizeInTurn() throws {
+        let list = CurlHeaderList()
+        let long = String(repeating: "v", count: 5000)
+        let many = (0..<20).map { ("X-\($0)", long) }
+        #expect(try lines(list, many) == many.map { "\($0.0): \($0.1)" })
+        #expect(try lines(list, [("A", "1")], then: ["Expect:"]) == ["A: 1", "Expect:"])
+    }
+}
