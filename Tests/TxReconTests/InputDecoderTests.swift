@@ -169,6 +169,22 @@ func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
         #expect(item.payload == (try JSONValue.parse(payload)))
     }
 
+    @Test func aMemberNamedPayloadBesideAnotherFormatKeepsItsPlace() throws {
+        // Set aside by the parser for envelopes, put back for the others:
+        // the app's context keeps its members in their order.
+        let transaction = TestJWS.transaction()
+        let text = #"{"orderID":"A-17","payload":{"x":[1,2]},"signedTransactionInfo":""# + transaction
+            + #"","applicationUsername":"order-17"}"#
+        let item = try #require(decodeItem(bytes(text)))
+        #expect(item.context
+            == (try JSONValue.parse(#"{"orderID":"A-17","payload":{"x":[1,2]},"applicationUsername":"order-17"}"#)))
+    }
+
+    @Test func anEnvelopeWithAPayloadButNoIdIsRefusedForTheMissingId() throws {
+        let rejection = try #require(decodeRejection(bytes(#"{"payload":{"a":1}}"#)))
+        #expect(rejection.detail.contains("id"))
+    }
+
     @Test func anEnvelopePayloadMayBeAnyJSONValue() throws {
         let item = try #require(decodeItem(TestDrop.envelope(id: "k", version: 0, payload: .null)))
         #expect(item.payload == .null)

@@ -9,15 +9,56 @@ import Testing
         #expect(value.serializedString == #"{"a":2000000123456789012,"b":1.50}"#)
     }
 
-    @Test func theRangeOfATopLevelMemberIsItsValuesText() throws {
+    @Test func aSetAsideMemberIsLeftOutAndItsTextAndPlaceAreGiven() throws {
         let text = Array(#"{"a": {"payload": 1}, "payload" : [ 1, "x" ] , "z": 2}"#.utf8)
-        let (value, range) = try JSONValue.parse(text, findingMember: "payload")
-        #expect(value == (try JSONValue.parse(text)))
-        let found = try #require(range)
-        #expect(String(decoding: text[found], as: UTF8.self) == #"[ 1, "x" ]"#)
-        // Only the top level: a nested member of that name is not it.
-        #expect(try JSONValue.parse(Array(#"{"a": {"payload": 1}}"#.utf8), findingMember: "payload").1 == nil)
-        #expect(try JSONValue.parse(Array("[1]".utf8), findingMember: "payload").1 == nil)
+        let (value, setAside) = try JSONValue.parse(text, settingAside: "payload")
+        #expect(value == (try JSONValue.parse(#"{"a": {"payload": 1}, "z": 2}"#)))
+        let found = try #require(setAside)
+        #expect(String(decoding: text[found.range], as: UTF8.self) == #"[ 1, "x" ]"#)
+        #expect(found.position == 1)
+        // Only the top level: a nested member of that name is built as any other.
+        let nested = try JSONValue.parse(Array(#"{"a": {"payload": 1}}"#.utf8), settingAside: "payload")
+        #expect(nested.0 == (try JSONValue.parse(#"{"a": {"payload": 1}}"#)) && nested.1 == nil)
+        #expect(try JSONValue.parse(Array("[1]".utf8), settingAside: "payload").1 == nil)
+    }
+
+    /// What parsing with "payload" set aside must agree on with a plain
+    /// parse: whether the text is JSON, and if not, the error.
+    static let setAsideCases: [String] = [
+        #"{"payload": {"a": 1, "a": 2}}"#, #"{"payload": 1, "payload": 2}"#, #"{"payload": "\u00e9\ud83d\ude00"}"#,
+        #"{"payload": "\ud800"}"#, #"{"payload": "a\u0001"}"#, "{\"payload\": \"a\u{1}\"}", #"{"payload": "\x"}"#,
+        #"{"payload": 01}"#, #"{"payload": -}"#, #"{"payload": 1.}"#, #"{"payload": 1e}"#, #"{"payload": tru}"#,
+        #"{"payload": [1, 2,]}"#, #"{"payload": {"a" 1}}"#, #"{"payload": {"a": 1,}}"#, #"{"payload": ["#,
+        #"{"payload": "unterminated}"#, #"{"payload": [1] "id": 2}"#, #"{"payload": [1]} x"#, #"{"payload"}"#,
+        "{\"payload\": \"\u{FF}\"}", #"{"id": "k", "version": 1, "payload": {"deep": "#
+            + String(repeating: "[", count: 70) + String(repeating: "]", count: 70) + "}}",
+        #"{"id": "k", "version": 1, "payload": {"b": 1.50, "a": [true, null, false, "x\"y", {"c": {}}]}}"#,
+    ]
+
+    @Test(arguments: setAsideCases + FuzzCorpusTests.inputs.compactMap { path in
+        (try? SystemCall.readFile(path, limit: 1 << 20)).map { String(decoding: $0, as: UTF8.self) }
+    })
+    func settingAMemberAsideAcceptsAndRefusesWhatAPlainParseDoes(text: String) throws {
+        let bytes = Array(text.utf8)
+        let plain = Result { () throws(JSONError) in try JSONValue.parse(bytes) }
+        let aside = Result { () throws(JSONError) in try JSONValue.parse(bytes, settingAside: "payload") }
+        switch (plain, aside) {
+        case let (.failure(expected), .failure(error)):
+            #expect(error == expected)
+        case let (.success(value), .success((rest, setAside))):
+            guard let setAside else {
+                #expect(rest == value)
+                return
+            }
+            guard case var .object(members) = rest else {
+                Issue.record("not an object")
+                return
+            }
+            members.insert(("payload", try JSONValue.parse(bytes[setAside.range])), at: setAside.position)
+            #expect(JSONValue.object(members) == value)
+        default:
+            Issue.record("a plain parse gave \(plain), setting aside gave \(aside)")
+        }
     }
 
     @Test func duplicateKeysAreRefused() {

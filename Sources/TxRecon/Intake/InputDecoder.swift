@@ -104,20 +104,29 @@ struct InputDecoder: Sendable {
     // MARK: - Formats 2 to 5: JSON objects
 
     private func decodeJSON(_ input: [UInt8], parsed: inout ParsedSignedStrings) throws(Rejection) -> DecodedInput {
-        let value: JSONValue
-        let payloadRange: Range<Int>?
+        var value: JSONValue
+        let payload: JSONValue.SetAside?
         do {
-            (value, payloadRange) = try JSONValue.parse(input, findingMember: "payload")
+            // An envelope's payload is sent as the file holds it: checked
+            // here, not built (JSONValue.parse(_:settingAside:)).
+            (value, payload) = try JSONValue.parse(input, settingAside: "payload")
         } catch {
             throw Rejection(.notJSON, "the file starts like JSON (formats 2 to 5) but is not valid JSON: \(error)")
         }
-        guard case .object = value else { throw InputDecoder.notAnObject(value) }
+        guard case var .object(members) = value else { throw InputDecoder.notAnObject(value) }
+        if let payload, !InputDecoder.isEnvelope(value) {
+            // A member named `payload` beside another format's: put back
+            // where it was, to be judged as any other member. It parsed
+            // once already, so it parses again.
+            members.insert(("payload", (try? JSONValue.parse(input[payload.range])) ?? .null), at: payload.position)
+            value = .object(members)
+        }
         if value["signedPayload"] != nil { return .item(try decodeNotificationBody(value, parsed: &parsed)) }
         if value["signedTransactionInfo"] != nil { return .item(try decodeTransactionUpload(value, parsed: &parsed)) }
         if value["signedTransactions"] != nil { return try decodeHistoryPage(value) }
         if value["receipt"] != nil { return try decodeReceiptUpload(value, parsed: &parsed) }
-        if value["id"] != nil || value["version"] != nil || value["payload"] != nil {
-            return .item(try decodeEnvelope(value, payloadText: payloadRange.map { Array(input[$0]) }))
+        if InputDecoder.isEnvelope(value) || value["payload"] != nil {
+            return .item(try decodeEnvelope(value, payloadText: payload.map { Array(input[$0.range]) }))
         }
         if value["signedRenewalInfo"] != nil {
             throw Rejection(.unsupportedContent, "the file holds a signedRenewalInfo without a signedTransactionInfo; "
@@ -215,7 +224,16 @@ struct InputDecoder: Sendable {
     }
 
     /// Format 5: `{"id": "<key>", "version": <integer ≥ 0>, "payload": <any JSON>}`.
-    /// `payloadText`: the payload's bytes as the file holds them.
+    /// Whether an object is the envelope (format 5) rather than another
+    /// format: none of the other formats' members, and one of its own
+    /// beside `payload`, which `value` may lack (set aside by the parser).
+    private static func isEnvelope(_ value: JSONValue) -> Bool {
+        ["signedPayload", "signedTransactionInfo", "signedTransactions", "receipt"].allSatisfy { value[$0] == nil }
+            && (value["id"] != nil || value["version"] != nil)
+    }
+
+    /// `payloadText`: the payload's bytes as the file holds them, when the
+    /// parser set them aside (then `value` has no `payload` member).
     private func decodeEnvelope(_ value: JSONValue, payloadText: [UInt8]?) throws(Rejection) -> Item {
         guard acceptEnvelopes else {
             throw Rejection(.envelopesDisabled, "the file is a generic envelope (format 5), which this configuration "
@@ -229,13 +247,11 @@ struct InputDecoder: Sendable {
         guard let version = versionValue.int64Value, version >= 0 else {
             throw reader.invalid("version", versionValue, expected: "an integer from 0 to \(Int64.max)")
         }
-        let payload = try reader.require("payload")
-        // The item keeps the payload's bytes and lets its parsed value go
-        // here, on the thread that made it: only the bytes are sent.
-        guard let payloadText else {
-            return Item(key: key, version: ItemVersion(primary: version), kind: .envelope, payload: payload)
+        if let payloadText, value["payload"] == nil {
+            return Item(key: key, version: ItemVersion(primary: version), payloadText: payloadText)
         }
-        return Item(key: key, version: ItemVersion(primary: version), payloadText: payloadText)
+        let payload = try reader.require("payload")
+        return Item(key: key, version: ItemVersion(primary: version), kind: .envelope, payload: payload)
     }
 
     // MARK: - Shared steps

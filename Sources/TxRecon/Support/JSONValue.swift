@@ -93,16 +93,28 @@ extension JSONValue {
         try parse(Array(text.utf8))
     }
 
-    /// Parses `bytes` as `parse` does and also tells where the value of the
-    /// top-level object's member `name` is in them (nil when there is no
-    /// such member, or the document is not an object).
-    static func parse(_ bytes: [UInt8], findingMember name: String) throws(JSONError) -> (JSONValue, Range<Int>?) {
-        try bytes.withUnsafeBufferPointer { (buffer) throws(JSONError) -> (JSONValue, Range<Int>?) in
+    /// Parses `bytes` as `parse` does, but for the value of the top-level
+    /// object's member `name`, which is checked by the same rules and not
+    /// built: the member is left out of the value returned, and its range in
+    /// `bytes` is returned beside it (nil when there is no such member, or
+    /// the document is not an object). For a member that is usually sent on
+    /// as it is, such as an envelope's payload; `JSONValue.parse` of the
+    /// range gives its value when it is wanted after all.
+    static func parse(_ bytes: [UInt8], settingAside name: String) throws(JSONError) -> (JSONValue, SetAside?) {
+        try bytes.withUnsafeBufferPointer { (buffer) throws(JSONError) -> (JSONValue, SetAside?) in
             var parser = JSONParser(buffer)
-            parser.wantedMember = name
+            parser.setAside = name
             let value = try parser.parseDocument()
-            return (value, parser.wantedMemberRange)
+            return (value, parser.setAsideFound)
         }
+    }
+
+    /// Where a member set aside by `parse(_:settingAside:)` was.
+    struct SetAside: Equatable {
+        /// Its value's bytes in the document.
+        var range: Range<Int>
+        /// Its place among the object's members.
+        var position: Int
     }
 }
 
@@ -114,10 +126,14 @@ private struct JSONParser {
     let bytes: UnsafeBufferPointer<UInt8>
     var index = 0
     var depth = 0
-    /// A member of the top-level object whose value's byte range is wanted,
-    /// and that range once parsed.
-    var wantedMember: String?
-    var wantedMemberRange: Range<Int>?
+    /// A member of the top-level object whose value is checked but not
+    /// built, and where that value is once parsed.
+    var setAside: String?
+    var setAsideFound: JSONValue.SetAside?
+    /// Whether values are built; false while a set-aside value is checked,
+    /// which goes through the same rules (member names are still built, for
+    /// the duplicate check) and yields `.null` in their place.
+    var building = true
 
     init(_ bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
 
@@ -145,7 +161,9 @@ private struct JSONParser {
         switch bytes[index] {
         case UInt8(ascii: "{"): return try parseObject()
         case UInt8(ascii: "["): return try parseArray()
-        case UInt8(ascii: "\""): return .string(try parseString())
+        case UInt8(ascii: "\""):
+            let text = try parseString(building: building)
+            return building ? .string(text) : .null
         case UInt8(ascii: "t"): try expectLiteral("true"); return .bool(true)
         case UInt8(ascii: "f"): try expectLiteral("false"); return .bool(false)
         case UInt8(ascii: "n"): try expectLiteral("null"); return .null
@@ -190,7 +208,7 @@ private struct JSONParser {
                 throw fail("expected a member name")
             }
             let keyOffset = index
-            let key = try parseString()
+            let key = try parseString(building: true)
             if seen == nil, members.count == JSONParser.linearKeyCheckLimit {
                 seen = Set(members.lazy.map(\.0))
             }
@@ -201,9 +219,18 @@ private struct JSONParser {
             guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw fail("expected ':'") }
             index += 1
             skipWhitespace()
-            let start = index
-            members.append((key, try parseValue()))
-            if depth == 1, key == wantedMember { wantedMemberRange = start..<index }
+            if depth == 1, building, key == setAside {
+                // Checked, not built; still noted, so that a second member
+                // of that name is found a duplicate.
+                let start = index
+                building = false
+                _ = try parseValue()
+                building = true
+                setAsideFound = JSONValue.SetAside(range: start..<index, position: members.count)
+                members.append((key, .null))
+            } else {
+                members.append((key, try parseValue()))
+            }
             skipWhitespace()
             guard index < bytes.count else { throw fail("unexpected end of input") }
             if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
@@ -211,6 +238,8 @@ private struct JSONParser {
             throw fail("expected ',' or '}'")
         }
         depth -= 1
+        guard building else { return .null }
+        if depth == 0, let setAsideFound { members.remove(at: setAsideFound.position) }
         return .object(members)
     }
 
@@ -226,7 +255,8 @@ private struct JSONParser {
         }
         while true {
             skipWhitespace()
-            elements.append(try parseValue())
+            let element = try parseValue()
+            if building { elements.append(element) }
             skipWhitespace()
             guard index < bytes.count else { throw fail("unexpected end of input") }
             if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
@@ -260,6 +290,7 @@ private struct JSONParser {
             guard index < bytes.count, isDigit(bytes[index]) else { throw fail("invalid exponent") }
             while index < bytes.count, isDigit(bytes[index]) { index += 1 }
         }
+        guard building else { return .null }
         return .number(String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self))
     }
 
@@ -267,7 +298,8 @@ private struct JSONParser {
 
     /// Parses a string starting at its opening quote. Validates UTF-8 and
     /// escapes; the fast path copies runs without escapes in one step.
-    mutating func parseString() throws(JSONError) -> String {
+    /// Without `building`, the same checks and an empty String.
+    mutating func parseString(building: Bool) throws(JSONError) -> String {
         index += 1
         var utf8: [UInt8] = []
         var runStart = index
@@ -279,6 +311,7 @@ private struct JSONParser {
                 defer { index += 1 }
                 // Most strings have no escape (an escape always adds to
                 // `utf8`): make the String straight from the input.
+                guard building else { return "" }
                 if utf8.isEmpty {
                     return String(decoding: UnsafeBufferPointer(rebasing: bytes[runStart..<index]), as: UTF8.self)
                 }
