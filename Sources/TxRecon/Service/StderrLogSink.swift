@@ -45,34 +45,45 @@ public final class StderrLogSink: LogSink {
 
     /// The line for `entry`, newline included. Field values that are empty or
     /// contain blanks, quotes, backslashes or control characters are quoted.
-    /// Built as bytes: the daemon writes two of these per delivered item, and
-    /// per-character String building was a few percent of a drain's CPU.
+    /// Built as bytes, from each text's own bytes where it needs no escape:
+    /// the daemon writes one of these per delivered item.
     static func line(for entry: LogEntry) -> [UInt8] {  // internal for testing
         var line: [UInt8] = []
         line.reserveCapacity(entry.message.utf8.count + entry.fields.count * 32 + 16)
-        line.append(contentsOf: entry.priority.word.utf8)
-        line.append(contentsOf: [UInt8(ascii: ":"), UInt8(ascii: " ")])
-        var message = entry.message
-        message.withUTF8 { bytes in
+        withBytes(entry.priority.word) { line.append(contentsOf: $0) }
+        line.append(UInt8(ascii: ":"))
+        line.append(UInt8(ascii: " "))
+        withBytes(entry.message) { bytes in
             if bytes.contains(where: isControl) { append(bytes, quoting: false, to: &line) } else { line.append(contentsOf: bytes) }
         }
-        for field in entry.fields {
-            line.append(UInt8(ascii: " "))
-            line.append(contentsOf: field.name.utf8)
-            line.append(UInt8(ascii: "="))
-            var value = field.value
-            value.withUTF8 { bytes in
-                // Nearly every value needs neither quotes nor escapes: one
-                // scan, then the bytes as they are.
-                if bytes.isEmpty || bytes.contains(where: needsQuotes) {
-                    append(bytes, quoting: true, to: &line)
-                } else {
-                    line.append(contentsOf: bytes)
+        // Through the buffer: a field read in place, not copied out of the
+        // array (two strings retained and released) for each one.
+        entry.fields.withUnsafeBufferPointer { fields in
+            for index in fields.indices {
+                line.append(UInt8(ascii: " "))
+                withBytes(fields[index].name) { line.append(contentsOf: $0) }
+                line.append(UInt8(ascii: "="))
+                withBytes(fields[index].value) { bytes in
+                    // Nearly every value needs neither quotes nor escapes: one
+                    // scan, then the bytes as they are.
+                    if bytes.isEmpty || bytes.contains(where: needsQuotes) {
+                        append(bytes, quoting: true, to: &line)
+                    } else {
+                        line.append(contentsOf: bytes)
+                    }
                 }
             }
         }
         line.append(UInt8(ascii: "\n"))
         return line
+    }
+
+    /// Calls `body` with `text`'s UTF-8 bytes: in place for a native string,
+    /// through a copy otherwise.
+    private static func withBytes<Result>(_ text: String, _ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
+        if let result = text.utf8.withContiguousStorageIfAvailable(body) { return result }
+        var copy = text
+        return copy.withUTF8(body)
     }
 
     /// Whether a value holding `byte` is written in quotes.
