@@ -33,6 +33,12 @@ import Testing
         "{\"payload\": \"\u{FF}\"}", #"{"id": "k", "version": 1, "payload": {"deep": "#
             + String(repeating: "[", count: 70) + String(repeating: "]", count: 70) + "}}",
         #"{"id": "k", "version": 1, "payload": {"b": 1.50, "a": [true, null, false, "x\"y", {"c": {}}]}}"#,
+        // Names equal only once decoded, or as Strings (canonically equivalent).
+        #"{"payload": {"caf\u00e9": 1, "café": 2}}"#, #"{"payload": {"cafe\u0301": 1, "café": 2}}"#,
+        #"{"payload": {"a\"b": 1, "a\u0022b": 2}}"#, #"{"payload": {"ab": 1, "a\u0062": 2}}"#,
+        #"{"payload": {"ab": 1, "abc": 2, "a": 3}}"#,
+        "{\"payload\": {" + (0..<40).map { "\"k\($0)\": \($0)" }.joined(separator: ", ") + ", \"k7\": 0}}",
+        "{\"payload\": {" + (0..<40).map { "\"k\($0)\": \($0)" }.joined(separator: ", ") + "}}",
     ]
 
     @Test(arguments: setAsideCases + FuzzCorpusTests.inputs.compactMap { path in

@@ -131,9 +131,13 @@ private struct JSONParser {
     var setAside: String?
     var setAsideFound: JSONValue.SetAside?
     /// Whether values are built; false while a set-aside value is checked,
-    /// which goes through the same rules (member names are still built, for
-    /// the duplicate check) and yields `.null` in their place.
+    /// which goes through the same rules and yields `.null` in their place.
     var building = true
+    /// While checking without building: the member names (their text
+    /// between the quotes) of the objects being checked, innermost last,
+    /// for the duplicate check; and whether each is plain (ASCII without an
+    /// escape, so that its bytes compare as its String does).
+    var checkedNames: [(text: Range<Int>, plain: Bool)] = []
 
     init(_ bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
 
@@ -196,11 +200,12 @@ private struct JSONParser {
         // (no set to build and hash for the small objects of every JWS),
         // through a set from then on, so a hostile object stays linear.
         var seen: Set<String>?
+        let firstName = checkedNames.count
         skipWhitespace()
         if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
             index += 1
             depth -= 1
-            return .object(members)
+            return building ? .object(members) : .null
         }
         while true {
             skipWhitespace()
@@ -208,6 +213,19 @@ private struct JSONParser {
                 throw fail("expected a member name")
             }
             let keyOffset = index
+            guard building else {
+                try checkName(at: keyOffset, of: firstName, seen: &seen)
+                skipWhitespace()
+                guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw fail("expected ':'") }
+                index += 1
+                skipWhitespace()
+                _ = try parseValue()
+                skipWhitespace()
+                guard index < bytes.count else { throw fail("unexpected end of input") }
+                if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
+                if bytes[index] == UInt8(ascii: "}") { index += 1; break }
+                throw fail("expected ',' or '}'")
+            }
             let key = try parseString(building: true)
             if seen == nil, members.count == JSONParser.linearKeyCheckLimit {
                 seen = Set(members.lazy.map(\.0))
@@ -238,9 +256,43 @@ private struct JSONParser {
             throw fail("expected ',' or '}'")
         }
         depth -= 1
-        guard building else { return .null }
+        guard building else {
+            checkedNames.removeSubrange(firstName...)
+            return .null
+        }
         if depth == 0, let setAsideFound { members.remove(at: setAsideFound.position) }
         return .object(members)
+    }
+
+    /// The duplicate check of a member name while checking without
+    /// building (the name starts at `offset`; the object's names start at
+    /// `first` in `checkedNames`): the same verdict as the check on built
+    /// Strings, comparing bytes where they are plain and Strings otherwise.
+    mutating func checkName(at offset: Int, of first: Int, seen: inout Set<String>?) throws(JSONError) {
+        _ = try parseString(building: false)
+        let text = offset + 1..<index - 1
+        let plain = !bytes[text].contains { $0 >= 0x80 || $0 == UInt8(ascii: "\\") }
+        if seen == nil, checkedNames.count - first == JSONParser.linearKeyCheckLimit {
+            seen = Set(checkedNames[first...].map { name(at: $0.text) })
+        }
+        let duplicate: Bool
+        if seen != nil {
+            duplicate = !seen!.insert(name(at: text)).inserted
+        } else {
+            duplicate = checkedNames[first...].contains { earlier in
+                plain && earlier.plain ? bytes[earlier.text].elementsEqual(bytes[text])
+                    : name(at: earlier.text) == name(at: text)
+            }
+        }
+        guard !duplicate else { throw JSONError(offset: offset, message: "duplicate key \"\(name(at: text))\"") }
+        checkedNames.append((text, plain))
+    }
+
+    /// The member name whose text (checked already) is `text`, as a String.
+    func name(at text: Range<Int>) -> String {
+        var copy = self
+        copy.index = text.lowerBound - 1
+        return (try? copy.parseString(building: true)) ?? ""
     }
 
     mutating func parseArray() throws(JSONError) -> JSONValue {
