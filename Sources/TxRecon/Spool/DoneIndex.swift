@@ -81,8 +81,11 @@ package final class DoneIndex {
         }
     }
 
-    /// The filter's bits for a name: FNV-1a, mixed (murmur3's finalizer),
-    /// split into two halves for double hashing.
+    /// The filter's bits for a name: FNV-1a, mixed (murmur3's finalizer);
+    /// the low half picks a block of 512 bits (a cache line), the high half
+    /// the bits in it. All of a name's bits in one line make a lookup one
+    /// cache miss rather than three, at about the same false positives (a
+    /// blocked Bloom filter: about 3 % at `capacity`, as before).
     private func forEachBit(of bytes: UnsafeRawBufferPointer, _ body: (Int, UInt64) -> Void) {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
         for byte in bytes { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
@@ -91,11 +94,13 @@ package final class DoneIndex {
         hash ^= hash >> 33
         hash = hash &* 0xc4ce_b9fe_1a85_ec53
         hash ^= hash >> 33
-        let first = hash & 0xffff_ffff, step = (hash >> 32) | 1
-        let bitCount = UInt64(DoneIndex.wordCount * 64)
+        let block = Int((hash & 0xffff_ffff) % UInt64(DoneIndex.wordCount / DoneIndex.blockWords)) * DoneIndex.blockWords
         for probe in 0..<UInt64(DoneIndex.probes) {
-            let bit = (first &+ probe &* step) % bitCount
-            body(Int(bit / 64), 1 << (bit % 64))
+            let bit = Int((hash >> (32 + 9 * probe)) & 511)
+            body(block + bit / 64, 1 << UInt64(bit % 64))
         }
     }
+
+    /// The words of one block: 512 bits, 64 bytes.
+    private static let blockWords = 8
 }
