@@ -30,13 +30,25 @@ struct Attempt: Sendable {
     /// When a replay queued it again (DeliveryState.replayedAt).
     var replayedAt: Int64? = nil
 
-    /// What the attempt needs from the daemon.
-    struct Context: Sendable {
-        var spool: Spool
-        var storedItems: StoredItemReader
-        var prepare: DeliveryEngine.RequestPreparer
-        var redactor: SecretRedactor
-        var clock: any EngineClock
+    /// What the attempt needs from the daemon. One object the attempts
+    /// share: each attempt captures it on the engine's thread and lets it go
+    /// on a curl thread, and one reference counted there costs less than the
+    /// half dozen inside it, each a shared counter.
+    final class Context: Sendable {
+        let spool: Spool
+        let storedItems: StoredItemReader
+        let prepare: DeliveryEngine.RequestPreparer
+        let redactor: SecretRedactor
+        let clock: any EngineClock
+
+        init(spool: Spool, storedItems: StoredItemReader, prepare: @escaping DeliveryEngine.RequestPreparer,
+             redactor: SecretRedactor, clock: any EngineClock) {
+            self.spool = spool
+            self.storedItems = storedItems
+            self.prepare = prepare
+            self.redactor = redactor
+            self.clock = clock
+        }
     }
 
     /// What an attempt found when it read its item.

@@ -266,8 +266,9 @@ package actor DeliveryEngine {
         if settings.maxRate != self.settings.maxRate { rate = settings.maxRate.map(RequestRate.init(perSecond:)) }
         self.settings = settings
         self.transport = transport
-        attemptContext.prepare = prepare
-        attemptContext.storedItems = StoredItemReader(settings, verifiers: attemptContext.storedItems.verifiers)
+        attemptContext = Attempt.Context(spool: spool, storedItems: StoredItemReader(settings,
+                                                                                   verifiers: attemptContext.storedItems.verifiers),
+                                         prepare: prepare, redactor: redactor, clock: clock)
         dispatchDue()
     }
 
