@@ -21,11 +21,6 @@ public enum ItemKind: String, Sendable, Codable {
 public struct ItemKey: Hashable, Sendable, Comparable, CustomStringConvertible {
     /// The key exactly as the producer gave it.
     public let rawValue: String
-    /// Whether the key is its own file name (see `fileName`), worked out
-    /// once: the name is wanted several times per delivery. A flag rather
-    /// than the name itself, which would double the reference counting of
-    /// every copy of a key.
-    private let isOwnFileName: Bool
 
     /// Keys longer than this are refused at intake, so that a key always
     /// fits in a file name once encoded.
@@ -34,7 +29,6 @@ public struct ItemKey: Hashable, Sendable, Comparable, CustomStringConvertible {
     public init?(_ rawValue: String) {
         guard !rawValue.isEmpty, rawValue.utf8.count <= ItemKey.maximumLength else { return nil }
         self.rawValue = rawValue
-        isOwnFileName = rawValue.utf8.allSatisfy(ItemKey.isPlain)
     }
 
     public var description: String { rawValue }
@@ -82,8 +76,11 @@ public struct ItemKey: Hashable, Sendable, Comparable, CustomStringConvertible {
     /// never be an item, and each key has exactly one name.
     public var fileName: String {
         // Transaction ids are digits: most keys are their own file name, and
-        // the string is shared instead of built again.
-        if isOwnFileName { return rawValue }
+        // the string is shared instead of built again. The check runs on
+        // the key's bytes in place (it runs several times per delivery);
+        // remembering its answer in the key would make every stored key
+        // (100,000 queued: three times over) a word longer.
+        if withBytes({ $0.allSatisfy(ItemKey.isPlain) }) { return rawValue }
         let escapes = rawValue.utf8.count { !ItemKey.isPlain($0) }
         guard rawValue.utf8.count + 2 * escapes <= ItemKey.maximumFileNameLength else {
             return "=" + Base64URL.encode(rawValue.utf8)
