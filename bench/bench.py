@@ -20,7 +20,10 @@ Measurements (each on a fresh spool under a temporary directory):
               each run beside an envelope drain: the JWS's CPU per item
               above the envelope's, divided by one P-256 verification's
               time from `openssl speed ecdsap256` in the same run (the
-              floor is one verification per signed string).
+              floor is one verification per signed string); and beside a
+              drain of envelopes padded to a JWS drop's size, what carrying
+              the signed string's bytes costs without a signature, in the
+              same unit.
     receipts  the same for StoreKit 1 receipt uploads (format 6), one
               purchase each, signed by bench/receiptgen.c with an RSA test
               PKI shaped like Apple's receipt signers (bench/receipt_pki.py).
@@ -531,6 +534,18 @@ def write_envelopes(directory, names):
     write_files(directory, ((name, envelope(name)) for name in names))
 
 
+def padded_envelopes(size):
+    """A fill of envelopes as large as `size` bytes: the payload's note
+    padded, so that an envelope carries as many bytes as a JWS drop."""
+    def fill(directory, names):
+        def padded(name):
+            plain = envelope(name)
+            pad = max(0, size - len(plain))
+            return plain.replace(b'"note":"txrecon bench item"', b'"note":"' + b"x" * pad + b'txrecon bench item"')
+        write_files(directory, ((name, padded(name)) for name in names))
+    return fill
+
+
 def write_files(directory, names_and_bytes):
     for name, data in names_and_bytes:
         fd = os.open(os.path.join(directory, name), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o640)
@@ -1029,7 +1044,13 @@ class Bench:
             self.add(Row(metric, f"skipped: this txrecon refuses [Verification] Mode=appstore ({reason})",
                          "≥ 5,000/s", None))
             return
-        rates, jws_cpus, envelope_cpus = [], [], []
+        # An envelope padded to a JWS drop's size beside them: what carrying
+        # the signed string costs (read, checked, sent) without a signature.
+        sample = os.path.join(self.work, "jws-size")
+        os.makedirs(sample, exist_ok=True)
+        pki.fill(sample, keys("size", 1))
+        jws_size = os.path.getsize(os.path.join(sample, os.listdir(sample)[0]))
+        rates, jws_cpus, envelope_cpus, padded_cpus = [], [], [], []
         try:
             for run in range(self.args.runs):
                 log(f"drain (JWS, Mode=appstore) run {run + 1}/{self.args.runs}: {self.args.items} items")
@@ -1041,6 +1062,9 @@ class Bench:
                 _, envelope_cpu, _ = self.drain_prefilled(100 + run, self.args.items)
                 envelope_cpus.append(envelope_cpu)
                 log(f"  envelopes beside it: {envelope_cpu:.0f} µs CPU per item")
+                _, padded_cpu, _ = self.drain_prefilled(200 + run, self.args.items, fill=padded_envelopes(jws_size))
+                padded_cpus.append(padded_cpu)
+                log(f"  envelopes of {jws_size} bytes beside it: {padded_cpu:.0f} µs CPU per item")
         except BenchError as error:
             return self.fail_row(metric, "≥ 5,000/s", error)
         self.add(Row(metric, fmt_rate(median(rates)), "≥ 5,000/s", median(rates) >= 5000, runs_note(rates, "/s")))
@@ -1049,6 +1073,10 @@ class Bench:
         self.add(Row("1. JWS: CPU per item above an envelope's, in P-256 verifications",
                      f"{median(extra):.2f} ({median(jws_cpus) - median(envelope_cpus):.0f} µs; one verification "
                      f"{verify_us:.1f} µs)", "≤ 1.15", median(extra) <= 1.15, runs_note(extra)))
+        size = [(padded - envelope) / verify_us for padded, envelope in zip(padded_cpus, envelope_cpus)]
+        self.add(Row(f"1. … of which carrying its {jws_size:,} bytes (an envelope as large, no signature)",
+                     f"{median(size):.2f} ({median(padded_cpus) - median(envelope_cpus):.0f} µs)", "reference",
+                     None, runs_note(size)))
 
     def measure_drain_receipts(self):
         """StoreKit 1 receipt uploads (format 6), one purchase each, signed
