@@ -6,6 +6,8 @@
 // their member order, so an envelope's `payload` reaches the backend as given.
 // Parse errors are thrown as `JSONError` with the byte offset; nothing is logged.
 
+import Glibc
+
 /// A parsed JSON value. Numbers keep their literal text (never rounded through
 /// a Double); objects keep member order.
 public enum JSONValue: Sendable, Equatable {
@@ -271,7 +273,11 @@ private struct JSONParser {
     mutating func checkName(at offset: Int, of first: Int, seen: inout Set<String>?) throws(JSONError) {
         _ = try parseString(building: false)
         let text = offset + 1..<index - 1
-        let plain = !bytes[text].contains { $0 >= 0x80 || $0 == UInt8(ascii: "\\") }
+        var plain = true
+        for position in text where bytes[position] >= 0x80 || bytes[position] == UInt8(ascii: "\\") {
+            plain = false
+            break
+        }
         if seen == nil, checkedNames.count - first == JSONParser.linearKeyCheckLimit {
             seen = Set(checkedNames[first...].map { name(at: $0.text) })
         }
@@ -279,12 +285,16 @@ private struct JSONParser {
         if seen != nil {
             duplicate = !seen!.insert(name(at: text)).inserted
         } else {
+            let start = bytes.baseAddress! + text.lowerBound
             duplicate = checkedNames[first...].contains { earlier in
-                plain && earlier.plain ? bytes[earlier.text].elementsEqual(bytes[text])
-                    : name(at: earlier.text) == name(at: text)
+                guard plain && earlier.plain else { return name(at: earlier.text) == name(at: text) }
+                return earlier.text.count == text.count
+                    && memcmp(bytes.baseAddress! + earlier.text.lowerBound, start, text.count) == 0
             }
         }
         guard !duplicate else { throw JSONError(offset: offset, message: "duplicate key \"\(name(at: text))\"") }
+        // Room for a payload's usual members at once, not grown by doubling.
+        if checkedNames.capacity == 0 { checkedNames.reserveCapacity(32) }
         checkedNames.append((text, plain))
     }
 
