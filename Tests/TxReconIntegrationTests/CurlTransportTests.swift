@@ -37,6 +37,15 @@ import TxReconTestSupport
         }
     }
 
+    @Test func curlLooksForAProxyOnlyWhenTheEnvironmentNamesOne() {
+        let backend = settings("http://127.0.0.1:1/")
+        #expect(!CurlOptions(backend, tls: .init(), environment: ["PATH": "/usr/bin", "HOME": "/"]).proxyFromEnvironment)
+        for name in ["http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy", "no_proxy", "NO_PROXY"] {
+            #expect(CurlOptions(backend, tls: .init(), environment: [name: "x"]).proxyFromEnvironment, "\(name)")
+        }
+        #expect(!CurlOptions(backend, tls: .init(), environment: ["PROXY_MODE": "1"]).proxyFromEnvironment)
+    }
+
     @Test func requestArrivesAsAPostWithItsHeadersAndBodyAndWithoutExpect() async throws {
         let server = try LoopbackHTTPServer()
         let transport = try CurlTransport(settings: settings(server.url), tls: .init(), workers: 1)

@@ -149,6 +149,19 @@ struct DaemonIntegrationTests {
             == String(decoding: transaction, as: UTF8.self).trimmingASCIISpaces().split(separator: "\n").first.map(String.init))
     }
 
+    /// curl is told "no proxy" once only when the environment names none
+    /// (CurlOptions.proxyFromEnvironment): with http_proxy set, requests
+    /// still go through it, as curl's own lookup would send them.
+    @Test func aProxyNamedInTheEnvironmentCarriesTheRequests() async throws {
+        let fixture = try DaemonFixture()
+        try fixture.writeConfig("", url: "http://backend.invalid/transactions")
+        try await fixture.start(environment: ["http_proxy": fixture.server.url])
+        try fixture.drop(fixture.envelope("via-proxy", version: 1))
+        #expect(await fixture.server.waitForRequests(count: 1, timeout: .seconds(20)))
+        #expect(fixture.server.requests.first?.path == "http://backend.invalid/transactions")
+        #expect(await fixture.eventually { fixture.doneItems() == ["via-proxy"] })
+    }
+
     @Test func readyStatusWatchdogAndStoppingReachTheNotifySocket() async throws {
         let fixture = try DaemonFixture()
         let daemon = try await fixture.start(environment: ["WATCHDOG_USEC": "200000"])

@@ -144,12 +144,27 @@ final class CurlOptions: Sendable {
     let connectTimeoutMilliseconds: Int
     /// PEM bytes of CAFile=, ClientCertificateFile= and ClientKeyFile=.
     let tls: BackendSecrets.TLSMaterial
+    /// Whether the environment names a proxy (or hosts that bypass one):
+    /// curl then looks at it for every transfer, as it always does. When it
+    /// names none, curl is told so once (no proxy, nothing bypassed), which
+    /// is what its own lookup would find, without five getenv(3) calls and
+    /// a formatted variable name per request (bench/FINDINGS.md).
+    let proxyFromEnvironment: Bool
 
-    init(_ settings: BackendSettings, tls: BackendSecrets.TLSMaterial) {
+    init(_ settings: BackendSettings, tls: BackendSecrets.TLSMaterial,
+         environment: [String: String] = ProcessEnvironment.current) {
         url = settings.url
         timeoutMilliseconds = Self.milliseconds(settings.timeout)
         connectTimeoutMilliseconds = Self.milliseconds(min(settings.timeout, Self.connectTimeoutCap))
         self.tls = tls
+        proxyFromEnvironment = Self.namesProxy(environment)
+    }
+
+    /// Whether any variable curl reads for proxies is set: http_proxy,
+    /// https_proxy, all_proxy, no_proxy in either case (and any other
+    /// `*_proxy`, should a later curl read more).
+    static func namesProxy(_ environment: [String: String]) -> Bool {
+        environment.keys.contains { $0.lowercased().hasSuffix("_proxy") }
     }
 
     private static func milliseconds(_ duration: Duration) -> Int {

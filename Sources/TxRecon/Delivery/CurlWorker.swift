@@ -88,6 +88,10 @@ final class CurlWorker {
         codes += CurlEasy.setPostOptions(handle, timeoutMilliseconds: options.timeoutMilliseconds,
                                          connectTimeoutMilliseconds: options.connectTimeoutMilliseconds,
                                          errorBuffer: errorBuffer, response: response)
+        if !options.proxyFromEnvironment {
+            codes.append(("PROXY", txr_curl_setopt_string(handle, CURLOPT_PROXY, "")))
+            codes.append(("NOPROXY", txr_curl_setopt_string(handle, CURLOPT_NOPROXY, "")))
+        }
         // Blobs, copied by curl: it never opens the files itself.
         if let bundle = options.tls.trustedCertificates {
             // CAFile= replaces the system trust store rather than adding to
