@@ -4,6 +4,18 @@ import TxReconTestSupport
 @testable import TxRecon
 
 @Suite struct LogSinksTests {
+    @Test func aDestinationsEntriesAreNamedOnceAndItsMessagesWhenThereAreSeveral() {
+        let recorded = RecordingLogSink()
+        let single = DestinationLogSink(inner: recorded, name: "backend", namesMessages: false)
+        single.write(LogEntry(.info, "k: delivered", fields: [("TXRECON_ID", "k")]))
+        let several = DestinationLogSink(inner: recorded, name: "analytics", namesMessages: true)
+        several.write(LogEntry(.info, "k: delivered", fields: [("TXRECON_DESTINATION", "sandbox")]))
+        #expect(recorded.entries.map(\.message) == ["k: delivered", "analytics: k: delivered"])
+        #expect(recorded.entries.map { $0.fields.map(\.name) }
+            == [["TXRECON_ID", "TXRECON_DESTINATION"], ["TXRECON_DESTINATION"]])
+        #expect(recorded.entries.map { $0.field("TXRECON_DESTINATION") } == ["backend", "sandbox"])
+    }
+
     @Test func stderrMatchingJournalStreamGetsJournalEntries() throws {
         let file = try OpenFile()
         let sink = LogSinks.standard(environment: ["JOURNAL_STREAM": file.journalStream], standardError: file.descriptor)

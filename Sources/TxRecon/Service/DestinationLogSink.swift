@@ -10,7 +10,12 @@ struct DestinationLogSink: LogSink {
 
     func write(_ entry: consuming LogEntry) {
         if namesMessages { entry.message = name + ": " + entry.message }
-        if entry.field("TXRECON_DESTINATION") == nil { entry.fields.append(("TXRECON_DESTINATION", name)) }
+        // Lengths first: this runs for every entry, and most names differ
+        // from this one in length alone.
+        let named = entry.fields.withUnsafeBufferPointer { fields in
+            fields.contains { $0.name.utf8.count == 19 && $0.name == "TXRECON_DESTINATION" }
+        }
+        if !named { entry.fields.append(("TXRECON_DESTINATION", name)) }
         inner.write(entry)
     }
 }

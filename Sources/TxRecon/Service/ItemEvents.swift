@@ -24,33 +24,38 @@ struct ItemEvents: Sendable {
     func delivered(_ key: ItemKey, kind: ItemKind?, version: ItemVersion?, attempt: Int, confirmation: Confirmation,
                    file: String? = nil) {
         // One entry per delivered item, thousands a second in a drain: the
-        // fields and the message are each built once, at their final size.
+        // fields and the message are each built once, at their final size,
+        // the message as bytes (one append per part, not a string's growth).
         var fields = ItemEvents.fields(.delivered, key: key, kind: kind, version: version, room: 5)
         let attemptText = String(attempt)
         fields.append(("TXRECON_ATTEMPT", attemptText))
+        let confirmationText: String
         switch confirmation {
         case let .http(status):
-            fields.append(("TXRECON_HTTP_STATUS", String(status)))
+            let statusText = String(status)
+            fields.append(("TXRECON_HTTP_STATUS", statusText))
+            confirmationText = "HTTP " + statusText
         case let .stream(name, sequence, duplicate):
             fields += [("TXRECON_STREAM", name), ("TXRECON_STREAM_SEQUENCE", String(sequence)),
                        ("TXRECON_STREAM_DUPLICATE", duplicate ? "1" : "0")]
+            confirmationText = confirmation.description
         }
-        let confirmationText = confirmation.description
         let fileText = file.map { LogText.escaped($0) }
-        var message = ""
+        var message: [UInt8] = []
         message.reserveCapacity(key.rawValue.utf8.count + confirmationText.utf8.count + (fileText?.utf8.count ?? 0) + 48)
-        message += key.rawValue
-        message += ": delivered on attempt "
-        message += attemptText
-        message += " ("
-        message += confirmationText
-        message += ")"
+        message += key.rawValue.utf8
+        message += ": delivered on attempt ".utf8
+        message += attemptText.utf8
+        message += " (".utf8
+        message += confirmationText.utf8
+        message.append(UInt8(ascii: ")"))
         if let file, let fileText {
             fields.append(("TXRECON_FILE", file))
-            message += " from new/"
-            message += fileText
+            message += " from new/".utf8
+            message += fileText.utf8
         }
-        sink.write(LogEntry(.info, message, messageID: MessageID.delivered, fields: fields))
+        sink.write(LogEntry(.info, String(decoding: message, as: UTF8.self), messageID: MessageID.delivered,
+                            fields: fields))
     }
 
     func deferred(_ key: ItemKey, kind: ItemKind?, version: ItemVersion?, attempt: Int, reason: String,

@@ -57,8 +57,12 @@ package final class SecretRedactor: Sendable {
     /// is searched in place and returned as it is, without a copy.
     package func redact(_ entry: consuming LogEntry) -> LogEntry {
         let secrets = searched
+        guard !secrets.isEmpty else { return entry }
+        // The fields read in place, each value's bytes searched where they are.
         guard SecretRedactor.occurs(secrets, in: entry.message)
-            || entry.fields.contains(where: { SecretRedactor.occurs(secrets, in: $0.value) }) else { return entry }
+            || entry.fields.withUnsafeBufferPointer({ fields in
+                fields.contains { SecretRedactor.occurs(secrets, in: $0.value) }
+            }) else { return entry }
         entry.message = SecretRedactor.redact(entry.message, searching: secrets)
         entry.fields = entry.fields.map { ($0.name, SecretRedactor.redact($0.value, searching: secrets)) }
         return entry
@@ -79,18 +83,21 @@ package final class SecretRedactor: Sendable {
     /// Whether any of `secrets` occurs in `text`, searched in place.
     private static func occurs(_ secrets: [[UInt8]], in text: String) -> Bool {
         guard !secrets.isEmpty else { return false }
+        if let found = text.utf8.withContiguousStorageIfAvailable({ occurs(secrets, in: $0) }) { return found }
         var text = text
-        return text.withUTF8 { bytes in
-            secrets.contains { secret in
-                guard let first = secret.first, bytes.count >= secret.count else { return false }
-                return secret.withUnsafeBufferPointer { secret in
-                    for start in 0...(bytes.count - secret.count) where bytes[start] == first {
-                        if UnsafeBufferPointer(rebasing: bytes[start..<start + secret.count]).elementsEqual(secret) {
-                            return true
-                        }
+        return text.withUTF8 { occurs(secrets, in: $0) }
+    }
+
+    private static func occurs(_ secrets: [[UInt8]], in bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        secrets.contains { secret in
+            guard let first = secret.first, bytes.count >= secret.count else { return false }
+            return secret.withUnsafeBufferPointer { secret in
+                for start in 0...(bytes.count - secret.count) where bytes[start] == first {
+                    if UnsafeBufferPointer(rebasing: bytes[start..<start + secret.count]).elementsEqual(secret) {
+                        return true
                     }
-                    return false
                 }
+                return false
             }
         }
     }
