@@ -291,6 +291,28 @@ import TxReconTestSupport
         #expect(lstat(layout.done + "/a", &info) == 0 && info.st_nlink == 1, "one name left, not two")
     }
 
+    /// A spool made before its directories exist cannot hold them open
+    /// (SpoolDirectory): it names files by their whole paths and moves them
+    /// as one that holds them open does.
+    @Test(arguments: [false, true])
+    func readingAcceptingAndFinishingWorkWhetherTheDirectoriesWereOpenedOrNot(opened: Bool) throws {
+        if opened { try layout.createMissingDirectories() }
+        let spool = Spool(layout: layout)
+        if !opened { try layout.createMissingDirectories() }
+        _ = directory.write("first", to: "spool/new/one")
+        _ = directory.write("second", to: "spool/new/two")
+        #expect(try spool.readDrop("one", maximumSize: 100) == .bytes(Array("first".utf8), modifiedAt:
+            Spool.modifiedMilliseconds(try #require(try SystemCall.linkStatus(layout.new + "/one")))))
+        #expect(try spool.readDrop("three", maximumSize: 100) == .gone)
+        try spool.accept(drop: "one", as: ItemKey("a")!)
+        try spool.finish(ItemKey("a")!, followsDelivery: false)
+        try spool.finish(ItemKey("b")!, followsDelivery: false, inbox: "two")
+        #expect(names("new") == [] && names("queue") == [])
+        #expect(names("done") == ["a", "b"])
+        let error = #expect(throws: SpoolError.self) { try spool.accept(drop: "gone", as: ItemKey("c")!) }
+        #expect(error?.description.contains(layout.new + "/gone") == true, "\(String(describing: error))")
+    }
+
     /// done/a (version 1) with its failure record, and version 2 queued.
     private func spoolWithADeliveryAndItsSuccessor() throws -> Spool {
         let spool = try makeSpool()

@@ -99,7 +99,7 @@ struct IntakeBacklog {
     /// Whether `name` was seen created in place and its writer has not
     /// closed it yet (as far as intake knows).
     func isWrittenInPlace(_ name: String) -> Bool {
-        writtenInPlace.contains(name)
+        !writtenInPlace.isEmpty && writtenInPlace.contains(name)
     }
 
     /// How recently a file must have changed to be left alone when it does
@@ -111,8 +111,10 @@ struct IntakeBacklog {
 
     /// Takes `name` off the backlog: it is being taken (or is gone).
     mutating func forget(_ name: String) {
-        unsettled[name] = nil
-        writtenInPlace.remove(name)
+        // Nearly always both are empty: a drain takes thousands of names a
+        // second, and hashing each of them twice for nothing showed.
+        if !unsettled.isEmpty { unsettled[name] = nil }
+        if !writtenInPlace.isEmpty { writtenInPlace.remove(name) }
     }
 
     /// Removes and returns the unsettled names due at `now`. Whether each

@@ -73,25 +73,20 @@ package final class Spool: Sendable {
     /// (Spool+FanOut); empty with one destination.
     let fanOutInboxes: [String]
 
-    /// The spool's root, held open: the hot path (reading a drop, finishing
-    /// and accepting an item) names files relative to it (SpoolDirectory).
-    private let root: SpoolDirectory
+    /// new/, queue/ and done/, held open: the hot path (reading a drop,
+    /// finishing and accepting an item) names files by their own names
+    /// relative to them (SpoolDirectory).
+    private let inbox: SpoolDirectory
+    private let queue: SpoolDirectory
+    private let done: SpoolDirectory
 
     package init(layout: SpoolLayout, keepsDone: Bool = true, fanOutInboxes: [String] = []) {
         self.layout = layout
         self.keepsDone = keepsDone
         self.fanOutInboxes = fanOutInboxes
-        root = SpoolDirectory.open(layout.root)
-    }
-
-    /// new/NAME as the calls `in: root` take it.
-    private func inboxName(_ name: String) -> String {
-        root.isOpen ? layout.newRelative + name : layout.new + "/" + name
-    }
-
-    /// queue/KEY, hold/KEY or done/KEY as the calls `in: root` take it.
-    private func itemName(_ location: SpoolLocation, _ key: ItemKey) -> String {
-        root.isOpen ? layout.relative(directoryOf: location) + key.fileName : path(location, key)
+        inbox = SpoolDirectory.open(layout.new)
+        queue = SpoolDirectory.open(layout.queue)
+        done = SpoolDirectory.open(layout.done)
     }
 
     /// A number no other call on this spool gets, for temporary names.
@@ -153,8 +148,7 @@ package final class Spool: Sendable {
     /// O_NOFOLLOW|O_NONBLOCK and check again with fstat (the name may have
     /// been replaced in between).
     func readDrop(_ name: String, maximumSize: Int) throws(SpoolError) -> DropContent {
-        let path = inboxName(name)
-        guard let info = try SystemCall.linkStatus(path, in: root) else { return .gone }
+        guard let info = try SystemCall.linkStatus(name, in: inbox) else { return .gone }
         if let refusal = Spool.refusal(for: info, maximumSize: maximumSize) { return .refused(refusal) }
         // The first read of a fresh file would update its access time, a
         // write to its inode that nobody reads (2 % of a drain's CPU here).
@@ -162,22 +156,23 @@ package final class Spool: Sendable {
         // name was given to another owner's file since the lstat).
         let flags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC
         let noAccessTime = info.st_uid == effectiveUser ? SystemCall.openNoAccessTime : 0
-        var fd = openat(root.descriptor, path, flags | noAccessTime)
-        if fd < 0 && errno == EPERM && noAccessTime != 0 { fd = openat(root.descriptor, path, flags) }
+        let path = inbox.argument(name)
+        var fd = openat(inbox.descriptor, path, flags | noAccessTime)
+        if fd < 0 && errno == EPERM && noAccessTime != 0 { fd = openat(inbox.descriptor, path, flags) }
         if fd < 0 {
             switch errno {
             case ENOENT: return .gone
             case ELOOP: return .refused(Rejection("not-a-regular-file", "it is a symbolic link; drop the file itself"))
             case EACCES: return .refused(Rejection("unreadable", "txrecon may not read it (permission denied); let group txrecon read it"))
-            default: throw SpoolError("open", root.shown(path))
+            default: throw SpoolError("open", inbox.shown(name))
             }
         }
         defer { close(fd) }
         var opened = stat()
-        guard fstat(fd, &opened) == 0 else { throw SpoolError("fstat", root.shown(path)) }
+        guard fstat(fd, &opened) == 0 else { throw SpoolError("fstat", inbox.shown(name)) }
         if let refusal = Spool.refusal(for: opened, maximumSize: maximumSize) { return .refused(refusal) }
         do {
-            let bytes = try SystemCall.readAll(fd, path: root.shown(path), limit: maximumSize, statSize: Int(opened.st_size))
+            let bytes = try SystemCall.readAll(fd, path: inbox.shown(name), limit: maximumSize, statSize: Int(opened.st_size))
             let modifiedAt = Spool.modifiedMilliseconds(opened)
             guard opened.st_nlink == 1 else {
                 return .linked(bytes, modifiedAt: modifiedAt, file: FileIdentity(opened), names: Int(opened.st_nlink))
@@ -228,13 +223,13 @@ package final class Spool: Sendable {
     /// new/NAME -> queue/KEY. Replaces nothing: the engine has moved any
     /// pending snapshot of KEY away first.
     func accept(drop name: String, as key: ItemKey) throws(SpoolError) {
-        try SystemCall.rename(inboxName(name), itemName(.queue, key), in: root)
+        try SystemCall.rename(name, in: inbox, to: key.fileName, in: queue)
     }
 
     /// Whether a move failed because new/NAME is not there (any more): a
     /// drop read twice, the second time by a scan while the engine took it.
     func isGoneFromInbox(_ name: String, after error: SpoolError) -> Bool {
-        error.code == ENOENT && SystemCall.isMissing(inboxName(name), in: root)
+        error.code == ENOENT && SystemCall.isMissing(name, in: inbox)
     }
 
     /// new/NAME -> rejected/NAME with NAME.reason beside it. The reason is
@@ -393,20 +388,19 @@ package final class Spool: Sendable {
     /// pair (bench/FINDINGS.md). A crash in between leaves both names of one
     /// file; `isDelivered` tells, and start-up removes the old one.
     func finish(_ key: ItemKey, followsDelivery: Bool = true, inbox: String? = nil) throws(SpoolError) {
-        let source = inbox.map(inboxName) ?? itemName(.queue, key)
+        let (source, directory) = inbox.map { ($0, self.inbox) } ?? (key.fileName, queue)
         do {
-            guard keepsDone else { return try SystemCall.unlinkIfPresent(source, in: root) }
-            let target = itemName(.done, key)
+            guard keepsDone else { return try SystemCall.unlinkIfPresent(source, in: directory) }
             var replaces = followsDelivery
             if !followsDelivery, !linksRefused.load(ordering: .relaxed) {
-                switch try SystemCall.link(source, target, in: root) {
-                case .linked: return try SystemCall.unlinkIfPresent(source, in: root)
+                switch try SystemCall.link(source, in: directory, to: key.fileName, in: done) {
+                case .linked: return try SystemCall.unlinkIfPresent(source, in: directory)
                 case .exists: replaces = true
                 case .refused: linksRefused.store(true, ordering: .relaxed)
                 }
             }
-            if replaces { try SystemCall.unlinkIfPresent(target + ".state", in: root) }
-            try SystemCall.rename(source, target, in: root)
+            if replaces { try SystemCall.unlinkIfPresent(key.fileName + ".state", in: done) }
+            try SystemCall.rename(source, in: directory, to: key.fileName, in: done)
         } catch where inbox.map({ isGoneFromInbox($0, after: error) }) ?? false {
             return
         }

@@ -3,9 +3,11 @@
 //
 // The daemon moves every item by name several times, and with absolute
 // names the kernel walks the whole path (/var/spool/txrecon/new/NAME) at
-// each call; relative to the spool root it walks two components. Postfix
-// gets the same by changing into its queue directory, which a library that
-// serves several spools in one process cannot do.
+// each call, and the daemon builds that path first; relative to new/,
+// queue/ or done/ held open the name is the item's own and the kernel
+// looks up one component. Postfix gets the same by changing into its queue
+// directory, which a library that serves several spools in one process
+// cannot do.
 import CGlibcExtras
 import Glibc
 
@@ -13,8 +15,8 @@ import Glibc
 final class SpoolDirectory: Sendable {
     /// What the *at(2) calls take: the directory's descriptor, or AT_FDCWD.
     let descriptor: Int32
-    /// The directory's path, with a slash, for messages; empty for the
-    /// working directory.
+    /// The directory's path, with a slash, for messages and for names when
+    /// the directory could not be opened; empty for the working directory.
     private let prefix: String
 
     /// Names are taken as they are (absolute paths, as elsewhere).
@@ -25,16 +27,19 @@ final class SpoolDirectory: Sendable {
         self.prefix = prefix
     }
 
-    /// `path` opened as a directory, or the working directory when it
-    /// cannot be (it does not exist yet): names are then given absolute,
-    /// and nothing but speed differs.
+    /// `path` opened as a directory. When it cannot be (it does not exist
+    /// yet), names are given with the path in front (`argument`), and
+    /// nothing but speed differs.
     static func open(_ path: String) -> SpoolDirectory {
         let descriptor = Glibc.open(path, TXR_O_PATH | O_DIRECTORY | O_CLOEXEC)
-        return descriptor >= 0 ? SpoolDirectory(descriptor: descriptor, prefix: path + "/") : workingDirectory
+        return SpoolDirectory(descriptor: descriptor >= 0 ? descriptor : AT_FDCWD, prefix: path + "/")
     }
 
-    /// Whether names are taken relative to an open directory.
-    var isOpen: Bool { descriptor != AT_FDCWD }
+    /// `name` (relative to this directory) as the *at(2) calls take it with
+    /// `descriptor`: as it is, or after the path when nothing is open.
+    func argument(_ name: String) -> String {
+        descriptor == AT_FDCWD && !prefix.isEmpty ? prefix + name : name
+    }
 
     /// `name` as a message names it: the whole path.
     func shown(_ name: String) -> String { prefix + name }

@@ -41,19 +41,6 @@ public struct SpoolLayout: Sendable, Equatable {
         queue = root + "/" + itemPrefix + "queue"
         hold = root + "/" + itemPrefix + "hold"
         done = root + "/" + itemPrefix + "done"
-        newRelative = inboxPath + "/"
-        queueRelative = itemPrefix + "queue/"
-        holdRelative = itemPrefix + "hold/"
-        doneRelative = itemPrefix + "done/"
-    }
-
-    /// The directory of `location` relative to `root`, with its slash.
-    func relative(directoryOf location: SpoolLocation) -> String {
-        switch location {
-        case .queue: queueRelative
-        case .hold: holdRelative
-        case .done: doneRelative
-        }
     }
 
     /// Where the destination `name`'s items are: its own directories, or,
@@ -76,11 +63,6 @@ public struct SpoolLayout: Sendable, Equatable {
     public let hold: String
     public var rejected: String { root + "/rejected" }
     public let done: String
-    /// `new`, `queue`, `hold` and `done` relative to `root`, each with its slash.
-    public let newRelative: String
-    private let queueRelative: String
-    private let holdRelative: String
-    private let doneRelative: String
     /// `new`, `queue`, `hold` or `done` as the spool's files name it
     /// (`queue/KEY`, `destinations/NAME/queue/KEY`), for logs and reasons.
     func relative(_ location: SpoolLocation?) -> String {

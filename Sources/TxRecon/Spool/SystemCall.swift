@@ -49,13 +49,14 @@ package enum SystemCall {
     }
 
     static func rename(_ from: String, _ to: String) throws(SpoolError) {
-        try rename(from, to, in: SpoolDirectory.workingDirectory)
+        try rename(from, in: .workingDirectory, to: to, in: .workingDirectory)
     }
 
-    /// rename(2) of `from` to `to`, both relative to `directory`.
-    static func rename(_ from: String, _ to: String, in directory: SpoolDirectory) throws(SpoolError) {
-        guard renameat(directory.descriptor, from, directory.descriptor, to) == 0 else {
-            throw SpoolError("rename to \(directory.shown(to)) from", directory.shown(from))
+    /// rename(2) of `from` in `source` to `to` in `target`.
+    static func rename(_ from: String, in source: SpoolDirectory, to: String,
+                       in target: SpoolDirectory) throws(SpoolError) {
+        guard renameat(source.descriptor, source.argument(from), target.descriptor, target.argument(to)) == 0 else {
+            throw SpoolError("rename to \(target.shown(to)) from", source.shown(from))
         }
     }
 
@@ -98,16 +99,19 @@ package enum SystemCall {
 
     /// Gives `from` the second name `to`; any other failure is thrown.
     static func link(_ from: String, _ to: String) throws(SpoolError) -> Linked {
-        try link(from, to, in: SpoolDirectory.workingDirectory)
+        try link(from, in: .workingDirectory, to: to, in: .workingDirectory)
     }
 
-    /// link(2) of `from` to `to`, both relative to `directory`.
-    static func link(_ from: String, _ to: String, in directory: SpoolDirectory) throws(SpoolError) -> Linked {
-        guard linkat(directory.descriptor, from, directory.descriptor, to, 0) != 0 else { return .linked }
+    /// link(2) of `from` in `source` to `to` in `target`.
+    static func link(_ from: String, in source: SpoolDirectory, to: String,
+                     in target: SpoolDirectory) throws(SpoolError) -> Linked {
+        guard linkat(source.descriptor, source.argument(from), target.descriptor, target.argument(to), 0) != 0 else {
+            return .linked
+        }
         switch errno {
         case EEXIST: return .exists
         case EPERM, EMLINK, EOPNOTSUPP, ENOSYS: return .refused
-        default: throw SpoolError("link to \(directory.shown(to)) from", directory.shown(from))
+        default: throw SpoolError("link to \(target.shown(to)) from", source.shown(from))
         }
     }
 
@@ -145,12 +149,12 @@ package enum SystemCall {
     /// Whether nothing is at `path` now (false when that cannot be told).
     static func isMissing(_ path: String, in directory: SpoolDirectory = .workingDirectory) -> Bool {
         var info = stat()
-        return fstatat(directory.descriptor, path, &info, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT
+        return fstatat(directory.descriptor, directory.argument(path), &info, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT
     }
 
     /// Removes a file; a missing file is not an error.
     static func unlinkIfPresent(_ path: String, in directory: SpoolDirectory = .workingDirectory) throws(SpoolError) {
-        guard unlinkat(directory.descriptor, path, 0) == 0 || errno == ENOENT else {
+        guard unlinkat(directory.descriptor, directory.argument(path), 0) == 0 || errno == ENOENT else {
             throw SpoolError("unlink", directory.shown(path))
         }
     }
@@ -170,7 +174,7 @@ package enum SystemCall {
     /// `lstat(2)`; nil when the path does not exist.
     static func linkStatus(_ path: String, in directory: SpoolDirectory = .workingDirectory) throws(SpoolError) -> stat? {
         var info = stat()
-        if fstatat(directory.descriptor, path, &info, AT_SYMLINK_NOFOLLOW) == 0 { return info }
+        if fstatat(directory.descriptor, directory.argument(path), &info, AT_SYMLINK_NOFOLLOW) == 0 { return info }
         if errno == ENOENT { return nil }
         throw SpoolError("lstat", directory.shown(path))
     }
