@@ -89,10 +89,10 @@ package struct RequestBuilder: Sendable {
         body.add("attempt", Int64(attempt))
         body.add("receivedAt", timestamp: receivedAt)
         let fields = item.fields
-        func add(_ name: String, _ value: String?) {
+        func add(_ name: StaticString, _ value: String?) {
             if let value { body.add(name, value) }
         }
-        func add(_ name: String, _ value: Int64?) {
+        func add(_ name: StaticString, _ value: Int64?) {
             if let value { body.add(name, value) }
         }
         add("transactionId", fields.transactionId)
@@ -114,7 +114,7 @@ package struct RequestBuilder: Sendable {
         if let flag = fields.isTrialPeriod { body.add("isTrialPeriod", .bool(flag)) }
         if let flag = fields.isInIntroOfferPeriod { body.add("isInIntroOfferPeriod", .bool(flag)) }
         for (name, value) in item.signedStrings {
-            body.add(name, value)
+            body.add(named: name, value)
         }
         if let text = item.payloadText {
             body.add("payload", json: text)
