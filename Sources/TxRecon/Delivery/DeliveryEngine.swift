@@ -538,13 +538,16 @@ package actor DeliveryEngine {
         let now = clock.now
         while active < outstandingLimit, let start = nextStart(now: now), start <= now,
               let first = pending.ready.popFirst() {
-            guard var entry = pending.entries[first.key], !entry.inFlight, entry.deadline == first.deadline else { continue }
+            // One lookup: the entry is changed where it is stored.
+            guard let index = pending.entries.index(forKey: first.key),
+                  !pending.entries.values[index].inFlight,
+                  pending.entries.values[index].deadline == first.deadline else { continue }
             if health.isFailing { probe = first.key }
             rate?.take(now: now)
-            entry.inFlight = true
+            let entry = pending.entries.values[index]
             let cached = entry.cachedItem
-            if entry.inbox == nil { entry.forgetItem() }
-            pending.entries[first.key] = entry
+            pending.entries.values[index].inFlight = true
+            if entry.inbox == nil { pending.entries.values[index].forgetItem() }
             active += 1
             // An earlier delivery of the key may have left its failure
             // record in done/; the index says when it cannot have.
@@ -679,7 +682,8 @@ package actor DeliveryEngine {
         active -= 1
         let wasProbe = endProbe(key)
         status.statistics.attemptDurations.record(clock.now - started)
-        guard var entry = pending.entries[key] else { return afterAttempt() }
+        guard let index = pending.entries.index(forKey: key) else { return afterAttempt() }
+        var entry = pending.entries.values[index]
         entry.inFlight = false
         entry.version = item.version
         entry.kind = item.kind
@@ -705,7 +709,8 @@ package actor DeliveryEngine {
                 scheduleRetry(key, reason: "spool: \(error)", status: nil, retryAfter: nil, countsAgainstBackend: false)
                 return afterAttempt()
             }
-            pending.entries[key] = nil
+            // Nothing has changed the entries since `index` was found.
+            pending.entries.remove(at: index)
             if entry.hasStateFile { untidied.add(key) }
             self.status.delivered += 1
             noteDelivered(key)
