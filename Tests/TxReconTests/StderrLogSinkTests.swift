@@ -37,6 +37,33 @@ import TxReconTestSupport
         #expect(line(entry) == #"info: Überweisung für 東京 TXRECON_REASON="naïve\x7f" TXRECON_NAME=ß"# + "\n")
     }
 
+    /// The line of an entry that needs no escape is built apart, a word at
+    /// a time: for any text it must be the line the escaping path writes.
+    @Test func thePlainPathWritesWhatTheEscapingPathWrites() {
+        var generator = SystemRandomNumberGenerator()
+        let alphabet: [String] = ["a", "Z", "0", "_", "-", ":", "/", " ", "\"", "\\", "=", "\n", "\t", "\u{1}", "\u{1F}",
+                                  "\u{7F}", "é", "€", "😀", "\r"]
+        func text(_ length: Int) -> String {
+            (0..<length).map { _ in
+                // Mostly plain text, as real entries are, so both paths run.
+                Int.random(in: 0..<4, using: &generator) == 0 ? alphabet.randomElement(using: &generator)!
+                    : String(alphabet[Int.random(in: 0..<7, using: &generator)])
+            }.joined()
+        }
+        var plain = 0
+        for _ in 0..<3000 {
+            let fields = (0..<Int.random(in: 0...6, using: &generator)).map { index in
+                ("TXRECON_F\(index)", text(Int.random(in: 0...20, using: &generator)))
+            }
+            let entry = LogEntry(LogPriority(rawValue: Int.random(in: 0...7, using: &generator))!,
+                                 text(Int.random(in: 0...40, using: &generator)), fields: fields)
+            let line = StderrLogSink.line(for: entry)
+            #expect(line == StderrLogSink.escapedLine(for: entry), "\(entry)")
+            if !line.contains(UInt8(ascii: "\\")) && !line.contains(UInt8(ascii: "\"")) { plain += 1 }
+        }
+        #expect(plain > 100, "the plain path ran (\(plain) lines without escapes)")
+    }
+
     @Test func everyPriorityHasItsSyslogWord() {
         let words = (0...7).map { LogPriority(rawValue: $0)!.word }
         #expect(words == ["emergency", "alert", "critical", "error", "warning", "notice", "info", "debug"])

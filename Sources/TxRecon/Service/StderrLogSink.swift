@@ -48,6 +48,83 @@ public final class StderrLogSink: LogSink {
     /// Built as bytes, from each text's own bytes where it needs no escape:
     /// the daemon writes one of these per delivered item.
     static func line(for entry: LogEntry) -> [UInt8] {  // internal for testing
+        plainLine(for: entry) ?? escapedLine(for: entry)
+    }
+
+    /// The line of an entry that needs no quote or escape (nearly every
+    /// one): measured, allocated at its size and copied in, piece by piece.
+    /// nil when some text needs one.
+    private static func plainLine(for entry: LogEntry) -> [UInt8]? {
+        let word = entry.priority.word
+        guard let messageLength = withBytes(entry.message, { isPlain($0, inValue: false) ? $0.count : nil })
+        else { return nil }
+        var length = word.utf8.count + 2 + messageLength + 1
+        let plainFields = entry.fields.withUnsafeBufferPointer { fields in
+            fields.allSatisfy { field in
+                guard let valueLength = withBytes(field.value, { !$0.isEmpty && isPlain($0, inValue: true) ? $0.count : nil })
+                else { return false }
+                length += 2 + field.name.utf8.count + valueLength
+                return true
+            }
+        }
+        guard plainFields else { return nil }
+        return [UInt8](unsafeUninitializedCapacity: length) { buffer, initialized in
+            var cursor = buffer.baseAddress!
+            func put(_ bytes: UnsafeBufferPointer<UInt8>) {
+                guard let base = bytes.baseAddress else { return }
+                cursor.update(from: base, count: bytes.count)
+                cursor += bytes.count
+            }
+            func put(_ byte: UInt8) {
+                cursor.initialize(to: byte)
+                cursor += 1
+            }
+            withBytes(word) { put($0) }
+            put(UInt8(ascii: ":"))
+            put(UInt8(ascii: " "))
+            withBytes(entry.message) { put($0) }
+            entry.fields.withUnsafeBufferPointer { fields in
+                for index in fields.indices {
+                    put(UInt8(ascii: " "))
+                    withBytes(fields[index].name) { put($0) }
+                    put(UInt8(ascii: "="))
+                    withBytes(fields[index].value) { put($0) }
+                }
+            }
+            put(UInt8(ascii: "\n"))
+            initialized = length
+        }
+    }
+
+    /// Whether `bytes` go into a line as they are: no control character
+    /// (nor, in a field's value, a blank, quote or backslash). Eight bytes
+    /// at a time, with the word tricks JSONStringScan explains.
+    private static func isPlain(_ bytes: UnsafeBufferPointer<UInt8>, inValue: Bool) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highBits: UInt64 = 0x8080_8080_8080_8080
+        func hasZeroByte(_ word: UInt64) -> Bool { (word &- ones) & ~word & highBits != 0 }
+        var index = 0
+        if let base = bytes.baseAddress {
+            let raw = UnsafeRawPointer(base)
+            while index + 8 <= bytes.count {
+                let word = raw.loadUnaligned(fromByteOffset: index, as: UInt64.self)
+                // Below 0x20 (exact as a yes or no for the word) or DEL.
+                if (word &- ones &* 0x20) & ~word & highBits != 0 || hasZeroByte(word ^ (ones &* 0x7F)) { return false }
+                if inValue && (hasZeroByte(word ^ (ones &* 0x20)) || hasZeroByte(word ^ (ones &* 0x22))
+                               || hasZeroByte(word ^ (ones &* 0x5C))) { return false }
+                index += 8
+            }
+        }
+        while index < bytes.count {
+            if inValue ? needsQuotes(bytes[index]) : isControl(bytes[index]) { return false }
+            index += 1
+        }
+        return true
+    }
+
+    /// The line of an entry some of whose text is quoted or escaped; right
+    /// for any entry (internal for testing: the plain path must agree).
+    static func escapedLine(for entry: LogEntry) -> [UInt8] {
         var line: [UInt8] = []
         line.reserveCapacity(entry.message.utf8.count + entry.fields.count * 32 + 16)
         withBytes(entry.priority.word) { line.append(contentsOf: $0) }
