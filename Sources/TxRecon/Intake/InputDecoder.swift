@@ -228,8 +228,8 @@ struct InputDecoder: Sendable {
     /// format: none of the other formats' members, and one of its own
     /// beside `payload`, which `value` may lack (set aside by the parser).
     private static func isEnvelope(_ value: JSONValue) -> Bool {
-        ["signedPayload", "signedTransactionInfo", "signedTransactions", "receipt"].allSatisfy { value[$0] == nil }
-            && (value["id"] != nil || value["version"] != nil)
+        value["signedPayload"] == nil && value["signedTransactionInfo"] == nil && value["signedTransactions"] == nil
+            && value["receipt"] == nil && (value["id"] != nil || value["version"] != nil)
     }
 
     /// `payloadText`: the payload's bytes as the file holds them, when the
