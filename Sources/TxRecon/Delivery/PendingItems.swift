@@ -152,7 +152,8 @@ struct PendingItems {
                         storedVersion: StoredVersion) throws(SpoolError) -> Placement {
         let key = drop.item.key
         let version = drop.item.version
-        let outdated = Placement(moves: [.supersede(Superseded(drop, by: nil))], change: .none)
+        // Built only when needed: most drops are fresh keys.
+        var outdated: Placement { Placement(moves: [.supersede(Superseded(drop, by: nil))], change: .none) }
         if var entry = entries[key] {
             // The parked drop, or the key's own file in new/, read again
             // (a rescan, a repeated event): the same file, not a second
@@ -188,7 +189,7 @@ struct PendingItems {
         // A held key whose hold/KEY is gone (moved by hand) or unreadable
         // is compared with done/ like any other (a release of a file that
         // is gone forgets the key; see OperatorCommands).
-        let heldVersion = held.contains(key) ? try storedVersion(.hold) : nil
+        let heldVersion = !held.isEmpty && held.contains(key) ? try storedVersion(.hold) : nil
         if let heldVersion {
             guard version > heldVersion else { return outdated }
             moves.append(.supersede(Superseded(location: .hold, key: key, version: heldVersion,
@@ -220,7 +221,7 @@ struct PendingItems {
             arrivals.note(key, receivedAt: drop.receivedAt)
         case let .fresh(drop, inInbox):
             let key = drop.item.key
-            held.remove(key)
+            if !held.isEmpty { held.remove(key) }
             var entry = Entry(version: drop.item.version, kind: drop.item.kind, state: DeliveryState(), deadline: now,
                               receivedAt: drop.receivedAt)
             if inInbox {
