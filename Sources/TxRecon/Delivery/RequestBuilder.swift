@@ -30,12 +30,12 @@ package struct RequestBuilder: Sendable {
     package func request(for item: Item, attempt: Int, receivedAt: Int64, signedAt: Int64) -> DeliveryRequest {
         let body = Self.body(for: item, attempt: attempt, receivedAt: receivedAt)
         let idempotencyKey = Self.idempotencyKey(for: item)
-        var headers: [(name: String, value: String)] = [
-            ("Content-Type", "application/json"),
-            ("User-Agent", userAgent),
-            ("Idempotency-Key", idempotencyKey),
-        ]
+        // Room for every header at once, not an array of three regrown.
+        var headers: [(name: String, value: String)] = []
         headers.reserveCapacity(7)
+        headers.append(("Content-Type", "application/json"))
+        headers.append(("User-Agent", userAgent))
+        headers.append(("Idempotency-Key", idempotencyKey))
         if let authorization {
             headers.append(("Authorization", authorization))
         }

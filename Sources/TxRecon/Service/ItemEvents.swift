@@ -55,7 +55,7 @@ struct ItemEvents: Sendable {
             message += fileText.utf8
         }
         sink.write(LogEntry(.info, String(decoding: message, as: UTF8.self), messageID: MessageID.delivered,
-                            fields: fields))
+                            fields: consume fields))
     }
 
     func deferred(_ key: ItemKey, kind: ItemKind?, version: ItemVersion?, attempt: Int, reason: String,
@@ -122,7 +122,7 @@ struct ItemEvents: Sendable {
                        key: ItemKey?, kind: ItemKind?, version: ItemVersion?, extra: [(String, String)]) {
         var fields = ItemEvents.fields(outcome, key: key, kind: kind, version: version, room: extra.count)
         for (name, value) in extra { fields.append((name, value)) }
-        sink.write(LogEntry(priority, message, messageID: id, fields: fields))
+        sink.write(LogEntry(priority, message, messageID: id, fields: consume fields))
     }
 
     /// The fields every item event has, with room for `room` more and the

@@ -156,9 +156,10 @@ package final class Spool: Sendable {
         // name was given to another owner's file since the lstat).
         let flags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC
         let noAccessTime = info.st_uid == effectiveUser ? SystemCall.openNoAccessTime : 0
-        let path = inbox.argument(name)
-        var fd = openat(inbox.descriptor, path, flags | noAccessTime)
-        if fd < 0 && errno == EPERM && noAccessTime != 0 { fd = openat(inbox.descriptor, path, flags) }
+        let fd = inbox.argument(name).withCString { path in
+            let fd = openat(inbox.descriptor, path, flags | noAccessTime)
+            return fd < 0 && errno == EPERM && noAccessTime != 0 ? openat(inbox.descriptor, path, flags) : fd
+        }
         if fd < 0 {
             switch errno {
             case ENOENT: return .gone

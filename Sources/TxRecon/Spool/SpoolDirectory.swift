@@ -37,6 +37,9 @@ final class SpoolDirectory: Sendable {
 
     /// `name` (relative to this directory) as the *at(2) calls take it with
     /// `descriptor`: as it is, or after the path when nothing is open.
+    /// Callers hand it over with `withCString`: a name of up to 15 bytes
+    /// lives inside its String, and the implicit conversion to a C string
+    /// copies such a name to the heap at every call.
     func argument(_ name: String) -> String {
         descriptor == AT_FDCWD && !prefix.isEmpty ? prefix + name : name
     }

@@ -55,7 +55,10 @@ package enum SystemCall {
     /// rename(2) of `from` in `source` to `to` in `target`.
     static func rename(_ from: String, in source: SpoolDirectory, to: String,
                        in target: SpoolDirectory) throws(SpoolError) {
-        guard renameat(source.descriptor, source.argument(from), target.descriptor, target.argument(to)) == 0 else {
+        let renamed = source.argument(from).withCString { from in
+            target.argument(to).withCString { to in renameat(source.descriptor, from, target.descriptor, to) }
+        }
+        guard renamed == 0 else {
             throw SpoolError("rename to \(target.shown(to)) from", source.shown(from))
         }
     }
@@ -105,9 +108,10 @@ package enum SystemCall {
     /// link(2) of `from` in `source` to `to` in `target`.
     static func link(_ from: String, in source: SpoolDirectory, to: String,
                      in target: SpoolDirectory) throws(SpoolError) -> Linked {
-        guard linkat(source.descriptor, source.argument(from), target.descriptor, target.argument(to), 0) != 0 else {
-            return .linked
+        let linked = source.argument(from).withCString { from in
+            target.argument(to).withCString { to in linkat(source.descriptor, from, target.descriptor, to, 0) }
         }
+        guard linked != 0 else { return .linked }
         switch errno {
         case EEXIST: return .exists
         case EPERM, EMLINK, EOPNOTSUPP, ENOSYS: return .refused
@@ -149,12 +153,13 @@ package enum SystemCall {
     /// Whether nothing is at `path` now (false when that cannot be told).
     static func isMissing(_ path: String, in directory: SpoolDirectory = .workingDirectory) -> Bool {
         var info = stat()
-        return fstatat(directory.descriptor, directory.argument(path), &info, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT
+        return directory.argument(path).withCString { fstatat(directory.descriptor, $0, &info, AT_SYMLINK_NOFOLLOW) } != 0
+            && errno == ENOENT
     }
 
     /// Removes a file; a missing file is not an error.
     static func unlinkIfPresent(_ path: String, in directory: SpoolDirectory = .workingDirectory) throws(SpoolError) {
-        guard unlinkat(directory.descriptor, directory.argument(path), 0) == 0 || errno == ENOENT else {
+        guard directory.argument(path).withCString({ unlinkat(directory.descriptor, $0, 0) }) == 0 || errno == ENOENT else {
             throw SpoolError("unlink", directory.shown(path))
         }
     }
@@ -174,7 +179,9 @@ package enum SystemCall {
     /// `lstat(2)`; nil when the path does not exist.
     static func linkStatus(_ path: String, in directory: SpoolDirectory = .workingDirectory) throws(SpoolError) -> stat? {
         var info = stat()
-        if fstatat(directory.descriptor, directory.argument(path), &info, AT_SYMLINK_NOFOLLOW) == 0 { return info }
+        if directory.argument(path).withCString({ fstatat(directory.descriptor, $0, &info, AT_SYMLINK_NOFOLLOW) }) == 0 {
+            return info
+        }
         if errno == ENOENT { return nil }
         throw SpoolError("lstat", directory.shown(path))
     }
