@@ -38,14 +38,12 @@ public enum JSONValue: Sendable, Equatable {
     /// The member named `key` of an object; nil for a missing key or a non-object.
     public subscript(key: String) -> JSONValue? {
         guard case let .object(members) = self else { return nil }
-        // Lengths first: the count is at hand, and a full comparison of two
-        // strings that differ costs a hundred instructions, several times
-        // per member while intake tells the input formats apart.
         // Through the buffer: a member read in place, not copied out (a
         // string and a value retained and released) for each one.
-        let length = key.utf8.count
+        // Names compare as String's == does (canonical equivalence: the
+        // Kelvin sign is "K"), so not by their lengths or bytes first.
         return members.withUnsafeBufferPointer { members in
-            for index in members.indices where members[index].0.utf8.count == length && members[index].0 == key {
+            for index in members.indices where members[index].0 == key {
                 return members[index].1
             }
             return nil
@@ -240,6 +238,8 @@ private struct JSONParser {
                 throw fail("expected ',' or '}'")
             }
             let key = try parseString(building: true)
+            // Room for a usual object's members at once, not grown from one.
+            if members.capacity == 0 { members.reserveCapacity(8) }
             if seen == nil, members.count == JSONParser.linearKeyCheckLimit {
                 seen = Set(members.lazy.map(\.0))
             }
