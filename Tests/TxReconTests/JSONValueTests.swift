@@ -87,6 +87,19 @@ import Testing
         }
     }
 
+    /// Plain names compare as bytes, others as Strings: an escape or a
+    /// canonically equivalent spelling is still the same name, and a nested
+    /// object's names are its own.
+    @Test func duplicatesAreFoundWhateverTheSpellingAndOnlyWithinOneObject() throws {
+        for text in [#"{"a\u0062":1,"ab":2}"#, #"{"ab":1,"a\u0062":2}"#, #"{"caf\u00e9":1,"cafe\u0301":2}"#,
+                     #"{"x":{"k":1,"k":2}}"#, #"{"a":{"b":1},"a":2}"#] {
+            #expect(throws: JSONError.self, "\(text)") { try JSONValue.parse(text) }
+        }
+        let nested = try JSONValue.parse(#"{"a":{"a":1,"b":{"a":2,"b":3}},"b":[{"a":4},{"a":5}],"c":6}"#)
+        #expect(nested.objectValue?.map(\.0) == ["a", "b", "c"])
+        #expect(nested["a"]?["b"]?["a"] == .integer(2))
+    }
+
     @Test func nestingBeyondTheLimitIsRefused() {
         let deep = String(repeating: "[", count: 65) + String(repeating: "]", count: 65)
         #expect(throws: JSONError.self) { try JSONValue.parse(deep) }

@@ -144,10 +144,10 @@ private struct JSONParser {
     /// Whether values are built; false while a set-aside value is checked,
     /// which goes through the same rules and yields `.null` in their place.
     var building = true
-    /// While checking without building: the member names (their text
-    /// between the quotes) of the objects being checked, innermost last,
-    /// for the duplicate check; and whether each is plain (ASCII without an
-    /// escape, so that its bytes compare as its String does).
+    /// The member names (their text between the quotes) of the objects
+    /// being parsed, innermost last, for the duplicate check; and whether
+    /// each is plain (ASCII without an escape, so that its bytes compare as
+    /// its String does).
     var checkedNames: [(text: Range<Int>, plain: Bool)] = []
 
     init(_ bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
@@ -238,14 +238,9 @@ private struct JSONParser {
                 throw fail("expected ',' or '}'")
             }
             let key = try parseString(building: true)
+            try noteName(at: keyOffset, of: firstName, seen: &seen)
             // Room for a usual object's members at once, not grown from one.
             if members.capacity == 0 { members.reserveCapacity(8) }
-            if seen == nil, members.count == JSONParser.linearKeyCheckLimit {
-                seen = Set(members.lazy.map(\.0))
-            }
-            guard seen?.insert(key).inserted ?? !members.contains(where: { $0.0 == key }) else {
-                throw JSONError(offset: keyOffset, message: "duplicate key \"\(key)\"")
-            }
             skipWhitespace()
             guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw fail("expected ':'") }
             index += 1
@@ -269,20 +264,25 @@ private struct JSONParser {
             throw fail("expected ',' or '}'")
         }
         depth -= 1
-        guard building else {
-            checkedNames.removeSubrange(firstName...)
-            return .null
-        }
+        checkedNames.removeSubrange(firstName...)
+        guard building else { return .null }
         if depth == 0, let setAsideFound { members.remove(at: setAsideFound.position) }
         return .object(members)
     }
 
     /// The duplicate check of a member name while checking without
-    /// building (the name starts at `offset`; the object's names start at
-    /// `first` in `checkedNames`): the same verdict as the check on built
-    /// Strings, comparing bytes where they are plain and Strings otherwise.
+    /// building: the name (starting at `offset`) parsed, then noted.
     mutating func checkName(at offset: Int, of first: Int, seen: inout Set<String>?) throws(JSONError) {
         _ = try parseString(building: false)
+        try noteName(at: offset, of: first, seen: &seen)
+    }
+
+    /// The duplicate check of the member name just parsed (it starts at
+    /// `offset`; the object's names start at `first` in `checkedNames`),
+    /// building or not: names compare as their Strings do, by their bytes
+    /// where both are plain (two strings of plain ASCII are equal exactly
+    /// when their bytes are), else as Strings (canonical equivalence).
+    mutating func noteName(at offset: Int, of first: Int, seen: inout Set<String>?) throws(JSONError) {
         let text = offset + 1..<index - 1
         var plain = true
         for position in text where bytes[position] >= 0x80 || bytes[position] == UInt8(ascii: "\\") {
