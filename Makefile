@@ -166,7 +166,8 @@ FUZZ_SOURCES := $(addprefix Sources/TxRecon/Intake/,InputDecoder.swift CompactJW
 	Rejection.swift RejectionCode.swift PayloadReader.swift AppStorePayloads.swift JSONValueDescription.swift \
 	ParsedSignedStrings.swift KnownJOSEHeaders.swift DERReader.swift AppReceipt.swift Base64.swift \
 	InputDecoder+Receipt.swift ReceiptSplit.swift) \
-	Sources/TxRecon/Support/JSONValue.swift Sources/TxRecon/Support/JSONStringScan.swift Tests/Fuzz/InputDecoderFuzzer.swift
+	Sources/TxRecon/Support/JSONValue.swift Sources/TxRecon/Support/JSONStringScan.swift \
+	Sources/TxRecon/Support/ByteWord.swift Sources/TxRecon/Support/StringBytes.swift Tests/Fuzz/InputDecoderFuzzer.swift
 
 .build/fuzz/input-decoder: $(FUZZ_SOURCES)
 	mkdir -p .build/fuzz

@@ -40,21 +40,13 @@ public struct ItemKey: Hashable, Sendable, Comparable, CustomStringConvertible {
     // as bytes, which is also cheaper than String's Unicode-aware == and
     // hash: a key is looked up several times per delivery.
     public static func == (lhs: ItemKey, rhs: ItemKey) -> Bool {
-        lhs.withBytes { left in rhs.withBytes { right in
+        lhs.rawValue.withUTF8Bytes { left in rhs.rawValue.withUTF8Bytes { right in
             left.count == right.count && memcmp(left.baseAddress!, right.baseAddress!, left.count) == 0
         } }
     }
 
     public func hash(into hasher: inout Hasher) {
-        withBytes { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
-    }
-
-    /// Calls `body` with the key's UTF-8 bytes (never empty). A key's
-    /// String is always native (it is made by decoding bytes), so its
-    /// bytes are contiguous; the copy is only a fallback.
-    private func withBytes<Result>(_ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
-        if let result = rawValue.utf8.withContiguousStorageIfAvailable(body) { return result }
-        return Array(rawValue.utf8).withUnsafeBufferPointer(body)
+        rawValue.withUTF8Bytes { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
     }
 
     public static func < (lhs: ItemKey, rhs: ItemKey) -> Bool {
@@ -80,7 +72,7 @@ public struct ItemKey: Hashable, Sendable, Comparable, CustomStringConvertible {
         // the key's bytes in place (it runs several times per delivery);
         // remembering its answer in the key would make every stored key
         // (100,000 queued: three times over) a word longer.
-        if withBytes({ $0.allSatisfy(ItemKey.isPlain) }) { return rawValue }
+        if rawValue.withUTF8Bytes({ $0.allSatisfy(ItemKey.isPlain) }) { return rawValue }
         let escapes = rawValue.utf8.count { !ItemKey.isPlain($0) }
         guard rawValue.utf8.count + 2 * escapes <= ItemKey.maximumFileNameLength else {
             return "=" + Base64URL.encode(rawValue.utf8)

@@ -56,12 +56,12 @@ public final class StderrLogSink: LogSink {
     /// nil when some text needs one.
     private static func plainLine(for entry: LogEntry) -> [UInt8]? {
         let word = entry.priority.word
-        guard let messageLength = withBytes(entry.message, { isPlain($0, inValue: false) ? $0.count : nil })
+        guard let messageLength = entry.message.withUTF8Bytes({ isPlain($0, inValue: false) ? $0.count : nil })
         else { return nil }
         var length = word.utf8.count + 2 + messageLength + 1
         let plainFields = entry.fields.withUnsafeBufferPointer { fields in
             fields.allSatisfy { field in
-                guard let valueLength = withBytes(field.value, { !$0.isEmpty && isPlain($0, inValue: true) ? $0.count : nil })
+                guard let valueLength = field.value.withUTF8Bytes({ !$0.isEmpty && isPlain($0, inValue: true) ? $0.count : nil })
                 else { return false }
                 length += 2 + field.name.utf8.count + valueLength
                 return true
@@ -79,16 +79,16 @@ public final class StderrLogSink: LogSink {
                 cursor.initialize(to: byte)
                 cursor += 1
             }
-            withBytes(word) { put($0) }
+            word.withUTF8Bytes { put($0) }
             put(UInt8(ascii: ":"))
             put(UInt8(ascii: " "))
-            withBytes(entry.message) { put($0) }
+            entry.message.withUTF8Bytes { put($0) }
             entry.fields.withUnsafeBufferPointer { fields in
                 for index in fields.indices {
                     put(UInt8(ascii: " "))
-                    withBytes(fields[index].name) { put($0) }
+                    fields[index].name.withUTF8Bytes { put($0) }
                     put(UInt8(ascii: "="))
-                    withBytes(fields[index].value) { put($0) }
+                    fields[index].value.withUTF8Bytes { put($0) }
                 }
             }
             put(UInt8(ascii: "\n"))
@@ -98,20 +98,16 @@ public final class StderrLogSink: LogSink {
 
     /// Whether `bytes` go into a line as they are: no control character
     /// (nor, in a field's value, a blank, quote or backslash). Eight bytes
-    /// at a time, with the word tricks JSONStringScan explains.
+    /// at a time (ByteWord).
     private static func isPlain(_ bytes: UnsafeBufferPointer<UInt8>, inValue: Bool) -> Bool {
-        let ones: UInt64 = 0x0101_0101_0101_0101
-        let highBits: UInt64 = 0x8080_8080_8080_8080
-        func hasZeroByte(_ word: UInt64) -> Bool { (word &- ones) & ~word & highBits != 0 }
         var index = 0
         if let base = bytes.baseAddress {
             let raw = UnsafeRawPointer(base)
             while index + 8 <= bytes.count {
                 let word = raw.loadUnaligned(fromByteOffset: index, as: UInt64.self)
-                // Below 0x20 (exact as a yes or no for the word) or DEL.
-                if (word &- ones &* 0x20) & ~word & highBits != 0 || hasZeroByte(word ^ (ones &* 0x7F)) { return false }
-                if inValue && (hasZeroByte(word ^ (ones &* 0x20)) || hasZeroByte(word ^ (ones &* 0x22))
-                               || hasZeroByte(word ^ (ones &* 0x5C))) { return false }
+                if ByteWord.has(word, byteBelow: 0x20) || ByteWord.has(word, byte: 0x7F) { return false }
+                if inValue && (ByteWord.has(word, byte: UInt8(ascii: " ")) || ByteWord.has(word, byte: UInt8(ascii: "\""))
+                               || ByteWord.has(word, byte: UInt8(ascii: "\\"))) { return false }
                 index += 8
             }
         }
@@ -127,10 +123,10 @@ public final class StderrLogSink: LogSink {
     static func escapedLine(for entry: LogEntry) -> [UInt8] {
         var line: [UInt8] = []
         line.reserveCapacity(entry.message.utf8.count + entry.fields.count * 32 + 16)
-        withBytes(entry.priority.word) { line.append(contentsOf: $0) }
+        entry.priority.word.withUTF8Bytes { line.append(contentsOf: $0) }
         line.append(UInt8(ascii: ":"))
         line.append(UInt8(ascii: " "))
-        withBytes(entry.message) { bytes in
+        entry.message.withUTF8Bytes { bytes in
             if bytes.contains(where: isControl) { append(bytes, quoting: false, to: &line) } else { line.append(contentsOf: bytes) }
         }
         // Through the buffer: a field read in place, not copied out of the
@@ -138,9 +134,9 @@ public final class StderrLogSink: LogSink {
         entry.fields.withUnsafeBufferPointer { fields in
             for index in fields.indices {
                 line.append(UInt8(ascii: " "))
-                withBytes(fields[index].name) { line.append(contentsOf: $0) }
+                fields[index].name.withUTF8Bytes { line.append(contentsOf: $0) }
                 line.append(UInt8(ascii: "="))
-                withBytes(fields[index].value) { bytes in
+                fields[index].value.withUTF8Bytes { bytes in
                     // Nearly every value needs neither quotes nor escapes: one
                     // scan, then the bytes as they are.
                     if bytes.isEmpty || bytes.contains(where: needsQuotes) {
@@ -153,14 +149,6 @@ public final class StderrLogSink: LogSink {
         }
         line.append(UInt8(ascii: "\n"))
         return line
-    }
-
-    /// Calls `body` with `text`'s UTF-8 bytes: in place for a native string,
-    /// through a copy otherwise.
-    private static func withBytes<Result>(_ text: String, _ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
-        if let result = text.utf8.withContiguousStorageIfAvailable(body) { return result }
-        var copy = text
-        return copy.withUTF8(body)
     }
 
     /// Whether a value holding `byte` is written in quotes.

@@ -9,9 +9,6 @@
 // Reports: nothing.
 
 enum JSONStringScan {
-    private static let ones: UInt64 = 0x0101_0101_0101_0101
-    private static let highBits: UInt64 = 0x8080_8080_8080_8080
-
     /// The first index from `start` on whose byte is `"`, `\`, below 0x20
     /// or at least 0x80; `bytes.count` when there is none.
     static func endOfPlainRun(in bytes: UnsafeBufferPointer<UInt8>, from start: Int) -> Int {
@@ -31,17 +28,10 @@ enum JSONStringScan {
         byte >= 0x20 && byte < 0x80 && byte != UInt8(ascii: "\"") && byte != UInt8(ascii: "\\")
     }
 
-    /// Whether none of the eight bytes of `word` needs a look. The tests
-    /// are the classic "has a byte less than n" and "has a zero byte" word
-    /// tricks: exact as a yes or no for the whole word, which is all that is
-    /// asked (a word that fails is then read byte by byte).
+    /// Whether none of the eight bytes of `word` needs a look (ByteWord).
     @inline(__always)
     static func isPlain(_ word: UInt64) -> Bool {
-        let control = (word &- ones &* 0x20) & ~word
-        let quote = word ^ (ones &* 0x22)
-        let backslash = word ^ (ones &* 0x5C)
-        let hasQuote = (quote &- ones) & ~quote
-        let hasBackslash = (backslash &- ones) & ~backslash
-        return (word | control | hasQuote | hasBackslash) & highBits == 0
+        !ByteWord.hasHighByte(word) && !ByteWord.has(word, byteBelow: 0x20)
+            && !ByteWord.has(word, byte: UInt8(ascii: "\"")) && !ByteWord.has(word, byte: UInt8(ascii: "\\"))
     }
 }

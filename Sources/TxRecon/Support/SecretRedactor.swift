@@ -83,9 +83,7 @@ package final class SecretRedactor: Sendable {
     /// Whether any of `secrets` occurs in `text`, searched in place.
     private static func occurs(_ secrets: [[UInt8]], in text: String) -> Bool {
         guard !secrets.isEmpty else { return false }
-        if let found = text.utf8.withContiguousStorageIfAvailable({ occurs(secrets, in: $0) }) { return found }
-        var text = text
-        return text.withUTF8 { occurs(secrets, in: $0) }
+        return text.withUTF8Bytes { occurs(secrets, in: $0) }
     }
 
     private static func occurs(_ secrets: [[UInt8]], in bytes: UnsafeBufferPointer<UInt8>) -> Bool {
