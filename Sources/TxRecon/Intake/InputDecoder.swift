@@ -125,7 +125,9 @@ struct InputDecoder: Sendable {
         if value["signedTransactionInfo"] != nil { return .item(try decodeTransactionUpload(value, parsed: &parsed)) }
         if value["signedTransactions"] != nil { return try decodeHistoryPage(value) }
         if value["receipt"] != nil { return try decodeReceiptUpload(value, parsed: &parsed) }
-        if InputDecoder.isEnvelope(value) || value["payload"] != nil {
+        // None of the other formats' members is here: an `id`, a `version`
+        // (the payload set aside) or a `payload` put back makes an envelope.
+        if value["id"] != nil || value["version"] != nil || value["payload"] != nil {
             return .item(try decodeEnvelope(value, payloadText: payload.map { Array(input[$0.range]) }))
         }
         if value["signedRenewalInfo"] != nil {

@@ -224,28 +224,15 @@ private struct JSONParser {
                 throw fail("expected a member name")
             }
             let keyOffset = index
-            guard building else {
-                try checkName(at: keyOffset, of: firstName, seen: &seen)
-                skipWhitespace()
-                guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw fail("expected ':'") }
-                index += 1
-                skipWhitespace()
-                _ = try parseValue()
-                skipWhitespace()
-                guard index < bytes.count else { throw fail("unexpected end of input") }
-                if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
-                if bytes[index] == UInt8(ascii: "}") { index += 1; break }
-                throw fail("expected ',' or '}'")
-            }
-            let key = try parseString(building: true)
+            let key = try parseString(building: building)
             try noteName(at: keyOffset, of: firstName, seen: &seen)
-            // Room for a usual object's members at once, not grown from one.
-            if members.capacity == 0 { members.reserveCapacity(8) }
             skipWhitespace()
             guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw fail("expected ':'") }
             index += 1
             skipWhitespace()
-            if depth == 1, building, key == setAside {
+            if !building {
+                _ = try parseValue()
+            } else if depth == 1, key == setAside {
                 // Checked, not built; still noted, so that a second member
                 // of that name is found a duplicate.
                 let start = index
@@ -255,6 +242,8 @@ private struct JSONParser {
                 setAsideFound = JSONValue.SetAside(range: start..<index, position: members.count)
                 members.append((key, .null))
             } else {
+                // Room for a usual object's members at once, not grown from one.
+                if members.capacity == 0 { members.reserveCapacity(8) }
                 members.append((key, try parseValue()))
             }
             skipWhitespace()
@@ -270,16 +259,9 @@ private struct JSONParser {
         return .object(members)
     }
 
-    /// The duplicate check of a member name while checking without
-    /// building: the name (starting at `offset`) parsed, then noted.
-    mutating func checkName(at offset: Int, of first: Int, seen: inout Set<String>?) throws(JSONError) {
-        _ = try parseString(building: false)
-        try noteName(at: offset, of: first, seen: &seen)
-    }
-
     /// The duplicate check of the member name just parsed (it starts at
     /// `offset`; the object's names start at `first` in `checkedNames`),
-    /// building or not: names compare as their Strings do, by their bytes
+    /// built or only checked: names compare as their Strings do, by their bytes
     /// where both are plain (two strings of plain ASCII are equal exactly
     /// when their bytes are), else as Strings (canonical equivalence).
     mutating func noteName(at offset: Int, of first: Int, seen: inout Set<String>?) throws(JSONError) {
