@@ -10,12 +10,13 @@ struct DestinationLogSink: LogSink {
 
     func write(_ entry: consuming LogEntry) {
         if namesMessages { entry.message = name + ": " + entry.message }
-        // Lengths first: this runs for every entry, and most names differ
-        // from this one in length alone.
+        // Lengths first: this runs for every entry, and most field names
+        // (ours, all ASCII) differ from this one in length alone.
+        let field = "TXRECON_DESTINATION"
         let named = entry.fields.withUnsafeBufferPointer { fields in
-            fields.contains { $0.name.utf8.count == 19 && $0.name == "TXRECON_DESTINATION" }
+            fields.contains { $0.name.utf8.count == field.utf8.count && $0.name == field }
         }
-        if !named { entry.fields.append(("TXRECON_DESTINATION", name)) }
+        if !named { entry.fields.append((field, name)) }
         inner.write(entry)
     }
 }

@@ -76,17 +76,17 @@ package final class Spool: Sendable {
     /// new/, queue/ and done/, held open: the hot path (reading a drop,
     /// finishing and accepting an item) names files by their own names
     /// relative to them (SpoolDirectory).
-    private let inbox: SpoolDirectory
-    private let queue: SpoolDirectory
-    private let done: SpoolDirectory
+    private let inboxDirectory: SpoolDirectory
+    private let queueDirectory: SpoolDirectory
+    private let doneDirectory: SpoolDirectory
 
     package init(layout: SpoolLayout, keepsDone: Bool = true, fanOutInboxes: [String] = []) {
         self.layout = layout
         self.keepsDone = keepsDone
         self.fanOutInboxes = fanOutInboxes
-        inbox = SpoolDirectory.open(layout.new)
-        queue = SpoolDirectory.open(layout.queue)
-        done = SpoolDirectory.open(layout.done)
+        inboxDirectory = SpoolDirectory.open(layout.new)
+        queueDirectory = SpoolDirectory.open(layout.queue)
+        doneDirectory = SpoolDirectory.open(layout.done)
     }
 
     /// A number no other call on this spool gets, for temporary names.
@@ -148,7 +148,7 @@ package final class Spool: Sendable {
     /// O_NOFOLLOW|O_NONBLOCK and check again with fstat (the name may have
     /// been replaced in between).
     func readDrop(_ name: String, maximumSize: Int) throws(SpoolError) -> DropContent {
-        guard let info = try SystemCall.linkStatus(name, in: inbox) else { return .gone }
+        guard let info = try SystemCall.linkStatus(name, in: inboxDirectory) else { return .gone }
         if let refusal = Spool.refusal(for: info, maximumSize: maximumSize) { return .refused(refusal) }
         // The first read of a fresh file would update its access time, a
         // write to its inode that nobody reads (2 % of a drain's CPU here).
@@ -156,24 +156,24 @@ package final class Spool: Sendable {
         // name was given to another owner's file since the lstat).
         let flags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC
         let noAccessTime = info.st_uid == effectiveUser ? SystemCall.openNoAccessTime : 0
-        let fd = inbox.argument(name).withCString { path in
-            let fd = openat(inbox.descriptor, path, flags | noAccessTime)
-            return fd < 0 && errno == EPERM && noAccessTime != 0 ? openat(inbox.descriptor, path, flags) : fd
+        let fd = inboxDirectory.argument(name).withCString { path in
+            let fd = openat(inboxDirectory.descriptor, path, flags | noAccessTime)
+            return fd < 0 && errno == EPERM && noAccessTime != 0 ? openat(inboxDirectory.descriptor, path, flags) : fd
         }
         if fd < 0 {
             switch errno {
             case ENOENT: return .gone
             case ELOOP: return .refused(Rejection("not-a-regular-file", "it is a symbolic link; drop the file itself"))
             case EACCES: return .refused(Rejection("unreadable", "txrecon may not read it (permission denied); let group txrecon read it"))
-            default: throw SpoolError("open", inbox.shown(name))
+            default: throw SpoolError("open", inboxDirectory.shown(name))
             }
         }
         defer { close(fd) }
         var opened = stat()
-        guard fstat(fd, &opened) == 0 else { throw SpoolError("fstat", inbox.shown(name)) }
+        guard fstat(fd, &opened) == 0 else { throw SpoolError("fstat", inboxDirectory.shown(name)) }
         if let refusal = Spool.refusal(for: opened, maximumSize: maximumSize) { return .refused(refusal) }
         do {
-            let bytes = try SystemCall.readAll(fd, path: inbox.shown(name), limit: maximumSize, statSize: Int(opened.st_size))
+            let bytes = try SystemCall.readAll(fd, path: inboxDirectory.shown(name), limit: maximumSize, statSize: Int(opened.st_size))
             let modifiedAt = Spool.modifiedMilliseconds(opened)
             guard opened.st_nlink == 1 else {
                 return .linked(bytes, modifiedAt: modifiedAt, file: FileIdentity(opened), names: Int(opened.st_nlink))
@@ -224,13 +224,13 @@ package final class Spool: Sendable {
     /// new/NAME -> queue/KEY. Replaces nothing: the engine has moved any
     /// pending snapshot of KEY away first.
     func accept(drop name: String, as key: ItemKey) throws(SpoolError) {
-        try SystemCall.rename(name, in: inbox, to: key.fileName, in: queue)
+        try SystemCall.rename(name, in: inboxDirectory, to: key.fileName, in: queueDirectory)
     }
 
     /// Whether a move failed because new/NAME is not there (any more): a
     /// drop read twice, the second time by a scan while the engine took it.
     func isGoneFromInbox(_ name: String, after error: SpoolError) -> Bool {
-        error.code == ENOENT && SystemCall.isMissing(name, in: inbox)
+        error.code == ENOENT && SystemCall.isMissing(name, in: inboxDirectory)
     }
 
     /// new/NAME -> rejected/NAME with NAME.reason beside it. The reason is
@@ -389,19 +389,19 @@ package final class Spool: Sendable {
     /// pair (bench/FINDINGS.md). A crash in between leaves both names of one
     /// file; `isDelivered` tells, and start-up removes the old one.
     func finish(_ key: ItemKey, followsDelivery: Bool = true, inbox: String? = nil) throws(SpoolError) {
-        let (source, directory) = inbox.map { ($0, self.inbox) } ?? (key.fileName, queue)
+        let (source, directory) = inbox.map { ($0, inboxDirectory) } ?? (key.fileName, queueDirectory)
         do {
             guard keepsDone else { return try SystemCall.unlinkIfPresent(source, in: directory) }
             var replaces = followsDelivery
             if !followsDelivery, !linksRefused.load(ordering: .relaxed) {
-                switch try SystemCall.link(source, in: directory, to: key.fileName, in: done) {
+                switch try SystemCall.link(source, in: directory, to: key.fileName, in: doneDirectory) {
                 case .linked: return try SystemCall.unlinkIfPresent(source, in: directory)
                 case .exists: replaces = true
                 case .refused: linksRefused.store(true, ordering: .relaxed)
                 }
             }
-            if replaces { try SystemCall.unlinkIfPresent(key.fileName + ".state", in: done) }
-            try SystemCall.rename(source, in: directory, to: key.fileName, in: done)
+            if replaces { try SystemCall.unlinkIfPresent(key.fileName + ".state", in: doneDirectory) }
+            try SystemCall.rename(source, in: directory, to: key.fileName, in: doneDirectory)
         } catch where inbox.map({ isGoneFromInbox($0, after: error) }) ?? false {
             return
         }
