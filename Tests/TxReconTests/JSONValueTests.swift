@@ -89,12 +89,17 @@ import Testing
 
     /// Plain names compare as bytes, others as Strings: an escape or a
     /// canonically equivalent spelling is still the same name, and a nested
-    /// object's names are its own.
+    /// object's names are its own. Plain names of lengths that differ are
+    /// never compared; lengths equal modulo 64 still are.
     @Test func duplicatesAreFoundWhateverTheSpellingAndOnlyWithinOneObject() throws {
+        let long = String(repeating: "n", count: 70)
         for text in [#"{"a\u0062":1,"ab":2}"#, #"{"ab":1,"a\u0062":2}"#, #"{"caf\u00e9":1,"cafe\u0301":2}"#,
-                     #"{"x":{"k":1,"k":2}}"#, #"{"a":{"b":1},"a":2}"#] {
+                     #"{"\u212Aey":1,"Key":2}"#, #"{"x":{"k":1,"k":2}}"#, #"{"a":{"b":1},"a":2}"#,
+                     #"{"ab":1,"cd":2,"ab":3}"#, #"{"\#(long)":1,"b":2,"\#(long)":3}"#] {
             #expect(throws: JSONError.self, "\(text)") { try JSONValue.parse(text) }
         }
+        let sameLengthModulo64 = try JSONValue.parse(#"{"n":1,"\#(String(repeating: "n", count: 65))":2,"m":3}"#)
+        #expect(sameLengthModulo64.objectValue?.count == 3)
         let nested = try JSONValue.parse(#"{"a":{"a":1,"b":{"a":2,"b":3}},"b":[{"a":4},{"a":5}],"c":6}"#)
         #expect(nested.objectValue?.map(\.0) == ["a", "b", "c"])
         #expect(nested["a"]?["b"]?["a"] == .integer(2))

@@ -207,11 +207,7 @@ private struct JSONParser {
         try enter()
         index += 1
         var members: [(String, JSONValue)] = []
-        // Duplicate keys: compared with each earlier key while there are few
-        // (no set to build and hash for the small objects of every JWS),
-        // through a set from then on, so a hostile object stays linear.
-        var seen: Set<String>?
-        let firstName = checkedNames.count
+        var names = ObjectNames(first: checkedNames.count)
         skipWhitespace()
         if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
             index += 1
@@ -224,8 +220,8 @@ private struct JSONParser {
                 throw fail("expected a member name")
             }
             let keyOffset = index
-            let key = try parseString(building: building)
-            try noteName(at: keyOffset, of: firstName, seen: &seen)
+            let (key, plain) = try parseStringNotingPlain(building: building)
+            try noteName(at: keyOffset, plain: plain, in: &names)
             skipWhitespace()
             guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw fail("expected ':'") }
             index += 1
@@ -253,39 +249,54 @@ private struct JSONParser {
             throw fail("expected ',' or '}'")
         }
         depth -= 1
-        checkedNames.removeSubrange(firstName...)
+        checkedNames.removeSubrange(names.first...)
         guard building else { return .null }
         if depth == 0, let setAsideFound { members.remove(at: setAsideFound.position) }
         return .object(members)
     }
 
+    /// What the duplicate check knows of the names of one object.
+    /// Duplicate keys are compared with each earlier key while there are
+    /// few (no set to build and hash for the small objects of every JWS),
+    /// through a set from then on, so a hostile object stays linear.
+    struct ObjectNames {
+        /// Where the object's names start in `checkedNames`.
+        let first: Int
+        var seen: Set<String>?
+        /// The lengths (modulo 64) of the plain names so far, one bit each:
+        /// plain names are equal only at equal lengths, so a plain name
+        /// whose bit is clear equals none of them and is compared with none
+        /// (an object's names mostly differ in length).
+        var plainLengths: UInt64 = 0
+        var allPlain = true
+    }
+
     /// The duplicate check of the member name just parsed (it starts at
-    /// `offset`; the object's names start at `first` in `checkedNames`),
-    /// built or only checked: names compare as their Strings do, by their bytes
-    /// where both are plain (two strings of plain ASCII are equal exactly
-    /// when their bytes are), else as Strings (canonical equivalence).
-    mutating func noteName(at offset: Int, of first: Int, seen: inout Set<String>?) throws(JSONError) {
+    /// `offset`; `plain`: ASCII without an escape), built or only checked:
+    /// names compare as their Strings do, by their bytes where both are
+    /// plain (two strings of plain ASCII are equal exactly when their bytes
+    /// are), else as Strings (canonical equivalence).
+    mutating func noteName(at offset: Int, plain: Bool, in names: inout ObjectNames) throws(JSONError) {
         let text = offset + 1..<index - 1
-        var plain = true
-        for position in text where bytes[position] >= 0x80 || bytes[position] == UInt8(ascii: "\\") {
-            plain = false
-            break
-        }
-        if seen == nil, checkedNames.count - first == JSONParser.linearKeyCheckLimit {
-            seen = Set(checkedNames[first...].map { name(at: $0.text) })
+        let lengthBit: UInt64 = 1 << UInt64(text.count & 63)
+        if names.seen == nil, checkedNames.count - names.first == JSONParser.linearKeyCheckLimit {
+            names.seen = Set(checkedNames[names.first...].map { name(at: $0.text) })
         }
         let duplicate: Bool
-        if seen != nil {
-            duplicate = !seen!.insert(name(at: text)).inserted
+        if names.seen != nil {
+            duplicate = !names.seen!.insert(name(at: text)).inserted
+        } else if plain && names.allPlain && names.plainLengths & lengthBit == 0 {
+            duplicate = false
         } else {
             let start = bytes.baseAddress! + text.lowerBound
-            duplicate = checkedNames[first...].contains { earlier in
+            duplicate = checkedNames[names.first...].contains { earlier in
                 guard plain && earlier.plain else { return name(at: earlier.text) == name(at: text) }
                 return earlier.text.count == text.count
                     && memcmp(bytes.baseAddress! + earlier.text.lowerBound, start, text.count) == 0
             }
         }
         guard !duplicate else { throw JSONError(offset: offset, message: "duplicate key \"\(name(at: text))\"") }
+        if plain { names.plainLengths |= lengthBit } else { names.allPlain = false }
         // Room for a payload's usual members at once, not grown by doubling.
         if checkedNames.capacity == 0 { checkedNames.reserveCapacity(32) }
         checkedNames.append((text, plain))
@@ -355,9 +366,16 @@ private struct JSONParser {
     /// escapes; the fast path copies runs without escapes in one step.
     /// Without `building`, the same checks and an empty String.
     mutating func parseString(building: Bool) throws(JSONError) -> String {
+        try parseStringNotingPlain(building: building).text
+    }
+
+    /// The string at `index` (its text; "" when not `building`), and whether
+    /// it is plain: ASCII without an escape, its text its bytes.
+    mutating func parseStringNotingPlain(building: Bool) throws(JSONError) -> (text: String, plain: Bool) {
         index += 1
         var utf8: [UInt8] = []
         var runStart = index
+        var plain = true
         while true {
             index = JSONStringScan.endOfPlainRun(in: bytes, from: index)
             guard index < bytes.count else { throw fail("unterminated string") }
@@ -366,14 +384,15 @@ private struct JSONParser {
                 defer { index += 1 }
                 // Most strings have no escape (an escape always adds to
                 // `utf8`): make the String straight from the input.
-                guard building else { return "" }
+                guard building else { return ("", plain) }
                 if utf8.isEmpty {
-                    return String(decoding: UnsafeBufferPointer(rebasing: bytes[runStart..<index]), as: UTF8.self)
+                    return (String(decoding: UnsafeBufferPointer(rebasing: bytes[runStart..<index]), as: UTF8.self), plain)
                 }
                 utf8.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<index]))
                 break
             }
             if byte < 0x20 { throw fail("control character in string") }
+            plain = false
             if byte == UInt8(ascii: "\\") {
                 utf8.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<index]))
                 try parseEscape(into: &utf8)
@@ -382,7 +401,7 @@ private struct JSONParser {
             }
             index += try validateMultibyte(at: index)
         }
-        return String(decoding: utf8, as: UTF8.self)
+        return (String(decoding: utf8, as: UTF8.self), false)
     }
 
     /// Length of the valid UTF-8 sequence at `position` (RFC 3629: no
