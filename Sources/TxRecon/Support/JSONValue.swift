@@ -268,6 +268,8 @@ private struct JSONParser {
         /// whose bit is clear equals none of them and is compared with none
         /// (an object's names mostly differ in length).
         var plainLengths: UInt64 = 0
+        /// False once a name that is not plain was noted: a plain name may
+        /// then equal it by another spelling, and every name is compared.
         var allPlain = true
     }
 
