@@ -25,9 +25,13 @@ enum LogText {
         // control starts with 0xC2, the Arabic letter mark U+061C with 0xD8,
         // and the separators and the other bidirectional controls with
         // 0xE2; other text beyond ASCII passes without a closer look.
-        let plain = text.utf8.allSatisfy { byte in
-            byte < 0x80 ? byte >= 0x20 && byte != 0x7F && (keepingBackslashes || byte != UInt8(ascii: "\\"))
-                : !mayStartEscapedCharacter(byte)
+        // In place (StringBytes): through the UTF8View's iterator this was
+        // a tenth of the delivered entry's cost.
+        let plain = text.withUTF8Bytes { bytes in
+            bytes.allSatisfy { byte in
+                byte < 0x80 ? byte >= 0x20 && byte != 0x7F && (keepingBackslashes || byte != UInt8(ascii: "\\"))
+                    : !mayStartEscapedCharacter(byte)
+            }
         }
         if plain { return text }
         var result = ""
