@@ -97,6 +97,9 @@ import Testing
                      #"{"\u212Aey":1,"Key":2}"#, #"{"x":{"k":1,"k":2}}"#, #"{"a":{"b":1},"a":2}"#,
                      #"{"ab":1,"cd":2,"ab":3}"#, #"{"\#(long)":1,"b":2,"\#(long)":3}"#] {
             #expect(throws: JSONError.self, "\(text)") { try JSONValue.parse(text) }
+            // The same inside a member that is checked, not built.
+            let aside = Array(#"{"payload":\#(text)}"#.utf8)
+            #expect(throws: JSONError.self, "\(text) set aside") { try JSONValue.parse(aside, settingAside: "payload") }
         }
         let sameLengthModulo64 = try JSONValue.parse(#"{"n":1,"\#(String(repeating: "n", count: 65))":2,"m":3}"#)
         #expect(sameLengthModulo64.objectValue?.count == 3)
