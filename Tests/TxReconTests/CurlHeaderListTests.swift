@@ -48,6 +48,24 @@ import Testing
         }
     }
 
+    /// Long values are checked eight bytes at a time: a CR, LF or NUL at any
+    /// place of one is found, and the bytes around it count for nothing.
+    @Test func aLineBreakOrNULAnywhereInALongValueIsRefused() throws {
+        let list = CurlHeaderList()
+        for bad in ["\r", "\n", "\u{0}"] {
+            for position in 0..<24 {
+                var value = Array(repeating: "v", count: 24)
+                value[position] = bad
+                #expect(throws: CurlHeaderList.UnsafeHeader.self, "\(position)") {
+                    try list.withList([("X-Long", value.joined())]) { _ in }
+                }
+            }
+        }
+        // Bytes next to the refused ones (0x09, 0x0B, 0x0C, 0x0E, 0x01, 0xFF) pass.
+        let near = "a\u{9}b\u{B}c\u{C}d\u{E}e\u{1}fé" + String(repeating: "x", count: 9)
+        #expect(try lines(list, [("X-Near", near)]) == ["X-Near: \(near)"])
+    }
+
     @Test func oneListServesRequestsOfAnySizeInTurn() throws {
         let list = CurlHeaderList()
         let long = String(repeating: "v", count: 5000)

@@ -89,16 +89,38 @@ final class CurlHeaderList {
     }
 
     /// Copies `part`'s bytes to `offset`; false when one is CR, LF or NUL.
+    /// Checked eight bytes at a time, then copied at once: a byte-by-byte
+    /// copy of every request's headers (a token, a signature, the key) was
+    /// about 1 % of a delivery's instructions.
     private func append(_ part: String, at offset: inout Int) -> Bool {
-        var part = part
-        return part.withUTF8 { bytes in
-            for byte in bytes {
-                guard byte != 0x0A, byte != 0x0D, byte != 0 else { return false }
-                text[offset] = CChar(bitPattern: byte)
-                offset += 1
-            }
+        part.withUTF8Bytes { bytes in
+            guard let base = bytes.baseAddress else { return true }
+            guard !CurlHeaderList.holdsLineBreakOrNUL(bytes) else { return false }
+            UnsafeMutableRawPointer(text + offset).copyMemory(from: base, byteCount: bytes.count)
+            offset += bytes.count
             return true
         }
+    }
+
+    /// Whether `bytes` hold a CR, an LF or a NUL (ByteWord).
+    private static func holdsLineBreakOrNUL(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        var index = 0
+        if let base = bytes.baseAddress {
+            let raw = UnsafeRawPointer(base)
+            while index + 8 <= bytes.count {
+                let word = raw.loadUnaligned(fromByteOffset: index, as: UInt64.self)
+                if ByteWord.has(word, byte: 0x0A) || ByteWord.has(word, byte: 0x0D) || ByteWord.has(word, byte: 0) {
+                    return true
+                }
+                index += 8
+            }
+        }
+        while index < bytes.count {
+            let byte = bytes[index]
+            if byte == 0x0A || byte == 0x0D || byte == 0 { return true }
+            index += 1
+        }
+        return false
     }
 
     private func reserve(text needed: Int, nodes count: Int) {
