@@ -55,7 +55,9 @@ package struct RequestBuilder: Sendable {
     static func idempotencyKey(for item: Item) -> String {
         let key = item.key.rawValue
         let suffix = ":" + item.version.description
-        guard key.utf8.contains(where: { !isPlainHeaderByte($0) }) else { return key + suffix }
+        // In place (StringBytes): through the UTF8View's iterator this check
+        // cost more than building the key.
+        guard key.withUTF8Bytes({ $0.contains { !isPlainHeaderByte($0) } }) else { return key + suffix }
         let hex = Array("0123456789ABCDEF".utf8)
         var encoded: [UInt8] = []
         for byte in key.utf8 {
