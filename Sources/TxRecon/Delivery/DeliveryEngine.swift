@@ -93,8 +93,10 @@ package actor DeliveryEngine {
         case starting
         case running
         /// `stop()` lets the attempts in flight end; `waiter` is its wait
-        /// for the last one, once it waits.
-        case draining(waiter: CheckedContinuation<Void, Never>?)
+        /// for the last one, once it waits. Boxed: held in the enum itself,
+        /// the continuation (a generic struct) made every look at the phase
+        /// (several per attempt) go through its metadata and value witnesses.
+        case draining(waiter: Boxed<CheckedContinuation<Void, Never>>?)
         case stopped
     }
 
@@ -242,7 +244,7 @@ package actor DeliveryEngine {
             // this await. The last attempt can end meanwhile, and its
             // `endDrain` then found no waiter.
             await withCheckedContinuation { continuation in
-                if active == 0 { continuation.resume() } else { phase = .draining(waiter: continuation) }
+                if active == 0 { continuation.resume() } else { phase = .draining(waiter: Boxed(continuation)) }
             }
             grace.cancel()
         }
@@ -256,7 +258,7 @@ package actor DeliveryEngine {
 
     private func endDrain() {
         guard case let .draining(waiter?) = phase else { return }
-        waiter.resume()
+        waiter.value.resume()
         phase = .draining(waiter: nil)
     }
 
@@ -552,9 +554,10 @@ package actor DeliveryEngine {
             // An earlier delivery of the key may have left its failure
             // record in done/; the index says when it cannot have.
             let follows = spool.keepsDone && (doneIndex?.mayContain(first.key) ?? true)
-            launch(first.key, attempt: entry.state.attempts + 1, receivedAt: entry.receivedAt, cached: cached,
+            let state = entry.state
+            launch(first.key, attempt: state.attempts + 1, receivedAt: entry.receivedAt, cached: cached,
                    hasStateFile: entry.hasStateFile, followsDelivery: follows, inbox: entry.inbox,
-                   replayedAt: entry.state.replayedAt)
+                   replayedAt: state.replayedAt)
         }
         armTimer()
         tidyWhenIdle()
