@@ -100,22 +100,12 @@ public final class StderrLogSink: LogSink {
     /// (nor, in a field's value, a blank, quote or backslash). Eight bytes
     /// at a time (ByteWord).
     private static func isPlain(_ bytes: UnsafeBufferPointer<UInt8>, inValue: Bool) -> Bool {
-        var index = 0
-        if let base = bytes.baseAddress {
-            let raw = UnsafeRawPointer(base)
-            while index + 8 <= bytes.count {
-                let word = raw.loadUnaligned(fromByteOffset: index, as: UInt64.self)
-                if ByteWord.has(word, byteBelow: 0x20) || ByteWord.has(word, byte: 0x7F) { return false }
-                if inValue && (ByteWord.has(word, byte: UInt8(ascii: " ")) || ByteWord.has(word, byte: UInt8(ascii: "\""))
-                               || ByteWord.has(word, byte: UInt8(ascii: "\\"))) { return false }
-                index += 8
-            }
-        }
-        while index < bytes.count {
-            if inValue ? needsQuotes(bytes[index]) : isControl(bytes[index]) { return false }
-            index += 1
-        }
-        return true
+        func hasControl(_ word: UInt64) -> Bool { ByteWord.has(word, byteBelow: 0x20) || ByteWord.has(word, byte: 0x7F) }
+        guard inValue else { return ByteWord.firstIndex(in: bytes, word: hasControl, byte: isControl) == bytes.count }
+        return ByteWord.firstIndex(in: bytes, word: { word in
+            hasControl(word) || ByteWord.has(word, byte: UInt8(ascii: " ")) || ByteWord.has(word, byte: UInt8(ascii: "\""))
+                || ByteWord.has(word, byte: UInt8(ascii: "\\"))
+        }, byte: needsQuotes) == bytes.count
     }
 
     /// The line of an entry some of whose text is quoted or escaped; right

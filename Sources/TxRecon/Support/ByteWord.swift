@@ -1,6 +1,6 @@
-// ByteWord: tests on eight bytes at once, for the scans that look for the
-// few bytes that need attention in long runs of plain text (JSON strings,
-// log lines).
+// ByteWord: tests on eight bytes at once, and the scan built on them, for
+// finding the few bytes that need attention in long runs of plain text
+// (JSON strings, log lines, header values).
 //
 // The classic word tricks: "has a zero byte" ((w - 0x01…) & ~w & 0x80…) and
 // "has a byte less than n" ((w - n·0x01…) & ~w & 0x80…, for n ≤ 128) are
@@ -29,5 +29,23 @@ enum ByteWord {
     @inline(__always)
     static func hasHighByte(_ word: UInt64) -> Bool {
         word & highBits != 0
+    }
+
+    /// The first index from `start` on whose byte `byteNeedsLook`, or
+    /// `bytes.count` when there is none. Eight bytes at a time while
+    /// `wordNeedsLook` (true of every word holding such a byte) is false,
+    /// then byte by byte.
+    @inline(__always)
+    static func firstIndex(in bytes: UnsafeBufferPointer<UInt8>, from start: Int = 0,
+                           word wordNeedsLook: (UInt64) -> Bool, byte byteNeedsLook: (UInt8) -> Bool) -> Int {
+        var index = start
+        if let base = bytes.baseAddress {
+            let raw = UnsafeRawPointer(base)
+            while index + 8 <= bytes.count, !wordNeedsLook(raw.loadUnaligned(fromByteOffset: index, as: UInt64.self)) {
+                index += 8
+            }
+        }
+        while index < bytes.count, !byteNeedsLook(bytes[index]) { index += 1 }
+        return index
     }
 }

@@ -104,23 +104,9 @@ final class CurlHeaderList {
 
     /// Whether `bytes` hold a CR, an LF or a NUL (ByteWord).
     private static func holdsLineBreakOrNUL(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
-        var index = 0
-        if let base = bytes.baseAddress {
-            let raw = UnsafeRawPointer(base)
-            while index + 8 <= bytes.count {
-                let word = raw.loadUnaligned(fromByteOffset: index, as: UInt64.self)
-                if ByteWord.has(word, byte: 0x0A) || ByteWord.has(word, byte: 0x0D) || ByteWord.has(word, byte: 0) {
-                    return true
-                }
-                index += 8
-            }
-        }
-        while index < bytes.count {
-            let byte = bytes[index]
-            if byte == 0x0A || byte == 0x0D || byte == 0 { return true }
-            index += 1
-        }
-        return false
+        ByteWord.firstIndex(in: bytes, word: { word in
+            ByteWord.has(word, byte: 0x0A) || ByteWord.has(word, byte: 0x0D) || ByteWord.has(word, byte: 0)
+        }, byte: { $0 == 0x0A || $0 == 0x0D || $0 == 0 }) < bytes.count
     }
 
     private func reserve(text needed: Int, nodes count: Int) {

@@ -12,15 +12,7 @@ enum JSONStringScan {
     /// The first index from `start` on whose byte is `"`, `\`, below 0x20
     /// or at least 0x80; `bytes.count` when there is none.
     static func endOfPlainRun(in bytes: UnsafeBufferPointer<UInt8>, from start: Int) -> Int {
-        var index = start
-        if let base = bytes.baseAddress {
-            let raw = UnsafeRawPointer(base)
-            while index + 8 <= bytes.count, isPlain(raw.loadUnaligned(fromByteOffset: index, as: UInt64.self)) {
-                index += 8
-            }
-        }
-        while index < bytes.count, isPlain(bytes[index]) { index += 1 }
-        return index
+        ByteWord.firstIndex(in: bytes, from: start, word: { !isPlain($0) }, byte: { !isPlain($0) })
     }
 
     @inline(__always)
