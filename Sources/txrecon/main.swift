@@ -17,6 +17,9 @@ let commands: [String: any Command.Type] = [
     "probe": ProbeCommand.self, "replay": ReplayCommand.self,
 ]
 
+// First of all: whether OpenSSL frees itself at exit is decided by its
+// first initialization (see CryptoLibrary).
+CryptoLibrary.initializeWithoutExitCleanup()
 var words = Array(CommandLine.arguments.dropFirst())
 // Before any other thread exists, so that every thread inherits the mask
 // and the daemon's signal thread receives each signal (DaemonSignals).
