@@ -52,47 +52,64 @@ public final class StderrLogSink: LogSink {
     }
 
     /// The line of an entry that needs no quote or escape (nearly every
-    /// one): measured, allocated at its size and copied in, piece by piece.
-    /// nil when some text needs one.
+    /// one), or nil when some text needs one. One pass: the line's length
+    /// from each text's UTF-8 count, one allocation at that size, each text
+    /// copied in and then checked where it landed (the escaped line is the
+    /// rare case that pays for the wasted copy).
     private static func plainLine(for entry: LogEntry) -> [UInt8]? {
         let word = entry.priority.word
-        guard let messageLength = entry.message.withUTF8Bytes({ isPlain($0, inValue: false) ? $0.count : nil })
-        else { return nil }
-        var length = word.utf8.count + 2 + messageLength + 1
-        let plainFields = entry.fields.withUnsafeBufferPointer { fields in
-            fields.allSatisfy { field in
-                guard let valueLength = field.value.withUTF8Bytes({ !$0.isEmpty && isPlain($0, inValue: true) ? $0.count : nil })
-                else { return false }
-                length += 2 + field.name.utf8.count + valueLength
-                return true
+        let line = entry.fields.withUnsafeBufferPointer { fields in
+            var length = word.utf8.count + 2 + entry.message.utf8.count + 1
+            for index in fields.indices {
+                length += 2 + fields[index].name.utf8.count + fields[index].value.utf8.count
+            }
+            return [UInt8](unsafeUninitializedCapacity: length) { buffer, initialized in
+                var writer = PlainLineWriter(buffer)
+                writer.put(word)
+                writer.put(UInt8(ascii: ":"))
+                writer.put(UInt8(ascii: " "))
+                guard writer.putChecked(entry.message, inValue: false) else { return }
+                for index in fields.indices {
+                    writer.put(UInt8(ascii: " "))
+                    writer.put(fields[index].name)
+                    writer.put(UInt8(ascii: "="))
+                    guard writer.putChecked(fields[index].value, inValue: true) else { return }
+                }
+                writer.put(UInt8(ascii: "\n"))
+                initialized = writer.count
             }
         }
-        guard plainFields else { return nil }
-        return [UInt8](unsafeUninitializedCapacity: length) { buffer, initialized in
-            var cursor = buffer.baseAddress!
-            func put(_ bytes: UnsafeBufferPointer<UInt8>) {
-                guard let base = bytes.baseAddress else { return }
-                cursor.update(from: base, count: bytes.count)
-                cursor += bytes.count
+        // Never empty when whole: every line holds at least ": " and "\n".
+        return line.isEmpty ? nil : line
+    }
+
+    /// Copies the pieces of a plain line into storage sized for them.
+    private struct PlainLineWriter {
+        let buffer: UnsafeMutableBufferPointer<UInt8>
+        private(set) var count = 0
+
+        init(_ buffer: UnsafeMutableBufferPointer<UInt8>) { self.buffer = buffer }
+
+        mutating func put(_ byte: UInt8) {
+            buffer[count] = byte
+            count += 1
+        }
+
+        mutating func put(_ text: String) {
+            text.withUTF8Bytes { bytes in
+                guard let source = bytes.baseAddress else { return }
+                (buffer.baseAddress! + count).update(from: source, count: bytes.count)
+                count += bytes.count
             }
-            func put(_ byte: UInt8) {
-                cursor.initialize(to: byte)
-                cursor += 1
-            }
-            word.withUTF8Bytes { put($0) }
-            put(UInt8(ascii: ":"))
-            put(UInt8(ascii: " "))
-            entry.message.withUTF8Bytes { put($0) }
-            entry.fields.withUnsafeBufferPointer { fields in
-                for index in fields.indices {
-                    put(UInt8(ascii: " "))
-                    fields[index].name.withUTF8Bytes { put($0) }
-                    put(UInt8(ascii: "="))
-                    fields[index].value.withUTF8Bytes { put($0) }
-                }
-            }
-            put(UInt8(ascii: "\n"))
-            initialized = length
+        }
+
+        /// Copies `text` and says whether it may stand in the line as it is
+        /// (a field's value must also be non-empty).
+        mutating func putChecked(_ text: String, inValue: Bool) -> Bool {
+            let start = count
+            put(text)
+            let copied = UnsafeBufferPointer(rebasing: buffer[start..<count])
+            return (!inValue || !copied.isEmpty) && StderrLogSink.isPlain(copied, inValue: inValue)
         }
     }
 
