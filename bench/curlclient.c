@@ -18,21 +18,26 @@
  * made by the caller beforehand. That is the floor under txrecon's drain on
  * this file system: an exchange and a rename, nothing read, parsed or logged.
  *
- * With SPOOL and `read`, each thread instead does per file what the simplest
- * spool delivery program does: opens SPOOL/new/c-NNNNNNN, reads it whole,
- * POSTs what it read (with body N's Idempotency-Key) and on a 2xx renames it
- * into SPOOL/done/. The reference of issue 23's speed goal: everything a
- * spool daemon must do per item, and nothing else (no parsing, no
- * scheduling, no logging).
+ * With SPOOL and `read`, the per-file reference of issue 23's speed goal:
+ * everything a spool delivery program must do per item, and nothing else
+ * (no parsing, no scheduling, no logging). BODIES is not read (pass -): the
+ * program lists SPOOL/new/ (readdir(3), as a spool daemon must), and each
+ * thread takes the next name, opens the file, reads it whole, POSTs what it
+ * read with the Idempotency-Key taken from its "id" and "versionToken", and
+ * on a 2xx renames it into SPOOL/done/. Nothing is prepared before exec, so
+ * the bench may time it from its exec to its last rename as it times the
+ * daemon (bench/FINDINGS.md, "Both drains timed from exec").
  *
  * Prints one line on stdout:
- *   items=N errors=E seconds=S rate=R cpu_seconds=C
- * (rate in requests per second; cpu_seconds is user+system time of the
- * whole process during the run). Exit status 0 when every answer was 2xx,
+ *   items=N errors=E seconds=S rate=R cpu_seconds=C process_cpu_seconds=P
+ * (seconds and rate by the program's own clock, from its threads' start to
+ * their end; cpu_seconds is the user+system time of that span, and
+ * process_cpu_seconds that of the whole process, from exec). Exit status 0 when every answer was 2xx,
  * 1 when some were not, 2 on bad usage, an unreadable BODIES file or a
  * failed rename.
  */
 #include <curl/curl.h>
+#include <dirent.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -50,6 +55,8 @@ struct body {
 struct run {
     const char *url;
     struct body *bodies;
+    /* In `read` mode, the names listed in SPOOL/new/ (bodies is unused). */
+    char **names;
     size_t count;
     const char *spool;
     int read_files;
@@ -80,10 +87,11 @@ static void make_idempotency_header(struct body *body) {
              id_length, id, version_length, version);
 }
 
-/* SPOOL/new/c-NNNNNNN whole into *buffer (grown as needed); its length. */
-static size_t read_file(const char *spool, size_t index, char **buffer, size_t *capacity) {
+/* SPOOL/new/NAME whole into *buffer (grown as needed, one byte kept for a
+ * terminating NUL); its length. */
+static size_t read_file(const char *spool, const char *name, char **buffer, size_t *capacity) {
     char path[4096];
-    snprintf(path, sizeof path, "%s/new/c-%07zu", spool, index);
+    snprintf(path, sizeof path, "%s/new/%s", spool, name);
     FILE *file = fopen(path, "rb");
     if (file == NULL) {
         perror(path);
@@ -91,23 +99,24 @@ static size_t read_file(const char *spool, size_t index, char **buffer, size_t *
     }
     size_t length = 0, count;
     for (;;) {
-        if (length == *capacity) {
+        if (length + 1 >= *capacity) {
             *capacity = *capacity ? *capacity * 2 : 8192;
             *buffer = realloc(*buffer, *capacity);
         }
-        count = fread(*buffer + length, 1, *capacity - length, file);
+        count = fread(*buffer + length, 1, *capacity - length - 1, file);
         if (count == 0) break;
         length += count;
     }
     fclose(file);
+    (*buffer)[length] = '\0';
     return length;
 }
 
-/* new/c-NNNNNNN -> done/c-NNNNNNN, as txrecon finishes a delivered item. */
-static void finish(const char *spool, size_t index) {
+/* new/NAME -> done/NAME, as txrecon finishes a delivered item. */
+static void finish(const char *spool, const char *name) {
     char from[4096], to[4096];
-    snprintf(from, sizeof from, "%s/new/c-%07zu", spool, index);
-    snprintf(to, sizeof to, "%s/done/c-%07zu", spool, index);
+    snprintf(from, sizeof from, "%s/new/%s", spool, name);
+    snprintf(to, sizeof to, "%s/done/%s", spool, name);
     if (rename(from, to) != 0) {
         perror(from);
         exit(2);
@@ -130,21 +139,24 @@ static void *post_bodies(void *argument) {
     for (;;) {
         size_t index = atomic_fetch_add(&run->next, 1);
         if (index >= run->count) break;
-        struct body *body = &run->bodies[index];
+        struct body file = {0};
+        struct body *body = run->read_files ? &file : &run->bodies[index];
+        char name[32];
+        if (run->read_files) {
+            file.length = read_file(run->spool, run->names[index], &file_body, &file_capacity);
+            file.text = file_body;
+            make_idempotency_header(&file);
+        } else if (run->spool != NULL) {
+            snprintf(name, sizeof name, "c-%07zu", index);
+        }
         struct curl_slist *headers = NULL;
         headers = curl_slist_append(headers, "Content-Type: application/json");
         headers = curl_slist_append(headers, "User-Agent: curlclient/1");
         headers = curl_slist_append(headers, body->idempotency_header);
         headers = curl_slist_append(headers, "Expect:");
         curl_easy_setopt(handle, CURLOPT_HTTPHEADER, headers);
-        if (run->read_files) {
-            size_t length = read_file(run->spool, index, &file_body, &file_capacity);
-            curl_easy_setopt(handle, CURLOPT_POSTFIELDS, file_body);
-            curl_easy_setopt(handle, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)length);
-        } else {
-            curl_easy_setopt(handle, CURLOPT_POSTFIELDS, body->text);
-            curl_easy_setopt(handle, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body->length);
-        }
+        curl_easy_setopt(handle, CURLOPT_POSTFIELDS, body->text);
+        curl_easy_setopt(handle, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body->length);
         long status = 0;
         CURLcode code = curl_easy_perform(handle);
         if (code == CURLE_OK) curl_easy_getinfo(handle, CURLINFO_RESPONSE_CODE, &status);
@@ -154,11 +166,35 @@ static void *post_bodies(void *argument) {
             }
         }
         curl_slist_free_all(headers);
-        if (run->spool != NULL && code == CURLE_OK && status >= 200 && status <= 299) finish(run->spool, index);
+        if (run->spool != NULL && code == CURLE_OK && status >= 200 && status <= 299) finish(run->spool, run->read_files ? run->names[index] : name);
     }
     free(file_body);
     curl_easy_cleanup(handle);
     return NULL;
+}
+
+/* The names in SPOOL/new/ (but . and ..) into *names; returns how many. */
+static size_t list_new(const char *spool, char ***names) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/new", spool);
+    DIR *directory = opendir(path);
+    if (directory == NULL) {
+        perror(path);
+        exit(2);
+    }
+    size_t capacity = 1024, count = 0;
+    *names = malloc(capacity * sizeof **names);
+    struct dirent *entry;
+    while ((entry = readdir(directory)) != NULL) {
+        if (strcmp(entry->d_name, ".") == 0 || strcmp(entry->d_name, "..") == 0) continue;
+        if (count == capacity) {
+            capacity *= 2;
+            *names = realloc(*names, capacity * sizeof **names);
+        }
+        (*names)[count++] = strdup(entry->d_name);
+    }
+    closedir(directory);
+    return count;
 }
 
 /* Reads BODIES into memory, one body per line; returns the number read. */
@@ -209,7 +245,7 @@ int main(int argc, char **argv) {
         return 2;
     }
     struct run run = {.url = argv[1], .spool = argc >= 5 ? argv[4] : NULL, .read_files = argc == 6};
-    run.count = read_bodies(argv[2], &run.bodies);
+    run.count = run.read_files ? list_new(run.spool, &run.names) : read_bodies(argv[2], &run.bodies);
     int connections = atoi(argv[3]);
     curl_global_init(CURL_GLOBAL_DEFAULT);
 
@@ -220,8 +256,8 @@ int main(int argc, char **argv) {
     double elapsed = seconds_now() - start, cpu = cpu_seconds() - cpu_start;
 
     size_t errors = atomic_load(&run.errors);
-    printf("items=%zu errors=%zu seconds=%.6f rate=%.1f cpu_seconds=%.6f\n", run.count, errors, elapsed,
-           (double)run.count / elapsed, cpu);
+    printf("items=%zu errors=%zu seconds=%.6f rate=%.1f cpu_seconds=%.6f process_cpu_seconds=%.6f\n", run.count,
+           errors, elapsed, (double)run.count / elapsed, cpu, cpu_seconds());
     curl_global_cleanup();
     return errors == 0 ? 0 : 1;
 }
