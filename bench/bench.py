@@ -1038,7 +1038,7 @@ class Bench:
                 renaming.append(rate)
                 renaming_cpu.append(cpu)
                 log(f"  curlclient + rename {rate:,.0f}/s, {cpu:.0f} µs CPU per request")
-                log(f"per-file reference (open, read, POST, rename), run {run + 1}/{runs}: {count} files")
+                log(f"per-file reference (list, open, read, POST, rename), run {run + 1}/{runs}: {count} files")
                 rate, cpu, own_rate, own_cpu = self.per_file_reference(run, count)
                 per_file.append(rate)
                 per_file_cpu.append(cpu)
@@ -1072,7 +1072,7 @@ class Bench:
                      runs_note(renaming, "/s") + "; " + runs_note(renaming_cpu, " µs") + "; txrecon "
                      + ", ".join(f"{f:.0%}" for f in floor_fractions)))
         # Issue 23's speed goal: against a program that does per file what
-        # any spool delivery must (open, read, POST, rename on a 2xx).
+        # any spool delivery must (list, open, read, POST, rename on a 2xx).
         # Both timed from exec to the last file out of new/ by the same poll;
         # the reference's own clock (threads' start to end) left out its
         # start and the poll's latency, which the daemon's drain pays.
