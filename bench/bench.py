@@ -110,6 +110,7 @@ benchmark itself could not run (build failed, nginx unavailable).
 """
 
 import argparse
+import contextlib
 import ctypes
 import datetime
 import json
@@ -966,31 +967,33 @@ class Bench:
         fields = dict(part.split("=") for part in output.split())
         return float(fields["rate"]), float(fields["cpu_seconds"]) / int(fields["items"]) * 1e6
 
-    def limit_with_renames(self, run, bodies_path, count):
-        """curlclient renaming each request's file new/ -> done/, the same
-        envelopes txrecon drains in new/ before the clock starts."""
-        spool = tempfile.mkdtemp(prefix=f"curl-renames-{run}-", dir=self.work)
+    @contextlib.contextmanager
+    def reference_spool(self, prefix, count):
+        """A directory holding new/ with `count` envelopes (c-NNNNNNN, on
+        disk) and an empty done/, for curlclient; removed afterwards."""
+        spool = tempfile.mkdtemp(prefix=prefix, dir=self.work)
         try:
             for name in ("new", "done"):
                 os.mkdir(os.path.join(spool, name))
             write_envelopes(os.path.join(spool, "new"), keys("c", count))
             os.sync()
-            return self.limit(bodies_path, spool)
+            yield spool
         finally:
             shutil.rmtree(spool, ignore_errors=True)
+
+    def limit_with_renames(self, run, bodies_path, count):
+        """curlclient renaming each request's file new/ -> done/, the same
+        envelopes txrecon drains in new/ before the clock starts."""
+        with self.reference_spool(f"curl-renames-{run}-", count) as spool:
+            return self.limit(bodies_path, spool)
 
     def per_file_reference(self, run, count):
         """The per-file reference over `count` envelopes in new/, timed as
         the daemon's drain is: from its exec until new/ is seen empty by
         the same 10 ms poll. (rate, µs of CPU per file of the whole process,
         rate by its own clock, µs of CPU per file in that span)."""
-        spool = tempfile.mkdtemp(prefix=f"per-file-{run}-", dir=self.work)
-        try:
-            for name in ("new", "done"):
-                os.mkdir(os.path.join(spool, name))
+        with self.reference_spool(f"per-file-{run}-", count) as spool:
             new = os.path.join(spool, "new")
-            write_envelopes(new, keys("c", count))
-            os.sync()
             start = time.monotonic()
             child = PROCESSES.start([self.curlclient, self.nginx.url(self.nginx.fast_port), "-",
                                      str(self.args.connections), spool, "read"], stdout=subprocess.PIPE, text=True)
@@ -1008,8 +1011,6 @@ class Bench:
                 raise BenchError(f"per-file reference listed {items} files, not {count}")
             return (count / (end - start), float(fields["process_cpu_seconds"]) / count * 1e6,
                     float(fields["rate"]), float(fields["cpu_seconds"]) / count * 1e6)
-        finally:
-            shutil.rmtree(spool, ignore_errors=True)
 
     def measure_drain_and_limit(self):
         count, runs = self.args.items, self.args.runs
