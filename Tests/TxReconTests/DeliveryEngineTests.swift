@@ -356,9 +356,10 @@ struct DeliveryEngineTests {
         let harness = try EngineHarness(transport: ScriptedTransport(default: .status(503)))
         let engine = try await harness.startedEngine()
         await engine.offer([try harness.envelope("a", version: 1)])
+        // One key failing alone is not an outage: no probe ever sends it
+        // sooner than its own step.
         let recorded: [Int64] = [2, 5, 15, 30, 60, 300, 300, 300]
-        let sent: [Int64] = [2, 5, 1, 2, 5, 10, 10, 10]
-        for (index, (own, wait)) in zip(recorded, sent).enumerated() {
+        for (index, (own, wait)) in zip(recorded, recorded).enumerated() {
             await harness.transport.waitForRequests(index + 1)
             let delay = Duration.seconds(wait)
             await harness.clock.waitForSleeper(until: harness.clock.now + delay)
@@ -631,9 +632,9 @@ struct DeliveryEngineTests {
             harness.clock.advance(by: .seconds(delay))
         }
         await transport.waitForRequests(3)
-        // The backend now counts as failing: the engine waits for its first
-        // probe (1 s); the item's own next step, 15 s, is what is persisted.
-        await harness.clock.waitForSleeper(until: harness.clock.now + .seconds(1))
+        // The item's own next step, 15 s, is what the engine waits for and
+        // what is persisted.
+        await harness.clock.waitForSleeper(until: harness.clock.now + .seconds(15))
         await first.stop()
 
         transport.setDefault(.status(200))
@@ -720,19 +721,24 @@ struct DeliveryEngineTests {
         await harness.status.waitFor { $0.delivered == 1 }
     }
 
-    @Test func theBackendCountsAsFailingAfterThreeFailuresInARowAndStatusSaysSince() async throws {
+    @Test func theBackendCountsAsFailingOnceThreeKeysFailInARowAndStatusSaysSince() async throws {
         let harness = try EngineHarness(transport: ScriptedTransport(default: .status(503)))
         let engine = try await harness.startedEngine()
         let failingSince = harness.clock.wallMilliseconds
         await engine.offer([try harness.envelope("a", version: 1)])
         for delay in [2, 5] {
             await harness.clock.waitForSleeper(until: harness.clock.now + .seconds(delay))
-            #expect(harness.status.latest?.backend != .failing(since: failingSince, lastError: "HTTP 503"))
-            harness.clock.advance(by: .seconds(delay))
+            #expect(harness.status.latest?.backend != .failing(since: failingSince, lastError: "HTTP 503"),
+                    "one key failing again is not an outage")
+            if delay == 2 { harness.clock.advance(by: .seconds(delay)) }
         }
-        let status = await harness.status.waitFor { if case .failing = $0.backend { return true } else { return false } }
+        await engine.offer([try harness.envelope("b", version: 1), try harness.envelope("c", version: 1)])
+        let status = await harness.status.waitFor {
+            if case .failing = $0.backend { return $0.delivering == 0 } else { return false }
+        }
         #expect(status.backend == .failing(since: failingSince, lastError: "HTTP 503"))
-        #expect(status.nextRetryAt == harness.clock.wallMilliseconds + 1_000, "the first probe, one step on")
+        #expect(status.nextRetryAt == harness.clock.wallMilliseconds + 2_000,
+                "the first probe: b's own next attempt (2 s), later than the probe step (1 s)")
         #expect(status.line.contains("backend failing since"))
     }
 
@@ -806,6 +812,28 @@ struct DeliveryEngineTests {
         await harness.clock.waitForSleeper(until: harness.clock.now + .seconds(5))
     }
 
+    /// A backend that refuses one item with 503 forever: the item keeps
+    /// its own schedule (2 s, 5 s, 15 s, … then 5 min forever), never the
+    /// probes' 10 s, and the backend is never said to be failing.
+    @Test func aKeyFailingAloneFollowsItsOwnScheduleExactly() async throws {
+        let transport = ScriptedTransport(default: .status(503))
+        let harness = try EngineHarness(transport: transport)
+        let engine = try await harness.startedEngine()
+        await engine.offer([try harness.envelope("bad", version: 1)])
+        await transport.waitForRequests(1)
+        for (failures, delay) in [2, 5, 15, 30, 60, 300, 300, 300].enumerated() {
+            await harness.clock.waitForSleepers { !$0.isEmpty }
+            #expect(harness.clock.sleeperDeadlines.min() == harness.clock.now + .seconds(delay),
+                    "after failure \(failures + 1) the next attempt is \(delay) s on, no earlier")
+            harness.clock.advance(by: .seconds(delay))
+            await transport.waitForRequests(failures + 2)
+        }
+        await transport.waitForFinishedExchanges(9)
+        #expect(transport.requests.count == 9)
+        #expect(harness.status.history.allSatisfy { if case .failing = $0.backend { false } else { true } })
+        await engine.stop()
+    }
+
     // MARK: A failing backend is spared
 
     /// Offers `count` keys to a backend answering 503 and returns once the
@@ -818,7 +846,7 @@ struct DeliveryEngineTests {
         }
     }
 
-    @Test func aFailingBackendGetsOneProbeAtATimeOnTheProbeScheduleWhateverTheItemsSay() async throws {
+    @Test func aFailingBackendGetsOneProbeAtATimeOnTheProbeSchedule() async throws {
         let transport = ScriptedTransport(default: .status(503))
         let harness = try EngineHarness(transport: transport)
         let engine = try await harness.startedEngine()
@@ -837,6 +865,43 @@ struct DeliveryEngineTests {
             #expect(transport.requests.count == before + index + 1, "one request per probe")
         }
         #expect(harness.status.latest?.queued == 40, "nothing is dropped, delivered or held")
+    }
+
+    /// During an outage each probe is the key whose own next attempt comes
+    /// first, sent at that time or the probe step's, whichever is later:
+    /// no key goes before its schedule, and at most one request goes per
+    /// probe step. Walks 20 probes of three keys, timer by timer.
+    @Test func whileTheBackendFailsNoKeyGoesBeforeItsOwnNextAttempt() async throws {
+        let transport = ScriptedTransport(default: .status(503))
+        let harness = try EngineHarness(transport: transport)
+        let engine = try await harness.startedEngine()
+        try await Self.outage(of: 3, harness, engine)
+        let began = harness.clock.now
+        #expect(transport.requests.count == 3)
+        var own = Dictionary(uniqueKeysWithValues: ["k1", "k2", "k3"].map { ($0, (failures: 1, last: began)) })
+        var lastProbe = began, failedProbes = 0
+        for probe in 1...20 {
+            await harness.clock.waitForSleepers { !$0.isEmpty }
+            #expect(transport.requests.count == 2 + probe, "nothing else went out since the last probe")
+            let next = try #require(harness.clock.sleeperDeadlines.min())
+            harness.clock.advance(by: next - harness.clock.now)
+            await transport.waitForRequests(3 + probe)
+            await transport.waitForFinishedExchanges(3 + probe)
+            let key = transport.requestedKeys[2 + probe]
+            let record = try #require(own[key])
+            let due = record.last + RetrySchedule.standard.delay(afterFailedAttempts: record.failures)
+            #expect(next >= due, "probe \(probe): \(key) went \(due - next) before its own next attempt")
+            let probeDue = lastProbe + RetrySchedule.probing.delay(afterFailedAttempts: failedProbes + 1)
+            #expect(next >= probeDue, "probe \(probe) went before its step")
+            #expect(next == max(probeDue, own.values.map {
+                $0.last + RetrySchedule.standard.delay(afterFailedAttempts: $0.failures)
+            }.min()!), "probe \(probe) went as soon as both allowed it")
+            own[key] = (record.failures + 1, next)
+            lastProbe = next
+            failedProbes += 1
+        }
+        #expect(harness.status.latest?.queued == 3)
+        await engine.stop()
     }
 
     @Test func theFirstAnswerToAProbeEndsTheOutageAndEveryWaitingItemGoesAtOnce() async throws {
@@ -860,8 +925,9 @@ struct DeliveryEngineTests {
         let engine = try await harness.startedEngine()
         try await Self.outage(of: 3, harness, engine)
         transport.setDefault(.status(503, retryAfter: "120"))
-        await harness.clock.waitForSleeper(until: harness.clock.now + .seconds(1))
-        harness.clock.advance(by: .seconds(1))
+        // The first probe: the keys' own next attempt, 2 s on.
+        await harness.clock.waitForSleeper(until: harness.clock.now + .seconds(2))
+        harness.clock.advance(by: .seconds(2))
         await transport.waitForRequests(4)
         let asked = harness.clock.now + .seconds(120)
         await harness.clock.waitForSleeper(until: asked)

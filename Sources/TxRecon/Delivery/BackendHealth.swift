@@ -1,21 +1,28 @@
 // BackendHealth: whether the backend answers, judged from the run of
 // attempts across keys, beside RetrySchedule (which paces one key). A value
-// the engine keeps and consults; it decides when an outage begins (three
-// consecutive failures that count against the backend) and ends (the next
-// answer), and remembers when the answer that ended it was sent, so that a
-// request sent before it that failed is known to have met the outage.
+// the engine keeps and consults; it decides when an outage begins (failures
+// of three different keys in a row that count against the backend) and ends
+// (the next answer), and remembers when the answer that ended it was sent,
+// so that a request sent before it that failed is known to have met the
+// outage.
 //
-// While the backend fails it is spared: only a probe goes to it, one
-// request at a time, on a probe schedule of its own (`ProbeDelays=`, the
-// last step repeating), which BackendHealth paces here: the first probe one
-// step after the outage began, the next one step after each failed probe,
-// later when the backend's `Retry-After` asks for it.
+// One key failing again and again, with nothing else sent between, is that
+// key's trouble (a backend that refuses that one item with 503), not an
+// outage: it follows its own schedule, and the other keys keep going at
+// full concurrency.
+//
+// While the backend fails it is spared: at most one request per probe
+// step (`ProbeDelays=`, the last step repeating), which BackendHealth paces
+// here: the first probe one step after the outage began, the next one step
+// after each failed probe, later when the backend's `Retry-After` asks for
+// it. The engine sends the probe no earlier than its item's own next
+// attempt either (`DeliveryEngine.nextStart`).
 // Reports: nothing; the engine logs the changes it returns.
 
 struct BackendHealth: Sendable, Equatable {
-    /// Consecutive failures (across keys) before the backend counts as
-    /// failing: one item the backend keeps refusing with 503 among items it
-    /// takes is that item's problem, not an outage.
+    /// Different keys that must fail in a row before the backend counts as
+    /// failing: one item the backend keeps refusing with 503, alone or among
+    /// items it takes, is that item's problem, not an outage.
     static let failingThreshold = 3
 
     /// What a recorded attempt changed.
@@ -30,6 +37,8 @@ struct BackendHealth: Sendable, Equatable {
     private(set) var condition = BackendCondition.unknown
     /// Failures since the backend last answered.
     private(set) var consecutiveFailures = 0
+    /// The different keys among them, up to `failingThreshold`.
+    private var failedKeys: [ItemKey] = []
     /// When the current run of consecutive failures began (wall ms).
     private var streakSince: Int64?
     /// When the request whose answer ended the last outage went out
@@ -51,6 +60,7 @@ struct BackendHealth: Sendable, Equatable {
         defer {
             condition = .ok
             consecutiveFailures = 0
+            failedKeys.removeAll()
             streakSince = nil
             nextProbeAt = nil
             failedProbes = 0
@@ -60,14 +70,15 @@ struct BackendHealth: Sendable, Equatable {
         return .outageEnded(since: since)
     }
 
-    /// An attempt failed in a way that counts against the backend, at
-    /// `wall` (ms since 1970) and `now` (engine clock). `wasProbe`: it was
+    /// An attempt of `key` failed in a way that counts against the backend,
+    /// at `wall` (ms since 1970) and `now` (engine clock). `wasProbe`: it was
     /// the outage's probe, whose failure moves the next probe one step on;
     /// the failure of an attempt sent before the outage began does not, but
     /// its `retryAfter` (as a probe's) puts the next probe off that long.
-    mutating func failed(_ reason: String, at wall: Int64, now: Duration, retryAfter: Duration? = nil,
+    mutating func failed(_ key: ItemKey, _ reason: String, at wall: Int64, now: Duration, retryAfter: Duration? = nil,
                          wasProbe: Bool = false, probes: RetrySchedule) -> Change {
         consecutiveFailures += 1
+        if failedKeys.count < Self.failingThreshold, !failedKeys.contains(key) { failedKeys.append(key) }
         let since = streakSince ?? wall
         streakSince = since
         switch condition {
@@ -82,7 +93,7 @@ struct BackendHealth: Sendable, Equatable {
             }
             return .none
         case .ok, .unknown:
-            guard consecutiveFailures >= Self.failingThreshold else { return .none }
+            guard failedKeys.count >= Self.failingThreshold else { return .none }
             condition = .failing(since: since, lastError: reason)
             failedProbes = 0
             nextProbeAt = now + probes.delay(afterFailedAttempts: 1, retryAfter: retryAfter)

@@ -602,8 +602,9 @@ package actor DeliveryEngine {
 
     /// When the next attempt may start, for the key first in `ready`; nil
     /// when none waits. While the backend fails it is spared: one probe at
-    /// a time (the key due first, whatever its own schedule says) at the
-    /// probe schedule's time. Attempts sent before the outage began are not
+    /// a time, at the probe schedule's time or the key's own next attempt,
+    /// whichever is later (the probe is the key due first: a failing
+    /// backend never makes a key go earlier than its schedule). Attempts sent before the outage began are not
     /// waited for: they end on their own (by `Timeout=` at the latest), and
     /// a hung one must not keep the probe from seeing the backend return.
     /// `MaxRate=` may put any start off.
@@ -618,7 +619,7 @@ package actor DeliveryEngine {
         var start = first.deadline
         if health.isFailing {
             guard probe == nil else { return nil }
-            start = health.nextProbeAt ?? now
+            start = max(start, health.nextProbeAt ?? now)
         }
         if let allowed = rate?.nextRequest(now: now) { start = max(start, allowed) }
         return start
@@ -858,7 +859,7 @@ package actor DeliveryEngine {
         events.deferred(key, kind: entry.kind, version: entry.version, attempt: entry.state.attempts,
                         reason: reason, status: httpStatus, nextAttemptAt: next)
         status.statistics.deferred += 1
-        if countsAgainstBackend { backendFailed(reason, at: wall, retryAfter: retryAfter, wasProbe: wasProbe) }
+        if countsAgainstBackend { backendFailed(key, reason, at: wall, retryAfter: retryAfter, wasProbe: wasProbe) }
     }
 
     /// Whether `key`'s attempt, which just ended, was the outage's probe.
@@ -901,8 +902,8 @@ package actor DeliveryEngine {
                            + "\(woken) waiting item(s) are due now", messageID: MessageID.backendRecovered))
     }
 
-    private func backendFailed(_ reason: String, at wall: Int64, retryAfter: Duration?, wasProbe: Bool) {
-        let change = health.failed(reason, at: wall, now: clock.now, retryAfter: retryAfter, wasProbe: wasProbe,
+    private func backendFailed(_ key: ItemKey, _ reason: String, at wall: Int64, retryAfter: Duration?, wasProbe: Bool) {
+        let change = health.failed(key, reason, at: wall, now: clock.now, retryAfter: retryAfter, wasProbe: wasProbe,
                                    probes: settings.probeSchedule)
         mirrorHealth()
         guard change == .outageBegan else { return }
@@ -983,8 +984,10 @@ package actor DeliveryEngine {
         status.delivering = active
         status.held = pending.held.count
         var nextRetry: Int64?
-        if case .failing = status.backend, let probeAt = health.nextProbeAt {
-            nextRetry = clock.wallMilliseconds + max(0, (probeAt - clock.now).milliseconds)
+        // The next probe's start (now while one is out); none when nothing waits.
+        let now = clock.now
+        if health.isFailing, let start = probe != nil ? now : nextStart(now: now) {
+            nextRetry = clock.wallMilliseconds + max(0, (start - now).milliseconds)
         }
         status.nextRetryAt = nextRetry
         status.oldestQueuedAt = pending.oldestReceivedAt()
