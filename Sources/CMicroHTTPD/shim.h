@@ -19,6 +19,12 @@ static inline const struct sockaddr *txr_mhd_client_address(struct MHD_Connectio
     return info ? info->client_addr : NULL;
 }
 
+/* The status of the answer queued on the connection; 0 when none is. */
+static inline unsigned int txr_mhd_http_status(struct MHD_Connection *connection) {
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_HTTP_STATUS);
+    return info ? info->http_status : 0;
+}
+
 /* The connection's socket; -1 when libmicrohttpd has none. */
 static inline int txr_mhd_connection_fd(struct MHD_Connection *connection) {
     const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);

@@ -67,6 +67,16 @@ struct ReceiveRefusal: Error, Sendable, Equatable {
             && lhs.headers.map(\.name) == rhs.headers.map(\.name) && lhs.headers.map(\.value) == rhs.headers.map(\.value)
     }
 
+    /// Whether a client can bring this refusal about as often as it likes
+    /// without sending a body (a route, the token, the rate, a head
+    /// RequestSyntax or libmicrohttpd refuses, a length; and the budget's
+    /// 503): Reception.report logs these at most once a second per client
+    /// and status, so that a flood of them cannot flood the journal.
+    var isRepeatable: Bool {
+        [401, 404, 405, 413, 429].contains(status) || code == HTTPServer.busy || RequestSyntax.codes.contains(code)
+            || HTTPServer.libraryCodes.contains(code)
+    }
+
     var answer: HTTPAnswer {
         HTTPAnswer.json(status, ["error": code, "detail": detail], headers: headers)
     }

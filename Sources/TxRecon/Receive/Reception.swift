@@ -6,7 +6,9 @@
 //   200  {"spooled": NAME}: durably in new/ (and, for genuine data this
 //        configuration refuses, a "setAside" note: the daemon will reject it)
 //   400  not one of the endpoint's formats; 422 a signature or chain that
-//        does not verify; neither is written
+//        does not verify; neither is written. (And from HTTPServer, before
+//        any of this: 400 or 501 for a head RFC 9112 says to reject,
+//        RequestSyntax.)
 //   401  no or another upload token; 404 no such path; 405 another method;
 //   413  over MaxFileSize=; 429 over MaxRequestsPerSecondPerAddress=
 //   503  with Retry-After: the spool cannot take it (full, missing, new/
@@ -39,7 +41,7 @@ final class Reception: Sendable {
     private let rejected: DirectoryGauge
     private let setAsideLedger: SetAsideLedger
     /// One entry a second per client and answer, for the refusals a client
-    /// can repeat as fast as it likes (429, 401, 404, 405, 413).
+    /// can repeat as fast as it likes (ReceiveRefusal.isRepeatable).
     private let throttle = LogThrottle()
     /// Numbers the files /healthz writes, so that concurrent checks never meet.
     private let healthProbes = Atomic<Int>(0)
@@ -202,8 +204,11 @@ final class Reception: Sendable {
 
     func report(_ refusal: ReceiveRefusal, head: HTTPRequestHead, spoolError: SpoolError? = nil) {
         let priority: LogPriority = refusal.status >= 500 ? .error : .warning
-        var message = "\(head.method) \(LogText.escaped(head.path)) from \(head.client): \(refusal.status) \(refusal.code)"
-        if [401, 404, 405, 413, 429].contains(refusal.status) || refusal.code == HTTPServer.busy {
+        // No method: libmicrohttpd answered the head before it was read.
+        let request = head.method.isEmpty ? LogText.escaped(head.path)
+            : "\(LogText.escaped(head.method)) \(LogText.escaped(head.path))"
+        var message = "\(request) from \(head.client): \(refusal.status) \(refusal.code)"
+        if refusal.isRepeatable {
             guard let leftOut = throttle.admit("\(head.client) \(refusal.status)") else { return }
             if leftOut > 0 { message += " (and \(leftOut) more such answers to it since the last entry)" }
         }

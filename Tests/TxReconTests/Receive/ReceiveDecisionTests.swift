@@ -7,7 +7,7 @@ import TxReconTestSupport
 
 @Suite struct ReceiveDecisionTests {
     static func head(_ method: String, _ path: String, client: String = "127.0.0.1") -> HTTPRequestHead {
-        HTTPRequestHead(method: method, path: path, client: client, header: { _ in nil })
+        HTTPRequestHead(method: method, path: path, client: client)
     }
 
     // MARK: Routes
