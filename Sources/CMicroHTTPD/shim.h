@@ -7,10 +7,12 @@
 #include <sys/socket.h>
 #include <microhttpd.h>
 
-/* MHD_start_daemon with every option in `options` (MHD_OPTION_END-terminated). */
-static inline struct MHD_Daemon *txr_mhd_start(unsigned int flags, MHD_AccessHandlerCallback handler,
-                                               void *context, const struct MHD_OptionItem *options) {
-    return MHD_start_daemon(flags, 0, NULL, NULL, handler, context, MHD_OPTION_ARRAY, options, MHD_OPTION_END);
+/* MHD_start_daemon with the accept policy `policy` and every option in
+ * `options` (MHD_OPTION_END-terminated). */
+static inline struct MHD_Daemon *txr_mhd_start(unsigned int flags, MHD_AcceptPolicyCallback policy,
+                                               MHD_AccessHandlerCallback handler, void *context,
+                                               const struct MHD_OptionItem *options) {
+    return MHD_start_daemon(flags, 0, policy, context, handler, context, MHD_OPTION_ARRAY, options, MHD_OPTION_END);
 }
 
 /* The client's address; NULL when libmicrohttpd has none. */

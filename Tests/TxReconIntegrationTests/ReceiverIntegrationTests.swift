@@ -362,6 +362,41 @@ struct ReceiverIntegrationTests {
         #expect(freed, "a place freed is taken again")
     }
 
+    @Test(arguments: [("MaxConnectionsPerAddress=2", "connections_per_address", "connectionsPerAddress"),
+                      ("MaxConnections=2", "connections", "connections")])
+    func connectionsRefusedAtTheLimitsAreLoggedAndCounted(_ limit: String, _ label: String, _ key: String) async throws {
+        let metrics = TemporaryDirectory("txrecon-receive-metrics")
+        let fixture = try ReceiverFixture(receive: "\(limit)\nIdleTimeout=60s\nRequestTimeout=120s",
+                                          spool: "[Metrics]\nTextfileDirectory=\(metrics.path)")
+        let receiver = try await fixture.start()
+        let port = fixture.port
+        let first = try LoopbackHTTPClient.connect(port: port)
+        defer { close(first) }
+        let second = try LoopbackHTTPClient.connect(port: port)
+        defer { close(second) }
+        try LoopbackHTTPClient.write(first, Array("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n".utf8))
+        try LoopbackHTTPClient.write(second, Array("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n".utf8))
+        for _ in 0..<2 {
+            let over = try LoopbackHTTPClient.connect(port: port)
+            defer { close(over) }
+            #expect(try await DedicatedThread.run(name: "over") { Self.closedByPeer(over, within: .seconds(20)) },
+                    "the connection over \(limit) was closed")
+        }
+        let name = String(limit.prefix { $0 != "=" })
+        #expect(await fixture.daemon.eventually {
+            receiver.stderr.contains("a connection from 127.0.0.1 was refused: \(name)=")
+        }, "logged, naming the client and the limit: \(receiver.stderr)")
+        #expect(await fixture.daemon.eventually {
+            let text = (try? SystemCall.readFile(metrics.path + "/txrecon-receive.prom", limit: 1 << 20))
+                .map { String(decoding: $0, as: UTF8.self) }
+            return text.flatMap { try? PrometheusExposition(parsing: $0) }?
+                .value("txrecon_receive_connections_refused_total", ["limit": label]) == "2"
+        }, "both counted under limit=\(label)")
+        #expect(await fixture.daemon.eventually {
+            ReceiverStatus.read(fixture.layout)?.json["connectionsRefused"]?[key]?.int64Value == 2
+        }, "and in the status file")
+    }
+
     @Test func anIdleConnectionIsClosedAfterIdleTimeout() async throws {
         let fixture = try ReceiverFixture(receive: "IdleTimeout=1s")
         try await fixture.start()

@@ -1,20 +1,23 @@
 // HTTPServer: HTTP/1.1 for `txrecon receive`, from GNU libmicrohttpd.
 //
-// libmicrohttpd parses requests, keeps connections alive, limits their
-// number (in all and per address), closes idle ones, and runs one thread per
-// connection, on which `handle` runs: a request's answer may wait for its
-// body to be durable (GroupCommit) without holding up anyone else's. What it
-// does not do is here: a deadline for a whole request, headers included
-// (against slowloris: a client that sends a byte just often enough never
-// goes idle), enforced by a thread that shuts down the sockets of requests
-// past it; and a body limit checked against Content-Length before any byte
-// is read, and again as bytes arrive. A head RFC 9112 says to reject
-// (RequestSyntax: two Content-Lengths, Content-Length with chunked, `Host :`,
-// no Host, `%00` in the target…) is answered 400 before anything routes it;
-// then `screen` looks at the head (method, path, headers, client), so that a
-// refusal (401, 404, 405, 413, 429) costs no body. Any answer given at the
-// head closes the connection (libmicrohttpd reads no further), so bytes
-// after it are never taken for a request.
+// libmicrohttpd parses requests, keeps connections alive, closes idle ones,
+// and runs one thread per connection, on which `handle` runs: a request's
+// answer may wait for its body to be durable (GroupCommit) without holding
+// up anyone else's. What it does not do is here: the connection limits, in
+// all and per address, kept in its accept policy callback
+// (ConnectionLimits), for a connection it refuses at its own limits is
+// closed before any callback and could be neither logged nor counted; a
+// deadline for a whole request, headers included (against slowloris: a
+// client that sends a byte just often enough never goes idle), enforced by
+// a thread that shuts down the sockets of requests past it; and a body
+// limit checked against Content-Length before any byte is read, and again
+// as bytes arrive. A head RFC 9112 says to reject (RequestSyntax: two
+// Content-Lengths, Content-Length with chunked, `Host :`, no Host, `%00` in
+// the target…) is answered 400 before anything routes it; then `screen`
+// looks at the head (method, path, headers, client), so that a refusal
+// (401, 404, 405, 413, 429) costs no body. Any answer given at the head
+// closes the connection (libmicrohttpd reads no further), so bytes after it
+// are never taken for a request.
 //
 // What libmicrohttpd 0.9.75 checks itself, before any callback of ours, and
 // answers on its own: a request line that is not `METHOD TARGET HTTP/d.d`
@@ -114,6 +117,10 @@ final class HTTPServer: Sendable {
     /// Called with each answer's status and the time from the request's
     /// first call (its head read) to the answer being queued.
     private let onAnswer: @Sendable (Int, Duration) -> Void
+    /// Called on libmicrohttpd's listening thread with the client of each
+    /// connection refused at a connection limit, the limit and its value.
+    private let onConnectionRefused: @Sendable (String, ConnectionLimits.Limit, Int) -> Void
+    private let connectionLimits: ConnectionLimits
     /// Called with each request this server refuses itself (400 and 501 for
     /// RequestSyntax, 413, 503 busy), and those libmicrohttpd answered
     /// before their head was read (`method` empty).
@@ -129,9 +136,13 @@ final class HTTPServer: Sendable {
     init(limits: Limits, screen: @escaping @Sendable (HTTPRequestHead) -> HTTPAnswer?,
          handle: @escaping @Sendable (HTTPRequest) -> HTTPAnswer, onDeadline: @escaping @Sendable (String) -> Void,
          onAnswer: @escaping @Sendable (Int, Duration) -> Void = { _, _ in },
-         onRefused: @escaping @Sendable (HTTPRequestHead, ReceiveRefusal) -> Void = { _, _ in }) {
+         onRefused: @escaping @Sendable (HTTPRequestHead, ReceiveRefusal) -> Void = { _, _ in },
+         onConnectionRefused: @escaping @Sendable (String, ConnectionLimits.Limit, Int) -> Void = { _, _, _ in }) {
         self.limits = limits
         self.onRefused = onRefused
+        self.onConnectionRefused = onConnectionRefused
+        connectionLimits = ConnectionLimits(connections: limits.connections,
+                                            connectionsPerAddress: limits.connectionsPerAddress)
         bodyLimit = Mutex(limits.maximumBodySize)
         budget = BodyBudget(limit: limits.bodyBudget, connections: limits.connections,
                             connectionsPerAddress: limits.connectionsPerAddress)
@@ -181,16 +192,31 @@ final class HTTPServer: Sendable {
             guard let context, let connection else { return }
             let server = Unmanaged<HTTPServer>.fromOpaque(context).takeUnretainedValue()
             if event == HTTPServer.connectionStarted {
+                let client = HTTPServer.address(txr_mhd_client_address(connection))
+                server.connectionLimits.opened(UInt(bitPattern: connection), client: client)
                 server.deadlines.started(connection: connection, socket: txr_mhd_connection_fd(connection),
-                                         client: HTTPServer.address(txr_mhd_client_address(connection)))
+                                         client: client)
             } else {
+                server.connectionLimits.closed(UInt(bitPattern: connection))
                 server.deadlines.closed(connection: connection)
             }
         }
+        // Asked for each connection accepted, before libmicrohttpd serves it.
+        let admit: MHD_AcceptPolicyCallback = { context, address, _ in
+            guard let context else { return .YES }
+            let server = Unmanaged<HTTPServer>.fromOpaque(context).takeUnretainedValue()
+            let client = HTTPServer.address(address)
+            guard let limit = server.connectionLimits.admit(client) else { return .YES }
+            server.onConnectionRefused(client, limit, server.connectionLimits.value(of: limit))
+            return .NO
+        }
         let options = [
             MHD_OptionItem(option: .LISTEN_SOCKET, value: Int(listener), ptr_value: nil),
-            MHD_OptionItem(option: .CONNECTION_LIMIT, value: limits.connections, ptr_value: nil),
-            MHD_OptionItem(option: .PER_IP_CONNECTION_LIMIT, value: limits.connectionsPerAddress, ptr_value: nil),
+            // ConnectionLimits keeps the limits (see there); libmicrohttpd's
+            // own, one higher, are a backstop its counts, equal to ours when
+            // it asks `admit`, never reach.
+            MHD_OptionItem(option: .CONNECTION_LIMIT, value: limits.connections + 1, ptr_value: nil),
+            MHD_OptionItem(option: .PER_IP_CONNECTION_LIMIT, value: limits.connectionsPerAddress + 1, ptr_value: nil),
             MHD_OptionItem(option: .CONNECTION_TIMEOUT,
                            value: Int(max(1, limits.idleTimeout.components.seconds)), ptr_value: nil),
             MHD_OptionItem(option: .URI_LOG_CALLBACK, value: unsafeBitCast(requestLine, to: Int.self),
@@ -209,7 +235,7 @@ final class HTTPServer: Sendable {
         let flags = MHD_USE_THREAD_PER_CONNECTION.rawValue | MHD_USE_INTERNAL_POLLING_THREAD.rawValue
             | MHD_USE_POLL.rawValue | MHD_USE_ITC.rawValue
         let started = options.withUnsafeBufferPointer { options in
-            txr_mhd_start(flags, HTTPServer.accessHandler, context, options.baseAddress)
+            txr_mhd_start(flags, admit, HTTPServer.accessHandler, context, options.baseAddress)
         }
         guard let started else { throw StartError(description: "libmicrohttpd could not serve the listening socket") }
         daemon.withLock { $0 = UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(started))) }

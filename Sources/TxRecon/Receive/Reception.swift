@@ -16,8 +16,9 @@
 //        HTTPServer, `busy` past the memory budget for bodies (BodyBudget)
 //
 // Reports one log entry per request that is not a plain 200 (a debug one for
-// those), with TXRECON_* fields; secrets never reach them (the log sink
-// redacts).
+// those), and per connection refused at a connection limit, with TXRECON_*
+// fields, those a client can repeat at no cost at most once a second per
+// client; secrets never reach them (the log sink redacts).
 import Glibc
 import Synchronization
 
@@ -216,6 +217,21 @@ final class Reception: Sendable {
         log.write(LogEntry(priority, message, messageID: MessageID.receiveRefused, fields: [
             ("TXRECON_HTTP_STATUS", String(refusal.status)), ("TXRECON_REASON", refusal.code),
             ("TXRECON_CLIENT", head.client), ("TXRECON_PATH", head.path),
+        ]))
+    }
+
+    /// A connection from `client` closed unanswered at `limit` (its value,
+    /// as read at start): counted, and logged at most once a second per
+    /// client and limit.
+    func refusedConnection(from client: String, at limit: ConnectionLimits.Limit, of value: Int) {
+        reporter.refusedConnection(at: limit)
+        guard let leftOut = throttle.admit("\(client) \(limit.rawValue)") else { return }
+        var message = "a connection from \(client) was refused: \(limit.setting)\(value) connections "
+            + (limit == .connections ? "are open" : "from that address are open") + "; it was closed unanswered"
+        if leftOut > 0 { message += " (and \(leftOut) more since the last entry)" }
+        log.write(LogEntry(.warning, message, messageID: MessageID.receiveRefused, fields: [
+            ("TXRECON_REASON", limit == .connections ? "max-connections" : "max-connections-per-address"),
+            ("TXRECON_CLIENT", client),
         ]))
     }
 
