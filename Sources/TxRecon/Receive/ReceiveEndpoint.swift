@@ -5,7 +5,7 @@
 //   POST /appstore/transactions    an app's upload: formats 1, 3 and 6; behind UploadTokenFile=
 //   POST /envelopes                the generic envelope (format 5), with AcceptEnvelopes=yes;
 //                                  behind UploadTokenFile=
-//   GET  /healthz                  200 while the spool can be written, else 503
+//   GET  /healthz                  200 while one more notification would be taken, else 503 with the reason
 
 enum ReceiveEndpoint: String, CaseIterable, Sendable {
     case notifications = "/appstore/notifications"

@@ -13,7 +13,8 @@
 //   413  over MaxFileSize=; 429 over MaxRequestsPerSecondPerAddress=
 //   503  with Retry-After: the spool cannot take it (full, missing, new/
 //        over MaxInboxFiles=, rejected/ over RejectedQuota=); and from
-//        HTTPServer, `busy` past the memory budget for bodies (BodyBudget)
+//        HTTPServer, `busy` past the memory budget for bodies (BodyBudget).
+//        GET /healthz is 503 exactly when a notification would be (`health`)
 //
 // Reports one log entry per request that is not a plain 200 (a debug one for
 // those), and per connection refused at a connection limit, with TXRECON_*
@@ -167,7 +168,8 @@ final class Reception: Sendable {
             return ReceiveRefusal(503, "spool-unavailable", "the spool's new/ cannot be read", headers: [("Retry-After", "60")])
         }
         if waiting >= settings.receive.maxInboxFiles {
-            return ReceiveRefusal(503, "inbox-full", "\(waiting) files wait in new/ (MaxInboxFiles=); try again",
+            return ReceiveRefusal(503, "inbox-full", "\(waiting) files wait in new/, MaxInboxFiles= is "
+                + "\(settings.receive.maxInboxFiles): the daemon is behind or stopped; try again",
                                   headers: [("Retry-After", "30")])
         }
         guard refused else { return nil }
@@ -184,19 +186,39 @@ final class Reception: Sendable {
         return nil
     }
 
-    /// 200 while a body can be written: a byte written to a file in tmp/
-    /// (then removed), so that a full or read-only file system is seen, not
-    /// only the permissions; and new/ writable. Else 503 with the reason.
+    /// What /healthz writes to see that one more notification fits: more
+    /// than any App Store notification (the samples are up to 19 KiB), as
+    /// every connection may read before the body budget counts.
+    static let notificationRoom = [UInt8](repeating: 0x0A, count: BodyBudget.freeBytes)
+
+    /// 200 while one more notification would be taken, else 503 with the
+    /// reason in words: what `handle` would answer one now, so that a load
+    /// balancer or a monitor sees what Apple would. new/ under
+    /// MaxInboxFiles= (`room`, the same count and answer); a file of
+    /// `notificationRoom` bytes written in tmp/ (then removed, never
+    /// synced), so that a full, read-only or over-quota file system is
+    /// seen, not only the permissions, nor only room for a byte; and new/
+    /// writable. The body budget is not asked: a notification is read
+    /// within each connection's free bytes, which it never refuses; nor
+    /// RejectedQuota=, which only genuine data this configuration refuses
+    /// meets. At MaxConnections= the check is refused like any connection,
+    /// which says the same.
     private func health() -> HTTPAnswer {
+        let settings = self.settings.withLock { $0 }
+        if let full = room(forRefused: false, settings: settings) {
+            return HTTPAnswer.json(503, ["status": full.detail, "error": full.code], headers: full.headers)
+        }
         let probe = layout.tmp + "/.healthz-\(getpid())-\(healthProbes.add(1, ordering: .relaxed).newValue)"
         do throws(SpoolError) {
-            try SystemCall.writeNewFile(probe, [0x0A], mode: 0o600, sync: false)
+            try SystemCall.writeNewFile(probe, Self.notificationRoom, mode: 0o600, sync: false)
             unlink(probe)
             guard access(layout.new, W_OK | X_OK) == 0 else { throw SpoolError("access", layout.new) }
             return HTTPAnswer.json(200, ["status": "ok"])
         } catch {
             // The body goes to whoever asks: the reason, not the paths.
-            return HTTPAnswer.json(503, ["status": "the spool cannot be written: \(String(cString: strerror(error.code)))"],
+            return HTTPAnswer.json(503, ["status": "the spool cannot take one more notification (a file of "
+                + "\(Self.notificationRoom.count >> 10) KiB in tmp/ cannot be written): "
+                + String(cString: strerror(error.code)), "error": "spool-unavailable"],
                                    headers: [("Retry-After", "60")])
         }
     }
