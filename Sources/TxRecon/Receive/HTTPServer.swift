@@ -287,7 +287,8 @@ final class HTTPServer: Sendable {
             requestContext.pointee = Unmanaged.passRetained(body).toOpaque()
         }
         guard let head = body.head else {
-            let head = HTTPServer.head(connection, url: url, method: method, version: version, target: body.target)
+            let head = HTTPServer.head(connection, url: url, method: method, version: version, target: body.target,
+                                       client: body.client)
             body.headRead(head)
             server.deadlines.requestStarted(connection: connection)
             if let malformed = RequestSyntax.refusal(of: head) {
@@ -391,11 +392,10 @@ final class HTTPServer: Sendable {
     static let libraryCodes = Set([400, 413, 414, 431, 505, 0].map { libraryRefusal($0).code })
 
     private static func head(_ connection: OpaquePointer, url: UnsafePointer<CChar>?, method: UnsafePointer<CChar>?,
-                             version: UnsafePointer<CChar>?, target: String) -> HTTPRequestHead {
+                             version: UnsafePointer<CChar>?, target: String, client: String) -> HTTPRequestHead {
         let path = url.map { String(cString: $0) } ?? "/"
         return HTTPRequestHead(method: method.map { String(cString: $0) } ?? "", path: String(path.prefix { $0 != "?" }),
-                               client: HTTPServer.address(txr_mhd_client_address(connection)),
-                               version: version.map { String(cString: $0) } ?? "", target: target,
+                               client: client, version: version.map { String(cString: $0) } ?? "", target: target,
                                fields: fields(of: connection))
     }
 
