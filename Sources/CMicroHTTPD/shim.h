@@ -7,16 +7,24 @@
 #include <sys/socket.h>
 #include <microhttpd.h>
 
-/* MHD_start_daemon with every option in `options` (MHD_OPTION_END-terminated). */
-static inline struct MHD_Daemon *txr_mhd_start(unsigned int flags, MHD_AccessHandlerCallback handler,
-                                               void *context, const struct MHD_OptionItem *options) {
-    return MHD_start_daemon(flags, 0, NULL, NULL, handler, context, MHD_OPTION_ARRAY, options, MHD_OPTION_END);
+/* MHD_start_daemon with the accept policy `policy` and every option in
+ * `options` (MHD_OPTION_END-terminated). */
+static inline struct MHD_Daemon *txr_mhd_start(unsigned int flags, MHD_AcceptPolicyCallback policy,
+                                               MHD_AccessHandlerCallback handler, void *context,
+                                               const struct MHD_OptionItem *options) {
+    return MHD_start_daemon(flags, 0, policy, context, handler, context, MHD_OPTION_ARRAY, options, MHD_OPTION_END);
 }
 
 /* The client's address; NULL when libmicrohttpd has none. */
 static inline const struct sockaddr *txr_mhd_client_address(struct MHD_Connection *connection) {
     const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
     return info ? info->client_addr : NULL;
+}
+
+/* The status of the answer queued on the connection; 0 when none is. */
+static inline unsigned int txr_mhd_http_status(struct MHD_Connection *connection) {
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_HTTP_STATUS);
+    return info ? info->http_status : 0;
 }
 
 /* The connection's socket; -1 when libmicrohttpd has none. */

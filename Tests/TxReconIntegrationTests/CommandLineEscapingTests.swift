@@ -6,17 +6,27 @@ import Testing
 @testable import TxRecon
 import TxReconTestSupport
 
-/// Retitles the terminal, clears the screen, starts a line of its own, and
-/// does both again with a C1 CSI and a Unicode line separator.
+/// Retitles the terminal, clears the screen, starts a line of its own,
+/// does both again with a C1 CSI and a Unicode line separator, and makes
+/// what follows read backwards (a right-to-left override, an isolate, a mark).
 private let hostile = "\u{1B}]0;pwned\u{07}\u{1B}[2J\n<forged line>\u{9B}2J\u{2028}<forged too>"
+    + "\u{202E}exe.fdp\u{2066}\u{200F}"
 /// `hostile` as the command line prints it.
-private let escaped = #"\x1b]0;pwned\x07\x1b[2J\n<forged line>\u009b2J\u2028<forged too>"#
+private let escaped = #"\x1b]0;pwned\x07\x1b[2J\n<forged line>\u009b2J\u2028<forged too>\u202eexe.fdp\u2066\u200f"#
+
+/// Unicode's bidirectional formatting characters (UAX #9): the marks, the
+/// embeddings and overrides, the isolates.
+private func isBidirectionalControl(_ scalar: Unicode.Scalar) -> Bool {
+    [0x061C, 0x200E, 0x200F].contains(scalar.value) || (0x202A...0x202E).contains(scalar.value)
+        || (0x2066...0x2069).contains(scalar.value)
+}
 
 /// Expects `output` to hold no character a terminal acts on (a line break
 /// ends a line and nothing else) and no line of its own begun by `hostile`.
 private func expectHarmless(_ output: String, _ what: String, sourceLocation: SourceLocation = #_sourceLocation) {
     let acting = output.unicodeScalars.filter {
         ($0.value < 0x20 && $0 != "\n") || (0x7F...0x9F).contains($0.value) || $0.value == 0x2028 || $0.value == 0x2029
+            || isBidirectionalControl($0)
     }
     #expect(acting.isEmpty, "\(what) holds \(acting.map { String($0.value, radix: 16) })", sourceLocation: sourceLocation)
     let forged = output.split(separator: "\n").filter { $0.drop { $0 == " " }.hasPrefix("<forged") }
@@ -75,6 +85,21 @@ struct CommandLineEscapingTests {
         let requeued = try await fixture.cli(["requeue-rejected", "rejected" + hostile])
         expectHarmless(requeued.stdout, "requeue-rejected")
         #expect(requeued.stdout == "rejected" + escaped + ": requeued\n", "\(requeued.stderr)")
+    }
+
+    @Test func theDaemonsLogLinesOnItsStandardErrorEscapeWhatTheCommandLineEscapes() async throws {
+        // Run in the foreground (`txrecon run`, `receive`, `sweep` on a
+        // terminal), the log goes to stderr as lines: the name of a file a
+        // producer dropped is in the message and in TXRECON_FILE.
+        let fixture = try DaemonFixture()
+        let daemon = try await fixture.start()
+        try fixture.drop("junk", name: "dropped" + hostile)
+        #expect(await fixture.eventually { fixture.names("rejected").count == 2 })
+        #expect(await fixture.eventually { daemon.stderr.contains("TXRECON_FILE=") })
+        let lines = daemon.stderr.split(separator: "\n").filter { $0.contains("dropped") }
+        #expect(!lines.isEmpty, "\(daemon.stderr)")
+        expectHarmless(daemon.stderr, "the daemon's stderr")
+        #expect(lines.allSatisfy { $0.contains("dropped" + escaped) }, "\(lines)")
     }
 
     @Test func statusPrintsTheDaemonsStatusLineEscaped() async throws {

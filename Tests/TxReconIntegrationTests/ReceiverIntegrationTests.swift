@@ -362,6 +362,95 @@ struct ReceiverIntegrationTests {
         #expect(freed, "a place freed is taken again")
     }
 
+    @Test(arguments: [("MaxConnectionsPerAddress=2", "connections_per_address", "connectionsPerAddress"),
+                      ("MaxConnections=2", "connections", "connections")])
+    func connectionsRefusedAtTheLimitsAreLoggedAndCounted(_ limit: String, _ label: String, _ key: String) async throws {
+        let metrics = TemporaryDirectory("txrecon-receive-metrics")
+        let fixture = try ReceiverFixture(receive: "\(limit)\nIdleTimeout=60s\nRequestTimeout=120s",
+                                          spool: "[Metrics]\nTextfileDirectory=\(metrics.path)")
+        let receiver = try await fixture.start()
+        let port = fixture.port
+        let first = try LoopbackHTTPClient.connect(port: port)
+        defer { close(first) }
+        let second = try LoopbackHTTPClient.connect(port: port)
+        defer { close(second) }
+        try LoopbackHTTPClient.write(first, Array("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n".utf8))
+        try LoopbackHTTPClient.write(second, Array("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n".utf8))
+        for _ in 0..<2 {
+            let over = try LoopbackHTTPClient.connect(port: port)
+            defer { close(over) }
+            #expect(try await DedicatedThread.run(name: "over") { Self.closedByPeer(over, within: .seconds(20)) },
+                    "the connection over \(limit) was closed")
+        }
+        let name = String(limit.prefix { $0 != "=" })
+        #expect(await fixture.daemon.eventually {
+            receiver.stderr.contains("a connection from 127.0.0.1 was refused: \(name)=")
+        }, "logged, naming the client and the limit: \(receiver.stderr)")
+        #expect(await fixture.daemon.eventually {
+            let text = (try? SystemCall.readFile(metrics.path + "/txrecon-receive.prom", limit: 1 << 20))
+                .map { String(decoding: $0, as: UTF8.self) }
+            return text.flatMap { try? PrometheusExposition(parsing: $0) }?
+                .value("txrecon_receive_connections_refused_total", ["limit": label]) == "2"
+        }, "both counted under limit=\(label)")
+        #expect(await fixture.daemon.eventually {
+            ReceiverStatus.read(fixture.layout)?.json["connectionsRefused"]?[key]?.int64Value == 2
+        }, "and in the status file")
+    }
+
+    @Test func healthIs503WhileNewHoldsMaxInboxFiles() async throws {
+        // No daemon: nothing takes the files out of new/.
+        let fixture = try ReceiverFixture(receive: "MaxInboxFiles=2")
+        try fixture.layout.createMissingDirectories()
+        for name in ["waiting-1", "waiting-2"] { _ = fixture.daemon.directory.write("{}", to: "spool/new/" + name) }
+        try await fixture.start()
+        let full = try await LoopbackHTTPClient.send(port: fixture.port, method: "GET", path: "/healthz")
+        #expect(full.status == 503 && full.header("Retry-After") != nil, "\(full.status) \(full.body)")
+        #expect(full.body.contains("MaxInboxFiles="), "a reason a person understands: \(full.body)")
+        #expect(try await fixture.post("/appstore/notifications", sample: "04-notification-refund.json").status == 503,
+                "as a notification would be answered")
+
+        for name in fixture.daemon.names("new") { #expect(unlink(fixture.layout.new + "/" + name) == 0) }
+        var healthy = false
+        let deadline = ContinuousClock.now + .seconds(30)
+        while !healthy, ContinuousClock.now < deadline {
+            healthy = try await LoopbackHTTPClient.send(port: fixture.port, method: "GET", path: "/healthz").status == 200
+            if !healthy { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        #expect(healthy, "200 again once new/ has room")
+    }
+
+    @Test(.enabled(if: getuid() == 0, "needs root: mount"))
+    func healthIs503WhenTheDiskHasRoomForAByteButNotForANotification() async throws {
+        let fixture = try ReceiverFixture()
+        let root = fixture.layout.root
+        try SystemCall.makeDirectory(root, mode: 0o755)
+        try fixture.daemon.must("/bin/mount", "-t", "tmpfs", "-o", "size=1m,mode=0755", "tmpfs", root)
+        defer { try? fixture.daemon.must("/bin/umount", "-l", root) }
+        try await fixture.start()
+        #expect(try await LoopbackHTTPClient.send(port: fixture.port, method: "GET", path: "/healthz").status == 200)
+        // Full, then 16 KiB free: a small file still fits, a notification
+        // (the sample is 18 KiB) does not.
+        let filler = open(root + "/filler", O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        let chunk = [UInt8](repeating: 0, count: 4096)
+        var size = 0
+        while write(filler, chunk, chunk.count) == chunk.count { size += chunk.count }
+        #expect(ftruncate(filler, off_t(size - (16 << 10))) == 0)
+        close(filler)
+        let probe = open(root + "/small", O_WRONLY | O_CREAT | O_EXCL, 0o600)
+        #expect(write(probe, [0x0A], 1) == 1, "a byte still fits")
+        close(probe)
+        unlink(root + "/small")
+
+        let unhealthy = try await LoopbackHTTPClient.send(port: fixture.port, method: "GET", path: "/healthz")
+        #expect(unhealthy.status == 503, "no room for one more notification: \(unhealthy.body)")
+        #expect(unhealthy.body.contains("No space left on device"), "\(unhealthy.body)")
+        #expect(try await fixture.post("/appstore/notifications", sample: "04-notification-refund.json").status == 503,
+                "as the notification itself is answered")
+        #expect(fixture.daemon.names("tmp").isEmpty, "the probe leaves nothing behind")
+        #expect(unlink(root + "/filler") == 0)
+        #expect(try await LoopbackHTTPClient.send(port: fixture.port, method: "GET", path: "/healthz").status == 200)
+    }
+
     @Test func anIdleConnectionIsClosedAfterIdleTimeout() async throws {
         let fixture = try ReceiverFixture(receive: "IdleTimeout=1s")
         try await fixture.start()

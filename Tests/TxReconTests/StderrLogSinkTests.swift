@@ -37,12 +37,31 @@ import TxReconTestSupport
         #expect(line(entry) == #"info: Überweisung für 東京 TXRECON_REASON="naïve\x7f" TXRECON_NAME=ß"# + "\n")
     }
 
+    @Test func c1ControlsLineSeparatorsAndBidiControlsAreEscapedAsTheCommandLineEscapesThem() {
+        // A key or a file name that would read backwards on a terminal, or
+        // start a line of its own in a viewer; LogText's set, as \uNNNN.
+        let entry = LogEntry(.warning, "new/invoice\u{202E}fdp.exe rejected\u{9B}2J\u{2028}<forged>",
+                             fields: [("TXRECON_FILE", "a\u{2066}b\u{2069}\u{200F}\u{061C}\u{85}"),
+                                      ("TXRECON_ID", "\u{202A}\u{202B}\u{202C}\u{202D}\u{2067}\u{2068}\u{200E}\u{2029}")])
+        #expect(line(entry) == #"warning: new/invoice\u202efdp.exe rejected\u009b2J\u2028<forged> "#
+            + #"TXRECON_FILE="a\u2066b\u2069\u200f\u061c\u0085" "#
+            + #"TXRECON_ID="\u202a\u202b\u202c\u202d\u2067\u2068\u200e\u2029""# + "\n")
+    }
+
+    @Test func charactersThatShareALeadByteWithAnEscapedOnePassUnchanged() {
+        // U+00A0, U+0600 and U+2014 begin with the bytes of U+0085, U+061C
+        // and U+202E (0xC2, 0xD8, 0xE2) and control nothing.
+        let entry = LogEntry(.info, "\u{A0}\u{600}—€…", fields: [("TXRECON_NAME", "—\u{A0}\u{2030}")])
+        #expect(line(entry) == "info: \u{A0}\u{600}—€… TXRECON_NAME=—\u{A0}\u{2030}\n")
+    }
+
     /// The line of an entry that needs no escape is built apart, a word at
     /// a time: for any text it must be the line the escaping path writes.
     @Test func thePlainPathWritesWhatTheEscapingPathWrites() {
         var generator = SystemRandomNumberGenerator()
         let alphabet: [String] = ["a", "Z", "0", "_", "-", ":", "/", " ", "\"", "\\", "=", "\n", "\t", "\u{1}", "\u{1F}",
-                                  "\u{7F}", "é", "€", "😀", "\r"]
+                                  "\u{7F}", "é", "€", "😀", "\r", "\u{85}", "\u{A0}", "\u{202E}", "\u{2066}",
+                                  "\u{200F}", "\u{061C}", "\u{2028}", "—"]
         func text(_ length: Int) -> String {
             (0..<length).map { _ in
                 // Mostly plain text, as real entries are, so both paths run.

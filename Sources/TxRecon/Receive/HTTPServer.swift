@@ -1,17 +1,38 @@
 // HTTPServer: HTTP/1.1 for `txrecon receive`, from GNU libmicrohttpd.
 //
-// libmicrohttpd parses requests, keeps connections alive, limits their
-// number (in all and per address), closes idle ones, and runs one thread per
-// connection, on which `handle` runs: a request's answer may wait for its
-// body to be durable (GroupCommit) without holding up anyone else's. What it
-// does not do is here: a deadline for a whole request, headers included
-// (against slowloris: a client that sends a byte just often enough never
-// goes idle), enforced by a thread that shuts down the sockets of requests
-// past it; and a body limit checked against Content-Length before any byte
-// is read, and again as bytes arrive. `screen` looks at a request's head
-// (method, path, headers, client) first, so that a refusal (401, 404, 405,
-// 413, 429) costs no body. Listens on a socket the caller made (its own, or
-// systemd's), never binds one itself. Logs nothing; the caller does.
+// libmicrohttpd parses requests, keeps connections alive, closes idle ones,
+// and runs one thread per connection, on which `handle` runs: a request's
+// answer may wait for its body to be durable (GroupCommit) without holding
+// up anyone else's. What it does not do is here: the connection limits, in
+// all and per address, kept in its accept policy callback
+// (ConnectionLimits), for a connection it refuses at its own limits is
+// closed before any callback and could be neither logged nor counted; a
+// deadline for a whole request, headers included (against slowloris: a
+// client that sends a byte just often enough never goes idle), enforced by
+// a thread that shuts down the sockets of requests past it; and a body
+// limit checked against Content-Length before any byte is read, and again
+// as bytes arrive. A head RFC 9112 says to reject (RequestSyntax: two
+// Content-Lengths, Content-Length with chunked, `Host :`, no Host, `%00` in
+// the target…) is answered 400 before anything routes it; then `screen`
+// looks at the head (method, path, headers, client), so that a refusal
+// (401, 404, 405, 413, 429) costs no body. Any answer given at the head
+// closes the connection (libmicrohttpd reads no further), so bytes after it
+// are never taken for a request.
+//
+// What libmicrohttpd 0.9.75 checks itself, before any callback of ours, and
+// answers on its own: a request line that is not `METHOD TARGET HTTP/d.d`
+// (400, or 505 for another major version), a Content-Length that is not
+// digits (400) or past 2^64 (413), a header line without a colon (400), a
+// head larger than its buffer (414, 431). It does not reject what
+// RequestSyntax does (strict mode 1 would answer a missing Host itself,
+// unlogged; -1 would refuse whitespace before a colon but not a missing
+// Host), and its decoding of %-escapes is turned off: it cut a path at a
+// `%00`. Those of its answers that come after the request line are reported
+// like ours (the URI log callback makes the request known to it, so that its
+// completion is told); one to a request line it cannot parse is not: the
+// connection is closed after it, nothing was read as a body.
+// Listens on a socket the caller made (its own, or systemd's), never binds
+// one itself. Logs nothing; the caller does.
 import CMicroHTTPD
 import Dispatch
 import Glibc
@@ -19,12 +40,40 @@ import Synchronization
 
 /// What the server knows of a request before its body.
 struct HTTPRequestHead: Sendable {
+    /// Empty for a request libmicrohttpd refused before its head was read.
     var method: String
+    /// The request-target's path (before any `?`) as sent, not
+    /// %-decoded: routes compare what the client sent.
     var path: String
     /// The client's address, `127.0.0.1` or `::1`, for limits and logs.
     var client: String
-    /// The value of header `name` (case-insensitive); nil when absent.
-    var header: @Sendable (String) -> String?
+    /// `HTTP/1.1` or `HTTP/1.0` (libmicrohttpd answers other versions).
+    var version: String
+    /// The request-target as the request line has it, query included.
+    var target: String
+    /// The header fields in the order they came, names as sent.
+    var fields: [(name: String, value: String)]
+
+    init(method: String, path: String, client: String, version: String = "HTTP/1.1", target: String? = nil,
+         fields: [(name: String, value: String)] = []) {
+        self.method = method
+        self.path = path
+        self.client = client
+        self.version = version
+        self.target = target ?? path
+        self.fields = fields
+    }
+
+    /// The value of the first field `name` (case-insensitive); nil when absent.
+    func header(_ name: String) -> String? {
+        fields.first { $0.name.lowercased() == name.lowercased() }?.value
+    }
+
+    /// The values of every field `name` (case-insensitive), in order.
+    func values(of name: String) -> [String] {
+        let name = name.lowercased()
+        return fields.filter { $0.name.lowercased() == name }.map(\.value)
+    }
 }
 
 /// A whole request.
@@ -68,7 +117,13 @@ final class HTTPServer: Sendable {
     /// Called with each answer's status and the time from the request's
     /// first call (its head read) to the answer being queued.
     private let onAnswer: @Sendable (Int, Duration) -> Void
-    /// Called with each request this server refuses itself (413; 503 busy).
+    /// Called on libmicrohttpd's listening thread with the client of each
+    /// connection refused at a connection limit, the limit and its value.
+    private let onConnectionRefused: @Sendable (String, ConnectionLimits.Limit, Int) -> Void
+    private let connectionLimits: ConnectionLimits
+    /// Called with each request this server refuses itself (400 and 501 for
+    /// RequestSyntax, 413, 503 busy), and those libmicrohttpd answered
+    /// before their head was read (`method` empty).
     private let onRefused: @Sendable (HTTPRequestHead, ReceiveRefusal) -> Void
     /// The largest body taken now.
     private let bodyLimit: Mutex<Int>
@@ -81,9 +136,13 @@ final class HTTPServer: Sendable {
     init(limits: Limits, screen: @escaping @Sendable (HTTPRequestHead) -> HTTPAnswer?,
          handle: @escaping @Sendable (HTTPRequest) -> HTTPAnswer, onDeadline: @escaping @Sendable (String) -> Void,
          onAnswer: @escaping @Sendable (Int, Duration) -> Void = { _, _ in },
-         onRefused: @escaping @Sendable (HTTPRequestHead, ReceiveRefusal) -> Void = { _, _ in }) {
+         onRefused: @escaping @Sendable (HTTPRequestHead, ReceiveRefusal) -> Void = { _, _ in },
+         onConnectionRefused: @escaping @Sendable (String, ConnectionLimits.Limit, Int) -> Void = { _, _, _ in }) {
         self.limits = limits
         self.onRefused = onRefused
+        self.onConnectionRefused = onConnectionRefused
+        connectionLimits = ConnectionLimits(connections: limits.connections,
+                                            connectionsPerAddress: limits.connectionsPerAddress)
         bodyLimit = Mutex(limits.maximumBodySize)
         budget = BodyBudget(limit: limits.bodyBudget, connections: limits.connections,
                             connectionsPerAddress: limits.connectionsPerAddress)
@@ -101,30 +160,72 @@ final class HTTPServer: Sendable {
     /// Starts serving the listening socket `listener`; returns once it is served.
     func start(listening listener: Int32) throws(StartError) {
         let context = Unmanaged.passUnretained(self).toOpaque()
+        // Called once per request line read, before its headers: makes the
+        // request's context, so that libmicrohttpd tells its completion even
+        // when it answers the head itself.
+        let requestLine: @convention(c) (UnsafeMutableRawPointer?, UnsafePointer<CChar>?, OpaquePointer?)
+            -> UnsafeMutableRawPointer? = { context, target, connection in
+                guard let context, let connection else { return nil }
+                let server = Unmanaged<HTTPServer>.fromOpaque(context).takeUnretainedValue()
+                let request = RequestBody(target: target.map { String(cString: $0) } ?? "",
+                                          client: HTTPServer.address(txr_mhd_client_address(connection)),
+                                          budget: server.budget)
+                return Unmanaged.passRetained(request).toOpaque()
+            }
+        // libmicrohttpd's default decodes %-escapes in place, and the path
+        // is then a C string: `/healthz%00x` became `/healthz`. Left as sent.
+        let keepEscapes: @convention(c) (UnsafeMutableRawPointer?, OpaquePointer?, UnsafeMutablePointer<CChar>?) -> Int = {
+            _, _, text in text.map { strlen($0) } ?? 0
+        }
         let completed: MHD_RequestCompletedCallback = { context, connection, requestContext, _ in
             guard let requestContext, let raw = requestContext.pointee else { return }
-            Unmanaged<RequestBody>.fromOpaque(raw).release()
+            // Released at the end of this scope: gives its body bytes back.
+            let request = Unmanaged<RequestBody>.fromOpaque(raw).takeRetainedValue()
             requestContext.pointee = nil
-            if let context, let connection {
-                Unmanaged<HTTPServer>.fromOpaque(context).takeUnretainedValue().deadlines.requestEnded(connection: connection)
-            }
+            guard let context, let connection else { return }
+            let server = Unmanaged<HTTPServer>.fromOpaque(context).takeUnretainedValue()
+            let status = Int(txr_mhd_http_status(connection))
+            if request.head == nil, status > 0 { server.answeredByLibrary(request, status: status) }
+            server.deadlines.requestEnded(connection: connection)
         }
         let notify: MHD_NotifyConnectionCallback = { context, connection, _, event in
             guard let context, let connection else { return }
             let server = Unmanaged<HTTPServer>.fromOpaque(context).takeUnretainedValue()
             if event == HTTPServer.connectionStarted {
+                let client = HTTPServer.address(txr_mhd_client_address(connection))
+                server.connectionLimits.opened(UInt(bitPattern: connection), client: client)
                 server.deadlines.started(connection: connection, socket: txr_mhd_connection_fd(connection),
-                                         client: HTTPServer.address(txr_mhd_client_address(connection)))
+                                         client: client)
             } else {
+                server.connectionLimits.closed(UInt(bitPattern: connection))
                 server.deadlines.closed(connection: connection)
             }
         }
+        // Asked for each connection accepted, before libmicrohttpd serves it.
+        let admit: MHD_AcceptPolicyCallback = { context, address, _ in
+            guard let context else { return .YES }
+            let server = Unmanaged<HTTPServer>.fromOpaque(context).takeUnretainedValue()
+            let client = HTTPServer.address(address)
+            guard let limit = server.connectionLimits.admit(client) else { return .YES }
+            server.onConnectionRefused(client, limit, server.connectionLimits.value(of: limit))
+            return .NO
+        }
         let options = [
             MHD_OptionItem(option: .LISTEN_SOCKET, value: Int(listener), ptr_value: nil),
-            MHD_OptionItem(option: .CONNECTION_LIMIT, value: limits.connections, ptr_value: nil),
-            MHD_OptionItem(option: .PER_IP_CONNECTION_LIMIT, value: limits.connectionsPerAddress, ptr_value: nil),
+            // ConnectionLimits keeps the limits (see there); libmicrohttpd's
+            // own, one higher, are a backstop its counts, equal to ours when
+            // it asks `admit`, never reach.
+            MHD_OptionItem(option: .CONNECTION_LIMIT, value: limits.connections + 1, ptr_value: nil),
+            MHD_OptionItem(option: .PER_IP_CONNECTION_LIMIT, value: limits.connectionsPerAddress + 1, ptr_value: nil),
             MHD_OptionItem(option: .CONNECTION_TIMEOUT,
                            value: Int(max(1, limits.idleTimeout.components.seconds)), ptr_value: nil),
+            MHD_OptionItem(option: .URI_LOG_CALLBACK, value: unsafeBitCast(requestLine, to: Int.self),
+                           ptr_value: context),
+            MHD_OptionItem(option: .UNESCAPE_CALLBACK, value: unsafeBitCast(keepEscapes, to: Int.self),
+                           ptr_value: nil),
+            // 0, its default, said: RequestSyntax checks what 1 and -1 would,
+            // and answers and logs it as the receiver's other refusals.
+            MHD_OptionItem(option: .STRICT_FOR_CLIENT, value: 0, ptr_value: nil),
             MHD_OptionItem(option: .NOTIFY_COMPLETED, value: unsafeBitCast(completed, to: Int.self),
                            ptr_value: context),
             MHD_OptionItem(option: .NOTIFY_CONNECTION, value: unsafeBitCast(notify, to: Int.self),
@@ -134,7 +235,7 @@ final class HTTPServer: Sendable {
         let flags = MHD_USE_THREAD_PER_CONNECTION.rawValue | MHD_USE_INTERNAL_POLLING_THREAD.rawValue
             | MHD_USE_POLL.rawValue | MHD_USE_ITC.rawValue
         let started = options.withUnsafeBufferPointer { options in
-            txr_mhd_start(flags, HTTPServer.accessHandler, context, options.baseAddress)
+            txr_mhd_start(flags, admit, HTTPServer.accessHandler, context, options.baseAddress)
         }
         guard let started else { throw StartError(description: "libmicrohttpd could not serve the listening socket") }
         daemon.withLock { $0 = UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(started))) }
@@ -172,14 +273,28 @@ final class HTTPServer: Sendable {
     /// Called on the connection's thread: first with the head (no body
     /// yet), then with each part of the body, then once with none left.
     private static let accessHandler: MHD_AccessHandlerCallback = {
-        context, connection, url, method, _, uploadData, uploadSize, requestContext in
+        context, connection, url, method, version, uploadData, uploadSize, requestContext in
         guard let context, let connection, let uploadSize, let requestContext else { return .NO }
         let server = Unmanaged<HTTPServer>.fromOpaque(context).takeUnretainedValue()
-        guard let raw = requestContext.pointee else {
-            let head = HTTPServer.head(connection, url: url, method: method)
-            let body = RequestBody(head: head, budget: server.budget)
+        let body: RequestBody
+        if let raw = requestContext.pointee {
+            body = Unmanaged<RequestBody>.fromOpaque(raw).takeUnretainedValue()
+        } else {
+            // The URI log callback made it, always before; in case it did not.
+            let path = url.map { String(cString: $0) } ?? "/"
+            body = RequestBody(target: path, client: HTTPServer.address(txr_mhd_client_address(connection)),
+                               budget: server.budget)
             requestContext.pointee = Unmanaged.passRetained(body).toOpaque()
+        }
+        guard let head = body.head else {
+            let head = HTTPServer.head(connection, url: url, method: method, version: version, target: body.target,
+                                       client: body.client)
+            body.headRead(head)
             server.deadlines.requestStarted(connection: connection)
+            if let malformed = RequestSyntax.refusal(of: head) {
+                server.onRefused(head, malformed)
+                return server.queue(malformed.answer, for: body, on: connection)
+            }
             if let refusal = server.screen(head) {
                 return server.queue(refusal, for: body, on: connection)
             }
@@ -189,7 +304,6 @@ final class HTTPServer: Sendable {
             }
             return .YES
         }
-        let body = Unmanaged<RequestBody>.fromOpaque(raw).takeUnretainedValue()
         if uploadSize.pointee > 0 {
             let count = uploadSize.pointee
             uploadSize.pointee = 0
@@ -207,7 +321,7 @@ final class HTTPServer: Sendable {
             // A body's first BodyBudget.freeBytes are every connection's
             // own; only what a body holds beyond them is the budget's.
             let beyond = max(0, body.bytes.count + count - BodyBudget.freeBytes) - body.held
-            guard beyond == 0 || server.budget.take(beyond, from: body.head.client) else {
+            guard beyond == 0 || server.budget.take(beyond, from: body.client) else {
                 body.drop(because: ReceiveRefusal(503, HTTPServer.busy, "the receiver holds as many large request "
                     + "bodies as it may (\(server.budget.limit >> 20) MiB in all, each address a share); try again",
                     headers: [("Retry-After", "5")]))
@@ -224,11 +338,11 @@ final class HTTPServer: Sendable {
         guard !body.answered else { return .YES }
         body.answered = true
         if let refusal = body.refusal {
-            server.onRefused(body.head, refusal)
+            server.onRefused(head, refusal)
             return server.queue(refusal.answer, for: body, on: connection)
         }
         let answer = server.deadlines.handling(connection: connection) {
-            server.handle(HTTPRequest(head: body.head, body: body.bytes))
+            server.handle(HTTPRequest(head: head, body: body.bytes))
         }
         return server.queue(answer, for: body, on: connection)
     }
@@ -249,22 +363,62 @@ final class HTTPServer: Sendable {
         ReceiveRefusal(413, "too-large", "the body is larger than \(limit) bytes (MaxFileSize=)")
     }
 
-    private static func head(_ connection: OpaquePointer, url: UnsafePointer<CChar>?,
-                             method: UnsafePointer<CChar>?) -> HTTPRequestHead {
-        // The connection outlives every call that looks up a header.
-        nonisolated(unsafe) let connection = connection
+    /// The status libmicrohttpd answered a request with before its head was
+    /// read (the request line was, by `requestLine`): counted and reported
+    /// as the receiver's own refusals are.
+    private func answeredByLibrary(_ request: RequestBody, status: Int) {
+        onAnswer(status, ContinuousClock.now - request.arrived)
+        let head = HTTPRequestHead(method: "", path: String(request.target.prefix { $0 != "?" }),
+                                   client: request.client, target: request.target)
+        onRefused(head, HTTPServer.libraryRefusal(status))
+    }
+
+    /// What libmicrohttpd's own answers at the head mean, with a code for
+    /// the log (HTTPServer's header lists what it checks).
+    static func libraryRefusal(_ status: Int) -> ReceiveRefusal {
+        switch status {
+        case 400:
+            ReceiveRefusal(400, "malformed-request", "libmicrohttpd refused the head: a Content-Length that is not "
+                + "a number, a header line without a colon")
+        case 413: ReceiveRefusal(413, "too-large", "libmicrohttpd refused the head: a Content-Length past 2^64")
+        case 414: ReceiveRefusal(414, "target-too-long", "the request-target is larger than libmicrohttpd's buffer")
+        case 431: ReceiveRefusal(431, "head-too-large", "the header fields are larger than libmicrohttpd's buffer")
+        case 505: ReceiveRefusal(505, "http-version-not-supported", "an HTTP version other than 1.x")
+        default: ReceiveRefusal(status, "refused-by-libmicrohttpd", "libmicrohttpd answered the head itself")
+        }
+    }
+
+    /// The codes of `libraryRefusal`.
+    static let libraryCodes = Set([400, 413, 414, 431, 505, 0].map { libraryRefusal($0).code })
+
+    private static func head(_ connection: OpaquePointer, url: UnsafePointer<CChar>?, method: UnsafePointer<CChar>?,
+                             version: UnsafePointer<CChar>?, target: String, client: String) -> HTTPRequestHead {
         let path = url.map { String(cString: $0) } ?? "/"
-        return HTTPRequestHead(
-            method: method.map { String(cString: $0) } ?? "",
-            path: String(path.prefix { $0 != "?" }),
-            client: HTTPServer.address(txr_mhd_client_address(connection)),
-            header: { name in
-                MHD_lookup_connection_value(connection, HTTPServer.headerKind, name).map { String(cString: $0) }
-            })
+        return HTTPRequestHead(method: method.map { String(cString: $0) } ?? "", path: String(path.prefix { $0 != "?" }),
+                               client: client, version: version.map { String(cString: $0) } ?? "", target: target,
+                               fields: fields(of: connection))
+    }
+
+    /// Every header field of the request on `connection`, in order, as
+    /// libmicrohttpd parsed them (a name is what came before the colon).
+    private static func fields(of connection: OpaquePointer) -> [(name: String, value: String)] {
+        var fields: [(name: String, value: String)] = []
+        withUnsafeMutablePointer(to: &fields) { fields in
+            _ = MHD_get_connection_values_n(connection, HTTPServer.headerKind, { context, _, name, nameSize, value, valueSize in
+                guard let context else { return .NO }
+                func text(_ bytes: UnsafePointer<CChar>?, _ count: Int) -> String {
+                    String(decoding: UnsafeRawBufferPointer(start: bytes, count: bytes == nil ? 0 : count), as: UTF8.self)
+                }
+                context.assumingMemoryBound(to: [(name: String, value: String)].self).pointee
+                    .append((text(name, nameSize), text(value, valueSize)))
+                return .YES
+            }, fields)
+        }
+        return fields
     }
 
     /// `127.0.0.1`, `::1`: the client's address in text.
-    private static func address(_ address: UnsafePointer<sockaddr>?) -> String {
+    static func address(_ address: UnsafePointer<sockaddr>?) -> String {
         guard let address else { return "unknown" }
         var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
         switch Int32(address.pointee.sa_family) {
@@ -302,15 +456,21 @@ final class HTTPServer: Sendable {
 /// One request's head and the body read so far; libmicrohttpd's request
 /// context, used by the one connection thread the request is on.
 ///
-/// `@unchecked Sendable`: its mutable state (`bytes`, `held`, `answered`,
-/// `refusal`) is touched only on the request's connection thread, from the
-/// first call of the access handler to the completion callback (whose
-/// release runs `deinit`), which libmicrohttpd never runs at the same time;
-/// it crosses no other thread. `budget` is shared, and Sendable itself.
+/// `@unchecked Sendable`: its mutable state (`head`, `arrived`, `bytes`,
+/// `held`, `answered`, `refusal`) is touched only on the request's
+/// connection thread, from the URI log callback that makes it to the
+/// completion callback (whose release runs `deinit`), which libmicrohttpd
+/// never runs at the same time; it crosses no other thread. `budget` is
+/// shared, and Sendable itself.
 private final class RequestBody: @unchecked Sendable {
-    let head: HTTPRequestHead
-    /// When its head was read: the answer's latency starts here.
-    let arrived = ContinuousClock.now
+    /// The request-target as sent, from the request line.
+    let target: String
+    let client: String
+    /// Nil until the access handler's first call: then the head is whole.
+    private(set) var head: HTTPRequestHead?
+    /// When its request line, then its head, was read: the answer's
+    /// latency starts at the head (at the line for libmicrohttpd's answers).
+    private(set) var arrived = ContinuousClock.now
     var bytes: [UInt8] = []
     /// The bytes of `bytes` beyond BodyBudget.freeBytes, taken from the
     /// budget and given back at the end.
@@ -321,18 +481,24 @@ private final class RequestBody: @unchecked Sendable {
     var refusal: ReceiveRefusal?
     private let budget: BodyBudget
 
-    init(head: HTTPRequestHead, budget: BodyBudget) {
-        self.head = head
+    init(target: String, client: String, budget: BodyBudget) {
+        self.target = target
+        self.client = client
         self.budget = budget
     }
 
-    deinit { budget.give(held, from: head.client) }
+    deinit { budget.give(held, from: client) }
+
+    func headRead(_ head: HTTPRequestHead) {
+        self.head = head
+        arrived = .now
+    }
 
     /// Drops what was read, gives its bytes back, and answers `refusal` at the end.
     func drop(because refusal: ReceiveRefusal) {
         self.refusal = refusal
         bytes = []
-        budget.give(held, from: head.client)
+        budget.give(held, from: client)
         held = 0
     }
 }

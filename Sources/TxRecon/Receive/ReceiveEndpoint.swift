@@ -5,7 +5,7 @@
 //   POST /appstore/transactions    an app's upload: formats 1, 3 and 6; behind UploadTokenFile=
 //   POST /envelopes                the generic envelope (format 5), with AcceptEnvelopes=yes;
 //                                  behind UploadTokenFile=
-//   GET  /healthz                  200 while the spool can be written, else 503
+//   GET  /healthz                  200 while one more notification would be taken, else 503 with the reason
 
 enum ReceiveEndpoint: String, CaseIterable, Sendable {
     case notifications = "/appstore/notifications"
@@ -65,6 +65,16 @@ struct ReceiveRefusal: Error, Sendable, Equatable {
     static func == (lhs: ReceiveRefusal, rhs: ReceiveRefusal) -> Bool {
         lhs.status == rhs.status && lhs.code == rhs.code && lhs.detail == rhs.detail
             && lhs.headers.map(\.name) == rhs.headers.map(\.name) && lhs.headers.map(\.value) == rhs.headers.map(\.value)
+    }
+
+    /// Whether a client can bring this refusal about as often as it likes
+    /// without sending a body (a route, the token, the rate, a head
+    /// RequestSyntax or libmicrohttpd refuses, a length; and the budget's
+    /// 503): Reception.report logs these at most once a second per client
+    /// and status, so that a flood of them cannot flood the journal.
+    var isRepeatable: Bool {
+        [401, 404, 405, 413, 429].contains(status) || code == HTTPServer.busy || RequestSyntax.codes.contains(code)
+            || HTTPServer.libraryCodes.contains(code)
     }
 
     var answer: HTTPAnswer {

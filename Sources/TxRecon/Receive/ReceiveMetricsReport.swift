@@ -37,6 +37,13 @@ enum ReceiveMetricsReport {
         text.family("txrecon_receive_cut_total", .counter,
                     help: "Requests not whole within RequestTimeout=, whose connection was closed unanswered.")
         text.sample("txrecon_receive_cut_total", PrometheusText.integer(statistics.cut))
+        text.family("txrecon_receive_connections_refused_total", .counter,
+                    help: "Connections closed unanswered at a connection limit: limit=\"connections\" for "
+                        + "MaxConnections=, limit=\"connections_per_address\" for MaxConnectionsPerAddress=.")
+        for limit in ConnectionLimits.Limit.allCases {
+            text.sample("txrecon_receive_connections_refused_total", labels: ["limit": limit.label],
+                        PrometheusText.integer(statistics.refusedConnections[limit] ?? 0))
+        }
         text.histogram("txrecon_receive_request_duration_seconds",
                        help: "From a request's head being read to its answer; for a 200 this includes "
                            + "verifying the body and the fsyncs.",

@@ -65,6 +65,10 @@ final class ReceiveReporter: Sendable {
         changed { $0.cutAtDeadline() }
     }
 
+    func refusedConnection(at limit: ConnectionLimits.Limit) {
+        changed { $0.refusedConnection(at: limit) }
+    }
+
     /// Writes the counts now (at READY=1).
     func flushNow() {
         queue.sync { flush() }
@@ -77,12 +81,14 @@ final class ReceiveReporter: Sendable {
         metrics?.stop(final: statistics)
     }
 
-    /// The STATUS= line: "receiving on 127.0.0.1:8081: 1204 requests, 1190 spooled, 14 refused".
+    /// The STATUS= line: "receiving on 127.0.0.1:8081: 1204 requests, 1190
+    /// spooled, 14 refused", and ", 3 connections refused" when there were.
     static func line(_ statistics: ReceiveStatistics, listening: String) -> String {
         let refused = statistics.requests - (statistics.answers[200] ?? 0)
         var line = "receiving on \(listening): \(statistics.requests) requests, \(statistics.spooled) spooled"
         if refused > 0 { line += ", \(refused) refused" }
         if statistics.setAside > 0 { line += ", \(statistics.setAside) to be set aside" }
+        if statistics.connectionsRefused > 0 { line += ", \(statistics.connectionsRefused) connections refused" }
         return line
     }
 
@@ -139,6 +145,9 @@ final class ReceiveReporter: Sendable {
             ("status", .string(line)), ("requests", .integer(statistics.requests)), ("answers", .object(answers)),
             ("spooled", .integer(statistics.spooled)), ("setAside", .integer(statistics.setAside)),
             ("cutAtRequestTimeout", .integer(statistics.cut)),
+            ("connectionsRefused", .object(ConnectionLimits.Limit.allCases.map {
+                ($0.rawValue, .integer(statistics.refusedConnections[$0] ?? 0))
+            })),
         ])
     }
 }

@@ -25,8 +25,14 @@ struct ReceiveStatistics: Sendable, Equatable {
 
     /// Bodies durably in new/: every 200 from a spooling endpoint.
     private(set) var spooled = 0
+    /// Connections closed unanswered at MaxConnections= or
+    /// MaxConnectionsPerAddress=, by the limit; not requests.
+    private(set) var refusedConnections: [ConnectionLimits.Limit: Int] = [:]
 
     var requests: Int { answers.values.reduce(0, +) + cut }
+
+    /// Connections refused at either limit.
+    var connectionsRefused: Int { refusedConnections.values.reduce(0, +) }
 
     mutating func answered(_ status: Int, after latency: Duration) {
         answers[status, default: 0] += 1
@@ -40,5 +46,9 @@ struct ReceiveStatistics: Sendable, Equatable {
 
     mutating func cutAtDeadline() {
         cut += 1
+    }
+
+    mutating func refusedConnection(at limit: ConnectionLimits.Limit) {
+        refusedConnections[limit, default: 0] += 1
     }
 }

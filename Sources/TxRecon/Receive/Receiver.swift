@@ -75,7 +75,8 @@ public enum Receiver {
                                    fields: [("TXRECON_REASON", "request-timeout"), ("TXRECON_CLIENT", client)]))
             },
             onAnswer: { reporter.answered($0, after: $1) },
-            onRefused: { reception.report($1, head: $0) })
+            onRefused: { reception.report($1, head: $0) },
+            onConnectionRefused: { reception.refusedConnection(from: $0, at: $1, of: $2) })
 
         let (signals, signalInput) = AsyncStream.makeStream(of: Int32.self)
         do {

@@ -6,16 +6,20 @@
 //   200  {"spooled": NAME}: durably in new/ (and, for genuine data this
 //        configuration refuses, a "setAside" note: the daemon will reject it)
 //   400  not one of the endpoint's formats; 422 a signature or chain that
-//        does not verify; neither is written
+//        does not verify; neither is written. (And from HTTPServer, before
+//        any of this: 400 or 501 for a head RFC 9112 says to reject,
+//        RequestSyntax.)
 //   401  no or another upload token; 404 no such path; 405 another method;
 //   413  over MaxFileSize=; 429 over MaxRequestsPerSecondPerAddress=
 //   503  with Retry-After: the spool cannot take it (full, missing, new/
 //        over MaxInboxFiles=, rejected/ over RejectedQuota=); and from
-//        HTTPServer, `busy` past the memory budget for bodies (BodyBudget)
+//        HTTPServer, `busy` past the memory budget for bodies (BodyBudget).
+//        GET /healthz is 503 exactly when a notification would be (`health`)
 //
 // Reports one log entry per request that is not a plain 200 (a debug one for
-// those), with TXRECON_* fields; secrets never reach them (the log sink
-// redacts).
+// those), and per connection refused at a connection limit, with TXRECON_*
+// fields, those a client can repeat at no cost at most once a second per
+// client; secrets never reach them (the log sink redacts).
 import Glibc
 import Synchronization
 
@@ -39,7 +43,7 @@ final class Reception: Sendable {
     private let rejected: DirectoryGauge
     private let setAsideLedger: SetAsideLedger
     /// One entry a second per client and answer, for the refusals a client
-    /// can repeat as fast as it likes (429, 401, 404, 405, 413).
+    /// can repeat as fast as it likes (ReceiveRefusal.isRepeatable).
     private let throttle = LogThrottle()
     /// Numbers the files /healthz writes, so that concurrent checks never meet.
     private let healthProbes = Atomic<Int>(0)
@@ -164,7 +168,8 @@ final class Reception: Sendable {
             return ReceiveRefusal(503, "spool-unavailable", "the spool's new/ cannot be read", headers: [("Retry-After", "60")])
         }
         if waiting >= settings.receive.maxInboxFiles {
-            return ReceiveRefusal(503, "inbox-full", "\(waiting) files wait in new/ (MaxInboxFiles=); try again",
+            return ReceiveRefusal(503, "inbox-full", "\(waiting) files wait in new/, MaxInboxFiles= is "
+                + "\(settings.receive.maxInboxFiles): the daemon is behind or stopped; try again",
                                   headers: [("Retry-After", "30")])
         }
         guard refused else { return nil }
@@ -181,19 +186,39 @@ final class Reception: Sendable {
         return nil
     }
 
-    /// 200 while a body can be written: a byte written to a file in tmp/
-    /// (then removed), so that a full or read-only file system is seen, not
-    /// only the permissions; and new/ writable. Else 503 with the reason.
+    /// What /healthz writes to see that one more notification fits: more
+    /// than any App Store notification (the samples are up to 19 KiB), as
+    /// every connection may read before the body budget counts.
+    static let notificationRoom = [UInt8](repeating: 0x0A, count: BodyBudget.freeBytes)
+
+    /// 200 while one more notification would be taken, else 503 with the
+    /// reason in words: what `handle` would answer one now, so that a load
+    /// balancer or a monitor sees what Apple would. new/ under
+    /// MaxInboxFiles= (`room`, the same count and answer); a file of
+    /// `notificationRoom` bytes written in tmp/ (then removed, never
+    /// synced), so that a full, read-only or over-quota file system is
+    /// seen, not only the permissions, nor only room for a byte; and new/
+    /// writable. The body budget is not asked: a notification is read
+    /// within each connection's free bytes, which it never refuses; nor
+    /// RejectedQuota=, which only genuine data this configuration refuses
+    /// meets. At MaxConnections= the check is refused like any connection,
+    /// which says the same.
     private func health() -> HTTPAnswer {
+        let settings = self.settings.withLock { $0 }
+        if let full = room(forRefused: false, settings: settings) {
+            return HTTPAnswer.json(503, ["status": full.detail, "error": full.code], headers: full.headers)
+        }
         let probe = layout.tmp + "/.healthz-\(getpid())-\(healthProbes.add(1, ordering: .relaxed).newValue)"
         do throws(SpoolError) {
-            try SystemCall.writeNewFile(probe, [0x0A], mode: 0o600, sync: false)
+            try SystemCall.writeNewFile(probe, Self.notificationRoom, mode: 0o600, sync: false)
             unlink(probe)
             guard access(layout.new, W_OK | X_OK) == 0 else { throw SpoolError("access", layout.new) }
             return HTTPAnswer.json(200, ["status": "ok"])
         } catch {
             // The body goes to whoever asks: the reason, not the paths.
-            return HTTPAnswer.json(503, ["status": "the spool cannot be written: \(String(cString: strerror(error.code)))"],
+            return HTTPAnswer.json(503, ["status": "the spool cannot take one more notification (a file of "
+                + "\(Self.notificationRoom.count >> 10) KiB in tmp/ cannot be written): "
+                + String(cString: strerror(error.code)), "error": "spool-unavailable"],
                                    headers: [("Retry-After", "60")])
         }
     }
@@ -202,8 +227,11 @@ final class Reception: Sendable {
 
     func report(_ refusal: ReceiveRefusal, head: HTTPRequestHead, spoolError: SpoolError? = nil) {
         let priority: LogPriority = refusal.status >= 500 ? .error : .warning
-        var message = "\(head.method) \(LogText.escaped(head.path)) from \(head.client): \(refusal.status) \(refusal.code)"
-        if [401, 404, 405, 413, 429].contains(refusal.status) || refusal.code == HTTPServer.busy {
+        // No method: libmicrohttpd answered the head before it was read.
+        let request = head.method.isEmpty ? LogText.escaped(head.path)
+            : "\(LogText.escaped(head.method)) \(LogText.escaped(head.path))"
+        var message = "\(request) from \(head.client): \(refusal.status) \(refusal.code)"
+        if refusal.isRepeatable {
             guard let leftOut = throttle.admit("\(head.client) \(refusal.status)") else { return }
             if leftOut > 0 { message += " (and \(leftOut) more such answers to it since the last entry)" }
         }
@@ -211,6 +239,21 @@ final class Reception: Sendable {
         log.write(LogEntry(priority, message, messageID: MessageID.receiveRefused, fields: [
             ("TXRECON_HTTP_STATUS", String(refusal.status)), ("TXRECON_REASON", refusal.code),
             ("TXRECON_CLIENT", head.client), ("TXRECON_PATH", head.path),
+        ]))
+    }
+
+    /// A connection from `client` closed unanswered at `limit` (its value,
+    /// as read at start): counted, and logged at most once a second per
+    /// client and limit.
+    func refusedConnection(from client: String, at limit: ConnectionLimits.Limit, of value: Int) {
+        reporter.refusedConnection(at: limit)
+        guard let leftOut = throttle.admit("\(client) \(limit.rawValue)") else { return }
+        var message = "a connection from \(client) was refused: \(limit.setting)\(value) connections "
+            + (limit == .connections ? "are open" : "from that address are open") + "; it was closed unanswered"
+        if leftOut > 0 { message += " (and \(leftOut) more since the last entry)" }
+        log.write(LogEntry(.warning, message, messageID: MessageID.receiveRefused, fields: [
+            ("TXRECON_REASON", limit == .connections ? "max-connections" : "max-connections-per-address"),
+            ("TXRECON_CLIENT", client),
         ]))
     }
 

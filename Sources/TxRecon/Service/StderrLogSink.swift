@@ -5,7 +5,12 @@
 //     warning: item held (HTTP 409) TXRECON_ID=2000000123 TXRECON_HTTP_STATUS=409
 //
 // Control characters in the message and in field values are escaped, so an
-// entry is always exactly one line. Each line leaves in one write(2) under a
+// entry is always exactly one line; so are the characters beyond ASCII that
+// the command line escapes (LogText's set: C1 controls, U+2028 and U+2029,
+// the bidirectional marks, embeddings, overrides and isolates, as `\uNNNN`),
+// for these lines are what `txrecon run`, `receive` or `sweep` in the
+// foreground print on a terminal, and a key or a file name in them must not
+// read backwards there. Each line leaves in one write(2) under a
 // lock, so lines from different threads never interleave. A failed write is
 // dropped silently: there is nowhere left to report it.
 import Glibc
@@ -114,15 +119,36 @@ public final class StderrLogSink: LogSink {
     }
 
     /// Whether `bytes` go into a line as they are: no control character
-    /// (nor, in a field's value, a blank, quote or backslash). Eight bytes
-    /// at a time (ByteWord).
+    /// and no character LogText escapes beyond ASCII (nor, in a field's
+    /// value, a blank, quote or backslash). Eight bytes at a time
+    /// (ByteWord) through ASCII; a word with a byte beyond it is read byte
+    /// by byte, and only a byte that may start an escaped character gets a
+    /// closer look.
     private static func isPlain(_ bytes: UnsafeBufferPointer<UInt8>, inValue: Bool) -> Bool {
-        func hasControl(_ word: UInt64) -> Bool { ByteWord.has(word, byteBelow: 0x20) || ByteWord.has(word, byte: 0x7F) }
-        guard inValue else { return ByteWord.firstIndex(in: bytes, word: hasControl, byte: isControl) == bytes.count }
-        return ByteWord.firstIndex(in: bytes, word: { word in
-            hasControl(word) || ByteWord.has(word, byte: UInt8(ascii: " ")) || ByteWord.has(word, byte: UInt8(ascii: "\""))
+        func wordNeedsLook(_ word: UInt64) -> Bool {
+            ByteWord.has(word, byteBelow: 0x20) || ByteWord.has(word, byte: 0x7F) || ByteWord.hasHighByte(word)
+        }
+        func valueWordNeedsLook(_ word: UInt64) -> Bool {
+            wordNeedsLook(word) || ByteWord.has(word, byte: UInt8(ascii: " ")) || ByteWord.has(word, byte: UInt8(ascii: "\""))
                 || ByteWord.has(word, byte: UInt8(ascii: "\\"))
-        }, byte: needsQuotes) == bytes.count
+        }
+        var index = 0
+        while true {
+            index = inValue
+                ? ByteWord.firstIndex(in: bytes, from: index, word: valueWordNeedsLook,
+                                      byte: { needsQuotes($0) || LogText.mayStartEscapedCharacter($0) })
+                : ByteWord.firstIndex(in: bytes, from: index, word: wordNeedsLook,
+                                      byte: { isControl($0) || LogText.mayStartEscapedCharacter($0) })
+            if index == bytes.count { return true }
+            // A lead byte of a character that controls nothing (U+00A0, "€").
+            guard bytes[index] >= 0x80, LogText.escapedCharacter(in: bytes, at: index) == nil else { return false }
+            index += 1
+        }
+    }
+
+    /// Whether `bytes` hold a character LogText escapes beyond ASCII.
+    private static func holdsEscapedCharacter(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        bytes.indices.contains { LogText.mayStartEscapedCharacter(bytes[$0]) && LogText.escapedCharacter(in: bytes, at: $0) != nil }
     }
 
     /// The line of an entry some of whose text is quoted or escaped; right
@@ -134,7 +160,11 @@ public final class StderrLogSink: LogSink {
         line.append(UInt8(ascii: ":"))
         line.append(UInt8(ascii: " "))
         entry.message.withUTF8Bytes { bytes in
-            if bytes.contains(where: isControl) { append(bytes, quoting: false, to: &line) } else { line.append(contentsOf: bytes) }
+            if bytes.contains(where: isControl) || holdsEscapedCharacter(bytes) {
+                append(bytes, quoting: false, to: &line)
+            } else {
+                line.append(contentsOf: bytes)
+            }
         }
         // Through the buffer: a field read in place, not copied out of the
         // array (two strings retained and released) for each one.
@@ -146,7 +176,7 @@ public final class StderrLogSink: LogSink {
                 fields[index].value.withUTF8Bytes { bytes in
                     // Nearly every value needs neither quotes nor escapes: one
                     // scan, then the bytes as they are.
-                    if bytes.isEmpty || bytes.contains(where: needsQuotes) {
+                    if bytes.isEmpty || bytes.contains(where: needsQuotes) || holdsEscapedCharacter(bytes) {
                         append(bytes, quoting: true, to: &line)
                     } else {
                         line.append(contentsOf: bytes)
@@ -164,18 +194,33 @@ public final class StderrLogSink: LogSink {
     }
 
     /// Appends `bytes` (UTF-8) with every C0 control character and DEL
-    /// escaped and, when `quoting`, inside quotes with `"` and `\` escaped
-    /// too. In UTF-8 these are single bytes below 0x80, never part of a
-    /// longer sequence, so the scan works on bytes.
+    /// escaped, and each character LogText escapes beyond ASCII as
+    /// `\uNNNN`, and, when `quoting`, inside quotes with `"` and `\`
+    /// escaped too. In UTF-8 the first are single bytes below 0x80, never
+    /// part of a longer sequence, and the others start with a byte
+    /// LogText names, so the scan works on bytes.
     private static func append(_ bytes: UnsafeBufferPointer<UInt8>, quoting: Bool, to line: inout [UInt8]) {
         if quoting { line.append(UInt8(ascii: "\"")) }
         var runStart = 0
-        for index in bytes.indices {
+        var index = 0
+        while index < bytes.count {
             let byte = bytes[index]
+            if byte >= 0x80 {
+                guard let escaped = LogText.escapedCharacter(in: bytes, at: index) else {
+                    index += 1
+                    continue
+                }
+                line.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<index]))
+                line.append(contentsOf: Array(("\\u" + LogText.hex(escaped.value, digits: 4)).utf8))
+                index += escaped.length
+                runStart = index
+                continue
+            }
             let quoted = quoting && (byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\"))
+            index += 1
             guard quoted || isControl(byte) else { continue }
-            line.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<index]))
-            runStart = index + 1
+            line.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<index - 1]))
+            runStart = index
             appendEscape(of: byte, to: &line)
         }
         line.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart...]))

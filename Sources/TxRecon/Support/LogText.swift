@@ -66,6 +66,24 @@ enum LogText {
         byte == 0xC2 || byte == 0xD8 || byte == 0xE2
     }
 
+    /// The character `isEscapedBeyondASCII` names whose UTF-8 starts at
+    /// `index` of `bytes`, and its length in bytes (2 or 3); nil when
+    /// none starts there. For writers that work on bytes (StderrLogSink):
+    /// every such character is two or three bytes long and starts with one
+    /// of the bytes `mayStartEscapedCharacter` names.
+    static func escapedCharacter(in bytes: UnsafeBufferPointer<UInt8>, at index: Int) -> (value: UInt32, length: Int)? {
+        let lead = bytes[index]
+        guard mayStartEscapedCharacter(lead), index + 1 < bytes.count else { return nil }
+        let second = UInt32(bytes[index + 1] & 0x3F)
+        if lead < 0xE0 {
+            let value = UInt32(lead & 0x1F) << 6 | second
+            return isEscapedBeyondASCII(value) ? (value, 2) : nil
+        }
+        guard index + 2 < bytes.count else { return nil }
+        let value = UInt32(lead & 0x0F) << 12 | second << 6 | UInt32(bytes[index + 2] & 0x3F)
+        return isEscapedBeyondASCII(value) ? (value, 3) : nil
+    }
+
     /// One line of at most `limit` characters, escaped.
     static func singleLine(_ text: String, limit: Int = 600) -> String {
         let line = escaped(text)

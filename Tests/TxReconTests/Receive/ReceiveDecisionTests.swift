@@ -7,7 +7,7 @@ import TxReconTestSupport
 
 @Suite struct ReceiveDecisionTests {
     static func head(_ method: String, _ path: String, client: String = "127.0.0.1") -> HTTPRequestHead {
-        HTTPRequestHead(method: method, path: path, client: client, header: { _ in nil })
+        HTTPRequestHead(method: method, path: path, client: client)
     }
 
     // MARK: Routes
@@ -197,6 +197,24 @@ import TxReconTestSupport
         #expect(text.contains("txrecon_receive_requests_total{code=\"200\"} 2\n"))
         #expect(text.contains("txrecon_receive_requests_total{code=\"422\"} 1\n"))
         #expect(text.contains("txrecon_receive_cut_total 1\n"))
+    }
+
+    @Test func refusedConnectionsAreCountedByLimitApartFromRequests() {
+        var statistics = ReceiveStatistics()
+        statistics.answered(200, after: .milliseconds(2))
+        statistics.spooledOne(setAside: false)
+        statistics.refusedConnection(at: .connectionsPerAddress)
+        statistics.refusedConnection(at: .connectionsPerAddress)
+        statistics.refusedConnection(at: .connections)
+        #expect(statistics.requests == 1 && statistics.connectionsRefused == 3)
+        #expect(ReceiveReporter.line(statistics, listening: "127.0.0.1:8081")
+                == "receiving on 127.0.0.1:8081: 1 requests, 1 spooled, 3 connections refused")
+        let text = ReceiveMetricsReport.render(statistics, startedAt: 0, version: "t", running: true)
+        #expect(text.contains("txrecon_receive_connections_refused_total{limit=\"connections\"} 1\n"))
+        #expect(text.contains("txrecon_receive_connections_refused_total{limit=\"connections_per_address\"} 2\n"))
+        let idle = ReceiveMetricsReport.render(ReceiveStatistics(), startedAt: 0, version: "t", running: true)
+        #expect(idle.contains("txrecon_receive_connections_refused_total{limit=\"connections\"} 0\n"),
+                "both series from the start")
     }
 
     @Test func anIdleReceiverStillShowsA200Series() {
