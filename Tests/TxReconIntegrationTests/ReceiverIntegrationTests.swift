@@ -611,4 +611,31 @@ struct ReceiverIntegrationTests {
         #expect(try await fixture.post("/appstore/notifications", body).status == 200)
         #expect(fixture.daemon.names("new").count == 2)
     }
+
+    /// What SIGKILL or a power cut leaves in tmp/ while a body or a copy is
+    /// being written: each program removes at start its own (TemporaryFile's
+    /// prefixes) and nothing a producer may still be writing.
+    @Test func eachProgramRemovesAtStartOnlyWhatAnEarlierRunOfItselfLeftInTmp() async throws {
+        let fixture = try ReceiverFixture()
+        let layout = fixture.layout
+        try layout.createMissingDirectories()
+        let receiverBody = TemporaryFile.received.path(in: layout, "1800000000.M1P4242Q7.host")
+        let daemonCopy = TemporaryFile.copy.path(in: layout, "4243-1")
+        let producers = [layout.tmp + "/1800000000.M2P4244Q1.host", layout.tmp + "/.ctl-retry-1"]
+        for path in [receiverBody, daemonCopy] + producers {
+            try SystemCall.writeNewFile(path, Array(#"{"signedPayload": "half"#.utf8), sync: false)
+        }
+        let receiver = try await fixture.start()
+        let name = { (path: String) in String(path.split(separator: "/").last!) }
+        #expect(Set(fixture.daemon.names("tmp")) == Set(([daemonCopy] + producers).map(name)))
+        #expect(receiver.stderr.contains("removed 1 unfinished file(s) an earlier txrecon receive left"))
+        let daemon = try await fixture.daemon.start()
+        #expect(Set(fixture.daemon.names("tmp")) == Set(producers.map(name)),
+                "a producer's files are its own to finish or remove")
+        #expect(daemon.stderr.contains("removed 1 unfinished file(s) an earlier txrecon run left"))
+        // The receiver still takes and the daemon still delivers.
+        let reply = try await fixture.post("/appstore/notifications", sample: "05-notification-test.json")
+        #expect(reply.status == 200)
+        #expect(await fixture.daemon.server.waitForRequests(count: 1, timeout: .seconds(20)))
+    }
 }

@@ -244,12 +244,26 @@ import TxReconTestSupport
         _ = directory.write("{}", to: "spool/queue/gone.state")
         _ = directory.write("half", to: "spool/queue/.tmp-b")
         _ = directory.write("foreign", to: "spool/queue/not.a.key")
-        let (items, foreign, delivered) = try spool.restoreQueue()
-        #expect(items.map(\.key.rawValue).sorted() == ["a", "b"])
-        #expect(items.first { $0.key.rawValue == "b" }?.state == DeliveryState(attempts: 3, nextAttemptAt: 42, lastError: "HTTP 503"))
-        #expect(foreign == ["not.a.key"])
-        #expect(delivered.isEmpty)
+        let restored = try spool.restoreQueue()
+        #expect(restored.items.map(\.key.rawValue).sorted() == ["a", "b"])
+        #expect(restored.items.first { $0.key.rawValue == "b" }?.state
+                == DeliveryState(attempts: 3, nextAttemptAt: 42, lastError: "HTTP 503"))
+        #expect(restored.foreign == ["not.a.key"])
+        #expect(restored.delivered.isEmpty && restored.lostRecords.isEmpty)
         #expect(names("queue") == ["a", "b", "b.state", "not.a.key"])
+    }
+
+    /// What a power cut leaves of a failure record written moments before
+    /// (no fsync): an empty file, or the start of one.
+    @Test(arguments: ["", "{\"attempts\": 3, \"nextAtt"])
+    func aFailureRecordAPowerCutLeftUnreadableIsRemovedAtStart(record: String) throws {
+        let spool = try makeSpool()
+        _ = directory.write("item", to: "spool/queue/a")
+        _ = directory.write(record, to: "spool/queue/a.state")
+        let restored = try spool.restoreQueue()
+        #expect(restored.items == [QueuedFile(key: ItemKey("a")!, state: nil, receivedAt: restored.items[0].receivedAt)])
+        #expect(restored.lostRecords == [ItemKey("a")!])
+        #expect(names("queue") == ["a"], "the record is gone, so it cannot outlive its item")
     }
 
     @Test func finishingWithoutRetentionRemovesTheItemAndThenItsState() throws {
@@ -337,7 +351,8 @@ import TxReconTestSupport
         _ = directory.write("item", to: "spool/queue/b")
         #expect(link(layout.queue + "/a", layout.done + "/a") == 0)
         #expect(link(layout.queue + "/b", layout.tmp + "/b-elsewhere") == 0)
-        let (items, _, delivered) = try spool.restoreQueue()
+        let restored = try spool.restoreQueue()
+        let (items, delivered) = (restored.items, restored.delivered)
         #expect(delivered == [ItemKey("a")!])
         #expect(items.map(\.key) == [ItemKey("b")!], "another name outside done/ says nothing")
         #expect(names("queue") == ["b"])

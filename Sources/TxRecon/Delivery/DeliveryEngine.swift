@@ -191,13 +191,20 @@ package actor DeliveryEngine {
     /// pulled in.
     package func start() throws(SpoolError) {
         guard case .starting = phase else { preconditionFailure("DeliveryEngine.start() called twice") }
-        let (queued, foreign, delivered) = try spool.restoreQueue()
-        for name in foreign {
+        let restored = try spool.restoreQueue()
+        let queued = restored.items
+        for name in restored.foreign {
             log.write(LogEntry(.warning, "queue/\(LogText.escaped(name)) is not an item txrecon wrote; left alone"))
         }
-        for key in delivered {
+        for key in restored.delivered {
             log.write(LogEntry(.notice, "\(key): delivered before the last stop, which interrupted its move into "
                                + "done/; its name in queue/ removed"))
+        }
+        for key in restored.lostRecords {
+            log.write(LogEntry(.notice, "\(key): its failure record queue/\(key.fileName).state was empty or "
+                               + "unreadable (a power cut during its write, which is not fsynced) and is removed: "
+                               + "it is tried at once, its attempts counted from 1 again; nothing is lost",
+                               fields: [("TXRECON_ID", key.rawValue)]))
         }
         let now = clock.now
         let wall = clock.wallMilliseconds

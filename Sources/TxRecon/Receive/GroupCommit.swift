@@ -2,7 +2,8 @@
 // answers, with concurrent requests sharing the directory's fsync.
 //
 // Each body is written to tmp/ under a unique name and fsynced, as `txrecon
-// submit` does, on its request's own thread (ext4 merges concurrent file
+// submit` does (under the receiver's prefix, TemporaryFile, so that the
+// next start removes what a crash left there), on its request's own thread (ext4 merges concurrent file
 // fsyncs into shared journal commits), then renamed into new/. The rename
 // is durable only once new/ itself is fsynced: the requests renamed by then
 // wait, one thread fsyncs new/ for all of them, and each is answered. A
@@ -79,11 +80,11 @@ final class GroupCommit: Sendable {
         // The power-cut test's broken receiver: written and renamed into new/
         // with nothing fsynced, so the answer comes while the body is only in
         // the page cache.
-        let name = try submission.place(bytes, sync: false)
+        let name = try submission.place(bytes, as: .received, sync: false)
         placed(name)
         return name
         #else
-        let name = try submission.place(bytes)
+        let name = try submission.place(bytes, as: .received)
         placed(name)
         guard grouped else {
             try syncDirectory(layout.new)

@@ -48,6 +48,9 @@ public enum Receiver {
                 return Daemon.ExitStatus.failure
             }
             stateDirectory = try ReceiverStateDirectory(layout: layout)
+            // Under receive/lock: no other receiver writes these now.
+            let leftovers = try TemporaryOwner.receiver.removeLeftovers(in: layout)
+            if leftovers > 0 { log.write(TemporaryOwner.receiver.leftoversRemoved(leftovers, in: layout)) }
             listener = try ListeningSocket.open(configuration.receive.listen)
             commit = try GroupCommit(layout: layout, grouped: environment["TXRECON_RECEIVE_NO_GROUP_COMMIT"] != "1")
         } catch {

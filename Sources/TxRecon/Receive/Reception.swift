@@ -208,7 +208,8 @@ final class Reception: Sendable {
         if let full = room(forRefused: false, settings: settings) {
             return HTTPAnswer.json(503, ["status": full.detail, "error": full.code], headers: full.headers)
         }
-        let probe = layout.tmp + "/.healthz-\(getpid())-\(healthProbes.add(1, ordering: .relaxed).newValue)"
+        let probe = TemporaryFile.received.path(in: layout,
+                                                "healthz-\(getpid())-\(healthProbes.add(1, ordering: .relaxed).newValue)")
         do throws(SpoolError) {
             try SystemCall.writeNewFile(probe, Self.notificationRoom, mode: 0o600, sync: false)
             unlink(probe)

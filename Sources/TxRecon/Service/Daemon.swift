@@ -65,6 +65,9 @@ public enum Daemon {
         do {
             try layout.createMissingDirectories()
             lock = try SpoolLock.acquire(layout)
+            // Under the lock: no other daemon writes these now.
+            let leftovers = try TemporaryOwner.daemon.removeLeftovers(in: layout)
+            if leftovers > 0 { log.write(TemporaryOwner.daemon.leftoversRemoved(leftovers, in: layout)) }
             if fansOut {
                 for (name, _) in deliveries { try layout.destination(name).createMissingDestinationDirectories() }
             }

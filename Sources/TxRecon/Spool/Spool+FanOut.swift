@@ -86,7 +86,7 @@ extension Spool {
             }
             let source: String
             if info.st_nlink > 1 {
-                source = layout.tmp + "/.txrecon-return-\(getpid())-\(uniqueNumber())"
+                source = TemporaryFile.returned.path(in: layout, "\(getpid())-\(uniqueNumber())")
                 try SystemCall.unlinkIfPresent(source)
                 guard try copy(path, info: info, to: source) else { continue }
             } else {
@@ -110,7 +110,7 @@ extension Spool {
     /// time (its receivedAt), then renamed. False when `target` exists.
     private func copy(_ source: String, info: stat, to target: String) throws(SpoolError) -> Bool {
         let bytes = try SystemCall.readFile(source, limit: Int(info.st_size) + 1)
-        let temporary = layout.tmp + "/.txrecon-copy-\(getpid())-\(uniqueNumber())"
+        let temporary = TemporaryFile.copy.path(in: layout, "\(getpid())-\(uniqueNumber())")
         try SystemCall.writeNewFile(temporary, bytes, mode: 0o640, sync: true)
         var times = [info.st_atim, info.st_mtim]
         guard utimensat(AT_FDCWD, temporary, &times, AT_SYMLINK_NOFOLLOW) == 0 else {

@@ -53,6 +53,19 @@ struct QueuedFile: Equatable {
     var receivedAt: Int64
 }
 
+/// What `Spool.restoreQueue` found in queue/.
+struct RestoredQueue {
+    var items: [QueuedFile] = []
+    /// Names that are not items txrecon wrote; left alone.
+    var foreign: [String] = []
+    /// Items delivered whose move into done/ was interrupted.
+    var delivered: [ItemKey] = []
+    /// Items whose failure record was empty or unreadable (a power cut
+    /// caught its write, which is not fsynced): removed, the item restored
+    /// as never tried.
+    var lostRecords: [ItemKey] = []
+}
+
 /// The spool's file operations. Thread-safe: the only mutable state is a
 /// counter that makes superseded and rejected names unique, and whether the
 /// file system refused a hard link.
@@ -360,7 +373,7 @@ package final class Spool: Sendable {
         // NAME_MAX (255 bytes) is shortened first so that they still fit.
         let base = Spool.prefix(of: name, maximumBytes: 200)
         for (index, part) in parts.enumerated() {
-            let temporary = layout.tmp + "/.txrecon-split-\(getpid())-\(uniqueCounter.add(1, ordering: .relaxed).newValue)"
+            let temporary = TemporaryFile.split.path(in: layout, "\(getpid())-\(uniqueCounter.add(1, ordering: .relaxed).newValue)")
             try SystemCall.replaceFile(temporary, Array(part.utf8), temporaryName: temporary + ".tmp", sync: true)
             names.append(try moveIntoInbox(temporary, base: "\(base).\(index + 1)"))
         }
@@ -487,12 +500,13 @@ package final class Spool: Sendable {
     /// (returned in `foreign` for a warning). An item that is done/KEY under
     /// another name was delivered and its finish interrupted: its queue/
     /// name is removed and its failure record moved beside it (`delivered`).
-    func restoreQueue() throws(SpoolError) -> (items: [QueuedFile], foreign: [String], delivered: [ItemKey]) {
+    /// A failure record that is empty or does not parse is removed
+    /// (`lostRecords`): left, the item would count as having none, and the
+    /// record would outlive it.
+    func restoreQueue() throws(SpoolError) -> RestoredQueue {
         let names = try SystemCall.listDirectory(layout.queue)
         let present = Set(names)
-        var items: [QueuedFile] = []
-        var foreign: [String] = []
-        var delivered: [ItemKey] = []
+        var restored = RestoredQueue()
         for name in names {
             if name.hasPrefix(".tmp-") {
                 try SystemCall.unlinkIfPresent(layout.queue + "/" + name)
@@ -505,20 +519,25 @@ package final class Spool: Sendable {
                 if let info, info.st_nlink > 1, isDelivered(key, sameFileAs: FileIdentity(info)) {
                     try SystemCall.unlinkIfPresent(layout.queue + "/" + name)
                     try retireState(key)
-                    delivered.append(key)
+                    restored.delivered.append(key)
                     continue
                 }
                 var state: DeliveryState?
-                if present.contains(name + ".state"),
-                   let bytes = try? SystemCall.readFile(layout.queue + "/" + name + ".state", limit: 64 * 1024) {
-                    state = DeliveryState(json: bytes)
+                if present.contains(name + ".state") {
+                    let record = layout.queue + "/" + name + ".state"
+                    state = (try? SystemCall.readFile(record, limit: 64 * 1024)).flatMap { DeliveryState(json: $0) }
+                    if state == nil {
+                        try SystemCall.unlinkIfPresent(record)
+                        restored.lostRecords.append(key)
+                    }
                 }
-                items.append(QueuedFile(key: key, state: state, receivedAt: info.map(Spool.modifiedMilliseconds) ?? 0))
+                restored.items.append(QueuedFile(key: key, state: state,
+                                                 receivedAt: info.map(Spool.modifiedMilliseconds) ?? 0))
             } else {
-                foreign.append(name)
+                restored.foreign.append(name)
             }
         }
-        return (items, foreign, delivered)
+        return restored
     }
 
     /// Adds every key delivered into done/ (a name without a dot: keys
@@ -545,17 +564,14 @@ package final class Spool: Sendable {
         return keys
     }
 
-    /// Removes leftovers of interrupted writes in rejected/ and tmp/, and
-    /// reasons whose rejected file is gone. Returns how many rejected inputs remain.
+    /// Removes leftovers of interrupted writes in rejected/, and reasons
+    /// whose rejected file is gone. Returns how many rejected inputs remain.
     func restoreRejected() throws(SpoolError) -> Int {
         let names = try SystemCall.listDirectory(layout.rejected)
         let present = Set(names)
         for name in names where name.hasPrefix(".tmp-")
             || (name.hasSuffix(".reason") && !present.contains(String(name.dropLast(7)))) {
             try SystemCall.unlinkIfPresent(layout.rejected + "/" + name)
-        }
-        for name in try SystemCall.listDirectory(layout.tmp) where name.hasPrefix(".txrecon-split-") {
-            try SystemCall.unlinkIfPresent(layout.tmp + "/" + name)
         }
         return try rejectedNames().count
     }

@@ -22,11 +22,13 @@ public final class Submission: Sendable {
     /// Writes `bytes` to tmp/ under a unique name, fsyncs it and renames it
     /// into new/; durable once new/ is fsynced (`drop` does that, a
     /// receiver's group commit does it once for many). Returns the name.
+    /// `temporary`: what the file is while in tmp/ (TemporaryFile), for a
+    /// program that removes its own leftovers there; nil for a producer's.
     /// `sync` false only for the power-cut test's broken receiver
     /// (GroupCommit), which must be caught losing what it answered.
-    func place(_ bytes: [UInt8], sync: Bool = true) throws(SpoolError) -> String {
+    func place(_ bytes: [UInt8], as purpose: TemporaryFile? = nil, sync: Bool = true) throws(SpoolError) -> String {
         let name = uniqueName()
-        let temporary = layout.tmp + "/" + name
+        let temporary = purpose?.path(in: layout, name) ?? layout.tmp + "/" + name
         try SystemCall.writeNewFile(temporary, bytes, mode: 0o640, sync: sync)
         do {
             // A name taken already (clocks, PIDs and host names alike) is an
