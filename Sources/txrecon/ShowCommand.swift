@@ -11,7 +11,8 @@ enum ShowCommand: Command {
         its delivery state or hold reason. KEY is a transactionId, a
         notificationUUID or an envelope id. Signed strings are not printed. With
         further destinations (destinations/), it is shown for each destination
-        that has it, after a `destination:` line, or for NAME's alone.
+        that has it, after a `destination:` line and a blank line between two, or
+        for NAME's alone.
         """
 
     static func run(_ arguments: Arguments) async -> Int32 {
@@ -30,7 +31,12 @@ enum ShowCommand: Command {
             }
             do {
                 guard let report = try inspector.show(key) else { continue }
-                if named { printLine((found ? "\n" : "") + "destination: \(name)") }
+                if named {
+                    // printLine escapes a line break: the blank line between
+                    // two destinations is a line of its own.
+                    if found { printLine("") }
+                    printLine("destination: \(name)")
+                }
                 for line in Format.report(report) { printLine(line) }
                 found = true
             } catch {
