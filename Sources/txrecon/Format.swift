@@ -136,6 +136,12 @@ enum Format {
             + "the daemon creates its directories at start \(remedy)"
     }
 
+    /// After a destination's name in `status` and `show`: nothing for one
+    /// configured; for one whose file was removed, that its items wait.
+    static func leftoverNote(_ place: DestinationDirectories.Place) -> String {
+        place.configured ? "" : " (not configured: its items wait until destinations/\(place.name).conf is back)"
+    }
+
     /// What a request for `--all` (or a replay's window) says when the
     /// daemon found nothing to act on: "nothing replayed: no delivered item
     /// in done/ received before 2000-01-01T00:00:00.000Z".

@@ -167,8 +167,48 @@ struct DestinationsIntegrationTests {
         #expect(!show.stdout.contains("\\n"), "\(show.stdout)")
 
         let status = try await fixture.cli(["status"])
-        #expect(status.stdout.contains("  backend: inbox 0, queue 0, hold 0, done 1\n  analytics: inbox 0, queue 1, hold 0, done 0"),
-                "\(status.stdout)")
+        #expect(status.stdout.contains("\nnew 0, queue 1, hold 0, rejected 0, done 1\n"
+                                       + "  backend: inbox 0, queue 0, hold 0, done 1\n  analytics: inbox 0, queue 1, hold 0, done 0\n"),
+                "the first line adds every destination's items up: \(status.stdout)")
+    }
+
+    @Test func aRemovedDestinationsItemsAreCountedListedAndShownAsNotConfigured() async throws {
+        let both = try TwoDestinations(main: "[Delivery]\nRetryDelays=1h", analyticsDelays: "1h")
+        let fixture = both.fixture
+        let daemon = try await fixture.start()
+        try fixture.drop(fixture.envelope("left", version: 1))
+        #expect(await fixture.eventually { both.names(both.analyticsLayout.queue) == ["left"] })
+        #expect(await fixture.eventually { fixture.doneItems() == ["left"] })
+        daemon.signal(SIGTERM)
+        #expect(await daemon.wait(timeout: .seconds(20)) == 0)
+        #expect(unlink(fixture.directory.path + "/destinations/analytics.conf") == 0)
+
+        let status = try await fixture.cli(["status"])
+        #expect(status.stdout.contains("\nnew 0, queue 1, hold 0, rejected 0, done 1\n  backend: inbox 0, queue 0, hold 0, done 1\n"
+                                       + "  analytics: inbox 0, queue 1, hold 0, done 0 (not configured: its items wait until "
+                                       + "destinations/analytics.conf is back)\n"), "\(status.stdout)")
+        let json = try JSONValue.parse(try await fixture.cli(["status", "--json"]).stdout)
+        #expect(json["queue"]?.int64Value == 1)
+        #expect(json["destinations"]?.arrayValue?.last?["configured"] == .bool(false))
+        let queue = try await fixture.cli(["list", "queue"])
+        #expect(queue.status == 0 && queue.stdout.hasPrefix("analytics (not configured): left  "), "\(queue)")
+        let only = try await fixture.cli(["list", "--destination", "analytics", "queue", "--json"])
+        #expect(try JSONValue.parse(only.stdout).arrayValue?.first?["configured"] == .bool(false), "\(only)")
+        let show = try await fixture.cli(["show", "left"])
+        #expect(show.status == 0)
+        #expect(show.stdout.contains("\n\ndestination: analytics (not configured: its items wait until "
+                                     + "destinations/analytics.conf is back)\nkey:        left\nlocation:   queue/"),
+                "\(show.stdout)")
+
+        // The daemon, with [Backend] alone now, says so at start, pointing
+        // to a README section that exists (DocumentationSectionTests).
+        try await fixture.start()
+        #expect(await fixture.eventually {
+            fixture.daemon?.stderr.contains("destinations/analytics/ holds 1 items not delivered yet, but no destination "
+                                            + "analytics is configured") == true
+        })
+        #expect(fixture.daemon?.stderr.contains("(README: \"How do I remove a destination?\")") == true)
+        #expect(both.names(both.analyticsLayout.queue) == ["left"], "untouched")
     }
 
     @Test(.enabled(if: getuid() == 0, "a replay is root's to ask for"))
