@@ -211,6 +211,38 @@ struct DestinationsIntegrationTests {
         #expect(both.names(both.analyticsLayout.queue) == ["left"], "untouched")
     }
 
+    @Test func configurationMistakesAreSaidAtCheckConfigStartAndReloadNamingTheFile() async throws {
+        let both = try TwoDestinations()
+        let fixture = both.fixture
+        let destinations = fixture.directory.path + "/destinations"
+        _ = fixture.directory.write("[Backend]\nURL=http://127.0.0.1:9/old\n", to: "destinations/analytics.conf~")
+        let check = try await fixture.cli(["check-config"])
+        #expect(check.status == 0, "\(check.stderr)")
+        #expect(check.stderr.contains("txrecon: warning: \(destinations)/analytics.conf~ is not read: only destination "
+                                      + "files named NAME.conf, not hidden, are"), "\(check.stderr)")
+        let daemon = try await fixture.start()
+        #expect(daemon.stderr.contains("\(destinations)/analytics.conf~ is not read"), "\(daemon.stderr)")
+
+        // A reload that brings a new one in says it.
+        _ = fixture.directory.write("[Backend]\nURL=http://127.0.0.1:9/off\n", to: "destinations/.analytics.conf")
+        let before = fixture.notify.messages.count
+        daemon.signal(SIGHUP)
+        #expect(await fixture.notify.waitFor({ $0.contains("READY=1") }, from: before, timeout: .seconds(10)) != nil)
+        #expect(await fixture.eventually { daemon.stderr.contains("\(destinations)/.analytics.conf is not read") })
+
+        // A destination file anyone may write is refused, by check-config and by a reload.
+        #expect(chmod(destinations + "/analytics.conf", 0o666) == 0)
+        let refused = try await fixture.cli(["check-config"])
+        #expect(refused.status == 78)
+        #expect(refused.stderr.contains("\(destinations)/analytics.conf: is writable by every user (mode 0666)"),
+                "\(refused.stderr)")
+        daemon.signal(SIGHUP)
+        #expect(await fixture.eventually {
+            daemon.stderr.contains("reload refused, the running configuration stays: \(destinations)/analytics.conf: "
+                                   + "is writable by every user")
+        })
+    }
+
     @Test(.enabled(if: getuid() == 0, "a replay is root's to ask for"))
     func aReplayToOneDestinationSendsToItAlone() async throws {
         let both = try TwoDestinations(analyticsHandler: { _ in .status(200) })
