@@ -122,7 +122,10 @@ test-loaded: deps
 	    Tests/with-time-limit $(TEST_TIME_LIMIT) $(SWIFT) test --skip-build || exit 1; \
 	  done
 
-# The example backend, the daemon on a throw-away spool, the samples delivered.
+# The whole path as an operator runs it, on loopback and throw-away spools:
+# the example backend; per app the daemon and `txrecon receive`; Apple's
+# notifications and the apps' uploads (a StoreKit 1 receipt among them)
+# posted and delivered (Examples/demo.sh). Ends everything it starts.
 demo: deps
 	$(SWIFT) build
 	BIN=.build/debug/txrecon ./Examples/demo.sh
