@@ -2,7 +2,10 @@
 #
 # `make test` and `make demo` work on a fresh Debian 12 machine with the Swift
 # toolchain on PATH: both first run `make deps`, which installs the Debian
-# packages the build needs when they are missing.
+# packages the build needs when they are missing (apt-get, with sudo when not
+# root) and unpacks nats-server for the tests into .build/nats-server/
+# without installing it (see NATS_SERVER). Nothing else on the machine
+# changes: no service is enabled, no user is added.
 #
 # `make install` (DESTDIR, PREFIX) installs the release binary, the systemd
 # unit, tmpfiles, sysusers and catalog files, the manual pages, the sample
@@ -23,9 +26,17 @@ DATADIR      ?= $(PREFIX)/share/txrecon
 LIBDIR       ?= $(PREFIX)/lib
 SYSCONFDIR   ?= /etc
 
-# nats-server: the JetStream destination's tests start a real one.
-DEB_PACKAGES := pkg-config libsystemd-dev libcurl4-openssl-dev libssl-dev libmicrohttpd-dev libnats-dev nats-server \
+# The build's libraries, and openssl and python3 for the tests and the demo.
+DEB_PACKAGES := pkg-config libsystemd-dev libcurl4-openssl-dev libssl-dev libmicrohttpd-dev libnats-dev \
                 openssl python3
+# nats-server: the JetStream destination's tests start a real one of their
+# own, on a free loopback port. Debian's package is not installed: its
+# postinst enables and starts a system-wide NATS server at every boot, on a
+# developer's or an operator's machine. Its .deb is fetched instead (apt-get
+# download, no root needed) and unpacked with dpkg -x into .build/nats-server/,
+# where the tests look first (Tests/TxReconTestSupport/NATSServerProcess.swift);
+# `make clean` removes it with the rest of .build.
+NATS_SERVER := .build/nats-server/usr/sbin/nats-server
 # What `make check-docs` needs besides; and `make deb` and `make systemd-test`.
 DOCS_PACKAGES := groff
 SYSTEMD_TEST_PACKAGES := $(DOCS_PACKAGES) systemd-container debootstrap dpkg-dev jq
@@ -36,7 +47,7 @@ VERSION  := $(shell sed -n 's/.*static let current = "\(.*\)".*/\1/p' Sources/Tx
 DEB_ARCH := $(shell dpkg --print-architecture 2>/dev/null)
 DEB_STAGE = .build/deb/txrecon_$(VERSION)_$(DEB_ARCH)
 
-.PHONY: all deps deps-docs deps-systemd-test build release test test-loaded demo metrics-check clean install install-files \
+.PHONY: all deps nats-server deps-docs deps-systemd-test build release test test-loaded demo metrics-check clean install install-files \
         deb check-docs systemd-test bench bench-long bench-profile bench-journal soak fuzz sanitize \
         deps-powercut powercut powercut-control nginx-test
 
@@ -57,6 +68,22 @@ endef
 
 deps:
 	$(call install-missing,$(DEB_PACKAGES))
+	@[ -x $(NATS_SERVER) ] || $(MAKE) --no-print-directory nats-server
+
+# Fetches and unpacks nats-server (see NATS_SERVER); changes nothing outside
+# .build/. It only says so when an earlier `make deps` (which installed
+# Debian's package) left the system-wide service enabled.
+nats-server:
+	rm -rf .build/nats-server
+	mkdir -p .build/nats-server/deb
+	cd .build/nats-server/deb && { apt-get download -qq nats-server 2>/dev/null || { \
+	  SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; $$SUDO apt-get update -qq && apt-get download -qq nats-server; }; }
+	dpkg -x .build/nats-server/deb/nats-server_*.deb .build/nats-server
+	rm -rf .build/nats-server/deb
+	@echo "nats-server unpacked into .build/nats-server for the tests: not installed, no service enabled"
+	@if systemctl is-enabled nats-server >/dev/null 2>&1; then \
+	  echo "note: a system-wide nats-server service is enabled (Debian's package, installed by an earlier make deps);" \
+	    "the tests do not use it: sudo systemctl disable --now nats-server, or sudo apt purge nats-server"; fi
 
 deps-docs: deps
 	$(call install-missing,$(DOCS_PACKAGES))
@@ -95,7 +122,10 @@ test-loaded: deps
 	    Tests/with-time-limit $(TEST_TIME_LIMIT) $(SWIFT) test --skip-build || exit 1; \
 	  done
 
-# The example backend, the daemon on a throw-away spool, the samples delivered.
+# The whole path as an operator runs it, on loopback and throw-away spools:
+# the example backend; per app the daemon and `txrecon receive`; Apple's
+# notifications and the apps' uploads (a StoreKit 1 receipt among them)
+# posted and delivered (Examples/demo.sh). Ends everything it starts.
 demo: deps
 	$(SWIFT) build
 	BIN=.build/debug/txrecon ./Examples/demo.sh

@@ -112,6 +112,30 @@ func destinationLayouts(_ configuration: Configuration, only: String?,
     return [chosen]
 }
 
+/// The destinations whose items `status`, `list` and `show` look at: every
+/// one configured (`[Backend]` first), then every one left behind under
+/// destinations/ (`configured` false: its file was removed, its items wait),
+/// or only `--destination NAME`, which may name either. Exits with a usage
+/// error naming them when NAME is none.
+func itemPlaces(_ configuration: Configuration, only: String?, command: String) -> [DestinationDirectories.Place] {
+    let places = DestinationDirectories.places(SpoolLayout(root: configuration.spool.directory),
+                                              configured: configuration.destinations.map(\.name))
+    guard let only else { return places }
+    guard let chosen = places.first(where: { $0.name == only }) else {
+        let configured = places.filter(\.configured).map(\.name).joined(separator: ", ")
+        let leftovers = places.filter { !$0.configured }.map(\.name)
+        Usage.fail("\(command): no destination '\(only)'; the destinations are \(configured)"
+                   + (leftovers.isEmpty ? "" : " (and, not configured, \(leftovers.joined(separator: ", ")))"))
+    }
+    return [chosen]
+}
+
+/// A destination as `list` and `show` name it: `analytics`, or
+/// `review (not configured)` for one left behind.
+func placeName(_ place: DestinationDirectories.Place) -> String {
+    place.configured ? place.name : place.name + " (not configured)"
+}
+
 extension String {
     func padding(toLength length: Int) -> String {
         count >= length ? self + " " : self + String(repeating: " ", count: length - count)

@@ -110,6 +110,9 @@ enum ControlCommand {
             }
             for target in result.applied { printLine("\(target): \(Format.verb(command))") }
             for (target, reason) in result.skipped { printError("\(target): skipped: \(reason)") }
+            // --all (or a replay's window) that found nothing: said, not
+            // left as an empty answer that looks like success at something.
+            if result.applied.isEmpty && result.skipped.isEmpty { printLine(Format.nothingSelected(request)) }
             return result.skipped.isEmpty && !alreadyFailed ? 0 : 1
         } catch {
             printError("txrecon: \(command.rawValue): \(error)")
@@ -130,8 +133,9 @@ enum ReplayCommand: Command {
         what it had applied. Each goes out with the same Idempotency-Key as the
         first time. Without KEYs, --all or a --since/--until window replays every
         delivered item in done/ received in that window. TIME is an RFC 3339 time
-        ("2026-12-01T09:30:00Z") or a span ago ("2h"). An item still queued or held
-        is left alone. With further destinations (destinations/), every destination's
+        ("2026-12-01T09:30:00Z") or a span ago ("2h"); a window whose --since is not
+        before its --until is a usage error. An item still queued or held is left
+        alone; a selection that finds nothing says so. With further destinations (destinations/), every destination's
         done/ is replayed to it, or only NAME's with --destination (`backend` is
         [Backend]). Only root may ask for a replay: it can send a great deal.
         """
@@ -148,6 +152,12 @@ enum ReplayCommand: Command {
                 Usage.fail("replay: \(option) \"\(text)\" is not \(OperatorTime.acceptedForms)")
             }
             window[option] = time
+        }
+        if let since = window["--since"], let until = window["--until"], since >= until {
+            // [since, until) holds no time: nothing could ever be selected.
+            Usage.fail("replay: --since \(arguments.value("--since")!) (\(WallTime.rfc3339(since))) is not before "
+                       + "--until \(arguments.value("--until")!) (\(WallTime.rfc3339(until))): the window holds no time "
+                       + "and would replay nothing; give --since the earlier time")
         }
         let keys = arguments.positional
         let all = arguments.has("--all") || (keys.isEmpty && !window.isEmpty)

@@ -136,6 +136,34 @@ enum Format {
             + "the daemon creates its directories at start \(remedy)"
     }
 
+    /// After a destination's name in `status` and `show`: nothing for one
+    /// configured; for one whose file was removed, that its items wait.
+    static func leftoverNote(_ place: DestinationDirectories.Place) -> String {
+        place.configured ? "" : " (not configured: its items wait until destinations/\(place.name).conf is back)"
+    }
+
+    /// What a request for `--all` (or a replay's window) says when the
+    /// daemon found nothing to act on: "nothing replayed: no delivered item
+    /// in done/ received before 2000-01-01T00:00:00.000Z".
+    static func nothingSelected(_ request: ControlRequest) -> String {
+        let at = request.destination.map { " at \($0)" } ?? ""
+        switch request.command {
+        case .release:
+            return "nothing released: no item is held\(at)"
+        case .retry:
+            return "nothing made due: no item is queued\(at)"
+        case .requeueRejected:
+            return "nothing requeued: rejected/ holds no file"
+        case .replay:
+            var window = ""
+            if let since = request.since { window += " received at or after \(WallTime.rfc3339(since))" }
+            if let until = request.until {
+                window += (request.since == nil ? " received" : " and") + " before \(WallTime.rfc3339(until))"
+            }
+            return "nothing replayed: no delivered item in done/\(at)\(window)"
+        }
+    }
+
     static func verb(_ command: ControlRequest.Command) -> String {
         switch command {
         case .release: return "released"

@@ -13,6 +13,8 @@ enum ListCommand: Command {
         ones the reason. Keys are printed as given by the producer. With further
         destinations (destinations/), every destination's directory is listed,
         each line after its destination's name, or only NAME's with --destination;
+        a destination whose file was removed keeps its items in destinations/NAME/
+        until the file is back, and is listed too, as "NAME (not configured)".
         rejected/ is the spool's, shared by all.
         """
 
@@ -23,22 +25,33 @@ enum ListCommand: Command {
             Usage.fail("list: '\(which)' is not one of queue, hold, rejected, done")
         }
         guard let configuration = loadConfiguration(arguments) else { return ConfigurationError.exitStatus }
-        var targets = destinationLayouts(configuration, only: arguments.value("--destination"), command: "list")
-        if directory == .rejected { targets = [targets[0]] }
-        let named = !configuration.destinations.isEmpty && directory != .rejected
+        let everywhere = itemPlaces(configuration, only: nil, command: "list")
+        var places = itemPlaces(configuration, only: arguments.value("--destination"), command: "list")
+        // rejected/ is the spool's: listed once, without a destination.
+        if directory == .rejected { places = [everywhere[0]] }
+        let named = everywhere.count > 1 && directory != .rejected
         var lines: [String] = []
         var objects: [JSONValue] = []
-        for (name, layout) in targets {
-            let inspector = SpoolInspector(layout: layout)
+        for place in places {
+            let inspector = SpoolInspector(layout: place.layout)
             if let missing = inspector.missingDirectory(reading: [directory]) {
-                printError("txrecon: list: " + Format.missing(missing, in: inspector.layout, configurationPath: configuration.path))
-                return 1
+                // [Backend]'s directories are the spool's own: one missing
+                // means a spool not set up. Another destination's may not
+                // exist yet (added since the daemon started), or any more.
+                guard place.name != Destination.primaryName else {
+                    printError("txrecon: list: " + Format.missing(missing, in: inspector.layout,
+                                                                  configurationPath: configuration.path))
+                    return 1
+                }
+                continue
             }
             do {
                 for row in try inspector.list(directory) {
-                    lines.append((named ? name + ": " : "") + Format.line(row))
+                    lines.append((named ? placeName(place) + ": " : "") + Format.line(row))
                     guard case let .object(members) = Format.json(row) else { continue }
-                    objects.append(.object((named ? [("destination", .string(name))] : []) + members))
+                    let destination: [(String, JSONValue)] = named
+                        ? [("destination", .string(place.name)), ("configured", .bool(place.configured))] : []
+                    objects.append(.object(destination + members))
                 }
             } catch {
                 printError("txrecon: list: \(error)")

@@ -11,7 +11,9 @@ enum ShowCommand: Command {
         its delivery state or hold reason. KEY is a transactionId, a
         notificationUUID or an envelope id. Signed strings are not printed. With
         further destinations (destinations/), it is shown for each destination
-        that has it, after a `destination:` line, or for NAME's alone.
+        that has it, after a `destination:` line and a blank line between two, or
+        for NAME's alone; a destination whose file was removed keeps its items in
+        destinations/NAME/ and is shown too, as "NAME (not configured)".
         """
 
     static func run(_ arguments: Arguments) async -> Int32 {
@@ -19,18 +21,25 @@ enum ShowCommand: Command {
             Usage.fail("show: name exactly one KEY")
         }
         guard let configuration = loadConfiguration(arguments) else { return ConfigurationError.exitStatus }
-        let named = !configuration.destinations.isEmpty
+        let named = itemPlaces(configuration, only: nil, command: "show").count > 1
         var found = false
-        for (name, layout) in destinationLayouts(configuration, only: arguments.value("--destination"), command: "show") {
-            let inspector = SpoolInspector(layout: layout)
-            // show looks for the key in these and takes a missing file as "not here".
-            if let missing = inspector.missingDirectory(reading: [.queue, .hold, .done]) {
+        for place in itemPlaces(configuration, only: arguments.value("--destination"), command: "show") {
+            let inspector = SpoolInspector(layout: place.layout)
+            // show looks for the key in these and takes a missing file as
+            // "not here"; [Backend]'s are the spool's own, and one missing
+            // means a spool not set up.
+            if place.name == Destination.primaryName, let missing = inspector.missingDirectory(reading: [.queue, .hold, .done]) {
                 printError("txrecon: show: " + Format.missing(missing, in: inspector.layout, configurationPath: configuration.path))
                 return 1
             }
             do {
                 guard let report = try inspector.show(key) else { continue }
-                if named { printLine((found ? "\n" : "") + "destination: \(name)") }
+                if named {
+                    // printLine escapes a line break: the blank line between
+                    // two destinations is a line of its own.
+                    if found { printLine("") }
+                    printLine("destination: \(place.name)" + Format.leftoverNote(place))
+                }
                 for line in Format.report(report) { printLine(line) }
                 found = true
             } catch {

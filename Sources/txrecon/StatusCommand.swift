@@ -13,10 +13,11 @@ enum StatusCommand: Command {
         rejected/ and done/, the age of the oldest queued item, the daemon's own status
         line (backend health, next retry) or, when it does not run, the last one it
         wrote and when, the last `txrecon sweep` when there was one, and the counts of
-        `txrecon receive` when one serves (or served) this spool. With further
-        destinations (destinations/), each one's inbox, queue, hold and done counts follow
-        the spool's line, whose queue, hold and done are [Backend]'s. Exit status 0
-        even when items are held: read the counts.
+        `txrecon receive` when one serves (or served) this spool. The first line counts
+        every item the spool holds: with further destinations (destinations/), it adds
+        up theirs, and each one's inbox, queue, hold and done follow it, a destination
+        whose file was removed among them, marked not configured (its items wait for
+        the file). Exit status 0 even when items are held: read the counts.
         """
 
     static func run(_ arguments: Arguments) async -> Int32 {
@@ -27,18 +28,22 @@ enum StatusCommand: Command {
             return 1
         }
         do {
-            let inbox = try inspector.inboxCount()
-            let (counts, oldest) = try inspector.counts()
+            let places = itemPlaces(configuration, only: nil, command: "status")
+            var destinations: [(place: DestinationDirectories.Place, counts: SpoolInspector.DestinationCounts)] = []
+            for place in places { destinations.append((place, try SpoolInspector(layout: place.layout).destinationCounts())) }
+            let totals = try Self.totals(inspector, destinations.map(\.counts))
+            let oldest = destinations.compactMap(\.counts.oldestQueuedAt).min()
+            // One destination and nothing left behind: the first line says it all.
+            let perDestination = destinations.count > 1 ? destinations : []
             let daemon = inspector.daemonState()
-            let destinations = try configuration.destinations.isEmpty ? [] : destinationCounts(configuration)
             let now = WallTime.nowMilliseconds
             if arguments.has("--json") {
-                var members: [(String, JSONValue)] = [("new", .integer(inbox))]
-                members += counts.map { ($0.0.rawValue, .integer($0.1)) }
+                var members = totals.map { ($0.0, JSONValue.integer($0.1)) }
                 if let oldest { members.append(("oldestQueuedAgeSeconds", .integer((now - oldest) / 1000))) }
-                if !destinations.isEmpty {
-                    members.append(("destinations", .array(destinations.map { name, counts in
-                        .object([("name", .string(name))] + counts.map { ($0.0, .integer($0.1)) })
+                if !perDestination.isEmpty {
+                    members.append(("destinations", .array(perDestination.map { place, counts in
+                        .object([("name", .string(place.name)), ("configured", .bool(place.configured))]
+                                + Self.columns(counts).map { ($0.0, .integer($0.1)) })
                     })))
                 }
                 members += Format.daemonJSON(daemon)
@@ -47,9 +52,10 @@ enum StatusCommand: Command {
                 printJSON(.object(members))
             } else {
                 printLine("spool:    \(configuration.spool.directory)")
-                printLine((["new \(inbox)"] + counts.map { "\($0.0.rawValue) \($0.1)" }).joined(separator: ", "))
-                for (name, counts) in destinations {
-                    printLine("  \(name): " + counts.map { "\($0.0) \($0.1)" }.joined(separator: ", "))
+                printLine(totals.map { "\($0.0) \($0.1)" }.joined(separator: ", "))
+                for (place, counts) in perDestination {
+                    printLine("  \(place.name): " + Self.columns(counts).map { "\($0.0) \($0.1)" }.joined(separator: ", ")
+                              + Format.leftoverNote(place))
                 }
                 if let oldest { printLine("oldest queued item: \(Format.age(milliseconds: now - oldest)) old") }
                 printLine("daemon:   " + Format.daemon(daemon, now: now))
@@ -65,22 +71,20 @@ enum StatusCommand: Command {
         }
     }
 
-    /// Each destination's queue, hold and done counts, printed under the
-    /// spool's line (whose queue, hold and done are `[Backend]`'s).
-    private static func destinationCounts(_ configuration: Configuration) throws(SpoolError)
-        -> [(name: String, counts: [(String, Int)])] {
-        var result: [(name: String, counts: [(String, Int)])] = []
-        for (name, layout) in destinationLayouts(configuration, only: nil, command: "status") {
-            let inspector = SpoolInspector(layout: layout)
-            // Its inbox: copies not taken yet (it was full, or they wait
-            // for their first attempt).
-            let inbox = inspector.missingDirectory(reading: [], inbox: true) == nil ? try inspector.inboxCount() : 0
-            var counts: [(String, Int)] = [("inbox", inbox)]
-            for directory in [SpoolInspector.Listable.queue, .hold, .done] {
-                counts.append((directory.rawValue, try inspector.list(directory).count))
-            }
-            result.append((name, counts))
-        }
-        return result
+    /// The spool's first line: every item it holds, wherever it is. `new`
+    /// is new/ and every destination's inbox (neither tried yet); queue,
+    /// hold and done add up every destination's, configured or left
+    /// behind (an item two destinations hold counts twice, as STATUS
+    /// counts it); rejected/ is the spool's.
+    private static func totals(_ spool: SpoolInspector,
+                               _ destinations: [SpoolInspector.DestinationCounts]) throws(SpoolError) -> [(String, Int)] {
+        func sum(_ column: (SpoolInspector.DestinationCounts) -> Int) -> Int { destinations.reduce(0) { $0 + column($1) } }
+        return [("new", try spool.inboxCount() + sum(\.inbox)), ("queue", sum(\.queue)), ("hold", sum(\.hold)),
+                ("rejected", try spool.list(.rejected).count), ("done", sum(\.done))]
+    }
+
+    /// One destination's line: its inbox, queue, hold and done.
+    private static func columns(_ counts: SpoolInspector.DestinationCounts) -> [(String, Int)] {
+        [("inbox", counts.inbox), ("queue", counts.queue), ("hold", counts.hold), ("done", counts.done)]
     }
 }

@@ -162,11 +162,85 @@ struct DestinationsIntegrationTests {
         let show = try await fixture.cli(["show", "seen"])
         #expect(show.status == 0)
         #expect(show.stdout.contains("destination: backend\nkey:        seen\nlocation:   done/"), "\(show.stdout)")
-        #expect(show.stdout.contains("destination: analytics\nkey:        seen\nlocation:   queue/"), "\(show.stdout)")
+        #expect(show.stdout.contains("\n\ndestination: analytics\nkey:        seen\nlocation:   queue/"),
+                "a blank line before the second destination, not an escaped one: \(show.stdout)")
+        #expect(!show.stdout.contains("\\n"), "\(show.stdout)")
 
         let status = try await fixture.cli(["status"])
-        #expect(status.stdout.contains("  backend: inbox 0, queue 0, hold 0, done 1\n  analytics: inbox 0, queue 1, hold 0, done 0"),
-                "\(status.stdout)")
+        #expect(status.stdout.contains("\nnew 0, queue 1, hold 0, rejected 0, done 1\n"
+                                       + "  backend: inbox 0, queue 0, hold 0, done 1\n  analytics: inbox 0, queue 1, hold 0, done 0\n"),
+                "the first line adds every destination's items up: \(status.stdout)")
+    }
+
+    @Test func aRemovedDestinationsItemsAreCountedListedAndShownAsNotConfigured() async throws {
+        let both = try TwoDestinations(main: "[Delivery]\nRetryDelays=1h", analyticsDelays: "1h")
+        let fixture = both.fixture
+        let daemon = try await fixture.start()
+        try fixture.drop(fixture.envelope("left", version: 1))
+        #expect(await fixture.eventually { both.names(both.analyticsLayout.queue) == ["left"] })
+        #expect(await fixture.eventually { fixture.doneItems() == ["left"] })
+        daemon.signal(SIGTERM)
+        #expect(await daemon.wait(timeout: .seconds(20)) == 0)
+        #expect(unlink(fixture.directory.path + "/destinations/analytics.conf") == 0)
+
+        let status = try await fixture.cli(["status"])
+        #expect(status.stdout.contains("\nnew 0, queue 1, hold 0, rejected 0, done 1\n  backend: inbox 0, queue 0, hold 0, done 1\n"
+                                       + "  analytics: inbox 0, queue 1, hold 0, done 0 (not configured: its items wait until "
+                                       + "destinations/analytics.conf is back)\n"), "\(status.stdout)")
+        let json = try JSONValue.parse(try await fixture.cli(["status", "--json"]).stdout)
+        #expect(json["queue"]?.int64Value == 1)
+        #expect(json["destinations"]?.arrayValue?.last?["configured"] == .bool(false))
+        let queue = try await fixture.cli(["list", "queue"])
+        #expect(queue.status == 0 && queue.stdout.hasPrefix("analytics (not configured): left  "), "\(queue)")
+        let only = try await fixture.cli(["list", "--destination", "analytics", "queue", "--json"])
+        #expect(try JSONValue.parse(only.stdout).arrayValue?.first?["configured"] == .bool(false), "\(only)")
+        let show = try await fixture.cli(["show", "left"])
+        #expect(show.status == 0)
+        #expect(show.stdout.contains("\n\ndestination: analytics (not configured: its items wait until "
+                                     + "destinations/analytics.conf is back)\nkey:        left\nlocation:   queue/"),
+                "\(show.stdout)")
+
+        // The daemon, with [Backend] alone now, says so at start, pointing
+        // to a README section that exists (DocumentationSectionTests).
+        try await fixture.start()
+        #expect(await fixture.eventually {
+            fixture.daemon?.stderr.contains("destinations/analytics/ holds 1 items not delivered yet, but no destination "
+                                            + "analytics is configured") == true
+        })
+        #expect(fixture.daemon?.stderr.contains("(README: \"How do I remove a destination?\")") == true)
+        #expect(both.names(both.analyticsLayout.queue) == ["left"], "untouched")
+    }
+
+    @Test func configurationMistakesAreSaidAtCheckConfigStartAndReloadNamingTheFile() async throws {
+        let both = try TwoDestinations()
+        let fixture = both.fixture
+        let destinations = fixture.directory.path + "/destinations"
+        _ = fixture.directory.write("[Backend]\nURL=http://127.0.0.1:9/old\n", to: "destinations/analytics.conf~")
+        let check = try await fixture.cli(["check-config"])
+        #expect(check.status == 0, "\(check.stderr)")
+        #expect(check.stderr.contains("txrecon: warning: \(destinations)/analytics.conf~ is not read: only destination "
+                                      + "files named NAME.conf, not hidden, are"), "\(check.stderr)")
+        let daemon = try await fixture.start()
+        #expect(daemon.stderr.contains("\(destinations)/analytics.conf~ is not read"), "\(daemon.stderr)")
+
+        // A reload that brings a new one in says it.
+        _ = fixture.directory.write("[Backend]\nURL=http://127.0.0.1:9/off\n", to: "destinations/.analytics.conf")
+        let before = fixture.notify.messages.count
+        daemon.signal(SIGHUP)
+        #expect(await fixture.notify.waitFor({ $0.contains("READY=1") }, from: before, timeout: .seconds(10)) != nil)
+        #expect(await fixture.eventually { daemon.stderr.contains("\(destinations)/.analytics.conf is not read") })
+
+        // A destination file anyone may write is refused, by check-config and by a reload.
+        #expect(chmod(destinations + "/analytics.conf", 0o666) == 0)
+        let refused = try await fixture.cli(["check-config"])
+        #expect(refused.status == 78)
+        #expect(refused.stderr.contains("\(destinations)/analytics.conf: is writable by every user (mode 0666)"),
+                "\(refused.stderr)")
+        daemon.signal(SIGHUP)
+        #expect(await fixture.eventually {
+            daemon.stderr.contains("reload refused, the running configuration stays: \(destinations)/analytics.conf: "
+                                   + "is writable by every user")
+        })
     }
 
     @Test(.enabled(if: getuid() == 0, "a replay is root's to ask for"))

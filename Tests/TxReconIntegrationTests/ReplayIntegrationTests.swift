@@ -32,8 +32,23 @@ struct ReplayIntegrationTests {
         #expect(window.status == 0, "\(window.stderr)")
         #expect(await fixture.eventually { deliveries(of: "r1", fixture) == 3 && deliveries(of: "r2", fixture) == 2 })
         let none = try await fixture.cli(["replay", "--until", "2000-01-01T00:00:00Z"])
-        #expect(none.status == 0 && none.stdout.isEmpty, "nothing was received before 2000")
+        #expect(none.status == 0, "nothing was received before 2000: \(none.stderr)")
+        #expect(none.stdout == "nothing replayed: no delivered item in done/ received before 2000-01-01T00:00:00.000Z\n")
         #expect(fixture.daemon?.stderr.contains("r1: replay requested by the operator") == true)
+    }
+
+    @Test func aReversedWindowIsRefusedAsAUsageErrorAndNothingIsAsked() async throws {
+        let fixture = try DaemonFixture()
+        try fixture.layout.createMissingDirectories()
+        for window in [["--since", "2026-12-02T00:00:00Z", "--until", "2026-12-01T00:00:00Z"],
+                       ["--since", "1h", "--until", "2h"], ["--since", "2026-12-01T00:00:00Z", "--until", "2026-12-01T00:00:00Z"]] {
+            let reversed = try await fixture.cli(["replay"] + window)
+            #expect(reversed.status == 2 && reversed.stdout.isEmpty, "\(window): \(reversed)")
+            #expect(reversed.stderr.hasPrefix("txrecon: replay: --since \(window[1]) ("), "\(reversed.stderr)")
+            #expect(reversed.stderr.contains("is not before --until \(window[3]) ("), "\(reversed.stderr)")
+            #expect(reversed.stderr.hasSuffix("the window holds no time and would replay nothing; give --since the earlier time\n"))
+        }
+        #expect(fixture.names("ctl").isEmpty, "no request was written")
     }
 
     @Test func aReplayWhoseAnswerCannotBeWrittenRunsOnce() async throws {

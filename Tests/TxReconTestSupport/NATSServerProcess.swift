@@ -1,5 +1,5 @@
-// NATSServerProcess: a real nats-server (Debian's) with JetStream, on
-// 127.0.0.1, for the JetStream destination's tests; and JetStreamClient, a
+// NATSServerProcess: a real nats-server (Debian's, unpacked by `make deps`)
+// with JetStream, on 127.0.0.1, for the JetStream destination's tests; and JetStreamClient, a
 // small libnats client the tests make streams with and read them back by.
 // Every server started is ended by PID when the value goes away.
 import CNATS
@@ -45,7 +45,8 @@ package final class NATSServerProcess {
     /// (Re)starts the server on the same port and store.
     package func start() async throws {
         starts += 1
-        var command = ["/usr/sbin/nats-server", "-js", "-a", "127.0.0.1", "-p", String(port), "-sd", storeDirectory]
+        guard let binary = Self.binary else { throw StartError(log: Self.missing) }
+        var command = [binary, "-js", "-a", "127.0.0.1", "-p", String(port), "-sd", storeDirectory]
         if let tls {
             command += ["--tls", "--tlscert", tls.certificate, "--tlskey", tls.key]
             if let clientCA = tls.clientCA { command += ["--tlsverify", "--tlscacert", clientCA] }
@@ -58,6 +59,20 @@ package final class NATSServerProcess {
             try? await Task.sleep(for: .milliseconds(20))
         }
     }
+
+    /// The nats-server to run: `$TXRECON_NATS_SERVER`; else the one `make
+    /// deps` unpacks from Debian's package into .build/nats-server/ of this
+    /// checkout (never installed, so that no system-wide NATS service is
+    /// enabled); else an installed /usr/sbin/nats-server. nil when none is.
+    package static var binary: String? {
+        if let path = getenv("TXRECON_NATS_SERVER") { return String(cString: path) }
+        let checkout = #filePath.split(separator: "/", omittingEmptySubsequences: false).dropLast(3).joined(separator: "/")
+        return [checkout + "/.build/nats-server/usr/sbin/nats-server", "/usr/sbin/nats-server"]
+            .first { access($0, X_OK) == 0 }
+    }
+
+    private static let missing = "no nats-server: `make deps` unpacks Debian's into .build/nats-server/ "
+        + "(or set TXRECON_NATS_SERVER to one)"
 
     /// Ends the server (SIGTERM, then SIGKILL) and waits for it.
     package func stop() {

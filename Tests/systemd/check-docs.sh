@@ -3,9 +3,10 @@
 #   * groff renders man/txrecon.8 and man/txrecon.conf.5 without a warning (-ww);
 #   * journalctl compiles systemd/txrecon.catalog, in a scratch root (never the
 #     host's catalog database), and lists one entry per "-- <id>" line.
-# That the catalog and MessageID.swift agree, and that txrecon.conf.5 documents
-# every key with its real default, is checked by `swift test`
-# (JournalCatalogTests, ManualPageTests).
+# That the catalog and MessageID.swift agree, that txrecon.conf.5 documents
+# every key with its real default, and that every README (or docs/) section a
+# message or document names exists, is checked by `swift test`
+# (JournalCatalogTests, ManualPageTests, DocumentationSectionTests).
 # Usage: Tests/systemd/check-docs.sh   (from anywhere; exit 0 = all passed)
 # Needs: groff, journalctl (Debian packages groff, systemd).
 set -uo pipefail

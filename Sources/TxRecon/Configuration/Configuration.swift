@@ -22,6 +22,17 @@ public struct Configuration: Sendable, Equatable {
     /// this file, in name order; empty when there is none (one `[Backend]`,
     /// the spool as it always was).
     public var destinations: [Destination] = []
+    /// Every file read into this configuration, in the order applied: the
+    /// main file and its drop-ins (a destination's: its file), each with
+    /// its permissions as read, so that the warnings about them are those
+    /// of the files this configuration came from. Empty unless built by
+    /// `ConfigurationLoader`.
+    public var files: [ConfigurationFile] = []
+    /// Entries of the drop-in directory and of destinations/ that are not
+    /// read, as full paths: an editor's backup (`review.conf~`), a hidden
+    /// file (`.review.conf`), anything not named `*.conf`. Warned about
+    /// (ConfigurationWarnings), never applied.
+    public var ignoredFiles: [String] = []
     /// Read only by `txrecon sweep`.
     public var sweep = SweepSettings()
     /// Read only by `txrecon receive`.
@@ -62,6 +73,18 @@ public struct Destination: Sendable, Equatable {
     /// The systemd credential that holds its token when BearerTokenFile= is
     /// unset: `NAME-token`, as `backend-token` is `[Backend]`'s.
     public var tokenCredential: String { name + "-token" }
+}
+
+/// A configuration file as it was read.
+public struct ConfigurationFile: Sendable, Equatable {
+    public var path: String
+    /// Its permission bits when it was read (`0o640`).
+    public var permissions: UInt32
+
+    public init(path: String, permissions: UInt32) {
+        self.path = path
+        self.permissions = permissions
+    }
 }
 
 /// The assignment a setting came from: the main file or a drop-in.
@@ -256,6 +279,8 @@ extension Configuration {
             merged.match = destination.settings.match
             merged.origins = destination.settings.origins
             merged.resets = destination.settings.resets
+            merged.files = destination.settings.files
+            merged.ignoredFiles = []
             merged.destinations = []
             return (destination.name, merged)
         }

@@ -7,8 +7,10 @@
 // naming the file, the 1-based line and `Section.Key`: a missing or
 // unreadable file, a malformed line, an unknown section or key, a key before
 // any section, a bad value, and, once everything is applied, a missing
-// `Backend.URL` (line nil) or half of a client certificate pair. The first
-// problem stops loading; nothing is logged.
+// `Backend.URL` (line nil) or half of a client certificate pair; and a file
+// writable by every user (line nil), refused as a secret file is. The first problem stops loading; nothing is logged. Files in the
+// drop-in and destination directories that are not read (a backup, a hidden
+// file) are recorded in `ignoredFiles` for ConfigurationWarnings.
 //
 // Further destinations come from `destinations/*.conf` beside the main file
 // (`/etc/txrecon/destinations/`), one file per destination as systemd keeps
@@ -16,6 +18,8 @@
 // the main file's syntax, is checked the same way, and starts from the
 // defaults, not from the main file's values. Blocks on disk I/O: call it from
 // the main thread at start-up or a reload thread, never from async code.
+
+import Glibc
 
 /// Loads the configuration file.
 public enum ConfigurationLoader {
@@ -27,11 +31,14 @@ public enum ConfigurationLoader {
     /// set.
     public static func load(path: String) throws(ConfigurationError) -> Configuration {
         var configuration = Configuration(path: path)
-        for file in try [path] + DropInDirectory.files(of: path) {
+        let dropIns = try DropInDirectory.listing(of: path)
+        for file in [path] + dropIns.files {
             try apply(file, to: &configuration)
         }
         try checkCompleteness(of: configuration)
-        configuration.destinations = try destinations(beside: path)
+        let destinationFiles = try DropInDirectory.listing(in: destinationDirectory(beside: path))
+        configuration.destinations = try destinations(in: destinationFiles.files)
+        configuration.ignoredFiles = dropIns.ignored + destinationFiles.ignored
         return configuration
     }
 
@@ -44,11 +51,11 @@ public enum ConfigurationLoader {
         return String(path[...slash]) + "destinations"
     }
 
-    /// Each `destinations/NAME.conf`, read on its own: its own defaults, its
-    /// own required URL=, no drop-ins.
-    private static func destinations(beside path: String) throws(ConfigurationError) -> [Destination] {
+    /// Each `destinations/NAME.conf` of `files`, read on its own: its own
+    /// defaults, its own required URL=, no drop-ins.
+    private static func destinations(in files: [String]) throws(ConfigurationError) -> [Destination] {
         var destinations: [Destination] = []
-        for file in try DropInDirectory.files(in: destinationDirectory(beside: path)) {
+        for file in files {
             let base = String(file.split(separator: "/").last ?? "")
             let name = String(base.dropLast(".conf".count))
             guard DestinationName.isValid(name) else {
@@ -76,6 +83,20 @@ public enum ConfigurationLoader {
                 ? "; create it from the sample txrecon.conf or pass --config PATH" : ""
             throw ConfigurationError(file: file, line: nil, key: nil, message: error.description + remedy)
         }
+        // Whoever can write a configuration file chooses where every
+        // transaction goes, and with which token: writable by every user,
+        // it is refused, as a secret file is (SecretFile). Writable by its
+        // group is warned about instead (ConfigurationWarnings): under a
+        // umask of 002 files are made so, for a group that is often the
+        // user's own.
+        let permissions = contents.mode & 0o7777
+        if permissions & 0o002 != 0 {
+            throw ConfigurationError(
+                file: file, line: nil, key: nil,
+                message: "is writable by every user (mode \(octal(permissions))): anyone could choose where "
+                    + "transactions go and which token goes with them; run \"chmod o-w \(file)\"")
+        }
+        configuration.files.append(ConfigurationFile(path: file, permissions: UInt32(permissions)))
 
         var section: String?
         for statement in try INISyntax.statements(in: contents.bytes, file: file) {
@@ -182,6 +203,12 @@ public enum ConfigurationLoader {
             throw ConfigurationError(file: origin?.file ?? configuration.path, line: origin?.line,
                                      key: "Backend.\(key)", message: message)
         }
+    }
+
+    /// A file mode as chmod takes it: `0644`.
+    static func octal(_ mode: mode_t) -> String {
+        let digits = String(mode & 0o7777, radix: 8)
+        return String(repeating: "0", count: max(0, 4 - digits.count)) + digits
     }
 
     /// Whether the text before a line's `=` is shaped like a key name (ASCII

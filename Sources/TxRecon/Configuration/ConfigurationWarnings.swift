@@ -1,24 +1,117 @@
 // ConfigurationWarnings: values that are legal but almost certainly wrong,
 // said at start, at a reload that brings them in, and by check-config. None
 // stops the daemon: each can be meant (a test rig, a backend on a private
-// network), but an operator should have read it once.
+// network, a notification type Apple added yesterday), but an operator
+// should have read it once. Each names the file (and line) to look at.
+// Pure: file modes are those the loader recorded (Configuration.files), so a
+// reload compares the warnings of two configurations as they were read.
 import FoundationEssentials
+import Glibc
 
 public enum ConfigurationWarnings {
     /// Shorter than this, an exchange over any network times out.
     static let shortestSensibleTimeout: Duration = .milliseconds(100)
 
     /// The warnings about what the daemon uses: unchecked signatures, a
-    /// timeout no backend meets, secrets sent in clear.
+    /// timeout no backend meets, secrets sent in clear, a `[Match]` type
+    /// Apple does not send, files in the configuration directories that are
+    /// not read, two destinations that deliver the same items to one URL.
     public static func daemon(_ configuration: Configuration, secrets: BackendSecrets) -> [String] {
         var warnings: [String] = []
         if let warning = configuration.verification.startWarning { warnings.append(warning) }
-        return warnings + backend(configuration, secrets: secrets)
+        return warnings + groupWritableFiles(configuration) + backend(configuration, secrets: secrets)
+            + match(configuration) + ignoredFiles(configuration) + sharedTargets(configuration)
     }
 
     /// The warnings about one further destination, each naming its file.
     public static func destination(_ destination: Destination, secrets: BackendSecrets) -> [String] {
-        backend(destination.settings, secrets: secrets).map { "\(destination.settings.path): " + $0 }
+        groupWritableFiles(destination.settings)
+            + backend(destination.settings, secrets: secrets).map { "\(destination.settings.path): " + $0 }
+            + match(destination.settings)
+    }
+
+    /// The files read that their group may write: each member can choose
+    /// where transactions go. (Writable by every user, the loader refuses
+    /// them.)
+    private static func groupWritableFiles(_ configuration: Configuration) -> [String] {
+        configuration.files.compactMap { file in
+            guard file.permissions & 0o020 != 0 else { return nil }
+            return "\(file.path) is writable by its group (mode \(ConfigurationLoader.octal(mode_t(file.permissions)))): "
+                + "every member can choose where transactions go and which token goes with them; run "
+                + "\"chmod g-w \(file.path)\" unless the group is yours alone"
+        }
+    }
+
+    /// `NotificationType=` values Apple does not document, with the file
+    /// and line. A warning, not a refusal: Apple adds types without notice,
+    /// and a type it added since this list was written must be usable at
+    /// once; but a typo would match no notification, silently.
+    private static func match(_ configuration: Configuration) -> [String] {
+        let origin = configuration.origins["Match.NotificationType"]
+        let place = origin.map { "\($0.file):\($0.line)" } ?? configuration.path
+        return configuration.match.undocumentedNotificationTypes.map { type, nearest in
+            "\(place): [Match] NotificationType=\(type) is not one of Apple's notification types"
+                + (nearest.map { " (did you mean \($0)?)" } ?? "") + ": no notification Apple sends today carries "
+                + "it, so it matches none; it is kept as written, for Apple adds types without notice"
+        }
+    }
+
+    /// The files in txrecon.conf.d/ and destinations/ that are not read.
+    private static func ignoredFiles(_ configuration: Configuration) -> [String] {
+        configuration.ignoredFiles.map { path in
+            let name = path.split(separator: "/").last.map(String.init) ?? path
+            let directory = String(path.dropLast(name.count + 1))
+            let what = directory == ConfigurationLoader.destinationDirectory(beside: configuration.path)
+                ? "destination files" : "drop-ins"
+            return "\(path) is not read: only \(what) named NAME.conf, not hidden, are; remove it, or rename it "
+                + "if it is meant to be read"
+        }
+    }
+
+    /// Two destinations whose `[Backend]` is the same URL (and, for
+    /// JetStream, the same subject) and whose `[Match]` can take the same
+    /// item: each such item goes there twice, under two names, with two
+    /// health records and two sets of retries. A warning, not a refusal:
+    /// the backend keeps one copy by its Idempotency-Key, as the delivery
+    /// contract asks (JetStream drops the second by its Nats-Msg-Id), so
+    /// nothing is applied twice; and the same URL with matches that never
+    /// meet (one token for Production, another for Sandbox) is a setup of
+    /// its own, never warned about. Named on the later of the two files.
+    private static func sharedTargets(_ configuration: Configuration) -> [String] {
+        let destinations = configuration.deliveryConfigurations
+        var warnings: [String] = []
+        for (index, later) in destinations.enumerated() {
+            guard let earlier = destinations[..<index].first(where: { earlier in
+                target(earlier.configuration.backend) == target(later.configuration.backend)
+                    && earlier.configuration.match.overlaps(later.configuration.match)
+            }) else { continue }
+            let backend = later.configuration.backend
+            let (verb, keeper) = backend.isStream
+                ? ("published to the same server and subject", "JetStream drops the second by its Nats-Msg-Id")
+                : ("sent to the same URL", "the backend keeps one by its Idempotency-Key")
+            warnings.append("\(place(of: "Backend.URL", in: later.configuration)): [Backend] URL= is the one of "
+                            + "destination \(earlier.name) (\(place(of: "Backend.URL", in: earlier.configuration))), "
+                            + "and their [Match] can take the same items: each is \(verb) twice, under two names "
+                            + "(\(keeper)); give one its own URL=, or narrow a [Match] so that they never meet")
+        }
+        return warnings
+    }
+
+    /// What a destination delivers to, for comparing two: the URL with its
+    /// scheme and host in lower case, and for JetStream its subject.
+    private static func target(_ backend: BackendSettings) -> String {
+        // Everything before the path (scheme://host:port) is compared in
+        // lower case; the path and query as written.
+        let url = backend.url
+        let start = url.firstRange(of: "://")?.upperBound ?? url.startIndex
+        let authorityEnd = url[start...].firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }) ?? url.endIndex
+        let target = url[..<authorityEnd].lowercased() + url[authorityEnd...]
+        return backend.isStream ? target + " " + backend.subject : target
+    }
+
+    /// `file:line` where `key` was set, or the file when it was not.
+    private static func place(of key: String, in configuration: Configuration) -> String {
+        configuration.origins[key].map { "\($0.file):\($0.line)" } ?? configuration.path
     }
 
     /// The warnings about a `[Backend]`.
@@ -35,6 +128,16 @@ public enum ConfigurationWarnings {
         if !sent.isEmpty, let host = plainHTTPHost(backend.url), !isLoopback(host) {
             warnings.append("[Backend] URL= is plain http:// to \(host): \(sent.joined(separator: " and ")) and every "
                             + "transaction cross the network unencrypted; use https://")
+        }
+        if backend.urlQuery != nil, let file = configuration.origins["Backend.URL"]?.file,
+           let mode = configuration.files.last(where: { $0.path == file }).map({ mode_t($0.permissions) }),
+           mode & 0o004 != 0 {
+            // Kept out of every log (BackendSettings.urlQuerySecrets), so
+            // not left to every user of the machine either.
+            warnings.append("[Backend] URL= carries a query, which may hold a credential and is kept out of every "
+                            + "log, in \(file), which every user can read (mode \(ConfigurationLoader.octal(mode))); "
+                            + "run \"chgrp txrecon \(file)\" and \"chmod o-r \(file)\" (the daemon reads it as "
+                            + "txrecon)")
         }
         if secrets.bearerToken != nil, let host = plainNATSHost(backend.url), !isLoopback(host) {
             warnings.append("[Backend] URL= is nats:// to \(host): the token and every transaction cross the network "

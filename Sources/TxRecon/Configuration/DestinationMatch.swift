@@ -2,7 +2,9 @@
 // section. Each key narrows; an unset key matches everything, so a
 // destination without `[Match]` (today's single `[Backend]`) receives every
 // item. Pure: decided on the fields intake decoded, never on the context the
-// app sent beside the signed data.
+// app sent beside the signed data. Also whether two matches can take the same
+// item, and which `NotificationType=` values Apple does not document, for
+// ConfigurationWarnings.
 
 /// `[Match]`
 public struct DestinationMatch: Sendable, Equatable {
@@ -22,12 +24,43 @@ public struct DestinationMatch: Sendable, Equatable {
 
     /// Whether `item` goes to this destination.
     func accepts(_ item: Item) -> Bool {
-        if let environments, !environments.contains(where: { $0 == item.fields.environment }) { return false }
-        if let kinds, !kinds.contains(item.kind) { return false }
-        if let notificationTypes, !notificationTypes.contains(where: { $0 == item.fields.notificationType }) {
-            return false
-        }
+        accepts(kind: item.kind, environment: item.fields.environment, notificationType: item.fields.notificationType)
+    }
+
+    /// The decision itself, on the three fields a match looks at.
+    private func accepts(kind: ItemKind, environment: String?, notificationType: String?) -> Bool {
+        if let environments, !environments.contains(where: { $0 == environment }) { return false }
+        if let kinds, !kinds.contains(kind) { return false }
+        if let notificationTypes, !notificationTypes.contains(where: { $0 == notificationType }) { return false }
         return true
+    }
+
+    /// Whether some item could go to both this destination and `other`:
+    /// tried on every kind of item with each field it can carry (an
+    /// envelope has no environment, only a notification a type), each
+    /// type either names and one neither does.
+    func overlaps(_ other: DestinationMatch) -> Bool {
+        let environments: [String?] = SignedDataEnvironment.allCases.map(\.rawValue)
+        let types: [String?] = Array(Set((notificationTypes ?? []) + (other.notificationTypes ?? [])))
+            + ["(a type neither names)"]
+        var items: [(ItemKind, String?, String?)] = [(.envelope, nil, nil)]
+        for environment in environments {
+            items += [(.transaction, environment, nil), (.receipt, environment, nil)]
+            items += types.map { (.notification, environment, $0) }
+        }
+        return items.contains { kind, environment, type in
+            accepts(kind: kind, environment: environment, notificationType: type)
+                && other.accepts(kind: kind, environment: environment, notificationType: type)
+        }
+    }
+
+    /// The `NotificationType=` values Apple does not document
+    /// (`NotificationType.documented`), each with the documented one
+    /// nearest to it when one is near enough to be a slip.
+    var undocumentedNotificationTypes: [(type: String, nearest: String?)] {
+        (notificationTypes ?? []).filter { !NotificationType.documented.contains($0) }.map { type in
+            (type, NearestName.suggestion(for: type, among: NotificationType.documented))
+        }
     }
 
     /// The match in words, for check-config and the start-up log:

@@ -24,8 +24,9 @@ enum ReceiveEndpoint: String, CaseIterable, Sendable {
     /// 405 for another method.
     static func route(_ head: HTTPRequestHead, acceptEnvelopes: Bool) -> Result<ReceiveEndpoint, ReceiveRefusal> {
         guard let endpoint = ReceiveEndpoint(rawValue: head.path), endpoint != .envelopes || acceptEnvelopes else {
-            return .failure(ReceiveRefusal(404, "not-found", "nothing is served at this path; see README "
-                + "\"txrecon receive\" for the endpoints"))
+            // The citation on one line: DocumentationSectionTests finds it there.
+            return .failure(ReceiveRefusal(404, "not-found",
+                                           "nothing is served at this path; see README \"txrecon receive\" for the endpoints"))
         }
         guard head.method == endpoint.method else {
             return .failure(ReceiveRefusal(405, "method-not-allowed", "\(endpoint.rawValue) takes \(endpoint.method)",

@@ -30,21 +30,20 @@ struct DeliveryDestination: Sendable {
             .filter { !SystemCall.isMissing($0) }
     }
 
-    /// Warns about each destinations/NAME/ that holds items but that no
-    /// destinations/NAME.conf names now: they wait there, untouched, until
-    /// it is back.
+    /// Warns about each destinations/NAME/ that holds items not delivered
+    /// yet but that no destinations/NAME.conf names now: they wait there,
+    /// untouched, until it is back (`txrecon status`, `list` and `show`
+    /// show them, as not configured).
     static func reportLeftovers(_ layout: SpoolLayout, configured: [String], log: any LogSink) {
-        guard let names = try? SystemCall.listDirectory(layout.destinations) else { return }
-        for name in names where !name.hasPrefix(".") && !configured.contains(name) && name != Destination.primaryName {
-            let destination = layout.destination(name)
-            let count = [destination.new, destination.queue, destination.hold].reduce(0) { count, directory in
-                count + ((try? SystemCall.listDirectory(directory))?.count { !$0.hasPrefix(".") } ?? 0)
+        for place in DestinationDirectories.leftovers(layout, configured: configured) {
+            guard let pending = try? SpoolInspector(layout: place.layout).destinationCounts().pending, pending > 0 else {
+                continue
             }
-            guard count > 0 else { continue }
-            log.write(LogEntry(.warning, "destinations/\(LogText.escaped(name))/ holds \(count) files, but no "
-                               + "destination \(LogText.escaped(name)) is configured: they wait there until "
-                               + "destinations/\(LogText.escaped(name)).conf is back (README: \"How do I remove a destination?\")",
-                               fields: [("TXRECON_DESTINATION", name)]))
+            let name = LogText.escaped(place.name)
+            log.write(LogEntry(.warning, "destinations/\(name)/ holds \(pending) items not delivered yet, but no "
+                               + "destination \(name) is configured: they wait there until destinations/\(name).conf "
+                               + "is back (README: \"How do I remove a destination?\")",
+                               fields: [("TXRECON_DESTINATION", place.name)]))
         }
     }
 }

@@ -66,16 +66,35 @@ public struct SpoolInspector: Sendable {
         return rows.sorted { ($0.modifiedAt, $0.name) < ($1.modifiedAt, $1.name) }
     }
 
-    /// Items per directory, and the oldest queued item's modification time.
-    public func counts() throws(SpoolError) -> (perDirectory: [(Listable, Int)], oldestQueuedAt: Int64?) {
-        var counts: [(Listable, Int)] = []
-        var oldest: Int64?
-        for directory in Listable.allCases {
-            let rows = try list(directory)
-            counts.append((directory, rows.count))
-            if directory == .queue { oldest = rows.map(\.modifiedAt).min() }
+    /// One destination's items, each directory counted as `list` counts
+    /// it. A directory that does not exist holds none: a destination added
+    /// since the daemon last started has none yet, and one left behind may
+    /// lack some.
+    package struct DestinationCounts: Sendable, Equatable {
+        /// Its inbox (destinations/NAME/new): copies not taken yet.
+        package var inbox = 0
+        package var queue = 0
+        package var hold = 0
+        package var done = 0
+        /// The oldest queued item's modification time, ms since 1970.
+        package var oldestQueuedAt: Int64?
+
+        /// What is still to be delivered: inbox, queue and hold.
+        package var pending: Int { inbox + queue + hold }
+    }
+
+    /// This layout's destination items: its inbox, queue/, hold/ and done/.
+    package func destinationCounts() throws(SpoolError) -> DestinationCounts {
+        var counts = DestinationCounts()
+        if !SystemCall.isMissing(layout.new) { counts.inbox = try inboxCount() }
+        if !SystemCall.isMissing(layout.queue) {
+            let queued = try list(.queue)
+            counts.queue = queued.count
+            counts.oldestQueuedAt = queued.map(\.modifiedAt).min()
         }
-        return (counts, oldest)
+        if !SystemCall.isMissing(layout.hold) { counts.hold = try list(.hold).count }
+        if !SystemCall.isMissing(layout.done) { counts.done = try list(.done).count }
+        return counts
     }
 
     /// Files in new/: dropped and not yet taken, or taken and not yet tried

@@ -34,6 +34,7 @@ private let minimal = """
         var expected = Configuration(path: files.path)
         expected.backend.url = "https://backend.example/transactions"
         expected.origins = ["Backend.URL": ConfigurationOrigin(file: files.path, line: 2)]
+        expected.files = [ConfigurationFile(path: files.path, permissions: 0o600)]
         #expect(configuration == expected)
     }
 

@@ -72,6 +72,7 @@ private func macroArgument(_ line: Substring) -> String {
         spelledOut.origins = [:]
         defaults.origins = [:]
         defaults.path = spelledOut.path
+        defaults.files = spelledOut.files
         #expect(spelledOut == defaults)
     }
 }

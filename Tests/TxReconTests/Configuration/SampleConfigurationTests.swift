@@ -50,6 +50,7 @@ private func assignment(in line: Substring) -> (key: Substring, value: Substring
         spelledOut.origins = [:]
         sample.origins = [:]
         sample.path = path
+        sample.files = spelledOut.files
         #expect(spelledOut == sample)
     }
 }

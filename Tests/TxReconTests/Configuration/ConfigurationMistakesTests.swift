@@ -1,0 +1,116 @@
+// Configuration mistakes an operator makes without an error: a
+// NotificationType= Apple does not send, two destinations delivering the
+// same items to one URL, a file others may write (or read, with a
+// credential in URL=), a backup or hidden file that is never read. Each is
+// refused or warned about naming the file (and line); the warnings are the
+// ones check-config, start and a reload give (ConfigurationWarnings).
+import Glibc
+import Testing
+import TxReconTestSupport
+@testable import TxRecon
+
+@Suite struct ConfigurationMistakesTests {
+    let directory = TemporaryDirectory("txrecon-mistakes")
+    var path: String { directory.path + "/txrecon.conf" }
+
+    init() {
+        directory.write("[Backend]\nURL=https://main.example/in\n", to: "txrecon.conf")
+    }
+
+    /// Every warning the daemon would give for the configuration on disk.
+    func warnings() throws -> [String] {
+        let configuration = try ConfigurationLoader.load(path: path)
+        return ConfigurationWarnings.daemon(configuration, secrets: BackendSecrets())
+            + configuration.destinations.flatMap { ConfigurationWarnings.destination($0, secrets: BackendSecrets()) }
+    }
+
+    @Test func aNotificationTypeAppleDoesNotSendIsWarnedAboutAtItsLineWithTheNearestOne() throws {
+        directory.write("[Backend]\nURL=https://review.example/in\n[Match]\nNotificationType=REFUND REFUNDED "
+                        + "RESCIND_CONSENT NEW_TYPE_FROM_APPLE\n", to: "destinations/review.conf")
+        let file = directory.path + "/destinations/review.conf"
+        #expect(try warnings() == [
+            "\(file):4: [Match] NotificationType=REFUNDED is not one of Apple's notification types (did you mean "
+                + "REFUND?): no notification Apple sends today carries it, so it matches none; it is kept as written, "
+                + "for Apple adds types without notice",
+            "\(file):4: [Match] NotificationType=NEW_TYPE_FROM_APPLE is not one of Apple's notification types: no "
+                + "notification Apple sends today carries it, so it matches none; it is kept as written, for Apple "
+                + "adds types without notice",
+        ])
+        let configuration = try ConfigurationLoader.load(path: path)
+        #expect(configuration.destinations[0].settings.match.notificationTypes?.count == 4, "a warning, not a refusal")
+
+        directory.write("[Backend]\nURL=https://main.example/in\n[Match]\nNotificationType=DID_RENEWW\n", to: "txrecon.conf")
+        #expect(try warnings().first?.hasPrefix("\(path):4: [Match] NotificationType=DID_RENEWW is not one of Apple's "
+                                                  + "notification types (did you mean DID_RENEW?)") == true)
+    }
+
+    @Test func twoDestinationsTakingTheSameItemsToOneURLAreWarnedAboutNamingBothLines() throws {
+        directory.write("[Backend]\nURL=HTTPS://Main.Example/in\n", to: "destinations/copy.conf")
+        let shared = try warnings()
+        #expect(shared == ["\(directory.path)/destinations/copy.conf:2: [Backend] URL= is the one of destination backend "
+                           + "(\(path):2), and their [Match] can take the same items: each is sent to the same URL twice, "
+                           + "under two names (the backend keeps one by its Idempotency-Key); give one its own URL=, or "
+                           + "narrow a [Match] so that they never meet"])
+
+        // One URL, with one token for Production and another for Sandbox:
+        // no item goes to both.
+        directory.write("[Backend]\nURL=https://main.example/in\n[Match]\nEnvironment=Production\n", to: "txrecon.conf")
+        directory.write("[Backend]\nURL=https://main.example/in\n[Match]\nEnvironment=Sandbox\n", to: "destinations/copy.conf")
+        #expect(try warnings().isEmpty)
+        // Transactions only beside notifications only: none in common either.
+        directory.write("[Backend]\nURL=https://main.example/in\n[Match]\nKind=appstore.transaction\n", to: "txrecon.conf")
+        directory.write("[Backend]\nURL=https://main.example/in\n[Match]\nNotificationType=REFUND\n",
+                        to: "destinations/copy.conf")
+        #expect(try warnings().isEmpty)
+        // Another path on the same host is another endpoint.
+        directory.write("[Backend]\nURL=https://main.example/other\n", to: "destinations/copy.conf")
+        directory.write("[Backend]\nURL=https://main.example/in\n", to: "txrecon.conf")
+        #expect(try warnings().isEmpty)
+    }
+
+    @Test(arguments: ["txrecon.conf", "txrecon.conf.d/10-a.conf", "destinations/review.conf"])
+    func aConfigurationFileEveryUserMayWriteIsRefusedNamingIt(name: String) throws {
+        directory.write("[Backend]\nURL=https://review.example/in\n", to: name, mode: 0o666)
+        let file = directory.path + "/" + name
+        #expect(throws: ConfigurationError(
+            file: file, line: nil, key: nil,
+            message: "is writable by every user (mode 0666): anyone could choose where transactions go and which "
+                + "token goes with them; run \"chmod o-w \(file)\"")) { try ConfigurationLoader.load(path: path) }
+    }
+
+    @Test func aConfigurationFileItsGroupMayWriteIsWarnedAbout() throws {
+        directory.write("[Backend]\nURL=https://review.example/in\n", to: "destinations/review.conf", mode: 0o664)
+        let file = directory.path + "/destinations/review.conf"
+        #expect(try warnings() == ["\(file) is writable by its group (mode 0664): every member can choose where "
+                                   + "transactions go and which token goes with them; run \"chmod g-w \(file)\" unless "
+                                   + "the group is yours alone"])
+    }
+
+    @Test func aURLWithAQueryInAFileEveryUserMayReadIsWarnedAbout() throws {
+        directory.write("[Backend]\nURL=https://review.example/in?key=s3cr3t-v4lue\n", to: "destinations/review.conf",
+                        mode: 0o644)
+        let file = directory.path + "/destinations/review.conf"
+        #expect(try warnings() == ["\(file): [Backend] URL= carries a query, which may hold a credential and is kept out "
+                                   + "of every log, in \(file), which every user can read (mode 0644); run \"chgrp "
+                                   + "txrecon \(file)\" and \"chmod o-r \(file)\" (the daemon reads it as txrecon)"])
+        #expect(chmod(file, 0o640) == 0)
+        #expect(try warnings().isEmpty)
+    }
+
+    @Test func backupAndHiddenFilesBesideTheConfigurationAreNamedAsNotRead() throws {
+        directory.write("[Backend]\nURL=https://review.example/in\n", to: "destinations/review.conf~")
+        directory.write("[Backend]\nURL=https://review.example/in\n", to: "destinations/.review.conf")
+        directory.write("[Delivery]\nMaxConcurrentDeliveries=2\n", to: "txrecon.conf.d/10-a.conf.dpkg-old")
+        let configuration = try ConfigurationLoader.load(path: path)
+        #expect(configuration.destinations.isEmpty && configuration.delivery.maxConcurrentDeliveries == 8,
+                "none of them is read")
+        let rest = "remove it, or rename it if it is meant to be read"
+        #expect(try warnings() == [
+            "\(path).d/10-a.conf.dpkg-old is not read: only drop-ins named NAME.conf, not hidden, are; " + rest,
+            "\(directory.path)/destinations/.review.conf is not read: only destination files named NAME.conf, not "
+                + "hidden, are; " + rest,
+            "\(directory.path)/destinations/review.conf~ is not read: only destination files named NAME.conf, not "
+                + "hidden, are; " + rest,
+        ])
+    }
+}
