@@ -191,5 +191,8 @@ import json, sys, urllib.request
 rows = json.load(urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/transactions"))
 rows = rows.get("deliveries", rows) if isinstance(rows, dict) else rows
 for row in rows:
-    print(f"  {row['idempotencyKey']:<46} {row['kind']:<22} attempt {row['attempt']}")
+    meaning = row.get("entitlement") or {}
+    what = ", ".join(f"{name} {value}" for name, value in meaning.items() if name in
+                     ("notificationType", "productId", "expiresDate", "revoked", "autoRenewStatus"))
+    print(f"  {row['idempotencyKey']:<46} {row['kind']:<22} attempt {row['attempt']}  {what}")
 PY

@@ -15,7 +15,10 @@ way txrecon's response table expects:
        (txrecon holds such an item for an operator)
   503  the database is locked or unavailable (txrecon retries later)
 
-GET /transactions lists the stored deliveries as JSON, GET /healthz answers
+GET /transactions lists the stored deliveries as JSON, each with what it
+means for the customer's entitlement ("entitlement"), read from the payloads
+txrecon decoded and verified ("transaction", "renewalInfo", "notification",
+"appTransaction"): a backend never decodes a JWS itself. GET /healthz answers
 200. One line per request goes to stderr; tokens and secrets never do.
 
 Usage:
@@ -151,6 +154,38 @@ def parse_delivery(headers, body):
     return key, item_id, str(version), kind, attempt if isinstance(attempt, int) else None
 
 
+def entitlement(document):
+    """What a delivery says about the customer's access, from txrecon's decoded
+    payloads (verified by txrecon before delivery; see its README, "Delivery
+    contract"). None for envelopes and receipts' purchases."""
+    transaction = document.get("transaction")
+    renewal = document.get("renewalInfo")
+    notification = document.get("notification")
+    if not any(isinstance(part, dict) for part in (transaction, renewal, notification)):
+        return None
+    transaction = transaction if isinstance(transaction, dict) else {}
+    renewal = renewal if isinstance(renewal, dict) else {}
+    notification = notification if isinstance(notification, dict) else {}
+    summary = {
+        "productId": transaction.get("productId"),
+        "type": transaction.get("type"),
+        "expiresDate": transaction.get("expiresDate"),
+        # A refund of part of a transaction is not a full revoke.
+        "revoked": "revocationDate" in transaction,
+        "revocationType": transaction.get("revocationType"),
+        "revocationPercentage": transaction.get("revocationPercentage"),
+        "appTransactionId": transaction.get("appTransactionId")
+                            or (document.get("appTransaction") or {}).get("appTransactionId"),
+        "autoRenewStatus": renewal.get("autoRenewStatus"),
+        "gracePeriodExpiresDate": renewal.get("gracePeriodExpiresDate"),
+        "isInBillingRetryPeriod": renewal.get("isInBillingRetryPeriod"),
+        "notificationType": notification.get("notificationType"),
+        "subtype": notification.get("subtype"),
+        "consumptionRequestReason": (notification.get("data") or {}).get("consumptionRequestReason"),
+    }
+    return {name: value for name, value in summary.items() if value not in (None, False)}
+
+
 def store(settings, key, item_id, version, kind, attempt, body):
     """Inserts the delivery unless its key is stored already; True when a row was added."""
     stored_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
@@ -180,9 +215,16 @@ def list_deliveries(settings):
             connection.close()
     except sqlite3.OperationalError as error:
         raise Refusal(503, "database unavailable: %s" % error)
-    return [{"idempotencyKey": key, "id": item_id, "version": version, "kind": kind,
-             "attempt": attempt, "storedAt": stored_at, "body": json.loads(body)}
-            for key, item_id, version, kind, attempt, stored_at, body in rows]
+    deliveries = []
+    for key, item_id, version, kind, attempt, stored_at, body in rows:
+        document = json.loads(body)
+        row = {"idempotencyKey": key, "id": item_id, "version": version, "kind": kind,
+               "attempt": attempt, "storedAt": stored_at, "body": document}
+        meaning = entitlement(document) if isinstance(document, dict) else None
+        if meaning is not None:
+            row["entitlement"] = meaning
+        deliveries.append(row)
+    return deliveries
 
 
 class Handler(http.server.BaseHTTPRequestHandler):

@@ -202,3 +202,58 @@ struct VerificationIntegrationTests {
         #expect(await fixture.eventually { fixture.doneItems() == ["4000000000000001"] })
     }
 }
+
+/// What Apple added to App Store Server Notifications after this code was
+/// first written, through the built daemon with the test PKI's root: the
+/// body a backend gets, the warning an operator gets, the metric.
+@Suite(.serialized, .timeLimit(.minutes(2)))
+struct NotificationLayoutIntegrationTests {
+    @Test func aRescindConsentAndANotificationOfAMadeUpLayoutAreDeliveredDecodedAndAForgeryIsRefused() async throws {
+        let metrics = TemporaryDirectory("txrecon-it-metrics")
+        let fixture = try DaemonFixture()
+        try fixture.writeConfig("[Metrics]\nTextfileDirectory=\(metrics.path)\n", verification: DaemonFixture.sampleVerification(bundleID: "com.example.app",
+                                                                                   roots: TestPKI.path("root")))
+        let daemon = try await fixture.start()
+        let appTransaction = TestPKI.sign(payload: TestJWS.appTransactionPayload())
+        try fixture.drop(String(decoding: TestDrop.notificationBody(TestPKI.sign(payload:
+            TestJWS.rescindConsentPayload(signedAppTransactionInfo: appTransaction))), as: UTF8.self), name: "consent")
+        let forgedPayload = TestJWS.appTransactionPayload().merging([("appTransactionId", .string("1"))])
+        var parts = appTransaction.split(separator: ".").map(String.init)
+        parts[1] = TestJWS.base64URL(forgedPayload.serialized)
+        let forged = TestJWS.rescindConsentPayload(signedAppTransactionInfo: parts.joined(separator: "."))
+            .merging([("notificationUUID", .string("002e14d5-0000-4000-8000-00000000f0f0"))])
+        try fixture.drop(String(decoding: TestDrop.notificationBody(TestPKI.sign(payload: forged)), as: UTF8.self),
+                         name: "forged-consent")
+        for uuid in ["5e0c7a7e-0000-4000-8000-000000000001", "5e0c7a7e-0000-4000-8000-000000000002"] {
+            let madeUp = TestJWS.madeUpNotificationPayload(
+                signedParentalChoiceInfo: TestPKI.sign(payload: TestJWS.parentalChoicePayload), notificationUUID: uuid)
+            try fixture.drop(String(decoding: TestDrop.notificationBody(TestPKI.sign(payload: madeUp)), as: UTF8.self),
+                             name: "made-up-\(uuid.suffix(1))")
+        }
+        #expect(await fixture.eventually { fixture.doneItems().count == 3 && fixture.names("rejected").count == 2 },
+                "done: \(fixture.doneItems()), rejected: \(fixture.names("rejected"))\n\(daemon.stderr)")
+        #expect(fixture.names("rejected").contains("forged-consent"))
+        let reason = try SystemCall.readFile(fixture.layout.rejected + "/forged-consent.reason", limit: 65536)
+        #expect(String(decoding: reason, as: UTF8.self).contains("invalid-signature"))
+
+        let bodies = try fixture.server.requests.map { try JSONValue.parse($0.body) }
+        let consent = try #require(bodies.first { $0["notificationType"]?.stringValue == "RESCIND_CONSENT" })
+        #expect(consent["id"]?.stringValue == "002e14d5-51f5-4503-b5a8-c3a1af68eb20")
+        #expect(consent["appTransaction"] == TestJWS.appTransactionPayload())
+        #expect(consent["notification"]?["appData"]?["bundleId"]?.stringValue == "com.example.app")
+        let madeUp = bodies.filter { $0["notificationType"]?.stringValue == "PARENTAL_CHOICE" }
+        #expect(madeUp.count == 2)
+        #expect(madeUp.allSatisfy { $0["decodedParentalChoiceInfo"] == TestJWS.parentalChoicePayload })
+        // One warning per name, however many notifications carry it.
+        let stderr = daemon.stderr
+        #expect(stderr.components(separatedBy: "carries the container parentalData").count == 2, "\(stderr)")
+        #expect(stderr.components(separatedBy: "carries the notificationType PARENTAL_CHOICE").count == 2)
+        #expect(stderr.contains("carries the signedMember signedParentalChoiceInfo"))
+        let counted = await fixture.eventually {
+            guard let bytes = try? SystemCall.readFile(metrics.path + "/txrecon.prom", limit: 1 << 20),
+                  let file = try? PrometheusExposition(parsing: String(decoding: bytes, as: UTF8.self)) else { return false }
+            return file.value("txrecon_apple_unknown_names_total", ["what": "container", "name": "parentalData"]) == "2"
+        }
+        #expect(counted, "counted once per notification in the metrics")
+    }
+}

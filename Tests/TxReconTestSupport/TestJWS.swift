@@ -120,6 +120,79 @@ package enum TestJWS {
         return .object(members)
     }
 
+    /// The payload of an AppTransaction, in the member layout of Apple's
+    /// published fixture (app-store-server-library-swift,
+    /// Tests/…/resources/models/appTransaction.json): its environment is
+    /// `receiptType`, its signing time `receiptCreationDate`.
+    package static func appTransactionPayload(bundleId: String = "com.example.app", appAppleId: Int64 = 1_234_567_890,
+                                             receiptType: String = "Sandbox",
+                                             receiptCreationDate: Int64 = 1_760_000_000_000) -> JSONValue {
+        .object([
+            ("receiptType", .string(receiptType)),
+            ("appAppleId", .integer(appAppleId)),
+            ("bundleId", .string(bundleId)),
+            ("applicationVersion", .string("1.2.3")),
+            ("versionExternalIdentifier", .integer(512)),
+            ("receiptCreationDate", .integer(receiptCreationDate)),
+            ("originalPurchaseDate", .integer(receiptCreationDate - 100_000)),
+            ("originalApplicationVersion", .string("1.1.2")),
+            ("deviceVerification", .string("ZGV2aWNlX3ZlcmlmaWNhdGlvbl92YWx1ZQ==")),
+            ("deviceVerificationNonce", .string("48ccfa42-7431-4f22-9908-7e88983e105a")),
+            ("preorderDate", .integer(receiptCreationDate - 200_000)),
+            ("appTransactionId", .string("71134")),
+            ("originalPlatform", .string("iOS")),
+        ])
+    }
+
+    /// The payload of a RESCIND_CONSENT notification, in the member layout
+    /// of Apple's published fixture (app-store-server-library-swift,
+    /// Tests/…/resources/models/signedRescindConsentNotification.json):
+    /// no `data`, an `appData` container with the signed app transaction.
+    package static func rescindConsentPayload(signedAppTransactionInfo: String, bundleId: String = "com.example.app",
+                                             appAppleId: Int64 = 1_234_567_890, environment: String = "Sandbox",
+                                             signedDate: Int64 = 1_760_000_000_500) -> JSONValue {
+        .object([
+            ("notificationType", .string("RESCIND_CONSENT")),
+            ("notificationUUID", .string("002e14d5-51f5-4503-b5a8-c3a1af68eb20")),
+            ("appData", .object([
+                ("appAppleId", .integer(appAppleId)),
+                ("bundleId", .string(bundleId)),
+                ("environment", .string(environment)),
+                ("signedAppTransactionInfo", .string(signedAppTransactionInfo)),
+            ])),
+            ("version", .string("2.0")),
+            ("signedDate", .integer(signedDate)),
+        ])
+    }
+
+    /// The payload of a notification of a type and with a container no
+    /// release of Apple's documents (made up for the tests: what Apple adds
+    /// next looks like this): `PARENTAL_CHOICE`, its container
+    /// `parentalData` with the app's claims (unless `claims` is false), the
+    /// signed member `signedParentalChoiceInfo` and a `signedNote` that is
+    /// no JWS.
+    package static func madeUpNotificationPayload(signedParentalChoiceInfo: String, claims: Bool = true,
+                                                 notificationUUID: String = "5e0c7a7e-0000-4000-8000-000000000027")
+        -> JSONValue {
+        var container: [(String, JSONValue)] = []
+        if claims { container += [("bundleId", .string("com.example.app")), ("environment", .string("Sandbox"))] }
+        container.append(("signedParentalChoiceInfo", .string(signedParentalChoiceInfo)))
+        container.append(("signedNote", .string("not a JWS, just words")))
+        return .object([
+            ("notificationType", .string("PARENTAL_CHOICE")),
+            ("notificationUUID", .string(notificationUUID)),
+            ("parentalData", .object(container)),
+            ("version", .string("2.0")),
+            ("signedDate", .integer(1_760_000_000_500)),
+        ])
+    }
+
+    /// The payload of `signedParentalChoiceInfo` (see `madeUpNotificationPayload`).
+    package static let parentalChoicePayload = JSONValue.object([
+        ("bundleId", .string("com.example.app")), ("environment", .string("Sandbox")),
+        ("signedDate", .integer(1_760_000_000_400)), ("choice", .string("withdrawn")),
+    ])
+
     /// A compact JWS of a notification; see `notificationPayload`.
     package static func notification(
         notificationType: String = "DID_RENEW",

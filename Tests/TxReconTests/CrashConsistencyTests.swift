@@ -118,7 +118,7 @@ struct CrashConsistencyTests {
         #expect(link(harness.layout.new + "/" + drop.name, harness.layout.done + "/a") == 0)
         let examination = DropExamination.examine(drop.name, in: harness.spool, maximumSize: 1 << 20,
                                                   decoder: InputDecoder(acceptEnvelopes: true), verifier: nil)
-        guard case let .decoded(.item(item), _) = examination else {
+        guard case let .decoded(.item(item), _, _) = examination else {
             Issue.record("not taken: \(examination)")
             return
         }

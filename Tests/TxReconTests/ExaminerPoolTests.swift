@@ -83,9 +83,9 @@ import TxReconTestSupport
         switch examination {
         case .gone: "gone"
         case let .refused(rejection): "refused \(rejection.code)"
-        case let .decoded(.item(item), modifiedAt): "item \(item.key) \(item.version) \(modifiedAt)"
-        case let .decoded(.page(transactions), modifiedAt): "page of \(transactions.count) \(modifiedAt)"
-        case let .decoded(.receipt(split), modifiedAt): "receipt of \(split.transactionIds.count) \(modifiedAt)"
+        case let .decoded(.item(item), modifiedAt, _): "item \(item.key) \(item.version) \(modifiedAt)"
+        case let .decoded(.page(transactions), modifiedAt, _): "page of \(transactions.count) \(modifiedAt)"
+        case let .decoded(.receipt(split), modifiedAt, _): "receipt of \(split.transactionIds.count) \(modifiedAt)"
         case let .undecodable(rejection, modifiedAt): "undecodable \(rejection.code) \(modifiedAt)"
         case let .failed(error): "failed \(error)"
         }

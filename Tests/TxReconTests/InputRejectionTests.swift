@@ -239,7 +239,7 @@ import TxReconTestSupport
             "empty-file", "not-json", "unknown-format", "malformed-jws", "malformed-payload", "missing-field",
             "invalid-field", "unexpected-member", "context-too-large", "empty-page", "malformed-receipt", "empty-receipt", "envelopes-disabled", "unsupported-content",
             "unsupported-alg", "invalid-x5c", "invalid-certificate", "invalid-chain", "missing-oid", "invalid-signature",
-            "wrong-bundle-id", "wrong-app-apple-id", "wrong-environment",
+            "wrong-bundle-id", "wrong-app-apple-id", "wrong-environment", "no-app-named",
             "invalid-receipt-signature", "receipt-untrusted-chain", "receipt-missing-oid",
         ])
     }

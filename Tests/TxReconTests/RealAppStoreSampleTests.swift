@@ -1,3 +1,4 @@
+import FoundationEssentials
 import Testing
 import TxReconTestSupport
 @testable import TxRecon
@@ -66,6 +67,40 @@ import TxReconTestSupport
         // The signed string is the file minus its trailing newline, byte for byte.
         let text = String(decoding: sample.bytes, as: UTF8.self)
         #expect(item.signedStrings.first?.value == String(text.dropLast(text.hasSuffix("\n") ? 1 : 0)))
+    }
+
+    /// The JSON inside a compact JWS's payload segment, decoded with
+    /// Foundation's base64 (not txrecon's decoder, which the body uses).
+    static func payloadJSON(of compact: String) throws -> [UInt8] {
+        var segment = String(compact.split(separator: ".")[1])
+            .replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        while segment.utf8.count % 4 != 0 { segment += "=" }
+        return Array(try #require(Data(base64Encoded: segment)))
+    }
+
+    /// The body a backend gets carries, beside each signed string, the
+    /// payload Apple signed, byte for byte: every real sample, as a bare
+    /// JWS and (notifications) in a notification body, with the test
+    /// PKI's verifier out of the way (Apple's chain is checked elsewhere).
+    @Test(arguments: AppStoreSamples.real().filter { !$0.isRenewalInfo })
+    func everyRealSampleIsDeliveredWithItsDecodedPayloadsEqualToItsSignedStrings(_ sample: AppStoreSample) throws {
+        let item = try #require(decodeItem(sample.bytes))
+        let bodyBytes = RequestBuilder.body(for: item, attempt: 1, receivedAt: 0)
+        let body = try JSONValue.parse(bodyBytes)
+        #expect(item.decodedPayloads.count == item.signedStrings.count)
+        for (name, text) in item.signedStrings {
+            let signed = try Self.payloadJSON(of: text)
+            let decodedName = SignedDataKind.decodedName(ofSignedString: name)
+            #expect(body[decodedName] == (try JSONValue.parse(signed)), "\(sample.name): \(decodedName)")
+            #expect(bodyBytes.firstRange(of: signed) != nil, "\(sample.name): \(decodedName) byte for byte")
+            #expect(body[name]?.stringValue == text)
+        }
+        let expectedNames = sample.isNotification
+            ? ["notification", "transaction"] + (item.signedStrings.contains { $0.name == "signedRenewalInfo" }
+                ? ["renewalInfo"] : [])
+            : ["transaction"]
+        #expect(item.decodedPayloads.map(\.name) == (item.signedStrings.count == 1 && sample.isNotification
+            ? ["notification"] : expectedNames))
     }
 
     @Test(arguments: AppStoreSamples.real().filter(\.isRenewalInfo))

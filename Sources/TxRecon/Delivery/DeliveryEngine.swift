@@ -392,6 +392,12 @@ package actor DeliveryEngine {
         publishStatus()
     }
 
+    /// Intake took a verified notification carrying `novelties`.
+    func noteNovelties(_ novelties: [AppleNovelty]) {
+        for novelty in novelties { status.statistics.novelties[novelty, default: 0] += 1 }
+        publishStatus()
+    }
+
     /// Intake moved `count` rejected files back into new/.
     func noteRequeued(count: Int) {
         status.rejected -= count

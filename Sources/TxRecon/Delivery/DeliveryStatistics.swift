@@ -15,6 +15,10 @@ struct DeliveryStatistics: Sendable, Equatable {
     var held = 0
     /// Drops intake moved to rejected/.
     var rejected = 0
+    /// Verified notifications taken that carry a name Apple added since
+    /// this release (AppleNovelty), by name; counted by `[Backend]`'s
+    /// engine for intake.
+    var novelties: [AppleNovelty: Int] = [:]
     /// Delivered snapshots queued again by `txrecon replay`.
     var replayed = 0
     /// Failed attempts against the backend since it last answered; 0 once

@@ -78,11 +78,14 @@ package struct RequestBuilder: Sendable {
     /// (integer), `versionToken` (as in Idempotency-Key), `kind`, `attempt`,
     /// `receivedAt` (RFC 3339 UTC), the decoded fields that are set, every
     /// original signed string under its Apple name (`receipt` for a
-    /// receipt's purchase, base64 as uploaded), `payload` for
+    /// receipt's purchase, base64 as uploaded), each one's payload decoded
+    /// (`transaction`, `renewalInfo`, `notification`, `appTransaction`,
+    /// `decoded…`: Apple's JSON byte for byte), `payload` for
     /// envelopes (byte for byte as the file holds it, when read from one),
     /// and `unverified`: the app's context, which Apple did not sign.
     static func body(for item: Item, attempt: Int, receivedAt: Int64) -> [UInt8] {
         let signedLength = item.signedStrings.reduce(0) { $0 + $1.value.utf8.count }
+            + item.decodedPayloads.reduce(0) { $0 + $1.name.utf8.count + $1.json.count + 4 }
         var body = JSONObjectWriter(reservingCapacity: 768 + signedLength + (item.payloadText?.count ?? 0))
         body.add("id", item.key.rawValue)
         body.add("version", item.version.primary)
@@ -117,6 +120,9 @@ package struct RequestBuilder: Sendable {
         if let flag = fields.isInIntroOfferPeriod { body.add("isInIntroOfferPeriod", .bool(flag)) }
         for (name, value) in item.signedStrings {
             body.add(named: name, value)
+        }
+        for (name, json) in item.decodedPayloads {
+            body.add(named: name, json: json)
         }
         if let text = item.payloadText {
             body.add("payload", json: text)

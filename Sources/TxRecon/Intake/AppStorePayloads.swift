@@ -58,22 +58,32 @@ struct TransactionPayload: Sendable {
 /// The members of a ResponseBodyV2DecodedPayload (App Store Server
 /// Notifications V2) that txrecon reads.
 /// https://developer.apple.com/documentation/appstoreservernotifications/responsebodyv2decodedpayload
+///
+/// Apple extends the layout without notice (RESCIND_CONSENT brought the
+/// container `appData` in 2025), so nothing here depends on knowing a
+/// notification's type or its containers: every object member of the
+/// payload is a container; every member of a container named `signed…`
+/// that holds a compact JWS is a nested signed string (verified like the
+/// others); the app's claims come from whichever container names a
+/// bundleId (`AppClaims`). What txrecon does not know is listed in
+/// `novelties`, for intake to report.
 struct NotificationPayload: Sendable {
     var notificationType: String
     var subtype: String?
     var notificationUUID: String
     /// When the App Store signed the notification, ms since 1970.
     var signedDate: Int64
-    /// From `data` (or `summary` / `externalPurchaseToken` for the
-    /// notification types that carry those instead).
-    var bundleId: String?
-    var environment: String?
-    /// `data.signedTransactionInfo` and `data.signedRenewalInfo` verbatim, by
-    /// name, in the order `data` lists them.
+    /// The app and environment it names; nil when no container names a
+    /// bundleId (the verifier refuses it as `no-app-named`).
+    var claims: AppClaims?
+    /// Each nested signed string verbatim, by name, in the payload's order
+    /// of containers and members.
     var nestedSignedStrings: [(name: String, value: String)] = []
+    /// Its type, containers and signed members this release does not know.
+    var novelties: [AppleNovelty] = []
 
-    /// The nested names that hold a compact JWS.
-    static let nestedSignedNames = ["signedTransactionInfo", "signedRenewalInfo"]
+    /// The containers Apple documents, in the order claims are looked for.
+    static let knownContainers = ["data", "appData", "summary", "externalPurchaseToken"]
 
     /// Reads `payload`; `subject` names it in messages, e.g.
     /// `the notification in signedPayload (format 2)`.
@@ -83,20 +93,115 @@ struct NotificationPayload: Sendable {
         subtype = try reader.string("subtype")
         notificationUUID = try reader.requireString("notificationUUID")
         signedDate = try reader.requireMilliseconds("signedDate")
-        for containerName in ["data", "summary", "externalPurchaseToken"] {
-            guard let container = try reader.nestedObject(containerName) else { continue }
-            let inner = PayloadReader(object: container, subject: "\(containerName) of \(subject)")
-            bundleId = try inner.string("bundleId")
-            environment = try inner.string("environment")
-            // Only `data` carries signed strings; `summary` and `externalPurchaseToken` never do.
-            for (name, value) in container.objectValue ?? []
-            where containerName == "data" && NotificationPayload.nestedSignedNames.contains(name) {
-                guard case let .string(text) = value else {
-                    throw inner.invalid(name, value, expected: "a string (a compact JWS)")
+        if !NotificationType.documented.contains(notificationType) {
+            novelties.append(.notificationType(notificationType))
+        }
+        for (container, value) in payload.objectValue ?? [] {
+            guard case let .object(members) = value else { continue }
+            if !NotificationPayload.knownContainers.contains(container) { novelties.append(.container(container)) }
+            for (name, inner) in members {
+                guard let kind = SignedDataKind(signedStringName: name) else { continue }
+                guard case let .string(text) = inner else {
+                    // A member Apple documents as a JWS must be one; another
+                    // `signed…` member that is not a string is plain data.
+                    guard kind == .unknown else {
+                        throw PayloadReader(object: value, subject: "\(container) of \(subject)")
+                            .invalid(name, inner, expected: "a string (a compact JWS)")
+                    }
+                    continue
+                }
+                // A known name holds a JWS (a malformed one is refused when
+                // parsed); an unknown one only when it is shaped like one.
+                guard kind != .unknown || CompactJWS.isShaped(text) else { continue }
+                guard !nestedSignedStrings.contains(where: { $0.name == name }) else {
+                    throw Rejection(.invalidField, "\(container).\(name) of \(subject) is a second signed member of "
+                        + "that name (another container has one); txrecon delivers each signed member under its name")
                 }
                 nestedSignedStrings.append((name, text))
+                if kind == .unknown { novelties.append(.signedMember(name)) }
             }
-            break
         }
+        claims = try AppClaims(notification: payload, subject: subject)
+    }
+
+    /// The container of `payload` (a notification's) that holds the signed
+    /// member `name`, for messages.
+    static func container(holding name: String, in payload: JSONValue) -> String? {
+        (payload.objectValue ?? []).first { $0.1.objectValue?.contains { $0.0 == name } == true }?.0
+    }
+}
+
+/// A name in a verified notification that this release of txrecon does
+/// not know: Apple added it since. Reported once per name (Intake).
+enum AppleNovelty: Hashable, Sendable {
+    case notificationType(String)
+    case container(String)
+    case signedMember(String)
+
+    /// `notificationType`, `container`, `signedMember`: the metric's label.
+    var what: String {
+        switch self {
+        case .notificationType: "notificationType"
+        case .container: "container"
+        case .signedMember: "signedMember"
+        }
+    }
+
+    var name: String {
+        switch self {
+        case let .notificationType(name), let .container(name), let .signedMember(name): name
+        }
+    }
+}
+
+/// The members of a signed payload that name its app and environment,
+/// read here for the decoder and the verifier alike.
+struct AppClaims: Sendable, Equatable {
+    var bundleID: String?
+    var appAppleID: Int64?
+    var environment: String?
+
+    /// A notification's: from the first container that names a bundleId,
+    /// Apple's documented ones first (`data`, `appData`, `summary`,
+    /// `externalPurchaseToken`, whose environment Apple derives from the
+    /// `externalPurchaseId` prefix), then any other in the payload's order;
+    /// nil when none does. A member of the wrong type is a `Rejection`.
+    init?(notification payload: JSONValue, subject: String) throws(Rejection) {
+        let members = payload.objectValue ?? []
+        let others = members.map(\.0).filter { !NotificationPayload.knownContainers.contains($0) }
+        for name in NotificationPayload.knownContainers + others {
+            guard let container = members.first(where: { $0.0 == name })?.1, case .object = container,
+                  container["bundleId"] != nil else { continue }
+            let inner = PayloadReader(object: container, subject: "\(name) of \(subject)")
+            bundleID = try inner.string("bundleId")
+            appAppleID = try AppClaims.appAppleID(inner, container)
+            if name == "externalPurchaseToken" {
+                let sandbox = try inner.string("externalPurchaseId")?.hasPrefix("SANDBOX") == true
+                environment = sandbox ? SignedDataEnvironment.sandbox.rawValue : SignedDataEnvironment.production.rawValue
+            } else {
+                environment = try inner.string("environment")
+            }
+            return
+        }
+        return nil
+    }
+
+    /// A signed payload's of `kind` (not a notification): an app
+    /// transaction names its environment `receiptType`.
+    init(_ payload: JSONValue, kind: SignedDataKind, subject: String) throws(Rejection) {
+        let reader = PayloadReader(object: payload, subject: subject)
+        bundleID = try reader.string("bundleId")
+        appAppleID = try AppClaims.appAppleID(reader, payload)
+        if kind == .appTransaction, let receiptType = try reader.string("receiptType") {
+            environment = receiptType
+        } else {
+            environment = try reader.string("environment")
+        }
+    }
+
+    private static func appAppleID(_ reader: PayloadReader, _ object: JSONValue) throws(Rejection) -> Int64? {
+        guard let value = object["appAppleId"] else { return nil }
+        guard let number = value.int64Value else { throw reader.invalid("appAppleId", value, expected: "an integer") }
+        return number
     }
 }

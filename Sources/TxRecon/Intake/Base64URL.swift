@@ -119,6 +119,9 @@ enum Base64URL {
         }
     }
 
+    /// Whether `byte` is one of the base64url alphabet's 64.
+    static func isAlphabet(_ byte: UInt8) -> Bool { sextets[Int(byte)] & invalidFlag == 0 }
+
     /// Set in a table entry for a byte outside the alphabet; valid entries are 0…63.
     private static let invalidFlag: UInt8 = 0x80
     /// Marks a non-canonical ending in the accumulated flags (never in the table).

@@ -15,6 +15,10 @@ struct CompactJWS: Sendable {
     let header: JSONValue
     /// The decoded payload; always a JSON object.
     let payload: JSONValue
+    /// The payload's JSON exactly as Apple signed it (the second segment,
+    /// base64url-decoded): what the delivery body carries decoded, byte
+    /// for byte, with no second parse or serialization.
+    let payloadJSON: [UInt8]
     /// The ASCII bytes `header.payload` exactly as received: what the
     /// signature covers.
     let signingInput: [UInt8]
@@ -62,8 +66,29 @@ struct CompactJWS: Sendable {
         signature = try CompactJWS.decode(buffer, ranges[2], limit: nil)
         if let known { header = known } else { header = try CompactJWS.object(headerBytes, .header) }
         payload = try CompactJWS.object(payloadBytes, .payload)
+        payloadJSON = payloadBytes
         signingInput = Array(UnsafeBufferPointer(rebasing: buffer[0..<dots.second]))
         encodedHeaderCount = dots.first
+    }
+
+    /// Whether `text` is shaped like a compact JWS: three non-empty
+    /// segments of base64url characters. Not a parse: what decides whether
+    /// a `signed…` member Apple added since is a signed string to verify.
+    static func isShaped(_ text: String) -> Bool {
+        var segments = 1
+        var segmentLength = 0
+        for byte in text.utf8 {
+            if byte == UInt8(ascii: ".") {
+                guard segmentLength > 0 else { return false }
+                segments += 1
+                segmentLength = 0
+            } else if Base64URL.isAlphabet(byte) {
+                segmentLength += 1
+            } else {
+                return false
+            }
+        }
+        return segments == 3 && segmentLength > 0
     }
 
     /// The number of `.` in `buffer` and the offsets of the first two. libc's

@@ -12,8 +12,9 @@ enum DropExamination: Sendable, Equatable {
     case gone
     /// Not a file intake reads (see `DropContent.refused`); left untouched.
     case refused(Rejection)
-    /// Decoded and, unless Mode=none, verified.
-    case decoded(DecodedInput, modifiedAt: Int64)
+    /// Decoded and, unless Mode=none, verified; `novelties`: what Apple
+    /// added that this release does not know (NotificationPayload).
+    case decoded(DecodedInput, modifiedAt: Int64, novelties: [AppleNovelty] = [])
     /// Read whole, but it does not decode or its signatures do not verify.
     case undecodable(Rejection, modifiedAt: Int64)
     /// The spool could not read it; it stays in new/.
@@ -35,7 +36,9 @@ enum DropExamination: Sendable, Equatable {
             return .refused(rejection)
         case let .bytes(bytes, modifiedAt):
             do throws(Rejection) {
-                return .decoded(try decoder.decode(bytes, verifyingWith: verifier), modifiedAt: modifiedAt)
+                var novelties: [AppleNovelty] = []
+                let decoded = try decoder.decode(bytes, verifyingWith: verifier, novelties: &novelties)
+                return .decoded(decoded, modifiedAt: modifiedAt, novelties: novelties)
             } catch {
                 return .undecodable(error, modifiedAt: modifiedAt)
             }

@@ -82,7 +82,9 @@ struct InputDecoder: Sendable {
             transaction.fill(&fields)
             parsed.record(jws, name: "signedTransactionInfo", text: text)
             return .item(Item(key: transaction.transactionId, version: transaction.version(), kind: .transaction,
-                              fields: fields, signedStrings: [("signedTransactionInfo", text)]))
+                              fields: fields, signedStrings: [("signedTransactionInfo", text)],
+                              decodedPayloads: [(SignedDataKind.decodedName(ofSignedString: "signedTransactionInfo"),
+                                                 jws.payloadJSON)]))
         }
         if payload["notificationType"] != nil {
             // Notifications are often stored as the bare signedPayload: take it as format 2.
@@ -161,11 +163,13 @@ struct InputDecoder: Sendable {
         let transaction = try TransactionPayload(transactionJWS.payload,
                                                  subject: "the transaction in signedTransactionInfo (format 3)")
         parsed.record(transactionJWS, name: "signedTransactionInfo", text: transactionText)
+        var decoded = [("signedTransactionInfo", transactionJWS.payloadJSON)]
         if let renewalText = try reader.string("signedRenewalInfo") {
             let renewal = try InputDecoder.parseJWS(renewalText, subject: "signedRenewalInfo (format 3)",
                                                     knownHeaders: parsed.knownHeaders)
             try InputDecoder.checkRenewal(renewal.payload, belongsTo: transaction)
             parsed.record(renewal, name: "signedRenewalInfo", text: renewalText)
+            decoded.append(("signedRenewalInfo", renewal.payloadJSON))
         }
         var fields = ItemFields()
         transaction.fill(&fields)
@@ -173,8 +177,11 @@ struct InputDecoder: Sendable {
         let signedStrings = (value.objectValue ?? []).compactMap { member in
             signedNames.contains(member.0) ? member.1.stringValue.map { (name: member.0, value: $0) } : nil
         }
+        let decodedPayloads = signedStrings.compactMap { signed in
+            decoded.first { $0.0 == signed.name }.map { (SignedDataKind.decodedName(ofSignedString: $0.0), $0.1) }
+        }
         return Item(key: transaction.transactionId, version: transaction.version(), kind: .transaction,
-                    fields: fields, signedStrings: signedStrings, context: context)
+                    fields: fields, signedStrings: signedStrings, decodedPayloads: decodedPayloads, context: context)
     }
 
     /// The largest context an upload may carry, serialized: an order id, a
@@ -260,35 +267,39 @@ struct InputDecoder: Sendable {
 
     /// Builds the item of a notification. With a transaction inside, it is
     /// keyed and versioned by that transaction (its fields, `signedDate`
-    /// included, are the transaction's); without one, by its own
-    /// notificationUUID and signedDate. `origin` names where its signedPayload
-    /// came from.
+    /// included, are the transaction's); without one (a summary, a
+    /// consent withdrawn, a type Apple added since), by its own
+    /// notificationUUID and signedDate. `origin` names where its
+    /// signedPayload came from.
     private func notificationItem(_ jws: CompactJWS, signedPayload: String, origin: String,
                                   parsed: inout ParsedSignedStrings) throws(Rejection) -> Item {
         let subject = "the notification in \(origin)"
         let notification = try NotificationPayload(jws.payload, subject: subject)
         parsed.record(jws, name: "signedPayload", text: signedPayload)
         var transaction: TransactionPayload?
+        var decodedPayloads = [(SignedDataKind.decodedName(ofSignedString: "signedPayload"), jws.payloadJSON)]
         for (name, text) in notification.nestedSignedStrings {
-            let nested = try InputDecoder.parseJWS(text, subject: "data.\(name) of \(origin)",
-                                                   knownHeaders: parsed.knownHeaders)
+            let place = "\(NotificationPayload.container(holding: name, in: jws.payload) ?? "data").\(name) of \(origin)"
+            let nested = try InputDecoder.parseJWS(text, subject: place, knownHeaders: parsed.knownHeaders)
             if name == "signedTransactionInfo" {
-                transaction = try TransactionPayload(nested.payload, subject: "the transaction in data.\(name) of \(origin)")
+                transaction = try TransactionPayload(nested.payload, subject: "the transaction in \(place)")
             }
             parsed.record(nested, name: name, text: text)
+            decodedPayloads.append((SignedDataKind.decodedName(ofSignedString: name), nested.payloadJSON))
         }
+        parsed.novelties = notification.novelties
         var fields = ItemFields()
         let key: ItemKey
         let version: ItemVersion
         if let transaction {
             transaction.fill(&fields)
-            fields.bundleId = transaction.bundleId ?? notification.bundleId
-            fields.environment = transaction.environment ?? notification.environment
+            fields.bundleId = transaction.bundleId ?? notification.claims?.bundleID
+            fields.environment = transaction.environment ?? notification.claims?.environment
             key = transaction.transactionId
             version = transaction.version(notificationSignedDate: notification.signedDate)
         } else {
-            fields.bundleId = notification.bundleId
-            fields.environment = notification.environment
+            fields.bundleId = notification.claims?.bundleID
+            fields.environment = notification.claims?.environment
             fields.signedDate = notification.signedDate
             key = try PayloadReader(object: jws.payload, subject: subject).requireKey("notificationUUID")
             version = ItemVersion(primary: notification.signedDate)
@@ -297,7 +308,8 @@ struct InputDecoder: Sendable {
         fields.subtype = notification.subtype
         fields.notificationUUID = notification.notificationUUID
         return Item(key: key, version: version, kind: .notification, fields: fields,
-                    signedStrings: [("signedPayload", signedPayload)] + notification.nestedSignedStrings)
+                    signedStrings: [("signedPayload", signedPayload)] + notification.nestedSignedStrings,
+                    decodedPayloads: decodedPayloads)
     }
 
     /// Refuses a renewal info that is really a transaction, or that belongs to

@@ -73,6 +73,9 @@ final class Intake: Sendable {
     let events: ItemEvents
     let log: any LogSink
     let settings: Mutex<Settings>
+    /// What Apple added that this release does not know, by name, as far
+    /// as a warning was logged for it: one per name and process.
+    private let reportedNovelties = Mutex<Set<AppleNovelty>>([])
 
     convenience init(spool: Spool, engine: DeliveryEngine, watcher: InboxWatcher, settings: Settings, log: any LogSink) {
         self.init(spool: spool, routes: [DeliveryRoute(name: Destination.primaryName, engine: engine, spool: spool)],
@@ -355,12 +358,13 @@ final class Intake: Sendable {
                 }
                 try reject(name, rejection, rejected: &rejected)
                 return []
-            case let .decoded(.item(item), modifiedAt):
+            case let .decoded(.item(item), modifiedAt, novelties):
+                if !novelties.isEmpty { report(novelties, in: item, file: name) }
                 return [Drop(name: name, item: item, receivedAt: modifiedAt)]
-            case let .decoded(.page(parts), _):
+            case let .decoded(.page(parts), _, _):
                 return try split(name, "history page", into: parts, decoder: decoder, verifier: verifier,
                                  settings: settings, rejected: &rejected, failures: &failures, backlog: &backlog)
-            case let .decoded(.receipt(receipt), _):
+            case let .decoded(.receipt(receipt), _, _):
                 // Built here, one receipt at a time, not while examining.
                 return try split(name, "receipt", into: receipt.parts, decoder: decoder, verifier: verifier,
                                  settings: settings, rejected: &rejected, failures: &failures, backlog: &backlog)
@@ -395,6 +399,27 @@ final class Intake: Sendable {
                                + "and is tried again shortly", fields: [("TXRECON_FILE", name)]))
         }
         failures.record(error)
+    }
+
+    /// A verified notification carries names this release does not know:
+    /// it is delivered all the same (README "Input formats": the
+    /// forward-compatibility rule); each name is warned about once, so that
+    /// the operator learns Apple added something, and counted in the
+    /// metrics every time (by `[Backend]`'s engine, as rejections are).
+    /// Rare: Apple adds a name a few times a year.
+    private func report(_ novelties: [AppleNovelty], in item: Item, file: String) {
+        let first = reportedNovelties.withLock { reported in novelties.filter { reported.insert($0).inserted } }
+        for novelty in first {
+            log.write(LogEntry(.warning, "\(item.key): a verified notification (\(item.fields.notificationType ?? "?")) "
+                               + "carries the \(novelty.what) \(LogText.escaped(novelty.name)), which this release "
+                               + "of txrecon does not know (Apple added it since); it is delivered as Apple signed it, "
+                               + "its signed members verified. Said once per name; upgrade txrecon to read it",
+                               messageID: MessageID.unknownAppleName,
+                               fields: [("TXRECON_ID", item.key.rawValue), ("TXRECON_FILE", file),
+                                        ("TXRECON_UNKNOWN", novelty.what + " " + novelty.name)]))
+        }
+        let engine = self.engine
+        waitFor { await engine.noteNovelties(novelties) }
     }
 
     func reject(_ name: String, _ rejection: Rejection, rejected: inout Int) throws(SpoolError) {

@@ -238,6 +238,15 @@ public struct Item: Sendable, Equatable {
         get { content.signedStrings }
         set { content = content.with { $0.signedStrings = newValue } }
     }
+    /// The payload of each signed string as Apple signed it (the JWS's
+    /// second segment decoded: JSON, byte for byte), under the body's name
+    /// for it (`SignedDataKind.decodedName`), in the order of
+    /// `signedStrings`. Intake decoded it anyway; the body carries it so
+    /// that a backend never decodes a JWS. Empty for envelopes and receipts.
+    public var decodedPayloads: [(name: String, json: [UInt8])] {
+        get { content.decodedPayloads }
+        set { content = content.with { $0.decodedPayloads = newValue } }
+    }
     /// The envelope's `payload` as given; nil for App Store items.
     public var payload: JSONValue? {
         get { content.payload ?? content.payloadText.flatMap { try? JSONValue.parse($0) } }
@@ -261,10 +270,11 @@ public struct Item: Sendable, Equatable {
     }
 
     public init(key: ItemKey, version: ItemVersion, kind: ItemKind, fields: ItemFields = ItemFields(),
-                signedStrings: [(name: String, value: String)] = [], payload: JSONValue? = nil,
+                signedStrings: [(name: String, value: String)] = [],
+                decodedPayloads: [(name: String, json: [UInt8])] = [], payload: JSONValue? = nil,
                 context: JSONValue? = nil) {
         self.init(key: key, version: version, kind: kind, fields: fields, signedStrings: signedStrings,
-                  payload: payload, payloadText: nil, context: context)
+                  decodedPayloads: decodedPayloads, payload: payload, payloadText: nil, context: context)
     }
 
     /// An envelope read from a file: `payloadText` is its payload's bytes as
@@ -274,13 +284,14 @@ public struct Item: Sendable, Equatable {
     }
 
     private init(key: ItemKey, version: ItemVersion, kind: ItemKind, fields: ItemFields = ItemFields(),
-                 signedStrings: [(name: String, value: String)] = [], payload: JSONValue?, payloadText: [UInt8]?,
+                 signedStrings: [(name: String, value: String)] = [],
+                 decodedPayloads: [(name: String, json: [UInt8])] = [], payload: JSONValue?, payloadText: [UInt8]?,
                  context: JSONValue? = nil) {
         self.key = key
         self.version = version
         self.kind = kind
-        content = Content(fields: fields, signedStrings: signedStrings, payload: payload, payloadText: payloadText,
-                          context: context)
+        content = Content(fields: fields, signedStrings: signedStrings, decodedPayloads: decodedPayloads,
+                          payload: payload, payloadText: payloadText, context: context)
     }
 
     public static func == (lhs: Item, rhs: Item) -> Bool {
@@ -288,20 +299,25 @@ public struct Item: Sendable, Equatable {
             && lhs.payload == rhs.payload && lhs.context == rhs.context
             && lhs.signedStrings.map(\.name) == rhs.signedStrings.map(\.name)
             && lhs.signedStrings.map(\.value) == rhs.signedStrings.map(\.value)
+            && lhs.decodedPayloads.map(\.name) == rhs.decodedPayloads.map(\.name)
+            && lhs.decodedPayloads.map(\.json) == rhs.decodedPayloads.map(\.json)
     }
 
     /// Immutable, so shared between copies of an item and between threads.
     private final class Content: Sendable {
         let fields: ItemFields
         let signedStrings: [(name: String, value: String)]
+        let decodedPayloads: [(name: String, json: [UInt8])]
         let payload: JSONValue?
         let payloadText: [UInt8]?
         let context: JSONValue?
 
-        init(fields: ItemFields, signedStrings: [(name: String, value: String)], payload: JSONValue?,
+        init(fields: ItemFields, signedStrings: [(name: String, value: String)],
+             decodedPayloads: [(name: String, json: [UInt8])], payload: JSONValue?,
              payloadText: [UInt8]?, context: JSONValue?) {
             self.fields = fields
             self.signedStrings = signedStrings
+            self.decodedPayloads = decodedPayloads
             self.payload = payload
             self.payloadText = payloadText
             self.context = context
@@ -309,16 +325,18 @@ public struct Item: Sendable, Equatable {
 
         /// A copy with `change` made to it.
         func with(_ change: (inout Changes) -> Void) -> Content {
-            var changes = Changes(fields: fields, signedStrings: signedStrings, payload: payload,
-                                  payloadText: payloadText, context: context)
+            var changes = Changes(fields: fields, signedStrings: signedStrings, decodedPayloads: decodedPayloads,
+                                  payload: payload, payloadText: payloadText, context: context)
             change(&changes)
-            return Content(fields: changes.fields, signedStrings: changes.signedStrings, payload: changes.payload,
+            return Content(fields: changes.fields, signedStrings: changes.signedStrings,
+                           decodedPayloads: changes.decodedPayloads, payload: changes.payload,
                            payloadText: changes.payloadText, context: changes.context)
         }
 
         struct Changes {
             var fields: ItemFields
             var signedStrings: [(name: String, value: String)]
+            var decodedPayloads: [(name: String, json: [UInt8])]
             var payload: JSONValue?
             var payloadText: [UInt8]?
             var context: JSONValue?

@@ -10,8 +10,14 @@
 
 /// The JWS parsed while decoding one item, by signed-string name.
 struct ParsedSignedStrings {
-    /// At most three: a notification's signedPayload and its two nested JWS.
+    /// Usually at most three: a notification's signedPayload and its two
+    /// nested JWS.
     private var parses: [(name: String, text: String, jws: CompactJWS)] = []
+
+    /// What the decoded notification holds that this release does not
+    /// know (NotificationPayload.novelties), for intake to report once
+    /// the item verified.
+    var novelties: [AppleNovelty] = []
 
     /// Headers whose parses the decoder may reuse (the verifier's).
     let knownHeaders: KnownJOSEHeaders?

@@ -56,6 +56,10 @@ enum RejectionCode: String, Sendable, CaseIterable {
     case wrongAppAppleID = "wrong-app-apple-id"
     /// `environment` is not `Environment=`.
     case wrongEnvironment = "wrong-environment"
+    /// A notification that verified but names no app anywhere: none of its
+    /// containers carries a bundleId. Logged at error level: a person must
+    /// look (Apple changed something txrecon does not read yet).
+    case noAppNamed = "no-app-named"
 
     // Receipts (format 6), Mode=appstore.
 
@@ -70,5 +74,12 @@ enum RejectionCode: String, Sendable, CaseIterable {
 extension Rejection {
     init(_ code: RejectionCode, _ detail: String) {
         self.init(code.rawValue, detail)
+    }
+
+    /// How loud intake's entry for this rejection is: an error for genuine
+    /// App Store data txrecon cannot place (a person must look), a warning
+    /// for the rest, which the producer or the settings can put right.
+    var logPriority: LogPriority {
+        code == RejectionCode.noAppNamed.rawValue ? .error : .warning
     }
 }

@@ -19,10 +19,11 @@ enum BodyVerdict: Equatable {
     case refuse(ReceiveRefusal)
 
     /// The rejection codes of data Apple did sign that this txrecon's
-    /// settings refuse: spooled, so that nothing genuine is lost.
+    /// settings refuse, or that names no app: spooled, so that nothing
+    /// genuine is lost.
     static let refusedBySettings: Set<String> = [
         RejectionCode.wrongBundleID.rawValue, RejectionCode.wrongEnvironment.rawValue,
-        RejectionCode.wrongAppAppleID.rawValue,
+        RejectionCode.wrongAppAppleID.rawValue, RejectionCode.noAppNamed.rawValue,
     ]
 
     /// The codes of a signature or chain that does not verify.

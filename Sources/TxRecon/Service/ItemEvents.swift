@@ -86,7 +86,7 @@ struct ItemEvents: Sendable {
     }
 
     func rejected(file: String, rejection: Rejection, movedTo: String) {
-        write(.warning, "new/\(LogText.escaped(file)) rejected: \(rejection.code): \(rejection.detail); "
+        write(rejection.logPriority, "new/\(LogText.escaped(file)) rejected: \(rejection.code): \(rejection.detail); "
               + "see rejected/\(LogText.escaped(movedTo)).reason", MessageID.rejected, .rejected, key: nil, kind: nil,
               version: nil, extra: [("TXRECON_FILE", file), ("TXRECON_REASON", rejection.code)])
     }

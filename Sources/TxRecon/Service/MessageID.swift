@@ -97,6 +97,13 @@ public enum MessageID {
     /// Intake takes drops again after `intakePaused`. Logged at notice.
     public static let intakeResumed = "22bac95512584903ba7bdd7511f97efa"
 
+    /// A verified notification carried a notificationType, a container or
+    /// a signed member this release does not know (Apple added it since):
+    /// delivered as Apple signed it, its signed members verified. Once per
+    /// name and process (TXRECON_UNKNOWN: what and the name), at warning;
+    /// counted every time in txrecon_apple_unknown_names_total.
+    public static let unknownAppleName = "7ce0348a0997415291cfa7326c49b509"
+
     // MARK: History sweep
 
     /// A run of `txrecon sweep` ended: completed, or stopped with the reason
@@ -119,7 +126,7 @@ public enum MessageID {
     static let all: [String] = [  // internal for testing
         accepted, delivered, deferred, held, rejected, superseded, released, retryRequested, replayed, setAside,
         started, stopping, reloaded, reloadRefused,
-        backendFailing, backendRecovered, intakePaused, intakeResumed,
+        backendFailing, backendRecovered, intakePaused, intakeResumed, unknownAppleName,
         sweepFinished, receiveRefused,
     ]
 }

@@ -67,6 +67,17 @@ enum MetricsReport {
                             PrometheusText.integer(count))
             }
         }
+        let novelties = daemon.primary.statistics.novelties
+        if !novelties.isEmpty {
+            text.family("txrecon_apple_unknown_names_total", .counter,
+                        help: "Verified notifications taken since the daemon started that carry a notificationType, "
+                            + "a container or a signed member this release does not know (Apple added it since), by "
+                            + "what and name; delivered all the same. Absent until one arrives.")
+        }
+        for novelty in novelties.keys.sorted(by: { ($0.what, $0.name) < ($1.what, $1.name) }) {
+            text.sample("txrecon_apple_unknown_names_total", labels: ["what": novelty.what, "name": novelty.name],
+                        PrometheusText.integer(novelties[novelty]!))
+        }
         text.family("txrecon_attempt_duration_seconds", .histogram,
                     help: "How long delivery attempts took, by destination, from reading the item to the "
                         + "destination's answer or the transport's failure.")

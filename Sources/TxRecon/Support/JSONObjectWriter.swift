@@ -49,6 +49,13 @@ struct JSONObjectWriter {
         bytes.append(contentsOf: text)
     }
 
+    /// A member whose name is data, with `text` as in `add(_:json:)`.
+    mutating func add(named name: String, json text: [UInt8]) {
+        JSONValue.writeMemberName(name, first: isEmpty, to: &bytes)
+        isEmpty = false
+        bytes.append(contentsOf: text)
+    }
+
     mutating func add(_ name: StaticString, _ value: JSONValue) {
         begin(name)
         value.write(to: &bytes)

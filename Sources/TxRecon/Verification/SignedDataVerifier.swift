@@ -3,33 +3,21 @@
 // places more strictly (README "Signature verification").
 //
 // Every signed string of the item is checked: a transaction, a renewal info,
-// a notification's outer signedPayload and each signedTransactionInfo and
-// signedRenewalInfo nested in it. For each, in order, each step an early
-// exit with one `VerificationFailure`: header `alg` is ES256; `x5c` holds
-// three certificates that chain to a configured root at the payload's
-// signedDate, with Apple's OIDs (ChainValidator, its verdicts cached by
-// VerifiedChainCache under the exact header); the ES256 signature over `header.payload`; then the
-// claims: bundleId, appAppleId (Production notifications), environment.
+// a notification's outer signedPayload and each signed member nested in it
+// (signedTransactionInfo, signedRenewalInfo, appData's
+// signedAppTransactionInfo, and any `signed…` JWS Apple adds). For each, in
+// order, each step an early exit with one `VerificationFailure`: header
+// `alg` is ES256; `x5c` holds three certificates that chain to a configured
+// root at the time the payload was signed (`signingTime`), with Apple's
+// OIDs (ChainValidator, its verdicts cached by VerifiedChainCache under the
+// exact header); the ES256 signature over `header.payload`; then the
+// claims: bundleId, appAppleId (Production notifications and app
+// transactions), environment (`check`).
 // With Environment=Xcode or LocalTesting only the claims are checked.
 // A StoreKit 1 receipt's purchase is checked by ReceiptVerifier, then for
 // its receipt's bundle id and environment.
 // Envelopes carry no signature and pass untouched (AcceptEnvelopes= decides
 // whether they are decoded at all). Throws a `Rejection`; logs nothing.
-
-/// The kinds of App Store signed strings, by the name Apple gives them.
-enum SignedDataKind: Sendable {
-    case transaction, renewalInfo, notification
-
-    /// The kind of the signed string named `name` in an `Item`.
-    init?(signedStringName name: String) {
-        switch name {
-        case "signedTransactionInfo": self = .transaction
-        case "signedRenewalInfo": self = .renewalInfo
-        case "signedPayload": self = .notification
-        default: return nil
-        }
-    }
-}
 
 /// Verifies App Store signed data under one policy. Not Sendable on
 /// purpose: it owns OpenSSL state and a cache without locks, and lives on the
@@ -75,14 +63,31 @@ final class SignedDataVerifier {
             return try verify(ParsedReceipt(text: text, der: der, receipt: receipt))
         }
         var refusedClaim: Rejection?
+        // A notification's payload, verified first, for its nested members:
+        // where each is, and the time a member that names none was signed.
+        var notification: CompactJWS?
         for (name, text) in item.signedStrings {
             guard let kind = SignedDataKind(signedStringName: name) else { continue }
-            let subject = item.kind == .notification && kind != .notification ? "data.\(name) of signedPayload" : name
-            if let jws = parsed.jws(named: name, text: text) {
-                try verify(jws, as: kind, subject: subject, refusedClaim: &refusedClaim)
+            let jws: CompactJWS
+            if let parse = parsed.jws(named: name, text: text) {
+                jws = parse
             } else {
-                try verify(text, as: kind, subject: subject, refusedClaim: &refusedClaim)
+                do {
+                    jws = try CompactJWS(compact: text)
+                } catch {
+                    throw Rejection(error.code, "\(name) \(error)")
+                }
             }
+            var subject = name
+            var enclosingSignedDate: Int64?
+            if let notification, kind != .notification {
+                let container = NotificationPayload.container(holding: name, in: notification.payload) ?? "data"
+                subject = "\(container).\(name) of signedPayload"
+                enclosingSignedDate = notification.payload["signedDate"]?.int64Value
+            }
+            try verify(jws, as: kind, subject: subject, enclosingSignedDate: enclosingSignedDate,
+                       refusedClaim: &refusedClaim)
+            if kind == .notification { notification = jws }
         }
         if let refusedClaim { throw refusedClaim }
     }
@@ -105,22 +110,48 @@ final class SignedDataVerifier {
         try verify(jws, as: kind, subject: subject, refusedClaim: &refusedClaim)
     }
 
+    /// When the App Store signed a payload of `kind` (ms since 1970), the
+    /// time its chain is validated at: its `signedDate`, which Apple's
+    /// payloads carry and which is required of the kinds txrecon knows; an
+    /// app transaction names it `receiptCreationDate`; a member Apple added
+    /// since that names neither was signed no later than the notification
+    /// around it (`enclosing`).
+    private static func signingTime(_ reader: PayloadReader, kind: SignedDataKind,
+                                    enclosing: Int64?) throws(Rejection) -> Int64 {
+        switch kind {
+        case .transaction, .renewalInfo, .notification:
+            return try reader.requireMilliseconds("signedDate")
+        case .appTransaction:
+            if let signed = try reader.milliseconds("signedDate") { return signed }
+            return try reader.requireMilliseconds("receiptCreationDate")
+        case .unknown:
+            if let signed = try reader.milliseconds("signedDate") { return signed }
+            if let created = try reader.milliseconds("receiptCreationDate") { return created }
+            guard let enclosing else { return try reader.requireMilliseconds("signedDate") }
+            return enclosing
+        }
+    }
+
     /// Throws what is wrong with `jws` itself; a claim the settings refuse
     /// goes into `refusedClaim` (the first one found) instead.
-    private func verify(_ jws: CompactJWS, as kind: SignedDataKind, subject: String,
+    /// `enclosingSignedDate`: the notification's, for a nested member.
+    private func verify(_ jws: CompactJWS, as kind: SignedDataKind, subject: String, enclosingSignedDate: Int64? = nil,
                         refusedClaim: inout Rejection?) throws(Rejection) {
         let reader = PayloadReader(object: jws.payload, subject: "the payload of \(subject)")
         if let validator {
-            // Apple's payloads all carry signedDate; without it there is no
-            // time to validate the chain at, so it is required.
-            let signedDate = try reader.requireMilliseconds("signedDate")
+            let signedAt = try SignedDataVerifier.signingTime(reader, kind: kind, enclosing: enclosingSignedDate)
             do {
-                try checkSignature(of: jws, at: signedDate, validator: validator)
+                try checkSignature(of: jws, at: signedAt, validator: validator)
             } catch {
                 throw error.rejection(subject: subject)
             }
         }
-        let claims = try SignedDataClaims(kind: kind, reader: reader)
+        let claims: AppClaims?
+        if kind == .notification {
+            claims = try AppClaims(notification: jws.payload, subject: "the payload of \(subject)")
+        } else {
+            claims = try AppClaims(jws.payload, kind: kind, subject: "the payload of \(subject)")
+        }
         do {
             try check(claims, kind: kind)
         } catch {
@@ -204,15 +235,29 @@ final class SignedDataVerifier {
 
     /// bundleId, appAppleId and environment, as Apple's SignedDataVerifier
     /// checks each kind: renewal infos carry no bundleId, and only
-    /// notifications from Production are checked for appAppleId (App
-    /// Review's sandbox notifications on a production server are not).
-    private func check(_ claims: SignedDataClaims, kind: SignedDataKind) throws(VerificationFailure) {
+    /// notifications and app transactions from Production are checked for
+    /// appAppleId (App Review's sandbox notifications on a production server
+    /// are not). A notification that names no app anywhere is refused as
+    /// such. A member Apple added since is checked for the claims it
+    /// carries, and for none it does not.
+    private func check(_ claims: AppClaims?, kind: SignedDataKind) throws(VerificationFailure) {
+        guard let claims else { throw .noAppNamed }
+        if kind == .unknown {
+            if claims.bundleID != nil { try checkBundleID(claims.bundleID) }
+            try checkAppAppleID(claims)
+            if claims.environment != nil { try checkEnvironment(claims.environment) }
+            return
+        }
         if kind != .renewalInfo { try checkBundleID(claims.bundleID) }
-        if kind == .notification, claims.environment == SignedDataEnvironment.production.rawValue,
-           let want = policy.appAppleID, claims.appAppleID != want {
+        if kind == .notification || kind == .appTransaction { try checkAppAppleID(claims) }
+        try checkEnvironment(claims.environment)
+    }
+
+    private func checkAppAppleID(_ claims: AppClaims) throws(VerificationFailure) {
+        if claims.environment == SignedDataEnvironment.production.rawValue, let want = policy.appAppleID,
+           claims.appAppleID != want {
             throw .wrongAppAppleID(found: claims.appAppleID, want: want)
         }
-        try checkEnvironment(claims.environment)
     }
 
     private func checkBundleID(_ found: String?) throws(VerificationFailure) {
@@ -231,6 +276,14 @@ extension InputDecoder {
     /// Intake's step for one file: decode it, then verify an item's signed
     /// strings with `verifier` (none in Mode=none), each JWS parsed once.
     func decode(_ bytes: [UInt8], verifyingWith verifier: SignedDataVerifier?) throws(Rejection) -> DecodedInput {
+        var novelties: [AppleNovelty] = []
+        return try decode(bytes, verifyingWith: verifier, novelties: &novelties)
+    }
+
+    /// Decodes and verifies like `decode(_:verifyingWith:)`, and sets
+    /// `novelties` to what the item holds that this release does not know.
+    func decode(_ bytes: [UInt8], verifyingWith verifier: SignedDataVerifier?,
+                novelties: inout [AppleNovelty]) throws(Rejection) -> DecodedInput {
         var parsed = ParsedSignedStrings(knownHeaders: verifier?.knownHeaders)
         let decoded = try decode(bytes, parsed: &parsed)
         switch decoded {
@@ -249,40 +302,7 @@ extension InputDecoder {
             try split.checkSize()
         case .page: break
         }
+        novelties = parsed.novelties
         return decoded
-    }
-}
-
-/// The members of a payload that name its app and environment. A
-/// notification names them in `data`, else `summary`, else
-/// `externalPurchaseToken`, whose environment Apple derives from the
-/// `externalPurchaseId` prefix. A member of the wrong type is a `Rejection`.
-private struct SignedDataClaims {
-    var bundleID: String?
-    var appAppleID: Int64?
-    var environment: String?
-
-    init(kind: SignedDataKind, reader: PayloadReader) throws(Rejection) {
-        guard kind == .notification else {
-            bundleID = try reader.string("bundleId")
-            environment = try reader.string("environment")
-            return
-        }
-        for name in ["data", "summary", "externalPurchaseToken"] {
-            guard let container = try reader.nestedObject(name) else { continue }
-            let inner = PayloadReader(object: container, subject: "\(name) of \(reader.subject)")
-            bundleID = try inner.string("bundleId")
-            if let value = container["appAppleId"] {
-                guard let number = value.int64Value else { throw inner.invalid("appAppleId", value, expected: "an integer") }
-                appAppleID = number
-            }
-            if name == "externalPurchaseToken" {
-                let sandbox = try inner.string("externalPurchaseId")?.hasPrefix("SANDBOX") == true
-                environment = sandbox ? SignedDataEnvironment.sandbox.rawValue : SignedDataEnvironment.production.rawValue
-            } else {
-                environment = try inner.string("environment")
-            }
-            return
-        }
     }
 }

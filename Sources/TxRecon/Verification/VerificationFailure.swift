@@ -23,6 +23,8 @@ enum VerificationFailure: Error, Sendable, Equatable {
     case wrongBundleID(found: String?, want: String)
     case wrongAppAppleID(found: Int64?, want: Int64)
     case wrongEnvironment(found: String?, want: String)
+    /// A notification none of whose containers names a bundleId.
+    case noAppNamed
 
     /// The x5c positions as messages name them.
     static let positions = ["leaf", "intermediate", "root"]
@@ -39,6 +41,7 @@ enum VerificationFailure: Error, Sendable, Equatable {
         case .wrongBundleID: .wrongBundleID
         case .wrongAppAppleID: .wrongAppAppleID
         case .wrongEnvironment: .wrongEnvironment
+        case .noAppNamed: .noAppNamed
         }
     }
 
@@ -77,6 +80,10 @@ enum VerificationFailure: Error, Sendable, Equatable {
         case let .wrongEnvironment(found, want):
             return Rejection(code, "\(VerificationFailure.quote(found) ?? "no environment") (want \(want)) in \(subject); data from another "
                 + "environment belongs to another txrecon; if Environment= is wrong (a production server lists \"Production Sandbox\"), fix it, reload, \(requeue)")
+        case .noAppNamed:
+            return Rejection(code, "\(subject) names no app: none of its containers carries a bundleId, so txrecon "
+                + "cannot tell which app it is for; its signature verified, so it is Apple's. Look at it "
+                + "(rejected/NAME), report it to the txrecon project, and after an upgrade that reads it, \(requeue)")
         }
     }
 

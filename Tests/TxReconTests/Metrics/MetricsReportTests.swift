@@ -24,6 +24,7 @@ import TxReconTestSupport
         status.statistics.rejected = 8
         status.statistics.replayed = 4
         status.statistics.consecutiveBackendFailures = 9
+        status.statistics.novelties = [.container("futureData"): 2, .notificationType("FUTURE_TYPE"): 3]
         for milliseconds in [2, 5, 30, 30, 700, 12_000] {
             status.statistics.attemptDurations.record(.milliseconds(milliseconds))
         }
@@ -49,8 +50,19 @@ import TxReconTestSupport
         #expect(try parsed().families.map(\.name) == [
             "txrecon_up", "txrecon_start_time_seconds", "txrecon_build_info", "txrecon_spool_items",
             "txrecon_deliveries_in_flight", "txrecon_oldest_queued_timestamp_seconds", "txrecon_deliveries_total",
-            "txrecon_attempt_duration_seconds", "txrecon_backend_consecutive_failures",
+            "txrecon_apple_unknown_names_total", "txrecon_attempt_duration_seconds",
+            "txrecon_backend_consecutive_failures",
         ])
+    }
+
+    @Test func namesAppleAddedAreCountedByWhatAndNameAndAbsentUntilOneArrives() throws {
+        let metrics = try parsed()
+        #expect(metrics.value("txrecon_apple_unknown_names_total", ["what": "container", "name": "futureData"]) == "2")
+        #expect(metrics.value("txrecon_apple_unknown_names_total",
+                              ["what": "notificationType", "name": "FUTURE_TYPE"]) == "3")
+        var plain = Self.knownStatus
+        plain.statistics.novelties = [:]
+        #expect(try !parsed(plain).families.contains { $0.name == "txrecon_apple_unknown_names_total" })
     }
 
     @Test func upStartTimeAndVersionDescribeTheRunningDaemon() throws {

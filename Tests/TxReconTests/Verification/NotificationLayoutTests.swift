@@ -1,0 +1,146 @@
+// Notifications whose layout txrecon learned late or does not know yet,
+// signed with the test PKI: RESCIND_CONSENT's `appData` and its app
+// transaction, a type and a container made up for the test, and the one
+// notification that cannot be placed (it names no app).
+import Testing
+import TxReconTestSupport
+@testable import TxRecon
+
+@Suite struct NotificationLayoutTests {
+    let verifier: SignedDataVerifier
+
+    init() throws {
+        verifier = SignedDataVerifier(policy: try VerificationFixtures.testPolicy())
+    }
+
+    static func appTransaction(_ payload: JSONValue = TestJWS.appTransactionPayload()) -> String {
+        TestPKI.sign(payload: payload)
+    }
+
+    static func rescindConsent(_ appTransaction: String = appTransaction()) -> [UInt8] {
+        TestDrop.notificationBody(TestPKI.sign(payload: TestJWS.rescindConsentPayload(
+            signedAppTransactionInfo: appTransaction)))
+    }
+
+    /// A notification of a type and with a container made up for the test
+    /// (TestJWS.madeUpNotificationPayload), its signed member `nested`.
+    static func future(signedMember: String? = nil, claims: Bool = true,
+                       nested: JSONValue = TestJWS.parentalChoicePayload) -> [UInt8] {
+        TestDrop.notificationBody(TestPKI.sign(payload: TestJWS.madeUpNotificationPayload(
+            signedParentalChoiceInfo: signedMember ?? TestPKI.sign(payload: nested), claims: claims)))
+    }
+
+    private func decode(_ bytes: [UInt8]) throws -> (Item, [AppleNovelty]) {
+        var novelties: [AppleNovelty] = []
+        let decoded = try InputDecoder().decode(bytes, verifyingWith: verifier, novelties: &novelties)
+        guard case let .item(item) = decoded else { throw Rejection("test", "not an item") }
+        return (item, novelties)
+    }
+
+    // MARK: RESCIND_CONSENT
+
+    @Test func aRescindConsentIsDeliveredWithItsAppTransactionVerifiedAndDecoded() throws {
+        let appTransaction = Self.appTransaction()
+        let (item, novelties) = try decode(Self.rescindConsent(appTransaction))
+        #expect(item.key.rawValue == "002e14d5-51f5-4503-b5a8-c3a1af68eb20", "keyed by its notificationUUID")
+        #expect(item.kind == .notification)
+        #expect(item.fields.notificationType == "RESCIND_CONSENT")
+        #expect(item.fields.bundleId == "com.example.app" && item.fields.environment == "Sandbox")
+        #expect(item.signedStrings.map(\.name) == ["signedPayload", "signedAppTransactionInfo"])
+        #expect(item.signedStrings[1].value == appTransaction)
+        #expect(item.decodedPayloads.map(\.name) == ["notification", "appTransaction"])
+        #expect(novelties.isEmpty, "RESCIND_CONSENT and appData are Apple's documented layout")
+        let body = try JSONValue.parse(RequestBuilder.body(for: item, attempt: 1, receivedAt: 0))
+        #expect(body["appTransaction"] == TestJWS.appTransactionPayload())
+        #expect(body["notification"]?["appData"]?["signedAppTransactionInfo"]?.stringValue == appTransaction)
+    }
+
+    @Test func aRescindConsentWhoseAppTransactionIsForgedIsRefused() {
+        let genuine = Self.appTransaction()
+        let other = TestJWS.appTransactionPayload().merging([("appTransactionId", .string("99999"))])
+        let forged = SignedDataVerifierTests.replacing(segment: 1, of: genuine, with: TestJWS.base64URL(other.serialized))
+        let rejection = intakeVerdict(Self.rescindConsent(forged), verifier)
+        #expect(rejection?.code == "invalid-signature")
+        #expect(rejection?.detail.contains("appData.signedAppTransactionInfo of signedPayload") == true)
+    }
+
+    @Test func anAppTransactionOfAnotherAppIsAWrongBundleID() {
+        let other = Self.appTransaction(TestJWS.appTransactionPayload(bundleId: "com.example.other"))
+        #expect(intakeVerdict(Self.rescindConsent(other), verifier)?.code == "wrong-bundle-id")
+    }
+
+    @Test func anAppTransactionIsCheckedAtItsReceiptCreationDate() {
+        let expired = Self.appTransaction(TestJWS.appTransactionPayload(receiptCreationDate: TestPKI.afterLeafValidity))
+        #expect(intakeVerdict(Self.rescindConsent(expired), verifier)?.code == "invalid-chain")
+    }
+
+    @Test func aProductionAppTransactionOfAnotherAppAppleIDIsRefused() throws {
+        let production = SignedDataVerifier(policy: try VerificationFixtures.testPolicy(appAppleID: 1_234_567_890,
+                                                                                        environment: .production))
+        func consent(_ appAppleId: Int64) -> [UInt8] {
+            TestDrop.notificationBody(TestPKI.sign(payload: TestJWS.rescindConsentPayload(
+                signedAppTransactionInfo: Self.appTransaction(TestJWS.appTransactionPayload(
+                    appAppleId: appAppleId, receiptType: "Production")),
+                environment: "Production")))
+        }
+        #expect(intakeVerdict(consent(1_234_567_890), production) == nil)
+        #expect(intakeVerdict(consent(7), production)?.code == "wrong-app-apple-id")
+    }
+
+    // MARK: What Apple adds next
+
+    @Test func aTypeAndAContainerMadeUpForTheTestAreDeliveredAndNamedAsNovelties() throws {
+        let (item, novelties) = try decode(Self.future())
+        #expect(item.key.rawValue == "5e0c7a7e-0000-4000-8000-000000000027")
+        #expect(item.fields.bundleId == "com.example.app", "the claims come from the container that names them")
+        #expect(item.signedStrings.map(\.name) == ["signedPayload", "signedParentalChoiceInfo"],
+                "a `signed…` member that is no JWS is plain data")
+        #expect(item.decodedPayloads.map(\.name) == ["notification", "decodedParentalChoiceInfo"])
+        #expect(novelties == [.notificationType("PARENTAL_CHOICE"), .container("parentalData"),
+                              .signedMember("signedParentalChoiceInfo")])
+        let body = try JSONValue.parse(RequestBuilder.body(for: item, attempt: 1, receivedAt: 0))
+        #expect(body["decodedParentalChoiceInfo"]?["choice"]?.stringValue == "withdrawn")
+        #expect(body["notification"]?["parentalData"]?["signedNote"]?.stringValue == "not a JWS, just words")
+    }
+
+    @Test func aForgedSignedMemberOfAnUnknownContainerRefusesTheWholeNotification() {
+        let genuine = TestPKI.sign(payload: .object([("signedDate", .integer(1_760_000_000_400))]))
+        let forged = SignedDataVerifierTests.replacing(segment: 2, of: genuine,
+                                                       with: TestJWS.base64URL(TestJWS.placeholderSignature))
+        let rejection = intakeVerdict(Self.future(signedMember: forged), verifier)
+        #expect(rejection?.code == "invalid-signature")
+        #expect(rejection?.detail.contains("parentalData.signedParentalChoiceInfo of signedPayload") == true)
+    }
+
+    @Test func anUnknownSignedMemberIsCheckedForTheClaimsItCarries() {
+        let otherApp = JSONValue.object([("bundleId", .string("com.example.other")),
+                                         ("signedDate", .integer(1_760_000_000_400))])
+        #expect(intakeVerdict(Self.future(nested: otherApp), verifier)?.code == "wrong-bundle-id")
+        let noClaims = JSONValue.object([("choice", .string("withdrawn"))])
+        #expect(intakeVerdict(Self.future(nested: noClaims), verifier) == nil,
+                "without claims or a signing time of its own: checked at the notification's signedDate")
+    }
+
+    @Test func aNotificationThatNamesNoAppAnywhereIsRefusedAsNoAppNamedAtErrorLevel() {
+        let rejection = intakeVerdict(Self.future(claims: false, nested: .object([("choice", .string("x"))])), verifier)
+        #expect(rejection?.code == "no-app-named")
+        #expect(rejection?.logPriority == .error)
+        #expect(rejection?.detail.contains("names no app") == true)
+        #expect(BodyVerdict.refusedBySettings.contains("no-app-named"),
+                "genuine: the receiver spools it (200) for the daemon to set aside, and Apple does not resend it")
+    }
+
+    @Test func theDocumentedContainersStillNameTheApp() throws {
+        for container in NotificationPayload.knownContainers where container != "externalPurchaseToken" {
+            let payload = JSONValue.object([
+                ("notificationType", .string("TEST")),
+                ("notificationUUID", .string("u-\(container)")),
+                (container, .object([("bundleId", .string("com.example.app")), ("environment", .string("Sandbox"))])),
+                ("signedDate", .integer(1_760_000_000_500)),
+            ])
+            let (item, novelties) = try decode(TestDrop.notificationBody(TestPKI.sign(payload: payload)))
+            #expect(item.fields.bundleId == "com.example.app", "\(container)")
+            #expect(novelties.isEmpty, "\(container)")
+        }
+    }
+}
