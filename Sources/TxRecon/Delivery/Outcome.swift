@@ -45,6 +45,12 @@ public struct TransportFailure: Error, Sendable, Equatable, CustomStringConverti
         case tls = "TLS failure"
         case dns = "name resolution failed"
         case protocolError = "unreadable response"
+        /// JetStream: Stream= does not take the destination's subjects
+        /// (StreamCapture), so nothing was sent.
+        case streamCheck = "stream check"
+        /// JetStream: an answer that is not Stream='s acknowledgement
+        /// (StreamAcknowledgement).
+        case notAcknowledged = "not acknowledged"
         case other = "transfer failed"
     }
     public var kind: Kind
