@@ -11,7 +11,8 @@ import TxReconTestSupport
 
 @Suite(.serialized, .timeLimit(.minutes(3)))
 struct JetStreamIntegrationTests {
-    /// A daemon whose [Backend] is the NATS server, its subject `txrecon`.
+    /// A daemon whose [Backend] is the NATS server, its subject `txrecon`
+    /// and its Stream= ORDERS (a later Stream= in `backend` wins).
     final class StreamFixture {
         let fixture: DaemonFixture
         let nats: NATSServerProcess
@@ -19,7 +20,8 @@ struct JetStreamIntegrationTests {
         init(backend: String = "", stream: String? = "ORDERS") async throws {
             fixture = try DaemonFixture()
             nats = try await NATSServerProcess(directory: fixture.directory.path)
-            try fixture.writeConfig("[Backend]\nProbeDelays=200ms\n" + backend, url: nats.url, delays: "200ms")
+            try fixture.writeConfig("[Backend]\nProbeDelays=200ms\nStream=ORDERS\n" + backend, url: nats.url,
+                                    delays: "200ms")
             if let stream { try JetStreamClient(url: nats.url).addStream(stream, subjects: ["txrecon.>"]) }
         }
 
@@ -108,7 +110,8 @@ struct JetStreamIntegrationTests {
         try fixture.drop(fixture.envelope("first", version: 1))
         #expect(await fixture.eventually { fixture.doneItems() == ["first"] })
         // Another Timeout= makes another connection; the first is closed.
-        try fixture.writeConfig("[Backend]\nProbeDelays=200ms\nTimeout=3s\n", url: stream.nats.url, delays: "200ms")
+        try fixture.writeConfig("[Backend]\nProbeDelays=200ms\nStream=ORDERS\nTimeout=3s\n", url: stream.nats.url,
+                                delays: "200ms")
         daemon.signal(SIGHUP)
         #expect(await fixture.eventually { daemon.stderr.contains("configuration reloaded") })
         try fixture.drop(fixture.envelope("second", version: 1))
@@ -194,6 +197,7 @@ struct JetStreamIntegrationTests {
             try fixture.writeConfig("""
                 [Backend]
                 ProbeDelays=200ms
+                Stream=ORDERS
                 \(ca ? "CAFile=\(files.ca)" : "")
                 ClientCertificateFile=\(files.certificate)
                 ClientKeyFile=\(files.key)

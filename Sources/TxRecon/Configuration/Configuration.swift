@@ -144,9 +144,9 @@ public struct BackendSettings: Sendable, Equatable {
     /// dot, and its key (as the spool names it: `%XX` for `.`, `*`, `>`,
     /// spaces). Default `txrecon`.
     public var subject = "txrecon"
-    /// `Stream=`: nats:// and tls:// only; the stream the subject must be captured by
-    /// (JetStream's expected stream): another, or none, holds the item.
-    /// Default unset: whichever stream captures it.
+    /// `Stream=`: nats:// and tls:// only, and required there; the stream
+    /// that must capture `SUBJECT.>` and store the items (JetStream's
+    /// expected stream). No default.
     public var stream: String?
 
     public init() {}

@@ -203,6 +203,18 @@ public enum ConfigurationLoader {
             throw ConfigurationError(file: origin?.file ?? configuration.path, line: origin?.line,
                                      key: "Backend.\(key)", message: message)
         }
+        // Only the acknowledgement of a stream named here finishes an item,
+        // and nothing is published before it is found capturing the
+        // subjects: without a name, any reply shaped like an acknowledgement
+        // would do, from anyone who may subscribe to them.
+        if configuration.backend.isStream, configuration.backend.stream == nil {
+            let url = configuration.origins["Backend.URL"]
+            throw ConfigurationError(
+                file: url?.file ?? configuration.path, line: nil, key: "Backend.Stream",
+                message: "is required with a nats:// or tls:// URL=: name the JetStream stream that must store the "
+                    + "items (it must capture \(configuration.backend.subject).>), such as Stream=APPSTORE; only "
+                    + "its acknowledgement finishes an item")
+        }
     }
 
     /// A file mode as chmod takes it: `0644`.

@@ -48,7 +48,7 @@ public enum ConfigurationSummary {
         if let key = backend.clientKeyFile { lines.append("ClientKeyFile=\(key)") }
         if backend.isStream {
             lines.append("Subject=\(backend.subject)")
-            lines.append("Stream=\(backend.stream ?? "none (any stream that captures the subject)")")
+            lines.append("Stream=\(backend.stream ?? "none")")
             lines.append("TLS: " + (backend.streamRequiresTLS ? "required (tls://)" : "only if the server requires it (nats://)"))
         }
         lines.append("ProbeDelays=\(backend.probeSchedule.delays.map(TimeSpan.format).joined(separator: " "))")

@@ -55,6 +55,13 @@ import TxReconTestSupport
         #expect(error?.message.contains("is not a destination name") == true)
     }
 
+    @Test func aStreamDestinationFileWithoutStreamIsRefusedNamingItsFile() {
+        destination("stream.conf", "[Backend]\nURL=nats://127.0.0.1:4222\n")
+        let error = loadError()
+        #expect(error?.file == directory.path + "/destinations/stream.conf" && error?.key == "Backend.Stream"
+                    && error?.message.contains("it must capture txrecon.>") == true, "\(String(describing: error))")
+    }
+
     @Test func aDestinationWithoutURLOrWithASectionOfTheMainFileIsRefusedNamingItsFile() {
         destination("a.conf", "[Delivery]\nMaxConcurrentDeliveries=2\n")
         let missing = loadError()
@@ -144,7 +151,7 @@ import TxReconTestSupport
         let configuration = try load("URL=nats://127.0.0.1:4222\nSubject=shop.items\nStream=ORDERS\n")
         #expect(configuration.backend.isStream)
         #expect(configuration.backend.subject == "shop.items" && configuration.backend.stream == "ORDERS")
-        #expect(try load("URL=nats://nats.example\n").backend.subject == "txrecon")
+        #expect(try load("URL=nats://nats.example\nStream=ORDERS\n").backend.subject == "txrecon")
         #expect(try !load("URL=https://backend.example/in\n").backend.isStream)
     }
 
@@ -153,22 +160,33 @@ import TxReconTestSupport
                                              secrets: BackendSecrets(), verification: nil)
         #expect(tls.contains("Subject=txrecon") && tls.contains("Stream=ORDERS") && tls.contains("TLS: required (tls://)"),
                 "\(tls)")
-        let plain = ConfigurationSummary.lines(try load("URL=nats://nats.example:4222\n"), secrets: BackendSecrets(),
-                                               verification: nil)
-        #expect(plain.contains("Stream=none (any stream that captures the subject)")
-                    && plain.contains("TLS: only if the server requires it (nats://)"), "\(plain)")
+        let plain = ConfigurationSummary.lines(try load("URL=nats://nats.example:4222\nStream=ORDERS\n"),
+                                               secrets: BackendSecrets(), verification: nil)
+        #expect(plain.contains("TLS: only if the server requires it (nats://)"), "\(plain)")
         let http = ConfigurationSummary.lines(try load("URL=https://backend.example/in\n"), secrets: BackendSecrets(),
                                               verification: nil)
         #expect(!http.contains { $0.contains("Subject=") || $0.contains("TLS:") })
     }
 
     @Test func aTLSURLMakesAStreamDestinationThatRequiresTLSAndTakesTheTLSFiles() throws {
-        let tls = try load("URL=tls://nats.example:4222\n")
+        let tls = try load("URL=tls://nats.example:4222\nStream=ORDERS\n")
         #expect(tls.backend.isStream && tls.backend.streamRequiresTLS)
-        #expect(try !load("URL=nats://nats.example:4222\n").backend.streamRequiresTLS)
+        #expect(try !load("URL=nats://nats.example:4222\nStream=ORDERS\n").backend.streamRequiresTLS)
         let ca = directory.write("-----BEGIN CERTIFICATE-----\n", to: "ca.pem")
-        let withCA = try load("URL=tls://nats.example:4222\nCAFile=\(ca)\n")
+        let withCA = try load("URL=tls://nats.example:4222\nStream=ORDERS\nCAFile=\(ca)\n")
         #expect(withCA.backend.caFile == ca)
+    }
+
+    @Test(arguments: ["URL=nats://127.0.0.1:4222\nSubject=shop.items\n", "URL=tls://127.0.0.1:4222\nSubject=shop.items\n"])
+    func aStreamDestinationWithoutStreamIsRefusedNamingTheKeyAndTheSubjectsToCapture(backend: String) {
+        #expect {
+            try load(backend)
+        } throws: { error in
+            guard let error = error as? ConfigurationError else { return false }
+            return error.file == directory.path + "/txrecon.conf" && error.key == "Backend.Stream"
+                && error.message.hasPrefix("is required with a nats:// or tls:// URL=")
+                && error.message.contains("it must capture shop.items.>")
+        }
     }
 
     @Test(arguments: [
