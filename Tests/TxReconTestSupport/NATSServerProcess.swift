@@ -1,16 +1,22 @@
 // NATSServerProcess: a real nats-server (Debian's, unpacked by `make deps`)
-// with JetStream, on 127.0.0.1, for the JetStream destination's tests; and JetStreamClient, a
-// small libnats client the tests make streams with and read them back by.
-// Every server started is ended by PID when the value goes away.
+// with JetStream, on 127.0.0.1, for the JetStream destination's tests (or
+// without JetStream, or from a configuration file); and JetStreamClient, a
+// small libnats client the tests make streams with, read them back by, and
+// play a subscriber that is not a stream with. Every server started is
+// ended by PID when the value goes away.
 import CNATS
 import Glibc
+import Synchronization
 import TxRecon
 
 package final class NATSServerProcess {
     package let port: UInt16
-    package let storeDirectory: String
+    /// Where JetStream stores; `start(withEmptyStore:)` moves it.
+    package private(set) var storeDirectory: String
     private let logDirectory: String
     private let tls: TLS?
+    private let jetStream: Bool
+    private let configurationFile: String?
     private var process: DaemonProcess?
     private var starts = 0
 
@@ -30,23 +36,35 @@ package final class NATSServerProcess {
 
     package var url: String { (tls == nil ? "nats" : "tls") + "://127.0.0.1:\(port)" }
 
-    /// Starts nats-server with JetStream storing in `storeDirectory`, on a
-    /// free loopback port, and waits until it takes connections.
-    package init(directory: String, tls: TLS? = nil) async throws {
+    /// Starts nats-server with JetStream storing in `storeDirectory` (or,
+    /// `jetStream` false, a core NATS server only), on a free loopback port,
+    /// and waits until it takes connections. With `configurationFile`, the
+    /// server reads everything else (TLS, accounts, JetStream) from it.
+    package init(directory: String, tls: TLS? = nil, jetStream: Bool = true,
+                 configurationFile: String? = nil) async throws {
         storeDirectory = directory + "/nats-store"
         logDirectory = directory
         self.tls = tls
+        self.jetStream = jetStream
+        self.configurationFile = configurationFile
         port = LoopbackPort.unused()
         try await start()
     }
 
     deinit { process?.terminate() }
 
-    /// (Re)starts the server on the same port and store.
-    package func start() async throws {
+    /// (Re)starts the server on the same port and store; `withEmptyStore`:
+    /// in a store of its own, so that the streams it had are gone.
+    package func start(withEmptyStore: Bool = false) async throws {
         starts += 1
         guard let binary = Self.binary else { throw StartError(log: Self.missing) }
-        var command = [binary, "-js", "-a", "127.0.0.1", "-p", String(port), "-sd", storeDirectory]
+        if withEmptyStore { storeDirectory = logDirectory + "/nats-store-\(starts)" }
+        var command = [binary, "-a", "127.0.0.1", "-p", String(port)]
+        if let configurationFile {
+            command += ["-c", configurationFile]
+        } else if jetStream {
+            command += ["-js", "-sd", storeDirectory]
+        }
         if let tls {
             command += ["--tls", "--tlscert", tls.certificate, "--tlskey", tls.key]
             if let clientCA = tls.clientCA { command += ["--tlsverify", "--tlscacert", clientCA] }
@@ -98,9 +116,11 @@ package final class JetStreamClient {
     private let connection: OpaquePointer
     private let context: OpaquePointer
     private var subscriptions: [OpaquePointer] = []
+    private let errors = AsynchronousErrors()
 
     /// `tls` names the server's CA and the client identity it requires,
-    /// for a server started with `NATSServerProcess.TLS`.
+    /// for a server started with `NATSServerProcess.TLS` or a configuration
+    /// that maps client certificates to users.
     package init(url: String, tls: (ca: String, certificate: String, key: String)? = nil) throws {
         var options: OpaquePointer?
         guard natsOptions_Create(&options) == NATS_OK, let options else { throw ClientError(what: "options") }
@@ -109,6 +129,15 @@ package final class JetStreamClient {
         if status == NATS_OK, let tls {
             status = natsOptions_LoadCATrustedCertificates(options, tls.ca)
             if status == NATS_OK { status = natsOptions_LoadCertificatesChain(options, tls.certificate, tls.key) }
+        }
+        if status == NATS_OK {
+            status = natsOptions_SetErrorHandler(options, { connection, _, _, closure in
+                guard let connection, let closure else { return }
+                var text: UnsafePointer<CChar>?
+                _ = natsConnection_GetLastError(connection, &text)
+                Unmanaged<AsynchronousErrors>.fromOpaque(closure).takeUnretainedValue()
+                    .record(text.map { String(cString: $0) } ?? "")
+            }, errors.closure)
         }
         var connection: OpaquePointer?
         guard status == NATS_OK, natsConnection_Connect(&connection, options) == NATS_OK, let connection else {
@@ -136,8 +165,9 @@ package final class JetStreamClient {
 
     /// Adds a stream capturing `subjects`; `duplicateWindow` is its
     /// Duplicates setting, `maximumMessageSize` its MaxMsgSize (-1: none).
+    /// `update`: changes the stream of that name instead.
     package func addStream(_ name: String, subjects: [String], duplicateWindow: Duration = .seconds(120),
-                           maximumMessageSize: Int32 = -1) throws {
+                           maximumMessageSize: Int32 = -1, update: Bool = false) throws {
         var configuration = jsStreamConfig()
         jsStreamConfig_Init(&configuration)
         let copies = subjects.map { strdup($0) }
@@ -153,7 +183,8 @@ package final class JetStreamClient {
                 configuration.Duplicates = Int64(duplicateWindow.components.seconds) * 1_000_000_000
                 configuration.MaxMsgSize = maximumMessageSize
                 var info: UnsafeMutablePointer<jsStreamInfo>?
-                let status = js_AddStream(&info, context, &configuration, nil, &errorCode)
+                let status = update ? js_UpdateStream(&info, context, &configuration, nil, &errorCode)
+                    : js_AddStream(&info, context, &configuration, nil, &errorCode)
                 if let info { jsStreamInfo_Destroy(info) }
                 return status
             }
@@ -162,18 +193,50 @@ package final class JetStreamClient {
     }
 
     /// Answers every core NATS message on `subject` (wildcards allowed)
-    /// with `{}`, as a subscriber that is not a stream might; until the
-    /// client goes.
-    package func answerWithEmptyObjects(on subject: String) throws {
+    /// with `reply`, as a subscriber that is not a stream might (`{}`, or
+    /// a reply shaped like an acknowledgement or JetStream's API answer);
+    /// until the client goes. The responder counts the messages it got.
+    @discardableResult
+    package func answer(on subject: String, with reply: String) throws -> Responder {
+        let responder = Responder(reply: reply)
         var subscription: OpaquePointer?
-        let status = natsConnection_Subscribe(&subscription, connection, subject, { connection, _, message, _ in
-            guard let message else { return }
-            if let reply = natsMsg_GetReply(message) { _ = natsConnection_PublishString(connection, reply, "{}") }
-            natsMsg_Destroy(message)
-        }, nil)
+        let status = natsConnection_Subscribe(&subscription, connection, subject, { connection, _, message, closure in
+            guard let message, let closure else { return }
+            defer { natsMsg_Destroy(message) }
+            let responder = Unmanaged<Responder>.fromOpaque(closure).takeUnretainedValue()
+            responder.answered.add(1, ordering: .relaxed)
+            if let reply = natsMsg_GetReply(message) { _ = natsConnection_PublishString(connection, reply, responder.reply) }
+        }, responder.closure)
         guard status == NATS_OK, let subscription else { throw ClientError(what: "subscribe to \(subject)") }
         subscriptions.append(subscription)
         _ = natsConnection_Flush(connection)
+        return responder
+    }
+
+    /// What the server said asynchronously so far (libnats' last error at
+    /// each call of the error handler), such as a permissions violation.
+    package var asynchronousErrors: [String] { errors.entries.withLock { $0 } }
+
+    /// A subscriber that answers with a fixed reply. Kept for the life of
+    /// the process (`closure` takes a retain never given back): libnats may
+    /// still deliver a message while the subscription is being destroyed.
+    package final class Responder: Sendable {
+        let reply: String
+        package let answered = Atomic<Int>(0)
+
+        init(reply: String) { self.reply = reply }
+
+        var closure: UnsafeMutableRawPointer { Unmanaged.passRetained(self).toOpaque() }
+    }
+
+    /// The error handler's record, kept for the life of the process as the
+    /// responders are: libnats may call back while the connection closes.
+    private final class AsynchronousErrors: Sendable {
+        let entries = Mutex<[String]>([])
+
+        func record(_ text: String) { entries.withLock { $0.append(text) } }
+
+        var closure: UnsafeMutableRawPointer { Unmanaged.passRetained(self).toOpaque() }
     }
 
     /// Every message in `stream`, in sequence order.

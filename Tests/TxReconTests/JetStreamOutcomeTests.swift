@@ -13,13 +13,27 @@ import Testing
         }
     }
 
-    @Test(arguments: [10059, 10060, 10054])
+    @Test(arguments: [10054])
     func aStreamThatRefusesForGoodHoldsTheItem(code: Int) {
         guard case let .hold(reason, status) = Outcome(.streamError(code: code, description: "nope"), now: 0, redactor: SecretRedactor()) else {
             Issue.record("not held")
             return
         }
         #expect(reason.hasPrefix("JetStream error \(code) (") && reason.hasSuffix("): nope") && status == nil)
+    }
+
+    @Test(arguments: [10059, 10060])
+    func aStreamThatChangedSinceItWasCheckedIsRetriedNotHeld(code: Int) {
+        // Gone (10059) or not the one capturing the subject (10060): like a
+        // stream not created yet, the destination is probed, and the items
+        // need no release once the stream is put right.
+        guard case let .retryLater(reason, status, retryAfter) = Outcome(.streamError(code: code, description: "gone"), now: 0,
+                                                                         redactor: SecretRedactor()) else {
+            Issue.record("not retried")
+            return
+        }
+        #expect(reason.hasPrefix("JetStream error \(code) (") && reason.contains("checked again") && status == nil
+                    && retryAfter == nil)
     }
 
     @Test(arguments: [10008, 10077, 10076])

@@ -145,8 +145,9 @@ public struct BackendSettings: Sendable, Equatable {
     /// spaces). Default `txrecon`.
     public var subject = "txrecon"
     /// `Stream=`: nats:// and tls:// only, and required there; the stream
-    /// that must capture `SUBJECT.>` and store the items (JetStream's
-    /// expected stream). No default.
+    /// that must capture `SUBJECT.>` and store the items. Nothing is
+    /// published while it does not (checked at each connection and
+    /// reconnect), and only its acknowledgement finishes an item. No default.
     public var stream: String?
 
     public init() {}

@@ -1,6 +1,20 @@
 // JetStreamTransport: the `Transport` of a nats:// or tls:// destination: each item
-// is published to NATS JetStream with libnats, and only the stream's publish
-// acknowledgement (a duplicate's too) confirms it (JetStreamOutcome).
+// is published to NATS JetStream with libnats, and only the publish
+// acknowledgement (a duplicate's too) of the stream Stream= names confirms it
+// (StreamAcknowledgement, JetStreamOutcome).
+//
+//   the stream  checked through JetStream's API (STREAM.INFO) on each new
+//               connection and after each reconnect, before anything is
+//               published on it: while Stream= does not exist or does not
+//               capture SUBJECT.KEY (StreamCapture), nothing is sent and
+//               each attempt fails with the reason, so the destination
+//               counts as failing and its probe checks again on
+//               ProbeDelays=; the items stay queued and go once it does.
+//               Any publish that does not end in Stream='s acknowledgement
+//               (10059 or 10060 say the stream changed since; an answer
+//               from someone else; a timeout) has it checked again before
+//               the next, and so does a reconnect during a publish, whose
+//               acknowledgement is then not trusted
 //
 //   subject     Subject= "." key as the spool names it (letters, digits, -
 //               and _ as they are, every other byte %XX, or = and base64url
@@ -16,8 +30,11 @@
 //
 // One worker thread per allowed concurrent delivery, as for curl, each
 // blocking in a synchronous publish on the one shared connection
-// (NATSSession), which libnats multiplexes. Nothing is logged here but what
-// libnats says of the connection (NATSConnectionEvents).
+// (NATSSession), which libnats multiplexes. Logged here: the stream check's
+// verdict when it changes (a warning with the reason, a notice when it
+// passes again), the first answer on a connection that is not Stream='s
+// acknowledgement (a warning), and what libnats says of the connection
+// (NATSConnectionEvents).
 import CNATS
 import Synchronization
 
@@ -26,14 +43,16 @@ final class JetStreamTransport: DestinationTransport {
     struct Options: Sendable, Equatable {
         var connection: NATSSession.Options
         var subject: String
-        var stream: String?
+        var stream: String
 
         init(_ settings: BackendSettings, secrets: BackendSecrets) {
             connection = NATSSession.Options(url: settings.url, token: secrets.bearerToken,
                                              requiresTLS: settings.streamRequiresTLS, tls: secrets.tls,
                                              timeoutMilliseconds: max(1, settings.timeout.milliseconds))
             subject = settings.subject
-            stream = settings.stream
+            // The loader refuses a stream destination without Stream=; an
+            // empty name is a stream no check finds, so nothing is sent.
+            stream = settings.stream ?? ""
         }
     }
 
@@ -49,16 +68,30 @@ final class JetStreamTransport: DestinationTransport {
     private let session = Mutex<SharedSession>(SharedSession())
 
     private struct SharedSession {
-        var current: (session: NATSSession, options: Options)?
+        var current: (session: NATSSession, options: Options)? {
+            // A new connection is checked before its first publish.
+            didSet { streamCheckedAt = nil; answerRefusalReported = false }
+        }
         var stopped = false
+        /// The current session's reconnect count when Stream= was last found
+        /// capturing the subjects on it; nil: check before the next publish.
+        var streamCheckedAt: UInt64?
+        /// Whether an answer that is not Stream='s acknowledgement was
+        /// logged for the current session (once per connection).
+        var answerRefusalReported = false
     }
     /// What libnats says of the shared connection, logged.
     private let events: NATSConnectionEvents
+    /// The stream check's problem last logged (nil: none, or it passed
+    /// since), so that a verdict is logged when it changes, not per attempt.
+    private let reportedProblem = Mutex<String?>(nil)
+    private let log: any LogSink
 
     init(settings: BackendSettings, secrets: BackendSecrets, workers: Int, log: any LogSink) throws(ThreadStartError) {
         precondition(workers >= 1, "JetStreamTransport needs at least one worker, got \(workers)")
         options = Mutex(Options(settings, secrets: secrets))
         events = NATSConnectionEvents(log: log)
+        self.log = log
         for index in 1...workers {
             do {
                 try DedicatedThread.start(name: "txrecon-nats-\(index)") { [self] in
@@ -134,8 +167,89 @@ final class JetStreamTransport: DestinationTransport {
             return .failure(error)
         }
         // The session's pointers are used below, outside any Swift use of
-        // the session: keep it alive until the publish has returned.
-        return withExtendedLifetime(session) { publish(request, key: key, on: session, with: options) }
+        // the session: keep it alive until the publish has returned (which
+        // also keeps `===` on it from meeting another session at its address).
+        return withExtendedLifetime(session) {
+            // Read before the check: a reconnect during it is seen next time.
+            let reconnects = session.reconnects
+            if let refusal = streamRefusal(on: session, reconnects: reconnects, with: options) {
+                return .failure(refusal)
+            }
+            let result = publish(request, key: key, on: session, with: options)
+            return checked(result, on: session, reconnects: reconnects, with: options)
+        }
+    }
+
+    /// Why nothing may be published on `session` now, or nil: Stream= was
+    /// found capturing the subjects since its last reconnect, or is now.
+    private func streamRefusal(on session: NATSSession, reconnects: UInt64,
+                               with options: Options) -> TransportFailure? {
+        let known = self.session.withLock { shared in
+            shared.current?.session === session && shared.streamCheckedAt == reconnects
+        }
+        if known { return nil }
+        let verdict = StreamCapture.judge(session.lookUpStream(options.stream), stream: options.stream,
+                                          subject: options.subject)
+        report(verdict, with: options)
+        guard let problem = verdict.problem else {
+            self.session.withLock { shared in
+                if shared.current?.session === session { shared.streamCheckedAt = reconnects }
+            }
+            return nil
+        }
+        return TransportFailure(.streamCheck, problem)
+    }
+
+    /// Logs the stream check's verdict when it differs from the last one
+    /// logged: a problem as a warning, the check passing again as a notice.
+    private func report(_ verdict: StreamCapture, with options: Options) {
+        let problem = verdict.problem
+        let previous = reportedProblem.withLock { reported in
+            defer { reported = problem }
+            return reported
+        }
+        guard problem != previous else { return }
+        let (server, published) = (options.connection.url, options.subject + ".KEY")
+        if let problem {
+            log.write(LogEntry(.warning, "JetStream stream check on the NATS server \(server): \(problem); nothing "
+                               + "is published to \(published) until the stream exists and captures it: items stay "
+                               + "queued, and each attempt checks again (one probe at a time while the destination "
+                               + "fails)"))
+        } else if case let .captured(stream, filter) = verdict {
+            log.write(LogEntry(.notice, "JetStream stream check on the NATS server \(server): stream \(stream) "
+                               + "captures \(published) (as \(filter)); publishing"))
+        }
+    }
+
+    /// `result` as the attempt sees it: an acknowledgement that came back
+    /// over a connection made after the check is not trusted, and anything
+    /// but Stream='s acknowledgement has the stream checked again before the
+    /// next publish (10059 or 10060 say it changed; an answer from someone
+    /// else or a timeout may mean it is gone): one more STREAM.INFO per
+    /// failed attempt, which the probe paces while the destination fails.
+    private func checked(_ result: TransportResult, on session: NATSSession, reconnects: UInt64,
+                         with options: Options) -> TransportResult {
+        var result = result
+        if case .published = result {
+            guard session.reconnects != reconnects else { return result }
+            result = .failure(TransportFailure(.streamCheck, "reconnected to the NATS server during the publish; "
+                                               + "the answer came over a connection whose stream was not checked yet"))
+        }
+        let refusedAnswer: TransportFailure? = if case let .failure(failure) = result,
+                                                  failure.kind == .notAcknowledged { failure } else { nil }
+        let firstRefusal = self.session.withLock { shared -> Bool in
+            guard shared.current?.session === session else { return false }
+            shared.streamCheckedAt = nil
+            guard refusedAnswer != nil, !shared.answerRefusalReported else { return false }
+            shared.answerRefusalReported = true
+            return true
+        }
+        if firstRefusal, let refusedAnswer {
+            log.write(LogEntry(.warning, "\(refusedAnswer.message). The item is not finished and is retried; "
+                               + "only stream \(options.stream) may answer on \(options.subject).KEY: see who may "
+                               + "subscribe to \(options.subject).> on the NATS server (logged once per connection)"))
+        }
+        return result
     }
 
     private func publish(_ request: DeliveryRequest, key: ItemKey, on session: NATSSession,
@@ -164,32 +278,27 @@ final class JetStreamTransport: DestinationTransport {
 
         var acknowledgement: UnsafeMutablePointer<jsPubAck>?
         var errorCode = jsErrCode(0)
-        status = Self.withOptionalCString(options.stream) { stream in
+        status = options.stream.withCString { stream in
             var publishOptions = jsPubOptions()
             jsPubOptions_Init(&publishOptions)
             publishOptions.MaxWait = options.connection.timeoutMilliseconds
+            // The stream that captures the subject refuses the message
+            // (10060) unless it is this one.
             publishOptions.ExpectStream = stream
             return js_PublishMsg(&acknowledgement, session.jetStream, message, &publishOptions, &errorCode)
         }
         if status == NATS_OK, let acknowledgement {
             defer { jsPubAck_Destroy(acknowledgement) }
-            let stream = acknowledgement.pointee.Stream.map { String(cString: $0) } ?? ""
-            let sequence = acknowledgement.pointee.Sequence
-            // libnats takes any JSON object without "error" for an
-            // acknowledgement; a core NATS subscriber on the subject that
-            // answers {} would have the item finished with nothing stored.
-            guard !stream.isEmpty, sequence > 0, options.stream.map({ $0 == stream }) ?? true else {
-                return .failure(TransportFailure(.protocolError, "the answer to the publish on \(subject) is not a "
-                                                 + "JetStream acknowledgement (stream \"\(stream)\", sequence \(sequence)): "
-                                                 + "a subscriber that is not a stream answers on the subject"))
-            }
-            return .published(stream: stream, sequence: sequence, duplicate: acknowledgement.pointee.Duplicate)
+            let answer = StreamAcknowledgement(stream: acknowledgement.pointee.Stream.map { String(cString: $0) } ?? "",
+                                               sequence: acknowledgement.pointee.Sequence,
+                                               duplicate: acknowledgement.pointee.Duplicate)
+            return answer.result(expecting: options.stream, subject: subject)
         }
         // libnats reports "no responders" with err_code 10076 (JetStream
         // not enabled) too: it is a retry with the probe either way.
         if status == NATS_NO_RESPONDERS {
-            return .failure(TransportFailure(.connect, "no responders on \(subject): no stream captures the subject, "
-                                             + "or JetStream is not available (yet)"))
+            return .failure(TransportFailure(.connect, "no responders on \(subject): the stream no longer captures "
+                                             + "the subject, or JetStream is not available (yet)"))
         }
         if errorCode.rawValue != 0 {
             return .streamError(code: Int(errorCode.rawValue), description: NATSSession.failure(status, .other).message)
@@ -199,11 +308,6 @@ final class JetStreamTransport: DestinationTransport {
             return .streamError(code: JetStreamOutcome.tooLarge, description: NATSSession.failure(status, .other).message)
         }
         return .failure(NATSSession.failure(status, status == NATS_TIMEOUT ? .timeout : .connect))
-    }
-
-    private static func withOptionalCString<T>(_ text: String?, _ body: (UnsafePointer<CChar>?) -> T) -> T {
-        guard let text else { return body(nil) }
-        return text.withCString(body)
     }
 }
 

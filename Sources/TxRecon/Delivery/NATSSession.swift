@@ -14,7 +14,10 @@
 // disconnected still waits for its acknowledgement and times out, which the
 // engine retries. A session that could not connect,
 // or whose connection libnats closed, is replaced by the transport at the
-// next attempt. Reports nothing; errors come back as TransportFailure.
+// next attempt; it counts its reconnects, so that the transport checks the
+// stream again on each new connection (`lookUpStream`, JetStream's
+// STREAM.INFO). Reports nothing; errors come back as TransportFailure, a
+// lookup's as a StreamLookup.
 import CNATS
 
 /// A connection and its JetStream context. `@unchecked Sendable` because
@@ -98,6 +101,39 @@ final class NATSSession: @unchecked Sendable {
 
     /// The largest message the server takes, bytes.
     var maximumPayload: Int64 { natsConnection_GetMaxPayload(connection) }
+
+    /// How many times libnats has reconnected this connection: a change
+    /// means a connection that no stream check has seen yet.
+    var reconnects: UInt64 {
+        var statistics: OpaquePointer?
+        guard natsStatistics_Create(&statistics) == NATS_OK, let statistics else { return .max }
+        defer { natsStatistics_Destroy(statistics) }
+        var count: UInt64 = 0
+        guard natsConnection_GetStats(connection, statistics) == NATS_OK,
+              natsStatistics_GetCounts(statistics, nil, nil, nil, nil, &count) == NATS_OK else { return .max }
+        return count
+    }
+
+    /// What JetStream's API says of `stream` (`$JS.API.STREAM.INFO.<stream>`),
+    /// waiting at most the connection's timeout.
+    func lookUpStream(_ stream: String) -> StreamLookup {
+        var info: UnsafeMutablePointer<jsStreamInfo>?
+        var errorCode = jsErrCode(0)
+        let status = js_GetStreamInfo(&info, jetStream, stream, nil, &errorCode)
+        guard status == NATS_OK, let info else {
+            if status == NATS_NOT_FOUND || errorCode.rawValue == 10059 { return .notFound }
+            let failure = NATSSession.failure(status, .other)
+            return .failed(status == NATS_NO_RESPONDERS ? "no responders (JetStream not enabled, or not ready)"
+                           : failure.message)
+        }
+        defer { jsStreamInfo_Destroy(info) }
+        guard let configuration = info.pointee.Config else { return .failed("an answer without the stream's configuration") }
+        let count = Int(max(0, configuration.pointee.SubjectsLen))
+        let subjects = (0..<count).compactMap { index in
+            configuration.pointee.Subjects?[index].map { String(cString: $0) }
+        }
+        return .found(subjects: subjects)
+    }
 
     /// libnats' words for `status`, with its last error's detail.
     static func failure(_ status: natsStatus, _ kind: TransportFailure.Kind) -> TransportFailure {
