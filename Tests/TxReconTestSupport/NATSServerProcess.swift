@@ -213,6 +213,13 @@ package final class JetStreamClient {
         return responder
     }
 
+    /// Publishes `text` to `subject` as core NATS, and waits until the
+    /// server has read it (a refusal comes back asynchronously).
+    package func publish(_ text: String, to subject: String) throws {
+        guard natsConnection_PublishString(connection, subject, text) == NATS_OK,
+              natsConnection_Flush(connection) == NATS_OK else { throw ClientError(what: "publish to \(subject)") }
+    }
+
     /// What the server said asynchronously so far (libnats' last error at
     /// each call of the error handler), such as a permissions violation.
     package var asynchronousErrors: [String] { errors.entries.withLock { $0 } }
