@@ -45,8 +45,9 @@ public struct TransportFailure: Error, Sendable, Equatable, CustomStringConverti
         case tls = "TLS failure"
         case dns = "name resolution failed"
         case protocolError = "unreadable response"
-        /// JetStream: Stream= does not take the destination's subjects
-        /// (StreamCapture), so nothing was sent.
+        /// JetStream: Stream= was not found taking the destination's
+        /// subjects (StreamCapture), so nothing was sent; or the answer came
+        /// back over a reconnected connection not checked yet.
         case streamCheck = "stream check"
         /// JetStream: an answer that is not Stream='s acknowledgement
         /// (StreamAcknowledgement).
