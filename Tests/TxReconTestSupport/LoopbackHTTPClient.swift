@@ -36,9 +36,12 @@ package enum LoopbackHTTPClient {
         }.get()
     }
 
-    /// A connected socket to 127.0.0.1:`port`.
+    /// A connected socket to 127.0.0.1:`port`, close-on-exec: a process
+    /// another test spawns meanwhile (a daemon, nats-server, openssl) would
+    /// otherwise hold the connection open after the test closes it, and a
+    /// server waiting for that close would wait for the child's end.
     package static func connect(port: UInt16) throws(Failure) -> Int32 {
-        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard socket >= 0 else { throw Failure(description: "socket: errno \(errno)") }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)

@@ -35,9 +35,10 @@ package enum LoopbackPort {
     }
 
     /// Binds a socket to 127.0.0.1:`port` (0: any) and releases it; the port
-    /// it got, or 0 when the bind failed.
+    /// it got, or 0 when the bind failed. Close-on-exec, so that a process
+    /// spawned meanwhile cannot keep the port bound.
     private static func bind(_ port: UInt16) -> UInt16 {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard descriptor >= 0 else { return 0 }
         defer { close(descriptor) }
         var address = sockaddr_in()
