@@ -176,8 +176,9 @@ struct AppClaims: Sendable, Equatable {
             bundleID = try inner.string("bundleId")
             appAppleID = try AppClaims.appAppleID(inner, container)
             if name == "externalPurchaseToken" {
+                // Apple's spelling of the two environments (SignedDataEnvironment).
                 let sandbox = try inner.string("externalPurchaseId")?.hasPrefix("SANDBOX") == true
-                environment = sandbox ? SignedDataEnvironment.sandbox.rawValue : SignedDataEnvironment.production.rawValue
+                environment = sandbox ? "Sandbox" : "Production"
             } else {
                 environment = try inner.string("environment")
             }

@@ -75,11 +75,4 @@ extension Rejection {
     init(_ code: RejectionCode, _ detail: String) {
         self.init(code.rawValue, detail)
     }
-
-    /// How loud intake's entry for this rejection is: an error for genuine
-    /// App Store data txrecon cannot place (a person must look), a warning
-    /// for the rest, which the producer or the settings can put right.
-    var logPriority: LogPriority {
-        code == RejectionCode.noAppNamed.rawValue ? .error : .warning
-    }
 }

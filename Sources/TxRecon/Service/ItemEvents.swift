@@ -139,3 +139,12 @@ struct ItemEvents: Sendable {
         return fields
     }
 }
+
+extension Rejection {
+    /// How loud intake's entry for this rejection is: an error for genuine
+    /// App Store data txrecon cannot place (a person must look), a warning
+    /// for the rest, which the producer or the settings can put right.
+    var logPriority: LogPriority {
+        code == RejectionCode.noAppNamed.rawValue ? .error : .warning
+    }
+}
