@@ -388,16 +388,21 @@ reload_checks() {
 
 watchdog_checks() {
   touch "$WORK/backend/fail"
+  # An outage begins once three different items failed in a row: one item
+  # failing alone is that item's trouble and keeps its own schedule.
   submit "$(envelope queued-1 1)"
+  submit "$(envelope queued-1b 1)"
+  submit "$(envelope queued-1c 1)"
   check "with the backend down the item is deferred (TXRECON_NEXT_ATTEMPT_USEC set)" \
     wait_until 10 has_entry queued-1 deferred MESSAGE_ID="$(message_id deferred)"
-  check "STATUS says the backend is failing" wait_until 5 status_mentions 'backend failing'
+  check "STATUS says the backend is failing" wait_until 10 status_mentions 'backend failing'
   check "journal: backend failing (MESSAGE_ID backendFailing)" journal_has backendFailing
   # Recovery is reported by the process that saw the failures, so check it
   # before the watchdog restart below starts a process with no such memory.
   rm -f "$WORK/backend/fail"
   check "txrecon retry queued-1" as_producer retry queued-1
   check "the deferred item was delivered once the backend came back" wait_until 15 delivered queued-1
+  check "the others waiting for the backend went at once after it" wait_until 15 delivered queued-1c
   check "journal: retry requested (MESSAGE_ID retryRequested)" journal_has retryRequested
   check "journal: backend recovered (MESSAGE_ID backendRecovered)" wait_until 5 journal_has backendRecovered
   touch "$WORK/backend/fail"
