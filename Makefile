@@ -27,7 +27,7 @@ LIBDIR       ?= $(PREFIX)/lib
 SYSCONFDIR   ?= /etc
 
 # The build's libraries, and openssl and python3 for the tests and the demo.
-DEB_PACKAGES := pkg-config libsystemd-dev libcurl4-openssl-dev libssl-dev libmicrohttpd-dev libnats-dev \
+DEB_PACKAGES := pkg-config libsystemd-dev libcurl4-openssl-dev libssl-dev libmicrohttpd-dev libnats-dev libsqlite3-dev \
                 openssl python3
 # nats-server: the JetStream destination's tests start a real one of their
 # own, on a free loopback port. Debian's package is not installed: its

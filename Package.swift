@@ -37,11 +37,16 @@ let package = Package(
             pkgConfig: "libnats",
             providers: [.apt(["libnats-dev"])]
         ),
+        .systemLibrary(
+            name: "CSQLite",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]
+        ),
         // glibc's <malloc.h>, part of libc6-dev: nothing to link.
         .systemLibrary(name: "CGlibcExtras"),
         .target(
             name: "TxRecon",
-            dependencies: ["CSystemd", "CCurl", "CCrypto", "CGlibcExtras", "CMicroHTTPD", "CNATS"],
+            dependencies: ["CSystemd", "CCurl", "CCrypto", "CGlibcExtras", "CMicroHTTPD", "CNATS", "CSQLite"],
             swiftSettings: [.swiftLanguageMode(.v6)],
             linkerSettings: [.linkedLibrary("m")]
         ),

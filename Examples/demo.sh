@@ -82,6 +82,7 @@ install() {
     cat > "$dir/txrecon.conf" <<CONF
 [Spool]
 Directory=$dir/spool
+LedgerFile=$dir/ledger.sqlite3
 
 [Backend]
 URL=http://127.0.0.1:$BACKEND_PORT/transactions

@@ -651,7 +651,9 @@ class Daemon:
         self.spool = Spool(os.path.join(root, "spool"))
         self.config = os.path.join(root, "txrecon.conf")
         self.log_path = os.path.join(root, "txrecon.log")
-        lines = ["[Spool]", f"Directory={self.spool.root}", f"DoneRetention={bench.args.done_retention}", "",
+        lines = ["[Spool]", f"Directory={self.spool.root}", f"DoneRetention={bench.args.done_retention}",
+                 # Beside the spool, one per daemon: a run never sees another's keys.
+                 f"LedgerFile={self.spool.root}.ledger.sqlite3", "",
                  "[Backend]", f"URL={url}", "",
                  "[Delivery]", f"MaxConcurrentDeliveries={bench.args.connections}"]
         if retry_delays:

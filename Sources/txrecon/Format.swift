@@ -1,5 +1,6 @@
 // Format: how the CLI prints rows, reports and ages for people. The text is
 // built as it is; printLine escapes what it holds on the way out.
+import Glibc
 import TxRecon
 
 enum Format {
@@ -171,5 +172,52 @@ enum Format {
         case .requeueRejected: return "requeued"
         case .replay: return "replayed, due now"
         }
+    }
+
+    // MARK: The ledger
+
+    /// "2026-12-06T03:00:00.123Z backend 2000000123456789 1760000000000r appstore.notification REFUND
+    /// com.example.monthly expires 2026-…Z attempt 2 HTTP 200 key 2000000123456789:1760000000000r"
+    static func ledgerRow(_ record: LedgerRecord) -> String {
+        var parts = [WallTime.rfc3339(record.confirmedAt), record.destination, record.key.rawValue,
+                     record.version.description, record.kind.rawValue]
+        let identity = record.identity
+        if let type = identity.notificationType { parts.append(type + (identity.subtype.map { "/" + $0 } ?? "")) }
+        if let product = identity.productId { parts.append(product) }
+        if let expires = identity.expiresDate { parts.append("expires " + WallTime.rfc3339(expires)) }
+        parts.append(record.attempt > 0 ? "attempt \(record.attempt)" : "attempt unknown")
+        parts.append(record.confirmation)
+        parts.append("key " + record.idempotencyKey)
+        return parts.joined(separator: " ")
+    }
+
+    /// One confirmation as `history --json` and `show --json` print it.
+    static func ledgerJSON(_ record: LedgerRecord) -> JSONValue {
+        let identity = record.identity
+        var members: [(String, JSONValue)] = [
+            ("destination", .string(record.destination)), ("id", .string(record.key.rawValue)),
+            ("version", .integer(record.version.primary)), ("versionToken", .string(record.version.description)),
+            ("kind", .string(record.kind.rawValue)), ("confirmedAt", .string(WallTime.rfc3339(record.confirmedAt))),
+            ("attempt", .integer(Int64(record.attempt))), ("confirmation", .string(record.confirmation)),
+            ("idempotencyKey", .string(record.idempotencyKey)),
+        ]
+        let optional: [(String, String?)] = [
+            ("transactionId", identity.transactionId), ("originalTransactionId", identity.originalTransactionId),
+            ("appTransactionId", identity.appTransactionId), ("appAccountToken", identity.appAccountToken),
+            ("productId", identity.productId), ("bundleId", identity.bundleId), ("environment", identity.environment),
+            ("webOrderLineItemId", identity.webOrderLineItemId), ("notificationType", identity.notificationType),
+            ("subtype", identity.subtype),
+        ]
+        for (name, value) in optional { if let value { members.append((name, .string(value))) } }
+        if let expires = identity.expiresDate { members.append(("expiresDate", .integer(expires))) }
+        return .object(members)
+    }
+
+    /// What to do about a ledger that cannot be read.
+    static func ledgerHint(_ error: LedgerError) -> String {
+        guard error.isUnopenable else { return "" }
+        return access(error.path, F_OK) == 0
+            ? " (the ledger is readable by root and the txrecon user only: it holds appAccountTokens; run as one of them)"
+            : " (there is none yet: the daemon makes it at its first start)"
     }
 }

@@ -8,8 +8,12 @@ enum ShowCommand: Command {
         Usage: txrecon show [--config PATH] [--destination NAME] KEY
 
         Shows where the item KEY is (queue/, hold/ or done/), its decoded fields,
-        its delivery state or hold reason. KEY is a transactionId, a
-        notificationUUID or an envelope id. Signed strings are not printed. With
+        its delivery state or hold reason, and what each destination confirmed
+        for it from the ledger (LedgerFile=), long after done/ forgot it: the
+        version, when, on which attempt, how, under which Idempotency-Key. KEY is
+        a transactionId, a notificationUUID or an envelope id. Signed strings are
+        not printed. The ledger is readable by root and the txrecon user only;
+        run as another user, show says so and shows the spool alone. With
         further destinations (destinations/), it is shown for each destination
         that has it, after a `destination:` line and a blank line between two, or
         for NAME's alone; a destination whose file was removed keeps its items in
@@ -47,8 +51,24 @@ enum ShowCommand: Command {
                 return 1
             }
         }
+        do {
+            let confirmed = try SQLiteLedger(path: configuration.spool.ledgerFile, access: .readOnly).records(of: key)
+                .filter { record in arguments.value("--destination").map { $0 == record.destination } ?? true }
+            if !confirmed.isEmpty {
+                if found { printLine("") }
+                for record in confirmed {
+                    printLine("confirmed:  \(record.destination) version \(record.version) at "
+                              + "\(WallTime.rfc3339(record.confirmedAt)), "
+                              + (record.attempt > 0 ? "attempt \(record.attempt)" : "attempt unknown")
+                              + ", \(record.confirmation), Idempotency-Key \(record.idempotencyKey)")
+                }
+                found = true
+            }
+        } catch {
+            printError("txrecon: show: the ledger is not shown: \(error)" + Format.ledgerHint(error))
+        }
         guard found else {
-            printError("txrecon: show: no item \(key) in queue/, hold/ or done/")
+            printError("txrecon: show: no item \(key) in queue/, hold/ or done/, nor in the ledger")
             return 1
         }
         return 0

@@ -1,6 +1,6 @@
 // txrecon: the command line. Argument handling only; behaviour lives in TxRecon.
 //
-//   txrecon run | submit | status | list | show | release | retry |
+//   txrecon run | submit | status | list | show | history | release | retry |
 //           requeue-rejected | replay | check-config | sweep | receive | probe   [--config PATH]
 //
 // Exit status: 0 success, 1 failure, 2 bad arguments (usage), 75 temporary
@@ -14,7 +14,7 @@ let commands: [String: any Command.Type] = [
     "list": ListCommand.self, "show": ShowCommand.self, "release": ReleaseCommand.self,
     "retry": RetryCommand.self, "requeue-rejected": RequeueRejectedCommand.self,
     "check-config": CheckConfigCommand.self, "sweep": SweepCommand.self, "receive": ReceiveCommand.self,
-    "probe": ProbeCommand.self, "replay": ReplayCommand.self,
+    "probe": ProbeCommand.self, "replay": ReplayCommand.self, "history": HistoryCommand.self,
 ]
 
 // First of all: whether OpenSSL frees itself at exit is decided by its

@@ -31,8 +31,8 @@ PY
 python3 "$work/backend.py" > "$work/port" &
 backend_pid=$!
 while [ ! -s "$work/port" ]; do sleep 0.1; done
-printf '[Spool]\nDirectory=%s/spool\n\n[Backend]\nURL=http://127.0.0.1:%s/leak\n\n[Verification]\nMode=none\nAcceptEnvelopes=yes\n' \
-  "$work" "$(cat "$work/port")" > "$work/txrecon.conf"
+printf '[Spool]\nDirectory=%s/spool\nLedgerFile=%s/ledger.sqlite3\n\n[Backend]\nURL=http://127.0.0.1:%s/leak\n\n[Verification]\nMode=none\nAcceptEnvelopes=yes\n' \
+  "$work" "$work" "$(cat "$work/port")" > "$work/txrecon.conf"
 ASAN_OPTIONS=detect_leaks=1 "$binary" run --config "$work/txrecon.conf" 2> "$work/daemon.log" &
 daemon_pid=$!
 sleep 2

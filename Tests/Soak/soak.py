@@ -266,9 +266,10 @@ def main():
     port = backend.serve()
     config = os.path.join(work, "txrecon.conf")
     with open(config, "w") as handle:
-        handle.write("[Spool]\nDirectory=%s\n\n[Backend]\nURL=http://127.0.0.1:%d/soak\nTimeout=%ds\n\n"
+        handle.write("[Spool]\nDirectory=%s\nLedgerFile=%s\n\n[Backend]\nURL=http://127.0.0.1:%d/soak\nTimeout=%ds\n\n"
                      "[Delivery]\nRetryDelays=200ms 500ms 1s 2s\nMaxConcurrentDeliveries=%d\n\n%s\n"
-                     % (root, port, TIMEOUT_SECONDS, MAX_CONCURRENT, VERIFICATION_SECTION))
+                     % (root, os.path.join(work, "state", "ledger.sqlite3"), port, TIMEOUT_SECONDS, MAX_CONCURRENT,
+                        VERIFICATION_SECTION))
     log = open(os.path.join(work, "daemon.log"), "ab")
 
     def start():

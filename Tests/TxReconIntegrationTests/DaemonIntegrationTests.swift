@@ -13,6 +13,8 @@ final class DaemonFixture {
     let server: LoopbackHTTPServer
     let notify = NotifySocket()
     var layout: SpoolLayout { SpoolLayout(root: directory.path + "/spool") }
+    /// LedgerFile=: the test's own, never the machine's /var/lib/txrecon.
+    var ledgerPath: String { directory.path + "/state/ledger.sqlite3" }
     var configPath: String { directory.path + "/txrecon.conf" }
     private(set) var daemon: DaemonProcess?
 
@@ -39,8 +41,8 @@ final class DaemonFixture {
     }
 
     /// Writes the configuration: `extra` is appended (a key set again there
-    /// wins), then `verification`, last, so line numbers in `extra` stay
-    /// put; `delays` is `RetryDelays=`.
+    /// wins), then `verification`, so line numbers in `extra` stay put,
+    /// and last the test's own `LedgerFile=`; `delays` is `RetryDelays=`.
     func writeConfig(_ extra: String, url: String? = nil, delays: String = "1s 2s",
                      verification: String = DaemonFixture.sampleVerification()) throws {
         let text = """
@@ -57,6 +59,9 @@ final class DaemonFixture {
             \(extra)
 
             \(verification)
+
+            [Spool]
+            LedgerFile=\(ledgerPath)
             """
         _ = directory.write(text, to: "txrecon.conf")
     }

@@ -1,6 +1,7 @@
 // done/ cleanup after DoneRetention=, on real files; the scan is told what
 // time it is, so nothing waits for real.
 import Glibc
+import Synchronization
 import Testing
 @testable import TxRecon
 import TxReconTestSupport
@@ -28,6 +29,29 @@ import TxReconTestSupport
         reaper.reap(asOf: Timestamp.nowMilliseconds() + 7_200_000)
         #expect(names() == [])
         #expect(reaper.nextScanAt == nil)
+    }
+
+    /// The ledger is done/'s successor: a delivered snapshot the ledger has
+    /// not durably recorded stays, whatever its age, so that the ledger's
+    /// catch-up can still read it; superseded snapshots and failure records
+    /// are no confirmations and go at their time.
+    @Test func aDeliveryTheLedgerDoesNotDurablyHoldStaysPastTheRetention() throws {
+        _ = directory.write("x", to: "a")
+        _ = directory.write("x", to: "b.superseded-1-2")
+        _ = directory.write("x", to: "a.state")
+        let changed = try #require(try SystemCall.linkStatus(directory.path + "/a"))
+        let changedAt = Int64(changed.st_ctim.tv_sec) * 1000 + Int64(changed.st_ctim.tv_nsec) / 1_000_000
+        let watermark = Mutex<Int64>(changedAt - 1)
+        let reaper = DoneReaper(directory: directory.path, retention: .seconds(3600),
+                                durableThrough: { watermark.withLock { $0 } }, log: RecordingLogSink())
+        let later = Timestamp.nowMilliseconds() + 7_200_000
+        reaper.reap(asOf: later)
+        #expect(names() == ["a"], "past the retention, but moved into done/ after the ledger's watermark")
+        #expect(reaper.nextScanAt != nil, "looked at again later")
+        watermark.withLock { $0 = changedAt + 1 }
+        reaper.reap(asOf: later)
+        #expect(names() == [])
+        reaper.stop()
     }
 
     @Test func aDeliveryMadeBetweenTheLookAndTheRemovalStays() throws {

@@ -137,6 +137,7 @@ run_with_daemon() {
     cat > "$WORK/txrecon.conf" <<CONF
 [Spool]
 Directory=$WORK/spool
+LedgerFile=$WORK/state/ledger.sqlite3
 [Backend]
 URL=http://127.0.0.1:$port/transactions
 [Verification]

@@ -247,6 +247,7 @@ write_receiver_conf() {
   cat > "$WORK/txrecon.conf" <<EOF
 [Spool]
 Directory=$WORK/spool
+LedgerFile=$WORK/state/ledger.sqlite3
 
 [Backend]
 URL=http://127.0.0.1:9/unused

@@ -109,6 +109,16 @@ public struct SpoolSettings: Sendable, Equatable {
     /// `DoneRetention=`: how long delivered and superseded items stay in
     /// done/. Default 3 days; zero removes them at once.
     public var doneRetention: Duration = .seconds(3 * 86_400)
+    /// `LedgerFile=`: the ledger of what each destination confirmed (SQLite).
+    /// Default `/var/lib/txrecon/ledger.sqlite3` (systemd's StateDirectory=,
+    /// 0700): it holds appAccountTokens, personal data, and is derived from
+    /// done/, so it lives apart from the spool the producers' group opens.
+    public var ledgerFile = "/var/lib/txrecon/ledger.sqlite3"
+    /// `LedgerRetention=`: a key whose last confirmation is older is
+    /// forgotten. Default 2 years: longer than a yearly subscription's
+    /// whole life between two renewals and Apple's 180-day history, so a
+    /// stale snapshot of anything Apple can still send is recognised.
+    public var ledgerRetention: Duration = .seconds(730 * 86_400)
 
     public init() {}
 }

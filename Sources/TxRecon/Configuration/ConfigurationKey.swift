@@ -45,6 +45,8 @@ extension ConfigurationKey {
         ConfigurationKey("Spool", "MaxFileSize", \.spool.maxFileSize,
                          SettingValue.size(in: 1...(1 << 30), limits: "between 1 and 1G")),
         ConfigurationKey("Spool", "DoneRetention", \.spool.doneRetention, SettingValue.timeSpan),
+        ConfigurationKey("Spool", "LedgerFile", \.spool.ledgerFile, SettingValue.absolutePath),
+        ConfigurationKey("Spool", "LedgerRetention", \.spool.ledgerRetention, SettingValue.positiveTimeSpan),
 
         ConfigurationKey("Backend", "URL", \.backend.url, SettingValue.destinationURL),
         ConfigurationKey("Backend", "Timeout", \.backend.timeout, SettingValue.positiveTimeSpan),

@@ -15,6 +15,8 @@ public enum ConfigurationSummary {
             "Directory=\(spool.directory)",
             "MaxFileSize=\(spool.maxFileSize)",
             "DoneRetention=\(TimeSpan.format(spool.doneRetention))",
+            "LedgerFile=\(spool.ledgerFile)",
+            "LedgerRetention=\(TimeSpan.format(spool.ledgerRetention))",
         ]
         lines += deliveryLines(configuration, secrets: secrets, credential: BackendSecrets.tokenCredentialName)
         lines += verificationLines(configuration.verification, policy: verification)

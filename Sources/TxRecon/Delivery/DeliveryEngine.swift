@@ -118,6 +118,10 @@ package actor DeliveryEngine {
     private let publish: @Sendable (EngineStatus) -> Void
     private var settings: Settings
     private var transport: any Transport
+    /// The destination's name, as the ledger records it.
+    private let destination: String
+    /// Where confirmations go once their item is in done/ (the ledger).
+    private let ledger: (any ConfirmationRecorder)?
     /// What every attempt runs with; rebuilt when the configuration is.
     private var attemptContext: Attempt.Context
 
@@ -165,8 +169,11 @@ package actor DeliveryEngine {
     package init(spool: Spool, settings: Settings, transport: any Transport, prepare: @escaping RequestPreparer,
          clock: any EngineClock, log: any LogSink, executor: ThreadExecutor,
          buildDoneIndex: @escaping DoneIndexBuilder = DoneIndex.build(from:), redactor: SecretRedactor = SecretRedactor(),
+         destination: String = Destination.primaryName, ledger: (any ConfirmationRecorder)? = nil,
          publish: @escaping @Sendable (EngineStatus) -> Void) {
         self.executor = executor
+        self.destination = destination
+        self.ledger = ledger
         self.redactor = redactor
         self.buildDoneIndex = buildDoneIndex
         self.spool = spool
@@ -731,6 +738,8 @@ package actor DeliveryEngine {
             if entry.hasStateFile { untidied.add(key) }
             self.status.delivered += 1
             noteDelivered(key)
+            ledger?.record(destination: destination, item: item, attempt: attempt, confirmation: confirmation,
+                           at: clock.wallMilliseconds)
             events.delivered(key, kind: item.kind, version: item.version, attempt: attempt,
                              confirmation: confirmation, file: inbox)
             backendAnswered(requestSent: settlement.sentAt)

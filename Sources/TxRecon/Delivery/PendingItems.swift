@@ -144,7 +144,8 @@ struct PendingItems {
 
     /// The supersede rule: at most one pending snapshot per key, and only a
     /// newer one replaces it; an older or equal one (than the pending, the
-    /// held, or the last delivered still in done/) goes to done/ undelivered.
+    /// held, the last one the destination confirmed as the ledger remembers
+    /// it, or the last delivered still in done/) goes to done/ undelivered.
     /// A fresh key's file stays in new/ when `freshKeyWaitsInInbox`, else it
     /// is accepted into queue/. Caches a pending entry's version it had to
     /// look up; otherwise changes nothing until `apply`.
@@ -194,6 +195,9 @@ struct PendingItems {
             guard version > heldVersion else { return outdated }
             moves.append(.supersede(Superseded(location: .hold, key: key, version: heldVersion,
                                                kind: drop.item.kind, by: version)))
+        } else if let confirmed = drop.confirmed, version <= confirmed {
+            // Confirmed there before, however long ago (the ledger).
+            return Placement(moves: [.supersede(Superseded(drop, by: nil))], change: .none)
         } else if let delivered = try storedVersion(.done), version <= delivered {
             return outdated
         }

@@ -111,6 +111,7 @@ package struct RequestBuilder: Sendable {
         add("notificationType", fields.notificationType)
         add("subtype", fields.subtype)
         add("notificationUUID", fields.notificationUUID)
+        add("appTransactionId", fields.appTransactionId)
         add("purchaseDate", fields.purchaseDate)
         add("originalPurchaseDate", fields.originalPurchaseDate)
         add("expiresDate", fields.expiresDate)

@@ -20,6 +20,11 @@ struct TransactionPayload: Sendable {
     var signedDate: Int64
     /// When the App Store refunded or revoked the transaction, ms since 1970.
     var revocationDate: Int64?
+    /// A subscription's, ms since 1970.
+    var expiresDate: Int64?
+    var webOrderLineItemId: String?
+    /// Apple's one id per Apple Account that downloaded the app.
+    var appTransactionId: String?
 
     /// Reads `payload`; `subject` names it in messages, e.g.
     /// `the transaction in signedTransactionInfo (format 3)`.
@@ -33,6 +38,9 @@ struct TransactionPayload: Sendable {
         environment = try reader.string("environment")
         signedDate = try reader.requireMilliseconds("signedDate")
         revocationDate = try reader.milliseconds("revocationDate")
+        expiresDate = reader.informationalMilliseconds("expiresDate")
+        webOrderLineItemId = reader.informationalText("webOrderLineItemId")
+        appTransactionId = reader.informationalText("appTransactionId")
     }
 
     /// The snapshot's place among others of the same transaction; a
@@ -52,6 +60,9 @@ struct TransactionPayload: Sendable {
         fields.environment = environment
         fields.signedDate = signedDate
         fields.revocationDate = revocationDate
+        fields.expiresDate = expiresDate
+        fields.webOrderLineItemId = webOrderLineItemId
+        fields.appTransactionId = appTransactionId
     }
 }
 

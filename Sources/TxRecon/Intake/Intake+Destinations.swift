@@ -51,9 +51,13 @@ extension Intake {
     /// others. A copy an engine could not take stays there too.
     private func offer(_ copies: [[Drop]], failures: inout IntakeBacklog.Failures,
                        whenWaiting: @escaping @Sendable () -> Void) {
-        for (index, (route, drops)) in zip(routes, copies).enumerated() where !drops.isEmpty {
+        for (index, (route, copies)) in zip(routes, copies).enumerated() where !copies.isEmpty {
             guard !fullRoutes.withLock({ $0.contains(index) }) else { continue }
-            let engine = route.engine
+            var withConfirmed = copies
+            for drop in withConfirmed.indices {
+                withConfirmed[drop].confirmed = confirmedVersion(route.name, withConfirmed[drop].item.key)
+            }
+            let engine = route.engine, drops = withConfirmed
             let offered = waitFor { await engine.offer(drops, whenWaiting: whenWaiting) }
             for (name, error) in offered.refused {
                 log.write(LogEntry(.error, "\(route.spool.layout.relative(nil))/\(LogText.escaped(name)) not taken: "

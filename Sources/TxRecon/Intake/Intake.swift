@@ -73,6 +73,11 @@ final class Intake: Sendable {
     let events: ItemEvents
     let log: any LogSink
     let settings: Mutex<Settings>
+    /// The last version a destination (by name) confirmed for a key, as
+    /// the ledger remembers it; every drop handed to an engine carries its
+    /// destination's (Drop.confirmed), looked up here, on intake's thread,
+    /// so that the engine's thread never waits on the ledger's file.
+    let confirmedVersion: @Sendable (_ destination: String, _ key: ItemKey) -> ItemVersion?
     /// What Apple added that this release does not know, by name, as far
     /// as a warning was logged for it: one per name and process.
     private let reportedNovelties = Mutex<Set<AppleNovelty>>([])
@@ -82,8 +87,10 @@ final class Intake: Sendable {
                   watcher: watcher, settings: settings, log: log)
     }
 
-    init(spool: Spool, routes: [DeliveryRoute], watcher: InboxWatcher, settings: Settings, log: any LogSink) {
+    init(spool: Spool, routes: [DeliveryRoute], watcher: InboxWatcher, settings: Settings, log: any LogSink,
+         confirmedVersion: @escaping @Sendable (_ destination: String, _ key: ItemKey) -> ItemVersion? = { _, _ in nil }) {
         precondition(!routes.isEmpty && settings.matches.count == routes.count)
+        self.confirmedVersion = confirmedVersion
         self.spool = spool
         self.routes = routes
         self.watcher = watcher
@@ -446,6 +453,8 @@ final class Intake: Sendable {
             }
             return true
         }
+        let primary = routes[0].name
+        for index in drops.indices { drops[index].confirmed = confirmedVersion(primary, drops[index].item.key) }
         let engine = self.engine, taken = drops, count = rejected
         let offered = waitFor {
             if count > 0 { await engine.noteRejected(count: count) }

@@ -203,6 +203,9 @@ public struct ItemFields: Sendable, Equatable {
     public var notificationType: String?
     public var subtype: String?
     public var notificationUUID: String?
+    /// Apple's one id per Apple Account that downloaded the app (a
+    /// transaction's `appTransactionId`).
+    public var appTransactionId: String?
     // A receipt's in-app purchase (ms since 1970 for the dates).
     public var purchaseDate: Int64?
     public var originalPurchaseDate: Int64?

@@ -52,6 +52,24 @@ struct PayloadReader {
         return milliseconds
     }
 
+    /// The member `name` as text when it is a string or a number, else nil:
+    /// for members txrecon reads only to pass on (the ledger's identity,
+    /// the body's flat fields), which must never refuse genuine data for
+    /// a type Apple changed.
+    func informationalText(_ name: String) -> String? {
+        switch object[name] {
+        case let .string(text)?, let .number(text)?: text
+        default: nil
+        }
+    }
+
+    /// The date member `name` in milliseconds since 1970 when it is one,
+    /// else nil (see `informationalText`).
+    func informationalMilliseconds(_ name: String) -> Int64? {
+        guard case let .number(text)? = object[name] else { return nil }
+        return PayloadReader.milliseconds(text)
+    }
+
     /// The date member `name` in milliseconds since 1970, which must be present.
     func requireMilliseconds(_ name: String) throws(Rejection) -> Int64 {
         guard let milliseconds = try milliseconds(name) else { throw missing(name) }

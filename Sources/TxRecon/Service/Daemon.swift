@@ -95,13 +95,21 @@ public enum Daemon {
             log.write(LogEntry(.error, "\(error)"))
             return ExitStatus.failure
         }
+        let spools = deliveries.map { name, _ in
+            Spool(layout: fansOut ? layout.destination(name) : layout, keepsDone: configuration.spool.doneRetention > .zero)
+        }
+        let ledger = LedgerService(settings: LedgerService.Settings(
+            path: configuration.spool.ledgerFile, retention: configuration.spool.ledgerRetention,
+            destinations: zip(deliveries, spools).map { ($0.name, $1) },
+            reader: StoredItemReader(acceptEnvelopes: configuration.verification.acceptEnvelopes, policy: verification),
+            maximumFileSize: configuration.spool.maxFileSize), log: log)
         var destinations: [DeliveryDestination] = []
         for (index, ((name, settings), secret)) in zip(deliveries, secrets).enumerated() {
-            let spool = Spool(layout: fansOut ? layout.destination(name) : layout,
-                              keepsDone: configuration.spool.doneRetention > .zero)
+            let spool = spools[index]
             let destinationLog = DestinationLogSink(inner: log, name: name, namesMessages: fansOut)
             let reaper = spool.keepsDone
-                ? DoneReaper(directory: spool.layout.done, retention: configuration.spool.doneRetention, log: destinationLog)
+                ? DoneReaper(directory: spool.layout.done, retention: configuration.spool.doneRetention,
+                             durableThrough: { ledger.durableThrough }, log: destinationLog)
                 : nil
             let transport: any DestinationTransport
             do {
@@ -117,6 +125,7 @@ public enum Daemon {
                 transport: transport,
                 prepare: preparer(version: version, secrets: secret),
                 clock: SystemClock(), log: destinationLog, executor: executor, redactor: redactor,
+                destination: name, ledger: ledger,
                 publish: { status in
                     let all = board.record(status, at: index)
                     publisher.publish(all)
@@ -125,6 +134,12 @@ public enum Daemon {
                 })
             destinations.append(DeliveryDestination(name: name, spool: spool, transport: transport, engine: engine,
                                                     reaper: reaper))
+        }
+        do {
+            try ledger.start()
+        } catch {
+            log.write(LogEntry(.error, "\(error)"))
+            return ExitStatus.failure
         }
         for destination in destinations {
             do {
@@ -154,7 +169,8 @@ public enum Daemon {
             : destinations[0].spool.withFanOutInboxes(inboxesOnDisk)
         let intake = Intake(spool: intakeSpool,
                             routes: destinations.map { DeliveryRoute(name: $0.name, engine: $0.engine, spool: $0.spool) },
-                            watcher: watcher, settings: intakeSettings(configuration, verification: verification), log: log)
+                            watcher: watcher, settings: intakeSettings(configuration, verification: verification), log: log,
+                            confirmedVersion: { ledger.confirmedVersion(at: $0, of: $1) })
 
         let (signals, signalInput) = AsyncStream.makeStream(of: Signal.self)
         let allowFreeze = environment["TXRECON_TEST_FREEZE"] == "1"
@@ -234,6 +250,8 @@ public enum Daemon {
             destination.reaper?.stop()
             destination.transport.shutdown()
         }
+        // After the engines: every confirmation they reported is written.
+        ledger.stop()
         executor.shutdown()
         withExtendedLifetime(lock) {}
         log.write(LogEntry(.info, "stopped"))
@@ -302,6 +320,15 @@ public enum Daemon {
         if next.spool.doneRetention != current.spool.doneRetention {
             waiting.append("DoneRetention=")
             next.spool.doneRetention = current.spool.doneRetention
+        }
+        // The ledger's writer is made at start with both.
+        if next.spool.ledgerFile != current.spool.ledgerFile {
+            waiting.append("LedgerFile=")
+            next.spool.ledgerFile = current.spool.ledgerFile
+        }
+        if next.spool.ledgerRetention != current.spool.ledgerRetention {
+            waiting.append("LedgerRetention=")
+            next.spool.ledgerRetention = current.spool.ledgerRetention
         }
         if next.delivery.maxConcurrentDeliveries != current.delivery.maxConcurrentDeliveries {
             waiting.append("MaxConcurrentDeliveries=")

@@ -12,6 +12,12 @@
 // given to a file written since). One left aside (a crash, a failed put-back) is put back
 // by the next scan when done/KEY is free, removed otherwise. Failure
 // records and superseded snapshots are unlinked.
+//
+// A delivered snapshot is also the ledger's source (LedgerService): it is
+// removed only once it moved into done/ before the ledger's watermark,
+// `durableThrough`, so that whatever the ledger has not durably recorded
+// is still in done/ for its catch-up. While the ledger lags (or cannot be
+// written) such files stay, and the scan looks again later.
 // Reports: a warning when a file cannot be removed.
 import Dispatch
 import Glibc
@@ -27,6 +33,8 @@ final class DoneReaper: Sendable {
 
     private let directory: String
     private let retention: Int64
+    /// The ledger's watermark (ms since 1970); nil: no ledger to wait for.
+    private let durableThrough: (@Sendable () -> Int64)?
     private let log: any LogSink
     private let queue = DispatchQueue(label: "txrecon.done-reaper")
     private let state = Mutex(State())
@@ -35,9 +43,10 @@ final class DoneReaper: Sendable {
     /// one minute and one hour.
     var minimumInterval: Int64 { min(3_600_000, max(60_000, retention / 10)) }
 
-    init(directory: String, retention: Duration, log: any LogSink) {
+    init(directory: String, retention: Duration, durableThrough: (@Sendable () -> Int64)? = nil, log: any LogSink) {
         self.directory = directory
         self.retention = retention.milliseconds
+        self.durableThrough = durableThrough
         self.log = log
     }
 
@@ -79,6 +88,7 @@ final class DoneReaper: Sendable {
 
     private func reap(now: Int64 = Timestamp.nowMilliseconds()) {
         state.withLock { $0.lastScan = now }
+        let durable = durableThrough?() ?? .max
         var oldest: Int64?
         // Name by name as read, not a listing first: done/ holds every
         // delivery of the retention period, a million names or more.
@@ -93,8 +103,9 @@ final class DoneReaper: Sendable {
             // later of mtime and ctime (the move into done/).
             let changed = Int64(info.st_ctim.tv_sec) * 1000 + Int64(info.st_ctim.tv_nsec) / 1_000_000
             let finishedAt = max(modified, changed)
-            if finishedAt + retention <= now {
-                if name.contains(".") { removeRecord(name) } else { removeDelivery(name, judged: info) }
+            let isDelivery = !name.contains(".")
+            if finishedAt + retention <= now, !isDelivery || changed < durable {
+                if isDelivery { removeDelivery(name, judged: info) } else { removeRecord(name) }
             } else {
                 oldest = min(oldest ?? finishedAt, finishedAt)
             }

@@ -44,6 +44,8 @@ private let minimal = """
             Directory=/srv/spool
             MaxFileSize=512K
             DoneRetention=0
+            LedgerFile=/srv/state/ledger.sqlite3
+            LedgerRetention=400d
             [Backend]
             URL=http://[::1]:8080/in?source=txrecon
             Timeout=1min 30s
@@ -95,6 +97,8 @@ private let minimal = """
         #expect(configuration.spool.directory == "/srv/spool")
         #expect(configuration.spool.maxFileSize == 512 * 1024)
         #expect(configuration.spool.doneRetention == .zero)
+        #expect(configuration.spool.ledgerFile == "/srv/state/ledger.sqlite3")
+        #expect(configuration.spool.ledgerRetention == .seconds(400 * 86_400))
         #expect(configuration.backend.url == "http://[::1]:8080/in?source=txrecon")
         #expect(configuration.backend.timeout == .seconds(90))
         #expect(configuration.backend.bearerTokenFile == "/etc/txrecon/token")
@@ -214,7 +218,8 @@ private let minimal = """
         let files = ConfigurationFiles("[Spool]\nDirectory=/srv\nMaxSize=1M\n" + minimal)
         #expect(files.loadError() == ConfigurationError(
             file: files.path, line: 3, key: "Spool.MaxSize",
-            message: "unknown key; [Spool] accepts Directory=, MaxFileSize=, DoneRetention="))
+            message: "unknown key; [Spool] accepts Directory=, MaxFileSize=, DoneRetention=, LedgerFile=, "
+                + "LedgerRetention="))
     }
 
     @Test func aSecretWrittenWhereAKeyOrAPathGoesIsNotRepeated() {

@@ -1,0 +1,10 @@
+/* CSQLite: SQLite 3 (Debian's libsqlite3-dev) for Swift, for the ledger of
+ * what each destination confirmed. No logic lives here. */
+#ifndef TXRECON_CSQLITE_SHIM_H
+#define TXRECON_CSQLITE_SHIM_H
+#include <sqlite3.h>
+
+/* SQLITE_TRANSIENT is a cast of -1 to a function pointer, which Swift cannot
+ * import: SQLite copies the bound bytes before the call returns. */
+static inline void (*txrecon_sqlite_transient(void))(void *) { return SQLITE_TRANSIENT; }
+#endif

@@ -1,0 +1,85 @@
+// LedgerRecord: one destination's confirmation of one snapshot, as the
+// ledger keeps it: which version, when, on which attempt, under which
+// idempotency key, how the destination confirmed it, and the item's
+// identity as decoded and verified (what `txrecon history` searches by and
+// reconciliation with Apple reads). Values only; reports nothing.
+
+package struct LedgerRecord: Sendable, Equatable {
+    /// `backend` for `[Backend]`, else the destination's name.
+    package var destination: String
+    package var key: ItemKey
+    package var version: ItemVersion
+    /// When the destination confirmed it, ms since 1970.
+    package var confirmedAt: Int64
+    /// 1 for the first attempt.
+    package var attempt: Int
+    /// `Idempotency-Key` (`Nats-Msg-Id`) of that attempt.
+    package var idempotencyKey: String
+    /// `HTTP 204`, `stream ORDERS sequence 42`.
+    package var confirmation: String
+    package var kind: ItemKind
+    package var identity: Identity
+
+    /// What the item is about, as intake decoded and verified it; nil
+    /// where the item does not say (an envelope says nothing).
+    package struct Identity: Sendable, Equatable {
+        package var transactionId: String?
+        package var originalTransactionId: String?
+        /// Apple's one id per Apple Account that downloaded the app.
+        package var appTransactionId: String?
+        package var appAccountToken: String?
+        package var productId: String?
+        package var bundleId: String?
+        package var environment: String?
+        /// A subscription's, ms since 1970.
+        package var expiresDate: Int64?
+        package var webOrderLineItemId: String?
+        package var notificationType: String?
+        package var subtype: String?
+
+        init(transactionId: String? = nil, originalTransactionId: String? = nil, appTransactionId: String? = nil,
+             appAccountToken: String? = nil, productId: String? = nil, bundleId: String? = nil,
+             environment: String? = nil, expiresDate: Int64? = nil, webOrderLineItemId: String? = nil,
+             notificationType: String? = nil, subtype: String? = nil) {
+            self.transactionId = transactionId
+            self.originalTransactionId = originalTransactionId
+            self.appTransactionId = appTransactionId
+            self.appAccountToken = appAccountToken
+            self.productId = productId
+            self.bundleId = bundleId
+            self.environment = environment
+            self.expiresDate = expiresDate
+            self.webOrderLineItemId = webOrderLineItemId
+            self.notificationType = notificationType
+            self.subtype = subtype
+        }
+
+        init(_ fields: ItemFields) {
+            self.init(transactionId: fields.transactionId, originalTransactionId: fields.originalTransactionId,
+                      appTransactionId: fields.appTransactionId, appAccountToken: fields.appAccountToken,
+                      productId: fields.productId, bundleId: fields.bundleId, environment: fields.environment,
+                      expiresDate: fields.expiresDate, webOrderLineItemId: fields.webOrderLineItemId,
+                      notificationType: fields.notificationType, subtype: fields.subtype)
+        }
+    }
+
+    init(destination: String, key: ItemKey, version: ItemVersion, confirmedAt: Int64, attempt: Int,
+         idempotencyKey: String, confirmation: String, kind: ItemKind, identity: Identity) {
+        self.destination = destination
+        self.key = key
+        self.version = version
+        self.confirmedAt = confirmedAt
+        self.attempt = attempt
+        self.idempotencyKey = idempotencyKey
+        self.confirmation = confirmation
+        self.kind = kind
+        self.identity = identity
+    }
+
+    /// `item`'s confirmation by `destination` on attempt `attempt` at `at`.
+    init(destination: String, item: Item, attempt: Int, confirmation: Confirmation, at: Int64) {
+        self.init(destination: destination, key: item.key, version: item.version, confirmedAt: at, attempt: attempt,
+                  idempotencyKey: RequestBuilder.idempotencyKey(for: item), confirmation: confirmation.description,
+                  kind: item.kind, identity: Identity(item.fields))
+    }
+}

@@ -1,0 +1,444 @@
+// LedgerService: the daemon's ledger (Ledger, in SQLite): one thread that
+// writes what the engines report confirmed, in batches and off their
+// threads; a connection of its own for intake's supersede look-ups; the
+// catch-up from done/ at start; LedgerRetention=; and the watermark that
+// tells DoneReaper which delivered snapshots the ledger durably covers.
+//
+// The ordering (docs/crash-consistency.md, "The ledger"): an item is
+// finished by its rename into done/ (the commit point, as before); the
+// engine then hands its confirmation here, and the writer commits it
+// (synchronous=FULL) with the catch-up mark in the same transaction. A
+// crash loses at most the confirmations not yet committed, never claims
+// one: the next start reads the delivered snapshots in done/ changed since
+// the mark and records them. DoneReaper removes a delivered snapshot only
+// once it changed before `durableThrough`, so whatever the ledger lost is
+// still in done/ to be caught up.
+//
+// A ledger that cannot be opened, is locked by another process, or whose
+// disk is full costs its history, never a delivery: look-ups answer "not
+// known" (the supersede rule then reads done/ as before), confirmations
+// wait in memory up to `pendingLimit` (beyond, the oldest are let go: done/
+// still holds them, and the catch-up records them once the ledger is
+// back), and the writer tries again every `retryInterval`. A damaged file
+// is set aside and the ledger rebuilt from done/, losing only what is
+// older than DoneRetention=.
+// Reports: an error entry when the ledger fails or is rebuilt, a notice
+// when it is back; its path, rows, size and lag in `status`.
+import Dispatch
+import Glibc
+import Synchronization
+
+final class LedgerService: Sendable {
+    struct Settings: Sendable {
+        /// `LedgerFile=`.
+        var path: String
+        /// `LedgerRetention=`: a key whose last confirmation is older is forgotten.
+        var retention: Duration
+        /// Each destination's name and spool, for the catch-up from done/.
+        var destinations: [(name: String, spool: Spool)]
+        /// How done/'s files are read and verified (as the supersede rule reads them).
+        var reader: StoredItemReader
+        /// Items read from done/ larger than this are skipped (MaxFileSize=).
+        var maximumFileSize: Int
+    }
+
+    /// The ledger as status, check-config and the metrics show it.
+    struct Status: Sendable, Equatable {
+        var path: String
+        var rows: Int64?
+        var bytes: Int64?
+        /// How long the oldest confirmation not yet durable in the ledger
+        /// has waited, ms; 0 when every one is.
+        var lagMilliseconds: Int64 = 0
+        /// Confirmations waiting to be written.
+        var pending = 0
+        /// Why the ledger is not in use now; nil while it is.
+        var unavailable: String?
+        /// The start-up catch-up from done/ has not finished.
+        var catchingUp = false
+    }
+
+    /// How long a failed ledger waits before it is tried again.
+    static let retryInterval: Duration = .seconds(60)
+    /// done/ files changed this long before the catch-up mark are read
+    /// again at start: the wall clock may have been stepped back a little.
+    static let catchUpMargin: Int64 = 60_000
+    /// Confirmations kept in memory while the ledger cannot take them
+    /// (each holds its item); beyond, the oldest are let go, and done/,
+    /// which DoneReaper keeps until the watermark passes, is read for them.
+    static let pendingLimit = 10_000
+
+    private struct Waiting: Sendable {
+        var destination: String
+        var item: Item
+        var attempt: Int
+        var confirmation: Confirmation
+        var at: Int64
+    }
+
+    private struct State {
+        var pending: [Waiting] = []
+        /// The earliest confirmation let go unwritten (ms since 1970): the
+        /// marks stay before it, and a catch-up from done/ records it.
+        var lostSince: Int64?
+        var writerIdle = false
+        var stopping = false
+        var status: Status
+        /// Every delivered snapshot in done/ that changed before this (ms
+        /// since 1970) is durable in the ledger; 0 until the start-up
+        /// catch-up is done.
+        var durableThrough: Int64 = 0
+        /// When rows were last counted (the count scans an index).
+        var countedAt: Int64 = 0
+        var prunedAt: Int64 = 0
+    }
+
+    let settings: Settings
+    private let log: any LogSink
+    private let state: Mutex<State>
+    private let wake = DispatchSemaphore(value: 0)
+    private let finished = DispatchSemaphore(value: 0)
+    /// Callers of `flush`, woken after each round of the writer.
+    private let rounds = Mutex<[DispatchSemaphore]>([])
+    /// The connection intake's look-ups use; nil while the ledger is unavailable.
+    private let reader = Mutex<SQLiteLedger?>(nil)
+
+    init(settings: Settings, log: any LogSink) {
+        self.settings = settings
+        self.log = log
+        state = Mutex(State(status: Status(path: settings.path)))
+    }
+
+    /// Opens the ledger (rebuilding a damaged one), starts the writer,
+    /// which first catches up from done/. Returns at once: nothing here
+    /// holds up READY.
+    func start() throws(ThreadStartError) {
+        state.withLock { $0.status.catchingUp = true }
+        try DedicatedThread.start(name: "txrecon-ledger") { [self] in
+            run()
+            finished.signal()
+        }
+    }
+
+    /// Writes what is pending, then ends the writer (a clean stop leaves
+    /// nothing for the next start to catch up).
+    func stop() {
+        let running = state.withLock { state -> Bool in
+            guard !state.stopping else { return false }
+            state.stopping = true
+            return true
+        }
+        guard running else { return }
+        wake.signal()
+        finished.wait()
+    }
+
+    // MARK: For the engines and intake
+
+    /// `destination` confirmed `item` on `attempt` at `at` (ms since 1970),
+    /// and it is in done/. Never blocks: the writer takes it.
+    func record(destination: String, item: Item, attempt: Int, confirmation: Confirmation, at: Int64) {
+        let signal = state.withLock { state -> Bool in
+            if state.pending.count >= Self.pendingLimit {
+                let letGo = state.pending.prefix(state.pending.count / 10)
+                state.lostSince = min(state.lostSince ?? .max, letGo.map(\.at).min() ?? at)
+                state.pending.removeFirst(letGo.count)
+            }
+            state.pending.append(Waiting(destination: destination, item: item, attempt: attempt,
+                                         confirmation: confirmation, at: at))
+            guard state.writerIdle else { return false }
+            state.writerIdle = false
+            return true
+        }
+        if signal { wake.signal() }
+    }
+
+    /// The last version `destination` confirmed for `key`, as far as the
+    /// ledger knows; nil when it does not, or cannot say now.
+    func confirmedVersion(at destination: String, of key: ItemKey) -> ItemVersion? {
+        reader.withLock { ledger in
+            guard let current = ledger else { return nil }
+            do {
+                return try current.confirmedVersion(at: destination, of: key)
+            } catch {
+                // The writer notices too and reopens; until then, done/ answers.
+                ledger = nil
+                return nil
+            }
+        }
+    }
+
+    /// Returns once everything reported before the call is committed and
+    /// the start-up catch-up is done; at once while the ledger is
+    /// unavailable (there is nothing to wait for). For tests and `txrecon
+    /// show` right after a delivery; blocks the caller.
+    func flush() {
+        while true {
+            let done = state.withLock { state in
+                state.status.unavailable != nil || (state.pending.isEmpty && !state.status.catchingUp
+                                                    && state.writerIdle)
+            }
+            if done { return }
+            let round = DispatchSemaphore(value: 0)
+            rounds.withLock { $0.append(round) }
+            let signal = state.withLock { state -> Bool in
+                defer { state.writerIdle = false }
+                return state.writerIdle
+            }
+            if signal { wake.signal() }
+            round.wait()
+        }
+    }
+
+    /// Every delivered snapshot that changed in done/ before this (ms since
+    /// 1970) is durable in the ledger: DoneReaper may remove it.
+    var durableThrough: Int64 { state.withLock { $0.durableThrough } }
+
+    var status: Status { state.withLock { $0.status } }
+
+    // MARK: The writer
+
+    private func run() {
+        var ledger: SQLiteLedger?
+        while true {
+            if ledger == nil { ledger = open() }
+            if let current = ledger {
+                do {
+                    try catchUpIfNeeded(current)
+                    try writePending(current)
+                    try maintain(current)
+                } catch {
+                    fail(error)
+                    ledger = nil
+                }
+            }
+            endRound()
+            let (stop, nothingToDo) = state.withLock { state -> (Bool, Bool) in
+                (state.stopping, state.pending.isEmpty)
+            }
+            if stop, ledger == nil || nothingToDo { break }
+            if ledger == nil {
+                // Unavailable: try again after a while, or when stopping.
+                _ = wake.wait(timeout: .now() + .milliseconds(Int(Self.retryInterval.milliseconds)))
+                continue
+            }
+            let idle = state.withLock { state -> Bool in
+                guard state.pending.isEmpty, !state.stopping else { return false }
+                state.writerIdle = true
+                return true
+            }
+            if idle {
+                // A flush that found the writer busy waits for this.
+                endRound()
+                wake.wait()
+            }
+        }
+        reader.withLock { $0 = nil }
+        endRound()
+    }
+
+    /// Wakes the callers of `flush` waiting for the writer's round to end.
+    private func endRound() {
+        for waiter in rounds.withLock({ waiters in defer { waiters.removeAll() }; return waiters }) { waiter.signal() }
+    }
+
+    /// The ledger, opened or rebuilt; nil (and logged) when it cannot be.
+    private func open() -> SQLiteLedger? {
+        do {
+            let ledger = try openOrRebuild()
+            reader.withLock { $0 = try? SQLiteLedger(path: settings.path) }
+            let wasUnavailable = state.withLock { state -> String? in
+                defer { state.status.unavailable = nil }
+                return state.status.unavailable
+            }
+            if let reason = wasUnavailable {
+                log.write(LogEntry(.notice, "the ledger \(settings.path) is in use again (it was not: \(reason)); "
+                                   + "what was confirmed meanwhile is caught up from done/"))
+            }
+            try refreshStatus(ledger, force: true)
+            return ledger
+        } catch {
+            fail(error)
+            return nil
+        }
+    }
+
+    private func openOrRebuild() throws(LedgerError) -> SQLiteLedger {
+        do {
+            try makeDirectory()
+            return try SQLiteLedger(path: settings.path)
+        } catch where error.isCorruption {
+            let aside = settings.path + ".damaged-\(Timestamp.nowMilliseconds())"
+            rename(settings.path, aside)
+            unlink(settings.path + "-wal")
+            unlink(settings.path + "-shm")
+            log.write(LogEntry(.error, "the ledger \(settings.path) is damaged (\(error.message)); it was moved to "
+                               + "\(aside) and is rebuilt from done/: what each destination confirmed longer ago "
+                               + "than DoneRetention= is lost (txrecon history and show forget it, and a snapshot "
+                               + "older than one confirmed then is no longer recognised as such)"))
+            return try SQLiteLedger(path: settings.path)
+        }
+    }
+
+    /// The ledger's directory, made 0700 when missing (/var/lib/txrecon is
+    /// systemd's StateDirectory=; elsewhere the daemon makes it).
+    private func makeDirectory() throws(LedgerError) {
+        let directory = String(settings.path[..<(settings.path.lastIndex(of: "/") ?? settings.path.startIndex)])
+        guard !directory.isEmpty, access(directory, F_OK) != 0 else { return }
+        guard mkdir(directory, 0o700) == 0 || errno == EEXIST else {
+            throw LedgerError(operation: "create the directory of", path: settings.path, code: 0,
+                              message: String(cString: strerror(errno)))
+        }
+    }
+
+    private func fail(_ error: LedgerError) {
+        reader.withLock { $0 = nil }
+        let first = state.withLock { state -> Bool in
+            defer {
+                state.status.unavailable = error.message
+                // Whatever the engines report meanwhile is read from done/
+                // once the ledger is back.
+                state.status.catchingUp = true
+            }
+            return state.status.unavailable == nil
+        }
+        guard first else { return }
+        let what = error.isBusy ? "another process holds a lock on it (an open sqlite3 shell?)"
+            : error.isFull ? "its file system is full" : "\(error.message)"
+        log.write(LogEntry(.error, "the ledger \(settings.path) cannot be used: \(what). Delivery goes on: "
+                           + "confirmations wait in memory, done/ stays the record of deliveries (nothing is "
+                           + "removed from it that the ledger does not hold), and txrecon tries again every "
+                           + "\(Self.retryInterval.components.seconds) s",
+                           fields: [("TXRECON_REASON", error.message)]))
+    }
+
+    /// Takes what the engines reported and commits it with the new mark.
+    private func writePending(_ ledger: SQLiteLedger) throws(LedgerError) {
+        let (batch, lostSince) = state.withLock { state -> ([Waiting], Int64?) in
+            defer { state.pending.removeAll(keepingCapacity: true) }
+            return (state.pending, state.lostSince)
+        }
+        let now = Timestamp.nowMilliseconds()
+        guard !batch.isEmpty else {
+            state.withLock { state in
+                if lostSince == nil, !state.status.catchingUp {
+                    state.durableThrough = max(state.durableThrough, now - Self.catchUpMargin)
+                }
+                state.status.lagMilliseconds = 0
+                state.status.pending = 0
+            }
+            return
+        }
+        let records = batch.map { waiting in
+            LedgerRecord(destination: waiting.destination, item: waiting.item, attempt: waiting.attempt,
+                         confirmation: waiting.confirmation, at: waiting.at)
+        }
+        // What was reported before this batch was taken is in it; a
+        // confirmation reported later has its done/ rename later too. The
+        // margin covers the wall clock of the curl thread that renamed the
+        // file against the engine's that reported it.
+        let mark = min(batch.map(\.at).min() ?? now, lostSince ?? .max) - Self.catchUpMargin
+        do {
+            try ledger.record(records, replacingEqual: true)
+            if lostSince == nil { try ledger.setCatchUpMark(max(mark, try ledger.catchUpMark())) }
+        } catch {
+            // Put them back for the next try, in front of what came since.
+            state.withLock { state in state.pending.insert(contentsOf: batch, at: 0) }
+            throw error
+        }
+        state.withLock { state in
+            if lostSince == nil, !state.status.catchingUp { state.durableThrough = max(state.durableThrough, mark) }
+            state.status.pending = state.pending.count
+            state.status.lagMilliseconds = state.pending.first.map { max(0, Timestamp.nowMilliseconds() - $0.at) } ?? 0
+        }
+        try refreshStatus(ledger, force: false)
+    }
+
+    /// Rows and size for status: counted at most once a minute, and only
+    /// after a write (an idle daemon does no work for it).
+    private func refreshStatus(_ ledger: SQLiteLedger, force: Bool) throws(LedgerError) {
+        let now = Timestamp.nowMilliseconds()
+        guard force || state.withLock({ now - $0.countedAt >= 60_000 }) else { return }
+        let statistics = try ledger.statistics()
+        state.withLock { state in
+            state.countedAt = now
+            state.status.rows = statistics.rows
+            state.status.bytes = statistics.bytes
+        }
+    }
+
+    /// LedgerRetention=: at start, then at most once a day while written to.
+    private func maintain(_ ledger: SQLiteLedger) throws(LedgerError) {
+        let now = Timestamp.nowMilliseconds()
+        guard state.withLock({ now - $0.prunedAt >= 86_400_000 }) else { return }
+        let removed = try ledger.prune(confirmedBefore: now - settings.retention.milliseconds)
+        state.withLock { $0.prunedAt = now }
+        if removed > 0 {
+            log.write(LogEntry(.info, "the ledger forgot \(removed) key(s) last confirmed more than "
+                               + "\(TimeSpan.format(settings.retention)) ago (LedgerRetention=)"))
+            try refreshStatus(ledger, force: true)
+        }
+    }
+
+    // MARK: Catch-up
+
+    /// At the first successful open (and after the ledger was unavailable),
+    /// records every delivered snapshot in done/ changed since the mark.
+    private func catchUpIfNeeded(_ ledger: SQLiteLedger) throws(LedgerError) {
+        guard state.withLock({ $0.status.catchingUp || $0.lostSince != nil }) else { return }
+        let mark = try ledger.catchUpMark()
+        let startedAt = Timestamp.nowMilliseconds()
+        // What was let go before now is in done/ and read below.
+        state.withLock { $0.lostSince = nil }
+        var recorded = 0
+        for (name, spool) in settings.destinations {
+            recorded += try catchUp(ledger, destination: name, spool: spool, since: mark - Self.catchUpMargin)
+        }
+        // Everything in done/ that changed before the catch-up began is in.
+        try ledger.setCatchUpMark(max(mark, startedAt - Self.catchUpMargin))
+        state.withLock { state in
+            state.status.catchingUp = false
+            state.durableThrough = max(state.durableThrough, startedAt - Self.catchUpMargin)
+        }
+        if recorded > 0 {
+            log.write(LogEntry(mark == 0 ? .notice : .info, "the ledger caught up from done/: \(recorded) "
+                               + "delivered snapshot(s) recorded that it did not hold yet"
+                               + (mark == 0 ? " (a new or rebuilt ledger)" : " (confirmed just before the last stop)")))
+        }
+    }
+
+    /// Records `spool`'s delivered snapshots changed at or after `since`
+    /// (ms since 1970) for `destination`; returns how many.
+    private func catchUp(_ ledger: SQLiteLedger, destination: String, spool: Spool,
+                         since: Int64) throws(LedgerError) -> Int {
+        var batch: [LedgerRecord] = []
+        var recorded = 0
+        var failure: LedgerError?
+        let done = spool.layout.done
+        try? SystemCall.forEachName(in: done) { bytes in
+            guard failure == nil, !bytes.contains(UInt8(ascii: ".")),
+                  let name = String(validating: bytes, as: UTF8.self), let key = ItemKey(fileName: name),
+                  let info = try? SystemCall.linkStatus(done + "/" + name) else { return }
+            let changed = Int64(info.st_ctim.tv_sec) * 1000 + Int64(info.st_ctim.tv_nsec) / 1_000_000
+            guard changed >= since,
+                  let read = try? spool.read(.done, key, maximumSize: settings.maximumFileSize),
+                  let item = try? settings.reader.item(read, key: key) else { return }
+            batch.append(LedgerRecord(destination: destination, key: item.key, version: item.version,
+                                      confirmedAt: changed, attempt: 0,
+                                      idempotencyKey: RequestBuilder.idempotencyKey(for: item),
+                                      confirmation: "recorded from done/", kind: item.kind,
+                                      identity: LedgerRecord.Identity(item.fields)))
+            guard batch.count >= 1_000 else { return }
+            do throws(LedgerError) {
+                try ledger.record(batch, replacingEqual: false)
+                recorded += batch.count
+                batch.removeAll(keepingCapacity: true)
+            } catch {
+                failure = error
+            }
+        }
+        if let failure { throw failure }
+        try ledger.record(batch, replacingEqual: false)
+        return recorded + batch.count
+    }
+}

@@ -1,0 +1,187 @@
+// SQLiteDatabase: one connection to an SQLite database (Debian's libsqlite3),
+// as thin as the ledger needs: open with the pragmas it runs under, run
+// statements, prepared statements with typed binds and columns, and
+// transactions. No SQL of the ledger's own lives here (SQLiteLedger).
+//
+// A connection is used by one thread at a time (opened SQLITE_OPEN_NOMUTEX,
+// the library's multi-thread mode): not Sendable on purpose; whoever shares
+// one serialises its use. Failures are thrown as `LedgerError` with SQLite's
+// own message and the file's path; nothing is logged here.
+import CSQLite
+
+/// Why a ledger operation failed: what was done, SQLite's result code and
+/// message, and the database's path.
+package struct LedgerError: Error, Sendable, Equatable, CustomStringConvertible {
+    var operation: String
+    package var path: String
+    /// SQLite's (extended) result code; 0 for a failure of txrecon's own.
+    var code: Int32
+    var message: String
+
+    package var description: String { "\(operation) \(path): \(message)" }
+
+    /// The primary result code (SQLITE_BUSY, SQLITE_CORRUPT, …).
+    var primary: Int32 { code & 0xFF }
+
+    /// The file is not a database, or is damaged: rebuild it from done/.
+    var isCorruption: Bool { primary == SQLITE_CORRUPT || primary == SQLITE_NOTADB }
+    /// Another process holds a lock on it longer than the busy timeout.
+    var isBusy: Bool { primary == SQLITE_BUSY || primary == SQLITE_LOCKED }
+    /// The file system is full (or over quota): retry once there is room.
+    var isFull: Bool { primary == SQLITE_FULL }
+    /// The file could not be opened: missing (a reader never creates it)
+    /// or not permitted.
+    package var isUnopenable: Bool { primary == SQLITE_CANTOPEN || primary == SQLITE_PERM }
+}
+
+package final class SQLiteDatabase {
+    package enum Access: Sendable {
+        /// Created when missing (the daemon).
+        case readWriteCreate
+        /// Read only, never created (the command line while the daemon runs).
+        case readOnly
+    }
+
+    let path: String
+    private var handle: OpaquePointer?
+
+    /// Opens `path`. `busyTimeout`: how long a statement waits for another
+    /// connection's lock before failing with SQLITE_BUSY.
+    init(path: String, access: Access, busyTimeout: Duration = .seconds(5)) throws(LedgerError) {
+        self.path = path
+        var flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_PRIVATECACHE
+        switch access {
+        case .readWriteCreate: flags |= SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
+        case .readOnly: flags |= SQLITE_OPEN_READONLY
+        }
+        var opened: OpaquePointer?
+        let result = sqlite3_open_v2(path, &opened, flags, nil)
+        handle = opened
+        guard result == SQLITE_OK else {
+            let error = failure("open", result)
+            sqlite3_close_v2(opened)
+            handle = nil
+            throw error
+        }
+        sqlite3_extended_result_codes(opened, 1)
+        sqlite3_busy_timeout(opened, Int32(clamping: busyTimeout.milliseconds))
+    }
+
+    deinit {
+        // Statements are finalized by their owners first (they hold the
+        // database); close_v2 closes for good once the last one is.
+        sqlite3_close_v2(handle)
+    }
+
+    /// Runs `sql`, one or more statements without results.
+    func execute(_ sql: String) throws(LedgerError) {
+        var message: UnsafeMutablePointer<CChar>?
+        let result = sqlite3_exec(handle, sql, nil, nil, &message)
+        defer { sqlite3_free(message) }
+        guard result == SQLITE_OK else {
+            throw LedgerError(operation: "run SQL on", path: path, code: result,
+                              message: message.map { String(cString: $0) } ?? String(cString: sqlite3_errstr(result)))
+        }
+    }
+
+    /// The single integer a query such as `PRAGMA page_count` answers.
+    func integer(_ sql: String) throws(LedgerError) -> Int64 {
+        let statement = try prepare(sql)
+        guard try statement.step() else { return 0 }
+        return statement.int64(0)
+    }
+
+    func prepare(_ sql: String) throws(LedgerError) -> Statement {
+        var prepared: OpaquePointer?
+        let result = sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &prepared, nil)
+        guard result == SQLITE_OK, let prepared else { throw failure("prepare a statement for", result) }
+        return Statement(prepared, database: self)
+    }
+
+    /// Runs `body` in one transaction (BEGIN IMMEDIATE: the write lock is
+    /// taken at once, so a busy database fails here, not half-way through);
+    /// rolled back if it throws.
+    func transaction<T>(_ body: () throws(LedgerError) -> T) throws(LedgerError) -> T {
+        try execute("BEGIN IMMEDIATE")
+        do {
+            let value = try body()
+            try execute("COMMIT")
+            return value
+        } catch {
+            // ignored: the error that made us roll back is the one to report
+            _ = try? execute("ROLLBACK")
+            throw error
+        }
+    }
+
+    /// Rows changed by the last statement.
+    var changes: Int { Int(sqlite3_changes(handle)) }
+
+    fileprivate func failure(_ operation: String, _ result: Int32) -> LedgerError {
+        let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? String(cString: sqlite3_errstr(result))
+        return LedgerError(operation: operation, path: path, code: handle.map { sqlite3_extended_errcode($0) } ?? result,
+                           message: message)
+    }
+
+    /// A prepared statement; bind, step through its rows, reset to run it
+    /// again. Holds its database open.
+    final class Statement {
+        private let statement: OpaquePointer
+        private let database: SQLiteDatabase
+
+        fileprivate init(_ statement: OpaquePointer, database: SQLiteDatabase) {
+            self.statement = statement
+            self.database = database
+        }
+
+        deinit { sqlite3_finalize(statement) }
+
+        /// Parameters are numbered from 1, as SQLite numbers them.
+        func bind(_ index: Int32, _ value: Int64?) {
+            if let value { sqlite3_bind_int64(statement, index, value) } else { sqlite3_bind_null(statement, index) }
+        }
+
+        func bind(_ index: Int32, _ value: String?) {
+            guard let value else { sqlite3_bind_null(statement, index); return }
+            var text = value
+            text.withUTF8 { bytes in
+                _ = bytes.withMemoryRebound(to: CChar.self) {
+                    sqlite3_bind_text(statement, index, $0.baseAddress, Int32($0.count), txrecon_sqlite_transient())
+                }
+            }
+        }
+
+        /// Runs the statement to its next row; false when it is done.
+        func step() throws(LedgerError) -> Bool {
+            let result = sqlite3_step(statement)
+            switch result {
+            case SQLITE_ROW: return true
+            case SQLITE_DONE: return false
+            default: throw database.failure("query", result)
+            }
+        }
+
+        /// Runs a statement that returns no rows.
+        func run() throws(LedgerError) {
+            while try step() {}
+        }
+
+        /// Ready to run again; bindings are kept until set anew.
+        func reset() {
+            sqlite3_reset(statement)
+        }
+
+        /// Columns are numbered from 0, as SQLite numbers them.
+        func int64(_ column: Int32) -> Int64 { sqlite3_column_int64(statement, column) }
+
+        func optionalInt64(_ column: Int32) -> Int64? {
+            sqlite3_column_type(statement, column) == SQLITE_NULL ? nil : sqlite3_column_int64(statement, column)
+        }
+
+        func string(_ column: Int32) -> String? {
+            guard let text = sqlite3_column_text(statement, column) else { return nil }
+            let count = Int(sqlite3_column_bytes(statement, column))
+            return String(decoding: UnsafeBufferPointer(start: text, count: count), as: UTF8.self)
+        }
+    }
+}

@@ -1,0 +1,278 @@
+// SQLiteLedger: the Ledger in one SQLite file (WAL mode), the embedded
+// database every operator can open with `sqlite3`.
+//
+// One row per destination and key, the last version confirmed: a
+// WITHOUT ROWID table on (destination, key), so the supersede check is one
+// B-tree descent; partial indexes on the identities `txrecon history`
+// searches by (only rows that have them pay), and one on the confirmation
+// time for --since/--until and LedgerRetention=. Writes are upserts that
+// never move a key back to an older version. synchronous=FULL: a committed
+// batch is on disk when `record` returns, which is what lets DoneReaper
+// remove the done/ files it covers. The page cache is bounded
+// (`cacheKiB`), and memory-mapped I/O is off, so the daemon's RSS does not
+// grow with the ledger.
+//
+// A connection is used by one thread at a time. Reports: LedgerError.
+import Glibc
+
+package final class SQLiteLedger: Ledger {
+    /// The schema this release writes; an older file is migrated at open,
+    /// a newer one refused (a downgrade: the older release rebuilds its own).
+    static let schemaVersion: Int64 = 1
+    /// SQLite's page cache per connection, KiB.
+    static let cacheKiB = 8 * 1024
+
+    package let path: String
+    private let database: SQLiteDatabase
+    private var statements: [String: SQLiteDatabase.Statement] = [:]
+
+    /// Opens (creating it, mode 0600, when `access` allows) the ledger at
+    /// `path` and checks its schema.
+    package init(path: String, access: SQLiteDatabase.Access = .readWriteCreate) throws(LedgerError) {
+        self.path = path
+        if access == .readWriteCreate { try SQLiteLedger.createPrivately(path) }
+        database = try SQLiteDatabase(path: path, access: access)
+        try database.execute("PRAGMA cache_size = -\(SQLiteLedger.cacheKiB); PRAGMA mmap_size = 0;")
+        if access == .readWriteCreate {
+            try database.execute("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;")
+            try migrate()
+        } else {
+            let version = try database.integer("PRAGMA user_version")
+            guard version == SQLiteLedger.schemaVersion else {
+                throw LedgerError(operation: "read", path: path, code: 0,
+                                  message: "its schema is version \(version), this txrecon reads \(SQLiteLedger.schemaVersion)")
+            }
+        }
+    }
+
+    /// The file, created 0600 before SQLite opens it (SQLite would create
+    /// it with the process's umask): it holds appAccountTokens, personal
+    /// data no producer in group txrecon may read.
+    private static func createPrivately(_ path: String) throws(LedgerError) {
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard fd >= 0 else {
+            throw LedgerError(operation: "create", path: path, code: 0, message: String(cString: strerror(errno)))
+        }
+        close(fd)
+    }
+
+    private func migrate() throws(LedgerError) {
+        let version = try database.integer("PRAGMA user_version")
+        guard version <= SQLiteLedger.schemaVersion else {
+            throw LedgerError(operation: "open", path: path, code: 0,
+                              message: "its schema is version \(version), newer than this txrecon's "
+                                  + "\(SQLiteLedger.schemaVersion) (written by a later release)")
+        }
+        guard version < SQLiteLedger.schemaVersion else { return }
+        try database.transaction { () throws(LedgerError) in
+            try database.execute("""
+                CREATE TABLE IF NOT EXISTS confirmations (
+                    destination TEXT NOT NULL,
+                    key TEXT NOT NULL,
+                    version_primary INTEGER NOT NULL,
+                    version_revoked INTEGER NOT NULL,
+                    version_secondary INTEGER NOT NULL,
+                    confirmed_at INTEGER NOT NULL,
+                    attempt INTEGER NOT NULL,
+                    idempotency_key TEXT NOT NULL,
+                    confirmation TEXT NOT NULL,
+                    kind TEXT NOT NULL,
+                    transaction_id TEXT,
+                    original_transaction_id TEXT,
+                    app_transaction_id TEXT,
+                    app_account_token TEXT,
+                    product_id TEXT,
+                    bundle_id TEXT,
+                    environment TEXT,
+                    expires_date INTEGER,
+                    web_order_line_item_id TEXT,
+                    notification_type TEXT,
+                    subtype TEXT,
+                    PRIMARY KEY (destination, key)
+                ) WITHOUT ROWID;
+                CREATE INDEX IF NOT EXISTS confirmations_by_original_transaction
+                    ON confirmations (original_transaction_id) WHERE original_transaction_id IS NOT NULL;
+                CREATE INDEX IF NOT EXISTS confirmations_by_app_account_token
+                    ON confirmations (app_account_token) WHERE app_account_token IS NOT NULL;
+                CREATE INDEX IF NOT EXISTS confirmations_by_app_transaction
+                    ON confirmations (app_transaction_id) WHERE app_transaction_id IS NOT NULL;
+                CREATE INDEX IF NOT EXISTS confirmations_by_product
+                    ON confirmations (product_id, confirmed_at) WHERE product_id IS NOT NULL;
+                CREATE INDEX IF NOT EXISTS confirmations_by_time ON confirmations (confirmed_at);
+                CREATE TABLE IF NOT EXISTS marks (name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
+                PRAGMA user_version = \(SQLiteLedger.schemaVersion);
+                """)
+        }
+    }
+
+    /// The statement for `sql`, prepared once per connection.
+    private func statement(_ sql: String) throws(LedgerError) -> SQLiteDatabase.Statement {
+        if let prepared = statements[sql] {
+            prepared.reset()
+            return prepared
+        }
+        let prepared = try database.prepare(sql)
+        statements[sql] = prepared
+        return prepared
+    }
+
+    private static let columns = """
+        destination, key, version_primary, version_revoked, version_secondary, confirmed_at, attempt, \
+        idempotency_key, confirmation, kind, transaction_id, original_transaction_id, app_transaction_id, \
+        app_account_token, product_id, bundle_id, environment, expires_date, web_order_line_item_id, \
+        notification_type, subtype
+        """
+
+    func record(_ records: [LedgerRecord], replacingEqual: Bool = true) throws(LedgerError) {
+        guard !records.isEmpty else { return }
+        // An equal version replaces the row too: a replay's confirmation is
+        // the key's last, which LedgerRetention= counts from.
+        let upsert = try statement("""
+            INSERT INTO confirmations (\(SQLiteLedger.columns))
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)
+            ON CONFLICT (destination, key) DO UPDATE SET
+                version_primary = excluded.version_primary, version_revoked = excluded.version_revoked,
+                version_secondary = excluded.version_secondary, confirmed_at = excluded.confirmed_at,
+                attempt = excluded.attempt, idempotency_key = excluded.idempotency_key,
+                confirmation = excluded.confirmation, kind = excluded.kind,
+                transaction_id = excluded.transaction_id,
+                original_transaction_id = excluded.original_transaction_id,
+                app_transaction_id = excluded.app_transaction_id, app_account_token = excluded.app_account_token,
+                product_id = excluded.product_id, bundle_id = excluded.bundle_id,
+                environment = excluded.environment, expires_date = excluded.expires_date,
+                web_order_line_item_id = excluded.web_order_line_item_id,
+                notification_type = excluded.notification_type, subtype = excluded.subtype
+            WHERE (excluded.version_primary, excluded.version_revoked, excluded.version_secondary)
+                \(replacingEqual ? ">=" : ">") (version_primary, version_revoked, version_secondary)
+            """)
+        try database.transaction { () throws(LedgerError) in
+            for record in records {
+                upsert.reset()
+                upsert.bind(1, record.destination)
+                upsert.bind(2, record.key.rawValue)
+                upsert.bind(3, record.version.primary)
+                upsert.bind(4, record.version.revoked ? 1 : 0)
+                upsert.bind(5, record.version.secondary)
+                upsert.bind(6, record.confirmedAt)
+                upsert.bind(7, Int64(record.attempt))
+                upsert.bind(8, record.idempotencyKey)
+                upsert.bind(9, record.confirmation)
+                upsert.bind(10, record.kind.rawValue)
+                let identity = record.identity
+                upsert.bind(11, identity.transactionId)
+                upsert.bind(12, identity.originalTransactionId)
+                upsert.bind(13, identity.appTransactionId)
+                upsert.bind(14, identity.appAccountToken)
+                upsert.bind(15, identity.productId)
+                upsert.bind(16, identity.bundleId)
+                upsert.bind(17, identity.environment)
+                upsert.bind(18, identity.expiresDate)
+                upsert.bind(19, identity.webOrderLineItemId)
+                upsert.bind(20, identity.notificationType)
+                upsert.bind(21, identity.subtype)
+                try upsert.run()
+            }
+        }
+    }
+
+    func confirmedVersion(at destination: String, of key: ItemKey) throws(LedgerError) -> ItemVersion? {
+        let lookup = try statement("""
+            SELECT version_primary, version_revoked, version_secondary FROM confirmations
+            WHERE destination = ?1 AND key = ?2
+            """)
+        lookup.bind(1, destination)
+        lookup.bind(2, key.rawValue)
+        defer { lookup.reset() }
+        guard try lookup.step() else { return nil }
+        return ItemVersion(primary: lookup.int64(0), revoked: lookup.int64(1) != 0, secondary: lookup.int64(2))
+    }
+
+    package func records(of key: ItemKey) throws(LedgerError) -> [LedgerRecord] {
+        let query = try statement("SELECT \(SQLiteLedger.columns) FROM confirmations WHERE key = ?1 ORDER BY destination")
+        query.bind(1, key.rawValue)
+        return try rows(of: query)
+    }
+
+    package func history(_ query: LedgerQuery) throws(LedgerError) -> [LedgerRecord] {
+        // Each condition is there or always true, so that one statement (and
+        // the index its first present identity picks) serves every query.
+        let select = try statement("""
+            SELECT \(SQLiteLedger.columns) FROM confirmations
+            WHERE (?1 IS NULL OR original_transaction_id = ?1)
+              AND (?2 IS NULL OR app_account_token = ?2)
+              AND (?3 IS NULL OR app_transaction_id = ?3)
+              AND (?4 IS NULL OR product_id = ?4)
+              AND (?5 IS NULL OR destination = ?5)
+              AND (?6 IS NULL OR confirmed_at >= ?6)
+              AND (?7 IS NULL OR confirmed_at < ?7)
+            ORDER BY confirmed_at, destination, key
+            LIMIT ?8
+            """)
+        select.bind(1, query.originalTransactionId)
+        select.bind(2, query.appAccountToken)
+        select.bind(3, query.appTransactionId)
+        select.bind(4, query.productId)
+        select.bind(5, query.destination)
+        select.bind(6, query.since)
+        select.bind(7, query.until)
+        select.bind(8, Int64(query.limit))
+        return try rows(of: select)
+    }
+
+    private func rows(of query: SQLiteDatabase.Statement) throws(LedgerError) -> [LedgerRecord] {
+        defer { query.reset() }
+        var records: [LedgerRecord] = []
+        while try query.step() {
+            guard let destination = query.string(0), let key = query.string(1).flatMap({ ItemKey($0) }),
+                  let kind = query.string(9).flatMap(ItemKind.init(rawValue:)) else {
+                throw LedgerError(operation: "read", path: path, code: 0,
+                                  message: "a row holds a destination, key or kind this txrecon cannot read")
+            }
+            let identity = LedgerRecord.Identity(
+                transactionId: query.string(10), originalTransactionId: query.string(11),
+                appTransactionId: query.string(12), appAccountToken: query.string(13), productId: query.string(14),
+                bundleId: query.string(15), environment: query.string(16), expiresDate: query.optionalInt64(17),
+                webOrderLineItemId: query.string(18), notificationType: query.string(19), subtype: query.string(20))
+            records.append(LedgerRecord(
+                destination: destination, key: key,
+                version: ItemVersion(primary: query.int64(2), revoked: query.int64(3) != 0, secondary: query.int64(4)),
+                confirmedAt: query.int64(5), attempt: Int(query.int64(6)), idempotencyKey: query.string(7) ?? "",
+                confirmation: query.string(8) ?? "", kind: kind, identity: identity))
+        }
+        return records
+    }
+
+    func prune(confirmedBefore before: Int64) throws(LedgerError) -> Int {
+        let delete = try statement("DELETE FROM confirmations WHERE confirmed_at < ?1")
+        delete.bind(1, before)
+        try delete.run()
+        return database.changes
+    }
+
+    package func statistics() throws(LedgerError) -> LedgerStatistics {
+        let count = try statement("SELECT count(*) FROM confirmations")
+        defer { count.reset() }
+        let rows = try count.step() ? count.int64(0) : 0
+        var bytes: Int64 = 0
+        for file in [path, path + "-wal"] {
+            var info = stat()
+            if stat(file, &info) == 0 { bytes += Int64(info.st_size) }
+        }
+        return LedgerStatistics(rows: rows, bytes: bytes)
+    }
+
+    func catchUpMark() throws(LedgerError) -> Int64 {
+        let select = try statement("SELECT value FROM marks WHERE name = 'catch-up'")
+        defer { select.reset() }
+        return try select.step() ? select.int64(0) : 0
+    }
+
+    func setCatchUpMark(_ mark: Int64) throws(LedgerError) {
+        let upsert = try statement("""
+            INSERT INTO marks (name, value) VALUES ('catch-up', ?1)
+            ON CONFLICT (name) DO UPDATE SET value = excluded.value
+            """)
+        upsert.bind(1, mark)
+        try upsert.run()
+    }
+}

@@ -1,0 +1,112 @@
+// The built daemon with its ledger: the promises that broke once done/ was
+// reaped (issue "txrecon remembers"), each tried as a hostile app user
+// would: a pre-refund snapshot uploaded after the refund's done/ entry is
+// gone, an envelope version going back, a receipt uploaded again; and
+// `show` and `history` answering from the ledger after done/ is empty.
+// done/ is emptied by hand while the daemon is stopped, as DoneReaper
+// would after DoneRetention= (its own tests cover when it may).
+import Glibc
+import Testing
+@testable import TxRecon
+import TxReconTestSupport
+
+@Suite(.serialized, .timeLimit(.minutes(2)))
+struct LedgerIntegrationTests {
+    /// Apple's real REFUND notification and the same transaction's signed
+    /// snapshot from before the refund (its key 2000001032604840).
+    static func realSample(_ hash: String) throws -> String {
+        let sample = try #require(AppStoreSamples.real().first { $0.name.contains(hash) })
+        return String(decoding: sample.bytes, as: UTF8.self).trimmingASCIISpaces()
+    }
+
+    static let refunded = "2000001032604840"
+
+    /// Stops the daemon cleanly (the ledger is written), then empties done/
+    /// as the reaper would once DoneRetention= passed.
+    func forgetDone(_ fixture: DaemonFixture, _ daemon: DaemonProcess) async throws {
+        daemon.signal(SIGTERM)
+        #expect(await daemon.wait(timeout: .seconds(30)) == 0, "\(daemon.stderr)")
+        for name in fixture.names("done") { unlink(fixture.layout.done + "/" + name) }
+        #expect(fixture.names("done").isEmpty)
+    }
+
+    @Test func aPreRefundSnapshotUploadedAfterTheRefundsDoneEntryIsGoneIsNotDelivered() async throws {
+        let fixture = try DaemonFixture()
+        try fixture.writeConfig("")
+        let first = try await fixture.start()
+        try fixture.drop(try Self.realSample("663e2eaa9570"), name: "refund")   // the REFUND notification
+        try fixture.drop(fixture.envelope("order-5", version: 5), name: "order-v5")
+        #expect(await fixture.eventually { fixture.server.requests.count == 2 }, "\(first.stderr)")
+        try await forgetDone(fixture, first)
+
+        let second = try await fixture.start()
+        // The app still holds the purchase's snapshot from before the refund.
+        try fixture.drop(try Self.realSample("38359170a7fc"), name: "pre-refund")
+        try fixture.drop(fixture.envelope("order-5", version: 3), name: "order-v3")
+        #expect(await fixture.eventually {
+            fixture.names("done").filter { $0.contains(".superseded-") }.count == 2
+        }, "\(fixture.names("done")) \(second.stderr)")
+        #expect(fixture.server.requests.count == 2, "neither went out again")
+        #expect(second.stderr.contains("\(Self.refunded): version 1760591941117 superseded"))
+        // A newer version still goes out.
+        try fixture.drop(fixture.envelope("order-5", version: 6), name: "order-v6")
+        #expect(await fixture.eventually { fixture.server.requests.count == 3 })
+    }
+
+    @Test func showAndHistoryAnswerFromTheLedgerAfterDoneIsEmpty() async throws {
+        let fixture = try DaemonFixture()
+        try fixture.writeConfig("")
+        let daemon = try await fixture.start()
+        try fixture.drop(try Self.realSample("663e2eaa9570"), name: "refund")
+        // The same customer's other subscription (another product).
+        try fixture.drop(try Self.realSample("fba03562bf71"), name: "other-product")
+        #expect(await fixture.eventually { fixture.server.requests.count == 2 })
+        try await forgetDone(fixture, daemon)
+
+        let show = try await fixture.cli(["show", Self.refunded])
+        #expect(show.status == 0, "\(show.stderr)")
+        #expect(show.stdout.contains("confirmed:  backend version 1760592122788r.1760592122788 at "))
+        #expect(show.stdout.contains("attempt 1, HTTP 200, Idempotency-Key \(Self.refunded):1760592122788r.1760592122788"))
+
+        let history = try await fixture.cli(["history", "--product-id", "com.getsession.org.pro_sub", "--json"])
+        #expect(history.status == 0, "\(history.stderr)")
+        let rows = try #require(try JSONValue.parse(Array(history.stdout.utf8)).arrayValue)
+        #expect(rows.count == 1, "one product's: \(history.stdout)")
+        let refund = try #require(rows.first)
+        #expect(refund["id"]?.stringValue == Self.refunded && refund["notificationType"]?.stringValue == "REFUND")
+        #expect(refund["versionToken"]?.stringValue == "1760592122788r.1760592122788")
+        let originalId = try #require(refund["originalTransactionId"]?.stringValue)
+        let customer = try await fixture.cli(["history", "--original-transaction-id", originalId])
+        let lines = customer.stdout.split(separator: "\n")
+        #expect(customer.status == 0 && lines.count == 2, "the customer's whole history: \(customer.stdout)")
+        #expect(lines.contains { $0.contains("REFUND") && $0.contains("attempt 1 HTTP 200") })
+        let none = try await fixture.cli(["history", "--app-account-token", "00000000-0000-0000-0000-000000000000"])
+        #expect(none.status == 0 && none.stdout.isEmpty && none.stderr.contains("no confirmation matches"))
+    }
+
+    @Test func aReceiptUploadedAgainAfterDoneForgotItDeliversNothing() async throws {
+        let fixture = try DaemonFixture()
+        try fixture.writeConfig("", verification: """
+            [Verification]
+            BundleID=dev.bonzer.weeka.app
+            Environment=Production Sandbox
+            AppAppleID=1234567890
+            RootCertificateFile=\(DaemonIntegrationTests.repositoryRoot)/Config/AppleRootCA-G3.cer
+            ReceiptRootCertificateFile=\(ReceiptSamples.shippedRoot)
+            """)
+        let upload = JSONValue.object([("receipt", .string(ReceiptSamples.base64(ReceiptIntegrationTests.real)))])
+            .serializedString
+        let first = try await fixture.start()
+        try fixture.drop(upload)
+        #expect(await fixture.eventually { fixture.server.requests.count == ReceiptIntegrationTests.purchases.count })
+        try await forgetDone(fixture, first)
+
+        let second = try await fixture.start()
+        try fixture.drop(upload)
+        #expect(await fixture.eventually {
+            fixture.names("done").filter { $0.contains(".superseded-") }.count == ReceiptIntegrationTests.purchases.count
+        }, "\(fixture.names("done")) \(second.stderr)")
+        #expect(fixture.server.requests.count == ReceiptIntegrationTests.purchases.count,
+                "no purchase is credited twice")
+    }
+}

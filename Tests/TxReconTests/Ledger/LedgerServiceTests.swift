@@ -1,0 +1,123 @@
+// The daemon's ledger service on a temporary spool: confirmations written
+// off the caller's thread, the catch-up from done/ at start (which never
+// takes a real confirmation's place), the rebuild of a damaged ledger, a
+// ledger that cannot be opened (delivery's side goes on), and the
+// watermark DoneReaper waits for.
+import Glibc
+import Testing
+import TxReconTestSupport
+@testable import TxRecon
+
+@Suite struct LedgerServiceTests {
+    let directory = TemporaryDirectory("txrecon-ledger-service")
+    let layout: SpoolLayout
+    let spool: Spool
+    let log = RecordingLogSink()
+
+    init() throws {
+        layout = SpoolLayout(root: directory.path + "/spool")
+        try layout.createMissingDirectories()
+        spool = Spool(layout: layout)
+    }
+
+    func service(path: String? = nil, retention: Duration = .seconds(2 * 365 * 86_400)) -> LedgerService {
+        LedgerService(settings: LedgerService.Settings(
+            path: path ?? directory.path + "/state/ledger.sqlite3", retention: retention,
+            destinations: [(Destination.primaryName, spool)],
+            reader: StoredItemReader(acceptEnvelopes: true, policy: nil), maximumFileSize: 1 << 20), log: log)
+    }
+
+    static func envelope(_ id: String, version: Int64) -> Item {
+        Item(key: ItemKey(id)!, version: ItemVersion(primary: version), kind: .envelope, payload: .object([]))
+    }
+
+    /// done/KEY as a delivery leaves it: the envelope's file.
+    func delivered(_ id: String, version: Int64) {
+        _ = directory.write(#"{"id":"\#(id)","version":\#(version),"payload":{}}"#, to: "spool/done/" + id)
+    }
+
+    @Test func aConfirmationIsWrittenOffTheCallersThreadAndLookedUp() throws {
+        let ledger = service()
+        try ledger.start()
+        defer { ledger.stop() }
+        ledger.record(destination: "backend", item: Self.envelope("k1", version: 3), attempt: 2,
+                      confirmation: .http(status: 204), at: Timestamp.nowMilliseconds())
+        ledger.flush()
+        #expect(ledger.confirmedVersion(at: "backend", of: ItemKey("k1")!) == ItemVersion(primary: 3))
+        #expect(ledger.confirmedVersion(at: "analytics", of: ItemKey("k1")!) == nil)
+        let status = ledger.status
+        #expect(status.unavailable == nil && !status.catchingUp && status.lagMilliseconds == 0 && status.pending == 0)
+        #expect(ledger.durableThrough > 0, "the reaper may remove what the ledger holds")
+    }
+
+    @Test func theStartCatchesUpFromDoneWhatTheLedgerLostWithoutOverwritingWhatItHeld() throws {
+        do {
+            let first = service()
+            try first.start()
+            first.record(destination: "backend", item: Self.envelope("known", version: 5), attempt: 3,
+                         confirmation: .http(status: 200), at: Timestamp.nowMilliseconds())
+            first.flush()
+            first.stop()
+        }
+        // Delivered just before a crash took the confirmations still in memory.
+        delivered("known", version: 5)
+        delivered("lost", version: 7)
+        let second = service()
+        try second.start()
+        defer { second.stop() }
+        second.flush()
+        #expect(second.confirmedVersion(at: "backend", of: ItemKey("lost")!) == ItemVersion(primary: 7))
+        let reader = try SQLiteLedger(path: directory.path + "/state/ledger.sqlite3", access: .readOnly)
+        let known = try #require(try reader.records(of: ItemKey("known")!).first)
+        #expect(known.attempt == 3 && known.confirmation == "HTTP 200", "the engine's report stays, richer than done/'s")
+        let lost = try #require(try reader.records(of: ItemKey("lost")!).first)
+        #expect(lost.confirmation == "recorded from done/" && lost.attempt == 0)
+    }
+
+    @Test func aDamagedLedgerIsSetAsideAndRebuiltFromDoneWithAnError() throws {
+        _ = directory.write(String(repeating: "damaged ", count: 1024), to: "state/ledger.sqlite3")
+        delivered("k", version: 9)
+        let ledger = service()
+        try ledger.start()
+        defer { ledger.stop() }
+        ledger.flush()
+        #expect(ledger.confirmedVersion(at: "backend", of: ItemKey("k")!) == ItemVersion(primary: 9))
+        #expect(log.entries.contains { $0.priority == .error && $0.message.contains("is damaged") })
+        let names = (try? SystemCall.listDirectory(directory.path + "/state")) ?? []
+        #expect(names.contains { $0.hasPrefix("ledger.sqlite3.damaged-") }, "kept for a person to look at: \(names)")
+    }
+
+    @Test func aLedgerThatCannotBeOpenedCostsItsHistoryNeverADelivery() throws {
+        // Its directory is a file: nothing can be created there.
+        let blocked = directory.write("a file", to: "blocked")
+        let ledger = service(path: blocked + "/ledger.sqlite3")
+        try ledger.start()
+        defer { ledger.stop() }
+        ledger.record(destination: "backend", item: Self.envelope("k", version: 1), attempt: 1,
+                      confirmation: .http(status: 200), at: Timestamp.nowMilliseconds())
+        ledger.flush()
+        #expect(ledger.confirmedVersion(at: "backend", of: ItemKey("k")!) == nil, "not known: done/ answers")
+        #expect(ledger.status.unavailable != nil)
+        #expect(ledger.durableThrough == 0, "the reaper removes no delivered snapshot the ledger does not hold")
+        #expect(log.entries.filter { $0.priority == .error && $0.message.contains("cannot be used") }.count == 1)
+    }
+
+    @Test func keysLastConfirmedBeforeTheRetentionAreForgottenAtStart() throws {
+        do {
+            let first = service()
+            try first.start()
+            first.record(destination: "backend", item: Self.envelope("old", version: 1), attempt: 1,
+                         confirmation: .http(status: 200), at: Timestamp.nowMilliseconds() - 10 * 86_400_000)
+            first.record(destination: "backend", item: Self.envelope("new", version: 1), attempt: 1,
+                         confirmation: .http(status: 200), at: Timestamp.nowMilliseconds())
+            first.flush()
+            first.stop()
+        }
+        let second = service(retention: .seconds(86_400))
+        try second.start()
+        defer { second.stop() }
+        second.flush()
+        #expect(second.confirmedVersion(at: "backend", of: ItemKey("old")!) == nil)
+        #expect(second.confirmedVersion(at: "backend", of: ItemKey("new")!) == ItemVersion(primary: 1))
+    }
+}

@@ -1,0 +1,134 @@
+// The ledger in SQLite: what it keeps per destination and key, that no
+// confirmation moves a key back, the queries `txrecon history` makes, the
+// retention, and how it fails (a damaged file, a newer schema, a reader
+// that must not create).
+import Glibc
+import Testing
+import TxReconTestSupport
+@testable import TxRecon
+
+@Suite struct SQLiteLedgerTests {
+    let directory = TemporaryDirectory("txrecon-ledger")
+    var path: String { directory.path + "/ledger.sqlite3" }
+
+    static func record(_ key: String, version: Int64, destination: String = "backend", at: Int64 = 1_800_000_000_000,
+                       revoked: Bool = false, original: String? = "1000", token: String? = nil,
+                       product: String? = "com.example.monthly") -> LedgerRecord {
+        LedgerRecord(destination: destination, key: ItemKey(key)!,
+                     version: ItemVersion(primary: version, revoked: revoked), confirmedAt: at, attempt: 2,
+                     idempotencyKey: "\(key):\(version)", confirmation: "HTTP 200", kind: .transaction,
+                     identity: LedgerRecord.Identity(transactionId: key, originalTransactionId: original,
+                                                     appTransactionId: "7001", appAccountToken: token,
+                                                     productId: product, bundleId: "com.example.app",
+                                                     environment: "Sandbox", expiresDate: 1_800_000_600_000,
+                                                     webOrderLineItemId: "9001"))
+    }
+
+    @Test func aRecordedConfirmationIsFoundWithEverythingItSaid() throws {
+        let ledger = try SQLiteLedger(path: path)
+        let record = Self.record("2000000001", version: 10, token: "b1c2")
+        try ledger.record([record])
+        #expect(try ledger.confirmedVersion(at: "backend", of: ItemKey("2000000001")!) == ItemVersion(primary: 10))
+        #expect(try ledger.confirmedVersion(at: "analytics", of: ItemKey("2000000001")!) == nil, "per destination")
+        #expect(try ledger.confirmedVersion(at: "backend", of: ItemKey("2000000002")!) == nil)
+        #expect(try ledger.records(of: ItemKey("2000000001")!) == [record])
+    }
+
+    @Test func aConfirmationNeverMovesAKeyBackToAnOlderVersion() throws {
+        let ledger = try SQLiteLedger(path: path)
+        try ledger.record([Self.record("k", version: 20, revoked: true)])
+        try ledger.record([Self.record("k", version: 20), Self.record("k", version: 5)])
+        #expect(try ledger.confirmedVersion(at: "backend", of: ItemKey("k")!) == ItemVersion(primary: 20, revoked: true),
+                "a refund (revoked) stays newer than the purchase snapshot of the same signedDate")
+        try ledger.record([Self.record("k", version: 21)])
+        #expect(try ledger.confirmedVersion(at: "backend", of: ItemKey("k")!) == ItemVersion(primary: 21))
+    }
+
+    @Test func anEqualVersionConfirmedAgainIsTheKeysLastConfirmation() throws {
+        let ledger = try SQLiteLedger(path: path)
+        try ledger.record([Self.record("k", version: 20, at: 1_000)])
+        try ledger.record([Self.record("k", version: 20, at: 9_000)])
+        #expect(try ledger.records(of: ItemKey("k")!).map(\.confirmedAt) == [9_000], "a replay counts for retention")
+    }
+
+    @Test func historyFindsACustomerByEachIdentityAndWindow() throws {
+        let ledger = try SQLiteLedger(path: path)
+        try ledger.record([
+            Self.record("a1", version: 1, at: 1_000, original: "A", token: "tok-a"),
+            Self.record("a2", version: 1, at: 2_000, original: "A", token: "tok-a", product: "com.example.yearly"),
+            Self.record("a2", version: 1, destination: "analytics", at: 2_500, original: "A", token: "tok-a",
+                        product: "com.example.yearly"),
+            Self.record("b1", version: 1, at: 3_000, original: "B", token: nil),
+        ])
+        func keys(_ query: LedgerQuery) throws -> [String] {
+            try ledger.history(query).map { "\($0.destination)/\($0.key.rawValue)" }
+        }
+        #expect(try keys(LedgerQuery(originalTransactionId: "A")) == ["backend/a1", "backend/a2", "analytics/a2"])
+        #expect(try keys(LedgerQuery(appAccountToken: "tok-a", destination: "backend")) == ["backend/a1", "backend/a2"])
+        #expect(try keys(LedgerQuery(productId: "com.example.yearly")) == ["backend/a2", "analytics/a2"])
+        #expect(try keys(LedgerQuery(appTransactionId: "7001", since: 2_000, until: 3_000))
+                == ["backend/a2", "analytics/a2"])
+        #expect(try keys(LedgerQuery(limit: 2)) == ["backend/a1", "backend/a2"])
+        #expect(try keys(LedgerQuery(originalTransactionId: "nobody")).isEmpty)
+    }
+
+    @Test func pruningForgetsKeysLastConfirmedBeforeTheCutOff() throws {
+        let ledger = try SQLiteLedger(path: path)
+        try ledger.record([Self.record("old", version: 1, at: 1_000), Self.record("new", version: 1, at: 5_000)])
+        #expect(try ledger.prune(confirmedBefore: 5_000) == 1)
+        #expect(try ledger.confirmedVersion(at: "backend", of: ItemKey("old")!) == nil)
+        #expect(try ledger.statistics().rows == 1)
+    }
+
+    @Test func theFileIsMadeReadableByItsOwnerAloneAndSurvivesAReopen() throws {
+        do {
+            let ledger = try SQLiteLedger(path: path)
+            try ledger.record([Self.record("k", version: 3)])
+            try ledger.setCatchUpMark(42)
+        }
+        var info = stat()
+        #expect(stat(path, &info) == 0)
+        #expect(info.st_mode & 0o777 == 0o600, "it holds appAccountTokens: no producer in group txrecon reads it")
+        let reopened = try SQLiteLedger(path: path)
+        #expect(try reopened.confirmedVersion(at: "backend", of: ItemKey("k")!) == ItemVersion(primary: 3))
+        #expect(try reopened.catchUpMark() == 42)
+        #expect(try reopened.statistics().bytes > 0)
+    }
+
+    @Test func aReaderNeverCreatesTheLedger() {
+        #expect(throws: LedgerError.self) { try SQLiteLedger(path: path, access: .readOnly) }
+        #expect(access(path, F_OK) != 0)
+    }
+
+    @Test func aReaderSeesWhatTheWriterCommitted() throws {
+        let writer = try SQLiteLedger(path: path)
+        try writer.record([Self.record("k", version: 3)])
+        let reader = try SQLiteLedger(path: path, access: .readOnly)
+        #expect(try reader.records(of: ItemKey("k")!).count == 1)
+        try writer.record([Self.record("k", version: 4)])
+        #expect(try reader.confirmedVersion(at: "backend", of: ItemKey("k")!) == ItemVersion(primary: 4))
+    }
+
+    @Test func aFileThatIsNoDatabaseIsReportedAsCorruption() throws {
+        _ = directory.write(String(repeating: "not a database, ", count: 512), to: "ledger.sqlite3")
+        do {
+            _ = try SQLiteLedger(path: path)
+            Issue.record("opened a file that is no database")
+        } catch {
+            #expect(error.isCorruption, "\(error)")
+        }
+    }
+
+    @Test func aLedgerOfANewerSchemaIsRefusedNotRewritten() throws {
+        do {
+            let database = try SQLiteDatabase(path: path, access: .readWriteCreate)
+            try database.execute("PRAGMA user_version = 99")
+        }
+        do {
+            _ = try SQLiteLedger(path: path)
+            Issue.record("opened a ledger of a later release")
+        } catch {
+            #expect(error.message.contains("newer"), "\(error)")
+        }
+    }
+}
