@@ -33,6 +33,7 @@ enum CheckConfigCommand: Command {
                                                    destinationSecrets: destinationSecrets) {
                 printLine("  " + line)
             }
+            printLine("  ledger: " + Self.ledger(configuration.spool.ledgerFile))
             var warnings = ConfigurationWarnings.daemon(configuration, secrets: secrets)
                 + ConfigurationWarnings.sweep(configuration.sweep)
             for (destination, secrets) in zip(configuration.destinations, destinationSecrets) {
@@ -45,6 +46,18 @@ enum CheckConfigCommand: Command {
         } catch {
             printError("txrecon: configuration error: \(error)")
             return ConfigurationError.exitStatus
+        }
+    }
+
+    /// The ledger's size and rows, or why they cannot be told here (the
+    /// ledger is readable by root and the txrecon user only, and a new
+    /// installation has none until the daemon's first start).
+    private static func ledger(_ path: String) -> String {
+        do {
+            let statistics = try SQLiteLedger(path: path, access: .readOnly).statistics()
+            return "\(statistics.rows) rows, \(statistics.bytes) bytes"
+        } catch {
+            return "not read: \(error)" + Format.ledgerHint(error)
         }
     }
 }

@@ -213,6 +213,29 @@ enum Format {
         return .object(members)
     }
 
+    /// "/var/lib/txrecon/ledger.sqlite3: 1,204 rows, 0.4 MiB, up to date",
+    /// as the running daemon last wrote it, else the path alone.
+    static func ledger(_ state: SpoolInspector.DaemonState, path: String) -> String {
+        guard case let .running(document?) = state, let ledger = document["ledger"] else {
+            return path + " (the daemon's figures when it runs)"
+        }
+        if let unavailable = ledger["unavailable"]?.stringValue { return path + ": not in use: " + unavailable }
+        var parts: [String] = []
+        if let rows = ledger["rows"]?.int64Value { parts.append("\(rows) rows") }
+        if let bytes = ledger["bytes"]?.int64Value {
+            // One decimal, without Foundation's formatting.
+            let tenths = (bytes * 10 + 524_288) / 1_048_576
+            parts.append("\(tenths / 10).\(tenths % 10) MiB")
+        }
+        let lag = ledger["lagMilliseconds"]?.int64Value ?? 0
+        if ledger["catchingUp"] == .bool(true) {
+            parts.append("catching up from done/")
+        } else {
+            parts.append(lag > 0 ? "\(age(milliseconds: lag)) behind" : "up to date")
+        }
+        return path + ": " + parts.joined(separator: ", ")
+    }
+
     /// What to do about a ledger that cannot be read.
     static func ledgerHint(_ error: LedgerError) -> String {
         guard error.isUnopenable else { return "" }

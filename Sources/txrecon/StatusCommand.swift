@@ -59,6 +59,7 @@ enum StatusCommand: Command {
                 }
                 if let oldest { printLine("oldest queued item: \(Format.age(milliseconds: now - oldest)) old") }
                 printLine("daemon:   " + Format.daemon(daemon, now: now))
+                printLine("ledger:   " + Format.ledger(daemon, path: configuration.spool.ledgerFile))
                 if let sweep = LastSweep.read(inspector.layout) { printLine("sweep:    \(Format.sweep(sweep, now: now))") }
                 if let receiver = ReceiverStatus.read(inspector.layout) {
                     printLine("receiver: \(Format.receiver(receiver, now: now))")

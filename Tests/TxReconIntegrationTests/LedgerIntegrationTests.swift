@@ -80,8 +80,28 @@ struct LedgerIntegrationTests {
         let lines = customer.stdout.split(separator: "\n")
         #expect(customer.status == 0 && lines.count == 2, "the customer's whole history: \(customer.stdout)")
         #expect(lines.contains { $0.contains("REFUND") && $0.contains("attempt 1 HTTP 200") })
+        let check = try await fixture.cli(["check-config"])
+        #expect(check.stdout.contains("LedgerFile=\(fixture.ledgerPath)") && check.stdout.contains("ledger: 2 rows"),
+                "\(check.stdout)")
         let none = try await fixture.cli(["history", "--app-account-token", "00000000-0000-0000-0000-000000000000"])
         #expect(none.status == 0 && none.stdout.isEmpty && none.stderr.contains("no confirmation matches"))
+    }
+
+    @Test func statusShowsTheLedgerWhileTheDaemonRuns() async throws {
+        let fixture = try DaemonFixture()
+        try fixture.writeConfig("")
+        try await fixture.start()
+        try fixture.drop(fixture.envelope("e1", version: 1))
+        #expect(await fixture.eventually { fixture.server.requests.count == 1 })
+        // The status file follows the daemon's publications: poll it.
+        var output = ""
+        let deadline = ContinuousClock.now + .seconds(20)
+        while ContinuousClock.now < deadline {
+            output = try await fixture.cli(["status"]).stdout
+            if output.contains("ledger:   \(fixture.ledgerPath): ") && output.contains("up to date") { break }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        #expect(output.contains("ledger:   \(fixture.ledgerPath): ") && output.contains("up to date"), "\(output)")
     }
 
     @Test func aReceiptUploadedAgainAfterDoneForgotItDeliversNothing() async throws {

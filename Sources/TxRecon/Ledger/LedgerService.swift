@@ -95,6 +95,8 @@ final class LedgerService: Sendable {
 
     let settings: Settings
     private let log: any LogSink
+    /// Told the status when it changes: opened, failed, caught up, counted.
+    private let observe: @Sendable (Status) -> Void
     private let state: Mutex<State>
     private let wake = DispatchSemaphore(value: 0)
     private let finished = DispatchSemaphore(value: 0)
@@ -103,9 +105,10 @@ final class LedgerService: Sendable {
     /// The connection intake's look-ups use; nil while the ledger is unavailable.
     private let reader = Mutex<SQLiteLedger?>(nil)
 
-    init(settings: Settings, log: any LogSink) {
+    init(settings: Settings, log: any LogSink, observe: @escaping @Sendable (Status) -> Void = { _ in }) {
         self.settings = settings
         self.log = log
+        self.observe = observe
         state = Mutex(State(status: Status(path: settings.path)))
     }
 
@@ -302,6 +305,7 @@ final class LedgerService: Sendable {
             }
             return state.status.unavailable == nil
         }
+        observe(status)
         guard first else { return }
         let what = error.isBusy ? "another process holds a lock on it (an open sqlite3 shell?)"
             : error.isFull ? "its file system is full" : "\(error.message)"
@@ -360,11 +364,13 @@ final class LedgerService: Sendable {
         let now = Timestamp.nowMilliseconds()
         guard force || state.withLock({ now - $0.countedAt >= 60_000 }) else { return }
         let statistics = try ledger.statistics()
-        state.withLock { state in
+        let status = state.withLock { state in
             state.countedAt = now
             state.status.rows = statistics.rows
             state.status.bytes = statistics.bytes
+            return state.status
         }
+        observe(status)
     }
 
     /// LedgerRetention=: at start, then at most once a day while written to.
@@ -396,10 +402,12 @@ final class LedgerService: Sendable {
         }
         // Everything in done/ that changed before the catch-up began is in.
         try ledger.setCatchUpMark(max(mark, startedAt - Self.catchUpMargin))
-        state.withLock { state in
+        let status = state.withLock { state in
             state.status.catchingUp = false
             state.durableThrough = max(state.durableThrough, startedAt - Self.catchUpMargin)
+            return state.status
         }
+        observe(status)
         if recorded > 0 {
             log.write(LogEntry(mark == 0 ? .notice : .info, "the ledger caught up from done/: \(recorded) "
                                + "delivered snapshot(s) recorded that it did not hold yet"

@@ -102,7 +102,12 @@ public enum Daemon {
             path: configuration.spool.ledgerFile, retention: configuration.spool.ledgerRetention,
             destinations: zip(deliveries, spools).map { ($0.name, $1) },
             reader: StoredItemReader(acceptEnvelopes: configuration.verification.acceptEnvelopes, policy: verification),
-            maximumFileSize: configuration.spool.maxFileSize), log: log)
+            maximumFileSize: configuration.spool.maxFileSize), log: log,
+            observe: { status in
+                let all = board.record(ledger: status)
+                publisher.publish(all)
+                metrics?.publish(all)
+            })
         var destinations: [DeliveryDestination] = []
         for (index, ((name, settings), secret)) in zip(deliveries, secrets).enumerated() {
             let spool = spools[index]
@@ -127,6 +132,7 @@ public enum Daemon {
                 clock: SystemClock(), log: destinationLog, executor: executor, redactor: redactor,
                 destination: name, ledger: ledger,
                 publish: { status in
+                    _ = board.record(ledger: ledger.status)
                     let all = board.record(status, at: index)
                     publisher.publish(all)
                     metrics?.publish(all)

@@ -13,6 +13,8 @@ struct DaemonStatus: Sendable, Equatable {
 
     /// `[Backend]` first, then the further destinations in name order.
     var destinations: [Entry]
+    /// The ledger's, when the daemon has one.
+    var ledger: LedgerService.Status?
 
     var primary: EngineStatus { destinations[0].status }
 
@@ -36,6 +38,18 @@ struct DaemonStatus: Sendable, Equatable {
     /// One line, e.g. `12 queued, 3 delivering, 1 held, 2 rejected; backend
     /// ok; analytics failing since 18:03:07 (HTTP 503), next probe at 18:04:40`.
     var line: String {
+        destinationsLine + (ledger.map(Self.ledgerNote) ?? "")
+    }
+
+    /// Said only when something is wrong: "; ledger unavailable: …", or
+    /// "; ledger 75s behind" past a minute of lag.
+    private static func ledgerNote(_ ledger: LedgerService.Status) -> String {
+        if let unavailable = ledger.unavailable { return "; ledger unavailable: \(unavailable)" }
+        if ledger.lagMilliseconds >= 60_000 { return "; ledger \(ledger.lagMilliseconds / 1000)s behind" }
+        return ""
+    }
+
+    private var destinationsLine: String {
         guard destinations.count > 1 else { return primary.line }
         let total = totals
         var text = "\(total.queued) queued, \(total.delivering) delivering, \(total.held) held, \(total.rejected) rejected"
@@ -49,22 +63,30 @@ struct DaemonStatus: Sendable, Equatable {
     }
 }
 
-/// The latest status of each destination's engine; each engine's publish
-/// closure records its own and gets the whole back.
+/// The latest status of each destination's engine and of the ledger; each
+/// records its own and gets the whole back.
 final class DestinationStatusBoard: Sendable {
-    private let entries: Mutex<[DaemonStatus.Entry]>
+    private let latest: Mutex<DaemonStatus>
 
     init(names: [String]) {
-        entries = Mutex(names.map { DaemonStatus.Entry(name: $0, status: EngineStatus()) })
+        latest = Mutex(DaemonStatus(destinations: names.map { DaemonStatus.Entry(name: $0, status: EngineStatus()) }))
     }
 
     /// Records destination `index`'s status; returns everyone's.
     func record(_ status: EngineStatus, at index: Int) -> DaemonStatus {
-        entries.withLock { entries in
-            entries[index].status = status
-            return DaemonStatus(destinations: entries)
+        latest.withLock { latest in
+            latest.destinations[index].status = status
+            return latest
         }
     }
 
-    var current: DaemonStatus { entries.withLock { DaemonStatus(destinations: $0) } }
+    /// Records the ledger's status; returns everyone's.
+    func record(ledger: LedgerService.Status) -> DaemonStatus {
+        latest.withLock { latest in
+            latest.ledger = ledger
+            return latest
+        }
+    }
+
+    var current: DaemonStatus { latest.withLock { $0 } }
 }

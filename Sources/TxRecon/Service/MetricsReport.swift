@@ -67,6 +67,21 @@ enum MetricsReport {
                             PrometheusText.integer(count))
             }
         }
+        if let ledger = daemon.ledger {
+            text.family("txrecon_ledger_up", .gauge,
+                        help: "1 while the ledger (LedgerFile=) is in use; 0 while it cannot be (see the journal).")
+            text.sample("txrecon_ledger_up", ledger.unavailable == nil ? "1" : "0")
+            text.family("txrecon_ledger_lag_seconds", .gauge,
+                        help: "How long the oldest confirmation not yet durable in the ledger has waited.")
+            text.sample("txrecon_ledger_lag_seconds", PrometheusText.seconds(.milliseconds(ledger.lagMilliseconds)))
+            if let rows = ledger.rows, let bytes = ledger.bytes {
+                text.family("txrecon_ledger_rows", .gauge,
+                            help: "Destination-and-key rows in the ledger, counted at most once a minute.")
+                text.sample("txrecon_ledger_rows", PrometheusText.integer(rows))
+                text.family("txrecon_ledger_bytes", .gauge, help: "The ledger's size on disk, its write-ahead log included.")
+                text.sample("txrecon_ledger_bytes", PrometheusText.integer(bytes))
+            }
+        }
         let novelties = daemon.primary.statistics.novelties
         if !novelties.isEmpty {
             text.family("txrecon_apple_unknown_names_total", .counter,

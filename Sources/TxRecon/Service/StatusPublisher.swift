@@ -83,8 +83,22 @@ final class StatusPublisher: Sendable {
                      ("superseded", .integer(entry.status.superseded))] + Self.condition(of: entry.status)
                     + (entry.status.intakeWaitsBelow.map { [("takesMoreBelow", JSONValue.integer($0))] } ?? []))
         })))
+        if let ledger = daemon.ledger { members.append(("ledger", Self.ledger(ledger))) }
         try? SystemCall.replaceFile(statusFile, JSONValue.object(members).serialized,
                                     temporaryName: statusFile + ".tmp", sync: false)
+    }
+
+    /// The ledger for `txrecon status`: path, rows, bytes, lag, and why it
+    /// is not in use when it is not.
+    private static func ledger(_ ledger: LedgerService.Status) -> JSONValue {
+        var members: [(String, JSONValue)] = [("path", .string(ledger.path))]
+        if let rows = ledger.rows { members.append(("rows", .integer(rows))) }
+        if let bytes = ledger.bytes { members.append(("bytes", .integer(bytes))) }
+        members.append(("lagMilliseconds", .integer(ledger.lagMilliseconds)))
+        members.append(("pending", .integer(ledger.pending)))
+        if ledger.catchingUp { members.append(("catchingUp", .bool(true))) }
+        if let unavailable = ledger.unavailable { members.append(("unavailable", .string(unavailable))) }
+        return .object(members)
     }
 
     /// `backend` (`unknown`, `ok`, `failing`) and, while failing, since

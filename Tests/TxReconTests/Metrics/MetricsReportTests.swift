@@ -55,6 +55,23 @@ import TxReconTestSupport
         ])
     }
 
+    @Test func theLedgerIsUpWithItsRowsSizeAndLagOrDownWithoutThem() throws {
+        var daemon = DaemonStatus(Self.knownStatus)
+        daemon.ledger = LedgerService.Status(path: "/var/lib/txrecon/ledger.sqlite3", rows: 1_204, bytes: 409_600,
+                                             lagMilliseconds: 2_500)
+        var metrics = try PrometheusExposition(parsing: MetricsReport.render(daemon, startedAt: Self.startedAt,
+                                                                             version: "1", running: true))
+        #expect(metrics.value("txrecon_ledger_up") == "1")
+        #expect(metrics.value("txrecon_ledger_rows") == "1204" && metrics.value("txrecon_ledger_bytes") == "409600")
+        #expect(metrics.value("txrecon_ledger_lag_seconds") == "2.5")
+        daemon.ledger = LedgerService.Status(path: "/var/lib/txrecon/ledger.sqlite3", unavailable: "disk full")
+        metrics = try PrometheusExposition(parsing: MetricsReport.render(daemon, startedAt: Self.startedAt,
+                                                                         version: "1", running: true))
+        #expect(metrics.value("txrecon_ledger_up") == "0")
+        #expect(metrics.value("txrecon_ledger_rows") == nil, "no count while it is not in use")
+        #expect(daemon.line.hasSuffix("; ledger unavailable: disk full"), "STATUS says so: \(daemon.line)")
+    }
+
     @Test func namesAppleAddedAreCountedByWhatAndNameAndAbsentUntilOneArrives() throws {
         let metrics = try parsed()
         #expect(metrics.value("txrecon_apple_unknown_names_total", ["what": "container", "name": "futureData"]) == "2")
