@@ -641,7 +641,8 @@ class Spool:
 class Daemon:
     """`txrecon run` on a fresh spool, with our notify socket."""
 
-    def __init__(self, bench, name, url, retry_delays=None, environment=None, verification=None, wrapper=None):
+    def __init__(self, bench, name, url, retry_delays=None, environment=None, verification=None, wrapper=None,
+                 ledger=None, binary=None):
         self.bench = bench
         # A command the daemon runs under (perf record ... --); its PID is
         # then the wrapper's and `pid` finds the daemon's among its children.
@@ -653,7 +654,7 @@ class Daemon:
         self.log_path = os.path.join(root, "txrecon.log")
         lines = ["[Spool]", f"Directory={self.spool.root}", f"DoneRetention={bench.args.done_retention}",
                  # Beside the spool, one per daemon: a run never sees another's keys.
-                 f"LedgerFile={self.spool.root}.ledger.sqlite3", "",
+                 f"LedgerFile={ledger or self.spool.root + '.ledger.sqlite3'}", "",
                  "[Backend]", f"URL={url}", "",
                  "[Delivery]", f"MaxConcurrentDeliveries={bench.args.connections}"]
         if retry_delays:
@@ -670,12 +671,13 @@ class Daemon:
         self.process = None
         self.stopped = False
         self.exec_time = None
+        self.binary = binary or bench.binary
 
     def start(self):
         self.notify_mark = self.bench.notify.mark()
         self.log_file = open(self.log_path, "ab")
         self.exec_time = time.monotonic()
-        self.process = PROCESSES.start(self.wrapper + [self.bench.binary, "run", "--config", self.config],
+        self.process = PROCESSES.start(self.wrapper + [self.binary, "run", "--config", self.config],
                                        stdin=subprocess.DEVNULL, stdout=self.log_file, stderr=self.log_file,
                                        env=self.environment)
         return self.exec_time
@@ -879,10 +881,12 @@ class Bench:
 
     # -- 1 and 2: drain and the libcurl limit ------------------------------
 
-    def drain_prefilled(self, run, count, url=None, fill=write_envelopes, verification=None, sample_rss=False):
+    def drain_prefilled(self, run, count, url=None, fill=write_envelopes, verification=None, sample_rss=False,
+                        binary=None):
         """Exec with `count` drops waiting in new/; (rate, cpu µs/item, rss samples); the kernel's
         share of that CPU in self.kernel_shares."""
-        daemon = Daemon(self, f"drain-{run}", url or self.nginx.url(self.nginx.fast_port), verification=verification)
+        daemon = Daemon(self, f"drain-{run}", url or self.nginx.url(self.nginx.fast_port), verification=verification,
+                        binary=binary)
         try:
             names = keys(f"d{run}", count)
             fill(daemon.spool.path("new"), names)
@@ -1434,8 +1438,8 @@ class Bench:
 
     # -- 5: start-up and RSS ------------------------------------------------
 
-    def startup_run(self, run, count):
-        daemon = Daemon(self, f"startup-{run}", self.nginx.url(self.nginx.fast_port))
+    def startup_run(self, run, count, ledger=None):
+        daemon = Daemon(self, f"startup-{run}", self.nginx.url(self.nginx.fast_port), ledger=ledger)
         try:
             names = keys(f"s{run}", count)
             write_envelopes(daemon.spool.path("queue"), names)
@@ -1464,6 +1468,99 @@ class Bench:
                      median(times) <= 2.0, runs_note(times, " s")))
         self.add(Row("5. RSS at READY=1", f"{median(rss):.1f} MiB", "≤ 64 MB", median(rss) * 1048576 <= 64e6,
                      runs_note(rss, " MiB")))
+
+    def measure_ledger(self):
+        """Issue 42's ledger rows at --ledger-rows rows (default 10,000,000): the
+        supersede check of a fresh drop, history's query and the bytes per key
+        (Tests/TxReconTests/Ledger/LedgerBenchmark.swift in a release build,
+        which builds the ledger once and keeps it in .build/bench), then the
+        daemon's start with that ledger and 100,000 queued, and `txrecon
+        history`'s whole command."""
+        rows = self.args.ledger_rows
+        directory = os.path.join(REPO, ".build", "bench")
+        os.makedirs(directory, exist_ok=True)
+        ledger = os.path.join(directory, f"ledger-{rows}.sqlite3")
+        log(f"ledger: LedgerBenchmark at {rows:,} rows ({ledger}; building it the first time takes minutes)")
+        environment = dict(os.environ, TXRECON_BENCH="1", TXRECON_LEDGER_BENCH_FILE=ledger,
+                           TXRECON_LEDGER_BENCH_ROWS=str(rows))
+        result = subprocess.run(["swift", "test", "-c", "release", "--filter", "LedgerBenchmark"], cwd=REPO,
+                                env=environment, capture_output=True, text=True)
+        lines = [line for line in result.stdout.splitlines() if line.startswith("ledger-bench:")]
+        for line in lines:
+            log("  " + line)
+        text = "\n".join(lines)
+        check = re.search(r"a key held: median ([0-9.]+) µs, p99 ([0-9.]+)", text)
+        miss = re.search(r"a key not held: median ([0-9.]+) µs, p99 ([0-9.]+)", text)
+        query = re.search(r"history --original-transaction-id: median ([0-9.]+) ms, p99 ([0-9.]+)", text)
+        size = re.search(r"(\d+) rows, (\d+) bytes, (\d+) bytes per key", text)
+        if result.returncode != 0 or not (check and miss and query and size):
+            return self.fail_row(f"2. Ledger at {rows:,} rows", "", BenchError(
+                f"LedgerBenchmark failed (exit {result.returncode}): {result.stdout[-2000:]}{result.stderr[-2000:]}"))
+        worst = max(float(check.group(1)), float(miss.group(1)))
+        self.add(Row(f"2. Ledger at {rows:,} rows: a fresh drop's supersede check (median)", f"{worst:.1f} µs",
+                     "≤ 20 µs", worst <= 20, f"a key it holds {check.group(1)} µs (p99 {check.group(2)}), one it "
+                     f"does not {miss.group(1)} µs (p99 {miss.group(2)})"))
+        self.add(Row(f"2. Ledger at {rows:,} rows: history --original-transaction-id, the query", f"{query.group(1)} ms",
+                     "≤ 50 ms", float(query.group(1)) <= 50, f"p99 {query.group(2)} ms"))
+        per_key = int(size.group(3))
+        self.add(Row("2. Ledger: bytes per key (indexes and WAL included)", f"{per_key} B", "reference", None,
+                     f"{int(size.group(2)) / 1e9:.2f} GB at {int(size.group(1)):,} rows; about {per_key / 1e3:.0f} MB "
+                     f"at 1,000,000 keys"))
+        # The daemon on that ledger: start-up with 100,000 queued, READY and RSS.
+        times, rss = [], []
+        try:
+            for run in range(self.args.runs):
+                log(f"start-up with the {rows:,}-row ledger, run {run + 1}/{self.args.runs}")
+                seconds, kib = self.startup_run(f"ledger-{run}", self.args.startup_items, ledger=ledger)
+                times.append(seconds)
+                rss.append(kib / 1024)
+                log(f"  READY after {seconds:.3f} s, RSS {kib / 1024:.1f} MiB")
+        except BenchError as error:
+            return self.fail_row(f"2. Start-up with a {rows:,}-row ledger", "≤ 2 s", error)
+        self.add(Row(f"2. Start-up with a {rows:,}-row ledger and {self.args.startup_items:,} queued: READY=1",
+                     f"{median(times):.2f} s", "≤ 2 s", median(times) <= 2.0, runs_note(times, " s")))
+        self.add(Row(f"2. RSS at READY=1 with that ledger (SQLite's page cache: 8 MiB)", f"{median(rss):.1f} MiB",
+                     "≤ 64 MB", median(rss) * 1048576 <= 64e6, runs_note(rss, " MiB")))
+        # The whole command an operator types, exec to exit.
+        config = os.path.join(self.work, "history.conf")
+        with open(config, "w") as out:
+            out.write(f"[Spool]\nDirectory={self.work}/history-spool\nLedgerFile={ledger}\n"
+                      "[Backend]\nURL=http://127.0.0.1:9/\n")
+        walls = []
+        for attempt in range(20):
+            original = str(2_000_000_000_000_000 + (attempt * 7_919_113) % rows // 3 * 3)
+            start = time.monotonic()
+            subprocess.run([self.binary, "history", "--config", config, "--original-transaction-id", original],
+                           capture_output=True, check=True)
+            walls.append((time.monotonic() - start) * 1e3)
+        self.add(Row(f"2. txrecon history --original-transaction-id at {rows:,} rows: exec → exit",
+                     f"{median(walls):.1f} ms", "reference", None, runs_note(walls, " ms")))
+
+    def measure_ledger_drain(self):
+        """The 20,000-envelope drain with the ledger against --reference-binary
+        (the commit before it), alternated run by run: rate and CPU per item."""
+        metric = f"2. Drain of {self.args.items:,} envelopes with the ledger, against {self.args.reference_binary}"
+        if not self.args.reference_binary:
+            self.add(Row(metric, "skipped: give --reference-binary", "within 5 %", None))
+            return
+        ours, theirs = [], []
+        try:
+            for run in range(self.args.runs):
+                log(f"ledger drain run {run + 1}/{self.args.runs}: the reference, then this txrecon")
+                rate, cpu, _ = self.drain_prefilled(f"ref-{run}", self.args.items, binary=self.args.reference_binary)
+                theirs.append((rate, cpu))
+                log(f"  reference {rate:,.0f}/s, {cpu:.0f} µs CPU per item")
+                rate, cpu, _ = self.drain_prefilled(f"ledger-{run}", self.args.items)
+                ours.append((rate, cpu))
+                log(f"  this txrecon {rate:,.0f}/s, {cpu:.0f} µs CPU per item")
+        except BenchError as error:
+            return self.fail_row(metric, "within 5 %", error)
+        rates = [a[0] / b[0] for a, b in zip(ours, theirs)]
+        cpus = [a[1] / b[1] for a, b in zip(ours, theirs)]
+        self.add(Row(metric + ": rate", f"{median(rates) * 100:.1f} %", "≥ 95 %", median(rates) >= 0.95,
+                     runs_note([r * 100 for r in rates], " %")))
+        self.add(Row(metric + ": CPU per item", f"{median(cpus):.3f}×", "≤ 1.05×", median(cpus) <= 1.05,
+                     runs_note(cpus, "×")))
 
     def sample_until_empty(self, daemon, samples, timeout):
         """Samples (seconds since exec, RSS KiB, delivered) every 0.25 s until drained."""
@@ -1808,7 +1905,8 @@ def journal_child(args):
     print(json.dumps(runs))
 
 
-MEASUREMENTS = ["drain", "dropped", "jws", "receipts", "latency", "receive", "idle", "startup", "rss", "outage"]
+MEASUREMENTS = ["drain", "dropped", "jws", "receipts", "latency", "receive", "idle", "startup", "rss", "outage",
+                "ledger", "ledger-drain"]
 # Run only when asked for (--only profile, make bench-profile).
 OPT_IN = ["profile", "profile-jws", "journal"]
 
@@ -1841,6 +1939,8 @@ def parse_arguments():
                         help="DoneRetention= of every daemon (default 3d, the daemon's own default)")
     parser.add_argument("--nginx-workers", type=int, default=1, help="nginx worker processes (default 1)")
     parser.add_argument("--binary", help="use this txrecon binary instead of building one")
+    parser.add_argument("--reference-binary", help="ledger-drain: the release binary of the commit before the ledger")
+    parser.add_argument("--ledger-rows", type=int, default=10_000_000, help="rows of the ledger rows' ledger (10,000,000)")
     parser.add_argument("--no-build", action="store_true", help="use .build/release/txrecon as it is")
     parser.add_argument("--work-dir", default=None, help="where the temporary spools go (default $TMPDIR)")
     parser.add_argument("--keep", action="store_true", help="keep spools, logs and nginx's files")
@@ -1875,6 +1975,7 @@ def main():
                  "jws": bench.measure_drain_jws, "receipts": bench.measure_drain_receipts,
                  "latency": bench.measure_latency, "receive": bench.measure_receive, "idle": bench.measure_idle,
                  "startup": bench.measure_startup, "rss": bench.measure_long_drain, "outage": bench.measure_outage,
+                 "ledger": bench.measure_ledger, "ledger-drain": bench.measure_ledger_drain,
                  "profile": bench.profile_drain, "profile-jws": bench.profile_drain_jws,
                  "journal": bench.measure_journal}
         for name in MEASUREMENTS + OPT_IN:

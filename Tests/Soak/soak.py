@@ -24,6 +24,14 @@ at random moments, dozens of times, and restarted. Afterwards it checks:
               otherwise
   no hammer   no attempt of a key before the next-attempt time persisted in
               queue/KEY.state when the daemon was killed
+  ledger      the ledger (LedgerFile=) names no version the backend did not
+              answer 2xx, and holds every delivered snapshot in done/ at
+              its version, after all the kills (its writes are lost by a
+              kill, never invented; the start catches up from done/)
+  remembered  done/ emptied as DoneRetention= would, the daemon started
+              again and every key's newest answered version dropped again
+              with an older one: none reaches the backend again (the
+              ledger supersedes them)
 
 It prints the counts and exits 1 on any violation. Python stdlib only.
 Parameters (environment): SOAK_KEYS (800), SOAK_MAX_VERSIONS (5),
@@ -35,6 +43,7 @@ seconds (240), SOAK_KEEP=1 keeps the spool directory.
 import http.server
 import json
 import os
+import sqlite3
 import random
 import shutil
 import signal
@@ -191,6 +200,66 @@ class Producer:
         self.done.set()
 
 
+def read_ledger(path):
+    """{key: version} of what the ledger says `backend` confirmed (the
+    soak's envelopes have integer versions)."""
+    connection = sqlite3.connect("file:%s?mode=ro" % path, uri=True)
+    try:
+        rows = connection.execute(
+            "SELECT key, version_primary FROM confirmations WHERE destination = 'backend'").fetchall()
+    finally:
+        connection.close()
+    return {key: version for key, version in rows}
+
+
+def delivered_snapshots(root):
+    """{key: version} of the delivered snapshots in done/ (done/KEY)."""
+    delivered = {}
+    done = os.path.join(root, "done")
+    for name in os.listdir(done):
+        if "." in name:
+            continue
+        with open(os.path.join(done, name)) as handle:
+            item = json.load(handle)
+        delivered[item["id"]] = item["version"]
+    return delivered
+
+
+def replay_after_reaping(root, start, backend, delivered):
+    """Empties done/ as DoneRetention= would, starts the daemon again, drops
+    each delivered key's version again and the one before it, and waits
+    until all are superseded. Returns the (key, version) pairs that reached
+    the backend again, and whether new/ and queue/ drained."""
+    for name in os.listdir(os.path.join(root, "done")):
+        os.unlink(os.path.join(root, "done", name))
+    backend.mode_all_ok = True
+    with backend.lock:
+        seen = len(backend.requests)
+    process = start()
+    wait_until_running(root, process.pid)
+    serial = 0
+    for key, version in delivered.items():
+        for old in {version, max(1, version - 1)}:
+            name = "again-%06d" % serial
+            serial += 1
+            temporary = os.path.join(root, "tmp", name)
+            with open(temporary, "w") as handle:
+                handle.write(envelope(key, old))
+            os.rename(temporary, os.path.join(root, "new", name))
+    deadline = time.time() + 60
+    drained = False
+    while time.time() < deadline:
+        if not os.listdir(os.path.join(root, "new")) and not os.listdir(os.path.join(root, "queue")):
+            drained = True
+            break
+        time.sleep(0.2)
+    process.send_signal(signal.SIGTERM)
+    process.wait(timeout=30)
+    with backend.lock:
+        again = [(key, version) for _, key, version in backend.requests[seen:]]
+    return again, drained
+
+
 def pending_keys(root):
     """Keys with a snapshot in queue/, read while no daemon runs."""
     return {decode_key(name) for name in os.listdir(os.path.join(root, "queue"))
@@ -320,7 +389,8 @@ def main():
     final_status = process.wait(timeout=30)
     runs.append((started, time.time(), False, {}, set()))
     log_spans.append((log_start, os.path.getsize(log_path)))
-    backend.server.shutdown()
+    ledger_rows = read_ledger(os.path.join(work, "state", "ledger.sqlite3"))
+    delivered_at_stop = delivered_snapshots(root)
 
     # --- checks ---
     violations = []
@@ -452,6 +522,24 @@ def main():
                           % (worst, MAX_CONCURRENT))
     if unexplained:
         violations.append("%d duplicates without a kill or a late answer: %s" % (len(unexplained), unexplained[:5]))
+    # the ledger: only confirmed versions, and every delivered snapshot
+    invented = [(key, version) for key, version in ledger_rows.items() if (key, version) not in ok]
+    if invented:
+        violations.append("%d ledger rows name a version the backend never answered 2xx: %s"
+                          % (len(invented), invented[:5]))
+    unrecorded = [(key, version) for key, version in delivered_at_stop.items()
+                  if ledger_rows.get(key, -1) < version]
+    if unrecorded:
+        violations.append("%d delivered snapshots in done/ the ledger does not hold at their version: %s"
+                          % (len(unrecorded), unrecorded[:5]))
+    # Last, for it changes done/, which the checks above read.
+    repeated, replay_drained = replay_after_reaping(root, start, backend, delivered_at_stop)
+    backend.server.shutdown()
+    if repeated:
+        violations.append("%d confirmed snapshots reached the backend again after done/ was emptied: %s"
+                          % (len(repeated), repeated[:5]))
+    if not replay_drained:
+        violations.append("the snapshots dropped again after done/ was emptied were not all superseded within 60s")
     if not drained:
         violations.append("new/ and queue/ did not drain within %.0fs" % drain_timeout)
     if not running:
@@ -471,6 +559,9 @@ def main():
     print("soak: superseded          %d snapshots, each by a delivered version >= it" % sum(superseded.values()))
     print("soak: rejected            %d junk files, each with a reason" % len(rejected_files))
     print("soak: lost                %d" % len(lost))
+    print("soak: ledger              %d rows after %d kills, %d naming a version not answered 2xx, %d delivered "
+          "snapshots it lacks; after done/ was emptied %d old snapshots went out again"
+          % (len(ledger_rows), kills, len(invented), len(unrecorded), len(repeated)))
     print("soak: finished w/o 2xx    %d" % len(finished_without))
     print("soak: duplicates          %d (%d after kills, at most %d for one kill; %d after answers slower "
           "than Timeout=; %d unexplained)" % (duplicates, sum(by_kill.values()), worst, late_duplicates, len(unexplained)))

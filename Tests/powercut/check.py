@@ -22,12 +22,18 @@ and checks the claim, point by point:
      queue/KEY.state left without its item is listed; it must be empty, its item
      delivered: a record whose write a cut lost, see below); every done/KEY item
      (delivered, not superseded) had a 2xx for its own version;
+  4. with --ledger=PATH (the guest's LedgerFile=, read out of the image) and
+     --ledger-destination=NAME (backend, or second): the ledger names no version
+     the destination did not answer 2xx (a cut may lose its writes, never invent
+     one), and holds every delivered item in done/ at its version or a newer one
+     (after the last boot's catch-up), so that once done/ is reaped nothing
+     confirmed is delivered again;
 and prints the figures: bodies acknowledged, delivered, superseded, lost,
 duplicates (a second 2xx for one key and version: allowed, at least once), the
 time from a cut to the guest's init and to the receiver's first 200 again
 (medians), tmp/ leftovers (requests in flight at a cut, never answered).
 
-Usage: check.py ACKED DELIVERED SAMPLES SPOOL CUTS BOOTS [--control]
+Usage: check.py ACKED DELIVERED SAMPLES SPOOL CUTS BOOTS [--control] [--ledger=PATH --ledger-destination=NAME]
        check.py --pending ACKED DELIVERED SAMPLES   (prints how many acknowledged bodies
                                                      are not delivered yet, for the drain)
   --control: the unsafe receiver's run; the verdict is then "the test can fail":
@@ -39,12 +45,14 @@ import glob
 import hashlib
 import json
 import os
+import sqlite3
 import statistics
 import sys
 
 args = [a for a in sys.argv[1:] if not a.startswith("--")]
 control = "--control" in sys.argv
 pending = "--pending" in sys.argv
+options = dict(a[2:].split("=", 1) for a in sys.argv[1:] if a.startswith("--") and "=" in a)
 if pending:
     acked_path, delivered_path, samples_dir = args
 else:
@@ -237,6 +245,49 @@ for name in entries("done"):
         unpaid.append(name)
 verdict(not unpaid, "every delivered item in done/ (%d) had a 2xx for its own version%s"
         % (done_items, "" if not unpaid else ": not " + " ".join(unpaid[:10])))
+
+# ---------------------------------------------------------------- 4. the ledger
+if "ledger" in options:
+    destination = options.get("ledger-destination", "backend")
+    connection = sqlite3.connect("file:%s?mode=ro" % options["ledger"], uri=True)
+    try:
+        rows = connection.execute(
+            "SELECT key, kind, version_primary, version_revoked, version_secondary FROM confirmations "
+            "WHERE destination = ?", (destination,)).fetchall()
+    finally:
+        connection.close()
+    answered_apple = {}     # key -> versions a 2xx was given for, as (primary, revoked, secondary)
+    for sha in apple_got:
+        _, key, version = samples[sha]
+        full = tuple(version) + (0,) * (3 - len(version))
+        answered_apple.setdefault(key, set()).add(full)
+    recorded = {}
+    invented = []
+    for key, kind, primary, revoked, secondary in rows:
+        recorded[key] = (primary, revoked, secondary)
+        if kind == "envelope":
+            if not got.get((key, primary)):
+                invented.append("%s v%d" % (key, primary))
+        elif (primary, revoked, secondary) not in answered_apple.get(key, set()):
+            invented.append("%s %s" % (key, (primary, revoked, secondary)))
+    verdict(not invented, "the ledger (%d rows for %s) names no version the destination did not answer 2xx%s"
+            % (len(rows), destination, "" if not invented else ": " + ", ".join(invented[:10])))
+    unrecorded = []
+    for name in entries("done"):
+        if ".superseded-" in name or name.endswith(".state") or name.startswith("."):
+            continue
+        what = posted_body(read("done", name))
+        if what is None:
+            continue
+        if what[0] == "envelope":
+            key, version = what[1], (what[2], 0, 0)
+        else:
+            _, key, version = samples[what[1]]
+            version = tuple(version) + (0,) * (3 - len(version))
+        if recorded.get(key, (-1, 0, 0)) < version:
+            unrecorded.append(name)
+    verdict(not unrecorded, "the ledger holds every delivered item in done/ at its version, so none is delivered "
+            "again once done/ is reaped%s" % ("" if not unrecorded else ": not " + " ".join(unrecorded[:10])))
 if unreadable:
     say("done/: %d items whose file holds no body (written after the answer, lost in a cut)" % unreadable)
     if not control:

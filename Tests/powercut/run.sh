@@ -109,9 +109,9 @@ command -v python3 >/dev/null || { echo "run.sh: python3 is missing" >&2; exit 2
 compgen -G "$SAMPLES/*notification*.jws" >/dev/null || compgen -G "$SAMPLES/*notification*.json" >/dev/null || { echo "run.sh: no Apple notification samples in $SAMPLES" >&2; exit 2; }
 
 log "power-cut test, $VARIANT receiver ($BINARY): $CUTS cuts, $DESTINATIONS destination(s), seed $SEED, work directory $WORKDIR, samples $SAMPLES"
-# The guest's root needs the binary's libraries (libcurl4, libssl3, libmicrohttpd12,
+# The guest's root needs the binary's libraries (libcurl4, libssl3, libmicrohttpd12, libsqlite3-0,
 # libsystemd0): the systemd test's cached root has them; a root of vm.sh's own gets them.
-export ROOT_PACKAGES="libcurl4,libssl3,libmicrohttpd12,libnats3.4,libsystemd0"
+export ROOT_PACKAGES="libcurl4,libssl3,libmicrohttpd12,libnats3.4,libsqlite3-0,libsystemd0"
 "$VM" prepare "$WORKDIR"
 guest_root=$(sed -n 's/^root=//p' "$WORKDIR/prepared")
 # Every library the binary needs, resolved by the guest root's own loader in that root.
@@ -253,11 +253,12 @@ else
   log "FAIL: the host's e2fsck -fn of the image: see $T/host-fsck.log"; result=1
 fi
 "$VM" fetch "$WORKDIR" /var/spool/txrecon "$T/spool" 2>/dev/null
+"$VM" fetch "$WORKDIR" /var/lib/txrecon "$T/state" 2>/dev/null
 mount_opts=$(sed -n 's/^txrecon-vm: mounted \([^ ]*\) at.*/\1/p' "$("$VM" log "$WORKDIR")")
 log "the guest's disk: ext4 mounted $mount_opts (the kernel's defaults), qemu cache=${DISK_CACHE:-none}; $(sed -n 's/^txrecon-vm: vda write cache: //p' "$("$VM" log "$WORKDIR")") cache as the guest sees it"
 control=(); [ "$VARIANT" = safe ] || control=(--control)
 python3 "$HERE/check.py" "$T/acked.log" "$T/delivered.log" "$SAMPLES" "$T/spool" "$T/cuts.log" "$WORKDIR/boots.log" \
-  "${control[@]}" 2>&1 | tee "$T/check.log" || result=1
+  "${control[@]}" --ledger="$T/state/ledger.sqlite3" --ledger-destination=backend 2>&1 | tee "$T/check.log" || result=1
 if [ "$DESTINATIONS" = 2 ]; then
   # The second destination's directories, as check.py reads a spool.
   view="$T/spool-second"; rm -rf "$view"; mkdir -p "$view"
@@ -265,7 +266,8 @@ if [ "$DESTINATIONS" = 2 ]; then
   for d in rejected tmp; do ln -s "$T/spool/$d" "$view/$d"; done
   log "the checks again for the destination second (its own backend, destinations/second/):"
   python3 "$HERE/check.py" "$T/acked.log" "$T/delivered-second.log" "$SAMPLES" "$view" "$T/cuts.log" \
-    "$WORKDIR/boots.log" "${control[@]}" 2>&1 | tee "$T/check-second.log" || result=1
+    "$WORKDIR/boots.log" "${control[@]}" --ledger="$T/state/ledger.sqlite3" --ledger-destination=second \
+    2>&1 | tee "$T/check-second.log" || result=1
   inbox=$(ls -A "$T/spool/destinations/backend/new" 2>/dev/null | head -5)
   if [ -z "$inbox" ]; then
     log "PASS: destinations/backend/new/ (the first destination's inbox) is empty"

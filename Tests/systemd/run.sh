@@ -344,6 +344,16 @@ delivery_checks() {
     wait_until 10 has_entry item-1 superseded MESSAGE_ID="$(message_id superseded)"
   [ "$(delivered_count item-1)" = 1 ] || fail "item-1 was delivered $(delivered_count item-1) times"
 
+  # The ledger, under the unit's StateDirectory=: the txrecon user's alone.
+  check "the ledger is /var/lib/txrecon/ledger.sqlite3, mode 600, owned by txrecon, in a 700 directory" \
+    in_ct sh -c 'test "$(stat -c "%a %U" /var/lib/txrecon/ledger.sqlite3) $(stat -c %a /var/lib/txrecon)" = "600 txrecon 700"'
+  check "txrecon history (as root) lists item-1's confirmation" \
+    wait_until 10 in_ct sh -c 'txrecon history | grep -q " backend item-1 1 envelope .*HTTP 200"'
+  check "txrecon show item-1 says what the backend confirmed" \
+    in_ct sh -c 'txrecon show item-1 | grep -q "confirmed:  backend version 1 at "'
+  check "a producer in group txrecon cannot read the ledger" \
+    eval '! as_producer history > /dev/null 2>&1'
+
   printf 'this is not a transaction\n' | as_producer submit - >/dev/null
   check "an unreadable drop is rejected with a reason (txrecon list rejected)" wait_until 10 listed rejected .
   check "the rejection is in the journal (MESSAGE_ID rejected)" journal_has rejected
@@ -555,15 +565,15 @@ stop_checks() {
 # Sets BOOKWORM_ROOT.
 bookworm_root() {
   local dir="$CACHE/bookworm"
-  if [ ! -e "$dir/.txrecon-test-complete-4" ]; then
+  if [ ! -e "$dir/.txrecon-test-complete-5" ]; then
     log "debootstrap bookworm into $dir (once; about a minute)"
     rm -rf "$dir.partial" "$dir"
     mkdir -p "$CACHE"
-    debootstrap --variant=minbase --include=systemd,systemd-sysv,dbus,libcurl4,libssl3,libmicrohttpd12,libnats3.4,procps \
+    debootstrap --variant=minbase --include=systemd,systemd-sysv,dbus,libcurl4,libssl3,libmicrohttpd12,libnats3.4,libsqlite3-0,procps \
       bookworm "$dir.partial" "$MIRROR" > "$WORK/debootstrap.log" 2>&1 \
       || { tail -20 "$WORK/debootstrap.log"; log "debootstrap failed"; exit 1; }
     rm -f "$dir.partial/etc/machine-id"; : > "$dir.partial/etc/machine-id"
-    touch "$dir.partial/.txrecon-test-complete-4"
+    touch "$dir.partial/.txrecon-test-complete-5"
     mv "$dir.partial" "$dir"
   fi
   BOOKWORM_ROOT=$dir

@@ -1,0 +1,115 @@
+// An opt-in measurement, not a timed test: it asserts nothing about speed
+// and runs only with TXRECON_BENCH=1, in a release build:
+//
+//   TXRECON_BENCH=1 swift test -c release --filter LedgerBenchmark
+//
+// It builds (once: kept at TXRECON_LEDGER_BENCH_FILE, default
+// /tmp/txrecon-ledger-bench.sqlite3) a ledger of TXRECON_LEDGER_BENCH_ROWS
+// rows (default 10,000,000) shaped like a real app's, about three
+// transactions per subscription, then prints what issue 42 sets goals for:
+// a fresh drop's supersede check (intake's look-up, for a key the ledger
+// holds and one it does not; median and 99th percentile of single calls),
+// `history --original-transaction-id`'s query, the ledger's bytes per key,
+// and how long the writer takes per confirmation in batches. bench.py's
+// ledger rows run it and quote its lines ("ledger-bench: …").
+import Glibc
+import Testing
+import TxReconTestSupport
+@testable import TxRecon
+
+@Suite(.enabled(if: getenv("TXRECON_BENCH") != nil, "set TXRECON_BENCH=1 to measure"))
+struct LedgerBenchmark {
+    static let path = getenv("TXRECON_LEDGER_BENCH_FILE").map { String(cString: $0) }
+        ?? "/tmp/txrecon-ledger-bench.sqlite3"
+    static let rows = getenv("TXRECON_LEDGER_BENCH_ROWS").flatMap { Int(String(cString: $0)) } ?? 10_000_000
+
+    /// Row `index`'s confirmation: keys like Apple's transaction ids, three
+    /// per original transaction, one product of ten, a token for half.
+    static func record(_ index: Int) -> LedgerRecord {
+        let key = String(2_000_000_000_000_000 + index)
+        let original = String(2_000_000_000_000_000 + index - index % 3)
+        return LedgerRecord(
+            destination: "backend", key: ItemKey(key)!, version: ItemVersion(primary: 1_760_000_000_000 + Int64(index)),
+            confirmedAt: 1_760_000_000_000 + Int64(index) * 10, attempt: 1, idempotencyKey: key + ":1760000000000",
+            confirmation: "HTTP 200", kind: .transaction,
+            identity: LedgerRecord.Identity(
+                transactionId: key, originalTransactionId: original, appTransactionId: String(704_000_000_000_000 + index / 3),
+                appAccountToken: index % 2 == 0 ? "7c1e2d3a-0000-4000-8000-\(String(index / 3, radix: 16))" : nil,
+                productId: "com.example.product.\(index % 10)", bundleId: "com.example.app", environment: "Production",
+                expiresDate: 1_762_000_000_000 + Int64(index), webOrderLineItemId: String(2_000_000_100_000_000 + index)))
+    }
+
+    static func seconds() -> Double {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+    }
+
+    static func percentile(_ values: [Double], _ share: Double) -> Double {
+        let sorted = values.sorted()
+        return sorted[min(sorted.count - 1, Int(Double(sorted.count) * share))]
+    }
+
+    @Test func theSupersedeCheckHistoryAndSizeAtTenMillionRows() throws {
+        let ledger = try SQLiteLedger(path: Self.path)
+        var have = try ledger.statistics().rows
+        if have < Self.rows {
+            print("ledger-bench: building \(Self.rows) rows at \(Self.path) (once; it is kept)")
+            let started = Self.seconds()
+            let batch = 10_000
+            var index = Int(have)
+            while index < Self.rows {
+                let end = min(Self.rows, index + batch)
+                try ledger.record((index..<end).map(Self.record), replacingEqual: true)
+                index = end
+            }
+            let spent = Self.seconds() - started
+            print("ledger-bench: writer: \(Self.rows - Int(have)) confirmations in batches of \(batch): "
+                  + "\(Int(spent * 1e6 / Double(Self.rows - Int(have)) * 10) / 10) µs each")
+            have = try ledger.statistics().rows
+        }
+        let statistics = try ledger.statistics()
+        print("ledger-bench: \(statistics.rows) rows, \(statistics.bytes) bytes, "
+              + "\(statistics.bytes / max(1, statistics.rows)) bytes per key")
+
+        // Intake's look-up: the service's reader connection, as a fresh drop
+        // of a key the ledger holds, and of one it does not.
+        let service = LedgerService(settings: LedgerService.Settings(
+            path: Self.path, retention: .seconds(100 * 365 * 86_400), destinations: [],
+            reader: StoredItemReader(acceptEnvelopes: true, policy: nil), maximumFileSize: 1 << 20),
+                                    log: RecordingLogSink())
+        try service.start()
+        service.flush()
+        defer { service.stop() }
+        var generator = SeededGenerator(seed: 42)
+        for (label, offset) in [("held", 0), ("not held", Self.rows)] {
+            var samples: [Double] = []
+            var found = 0
+            for _ in 0..<50_000 {
+                let index = Int.random(in: 0..<Self.rows, using: &generator) + offset
+                let key = ItemKey(String(2_000_000_000_000_000 + index))!
+                let start = Self.seconds()
+                if service.confirmedVersion(at: "backend", of: key) != nil { found += 1 }
+                samples.append((Self.seconds() - start) * 1e6)
+            }
+            print("ledger-bench: supersede check, a key \(label): median \(Self.format(Self.percentile(samples, 0.5))) µs, "
+                  + "p99 \(Self.format(Self.percentile(samples, 0.99))) µs (\(found) of 50000 found)")
+        }
+        var queries: [Double] = []
+        for _ in 0..<200 {
+            let index = Int.random(in: 0..<Self.rows, using: &generator)
+            let original = String(2_000_000_000_000_000 + index - index % 3)
+            let start = Self.seconds()
+            let found = try ledger.history(LedgerQuery(originalTransactionId: original))
+            queries.append((Self.seconds() - start) * 1e3)
+            #expect(!found.isEmpty)
+        }
+        print("ledger-bench: history --original-transaction-id: median \(Self.format(Self.percentile(queries, 0.5))) ms, "
+              + "p99 \(Self.format(Self.percentile(queries, 0.99))) ms")
+    }
+
+    static func format(_ value: Double) -> String {
+        let rounded = (value * 10).rounded() / 10
+        return String(rounded)
+    }
+}
