@@ -117,6 +117,43 @@ struct SpoolFaultTests {
         #expect(!fixture.server.requests.contains { $0.header("Idempotency-Key")?.hasPrefix("partial") == true })
     }
 
+    /// The ledger's file system fills up: its history stops growing, its
+    /// deliveries do not; the journal and STATUS say so; and once there is
+    /// room again (here: at the next start) what was delivered meanwhile is
+    /// caught up from done/, which kept it.
+    @Test func aLedgerWhoseFileSystemFillsCostsItsHistoryNeverADelivery() async throws {
+        let fixture = try DaemonFixture()
+        let state = fixture.directory.path + "/state"
+        try SystemCall.makeDirectory(state, mode: 0o700)
+        try fixture.must("/bin/mount", "-t", "tmpfs", "-o", "size=1m,mode=0700", "tmpfs", state)
+        defer {
+            fixture.daemon?.terminate()
+            try? fixture.must("/bin/umount", "-l", state)
+        }
+        try fixture.writeConfig("")
+        let first = try await fixture.start()
+        try fixture.drop(fixture.envelope("before", version: 1))
+        #expect(await fixture.eventually { fixture.doneItems() == ["before"] })
+        try fill(state + "/filler")
+        for index in 1...20 { try fixture.drop(fixture.envelope("during-\(index)", version: 1)) }
+        #expect(await fixture.eventually { fixture.doneItems().count == 21 }, "delivery goes on")
+        #expect(await fixture.eventually { first.stderr.contains("cannot be used: its file system is full") },
+                "\(first.stderr)")
+        #expect(await fixture.eventually { fixture.statusLines.last?.contains("ledger unavailable") == true },
+                "\(fixture.statusLines.last ?? "")")
+
+        first.signal(SIGTERM)
+        #expect(await first.wait(timeout: .seconds(30)) == 0)
+        #expect(unlink(state + "/filler") == 0)
+        let second = try await fixture.start()
+        #expect(await fixture.eventually { second.stderr.contains("the ledger caught up from done/") },
+                "\(second.stderr)")
+        let history = try await fixture.cli(["history", "--json"])
+        let rows = try #require(try JSONValue.parse(Array(history.stdout.utf8)).arrayValue)
+        #expect(Set(rows.compactMap { $0["id"]?.stringValue }).count == 21, "every delivery is in the ledger")
+        #expect(fixture.server.requests.count == 21, "and none was sent twice")
+    }
+
     @Test func newMadeInaccessibleEndsTheDaemonWithStatus1AndAClearMessage() async throws {
         let fixture = try DaemonFixture()
         let daemon = try await fixture.startAsNobody()

@@ -33,6 +33,9 @@ protocol Ledger: AnyObject {
     /// (LedgerRetention=). Returns how many.
     func prune(confirmedBefore before: Int64) throws(LedgerError) -> Int
 
+    /// Calls `body` with every destination and key it holds (LedgerKeyFilter's build).
+    func forEachKey(_ body: (_ destination: String, _ key: ItemKey) -> Void) throws(LedgerError)
+
     /// Rows and size, for status, check-config and the metrics.
     func statistics() throws(LedgerError) -> LedgerStatistics
 

@@ -60,6 +60,10 @@ final class LedgerService: Sendable {
 
     /// How long a failed ledger waits before it is tried again.
     static let retryInterval: Duration = .seconds(60)
+    /// The least time between two batches while confirmations keep coming:
+    /// each commit is an fsync and a few pages of WAL, which batches of a
+    /// drain's thousands a second share (at most this much more lag).
+    static let batchInterval: Duration = .milliseconds(100)
     /// done/ files changed this long before the catch-up mark are read
     /// again at start: the wall clock may have been stepped back a little.
     static let catchUpMargin: Int64 = 60_000
@@ -104,6 +108,9 @@ final class LedgerService: Sendable {
     private let rounds = Mutex<[DispatchSemaphore]>([])
     /// The connection intake's look-ups use; nil while the ledger is unavailable.
     private let reader = Mutex<SQLiteLedger?>(nil)
+    /// What the ledger may hold, so that a look-up of a key it never
+    /// recorded asks no SQLite; nil while the ledger is unavailable.
+    private let keys = Mutex<LedgerKeyFilter?>(nil)
 
     init(settings: Settings, log: any LogSink, observe: @escaping @Sendable (Status) -> Void = { _ in }) {
         self.settings = settings
@@ -159,7 +166,8 @@ final class LedgerService: Sendable {
     /// The last version `destination` confirmed for `key`, as far as the
     /// ledger knows; nil when it does not, or cannot say now.
     func confirmedVersion(at destination: String, of key: ItemKey) -> ItemVersion? {
-        reader.withLock { ledger in
+        if let filter = keys.withLock({ $0 }), !filter.mayHold(destination: destination, key: key) { return nil }
+        return reader.withLock { ledger in
             guard let current = ledger else { return nil }
             do {
                 return try current.confirmedVersion(at: destination, of: key)
@@ -199,12 +207,25 @@ final class LedgerService: Sendable {
 
     var status: Status { state.withLock { $0.status } }
 
+    /// Whether look-ups of keys the ledger never recorded skip SQLite yet
+    /// (the key filter's build is done).
+    var keyFilterIsReady: Bool { keys.withLock { $0?.isReady ?? false } }
+
     // MARK: The writer
 
     private func run() {
         var ledger: SQLiteLedger?
+        var committed = ContinuousClock.now - Self.batchInterval
         while true {
             if ledger == nil { ledger = open() }
+            if ledger != nil {
+                // Busy: let the next batch gather (stop cuts the wait short).
+                let next = committed + Self.batchInterval
+                if next > .now, !state.withLock({ $0.stopping }) {
+                    _ = wake.wait(timeout: .now() + .milliseconds(Int((next - .now).milliseconds) + 1))
+                }
+                committed = .now
+            }
             if let current = ledger {
                 do {
                     try catchUpIfNeeded(current)
@@ -259,6 +280,7 @@ final class LedgerService: Sendable {
                                    + "what was confirmed meanwhile is caught up from done/"))
             }
             try refreshStatus(ledger, force: true)
+            buildKeyFilter(holding: Int(state.withLock { $0.status.rows } ?? 0))
             return ledger
         } catch {
             fail(error)
@@ -296,6 +318,7 @@ final class LedgerService: Sendable {
 
     private func fail(_ error: LedgerError) {
         reader.withLock { $0 = nil }
+        keys.withLock { $0 = nil }
         let first = state.withLock { state -> Bool in
             defer {
                 state.status.unavailable = error.message
@@ -342,6 +365,7 @@ final class LedgerService: Sendable {
         // margin covers the wall clock of the curl thread that renamed the
         // file against the engine's that reported it.
         let mark = min(batch.map(\.at).min() ?? now, lostSince ?? .max) - Self.catchUpMargin
+        noteKeys(records)
         do {
             try ledger.record(records, replacingEqual: true)
             if lostSince == nil { try ledger.setCatchUpMark(max(mark, try ledger.catchUpMark())) }
@@ -386,6 +410,37 @@ final class LedgerService: Sendable {
         }
     }
 
+    // MARK: The key filter
+
+    /// Adds the keys of `records`, about to be committed, to the filter (a
+    /// look-up meanwhile asks SQLite, which says "not yet"); one that
+    /// outgrew its room is built again, bigger.
+    private func noteKeys(_ records: [LedgerRecord]) {
+        guard let filter = keys.withLock({ $0 }) else { return }
+        for record in records { filter.add(destination: record.destination, key: record.key) }
+        if filter.isFull { buildKeyFilter(holding: filter.capacity) }
+    }
+
+    /// Installs a new filter with room for `rows` and half as many again
+    /// (at least a million), and fills it from the ledger on a thread of
+    /// its own; the writer adds what it commits meanwhile.
+    private func buildKeyFilter(holding rows: Int) {
+        let filter = LedgerKeyFilter(capacity: max(1 << 20, rows + rows / 2))
+        keys.withLock { $0 = filter }
+        let path = settings.path
+        do {
+            try DedicatedThread.start(name: "txrecon-ledger-keys") {
+                // A failure leaves it not ready: every look-up asks SQLite, as before.
+                let scanned: Void? = try? SQLiteLedger(path: path, access: .readOnly).forEachKey { destination, key in
+                    filter.add(destination: destination, key: key)
+                }
+                if scanned != nil { filter.markReady() }
+            }
+        } catch {
+            // No thread: look-ups ask SQLite, as before.
+        }
+    }
+
     // MARK: Catch-up
 
     /// At the first successful open (and after the ledger was unavailable),
@@ -422,15 +477,22 @@ final class LedgerService: Sendable {
         var batch: [LedgerRecord] = []
         var recorded = 0
         var failure: LedgerError?
+        var unreadable: [(name: String, why: String)] = []
         let done = spool.layout.done
         try? SystemCall.forEachName(in: done) { bytes in
             guard failure == nil, !bytes.contains(UInt8(ascii: ".")),
                   let name = String(validating: bytes, as: UTF8.self), let key = ItemKey(fileName: name),
                   let info = try? SystemCall.linkStatus(done + "/" + name) else { return }
             let changed = Int64(info.st_ctim.tv_sec) * 1000 + Int64(info.st_ctim.tv_nsec) / 1_000_000
-            guard changed >= since,
-                  let read = try? spool.read(.done, key, maximumSize: settings.maximumFileSize),
-                  let item = try? settings.reader.item(read, key: key) else { return }
+            guard changed >= since else { return }
+            let item: Item
+            do {
+                guard let read = try spool.read(.done, key, maximumSize: settings.maximumFileSize) else { return }
+                item = try settings.reader.item(read, key: key)
+            } catch {
+                unreadable.append((name, "\(error)"))
+                return
+            }
             batch.append(LedgerRecord(destination: destination, key: item.key, version: item.version,
                                       confirmedAt: changed, attempt: 0,
                                       idempotencyKey: RequestBuilder.idempotencyKey(for: item),
@@ -438,6 +500,7 @@ final class LedgerService: Sendable {
                                       identity: LedgerRecord.Identity(item.fields)))
             guard batch.count >= 1_000 else { return }
             do throws(LedgerError) {
+                noteKeys(batch)
                 try ledger.record(batch, replacingEqual: false)
                 recorded += batch.count
                 batch.removeAll(keepingCapacity: true)
@@ -446,7 +509,15 @@ final class LedgerService: Sendable {
             }
         }
         if let failure { throw failure }
+        noteKeys(batch)
         try ledger.record(batch, replacingEqual: false)
+        if let first = unreadable.first {
+            log.write(LogEntry(.warning, "\(unreadable.count) delivered snapshot(s) in \(spool.layout.relative(.done))/ "
+                               + "could not be read or no longer decode and verify, and are not in the ledger (for "
+                               + "one, \(LogText.escaped(first.name)): \(LogText.singleLine(first.why, limit: 200))); they "
+                               + "stay in done/ until DoneRetention=, where the supersede rule reads them as before",
+                               fields: [("TXRECON_DESTINATION", destination)]))
+        }
         return recorded + batch.count
     }
 }

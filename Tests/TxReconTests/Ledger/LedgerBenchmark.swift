@@ -45,6 +45,13 @@ struct LedgerBenchmark {
         return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
     }
 
+    /// CPU seconds of this thread.
+    static func cpuSeconds() -> Double {
+        var now = timespec()
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now)
+        return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+    }
+
     static func percentile(_ values: [Double], _ share: Double) -> Double {
         let sorted = values.sorted()
         return sorted[min(sorted.count - 1, Int(Double(sorted.count) * share))]
@@ -81,6 +88,10 @@ struct LedgerBenchmark {
         try service.start()
         service.flush()
         defer { service.stop() }
+        let building = Self.seconds()
+        while !service.keyFilterIsReady { usleep(10_000) }
+        print("ledger-bench: the key filter of \(statistics.rows) keys built in \(Self.format(Self.seconds() - building)) s "
+              + "(after the open)")
         var generator = SeededGenerator(seed: 42)
         for (label, offset) in [("held", 0), ("not held", Self.rows)] {
             var samples: [Double] = []
@@ -95,6 +106,38 @@ struct LedgerBenchmark {
             print("ledger-bench: supersede check, a key \(label): median \(Self.format(Self.percentile(samples, 0.5))) µs, "
                   + "p99 \(Self.format(Self.percentile(samples, 0.99))) µs (\(found) of 50000 found)")
         }
+        // What a drain pays: the writer's CPU per confirmation of an envelope
+        // (no identity: the partial indexes skip it), in batches of 100, on
+        // a fresh ledger and on this one; and intake's look-up of a fresh key
+        // in CPU time.
+        let fresh = Self.path + ".fresh"
+        for file in [fresh, fresh + "-wal", fresh + "-shm"] { unlink(file) }
+        for (label, target, batchSize) in [("a fresh ledger", fresh, 100), ("a fresh ledger", fresh, 2000),
+                                           ("this ledger", Self.path, 2000)] {
+            let writer = try SQLiteLedger(path: target)
+            let count = 200_000
+            let base = 3_000_000_000_000_000 + Int(Self.seconds() * 1000) % 1_000_000 * 1_000_000
+            let records = (0..<count).map { index in
+                LedgerRecord(destination: "backend", key: ItemKey("d\(base + index)")!, version: ItemVersion(primary: 1),
+                             confirmedAt: 1_760_000_000_000 + Int64(index), attempt: 1,
+                             idempotencyKey: "d\(base + index):1", confirmation: "HTTP 200", kind: .envelope,
+                             identity: LedgerRecord.Identity())
+            }
+            let start = Self.cpuSeconds()
+            for batch in stride(from: 0, to: count, by: batchSize) {
+                try writer.record(Array(records[batch..<min(count, batch + batchSize)]), replacingEqual: true)
+            }
+            let spent = Self.cpuSeconds() - start
+            print("ledger-bench: writer, envelopes in batches of \(batchSize) on \(label): "
+                  + "\(Self.format(spent * 1e6 / Double(count))) µs of CPU each")
+        }
+        let lookups = 100_000
+        let lookupStart = Self.cpuSeconds()
+        for index in 0..<lookups { _ = service.confirmedVersion(at: "backend", of: ItemKey("fresh-\(index)")!) }
+        print("ledger-bench: intake's look-up of a fresh key: "
+              + "\(Self.format((Self.cpuSeconds() - lookupStart) * 1e6 / Double(lookups))) µs of CPU each")
+        for file in [fresh, fresh + "-wal", fresh + "-shm"] { unlink(file) }
+
         var queries: [Double] = []
         for _ in 0..<200 {
             let index = Int.random(in: 0..<Self.rows, using: &generator)
