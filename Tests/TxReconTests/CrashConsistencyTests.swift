@@ -167,7 +167,7 @@ struct CrashConsistencyTests {
         let harness = try EngineHarness()
         let name = String(repeating: "p", count: 254)
         try SystemCall.writeNewFile(harness.layout.new + "/" + name, Array("page".utf8), sync: false)
-        let parts = try harness.spool.split(drop: name, into: ["one", "two"])
+        let parts = try harness.spool.split(drop: name, into: [Array("one".utf8), Array("two".utf8)])
         #expect(parts.count == 2)
         #expect(parts.allSatisfy { $0.utf8.count <= 255 })
         #expect(harness.names(in: "new").sorted() == parts.sorted())

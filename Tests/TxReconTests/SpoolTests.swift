@@ -229,10 +229,23 @@ import TxReconTestSupport
     @Test func aPageIsSplitIntoDurableDropsBeforeItIsRemoved() throws {
         let spool = try makeSpool()
         _ = directory.write("page", to: "spool/new/page")
-        let parts = try spool.split(drop: "page", into: ["one", "two"])
+        let parts = try spool.split(drop: "page", into: [Array("one".utf8), Array("two".utf8)])
         #expect(parts == ["page.1", "page.2"])
         #expect(names("new") == ["page.1", "page.2"])
         #expect(names("tmp") == [])
+    }
+
+    @Test func splitPartsCarryTheDropsWriteTimeAsTheirOwn() throws {
+        let spool = try makeSpool()
+        _ = directory.write("upload", to: "spool/new/upload")
+        let written: Int64 = 1_750_000_000_123
+        let parts = try spool.split(drop: "upload", into: [Array("one".utf8), Array("two".utf8)], modifiedAt: written)
+        for (part, content) in zip(parts, ["one", "two"]) {
+            let path = spool.layout.new + "/" + part
+            #expect(try SystemCall.readFile(path, limit: 64) == Array(content.utf8))
+            #expect(try SystemCall.linkStatus(path).map(Spool.modifiedMilliseconds) == written,
+                    "the part's receivedAt is when the producer wrote the upload")
+        }
     }
 
     @Test func restoringTheQueueRemovesLeftoversAndReadsStates() throws {

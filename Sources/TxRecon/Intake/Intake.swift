@@ -368,13 +368,15 @@ final class Intake: Sendable {
             case let .decoded(.item(item), modifiedAt, novelties):
                 if !novelties.isEmpty { report(novelties, in: item, file: name) }
                 return [Drop(name: name, item: item, receivedAt: modifiedAt)]
-            case let .decoded(.page(parts), _, _):
-                return try split(name, "history page", into: parts, decoder: decoder, verifier: verifier,
-                                 settings: settings, rejected: &rejected, failures: &failures, backlog: &backlog)
-            case let .decoded(.receipt(receipt), _, _):
+            case let .decoded(.page(parts), modifiedAt, _):
+                return try split(name, "history page", into: parts, modifiedAt: modifiedAt, decoder: decoder,
+                                 verifier: verifier, settings: settings, rejected: &rejected, failures: &failures,
+                                 backlog: &backlog)
+            case let .decoded(.receipt(receipt), modifiedAt, _):
                 // Built here, one receipt at a time, not while examining.
-                return try split(name, "receipt", into: receipt.parts, decoder: decoder, verifier: verifier,
-                                 settings: settings, rejected: &rejected, failures: &failures, backlog: &backlog)
+                return try split(name, "receipt", into: receipt.parts, modifiedAt: modifiedAt, decoder: decoder,
+                                 verifier: verifier, settings: settings, rejected: &rejected, failures: &failures,
+                                 backlog: &backlog)
             }
         } catch {
             note(error, name: name, failures: &failures)
@@ -382,11 +384,12 @@ final class Intake: Sendable {
         }
     }
 
-    /// Replaces the drop `name` with `parts`, a drop each, and takes them.
-    private func split(_ name: String, _ what: String, into parts: [String], decoder: InputDecoder,
+    /// Replaces the drop `name` (written at `modifiedAt`) with `parts`, a
+    /// drop each, and takes them.
+    private func split(_ name: String, _ what: String, into parts: [String], modifiedAt: Int64, decoder: InputDecoder,
                        verifier: SignedDataVerifier?, settings: Settings, rejected: inout Int,
                        failures: inout IntakeBacklog.Failures, backlog: inout IntakeBacklog) throws(SpoolError) -> [Drop] {
-        let parts = try spool.split(drop: name, into: parts)
+        let parts = try spool.split(drop: name, into: parts.map { Array($0.utf8) }, modifiedAt: modifiedAt)
         log.write(LogEntry(.info, "new/\(LogText.escaped(name)): \(what) split into \(parts.count) drops",
                            fields: [("TXRECON_FILE", name)]))
         return parts.flatMap { part in

@@ -11,7 +11,7 @@
 //   new/NAME      -> hold/KEY (+ .reason)           hold a first attempt (refused)
 //   new/NAME      -> rejected/NAME (+ .reason)      reject
 //   new/NAME      -> done/KEY.superseded-…          supersede a stale drop
-//   new/NAME      -> new/NAME.N … (page split)      split, the only path that fsyncs
+//   new/NAME      -> new/NAME.N … (page, receipt)   split, the only path that syncs (one syncfs)
 //   queue/KEY     -> done/KEY (or unlinked)         finish (delivered)
 //   queue/KEY.state -> done/KEY.state (or unlinked) retireState, later (the engine batches it)
 //   queue/KEY     -> hold/KEY (+ .reason)           hold
@@ -363,20 +363,37 @@ package final class Spool: Sendable {
         try SystemCall.rename(source, layout.done + "/" + target)
     }
 
-    /// A page of the transaction history becomes one drop per transaction:
-    /// each written to tmp/ and fsynced, renamed into new/, new/ fsynced, and
-    /// only then the page removed. A crash in between leaves the page in new/
-    /// and some parts: taken again at start, the repeats are superseded.
-    func split(drop name: String, into parts: [String]) throws(SpoolError) -> [String] {
-        var names: [String] = []
-        // Part names are the page's name plus `.N`; a page name near
-        // NAME_MAX (255 bytes) is shortened first so that they still fit.
-        let base = Spool.prefix(of: name, maximumBytes: 200)
-        for (index, part) in parts.enumerated() {
+    /// A page of the transaction history, or a receipt upload, becomes one
+    /// drop per part: all written to tmp/ (with the drop's modification
+    /// time `modifiedAt`, its receivedAt, when given), made durable by one
+    /// syncfs(2) of the spool's file system, renamed into new/, new/
+    /// fsynced, and only then the drop removed. One sync for all the parts,
+    /// not an fsync each: a receipt of 5,000 purchases took 5,000 fsyncs,
+    /// seconds on a disk that flushes its cache for each. A crash in
+    /// between leaves the drop in new/ and some parts: taken again at start,
+    /// the repeats are superseded. `parts` are the parts' bytes.
+    func split(drop name: String, into parts: [[UInt8]], modifiedAt: Int64? = nil) throws(SpoolError) -> [String] {
+        var temporaries: [String] = []
+        temporaries.reserveCapacity(parts.count)
+        // Any that are not yet in new/ go again if a step fails.
+        defer { for temporary in temporaries { unlink(temporary) } }
+        for part in parts {
             let temporary = TemporaryFile.split.path(in: layout, "\(getpid())-\(uniqueCounter.add(1, ordering: .relaxed).newValue)")
-            try SystemCall.replaceFile(temporary, Array(part.utf8), temporaryName: temporary + ".tmp", sync: true)
-            names.append(try moveIntoInbox(temporary, base: "\(base).\(index + 1)"))
+            try SystemCall.unlinkIfPresent(temporary)
+            try SystemCall.writeNewFile(temporary, part, sync: false, modifiedAt: modifiedAt)
+            temporaries.append(temporary)
         }
+        try SystemCall.syncFileSystem(of: layout.tmp)
+        var names: [String] = []
+        names.reserveCapacity(parts.count)
+        // Part names are the drop's name plus `.N`; a name near NAME_MAX
+        // (255 bytes) is shortened first so that they still fit.
+        let base = Spool.prefix(of: name, maximumBytes: 200)
+        for (index, temporary) in temporaries.enumerated() {
+            names.append(try moveIntoInbox(temporary, base: "\(base).\(index + 1)"))
+            temporaries[index] = ""
+        }
+        temporaries = []
         try SystemCall.syncDirectory(layout.new)
         try SystemCall.unlinkIfPresent(layout.new + "/" + name)
         return names

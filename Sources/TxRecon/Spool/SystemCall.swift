@@ -168,6 +168,21 @@ package enum SystemCall {
         guard mkdir(path, mode) == 0 || errno == EEXIST else { throw SpoolError("mkdir", path) }
     }
 
+    /// Writes out everything the file system holding `path` has not yet
+    /// written (syncfs(2)), data and names, and waits for it: one call
+    /// where a file of many would take an fsync each.
+    static func syncFileSystem(of path: String) throws(SpoolError) {
+        let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { throw SpoolError("open", path) }
+        defer { close(fd) }
+        guard syncfs(fd) == 0 else { throw SpoolError("syncfs", path) }
+    }
+
+    /// utimensat(2)'s UTIME_OMIT and UTIME_NOW, macros Swift does not
+    /// import: the same on every Linux architecture.
+    static let timeOmitted = (1 << 30) - 2
+    static let timeNow = (1 << 30) - 1
+
     /// Flushes a directory's entries (renames and unlinks in it) to disk.
     static func syncDirectory(_ path: String) throws(SpoolError) {
         let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
@@ -270,8 +285,10 @@ package enum SystemCall {
 
     /// Writes `bytes` to a new file at `path` (which must not exist),
     /// optionally fsyncing it; the file is removed again if anything fails,
-    /// so a partial file never stays behind under that name.
-    package static func writeNewFile(_ path: String, _ bytes: [UInt8], mode: mode_t = 0o660, sync: Bool) throws(SpoolError) {
+    /// so a partial file never stays behind under that name. `modifiedAt`
+    /// (ms since 1970): the modification time to give it instead of now.
+    package static func writeNewFile(_ path: String, _ bytes: [UInt8], mode: mode_t = 0o660, sync: Bool,
+                                     modifiedAt: Int64? = nil) throws(SpoolError) {
         let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode)
         guard fd >= 0 else { throw SpoolError("create", path) }
         var failure: SpoolError?
@@ -284,6 +301,11 @@ package enum SystemCall {
                 break
             }
             written += result
+        }
+        if failure == nil, let modifiedAt {
+            let modified = timespec(tv_sec: Int(modifiedAt / 1000), tv_nsec: Int(modifiedAt % 1000) * 1_000_000)
+            var times = [timespec(tv_sec: 0, tv_nsec: SystemCall.timeOmitted), modified]
+            if futimens(fd, &times) != 0 { failure = SpoolError("futimens", path) }
         }
         if failure == nil, sync, fsync(fd) != 0 { failure = SpoolError("fsync", path) }
         if close(fd) != 0, failure == nil { failure = SpoolError("close", path) }
