@@ -195,7 +195,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_SOURCES := $(addprefix Sources/TxRecon/Intake/,InputDecoder.swift CompactJWS.swift Base64URL.swift Item.swift \
 	Rejection.swift RejectionCode.swift PayloadReader.swift AppStorePayloads.swift JSONValueDescription.swift \
 	ParsedSignedStrings.swift KnownJOSEHeaders.swift DERReader.swift AppReceipt.swift Base64.swift \
-	InputDecoder+Receipt.swift ReceiptSplit.swift SignedDataKind.swift NotificationType.swift) \
+	InputDecoder+Receipt.swift ReceiptSplit.swift ReceiptItems.swift SignedDataKind.swift NotificationType.swift) \
 	Sources/TxRecon/Support/JSONValue.swift Sources/TxRecon/Support/JSONStringScan.swift \
 	Sources/TxRecon/Support/ByteWord.swift Sources/TxRecon/Support/StringBytes.swift Tests/Fuzz/InputDecoderFuzzer.swift
 

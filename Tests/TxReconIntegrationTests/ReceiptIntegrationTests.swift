@@ -1,14 +1,17 @@
-// The built daemon taking StoreKit 1 receipt uploads: Apple's real receipt
-// verified with the shipped root and delivered as one item per purchase with
-// the app's context labelled, delivered once however often it is uploaded;
-// forged and hostile receipts rejected and never sent.
+// The built daemon (and `txrecon receive`) taking StoreKit 1 receipt
+// uploads: Apple's real receipt verified with the shipped root and
+// delivered as one item per purchase plus the receipt once, with the app's
+// context labelled, and never again however often it is uploaded; the
+// receipt stored once in receipts/, not copied into every purchase;
+// forged and hostile receipts rejected and never sent, and parts that name
+// no stored receipt rejected.
 import FoundationEssentials
 import Glibc
 import Testing
 @testable import TxRecon
 import TxReconTestSupport
 
-@Suite(.serialized, .timeLimit(.minutes(2)))
+@Suite(.serialized, .timeLimit(.minutes(3)))
 struct ReceiptIntegrationTests {
     static let real = "sandbox-tpinappreceipt-1.receipt"
     static let purchases = ["2000001092134138", "2000001092148094"]
@@ -26,35 +29,85 @@ struct ReceiptIntegrationTests {
         return fixture
     }
 
-    @Test func aStoreKit1UploadIsDeliveredAsOneItemPerPurchaseWithItsContextLabelled() async throws {
+    /// The bytes every regular file under `root` holds (their sizes), with
+    /// how many files there are.
+    static func spoolBytes(_ root: String) -> (bytes: Int, files: Int) {
+        var total = (bytes: 0, files: 0)
+        for name in (try? SystemCall.listDirectory(root)) ?? [] {
+            let path = root + "/" + name
+            guard let info = try? SystemCall.linkStatus(path) else { continue }
+            if info.st_mode & S_IFMT == S_IFDIR {
+                let inner = spoolBytes(path)
+                total = (total.bytes + inner.bytes, total.files + inner.files)
+            } else if info.st_mode & S_IFMT == S_IFREG {
+                total = (total.bytes + Int(info.st_size), total.files + 1)
+            }
+        }
+        return total
+    }
+
+    static func bodies(_ server: LoopbackHTTPServer) -> [JSONValue] {
+        server.requests.compactMap { try? JSONValue.parse($0.body) }
+    }
+
+    @Test func anUploadIsDeliveredAsItsPurchasesAndItsReceiptOnceAndNotAgainWhenUploadedAgain() async throws {
         let fixture = try fixture()
         try await fixture.start()
-        let upload = JSONValue.object([
-            ("receipt", .string(ReceiptSamples.base64(Self.real))), ("orderID", .string("A-17")),
-            ("productId", .string("dev.bonzer.weeka.app.subscription.pro.annual")),
+        let context: [(String, JSONValue)] = [
+            ("orderID", .string("A-17")), ("productId", .string("dev.bonzer.weeka.app.subscription.pro.annual")),
             ("applicationUsername", .string("order-17")),
-        ]).serializedString
+        ]
+        let upload = JSONValue.object([("receipt", .string(ReceiptSamples.base64(Self.real)))] + context).serializedString
+        let der = try ReceiptSamples.der(Self.real)
+        let name = ReceiptStore.name(of: der)
         try fixture.drop(upload)
-        #expect(await fixture.eventually { fixture.doneItems().sorted() == Self.purchases }, "\(fixture.names("rejected"))")
-        #expect(fixture.server.requests.count == 2)
-        for request in fixture.server.requests {
-            let body = try JSONValue.parse(request.body)
-            #expect(body["kind"] == .string("appstore.receipt"))
+        let all = (Self.purchases + ["receipt-" + name]).sorted()
+        #expect(await fixture.eventually { fixture.doneItems().sorted() == all }, "\(fixture.names("rejected"))")
+        #expect(fixture.server.requests.count == 3)
+        for body in Self.bodies(fixture.server) {
             #expect(body["environment"] == .string("Sandbox") && body["bundleId"] == .string("dev.bonzer.weeka.app"))
-            #expect(body["receipt"] == .string(ReceiptSamples.base64(Self.real)))
-            #expect(body["unverified"] == .object([
-                ("orderID", .string("A-17")), ("productId", .string("dev.bonzer.weeka.app.subscription.pro.annual")),
-                ("applicationUsername", .string("order-17")),
-            ]))
+            #expect(body["receiptSha256"] == .string(name))
+            #expect(body["unverified"] == .object(context))
             #expect(body["txreconReceiptEntry"] == nil, "the split's own member stays out of the body")
+            if body["id"] == .string("receipt-" + name) {
+                #expect(body["kind"] == .string("appstore.receipt-file"))
+                #expect(body["receipt"] == .string(Data(der).base64EncodedString()), "the receipt, once")
+            } else {
+                #expect(body["kind"] == .string("appstore.receipt"))
+                #expect(body["receipt"] == nil, "a purchase names its receipt, it does not carry it")
+                #expect(body["transactionId"] == body["id"])
+            }
         }
+        #expect(fixture.names("receipts") == [name])
+        #expect(try SystemCall.readFile(fixture.layout.receipts + "/" + name, limit: 1 << 20) == der)
 
         // The app uploads its receipt again after its next purchase: what
-        // was delivered is superseded, not delivered again.
-        try fixture.drop(upload)
-        #expect(await fixture.eventually { fixture.names("done").filter { $0.contains(".superseded-") }.count == 2 })
-        #expect(fixture.server.requests.count == 2)
-        #expect(fixture.names("new").isEmpty && fixture.names("rejected").isEmpty)
+        // every destination confirmed is not even split again.
+        try fixture.drop(upload, name: "again")
+        #expect(await fixture.eventually { fixture.names("new").isEmpty })
+        #expect(fixture.server.requests.count == 3)
+        #expect(fixture.names("done").filter { $0.contains(".superseded-") }.isEmpty)
+        #expect(fixture.names("rejected").isEmpty && fixture.names("receipts") == [name])
+    }
+
+    @Test func aPartThatNamesNoStoredReceiptOrNoPurchaseOfItsReceiptIsRejected() async throws {
+        let fixture = try fixture()
+        try await fixture.start()
+        try fixture.drop(ReceiptSamples.base64(Self.real))
+        let name = ReceiptStore.name(of: try ReceiptSamples.der(Self.real))
+        #expect(await fixture.eventually { fixture.doneItems().count == 3 })
+        let unknown = String(repeating: "0", count: 64)
+        try fixture.drop(#"{"receiptSha256":"\#(unknown)","txreconReceiptEntry":"2000001092134138"}"#, name: "unstored")
+        try fixture.drop(#"{"receiptSha256":"\#(name)","txreconReceiptEntry":"2000009999999999"}"#, name: "no-such-entry")
+        // A producer's own part naming a genuine stored purchase gains
+        // nothing: it is that purchase, already delivered.
+        try fixture.drop(#"{"receiptSha256":"\#(name)","txreconReceiptEntry":"2000001092134138"}"#, name: "genuine")
+        #expect(await fixture.eventually { fixture.names("rejected").count == 4 && fixture.names("new").isEmpty },
+                "\(fixture.names("rejected")) \(fixture.names("new"))")
+        #expect(fixture.rejectionCode("unstored") == "receipt-not-stored")
+        #expect(fixture.rejectionCode("no-such-entry") == "invalid-field")
+        #expect(fixture.server.requests.count == 3)
+        #expect(fixture.names("done").filter { $0.hasPrefix("2000001092134138.superseded-") }.count == 1)
     }
 
     @Test func aForgedOrForeignReceiptIsRejectedAndNeverSent() async throws {
@@ -77,5 +130,29 @@ struct ReceiptIntegrationTests {
         #expect(fixture.rejectionCode("truncated") == "not-json")
         #expect(fixture.server.requests.isEmpty)
         #expect(fixture.names("new").isEmpty, "nothing was split out of a forged receipt")
+        #expect(fixture.names("receipts").isEmpty, "nor stored")
+    }
+
+    @Test func aHundredUploadsOfARealReceiptOf187PurchasesCostAtMostAHundredTimesItsSizeAndDeliverEachOnce() async throws {
+        let name = "sandbox-tpinappreceipt-2.receipt"
+        let fixture = try fixture(bundleID: try #require(try ReceiptSamples.expected(name)["bundle_id_2"]?.stringValue))
+        try await fixture.start()
+        let upload = JSONValue.object([("receipt", .string(ReceiptSamples.base64(name))),
+                                       ("orderID", .string("A-17"))]).serializedString
+        for index in 0..<100 { try fixture.drop(upload, name: "upload-\(index)") }
+        // Delivered items are done/KEY; done/KEY.superseded-… are repeats
+        // that arrived while their purchase was still pending.
+        func delivered() -> Int { fixture.doneItems().filter { !$0.contains(".") }.count }
+        #expect(await fixture.eventually(timeout: .seconds(90)) {
+            delivered() == 188 && fixture.names("new").isEmpty && fixture.names("queue").isEmpty
+        }, "\(delivered()) delivered, \(fixture.names("new").count) in new/, rejected \(fixture.names("rejected"))")
+        var deliveries: [String: Int] = [:]
+        for body in Self.bodies(fixture.server) { deliveries[body["id"]?.stringValue ?? "?", default: 0] += 1 }
+        #expect(deliveries.count == 188, "187 purchases and the receipt")
+        #expect(deliveries.values.allSatisfy { $0 == 1 }, "\(deliveries.filter { $0.value > 1 })")
+        let spool = Self.spoolBytes(fixture.layout.root)
+        #expect(spool.bytes <= 100 * upload.utf8.count,
+                "\(spool.bytes) bytes in \(spool.files) files, against 100 uploads of \(upload.utf8.count)")
+        #expect(fixture.names("receipts").count == 1, "identical receipts are stored once")
     }
 }

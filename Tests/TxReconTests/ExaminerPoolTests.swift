@@ -85,7 +85,8 @@ import TxReconTestSupport
         case let .refused(rejection): "refused \(rejection.code)"
         case let .decoded(.item(item), modifiedAt, _): "item \(item.key) \(item.version) \(modifiedAt)"
         case let .decoded(.page(transactions), modifiedAt, _): "page of \(transactions.count) \(modifiedAt)"
-        case let .decoded(.receipt(split), modifiedAt, _): "receipt of \(split.transactionIds.count) \(modifiedAt)"
+        case let .decoded(.receipt(split), modifiedAt, _): "receipt of \(split.purchases.count) \(modifiedAt)"
+        case let .decoded(.receiptPart(part), modifiedAt, _): "part of \(part.receiptSha256) \(modifiedAt)"
         case let .undecodable(rejection, modifiedAt): "undecodable \(rejection.code) \(modifiedAt)"
         case let .failed(error): "failed \(error)"
         }

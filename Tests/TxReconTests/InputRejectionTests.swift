@@ -237,7 +237,7 @@ import TxReconTestSupport
     @Test func everyCodeIsSpelledAsOperatorsMatchIt() {
         #expect(RejectionCode.allCases.map(\.rawValue) == [
             "empty-file", "not-json", "unknown-format", "malformed-jws", "malformed-payload", "missing-field",
-            "invalid-field", "unexpected-member", "context-too-large", "empty-page", "malformed-receipt", "empty-receipt", "envelopes-disabled", "unsupported-content",
+            "invalid-field", "unexpected-member", "context-too-large", "empty-page", "malformed-receipt", "empty-receipt", "receipt-not-stored", "envelopes-disabled", "unsupported-content",
             "unsupported-alg", "invalid-x5c", "invalid-certificate", "invalid-chain", "missing-oid", "invalid-signature",
             "wrong-bundle-id", "wrong-app-apple-id", "wrong-environment", "no-app-named",
             "invalid-receipt-signature", "receipt-untrusted-chain", "receipt-missing-oid",

@@ -21,6 +21,24 @@ public enum ConfigurationWarnings {
         if let warning = configuration.verification.startWarning { warnings.append(warning) }
         return warnings + groupWritableFiles(configuration) + backend(configuration, secrets: secrets)
             + match(configuration) + ignoredFiles(configuration) + sharedTargets(configuration)
+            + receiptsWithoutTheirFile(configuration)
+    }
+
+    /// A receipt's purchases (appstore.receipt) carry only their receipt's
+    /// SHA-256; the receipt itself is an item of its own
+    /// (appstore.receipt-file). Taken by no destination, the purchases name
+    /// a receipt no backend gets and none can verify them on its own.
+    private static func receiptsWithoutTheirFile(_ configuration: Configuration) -> [String] {
+        let matches = configuration.deliveryConfigurations.map(\.configuration.match)
+        let orphaned = SignedDataEnvironment.allCases.map(\.rawValue).filter { environment in
+            matches.contains { $0.takes(.receipt, environment: environment) }
+                && !matches.contains { $0.takes(.receiptFile, environment: environment) }
+        }
+        guard !orphaned.isEmpty else { return [] }
+        return ["[Match] Kind= takes receipt purchases (appstore.receipt) from \(orphaned.joined(separator: ", ")) but "
+                + "no destination takes their receipts (appstore.receipt-file): each purchase names its receipt by "
+                + "receiptSha256 only, so no backend gets the receipt to verify it; add appstore.receipt-file where "
+                + "appstore.receipt is"]
     }
 
     /// The warnings about one further destination, each naming its file.

@@ -13,7 +13,8 @@ public struct DestinationMatch: Sendable, Equatable {
     /// not match a destination that sets it.
     public var environments: [String]?
     /// `Kind=`: the body's `kind` (`appstore.transaction`,
-    /// `appstore.notification`, `appstore.receipt`, `envelope`).
+    /// `appstore.notification`, `appstore.receipt`, `appstore.receipt-file`,
+    /// `envelope`).
     public var kinds: [ItemKind]?
     /// `NotificationType=`: Apple's notificationType (`REFUND`,
     /// `DID_RENEW`, …). Only notifications carry one; nothing else matches
@@ -25,6 +26,12 @@ public struct DestinationMatch: Sendable, Equatable {
     /// Whether `item` goes to this destination.
     func accepts(_ item: Item) -> Bool {
         accepts(kind: item.kind, environment: item.fields.environment, notificationType: item.fields.notificationType)
+    }
+
+    /// Whether an App Store item of `kind` other than a notification, from
+    /// `environment`, goes to this destination.
+    func takes(_ kind: ItemKind, environment: String) -> Bool {
+        accepts(kind: kind, environment: environment, notificationType: nil)
     }
 
     /// The decision itself, on the three fields a match looks at.
@@ -45,7 +52,7 @@ public struct DestinationMatch: Sendable, Equatable {
             + ["(a type neither names)"]
         var items: [(ItemKind, String?, String?)] = [(.envelope, nil, nil)]
         for environment in environments {
-            items += [(.transaction, environment, nil), (.receipt, environment, nil)]
+            items += [(.transaction, environment, nil), (.receipt, environment, nil), (.receiptFile, environment, nil)]
             items += types.map { (.notification, environment, $0) }
         }
         return items.contains { kind, environment, type in
@@ -86,7 +93,8 @@ extension SettingValue {
     /// `Match.Kind`: one or more item kinds as the body's `kind` spells them.
     static func matchKinds(_ text: String) throws(InvalidValue) -> [ItemKind]? {
         try words(of: text, what: "an item kind", ItemKind.init(rawValue:)) {
-            "write one or more of appstore.transaction, appstore.notification, appstore.receipt, envelope"
+            "write one or more of appstore.transaction, appstore.notification, appstore.receipt, "
+                + "appstore.receipt-file, envelope"
         }
     }
 

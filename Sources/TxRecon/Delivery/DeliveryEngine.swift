@@ -166,11 +166,14 @@ package actor DeliveryEngine {
     /// moved beside done/KEY yet (see `tidyWhenIdle`).
     private var untidied = UntidiedRecords()
 
+    /// `receipts`: receipts/, which the parts of receipt uploads name (the
+    /// daemon shares one between intake and every engine); by default the
+    /// spool's own.
     package init(spool: Spool, settings: Settings, transport: any Transport, prepare: @escaping RequestPreparer,
          clock: any EngineClock, log: any LogSink, executor: ThreadExecutor,
          buildDoneIndex: @escaping DoneIndexBuilder = DoneIndex.build(from:), redactor: SecretRedactor = SecretRedactor(),
          destination: String = Destination.primaryName, ledger: (any ConfirmationRecorder)? = nil,
-         publish: @escaping @Sendable (EngineStatus) -> Void) {
+         receipts: ReceiptLibrary? = nil, publish: @escaping @Sendable (EngineStatus) -> Void) {
         self.executor = executor
         self.destination = destination
         self.ledger = ledger
@@ -179,8 +182,9 @@ package actor DeliveryEngine {
         self.spool = spool
         self.settings = settings
         self.transport = transport
-        self.attemptContext = Attempt.Context(spool: spool, storedItems: StoredItemReader(settings), prepare: prepare,
-                                              redactor: redactor, clock: clock)
+        let receipts = receipts ?? ReceiptLibrary(store: ReceiptStore(layout: spool.layout))
+        self.attemptContext = Attempt.Context(spool: spool, storedItems: StoredItemReader(settings, receipts: receipts),
+                                              prepare: prepare, redactor: redactor, clock: clock)
         self.clock = clock
         self.log = log
         self.events = ItemEvents(sink: log)
@@ -282,8 +286,9 @@ package actor DeliveryEngine {
         if settings.maxRate != self.settings.maxRate { rate = settings.maxRate.map(RequestRate.init(perSecond:)) }
         self.settings = settings
         self.transport = transport
-        attemptContext = Attempt.Context(spool: spool, storedItems: StoredItemReader(settings,
-                                                                                   verifiers: attemptContext.storedItems.verifiers),
+        let stored = attemptContext.storedItems
+        attemptContext = Attempt.Context(spool: spool, storedItems: StoredItemReader(settings, verifiers: stored.verifiers,
+                                                                                   receipts: stored.receipts),
                                          prepare: prepare, redactor: redactor, clock: clock)
         dispatchDue()
     }

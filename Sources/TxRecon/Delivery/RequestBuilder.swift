@@ -76,9 +76,10 @@ package struct RequestBuilder: Sendable {
 
     /// The JSON body. Members come in a fixed order: `id`, `version`
     /// (integer), `versionToken` (as in Idempotency-Key), `kind`, `attempt`,
-    /// `receivedAt` (RFC 3339 UTC), the decoded fields that are set, every
-    /// original signed string under its Apple name (`receipt` for a
-    /// receipt's purchase, base64 as uploaded), each one's payload decoded
+    /// `receivedAt` (RFC 3339 UTC), the decoded fields that are set (a
+    /// receipt's purchase and the receipt item: `receiptSha256`), every
+    /// original signed string under its Apple name (`receipt` for the
+    /// receipt item: the standard base64 of its bytes), each one's payload decoded
     /// (`transaction`, `renewalInfo`, `notification`, `appTransaction`,
     /// `decoded…`: Apple's JSON byte for byte), `payload` for
     /// envelopes (byte for byte as the file holds it, when read from one),
@@ -119,6 +120,7 @@ package struct RequestBuilder: Sendable {
         add("webOrderLineItemId", fields.webOrderLineItemId)
         if let flag = fields.isTrialPeriod { body.add("isTrialPeriod", .bool(flag)) }
         if let flag = fields.isInIntroOfferPeriod { body.add("isInIntroOfferPeriod", .bool(flag)) }
+        add("receiptSha256", fields.receiptSha256)
         for (name, value) in item.signedStrings {
             body.add(named: name, value)
         }

@@ -18,29 +18,44 @@ struct StoredItemReader: Sendable {
     /// nil with Mode=none: nothing is signed.
     let policy: SignedDataPolicy?
     let verifiers: VerifierPool
+    /// receipts/, which the parts of a receipt upload name; nil: such a
+    /// part is refused (it cannot be read).
+    let receipts: ReceiptLibrary?
 
     /// - Parameter acceptEnvelopes: AcceptEnvelopes=, as intake takes them.
-    init(acceptEnvelopes: Bool, policy: SignedDataPolicy?, verifiers: VerifierPool = VerifierPool()) {
+    init(acceptEnvelopes: Bool, policy: SignedDataPolicy?, verifiers: VerifierPool = VerifierPool(),
+         receipts: ReceiptLibrary? = nil) {
         decoder = InputDecoder(acceptEnvelopes: acceptEnvelopes)
         self.policy = policy
         self.verifiers = verifiers
+        self.receipts = receipts
     }
 
     /// The reader of an engine's settings, reusing `verifiers` on a reload.
-    init(_ settings: DeliveryEngine.Settings, verifiers: VerifierPool = VerifierPool()) {
-        self.init(acceptEnvelopes: settings.acceptEnvelopes, policy: settings.verification, verifiers: verifiers)
+    init(_ settings: DeliveryEngine.Settings, verifiers: VerifierPool = VerifierPool(), receipts: ReceiptLibrary? = nil) {
+        self.init(acceptEnvelopes: settings.acceptEnvelopes, policy: settings.verification, verifiers: verifiers,
+                  receipts: receipts)
     }
 
     /// The version of the snapshot `bytes` hold for `key`, to compare with a
     /// drop of version `incoming`: decoded once, and verified only when its
     /// version would make the drop outdated (below `incoming` the drop is
     /// newer whatever a check would say, and a check is a signature
-    /// verification on the engine's thread). A file that does not decode,
-    /// holds another key or fails the check has the lowest version.
+    /// verification on the engine's thread). A part of a receipt upload is
+    /// always read with its receipt verified, which ReceiptLibrary does once
+    /// per receipt. A file that does not decode, holds another key or fails
+    /// the check has the lowest version.
     func version(_ bytes: [UInt8], key: ItemKey, against incoming: ItemVersion) -> ItemVersion {
         let lowest = ItemVersion(primary: .min)
         var parsed = ParsedSignedStrings()
-        guard case let .item(item)? = try? decoder.decode(bytes, parsed: &parsed), item.key == key else { return lowest }
+        let decoded = try? decoder.decode(bytes, parsed: &parsed)
+        if case let .receiptPart(part)? = decoded {
+            guard let receipts, let item = try? verifiers.with(policy, { verifier throws(Rejection) in
+                try receipts.item(for: part, verifier: verifier)
+            }), item.key == key else { return lowest }
+            return item.version
+        }
+        guard case let .item(item)? = decoded, item.key == key else { return lowest }
         guard item.version >= incoming, policy != nil else { return item.version }
         let verified = verifiers.with(policy) { verifier in (try? verifier?.verify(item, parsed: parsed)) != nil }
         return verified ? item.version : lowest
@@ -49,7 +64,7 @@ struct StoredItemReader: Sendable {
     /// The item stored for `key` in `bytes`, verified; throws why it is not one.
     func item(_ bytes: [UInt8], key: ItemKey) throws(Rejection) -> Item {
         let decoded = try verifiers.with(policy) { verifier throws(Rejection) in
-            try decoder.decode(bytes, verifyingWith: verifier)
+            try decoder.decode(bytes, verifyingWith: verifier, receipts: receipts)
         }
         switch decoded {
         case let .item(item):
@@ -59,7 +74,8 @@ struct StoredItemReader: Sendable {
             }
             return item
         case .page: throw Rejection(.unknownFormat, "the file holds a page")
-        case .receipt: throw Rejection(.unknownFormat, "the file holds a receipt of several purchases")
+        case .receipt: throw Rejection(.unknownFormat, "the file holds a whole receipt upload, not one of its parts")
+        case .receiptPart: throw Rejection(.unknownFormat, "the file holds a receipt part that was not read")
         }
     }
 }

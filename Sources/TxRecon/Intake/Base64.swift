@@ -1,9 +1,12 @@
-// Base64: decoding of standard base64 (RFC 4648 §4), the encoding an app
-// gives its receipt (`Data.base64EncodedString()`, `base64 -w76`).
+// Base64: standard base64 (RFC 4648 §4), the encoding an app gives its
+// receipt (`Data.base64EncodedString()`, `base64 -w76`), and the one the
+// receipt item's body carries it in.
 //
-// The standard alphabet only, `=` padding only at the end, and line breaks
-// (CR, LF) skipped, as the MIME form has them; any other byte is refused, so
-// that text that merely contains base64 is not taken for it. Pure.
+// Decoding takes the standard alphabet only, `=` padding only at the end,
+// and line breaks (CR, LF) skipped, as the MIME form has them; any other
+// byte is refused, so that text that merely contains base64 is not taken for
+// it. Encoding writes one line, padded, as `Data.base64EncodedString()`
+// does. Pure.
 
 enum Base64 {
     /// The bytes `text` encodes, or nil when it is not standard base64.
@@ -42,6 +45,31 @@ enum Base64 {
         default: return nil
         }
         return output
+    }
+
+    /// `bytes` in standard base64, padded, without line breaks.
+    static func encode(_ bytes: [UInt8]) -> String {
+        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
+        var output: [UInt8] = []
+        output.reserveCapacity((bytes.count + 2) / 3 * 4)
+        var index = 0
+        while index + 3 <= bytes.count {
+            let group = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8 | UInt32(bytes[index + 2])
+            output.append(alphabet[Int(group >> 18 & 0x3F)])
+            output.append(alphabet[Int(group >> 12 & 0x3F)])
+            output.append(alphabet[Int(group >> 6 & 0x3F)])
+            output.append(alphabet[Int(group & 0x3F)])
+            index += 3
+        }
+        let rest = bytes.count - index
+        if rest > 0 {
+            let group = UInt32(bytes[index]) << 16 | (rest == 2 ? UInt32(bytes[index + 1]) << 8 : 0)
+            output.append(alphabet[Int(group >> 18 & 0x3F)])
+            output.append(alphabet[Int(group >> 12 & 0x3F)])
+            output.append(rest == 2 ? alphabet[Int(group >> 6 & 0x3F)] : UInt8(ascii: "="))
+            output.append(UInt8(ascii: "="))
+        }
+        return String(decoding: output, as: UTF8.self)
     }
 
     private static func value(of byte: UInt8) -> UInt8? {

@@ -20,9 +20,10 @@ enum DropExamination: Sendable, Equatable {
     /// The spool could not read it; it stays in new/.
     case failed(SpoolError)
 
-    /// Reads `name` from new/ and decodes it, verifying with `verifier`.
+    /// Reads `name` from new/ and decodes it, verifying with `verifier`;
+    /// a part of a receipt upload is read through `receipts`.
     static func examine(_ name: String, in spool: Spool, maximumSize: Int, decoder: InputDecoder,
-                        verifier: SignedDataVerifier?) -> DropExamination {
+                        verifier: SignedDataVerifier?, receipts: ReceiptLibrary? = nil) -> DropExamination {
         let content: DropContent
         do throws(SpoolError) {
             content = try spool.readDrop(name, maximumSize: maximumSize)
@@ -37,7 +38,8 @@ enum DropExamination: Sendable, Equatable {
         case let .bytes(bytes, modifiedAt):
             do throws(Rejection) {
                 var novelties: [AppleNovelty] = []
-                let decoded = try decoder.decode(bytes, verifyingWith: verifier, novelties: &novelties)
+                let decoded = try decoder.decode(bytes, verifyingWith: verifier, receipts: receipts,
+                                                 novelties: &novelties)
                 return .decoded(decoded, modifiedAt: modifiedAt, novelties: novelties)
             } catch {
                 return .undecodable(error, modifiedAt: modifiedAt)
@@ -48,7 +50,7 @@ enum DropExamination: Sendable, Equatable {
             // into done/ as superseded, or ignores it while its attempt ends.
             // Or fanned out to destinations' inboxes by a fan-out a crash
             // interrupted (Spool+FanOut): intake completes it.
-            guard case let .item(item)? = try? decoder.decode(bytes, verifyingWith: verifier),
+            guard case let .item(item)? = try? decoder.decode(bytes, verifyingWith: verifier, receipts: receipts),
                   names == 1 + spool.fanOutCopies(of: name, file: file)
                     || (names == 2 && spool.isDelivered(item.key, sameFileAs: file))
             else { return .refused(Spool.hardLinked(names: names)) }

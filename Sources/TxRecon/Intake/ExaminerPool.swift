@@ -54,14 +54,17 @@ final class ExaminerPool: Sendable {
     }
 
     /// Examines `names` in new/, on the helpers and the calling thread at
-    /// once; `verifier` is the caller's, for `policy`. Returns one
-    /// examination per name, in the order of `names`.
+    /// once; `verifier` is the caller's, for `policy`; parts of receipt
+    /// uploads are read through `receipts`. Returns one examination per
+    /// name, in the order of `names`.
     func examine(_ names: ArraySlice<String>, in spool: Spool, maximumSize: Int, decoder: InputDecoder,
-                 policy: SignedDataPolicy?, verifier: SignedDataVerifier?) -> [DropExamination] {
+                 policy: SignedDataPolicy?, verifier: SignedDataVerifier?,
+                 receipts: ReceiptLibrary? = nil) -> [DropExamination] {
         let partCount = min(helperCount + 1, names.count / Self.minimumPart)
         guard partCount > 1 else {
             return names.map {
-                DropExamination.examine($0, in: spool, maximumSize: maximumSize, decoder: decoder, verifier: verifier)
+                DropExamination.examine($0, in: spool, maximumSize: maximumSize, decoder: decoder, verifier: verifier,
+                                        receipts: receipts)
             }
         }
         let partSize = (names.count + partCount - 1) / partCount
@@ -69,13 +72,14 @@ final class ExaminerPool: Sendable {
         let handed = starts.dropFirst().map { start in
             let part = Part(Array(names[start..<min(start + partSize, names.endIndex)])) { name, verifiers in
                 DropExamination.examine(name, in: spool, maximumSize: maximumSize, decoder: decoder,
-                                        verifier: verifiers.verifier(for: policy))
+                                        verifier: verifiers.verifier(for: policy), receipts: receipts)
             }
             if let refused = parts.put(part) { refused.examine(VerifierSlot()) }
             return part
         }
         var examinations = names.prefix(partSize).map {
-            DropExamination.examine($0, in: spool, maximumSize: maximumSize, decoder: decoder, verifier: verifier)
+            DropExamination.examine($0, in: spool, maximumSize: maximumSize, decoder: decoder, verifier: verifier,
+                                    receipts: receipts)
         }
         examinations.reserveCapacity(names.count)
         for part in handed { examinations += part.wait() }

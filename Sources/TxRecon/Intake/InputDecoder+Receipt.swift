@@ -1,25 +1,34 @@
 // InputDecoder+Receipt: format 6, a StoreKit 1 receipt upload:
 // `{"receipt": "<base64 PKCS#7>", …}`, the app's context in its other
-// members, or the bare base64 of a receipt.
+// members, or the bare base64 of a receipt; and the parts intake splits
+// such an upload into, `{"receiptSha256": "<hex>", …}` (ReceiptSplit).
 //
 // A receipt holds the app's whole purchase history; each in-app purchase is
 // one item, keyed by its transaction id like a StoreKit 2 transaction, so
 // that a receipt entry, a signed transaction and a notification about the
-// same purchase supersede each other by version. An upload with one
-// purchase is that item; one with several is split into one part per
-// purchase (the upload with `txreconReceiptEntry` naming the purchase's
-// transaction id, ReceiptSplit), each taken like any other drop, and the
-// entries already delivered are then superseded as usual. Signatures are
-// the verifier's.
+// same purchase supersede each other by version, and the receipt itself is
+// one more item (ReceiptItems). An upload is taken apart here whatever its
+// number of purchases (`.receipt`): intake stores the receipt once and
+// writes a small part per item. A part is only read here (`.receiptPart`):
+// what it names is in receipts/, which ReceiptLibrary reads. An upload with
+// `txreconReceiptEntry` naming a purchase is a part as releases before
+// receipts/ wrote them: still that one purchase, carrying its receipt.
+// Signatures are the verifier's; touches no files.
 
 extension InputDecoder {
-    /// The member a split part adds to name its purchase.
+    /// The member a part adds to name its purchase.
     static let receiptEntryMember = "txreconReceiptEntry"
+    /// The member a part names its stored receipt by.
+    static let receiptNameMember = "receiptSha256"
 
     /// `{"receipt": "<base64>", …}`.
     func decodeReceiptUpload(_ value: JSONValue, parsed: inout ParsedSignedStrings) throws(Rejection) -> DecodedInput {
         let format = "a receipt upload (format 6)"
         let reader = PayloadReader(object: value, subject: format)
+        if value[InputDecoder.receiptNameMember] != nil {
+            throw Rejection(.unexpectedMember, "\(format) carries both receipt and \(InputDecoder.receiptNameMember), "
+                + "which names a receipt txrecon stored; send the receipt alone")
+        }
         let text = try reader.requireString("receipt")
         guard let der = Base64.decode(text.utf8), der.first == DERElement.sequence else {
             throw Rejection(.malformedReceipt, "receipt of \(format) is not the standard base64 of a receipt; send "
@@ -28,8 +37,9 @@ extension InputDecoder {
         return try decodeReceipt(der: der, text: text, upload: value, parsed: &parsed)
     }
 
-    /// The items of the receipt `der` (base64 `text` as uploaded), from
-    /// `upload` (nil for a bare base64 file).
+    /// The receipt `der` (base64 `text` as uploaded), from `upload` (nil
+    /// for a bare base64 file), taken apart: checked whole, so that a
+    /// receipt with one bad purchase is refused before anything is written.
     func decodeReceipt(der: [UInt8], text: String, upload: JSONValue?,
                        parsed: inout ParsedSignedStrings) throws(Rejection) -> DecodedInput {
         let receipt: AppReceipt
@@ -50,69 +60,42 @@ extension InputDecoder {
             throw Rejection(.emptyReceipt, "the receipt (format 6) holds no in-app purchase, so there is nothing to "
                 + "deliver (a consumable leaves the receipt once the app has finished its transaction)")
         }
-        var items: [Item] = []
+        var purchases: [Item] = []
+        purchases.reserveCapacity(receipt.inAppPurchases.count)
         for (index, purchase) in receipt.inAppPurchases.enumerated() {
-            items.append(try InputDecoder.item(purchase, index: index, of: receipt, text: text, context: context))
+            purchases.append(try ReceiptItems.purchase(purchase, index: index, of: receipt, receiptSha256: nil,
+                                                       context: context))
         }
         if let selected {
-            guard let item = items.first(where: { $0.key.rawValue.utf8.elementsEqual(selected.utf8) }) else {
+            guard let item = purchases.first(where: { $0.key.rawValue.utf8.elementsEqual(selected.utf8) }) else {
                 throw Rejection(.invalidField, "\(InputDecoder.receiptEntryMember) of \(format) names transaction "
                     + "\(JSONValue.string(selected).serializedString), which the receipt does not hold")
             }
-            return .item(item)
+            // A part an earlier release wrote: the receipt travels with it.
+            var legacy = item
+            legacy.signedStrings = [("receipt", text)]
+            return .item(legacy)
         }
-        guard items.count > 1 else { return .item(items[0]) }
-        return .receipt(ReceiptSplit(members: upload?.objectValue ?? [("receipt", .string(text))],
-                                     transactionIds: items.map(\.key.rawValue)))
+        return .receipt(ReceiptSplit(der: der, receipt: receipt, context: context, purchases: purchases))
     }
 
-    /// One purchase as an item. Its version comes from the entry, not from
-    /// the receipt's creation date, which changes at every upload: the
-    /// purchase date, or once Apple revoked it the cancellation date, marked
-    /// revoked; the same entry in the next upload has the same version.
-    private static func item(_ purchase: InAppPurchase, index: Int, of receipt: AppReceipt, text: String,
-                             context: JSONValue?) throws(Rejection) -> Item {
-        let subject = "in-app purchase \(index + 1) of the receipt (format 6)"
-        guard let transactionId = purchase.transactionId else {
-            throw Rejection(.missingField, "\(subject) has no transaction id (attribute 1703)")
+    /// `{"receiptSha256": "<hex>", "txreconReceiptEntry": "<id>"?, …}`: a
+    /// part of a receipt upload. Its other members are the upload's context.
+    func decodeReceiptPart(_ value: JSONValue) throws(Rejection) -> DecodedInput {
+        let format = "a receipt part (format 6, as intake splits an upload)"
+        let reader = PayloadReader(object: value, subject: format)
+        let name = try reader.requireString(InputDecoder.receiptNameMember)
+        guard ReceiptPart.isReceiptName(name) else {
+            throw reader.invalid(InputDecoder.receiptNameMember, .string(name),
+                                 expected: "the SHA-256 of a receipt in 64 lowercase hex digits")
         }
-        guard let key = ItemKey(transactionId) else {
-            throw Rejection(.invalidField, "\(subject) has a transaction id of \(transactionId.utf8.count) bytes; "
-                + "an item key has 1 to \(ItemKey.maximumLength) bytes")
+        let entry = try reader.string(InputDecoder.receiptEntryMember)
+        if let entry, ItemKey(entry) == nil {
+            throw reader.invalid(InputDecoder.receiptEntryMember, .string(entry),
+                                 expected: "a transaction id of 1 to \(ItemKey.maximumLength) bytes")
         }
-        guard let purchaseDate = purchase.purchaseDate else {
-            throw Rejection(.missingField, "\(subject) has no purchase date (attribute 1704)")
-        }
-        var fields = ItemFields()
-        fields.transactionId = transactionId
-        fields.originalTransactionId = purchase.originalTransactionId
-        fields.productId = purchase.productId
-        fields.bundleId = receipt.bundleId
-        fields.environment = receipt.environment
-        fields.purchaseDate = purchaseDate
-        fields.originalPurchaseDate = purchase.originalPurchaseDate
-        fields.expiresDate = purchase.expiresDate
-        fields.revocationDate = purchase.cancellationDate
-        fields.quantity = purchase.quantity
-        fields.webOrderLineItemId = purchase.webOrderLineItemId.map(String.init)
-        fields.isTrialPeriod = purchase.isTrialPeriod
-        fields.isInIntroOfferPeriod = purchase.isInIntroOfferPeriod
-        let version = ItemVersion(primary: purchase.cancellationDate ?? purchaseDate,
-                                  revoked: purchase.cancellationDate != nil)
-        return Item(key: key, version: version, kind: .receipt, fields: fields,
-                    signedStrings: [("receipt", text)], context: context)
-    }
-}
-
-extension AppReceipt {
-    /// The receipt type as Apple's payloads spell `environment`:
-    /// `ProductionSandbox` is `Sandbox`; nil for anything else.
-    var environment: String? {
-        switch receiptType {
-        case "Production": "Production"
-        case "ProductionSandbox": "Sandbox"
-        case "Xcode": "Xcode"
-        default: nil
-        }
+        let context = try InputDecoder.context(of: value, besides: [InputDecoder.receiptNameMember,
+                                                                    InputDecoder.receiptEntryMember], format: format)
+        return .receiptPart(ReceiptPart(receiptSha256: name, entry: entry, context: context))
     }
 }

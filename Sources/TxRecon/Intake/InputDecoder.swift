@@ -1,5 +1,6 @@
 // InputDecoder: the bytes of one spool file → one item, one transaction
-// history page, or a rejection (README "Input formats", formats 1 to 5).
+// history page, a receipt upload or a part of one, or a rejection (README
+// "Input formats", formats 1 to 6).
 //
 // Runs on the intake hot path, so it works on bytes: no Foundation, one JSON
 // parse per document, base64url decoded by hand. Signatures are not checked
@@ -127,6 +128,7 @@ struct InputDecoder: Sendable {
         if value["signedTransactionInfo"] != nil { return .item(try decodeTransactionUpload(value, parsed: &parsed)) }
         if value["signedTransactions"] != nil { return try decodeHistoryPage(value) }
         if value["receipt"] != nil { return try decodeReceiptUpload(value, parsed: &parsed) }
+        if value[InputDecoder.receiptNameMember] != nil { return try decodeReceiptPart(value) }
         // None of the other formats' members is here: an `id`, a `version`
         // (the payload set aside) or a `payload` put back makes an envelope.
         if value["id"] != nil || value["version"] != nil || value["payload"] != nil {
@@ -238,7 +240,8 @@ struct InputDecoder: Sendable {
     /// beside `payload`, which `value` may lack (set aside by the parser).
     private static func isEnvelope(_ value: JSONValue) -> Bool {
         value["signedPayload"] == nil && value["signedTransactionInfo"] == nil && value["signedTransactions"] == nil
-            && value["receipt"] == nil && (value["id"] != nil || value["version"] != nil)
+            && value["receipt"] == nil && value[InputDecoder.receiptNameMember] == nil
+            && (value["id"] != nil || value["version"] != nil)
     }
 
     /// `payloadText`: the payload's bytes as the file holds them, when the

@@ -138,7 +138,14 @@ extension Intake {
             return nil
         }
         guard let (bytes, receivedAt) = read else { return nil }
-        guard case let .item(item)? = try? decoder.decode(bytes) else {
+        // Verified before it was copied; a part is read with its stored
+        // receipt, checked against its name.
+        let item: Item? = switch try? decoder.decode(bytes) {
+        case let .item(item)?: item
+        case let .receiptPart(part)?: try? receipts.item(for: part, verifier: nil)
+        default: nil
+        }
+        guard let item else {
             let rejection = Rejection("undecodable-copy", "the copy intake made of a verified drop no longer "
                                       + "decodes; look at it, then requeue it")
             events.rejected(file: name, rejection: rejection,

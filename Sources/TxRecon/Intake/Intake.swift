@@ -81,6 +81,15 @@ final class Intake: Sendable {
     /// What Apple added that this release does not know, by name, as far
     /// as a warning was logged for it: one per name and process.
     private let reportedNovelties = Mutex<Set<AppleNovelty>>([])
+    /// receipts/: where a receipt upload's receipt is stored, and what the
+    /// parts of one are read through.
+    let receipts: ReceiptLibrary
+    /// What the destinations confirmed: the seam a receipt's split asks
+    /// (ConfirmedVersions); done/ unless one is given.
+    private let confirmations: ConfirmationSource
+    /// The verifiers `confirmations` reads done/ with (the intake thread's
+    /// own are for the drops it examines).
+    private let storedItemVerifiers = VerifierPool()
 
     convenience init(spool: Spool, engine: DeliveryEngine, watcher: InboxWatcher, settings: Settings, log: any LogSink) {
         self.init(spool: spool, routes: [DeliveryRoute(name: Destination.primaryName, engine: engine, spool: spool)],
@@ -88,7 +97,8 @@ final class Intake: Sendable {
     }
 
     init(spool: Spool, routes: [DeliveryRoute], watcher: InboxWatcher, settings: Settings, log: any LogSink,
-         confirmedVersion: @escaping @Sendable (_ destination: String, _ key: ItemKey) -> ItemVersion? = { _, _ in nil }) {
+         confirmedVersion: @escaping @Sendable (_ destination: String, _ key: ItemKey) -> ItemVersion? = { _, _ in nil },
+         receipts: ReceiptLibrary? = nil, confirmations: ConfirmationSource? = nil) {
         precondition(!routes.isEmpty && settings.matches.count == routes.count)
         self.confirmedVersion = confirmedVersion
         self.spool = spool
@@ -97,6 +107,8 @@ final class Intake: Sendable {
         self.settings = Mutex(settings)
         self.log = log
         self.events = ItemEvents(sink: log)
+        self.receipts = receipts ?? ReceiptLibrary(store: ReceiptStore(layout: spool.layout))
+        self.confirmations = confirmations ?? DoneConfirmations.source(routes, ledger: confirmedVersion)
     }
 
     func reconfigure(_ settings: Settings) {
@@ -295,7 +307,7 @@ final class Intake: Sendable {
             let part = unique[start..<min(start + Intake.batchSize, unique.count)]
             let examinations = examiners.pool.examine(part, in: spool, maximumSize: settings.maximumFileSize,
                                                       decoder: decoder, policy: settings.verification,
-                                                      verifier: verifier)
+                                                      verifier: verifier, receipts: receipts)
             for (name, examination) in zip(part, examinations) {
                 var window: Settling?
                 if settling {
@@ -305,9 +317,13 @@ final class Intake: Sendable {
                 backlog.forget(name)
                 batch += act(on: examination, of: name, decoder: decoder, verifier: verifier, settings: settings,
                              settling: window, rejected: &rejected, failures: &failures, backlog: &backlog)
-                if batch.count >= Intake.batchSize {
-                    let full = hand(batch, rejected: rejected, failures: &failures, whenWaiting: whenWaiting)
-                    batch.removeAll(keepingCapacity: true)
+                // A batch at a time, also of the thousands of parts one
+                // receipt can make: the engine takes a batch once its inbox
+                // window has room for all of it.
+                while batch.count >= Intake.batchSize {
+                    let full = hand(Array(batch.prefix(Intake.batchSize)), rejected: rejected, failures: &failures,
+                                    whenWaiting: whenWaiting)
+                    batch.removeFirst(Intake.batchSize)
                     rejected = 0
                     // What was examined but not handed over is still in new/.
                     if full { return leaveRestInInbox(failures, &backlog) }
@@ -373,10 +389,12 @@ final class Intake: Sendable {
                                  verifier: verifier, settings: settings, rejected: &rejected, failures: &failures,
                                  backlog: &backlog)
             case let .decoded(.receipt(receipt), modifiedAt, _):
-                // Built here, one receipt at a time, not while examining.
-                return try split(name, "receipt", into: receipt.parts, modifiedAt: modifiedAt, decoder: decoder,
-                                 verifier: verifier, settings: settings, rejected: &rejected, failures: &failures,
-                                 backlog: &backlog)
+                // Stored and split here, one receipt at a time, not while examining.
+                return try split(name, receipt: receipt, modifiedAt: modifiedAt, settings: settings, rejected: &rejected)
+            case .decoded(.receiptPart, _, _):
+                // Examining reads every part through `receipts`: never here.
+                try reject(name, Rejection(.receiptNotStored, "the receipt part was not read"), rejected: &rejected)
+                return []
             }
         } catch {
             note(error, name: name, failures: &failures)
@@ -394,10 +412,51 @@ final class Intake: Sendable {
                            fields: [("TXRECON_FILE", name)]))
         return parts.flatMap { part in
             let examination = DropExamination.examine(part, in: spool, maximumSize: settings.maximumFileSize,
-                                                      decoder: decoder, verifier: verifier)
+                                                      decoder: decoder, verifier: verifier, receipts: receipts)
             return act(on: examination, of: part, decoder: decoder, verifier: verifier, settings: settings,
                        settling: nil, rejected: &rejected, failures: &failures, backlog: &backlog)
         }
+    }
+
+    /// Replaces the receipt upload `name` (written at `modifiedAt`; its
+    /// receipt verified) with the parts ReceiptSplitPlan decides on: the
+    /// receipt stored in receipts/ first (durable before anything names
+    /// it), then the parts written at once (Spool.split), the upload
+    /// removed last. The parts' items are the ones just verified, handed on
+    /// as they are: nothing is read back.
+    private func split(_ name: String, receipt split: ReceiptSplit, modifiedAt: Int64, settings: Settings,
+                       rejected: inout Int) throws(SpoolError) -> [Drop] {
+        let receiptSha256 = ReceiptStore.name(of: split.der)
+        let reader = StoredItemReader(acceptEnvelopes: settings.acceptEnvelopes, policy: settings.verification,
+                                      verifiers: storedItemVerifiers, receipts: receipts)
+        let plan = ReceiptSplitPlan(split, receiptSha256: receiptSha256,
+                                    destinations: zip(routes, settings.matches).map { ($0.name, $1) },
+                                    confirmations: confirmations(reader, settings.maximumFileSize))
+        let summary = "\(split.purchases.count) purchase\(split.purchases.count == 1 ? "" : "s") and the receipt "
+            + "\(receiptSha256)"
+        if plan.takenByNone {
+            // One file in rejected/ for the upload, not one per purchase.
+            try reject(name, Intake.noDestination(split.purchases[0]), rejected: &rejected)
+            return []
+        }
+        if plan.items.isEmpty {
+            // All of it confirmed by every destination that takes it: the
+            // earlier deliveries in done/ are its trace, and this line.
+            try SystemCall.unlinkIfPresent(spool.layout.new + "/" + name)
+            log.write(LogEntry(.info, "new/\(LogText.escaped(name)): receipt upload of \(summary): every item already "
+                               + "confirmed at its version, nothing to deliver; removed", fields: [("TXRECON_FILE", name)]))
+            return []
+        }
+        try receipts.store.store(split.der, name: receiptSha256)
+        let parts = plan.items.map { item in
+            ReceiptSplit.part(receiptSha256: receiptSha256, entry: item.kind == .receipt ? item.key.rawValue : nil,
+                              context: split.context)
+        }
+        let names = try spool.split(drop: name, into: parts, modifiedAt: modifiedAt)
+        log.write(LogEntry(.info, "new/\(LogText.escaped(name)): receipt upload of \(summary) split into "
+                           + "\(names.count) drops (\(plan.confirmed) items already confirmed, \(plan.untaken) taken by "
+                           + "no destination)", fields: [("TXRECON_FILE", name)]))
+        return zip(names, plan.items).map { Drop(name: $0, item: $1, receivedAt: modifiedAt) }
     }
 
     /// Counts a drop the spool could not take; it stays in new/ and the

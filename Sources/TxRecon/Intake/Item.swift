@@ -12,6 +12,9 @@ public enum ItemKind: String, Sendable, Codable {
     case notification = "appstore.notification"
     /// One in-app purchase of a StoreKit 1 receipt.
     case receipt = "appstore.receipt"
+    /// A StoreKit 1 receipt itself, delivered once, whose purchases (of
+    /// kind `receipt`) name it by its SHA-256.
+    case receiptFile = "appstore.receipt-file"
     case envelope
 }
 
@@ -214,6 +217,10 @@ public struct ItemFields: Sendable, Equatable {
     public var webOrderLineItemId: String?
     public var isTrialPeriod: Bool?
     public var isInIntroOfferPeriod: Bool?
+    /// The SHA-256 (lowercase hex) of the receipt a receipt's purchase
+    /// comes from, and of the receipt item's own bytes: how a backend
+    /// matches the two (ReceiptStore names the stored receipt so).
+    public var receiptSha256: String?
 
     public init() {}
 }

@@ -29,6 +29,9 @@ enum RejectionCode: String, Sendable, CaseIterable {
     case malformedReceipt = "malformed-receipt"
     /// A receipt without in-app purchases.
     case emptyReceipt = "empty-receipt"
+    /// A part of a receipt upload naming a receipt receipts/ does not hold
+    /// (or holds damaged), or read where receipts/ is not (the receiver).
+    case receiptNotStored = "receipt-not-stored"
     /// A generic envelope while envelopes are not accepted.
     case envelopesDisabled = "envelopes-disabled"
     /// Well-formed App Store data that is not deliverable on its own.

@@ -57,13 +57,14 @@ enum BodyVerdict: Equatable {
 
 extension ReceiveEndpoint {
     /// Whether what `decoded` holds is this endpoint's: its item's kind, or
-    /// for a receipt of several purchases, the transactions endpoint's. A
+    /// for a receipt upload, the transactions endpoint's. A
     /// notification must come as Apple posts it, `{"signedPayload": …}`.
     func accepts(_ decoded: DecodedInput) -> Bool {
         switch decoded {
         case let .item(item): takes(item.kind)
         case .receipt: self == .transactions
-        case .page: false
+        // The daemon's own split of an upload, which names its spool's receipts/.
+        case .page, .receiptPart: false
         }
     }
 

@@ -95,13 +95,17 @@ public enum Daemon {
             log.write(LogEntry(.error, "\(error)"))
             return ExitStatus.failure
         }
+        // receipts/: one store and one library of parsed receipts for intake,
+        // every engine and the ledger's catch-up from done/.
+        let receipts = ReceiptLibrary(store: ReceiptStore(layout: layout))
         let spools = deliveries.map { name, _ in
             Spool(layout: fansOut ? layout.destination(name) : layout, keepsDone: configuration.spool.doneRetention > .zero)
         }
         let ledger = LedgerService(settings: LedgerService.Settings(
             path: configuration.spool.ledgerFile, retention: configuration.spool.ledgerRetention,
             destinations: zip(deliveries, spools).map { ($0.name, $1) },
-            reader: StoredItemReader(acceptEnvelopes: configuration.verification.acceptEnvelopes, policy: verification),
+            reader: StoredItemReader(acceptEnvelopes: configuration.verification.acceptEnvelopes, policy: verification,
+                                     receipts: receipts),
             maximumFileSize: configuration.spool.maxFileSize), log: log,
             observe: { status in
                 let all = board.record(ledger: status)
@@ -130,7 +134,7 @@ public enum Daemon {
                 transport: transport,
                 prepare: preparer(version: version, secrets: secret),
                 clock: SystemClock(), log: destinationLog, executor: executor, redactor: redactor,
-                destination: name, ledger: ledger,
+                destination: name, ledger: ledger, receipts: receipts,
                 publish: { status in
                     _ = board.record(ledger: ledger.status)
                     let all = board.record(status, at: index)
@@ -176,7 +180,7 @@ public enum Daemon {
         let intake = Intake(spool: intakeSpool,
                             routes: destinations.map { DeliveryRoute(name: $0.name, engine: $0.engine, spool: $0.spool) },
                             watcher: watcher, settings: intakeSettings(configuration, verification: verification), log: log,
-                            confirmedVersion: { ledger.confirmedVersion(at: $0, of: $1) })
+                            confirmedVersion: { ledger.confirmedVersion(at: $0, of: $1) }, receipts: receipts)
 
         let (signals, signalInput) = AsyncStream.makeStream(of: Signal.self)
         let allowFreeze = environment["TXRECON_TEST_FREEZE"] == "1"

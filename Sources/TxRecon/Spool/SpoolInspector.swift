@@ -133,8 +133,14 @@ public struct SpoolInspector: Sendable {
         for location in [SpoolLocation.queue, .hold, .done] {
             let path = self.path(location) + "/" + key.fileName
             guard let bytes = try? SystemCall.readFile(path, limit: 16 << 20) else { continue }
-            var item: Item?
-            if case let .item(decoded)? = try? InputDecoder(acceptEnvelopes: true).decode(bytes) { item = decoded }
+            // Decoded, not verified (the daemon verified it); a part of a
+            // receipt upload with the receipt it names in receipts/.
+            let item: Item? = switch try? InputDecoder(acceptEnvelopes: true).decode(bytes) {
+            case let .item(decoded)?: decoded
+            case let .receiptPart(part)?:
+                try? ReceiptLibrary(store: ReceiptStore(layout: layout)).item(for: part, verifier: nil)
+            default: nil
+            }
             var report = Report(key: key, location: location, path: path, item: item)
             // In done/, the failures before this delivery (none: it went at once).
             if location != .hold { report.state = readState(key.fileName, in: self.path(location)) }

@@ -9,6 +9,9 @@
 //   rejected/  unreadable inputs, never deleted automatically; NAME and NAME.reason
 //   done/      delivered (KEY) and superseded (KEY.superseded-…) snapshots
 //   ctl/       requests from the txrecon CLI, and the daemon's answers
+//   receipts/  StoreKit 1 receipts the daemon verified, stored once each
+//              under the SHA-256 of their bytes (ReceiptStore); the parts
+//              of a receipt upload name them instead of carrying them
 //   destinations/NAME/{new,queue,hold,done}
 //              with further destinations (destinations/NAME.conf): each
 //              destination's own items, the same files as above. new/ there
@@ -70,16 +73,20 @@ public struct SpoolLayout: Sendable, Equatable {
         return itemPrefix + location.rawValue
     }
     public var ctl: String { root + "/ctl" }
+    /// The daemon's store of verified receipts, one file per receipt
+    /// (ReceiptStore); the spool's, shared by every destination.
+    public var receipts: String { root + "/receipts" }
     /// Held (flock) by the running daemon: one writer per spool.
     public var lockFile: String { root + "/txrecon.lock" }
     /// The running daemon's state for `txrecon status`, rewritten on change.
     public var statusFile: String { root + "/txrecon.status" }
 
     /// Producers and the CLI (group txrecon) write tmp/, new/ and ctl/; only
-    /// the daemon writes the state directories, which the group may read.
+    /// the daemon writes the state directories and receipts/, which the
+    /// group may read.
     var directoryModes: [(path: String, mode: mode_t)] {
         [(tmp, 0o2770), (new, 0o2770), (ctl, 0o2770),
-         (queue, 0o2750), (hold, 0o2750), (rejected, 0o2750), (done, 0o2750)]
+         (queue, 0o2750), (hold, 0o2750), (rejected, 0o2750), (done, 0o2750), (receipts, 0o2750)]
     }
 
     /// Creates the root and any missing subdirectory. Existing directories

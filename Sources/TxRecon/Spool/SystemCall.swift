@@ -183,6 +183,16 @@ package enum SystemCall {
     static let timeOmitted = (1 << 30) - 2
     static let timeNow = (1 << 30) - 1
 
+    /// Sets `path`'s modification time to now; false when nothing is there.
+    static func touch(_ path: String) throws(SpoolError) -> Bool {
+        var times = [timespec(tv_sec: 0, tv_nsec: SystemCall.timeOmitted), timespec(tv_sec: 0, tv_nsec: SystemCall.timeNow)]
+        guard utimensat(AT_FDCWD, path, &times, AT_SYMLINK_NOFOLLOW) == 0 else {
+            if errno == ENOENT { return false }
+            throw SpoolError("utimensat", path)
+        }
+        return true
+    }
+
     /// Flushes a directory's entries (renames and unlinks in it) to disk.
     static func syncDirectory(_ path: String) throws(SpoolError) {
         let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)

@@ -52,7 +52,10 @@ final class SignedDataVerifier {
     /// (the receiver spools it for rejected/), so a body that also carries
     /// a forged string must be found forged first.
     func verify(_ item: Item, parsed: ParsedSignedStrings = ParsedSignedStrings()) throws(Rejection) {
-        if item.kind == .receipt {
+        if item.kind == .receipt || item.kind == .receiptFile {
+            // A purchase read from a part carries only its receipt's name and
+            // was verified with that receipt (ReceiptLibrary); an item that
+            // reaches this check carries the receipt itself, or is refused.
             guard let text = item.signedStrings.first(where: { $0.name == "receipt" })?.value else {
                 throw Rejection(.missingField, "the receipt's purchase carries no receipt")
             }
@@ -274,32 +277,42 @@ final class SignedDataVerifier {
 
 extension InputDecoder {
     /// Intake's step for one file: decode it, then verify an item's signed
-    /// strings with `verifier` (none in Mode=none), each JWS parsed once.
-    func decode(_ bytes: [UInt8], verifyingWith verifier: SignedDataVerifier?) throws(Rejection) -> DecodedInput {
+    /// strings with `verifier` (none in Mode=none), each JWS parsed once. A
+    /// part of a receipt upload becomes its item through `receipts`
+    /// (receipts/, read and verified there); without them (the receiver,
+    /// which never reads receipts/) it is refused.
+    func decode(_ bytes: [UInt8], verifyingWith verifier: SignedDataVerifier?,
+                receipts: ReceiptLibrary? = nil) throws(Rejection) -> DecodedInput {
         var novelties: [AppleNovelty] = []
-        return try decode(bytes, verifyingWith: verifier, novelties: &novelties)
+        return try decode(bytes, verifyingWith: verifier, receipts: receipts, novelties: &novelties)
     }
 
-    /// Decodes and verifies like `decode(_:verifyingWith:)`, and sets
-    /// `novelties` to what the item holds that this release does not know.
-    func decode(_ bytes: [UInt8], verifyingWith verifier: SignedDataVerifier?,
+    /// Decodes and verifies like `decode(_:verifyingWith:receipts:)`, and
+    /// sets `novelties` to what the item holds that this release does not know.
+    func decode(_ bytes: [UInt8], verifyingWith verifier: SignedDataVerifier?, receipts: ReceiptLibrary? = nil,
                 novelties: inout [AppleNovelty]) throws(Rejection) -> DecodedInput {
         var parsed = ParsedSignedStrings(knownHeaders: verifier?.knownHeaders)
         let decoded = try decode(bytes, parsed: &parsed)
         switch decoded {
         case let .item(item): try verifier?.verify(item, parsed: parsed)
-        // Verified whole before its parts are even counted: a forged
+        // Verified whole before anything of it is stored or split: a forged
         // receipt costs no more than its own bytes, and writes nothing.
-        case let .receipt(split):
+        case .receipt:
             if let verifier {
-                // The decoder records every receipt it splits; should it not,
-                // the split is refused, never passed unchecked.
+                // The decoder records every receipt it takes apart; should it
+                // not, the upload is refused, never passed unchecked.
                 guard let receipt = parsed.receipt else {
                     throw Rejection(.invalidReceiptSignature, "the receipt's signature could not be checked")
                 }
                 try verifier.verify(receipt)
             }
-            try split.checkSize()
+        case let .receiptPart(part):
+            guard let receipts else {
+                throw Rejection(.receiptNotStored, "a receipt part (\(InputDecoder.receiptNameMember)) names a receipt "
+                    + "txrecon stored in its spool, which only the daemon's intake reads; upload the receipt itself, "
+                    + "{\"receipt\": \"<base64>\"} (format 6)")
+            }
+            return .item(try receipts.item(for: part, verifier: verifier))
         case .page: break
         }
         novelties = parsed.novelties

@@ -45,6 +45,18 @@ import Testing
             .isEmpty, "no token")
     }
 
+    @Test func receiptPurchasesTakenWithoutTheirReceiptAreWarnedAbout() {
+        var purchasesOnly = configuration()
+        purchasesOnly.match.kinds = [.transaction, .receipt]
+        let warnings = ConfigurationWarnings.daemon(purchasesOnly, secrets: BackendSecrets())
+        #expect(warnings.count == 1 && warnings[0].contains("no destination takes their receipts (appstore.receipt-file)"),
+                "\(warnings)")
+        var both = configuration()
+        both.match.kinds = [.receipt, .receiptFile]
+        #expect(ConfigurationWarnings.daemon(both, secrets: BackendSecrets()).isEmpty)
+        #expect(ConfigurationWarnings.daemon(configuration(), secrets: BackendSecrets()).isEmpty, "every kind")
+    }
+
     @Test func aPlainHTTPSweepBaseURLIsWarnedAbout() {
         var sweep = SweepSettings()
         #expect(ConfigurationWarnings.sweep(sweep).isEmpty, "Apple's https:// default")

@@ -178,6 +178,19 @@ import TxReconTestSupport
         #expect(elsewhere.status == 400)
     }
 
+    @Test func aReceiptPartIsTheDaemonsOwnAndRefused400WhileItsReceiptIsTaken() throws {
+        let receipt = TestReceipt.sign(TestReceipt.payload(purchases: [TestReceipt.Purchase(transactionId: "1000000000000001")]))
+        let verifier = SignedDataVerifier(policy: try ReceiptUploadTests.policy())
+        #expect(Self.judge(TestReceipt.upload(receipt), at: .transactions, verifier: verifier) == .spool(setAside: nil))
+        let part = ReceiptSplit.part(receiptSha256: ReceiptStore.name(of: receipt), entry: "1000000000000001", context: nil)
+        guard case let .refuse(refusal) = Self.judge(part, at: .transactions, verifier: verifier) else {
+            Issue.record("a receipt part was taken over HTTP")
+            return
+        }
+        #expect(refusal.status == 400 && refusal.code == RejectionCode.receiptNotStored.rawValue, "\(refusal)")
+        #expect(refusal.detail.contains("upload the receipt itself"), "\(refusal)")
+    }
+
     // MARK: Counts
 
     @Test func theCountsAndTheStatusLineFollowTheAnswers() {

@@ -1,0 +1,59 @@
+// ReceiptSplitPlan: which parts a verified receipt upload becomes, decided
+// here and nowhere else, before anything is written.
+//
+//   an item no destination's [Match] takes         no part (all of them:
+//                                                  the upload is rejected,
+//                                                  no-destination)
+//   an item every destination that takes it        no part: the receipt's
+//     confirmed at its version or a newer one      unchanged history
+//   any other                                      a part
+//
+// The items are the receipt item (first: it tends to reach the backend
+// before its purchases, though nothing orders different keys) and one per
+// purchase in receipt order. The receipt's purchases all share a kind and an
+// environment, so a [Match] takes all of them or none; the receipt item has
+// a kind of its own (appstore.receipt-file). What "confirmed" means is the
+// ConfirmedVersions seam's; a version not known to be confirmed is written,
+// and the engine's supersede rule decides what becomes of it.
+// Pure: touches no files, reports nothing.
+
+struct ReceiptSplitPlan: Equatable {
+    /// The items to write a part for, in order.
+    var items: [Item]
+    /// Items not written because every destination that takes them has
+    /// confirmed them at their version or newer.
+    var confirmed = 0
+    /// Items not written because no destination takes them.
+    var untaken = 0
+
+    /// Nothing to write, and not because it was all delivered: no
+    /// destination takes anything of the upload.
+    var takenByNone: Bool { items.isEmpty && confirmed == 0 }
+
+    /// The plan for `split`, whose receipt is named `receiptSha256`, given
+    /// the destinations' names and matches in route order.
+    init(_ split: ReceiptSplit, receiptSha256: String, destinations: [(name: String, match: DestinationMatch)],
+         confirmations: any ConfirmedVersions) {
+        var candidates = [ReceiptItems.receipt(split.receipt, der: split.der, receiptSha256: receiptSha256,
+                                               context: split.context)]
+        candidates.reserveCapacity(split.purchases.count + 1)
+        for var purchase in split.purchases {
+            purchase.fields.receiptSha256 = receiptSha256
+            candidates.append(purchase)
+        }
+        items = []
+        items.reserveCapacity(candidates.count)
+        for item in candidates {
+            let takers = destinations.filter { $0.match.accepts(item) }
+            if takers.isEmpty {
+                untaken += 1
+            } else if takers.allSatisfy({ destination in
+                confirmations.confirmedVersion(of: item.key, by: destination.name).map { $0 >= item.version } ?? false
+            }) {
+                confirmed += 1
+            } else {
+                items.append(item)
+            }
+        }
+    }
+}

@@ -1,0 +1,85 @@
+// ReceiptStore: receipts/, where the daemon keeps each StoreKit 1 receipt
+// it verified and split, once, under the SHA-256 of its bytes (64 lowercase
+// hex digits). The parts of a receipt upload name it (`receiptSha256`)
+// instead of carrying it, so an upload of N purchases costs its receipt's
+// size once, and identical uploads (an app sending its receipt again)
+// share one file.
+//
+//   tmp/.txrecon-receipt-…  -> receipts/HEX    store: written, fsynced,
+//                                              renamed, receipts/ fsynced,
+//                                              all before any part names it
+//   receipts/HEX (mtime now)                   store of an identical receipt
+//
+// Only the daemon writes here (mode 0640 files in a 0750 directory), and it
+// stores only receipts whose signature it verified: a part can only ever
+// name a genuine receipt, whoever wrote the part. The modification time of
+// each file is its last use.
+// Reports: throws SpoolError; logs nothing.
+import CCrypto
+import Glibc
+import Synchronization
+
+package final class ReceiptStore: Sendable {
+    let layout: SpoolLayout
+    private let counter = Atomic<Int>(0)
+
+    package init(layout: SpoolLayout) {
+        self.layout = layout
+    }
+
+    /// Receipts are read whole; none is larger than 1 GiB, MaxFileSize='s
+    /// own limit (a stored receipt was smaller than its upload).
+    static let readLimit = 1 << 30
+
+    /// The name a receipt is stored under: the SHA-256 of `der`, in
+    /// lowercase hex, as the parts and the delivery body spell it.
+    static func name(of der: [UInt8]) -> String {
+        var digest = [UInt8](repeating: 0, count: Int(SHA256_DIGEST_LENGTH))
+        _ = der.withUnsafeBufferPointer { SHA256($0.baseAddress, $0.count, &digest) }
+        let hex = Array("0123456789abcdef".utf8)
+        var text: [UInt8] = []
+        text.reserveCapacity(64)
+        for byte in digest {
+            text.append(hex[Int(byte >> 4)])
+            text.append(hex[Int(byte & 0xF)])
+        }
+        return String(decoding: text, as: UTF8.self)
+    }
+
+    func path(_ name: String) -> String { layout.receipts + "/" + name }
+
+    /// Makes `der` durable as receipts/`name` (its `name(of:)`) before the
+    /// caller writes anything that names it. A file already there of the
+    /// same size is the same receipt (the name is its hash): it is only
+    /// touched, its last use now. Either way receipts/ is fsynced, so the
+    /// name is durable even when an earlier store's fsync failed.
+    func store(_ der: [UInt8], name: String) throws(SpoolError) {
+        let target = path(name)
+        var present = false
+        if let info = try SystemCall.linkStatus(target), info.st_mode & S_IFMT == S_IFREG, Int(info.st_size) == der.count {
+            // Gone between the look and the touch (the reaper took it): written afresh.
+            present = try SystemCall.touch(target)
+        }
+        if !present {
+            let temporary = TemporaryFile.receipt.path(in: layout, "\(getpid())-\(counter.add(1, ordering: .relaxed).newValue)")
+            try SystemCall.unlinkIfPresent(temporary)
+            try SystemCall.writeNewFile(temporary, der, mode: 0o640, sync: true)
+            do {
+                try SystemCall.rename(temporary, target)
+            } catch {
+                unlink(temporary)
+                throw error
+            }
+        }
+        try SystemCall.syncDirectory(layout.receipts)
+    }
+
+    /// The bytes of receipts/`name`; nil when it is not there.
+    func read(_ name: String) throws(SpoolError) -> [UInt8]? {
+        do {
+            return try SystemCall.readFile(path(name), limit: ReceiptStore.readLimit)
+        } catch where error.code == ENOENT {
+            return nil
+        }
+    }
+}
