@@ -1,6 +1,7 @@
 // One delivery attempt as a value, run without threads against a spool in
 // a temporary directory and a `send` the test answers: what the answer
 // means for the item is decided and committed by the attempt itself.
+import Glibc
 import Testing
 @testable import TxRecon
 import TxReconTestSupport
@@ -49,6 +50,32 @@ import TxReconTestSupport
         #expect(sent.map(\.body) == [Array("k-1".utf8)], "the request is built from queue/KEY, read and decoded")
         #expect(try SystemCall.listDirectory(layout.done).contains("k-1"))
         #expect(try !SystemCall.listDirectory(layout.queue).contains("k-1"))
+    }
+
+    @Test func aDeliveredPurchaseOfAReceiptMarksTheReceiptItNamesUsed() throws {
+        try layout.createMissingDirectories()
+        let receipt = TestReceipt.sign(TestReceipt.payload(purchases: [TestReceipt.Purchase(transactionId: "1000000000000001")]))
+        let library = ReceiptLibrary(store: ReceiptStore(layout: layout))
+        let name = ReceiptStore.name(of: receipt)
+        try library.store.store(receipt, name: name)
+        var long = [timespec(tv_sec: 1_000_000, tv_nsec: 0), timespec(tv_sec: 1_000_000, tv_nsec: 0)]
+        #expect(utimensat(AT_FDCWD, layout.receipts + "/" + name, &long, 0) == 0, "last used long ago")
+        try SystemCall.writeNewFile(layout.queue + "/1000000000000001",
+                                    ReceiptSplit.part(receiptSha256: name, entry: "1000000000000001", context: nil), sync: false)
+        let context = Attempt.Context(spool: spool, storedItems: StoredItemReader(acceptEnvelopes: true, policy: nil,
+                                                                                 receipts: library),
+                                      prepare: { item, _, _, _ in DeliveryRequest(headers: [], body: Array(item.key.rawValue.utf8)) },
+                                      redactor: SecretRedactor(), clock: ManualClock())
+        let attempt = Attempt(key: ItemKey("1000000000000001")!, number: 1, receivedAt: 0, cached: nil, hasStateFile: false,
+                              followsDelivery: false, inbox: nil, maximumSize: 1 << 20, now: 0)
+        guard case .answered(_, let settlement) = attempt.run(send: { _ in Self.answer(204) }, in: context),
+              case .delivered = settlement.outcome else {
+            Issue.record("not delivered")
+            return
+        }
+        let used = try #require(try SystemCall.linkStatus(layout.receipts + "/" + name))
+        #expect(Spool.modifiedMilliseconds(used) > Timestamp.nowMilliseconds() - 60_000,
+                "kept for DoneRetention= from this delivery, as done/ keeps the purchase")
     }
 
     @Test func aRefusalHoldsTheItemWithTheBackendsReason() throws {

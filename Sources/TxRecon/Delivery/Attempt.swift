@@ -93,6 +93,11 @@ struct Attempt: Sendable {
             switch settlement.outcome {
             case .delivered:
                 try context.spool.finish(key, followsDelivery: followsDelivery, inbox: inbox)
+                // The receipt it names is used as long as done/ keeps it
+                // (ReceiptReaper counts its retention from this).
+                if context.spool.keepsDone, let receipt = item.fields.receiptSha256 {
+                    context.storedItems.receipts?.store.noteUse(receipt)
+                }
             case let .hold(reason, _):
                 try context.spool.hold(key, reason: reason, at: wall, attempts: number, hasState: hasStateFile,
                                        inbox: inbox)

@@ -96,8 +96,18 @@ public enum Daemon {
             return ExitStatus.failure
         }
         // receipts/: one store and one library of parsed receipts for intake,
-        // every engine and the ledger's catch-up from done/.
-        let receipts = ReceiptLibrary(store: ReceiptStore(layout: layout))
+        // every engine and the ledger's catch-up from done/; the reaper keeps
+        // each receipt while anything in any destination's directories names it.
+        let destinationLayouts = fansOut ? deliveries.map { layout.destination($0.name) } : [layout]
+        var referrers = [layout.new, layout.rejected]
+        for destination in destinationLayouts {
+            for directory in [destination.new, destination.queue, destination.hold] where !referrers.contains(directory) {
+                referrers.append(directory)
+            }
+        }
+        let receiptReaper = ReceiptReaper(directory: layout.receipts, referrers: referrers,
+                                          retention: configuration.spool.doneRetention, log: log)
+        let receipts = ReceiptLibrary(store: ReceiptStore(layout: layout, stored: { receiptReaper.noteStored() }))
         let spools = deliveries.map { name, _ in
             Spool(layout: fansOut ? layout.destination(name) : layout, keepsDone: configuration.spool.doneRetention > .zero)
         }
@@ -160,6 +170,7 @@ public enum Daemon {
             }
             destination.reaper?.start()
         }
+        receiptReaper.start()
         // Restoring a large queue/ lists and reads every file once: hand the
         // memory that took back to the kernel now, rather than keep it for
         // the months the daemon runs (with 100,000 queued, RSS at READY
@@ -262,6 +273,7 @@ public enum Daemon {
         }
         // After the engines: every confirmation they reported is written.
         ledger.stop()
+        receiptReaper.stop()
         executor.shutdown()
         withExtendedLifetime(lock) {}
         log.write(LogEntry(.info, "stopped"))

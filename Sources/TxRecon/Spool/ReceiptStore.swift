@@ -8,12 +8,15 @@
 //   tmp/.txrecon-receipt-…  -> receipts/HEX    store: written, fsynced,
 //                                              renamed, receipts/ fsynced,
 //                                              all before any part names it
-//   receipts/HEX (mtime now)                   store of an identical receipt
+//   receipts/HEX (mtime now)                   store of an identical receipt,
+//                                              or an item of it delivered
+//   receipts/HEX -> receipts/.reaping-HEX      ReceiptReaper, once nothing
+//                                              names it (its removal)
 //
 // Only the daemon writes here (mode 0640 files in a 0750 directory), and it
 // stores only receipts whose signature it verified: a part can only ever
 // name a genuine receipt, whoever wrote the part. The modification time of
-// each file is its last use.
+// each file is its last use, which ReceiptReaper's retention counts from.
 // Reports: throws SpoolError; logs nothing.
 import CCrypto
 import Glibc
@@ -21,10 +24,14 @@ import Synchronization
 
 package final class ReceiptStore: Sendable {
     let layout: SpoolLayout
+    /// Called after each store: the reaper arms its timer (none while
+    /// receipts/ is empty: no timers while idle).
+    private let stored: @Sendable () -> Void
     private let counter = Atomic<Int>(0)
 
-    package init(layout: SpoolLayout) {
+    package init(layout: SpoolLayout, stored: @escaping @Sendable () -> Void = {}) {
         self.layout = layout
+        self.stored = stored
     }
 
     /// Receipts are read whole; none is larger than 1 GiB, MaxFileSize='s
@@ -72,6 +79,7 @@ package final class ReceiptStore: Sendable {
             }
         }
         try SystemCall.syncDirectory(layout.receipts)
+        stored()
     }
 
     /// The bytes of receipts/`name`; nil when it is not there.
@@ -81,5 +89,14 @@ package final class ReceiptStore: Sendable {
         } catch where error.code == ENOENT {
             return nil
         }
+    }
+
+    /// An item naming receipts/`name` was delivered: its last use is now,
+    /// so the receipt stays as long as done/ keeps that item.
+    func noteUse(_ name: String) {
+        guard ReceiptPart.isReceiptName(name) else { return }
+        // Ignored: a receipt removed meanwhile leaves its delivered items
+        // readable as the lowest version, which only delivers too much.
+        _ = try? SystemCall.touch(path(name))
     }
 }

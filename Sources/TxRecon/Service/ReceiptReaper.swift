@@ -1,0 +1,228 @@
+// ReceiptReaper: removes a receipt from receipts/ once nothing can need it.
+//
+// A receipt in receipts/HEX is removed when both hold:
+//   - it has not been used for DoneRetention= (its mtime: intake stored
+//     it, or an identical upload came again, or an item naming it was
+//     delivered, ReceiptStore.noteUse), so done/ no longer keeps an item of
+//     it, which the supersede rule, `txrecon show` and a replay read; with
+//     DoneRetention=0, for `minimumAge`, so that a split writing its parts
+//     in tmp/ (never looked at here) finds its receipt still there;
+//   - no file in new/, queue/, hold/ or rejected/ (every destination's
+//     included) names it: a pending, held or rejected purchase is kept
+//     readable however long it waits, and a requeue-rejected or a release
+//     finds its receipt.
+// Files that name receipts are small (a part is a hundred bytes and a
+// context); only files of at most `partLimit` bytes are read to find them,
+// and only when some receipt is old enough to go.
+//
+// As DoneReaper: a timer armed only while receipts/ holds something (the
+// store says when it stored one), for when the oldest expires, scans at
+// least `minimumInterval` apart, on its own dispatch queue (scans block).
+// A receipt judged removable is renamed aside (receipts/.reaping-HEX) and
+// put back when it was touched meanwhile (an identical upload, a
+// delivery), so a receipt intake just stored again is never lost; one
+// left aside by a crash is put back (or removed, if stored afresh) by the
+// next scan.
+// Reports: a warning when a receipt cannot be removed or a directory cannot
+// be read (the receipt is then kept).
+import Dispatch
+import Glibc
+import Synchronization
+
+final class ReceiptReaper: Sendable {
+    private struct State {
+        var timer: (any DispatchSourceTimer)?
+        var armedFor: Int64?
+        var lastScan: Int64 = 0
+    }
+
+    private let directory: String
+    /// The directories whose files may name a receipt and keep it.
+    private let referrers: [String]
+    private let retention: Int64
+    private let log: any LogSink
+    private let queue = DispatchQueue(label: "txrecon.receipt-reaper")
+    private let state = Mutex(State())
+
+    /// Files larger than this name no receipt: a part is its receipt's name,
+    /// a transaction id and a context of at most 4 KiB.
+    static let partLimit = 8 << 10
+    /// What a receipt is kept at least, whatever DoneRetention= says.
+    static let minimumAge: Int64 = 10 * 60_000
+    /// Where a receipt goes for the moment of its removal.
+    static let asidePrefix = ".reaping-"
+
+    /// `retention`: DoneRetention=; `referrers`: the spool's new/ and
+    /// rejected/ and every destination's inbox, queue/ and hold/.
+    init(directory: String, referrers: [String], retention: Duration, log: any LogSink) {
+        self.directory = directory
+        self.referrers = referrers
+        self.retention = max(retention.milliseconds, Self.minimumAge)
+        self.log = log
+    }
+
+    /// Scans are at least this far apart: a tenth of the retention, between
+    /// one minute and one hour.
+    var minimumInterval: Int64 { min(3_600_000, max(60_000, retention / 10)) }
+
+    /// Scans now, removing what may go, and arms the timer for the rest.
+    func start() {
+        queue.async { self.reap() }
+    }
+
+    /// A scan as if the wall clock read `now`, waiting for it to end. // internal for testing
+    func reap(asOf now: Int64) {
+        queue.sync { self.reap(now: now) }
+    }
+
+    /// When the next scan is due (ms since 1970), if one is armed. // internal for testing
+    var nextScanAt: Int64? { state.withLock { $0.armedFor } }
+
+    /// A receipt was stored (or touched): make sure a scan is armed for
+    /// when it may go.
+    func noteStored() {
+        let now = Timestamp.nowMilliseconds()
+        guard state.withLock({ $0.armedFor == nil }) else { return }
+        queue.async { self.arm(at: now + self.retention) }
+    }
+
+    func stop() {
+        queue.sync {
+            state.withLock { state in
+                state.timer?.cancel()
+                state.timer = nil
+                state.armedFor = nil
+            }
+        }
+    }
+
+    private func reap(now: Int64 = Timestamp.nowMilliseconds()) {
+        state.withLock { $0.lastScan = now }
+        var expired: [(name: String, judged: stat)] = []
+        var oldest: Int64?
+        try? SystemCall.forEachName(in: directory) { bytes in
+            guard let name = String(validating: bytes, as: UTF8.self) else { return }
+            if name.hasPrefix(Self.asidePrefix) { return recoverAside(name) }
+            guard ReceiptPart.isReceiptName(name), let info = try? SystemCall.linkStatus(directory + "/" + name)
+            else { return }
+            let lastUse = Spool.modifiedMilliseconds(info)
+            if lastUse + retention <= now {
+                expired.append((name, info))
+            } else {
+                oldest = min(oldest ?? lastUse, lastUse)
+            }
+        }
+        var next = oldest.map { $0 + retention }
+        if !expired.isEmpty {
+            if let named = namedReceipts() {
+                for (name, judged) in expired {
+                    guard named.contains(name) else {
+                        remove(name, judged: judged)
+                        continue
+                    }
+                    // Still needed: its use is now, looked at again a
+                    // retention from now.
+                    _ = try? SystemCall.touch(directory + "/" + name) // ignored: kept either way
+                    next = min(next ?? now + retention, now + retention)
+                }
+            } else {
+                // Kept; tried again after the shortest interval.
+                next = now
+            }
+        }
+        state.withLock { state in
+            state.timer?.cancel()
+            state.timer = nil
+            state.armedFor = nil
+        }
+        if let next { arm(at: next) }
+    }
+
+    /// The receipts some file in the referring directories names; nil when
+    /// one of them cannot be read (then nothing is removed).
+    private func namedReceipts() -> Set<String>? {
+        var named = Set<String>()
+        for referrer in referrers {
+            do throws(SpoolError) {
+                try SystemCall.forEachName(in: referrer) { bytes in
+                    guard let name = String(validating: bytes, as: UTF8.self), !name.hasPrefix("."),
+                          !name.hasSuffix(".state"), !name.hasSuffix(".reason") else { return }
+                    if let receipt = Self.receiptNamed(by: referrer + "/" + name) { named.insert(receipt) }
+                }
+            } catch where error.code == ENOENT {
+                continue
+            } catch {
+                log.write(LogEntry(.warning, "cannot look for receipt parts in \(referrer): \(error); no receipt is "
+                                   + "removed until it can be read"))
+                return nil
+            }
+        }
+        return named
+    }
+
+    /// The receipt the part at `path` names, if it is one.
+    static func receiptNamed(by path: String) -> String? {
+        guard let info = try? SystemCall.linkStatus(path), info.st_mode & S_IFMT == S_IFREG,
+              Int(info.st_size) <= partLimit,
+              let bytes = try? SystemCall.readFile(path, limit: partLimit),
+              bytes.first == UInt8(ascii: "{"),
+              let name = (try? JSONValue.parse(bytes))?[InputDecoder.receiptNameMember]?.stringValue,
+              ReceiptPart.isReceiptName(name) else { return nil }
+        return name
+    }
+
+    /// Removes receipts/NAME, judged removable as `judged` describes it,
+    /// unless it was used since (its mtime moved): then it is put back.
+    /// internal for testing
+    func remove(_ name: String, judged: stat) {
+        let path = directory + "/" + name
+        let aside = directory + "/" + Self.asidePrefix + name
+        guard rename(path, aside) == 0 else {
+            if errno != ENOENT {
+                log.write(LogEntry(.warning, "cannot remove receipts/\(name): \(SpoolError("rename", path))"))
+            }
+            return
+        }
+        if let info = try? SystemCall.linkStatus(aside),
+           Spool.modifiedMilliseconds(info) != Spool.modifiedMilliseconds(judged) {
+            putBack(name)
+        } else {
+            unlink(aside)
+        }
+    }
+
+    /// A receipt left aside by an earlier scan: put back when its name is free.
+    private func recoverAside(_ asideName: String) {
+        let name = String(asideName.dropFirst(Self.asidePrefix.count))
+        guard ReceiptPart.isReceiptName(name) else { return }
+        putBack(name)
+    }
+
+    /// receipts/.reaping-NAME back to receipts/NAME, unless intake stored
+    /// the receipt afresh meanwhile (then the one aside, the same bytes, goes).
+    private func putBack(_ name: String) {
+        let aside = directory + "/" + Self.asidePrefix + name
+        do {
+            if try !SystemCall.renameNoReplace(aside, directory + "/" + name) { unlink(aside) }
+        } catch {
+            log.write(LogEntry(.warning, "receipts/\(name), used while it was being removed, is at "
+                               + "receipts/\(Self.asidePrefix)\(name) and could not be put back (\(error)); "
+                               + "the next scan tries again"))
+        }
+    }
+
+    private func arm(at expiry: Int64) {
+        let at = max(expiry, state.withLock { $0.lastScan } + minimumInterval)
+        state.withLock { state in
+            if let armed = state.armedFor, armed <= at { return }
+            state.timer?.cancel()
+            let timer = DispatchSource.makeTimerSource(queue: queue)
+            let delay = max(0, at - Timestamp.nowMilliseconds())
+            timer.schedule(wallDeadline: .now() + .milliseconds(Int(delay)), leeway: .seconds(1))
+            timer.setEventHandler { [weak self] in self?.reap() }
+            timer.resume()
+            state.timer = timer
+            state.armedFor = at
+        }
+    }
+}
