@@ -2,7 +2,8 @@
 // uploads: Apple's real receipt verified with the shipped root and
 // delivered as one item per purchase plus the receipt once, with the app's
 // context labelled, and never again however often it is uploaded; the
-// receipt stored once in receipts/, not copied into every purchase;
+// receipt stored once in receipts/, not copied into every purchase; a
+// customer's history of 5,000 purchases taken at the default limits;
 // forged and hostile receipts rejected and never sent, and parts that name
 // no stored receipt rejected.
 import FoundationEssentials
@@ -28,6 +29,15 @@ struct ReceiptIntegrationTests {
             """)
         return fixture
     }
+
+    /// Receipts signed by the test PKI (TestReceipt), for com.example.app.
+    static let testPKIVerification = """
+        [Verification]
+        BundleID=com.example.app
+        Environment=Sandbox
+        RootCertificateFile=\(TestPKI.path("root"))
+        ReceiptRootCertificateFile=\(TestReceipt.path("root"))
+        """
 
     /// The bytes every regular file under `root` holds (their sizes), with
     /// how many files there are.
@@ -154,5 +164,35 @@ struct ReceiptIntegrationTests {
         #expect(spool.bytes <= 100 * upload.utf8.count,
                 "\(spool.bytes) bytes in \(spool.files) files, against 100 uploads of \(upload.utf8.count)")
         #expect(fixture.names("receipts").count == 1, "identical receipts are stored once")
+    }
+
+    @Test func aReceiptOfFiveThousandPurchasesIsTakenByTheReceiverAndTheDaemonAtTheirDefaultsAndStoredOnce() async throws {
+        let fixture = try ReceiverFixture(verification: Self.testPKIVerification)
+        try await fixture.start()
+        try await fixture.daemon.start()
+        let der = TestReceipt.sign(TestReceipt.payload(purchases: TestReceipt.purchases(5_000)))
+        let upload = TestReceipt.upload(der)
+        #expect(upload.count > 2_500_000, "about 3 MB in base64: \(upload.count)")
+        let reply = try await fixture.post("/appstore/transactions", upload)
+        #expect(reply.status == 200, "\(reply.status) \(reply.body)")
+        let server = fixture.daemon.server
+        #expect(await server.waitForRequests(count: 5_001, timeout: .seconds(120)),
+                "\(server.requests.count) delivered; rejected \(fixture.daemon.names("rejected"))")
+        #expect(await fixture.daemon.eventually(timeout: .seconds(30)) {
+            fixture.daemon.doneItems().count == 5_001 && fixture.daemon.names("new").isEmpty
+        })
+        let name = ReceiptStore.name(of: der)
+        var kinds: [String: Int] = [:]
+        var carryingTheReceipt = 0
+        for body in Self.bodies(server) {
+            kinds[body["kind"]?.stringValue ?? "?", default: 0] += 1
+            if body["receipt"] != nil { carryingTheReceipt += 1 }
+            #expect(body["receiptSha256"] == .string(name))
+        }
+        #expect(kinds == ["appstore.receipt": 5_000, "appstore.receipt-file": 1])
+        #expect(carryingTheReceipt == 1, "the receipt goes out once")
+        let spool = Self.spoolBytes(fixture.layout.root)
+        #expect(spool.bytes <= 2 * upload.count + 5_001 * 256,
+                "\(spool.bytes) bytes in \(spool.files) files for a receipt of \(der.count) bytes")
     }
 }

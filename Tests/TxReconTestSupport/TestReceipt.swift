@@ -31,11 +31,30 @@ package enum TestReceipt {
         package var expiresDate = ""
         package var cancellationDate = ""
         package var quantity: Int64 = 1
+        /// Apple's further attributes too (1707, 1709 to 1711, 1713 to
+        /// 1719), so that the entry is as large as Apple writes it: about
+        /// 420 bytes, 560 in base64.
+        package var appleSized = false
 
         package init(transactionId: String, purchaseDate: String = "2025-05-01T10:00:00Z", cancellationDate: String = "") {
             self.transactionId = transactionId
             self.purchaseDate = purchaseDate
             self.cancellationDate = cancellationDate
+        }
+    }
+
+    /// `count` purchases as large as Apple writes them, with transaction
+    /// ids from 3000000000000000 up, bought a minute apart: a customer's
+    /// long history (5,000 make a receipt of about 2.1 MB, 2.8 MB in base64).
+    package static func purchases(_ count: Int) -> [Purchase] {
+        let start = Date(timeIntervalSince1970: 1_704_067_200) // 2024-01-01T00:00:00Z
+        return (0..<count).map { index in
+            var purchase = Purchase(transactionId: String(3_000_000_000_000_000 + index),
+                                    purchaseDate: (start + TimeInterval(index * 60)).formatted(.iso8601))
+            purchase.productId = "com.example.app.subscription.premium.annual"
+            purchase.expiresDate = (start + TimeInterval(index * 60 + 31_536_000)).formatted(.iso8601)
+            purchase.appleSized = true
+            return purchase
         }
     }
 
@@ -48,13 +67,22 @@ package enum TestReceipt {
             attribute(12, ia5(creationDate)), attribute(19, utf8("1.0")),
         ]
         for purchase in purchases {
-            let entry = der(0x31, [
+            var fields = [
                 attribute(1701, integer(purchase.quantity)), attribute(1702, utf8(purchase.productId)),
                 attribute(1703, utf8(purchase.transactionId)), attribute(1704, ia5(purchase.purchaseDate)),
                 attribute(1705, utf8(purchase.originalTransactionId ?? purchase.transactionId)),
                 attribute(1706, ia5(purchase.purchaseDate)), attribute(1708, ia5(purchase.expiresDate)),
                 attribute(1712, ia5(purchase.cancellationDate)),
-            ].flatMap { $0 })
+            ]
+            if purchase.appleSized {
+                fields += [
+                    attribute(1707, integer(3)), attribute(1709, ia5("")), attribute(1710, integer(0)),
+                    attribute(1711, integer(1_000_000_048_877_195)), attribute(1713, integer(0)),
+                    attribute(1714, ia5("")), attribute(1715, ia5("")), attribute(1716, ia5("")),
+                    attribute(1717, ia5("")), attribute(1718, ia5("")), attribute(1719, integer(0)),
+                ]
+            }
+            let entry = der(0x31, fields.flatMap { $0 })
             attributes.append(attribute(17, entry))
         }
         return der(0x31, attributes.flatMap { $0 })

@@ -6,11 +6,11 @@
 #   README.md itself, fence lines dropped) does what the README says: TLS 1.2
 #   and 1.3 only, Apple's notification passed through to the receiver and
 #   answered 200 only once it is in new/, the receiver's refusals (422 for a
-#   forgery) passed through unchanged, bodies over 1 MiB refused by nginx
-#   itself (413) without reaching the receiver while one of exactly 1 MiB (the
+#   forgery) passed through unchanged, bodies over 8 MiB refused by nginx
+#   itself (413) without reaching the receiver while one of exactly 8 MiB (the
 #   receiver's MaxFileSize=) reaches it, /healthz and /appstore/transactions
 #   proxied, and nothing outside the snippet's locations proxied (nginx's own
-#   404). Negative controls: SNIPPET_FILE= with client_max_body_size 4m fails
+#   404). Negative controls: SNIPPET_FILE= with client_max_body_size 16m fails
 #   the 413 check; with ssl_protocols TLSv1.1 (and SECLEVEL=0) the TLS 1.1 one.
 #
 # The snippet is changed in three places only, each of which must be found:
@@ -356,23 +356,23 @@ EOF
 }
 check_too_big() {
   local before seen code
-  head -c $((2 * 1024 * 1024)) /dev/zero | tr '\0' 'x' > "$WORK/big.json"
+  head -c $((9 * 1024 * 1024)) /dev/zero | tr '\0' 'x' > "$WORK/big.json"
   before=$(inbox); seen=$(receiver_answered /appstore/notifications)
   code=$(through --data-binary @"$WORK/big.json" /appstore/notifications)
   if [ "$code" = 413 ] && grep -qi '<center>nginx' "$WORK/body" && [ "$(inbox)" = "$before" ] \
      && [ "$(receiver_answered /appstore/notifications)" = "$seen" ]; then
-    pass "a body of 2 MiB: nginx's own 413 (client_max_body_size), the receiver never saw it, nothing new in new/"
+    pass "a body of 9 MiB: nginx's own 413 (client_max_body_size), the receiver never saw it, nothing new in new/"
   else
-    fail "a body of 2 MiB: expected nginx's 413, not proxied, new/ unchanged"; show_answer "$code"
+    fail "a body of 9 MiB: expected nginx's 413, not proxied, new/ unchanged"; show_answer "$code"
   fi
-  # 1 MiB exactly is the receiver's MaxFileSize= (default 1M): nginx lets it through and the
+  # 8 MiB exactly is the receiver's MaxFileSize= (default 8M): nginx lets it through and the
   # receiver decides (400: it is no JSON), so that nginx refuses nothing the receiver would take.
-  head -c $((1024 * 1024)) /dev/zero | tr '\0' 'x' > "$WORK/max.json"
+  head -c $((8 * 1024 * 1024)) /dev/zero | tr '\0' 'x' > "$WORK/max.json"
   code=$(through --data-binary @"$WORK/max.json" /appstore/notifications)
   if [ "$code" = 400 ] && grep -q '"error":' "$WORK/body" && [ "$(inbox)" = "$before" ]; then
-    pass "a body of exactly 1 MiB (MaxFileSize=): nginx passes it, the receiver answers $code $(grep -o '"error":"[^"]*"' "$WORK/body")"
+    pass "a body of exactly 8 MiB (MaxFileSize=): nginx passes it, the receiver answers $code $(grep -o '"error":"[^"]*"' "$WORK/body")"
   else
-    fail "a body of exactly 1 MiB: expected nginx to pass it to the receiver (its 400 for junk)"; show_answer "$code"
+    fail "a body of exactly 8 MiB: expected nginx to pass it to the receiver (its 400 for junk)"; show_answer "$code"
   fi
 }
 check_not_proxied() {

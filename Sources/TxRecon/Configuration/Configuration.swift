@@ -103,9 +103,14 @@ public struct ConfigurationOrigin: Sendable, Equatable {
 public struct SpoolSettings: Sendable, Equatable {
     /// `Directory=`: the spool root. Default `/var/spool/txrecon`.
     public var directory = "/var/spool/txrecon"
-    /// `MaxFileSize=`: larger drops are rejected unread. Bytes; default 1 MiB,
-    /// at most 1 GiB.
-    public var maxFileSize: Int = 1 << 20
+    /// `MaxFileSize=`: larger drops are rejected unread, and the receiver
+    /// answers larger bodies 413. Bytes; default 8 MiB, at most 1 GiB. A
+    /// transaction or notification is a few KiB; the default is set by the
+    /// largest input, a StoreKit 1 receipt upload: a customer's history of
+    /// 5,000 purchases is about 2.8 MB of base64, and 8 MiB takes about
+    /// 14,900 purchases of Apple's size (AppReceipt.maximumPurchases allows
+    /// 16,384).
+    public var maxFileSize: Int = 8 << 20
     /// `DoneRetention=`: how long delivered and superseded items stay in
     /// done/. Default 3 days; zero removes them at once.
     public var doneRetention: Duration = .seconds(3 * 86_400)

@@ -59,7 +59,7 @@ package actor DeliveryEngine {
         var statusInterval: Duration
 
         package init(schedule: RetrySchedule = .standard, maxConcurrentDeliveries: Int = 8,
-                    maxFileSize: Int = 1 << 20, stopGrace: Duration = .seconds(10),
+                    maxFileSize: Int = 8 << 20, stopGrace: Duration = .seconds(10),
                     inboxWindow: Int = 4096, inboxWindowWait: Duration = .seconds(1),
                     highWater: Int = 100_000, lowWater: Int = 90_000,
                     probeSchedule: RetrySchedule = .probing, maxRate: Double? = nil,
