@@ -159,7 +159,7 @@ post storekit2-app /appstore/transactions "$SAMPLES/02-transaction.jws"
 echo "  (the DID_RENEW notification above carried the same transaction: uploaded too, it is superseded, not sent twice)"
 post storekit2-app /appstore/transactions "$SAMPLES/01-transaction.jws" "$(cat "$WORK/storekit2-app/upload-token")"
 
-say "storekit1-app uploads its StoreKit 1 receipt with the order's context (one item per purchase)"
+say "storekit1-app uploads its StoreKit 1 receipt with the order's context (one item per purchase, and the receipt once)"
 python3 -c 'import json, sys; print(json.dumps({"receipt": open(sys.argv[1]).read().strip(), "orderID": "A-17"}))' \
     "$RECEIPT" > "$WORK/storekit1-app/receipt-upload.json"
 post storekit1-app /appstore/transactions "$WORK/storekit1-app/receipt-upload.json" "$(cat "$WORK/storekit1-app/upload-token")"

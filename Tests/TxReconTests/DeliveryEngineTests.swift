@@ -132,6 +132,42 @@ struct DeliveryEngineTests {
         #expect(harness.names(in: "new").count == 2)
     }
 
+    @Test func anItemOfferedAfterAReceiptsHistoryIsSentBeforeTheRestOfIt() async throws {
+        // One worker: what is sent next is what the engine chose next. The
+        // engine hands over two attempts at a time (twice its deliveries),
+        // which hang until the news is in.
+        let transport = ScriptedTransport(default: .hang, workers: 1)
+        let harness = try EngineHarness(settings: DeliveryEngine.Settings(maxConcurrentDeliveries: 1),
+                                        transport: transport)
+        let engine = try await harness.startedEngine()
+        var history = try (1...20).map { try harness.envelope("h\($0)", version: 1) }
+        for index in history.indices { history[index].bulk = true }
+        await engine.offer(history, waitsForWindow: false)
+        await transport.waitForRequests(1)
+        await engine.offer([try harness.envelope("news", version: 1)])
+        transport.setDefault(.status(204))
+        transport.releaseHeld(with: .status(204))
+        await harness.status.waitFor { $0.delivered == 21 }
+        let order = transport.requestedKeys
+        #expect(Set(order.prefix(2)).isSubset(of: ["h1", "h2", "news"]), "\(order)")
+        #expect((order.firstIndex(of: "news") ?? 99) <= 2,
+                "sent with the two handed over before it, not after the eighteen left of the history: \(order)")
+        #expect(Set(order).count == 21)
+    }
+
+    @Test func aBulkBatchIsPlacedWithoutWaitingForRoomInTheWindow() async throws {
+        let settings = DeliveryEngine.Settings(maxConcurrentDeliveries: 1, inboxWindow: 2, inboxWindowWait: .seconds(1))
+        let harness = try EngineHarness(settings: settings, transport: ScriptedTransport(default: .hang))
+        let engine = try await harness.startedEngine()
+        var history = try (1...3).map { try harness.envelope("k\($0)", version: 1) }
+        for index in history.indices { history[index].bulk = true }
+        let offer = Task { await engine.offer(history, waitsForWindow: false) }
+        #expect(await harness.endsWithoutTheClock(Task { _ = await offer.value }, unstick: .seconds(1)),
+                "intake is not held up waiting for room")
+        #expect(harness.names(in: "queue") == ["k3"], "the window holds two; the third went to queue/ at once")
+        harness.transport.releaseHeld(with: .status(204))
+    }
+
     @Test func anItemDeliveredStraightFromNewIsOneEntryNamingItsFile() async throws {
         let harness = try EngineHarness()
         let engine = try await harness.startedEngine()

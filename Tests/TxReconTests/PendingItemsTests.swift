@@ -59,6 +59,26 @@ import Testing
         #expect(pending.inboxCount == 1 && pending.ready.first?.key == drop.item.key)
     }
 
+    @Test func aDueAttemptGoesBeforeADueBulkOneAndBulkGoesWhenNothingElseIsDue() throws {
+        var pending = PendingItems()
+        var history = try Self.drop("h", version: 1, name: "h1")
+        history.bulk = true
+        let stored = Stored()
+        pending.apply(try pending.place(history, freshKeyWaitsInInbox: false) { stored.lookup($0) }.change, now: .zero)
+        let news = try Self.drop("n", version: 1, name: "n1")
+        pending.apply(try pending.place(news, freshKeyWaitsInInbox: false) { stored.lookup($0) }.change, now: .seconds(5))
+        #expect(pending.next(now: .seconds(5))?.key == news.item.key, "due later, but not bulk")
+        #expect(pending.popNext(now: .seconds(5))?.key == news.item.key)
+        #expect(pending.next(now: .seconds(5))?.key == history.item.key, "nothing else due: the history goes")
+
+        var waiting = PendingItems()
+        waiting.apply(try waiting.place(history, freshKeyWaitsInInbox: false) { stored.lookup($0) }.change, now: .seconds(1))
+        waiting.apply(try waiting.place(news, freshKeyWaitsInInbox: false) { stored.lookup($0) }.change, now: .seconds(9))
+        #expect(waiting.next(now: .zero)?.key == history.item.key, "none due: the earlier, to arm the timer for")
+        #expect(waiting.next(now: .seconds(2))?.key == history.item.key, "the bulk one is due, the other not yet")
+        #expect(waiting.next(now: .seconds(9))?.key == news.item.key)
+    }
+
     @Test func aSnapshotNoNewerThanTheDeliveredOneGoesToDoneUndelivered() throws {
         for version: Int64 in [3, 5] {
             let drop = try Self.drop("k", version: version, name: "n\(version)")

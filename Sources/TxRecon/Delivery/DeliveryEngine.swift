@@ -323,9 +323,13 @@ package actor DeliveryEngine {
     /// holds READY until it is delivered. The wait is short because intake
     /// also executes the operator's ctl/ requests: when the engine is still
     /// full, the answer says so, and `inboxNeedsRescan` follows once the
-    /// pending keys have fallen below `lowWater`.
+    /// pending keys have fallen below `lowWater`. A batch of bulk drops
+    /// (`waitsForWindow` false: a receipt's thousands of parts) does not wait
+    /// for the window: what finds no room goes to queue/ at once, so intake
+    /// is not held up, and the drops behind it with it, until a slow
+    /// destination has delivered the thousands before it.
     @discardableResult
-    func offer(_ drops: [Drop], whenWaiting: @Sendable () -> Void = {}) async -> Offered {
+    func offer(_ drops: [Drop], waitsForWindow: Bool = true, whenWaiting: @Sendable () -> Void = {}) async -> Offered {
         var offered = Offered()
         let giveUp = clock.now + settings.inboxWindowWait
         var waitTimer: Task<Void, Never>?
@@ -333,7 +337,7 @@ package actor DeliveryEngine {
         // Room for the whole batch first: placed into a window with room for
         // part of it, the rest would go to queue/ (a rename here on the
         // engine's thread each, and a second one when delivered).
-        while isRunning, windowLacksRoom(for: drops.count), clock.now < giveUp {
+        while isRunning, waitsForWindow, windowLacksRoom(for: drops.count), clock.now < giveUp {
             await waitForRoom(since: room.calls, until: giveUp, timer: &waitTimer, whenWaiting: whenWaiting)
         }
         for drop in drops where isRunning || isStarting {
@@ -343,7 +347,7 @@ package actor DeliveryEngine {
         publishStatus()
         while isRunning {
             let isFull = IntakeBackPressure.isFull(load, settings.limits)
-            guard isFull || windowLacksRoom(for: 1) else { break }
+            guard isFull || (waitsForWindow && windowLacksRoom(for: 1)) else { break }
             guard clock.now < giveUp else {
                 if isFull {
                     offered.full = true
@@ -564,7 +568,7 @@ package actor DeliveryEngine {
         guard isRunning else { return }
         let now = clock.now
         while active < outstandingLimit, let start = nextStart(now: now), start <= now,
-              let first = pending.ready.popFirst() {
+              let first = pending.popNext(now: now) {
             // One lookup: the entry is changed where it is stored.
             guard let index = pending.entries.index(forKey: first.key),
                   !pending.entries.values[index].inFlight,
@@ -625,8 +629,9 @@ package actor DeliveryEngine {
         return (nextStart(now: now).map { $0 > now } ?? true) || untidied.overLimit
     }
 
-    /// When the next attempt may start, for the key first in `ready`; nil
-    /// when none waits. While the backend fails it is spared: one probe at
+    /// When the next attempt may start, for the key PendingItems puts
+    /// next (a due bulk attempt only when nothing else is due); nil when
+    /// none waits. While the backend fails it is spared: one probe at
     /// a time, at the probe schedule's time or the key's own next attempt,
     /// whichever is later (the probe is the key due first: a failing
     /// backend never makes a key go earlier than its schedule). Attempts sent before the outage began are not
@@ -640,7 +645,7 @@ package actor DeliveryEngine {
     /// for ever.
     private func nextStart(now: Duration) -> Duration? {
         pending.dropOutdatedDeadlines()
-        guard let first = pending.ready.first else { return nil }
+        guard let first = pending.next(now: now) else { return nil }
         var start = first.deadline
         if health.isFailing {
             guard probe == nil else { return nil }
@@ -882,7 +887,7 @@ package actor DeliveryEngine {
             }
         }
         pending.entries[key] = entry
-        pending.ready.push(key, at: entry.deadline)
+        pending.schedule(key, at: entry.deadline)
         events.deferred(key, kind: entry.kind, version: entry.version, attempt: entry.state.attempts,
                         reason: reason, status: httpStatus, nextAttemptAt: next)
         status.statistics.deferred += 1
@@ -922,7 +927,7 @@ package actor DeliveryEngine {
         for (key, entry) in pending.entries where entry.waitsForBackend && !entry.inFlight && entry.deadline > now {
             pending.entries[key]?.deadline = now
             pending.entries[key]?.waitsForBackend = false
-            pending.ready.push(key, at: now)
+            pending.schedule(key, at: now)
             woken += 1
         }
         log.write(LogEntry(.notice, "backend recovered after failing for \(seconds)s; "

@@ -131,7 +131,7 @@ struct OperatorCommands {
         entry.state.nextAttemptAt = nil
         entry.state.delayMilliseconds = nil
         pending.entries[key] = entry
-        pending.ready.push(key, at: now)
+        pending.schedule(key, at: now)
         // Only a recorded delay needs undoing on disk: without a KEY.state a
         // key is due at once after a restart anyway, and a new one would be
         // left behind at delivery.

@@ -3,6 +3,13 @@
 // keys, the order of the next attempts the engine dispatches from, and the
 // arrival order its status reports.
 //
+// The next attempts are in two lanes, each earliest first: bulk (the parts
+// of a split into more than a batch, a receipt's history of thousands of
+// purchases) and the rest. A due attempt of the rest goes before a due bulk
+// one, so a receipt of 5,000 purchases never holds up an unrelated item
+// behind all of them; bulk goes whenever nothing else is due (`next`).
+// Which drop is bulk is intake's to say (Drop.bulk).
+//
 // `place` is the supersede rule, decided here and nowhere else: it looks at
 // what stands at a new snapshot's key and returns the spool moves to make,
 // in order, and the change to make here once they are made. It touches no
@@ -55,6 +62,8 @@ struct PendingItems {
         /// A newer snapshot that arrived while this key was in flight; it
         /// stays in new/ (so a crash loses nothing) until the attempt ends.
         var parked: Boxed<Drop>?
+        /// Its attempts are in the bulk lane (Drop.bulk).
+        var bulk = false
 
         init(version: ItemVersion? = nil, kind: ItemKind? = nil, state: DeliveryState, deadline: Duration,
              receivedAt: Int64, hasStateFile: Bool = false, waitsForBackend: Bool = false) {
@@ -134,8 +143,11 @@ struct PendingItems {
 
     var entries: [ItemKey: Entry] = [:]
     var held = Set<ItemKey>()
-    /// Next attempts, earliest first; lazily pruned (see `isCurrent`).
+    /// Next attempts, earliest first; lazily pruned (see `isCurrent`). The
+    /// bulk lane's are in `bulkReady`; `schedule` picks the lane, `next`
+    /// the attempt.
     var ready = DeadlineQueue()
+    var bulkReady = DeadlineQueue()
     var arrivals = ArrivalOrder()
     /// Entries with `inbox` set; whoever clears an entry's inbox counts it.
     var inboxCount = 0
@@ -221,6 +233,7 @@ struct PendingItems {
             entry.version = drop.item.version
             entry.kind = drop.item.kind
             entry.receivedAt = drop.receivedAt
+            entry.bulk = drop.bulk
             entries[key] = entry
             arrivals.note(key, receivedAt: drop.receivedAt)
         case let .fresh(drop, inInbox):
@@ -228,6 +241,7 @@ struct PendingItems {
             if !held.isEmpty { held.remove(key) }
             var entry = Entry(version: drop.item.version, kind: drop.item.kind, state: DeliveryState(), deadline: now,
                               receivedAt: drop.receivedAt)
+            entry.bulk = drop.bulk
             if inInbox {
                 // Logged when its first attempt ends: as delivered from new/,
                 // or as accepted once that attempt moved it into queue/.
@@ -237,8 +251,40 @@ struct PendingItems {
                 keepIfRoom(drop.item, in: &entry)
             }
             entries[key] = entry
-            ready.push(key, at: now)
+            schedule(key, at: now)
             arrivals.note(key, receivedAt: drop.receivedAt)
+        }
+    }
+
+    /// Schedules `key`'s next attempt at `deadline`, in its entry's lane.
+    mutating func schedule(_ key: ItemKey, at deadline: Duration) {
+        if entries[key]?.bulk == true { bulkReady.push(key, at: deadline) } else { ready.push(key, at: deadline) }
+    }
+
+    /// The attempt to start next as of `now`: the earliest due one that is
+    /// not bulk, else the earliest due bulk one, else (nothing due) the
+    /// earlier of the two lanes' first, when one becomes due. Call
+    /// `dropOutdatedDeadlines` first.
+    func next(now: Duration) -> DeadlineQueue.Entry? {
+        nextLane(now: now).map { $0 ? bulkReady.first : ready.first } ?? nil
+    }
+
+    /// Takes `next(now:)` off its lane.
+    mutating func popNext(now: Duration) -> DeadlineQueue.Entry? {
+        guard let bulk = nextLane(now: now) else { return nil }
+        return bulk ? bulkReady.popFirst() : ready.popFirst()
+    }
+
+    /// Whether `next(now:)` is the bulk lane's; nil when both are empty.
+    private func nextLane(now: Duration) -> Bool? {
+        switch (ready.first, bulkReady.first) {
+        case (nil, nil): return nil
+        case (_?, nil): return false
+        case (nil, _?): return true
+        case let (other?, bulk?):
+            if other.deadline <= now { return false }
+            if bulk.deadline <= now { return true }
+            return bulk.deadline < other.deadline
         }
     }
 
@@ -252,7 +298,7 @@ struct PendingItems {
     /// at its entry's deadline.
     mutating func add(_ key: ItemKey, _ entry: Entry) {
         entries[key] = entry
-        ready.push(key, at: entry.deadline)
+        schedule(key, at: entry.deadline)
         arrivals.note(key, receivedAt: entry.receivedAt)
     }
 
@@ -271,10 +317,11 @@ struct PendingItems {
         return !entry.inFlight && entry.deadline == scheduled.deadline
     }
 
-    /// Pops the scheduled attempts at the front that are no longer current,
-    /// so that `ready.first` is.
+    /// Pops the scheduled attempts at the front of each lane that are no
+    /// longer current, so that `next(now:)` is.
     mutating func dropOutdatedDeadlines() {
         while let first = ready.first, !isCurrent(first) { ready.popFirst() }
+        while let first = bulkReady.first, !isCurrent(first) { bulkReady.popFirst() }
     }
 
     /// The earliest receivedAt (ms since 1970) among the pending keys.

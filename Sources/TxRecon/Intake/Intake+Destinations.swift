@@ -58,7 +58,8 @@ extension Intake {
                 withConfirmed[drop].confirmed = confirmedVersion(route.name, withConfirmed[drop].item.key)
             }
             let engine = route.engine, drops = withConfirmed
-            let offered = waitFor { await engine.offer(drops, whenWaiting: whenWaiting) }
+            let bulk = drops.allSatisfy(\.bulk)
+            let offered = waitFor { await engine.offer(drops, waitsForWindow: !bulk, whenWaiting: whenWaiting) }
             for (name, error) in offered.refused {
                 log.write(LogEntry(.error, "\(route.spool.layout.relative(nil))/\(LogText.escaped(name)) not taken: "
                                    + "\(error); it stays there and is tried again shortly",

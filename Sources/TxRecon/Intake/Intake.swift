@@ -456,7 +456,10 @@ final class Intake: Sendable {
         log.write(LogEntry(.info, "new/\(LogText.escaped(name)): receipt upload of \(summary) split into "
                            + "\(names.count) drops (\(plan.confirmed) items already confirmed, \(plan.untaken) taken by "
                            + "no destination)", fields: [("TXRECON_FILE", name)]))
-        return zip(names, plan.items).map { Drop(name: $0, item: $1, receivedAt: modifiedAt) }
+        // More than a batch is a history, not news: delivered after what
+        // else is due, so that it holds up no unrelated item (PendingItems).
+        let bulk = names.count > Intake.batchSize
+        return zip(names, plan.items).map { Drop(name: $0, item: $1, receivedAt: modifiedAt, bulk: bulk) }
     }
 
     /// Counts a drop the spool could not take; it stays in new/ and the
@@ -518,9 +521,11 @@ final class Intake: Sendable {
         let primary = routes[0].name
         for index in drops.indices { drops[index].confirmed = confirmedVersion(primary, drops[index].item.key) }
         let engine = self.engine, taken = drops, count = rejected
+        let bulk = !drops.isEmpty && drops.allSatisfy(\.bulk)
         let offered = waitFor {
             if count > 0 { await engine.noteRejected(count: count) }
-            return taken.isEmpty ? DeliveryEngine.Offered() : await engine.offer(taken, whenWaiting: whenWaiting)
+            return taken.isEmpty ? DeliveryEngine.Offered()
+                : await engine.offer(taken, waitsForWindow: !bulk, whenWaiting: whenWaiting)
         }
         for (name, error) in offered.refused { note(error, name: name, failures: &failures) }
         return offered.full
