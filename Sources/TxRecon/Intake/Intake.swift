@@ -128,13 +128,25 @@ final class Intake: Sendable {
     func start(ready: @escaping @Sendable () -> Void, lost: @escaping @Sendable (String) -> Void) throws(ThreadStartError) {
         let ready = OneShot(ready)
         let pool = try ExaminerPool(helpers: ExaminerPool.defaultHelperCount)
+        let splitter: ReceiptSplitter
+        do {
+            splitter = try ReceiptSplitter(work: { [unowned self] job, claim in split(job, claim: claim) },
+                                           retry: { [watcher] in watcher.requestRescan() })
+        } catch {
+            pool.close()
+            throw error
+        }
         do {
             try DedicatedThread.start(name: "txrecon-intake") { [self] in
-                defer { pool.close() }
-                follow(Examiners(pool: pool), ready: ready, lost: lost)
+                defer {
+                    pool.close()
+                    splitter.close()
+                }
+                follow(Examiners(pool: pool, splitter: splitter), ready: ready, lost: lost)
             }
         } catch {
             pool.close()
+            splitter.close()
             throw error
         }
     }
@@ -159,6 +171,8 @@ final class Intake: Sendable {
                 switch event {
                 case let .drops(names):
                     guard !backlog.isPaused, !backlog.awaitsRoom else { continue }
+                    // A receipt's parts the splitter moved in (and handed over itself) are let go.
+                    let names = names.filter { !examiners.splitter.releaseOwnPart($0) }
                     finish(take(names, settling: false, &backlog, examiners), fullScan: false, &backlog)
                 case let .created(names):
                     guard !backlog.isPaused, !backlog.awaitsRoom else { continue }
@@ -169,7 +183,7 @@ final class Intake: Sendable {
                     // requeue-rejected linked back in) keeps its place.
                     let now = clock.now
                     var others: [String] = []
-                    for name in names where !backlog.isDeferred(name) {
+                    for name in names where !backlog.isDeferred(name) && !examiners.splitter.releaseOwnPart(name) {
                         switch spool.creationInInbox(name) {
                         case .writtenHere?: backlog.deferFile(name, now: now, inPlace: true)
                         case .linkedIn?: backlog.deferFile(name, now: now)
@@ -186,6 +200,7 @@ final class Intake: Sendable {
                 case .rescan:
                     log.write(LogEntry(.info, "rescanning new/ and ctl/: inotify's event queue overflowed, "
                                        + "a drop was left in new/, or the engine has room again"))
+                    examiners.splitter.forgetClaims()
                     if let problem = scan(&backlog, examiners) { return lost(problem) }
                 case .timedOut:
                     let now = clock.now
@@ -302,7 +317,8 @@ final class Intake: Sendable {
         var batch: [Drop] = []
         var rejected = 0
         var seen = Set<String>(minimumCapacity: names.count)
-        let unique = names.filter { seen.insert($0).inserted }
+        // A receipt upload the splitter has is its, until it is gone.
+        let unique = names.filter { seen.insert($0).inserted && !examiners.splitter.isSplitting($0) }
         for start in stride(from: 0, to: unique.count, by: Intake.batchSize) {
             let part = unique[start..<min(start + Intake.batchSize, unique.count)]
             let examinations = examiners.pool.examine(part, in: spool, maximumSize: settings.maximumFileSize,
@@ -316,7 +332,8 @@ final class Intake: Sendable {
                 }
                 backlog.forget(name)
                 batch += act(on: examination, of: name, decoder: decoder, verifier: verifier, settings: settings,
-                             settling: window, rejected: &rejected, failures: &failures, backlog: &backlog)
+                             settling: window, splitter: examiners.splitter, rejected: &rejected, failures: &failures,
+                             backlog: &backlog)
                 // A batch at a time, also of the thousands of parts one
                 // receipt can make: the engine takes a batch once its inbox
                 // window has room for all of it.
@@ -358,7 +375,7 @@ final class Intake: Sendable {
 
     private func act(on examination: DropExamination, of name: String, decoder: InputDecoder,
                      verifier: SignedDataVerifier?, settings: Settings, settling: Settling?,
-                     rejected: inout Int, failures: inout IntakeBacklog.Failures,
+                     splitter: ReceiptSplitter, rejected: inout Int, failures: inout IntakeBacklog.Failures,
                      backlog: inout IntakeBacklog) -> [Drop] {
         do throws(SpoolError) {
             switch examination {
@@ -386,11 +403,15 @@ final class Intake: Sendable {
                 return [Drop(name: name, item: item, receivedAt: modifiedAt)]
             case let .decoded(.page(parts), modifiedAt, _):
                 return try split(name, "history page", into: parts, modifiedAt: modifiedAt, decoder: decoder,
-                                 verifier: verifier, settings: settings, rejected: &rejected, failures: &failures,
-                                 backlog: &backlog)
+                                 verifier: verifier, settings: settings, splitter: splitter, rejected: &rejected,
+                                 failures: &failures, backlog: &backlog)
             case let .decoded(.receipt(receipt), modifiedAt, _):
-                // Stored and split here, one receipt at a time, not while examining.
-                return try split(name, receipt: receipt, modifiedAt: modifiedAt, settings: settings, rejected: &rejected)
+                // Stored and split on the splitter's thread, which hands its
+                // parts over itself: its thousands of files must not hold up
+                // the drops behind it.
+                _ = splitter.submit(ReceiptSplitter.Job(name: name, split: receipt, modifiedAt: modifiedAt,
+                                                        settings: settings))
+                return []
             case .decoded(.receiptPart, _, _):
                 // Examining reads every part through `receipts`: never here.
                 try reject(name, Rejection(.receiptNotStored, "the receipt part was not read"), rejected: &rejected)
@@ -405,7 +426,7 @@ final class Intake: Sendable {
     /// Replaces the drop `name` (written at `modifiedAt`) with `parts`, a
     /// drop each, and takes them.
     private func split(_ name: String, _ what: String, into parts: [String], modifiedAt: Int64, decoder: InputDecoder,
-                       verifier: SignedDataVerifier?, settings: Settings, rejected: inout Int,
+                       verifier: SignedDataVerifier?, settings: Settings, splitter: ReceiptSplitter, rejected: inout Int,
                        failures: inout IntakeBacklog.Failures, backlog: inout IntakeBacklog) throws(SpoolError) -> [Drop] {
         let parts = try spool.split(drop: name, into: parts.map { Array($0.utf8) }, modifiedAt: modifiedAt)
         log.write(LogEntry(.info, "new/\(LogText.escaped(name)): \(what) split into \(parts.count) drops",
@@ -414,18 +435,42 @@ final class Intake: Sendable {
             let examination = DropExamination.examine(part, in: spool, maximumSize: settings.maximumFileSize,
                                                       decoder: decoder, verifier: verifier, receipts: receipts)
             return act(on: examination, of: part, decoder: decoder, verifier: verifier, settings: settings,
-                       settling: nil, rejected: &rejected, failures: &failures, backlog: &backlog)
+                       settling: nil, splitter: splitter, rejected: &rejected, failures: &failures, backlog: &backlog)
+        }
+    }
+
+    /// A receipt upload's split, on the splitter's thread: the parts made
+    /// and handed to the engine a batch at a time. False when the spool
+    /// failed it; the upload is then still in new/, to be tried again.
+    private func split(_ job: ReceiptSplitter.Job, claim: (String) -> Void) -> Bool {
+        var rejected = 0
+        var failures = IntakeBacklog.Failures()
+        do throws(SpoolError) {
+            let drops = try split(job.name, receipt: job.split, modifiedAt: job.modifiedAt, settings: job.settings,
+                                  rejected: &rejected, claim: claim)
+            for start in stride(from: 0, to: max(drops.count, rejected), by: Intake.batchSize) {
+                // A full engine leaves the rest in new/, read by the scan it asks for once it has room.
+                _ = hand(Array(drops[min(start, drops.count)..<min(start + Intake.batchSize, drops.count)]),
+                         rejected: rejected, failures: &failures, whenWaiting: {})
+                rejected = 0
+            }
+            return true
+        } catch {
+            log.write(LogEntry(.error, "new/\(LogText.escaped(job.name)): a receipt upload not split: \(error); it stays "
+                               + "in new/ and is tried again in \(ReceiptSplitter.defaultRetryDelay.components.seconds) s",
+                               fields: [("TXRECON_FILE", job.name)]))
+            return false
         }
     }
 
     /// Replaces the receipt upload `name` (written at `modifiedAt`; its
     /// receipt verified) with the parts ReceiptSplitPlan decides on: the
     /// receipt stored in receipts/ first (durable before anything names
-    /// it), then the parts written at once (Spool.split), the upload
-    /// removed last. The parts' items are the ones just verified, handed on
-    /// as they are: nothing is read back.
+    /// it), then the parts written at once (Spool.split; each name in new/
+    /// `claim`ed first), the upload removed last. The parts' items are the
+    /// ones just verified, handed on as they are: nothing is read back.
     private func split(_ name: String, receipt split: ReceiptSplit, modifiedAt: Int64, settings: Settings,
-                       rejected: inout Int) throws(SpoolError) -> [Drop] {
+                       rejected: inout Int, claim: (String) -> Void) throws(SpoolError) -> [Drop] {
         let receiptSha256 = ReceiptStore.name(of: split.der)
         let reader = StoredItemReader(acceptEnvelopes: settings.acceptEnvelopes, policy: settings.verification,
                                       verifiers: storedItemVerifiers, receipts: receipts)
@@ -452,7 +497,7 @@ final class Intake: Sendable {
             ReceiptSplit.part(receiptSha256: receiptSha256, entry: item.kind == .receipt ? item.key.rawValue : nil,
                               context: split.context)
         }
-        let names = try spool.split(drop: name, into: parts, modifiedAt: modifiedAt)
+        let names = try spool.split(drop: name, into: parts, modifiedAt: modifiedAt, claim: claim)
         log.write(LogEntry(.info, "new/\(LogText.escaped(name)): receipt upload of \(summary) split into "
                            + "\(names.count) drops (\(plan.confirmed) items already confirmed, \(plan.untaken) taken by "
                            + "no destination)", fields: [("TXRECON_FILE", name)]))
@@ -747,5 +792,6 @@ final class Intake: Sendable {
 /// used only there.
 private struct Examiners {
     let pool: ExaminerPool
+    let splitter: ReceiptSplitter
     let verifiers = VerifierSlot()
 }

@@ -371,8 +371,10 @@ package final class Spool: Sendable {
     /// not an fsync each: a receipt of 5,000 purchases took 5,000 fsyncs,
     /// seconds on a disk that flushes its cache for each. A crash in
     /// between leaves the drop in new/ and some parts: taken again at start,
-    /// the repeats are superseded. `parts` are the parts' bytes.
-    func split(drop name: String, into parts: [[UInt8]], modifiedAt: Int64? = nil) throws(SpoolError) -> [String] {
+    /// the repeats are superseded. `parts` are the parts' bytes; `claim` is
+    /// told each name in new/ just before a part is moved there.
+    func split(drop name: String, into parts: [[UInt8]], modifiedAt: Int64? = nil,
+               claim: (String) -> Void = { _ in }) throws(SpoolError) -> [String] {
         var temporaries: [String] = []
         temporaries.reserveCapacity(parts.count)
         // Any that are not yet in new/ go again if a step fails.
@@ -390,7 +392,7 @@ package final class Spool: Sendable {
         // (255 bytes) is shortened first so that they still fit.
         let base = Spool.prefix(of: name, maximumBytes: 200)
         for (index, temporary) in temporaries.enumerated() {
-            names.append(try moveIntoInbox(temporary, base: "\(base).\(index + 1)"))
+            names.append(try moveIntoInbox(temporary, base: "\(base).\(index + 1)", claim: claim))
             temporaries[index] = ""
         }
         temporaries = []
@@ -616,10 +618,12 @@ package final class Spool: Sendable {
     /// Renames `source` into new/ as `base` or, when a producer already uses
     /// that name, `base.N-M`: never over a producer's file.
     @discardableResult
-    private func moveIntoInbox(_ source: String, base: String) throws(SpoolError) -> String {
+    private func moveIntoInbox(_ source: String, base: String, claim: (String) -> Void = { _ in }) throws(SpoolError) -> String {
         var candidate = base
+        claim(candidate)
         while !(try SystemCall.renameNoReplace(source, layout.new + "/" + candidate)) {
             candidate = "\(base).\(uniqueCounter.add(1, ordering: .relaxed).newValue)"
+            claim(candidate)
         }
         return candidate
     }
