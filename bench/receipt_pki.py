@@ -73,15 +73,16 @@ class ReceiptPKI:
                      "-CAcreateserial", "-days", "3650", "-sha256", "-extfile", self.path("extensions.cnf"),
                      "-extensions", name, "-out", self.path(name + ".pem"))
 
-    def fill(self, directory, names):
+    def fill(self, directory, names, purchases=1):
         """Writes one receipt upload per name (names as bench.keys() makes
-        them: PREFIX-NNNNNNN from 0) into `directory`."""
+        them: PREFIX-NNNNNNN from 0) into `directory`, each receipt holding
+        `purchases` purchases (more than one: as large as Apple's entries)."""
         prefix = names[0].rsplit("-", 1)[0]
         self.batches += 1
-        first_transaction = 3000000000000000 + self.batches * 10000000
+        first_transaction = 3000000000000000 + self.batches * 100000000
         completed = subprocess.run([self.receiptgen, self.path("leaf.key"), self.path("leaf.pem"),
                                     self.path("intermediate.pem"), self.root_certificate, self.bundle_id,
-                                    directory, prefix, str(len(names)), str(first_transaction)],
+                                    directory, prefix, str(len(names)), str(first_transaction), str(purchases)],
                                    capture_output=True, text=True)
         if completed.returncode != 0:
             raise SystemExit(f"bench: receiptgen failed: {completed.stderr.strip()}")

@@ -6,13 +6,18 @@
  * is Apple's attribute set.
  *
  *   receiptgen LEAF_KEY LEAF_CERT INTERMEDIATE_CERT ROOT_CERT BUNDLE_ID
- *              DIRECTORY PREFIX COUNT FIRST_TRANSACTION_ID
+ *              DIRECTORY PREFIX COUNT FIRST_TRANSACTION_ID [PURCHASES]
  *
  * Writes COUNT files DIRECTORY/PREFIX-NNNNNNN (7 digits, from 0), each
  * {"receipt":"<base64>","orderID":"bench-N","applicationUsername":"user-N"}
  * as a StoreKit 1 app uploads it (input format 6): a ProductionSandbox
  * receipt for BUNDLE_ID created now, with one in-app purchase whose
- * transaction id is FIRST_TRANSACTION_ID + N, purchased now.
+ * transaction id is FIRST_TRANSACTION_ID + N, purchased now. With
+ * PURCHASES (default 1) above 1, each receipt holds that many purchases,
+ * transaction ids FIRST_TRANSACTION_ID + N * PURCHASES + 0, 1, …, each
+ * entry with Apple's further attributes so that it is as large as Apple
+ * writes one (about 420 bytes): 5,000 make an upload of about 2.8 MB, a
+ * customer's long history.
  *
  * Files are created with O_EXCL. Diagnostics on stderr; exit status 0 on
  * success, 1 on any failure, 2 on bad usage.
@@ -58,8 +63,13 @@ static void tlv(struct buffer *out, unsigned char tag, const struct buffer *cont
     } else if (length < 0x100) {
         header[used++] = 0x81;
         header[used++] = (unsigned char)length;
-    } else {
+    } else if (length < 0x10000) {
         header[used++] = 0x82;
+        header[used++] = (unsigned char)(length >> 8);
+        header[used++] = (unsigned char)length;
+    } else {
+        header[used++] = 0x83;
+        header[used++] = (unsigned char)(length >> 16);
         header[used++] = (unsigned char)(length >> 8);
         header[used++] = (unsigned char)length;
     }
@@ -123,11 +133,13 @@ static size_t base64(const unsigned char *data, size_t length, char *out) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 10) {
+    if (argc != 10 && argc != 11) {
         fprintf(stderr, "usage: receiptgen LEAF_KEY LEAF_CERT INTERMEDIATE_CERT ROOT_CERT BUNDLE_ID "
-                        "DIRECTORY PREFIX COUNT FIRST_TRANSACTION_ID\n");
+                        "DIRECTORY PREFIX COUNT FIRST_TRANSACTION_ID [PURCHASES]\n");
         return 2;
     }
+    long purchases = argc == 11 ? atol(argv[10]) : 1;
+    if (purchases < 1 || purchases > 100000) fail("PURCHASES must be 1 to 100000");
     FILE *key_file = fopen(argv[1], "r");
     if (!key_file) fail("cannot open the leaf key");
     EVP_PKEY *key = PEM_read_PrivateKey(key_file, NULL, NULL, NULL);
@@ -144,26 +156,42 @@ int main(int argc, char **argv) {
     char now[32];
     time_t seconds = time(NULL);
     strftime(now, sizeof now, "%Y-%m-%dT%H:%M:%SZ", gmtime(&seconds));
-    char *text = malloc(64 * 1024);
+    size_t capacity = 64 * 1024 + (size_t)purchases * 1024;
+    char *text = malloc(capacity);
     if (!text) fail("out of memory");
     for (long index = 0; index < count; index++) {
-        char transaction[32];
-        snprintf(transaction, sizeof transaction, "%lld", first + index);
-        struct buffer purchase = {0}, purchase_set = {0}, attributes = {0}, payload = {0};
-        integer_attribute(&purchase, 1701, 1);
-        string_attribute(&purchase, 1702, 0x0C, "com.example.txrecon.bench.premium");
-        string_attribute(&purchase, 1703, 0x0C, transaction);
-        string_attribute(&purchase, 1704, 0x16, now);
-        string_attribute(&purchase, 1705, 0x0C, transaction);
-        string_attribute(&purchase, 1706, 0x16, now);
-        string_attribute(&purchase, 1708, 0x16, "");
-        string_attribute(&purchase, 1712, 0x16, "");
-        tlv(&purchase_set, 0x31, &purchase);
+        struct buffer attributes = {0}, payload = {0};
         string_attribute(&attributes, 0, 0x0C, "ProductionSandbox");
         string_attribute(&attributes, 2, 0x0C, bundle);
         string_attribute(&attributes, 3, 0x0C, "1.0");
         string_attribute(&attributes, 12, 0x16, now);
-        attribute(&attributes, 17, &purchase_set);
+        for (long entry = 0; entry < purchases; entry++) {
+            char transaction[32];
+            snprintf(transaction, sizeof transaction, "%lld", first + index * purchases + entry);
+            struct buffer purchase = {0}, purchase_set = {0};
+            integer_attribute(&purchase, 1701, 1);
+            string_attribute(&purchase, 1702, 0x0C, "com.example.txrecon.bench.premium");
+            string_attribute(&purchase, 1703, 0x0C, transaction);
+            string_attribute(&purchase, 1704, 0x16, now);
+            string_attribute(&purchase, 1705, 0x0C, transaction);
+            string_attribute(&purchase, 1706, 0x16, now);
+            string_attribute(&purchase, 1708, 0x16, "");
+            string_attribute(&purchase, 1712, 0x16, "");
+            if (purchases > 1) {
+                /* Apple's further attributes: an entry as large as a real one. */
+                integer_attribute(&purchase, 1707, 3);
+                string_attribute(&purchase, 1709, 0x16, "");
+                integer_attribute(&purchase, 1710, 0);
+                integer_attribute(&purchase, 1711, 1000000048877195L);
+                integer_attribute(&purchase, 1713, 0);
+                for (long type = 1714; type <= 1718; type++) string_attribute(&purchase, type, 0x16, "");
+                integer_attribute(&purchase, 1719, 0);
+            }
+            tlv(&purchase_set, 0x31, &purchase);
+            attribute(&attributes, 17, &purchase_set);
+            free(purchase.bytes);
+            free(purchase_set.bytes);
+        }
         tlv(&payload, 0x31, &attributes);
 
         BIO *input = BIO_new_mem_buf(payload.bytes, (int)payload.length);
@@ -176,9 +204,9 @@ int main(int argc, char **argv) {
         if (der_length <= 0) fail("i2d_PKCS7 failed");
 
         size_t used = (size_t)snprintf(text, 64, "{\"receipt\":\"");
-        if ((size_t)der_length / 3 * 4 + 256 > 64 * 1024) fail("a receipt too large for the buffer");
+        if ((size_t)der_length / 3 * 4 + 256 > capacity) fail("a receipt too large for the buffer");
         used += base64(der, (size_t)der_length, text + used);
-        used += (size_t)snprintf(text + used, 64 * 1024 - used,
+        used += (size_t)snprintf(text + used, capacity - used,
                                  "\",\"orderID\":\"bench-%ld\",\"applicationUsername\":\"user-%ld\"}", index, index);
         OPENSSL_free(der);
 
@@ -186,8 +214,6 @@ int main(int argc, char **argv) {
         snprintf(path, sizeof path, "%s/%s-%07ld", directory, prefix, index);
         int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0640);
         if (fd < 0 || write(fd, text, used) != (ssize_t)used || close(fd) != 0) fail("cannot write a file");
-        free(purchase.bytes);
-        free(purchase_set.bytes);
         free(attributes.bytes);
         free(payload.bytes);
     }
