@@ -7,9 +7,12 @@
 // rejected/ with its reason or hand it to the engine, which decides between
 // queue/ and done/ (superseded). A
 // history page is split into one drop per transaction first, and each is
-// verified on its own. Files in queue/ have passed this; the engine only
-// decodes them again. Requests in ctl/ are executed by the engine; their
-// answers are written beside them.
+// verified on its own. A receipt upload, verified whole, is stored once in
+// receipts/ and split into a small part per item on a thread of its own
+// (ReceiptSplitter), which hands the parts over itself; none is written for
+// what every destination already confirmed (ReceiptSplitPlan). Files in
+// queue/ have passed this; the engine only decodes them again. Requests in
+// ctl/ are executed by the engine; their answers are written beside them.
 //
 // With further destinations (several routes), each verified drop is linked
 // into the inbox of every destination whose [Match] takes it and removed
@@ -85,10 +88,11 @@ final class Intake: Sendable {
     /// parts of one are read through.
     let receipts: ReceiptLibrary
     /// What the destinations confirmed: the seam a receipt's split asks
-    /// (ConfirmedVersions); done/ unless one is given.
+    /// (ConfirmedVersions); unless one is given, the ledger's answer, else
+    /// done/'s (DoneConfirmations).
     private let confirmations: ConfirmationSource
-    /// The verifiers `confirmations` reads done/ with (the intake thread's
-    /// own are for the drops it examines).
+    /// The verifiers `confirmations` reads done/ with, on the splitter's
+    /// thread (the intake thread's own are for the drops it examines).
     private let storedItemVerifiers = VerifierPool()
 
     convenience init(spool: Spool, engine: DeliveryEngine, watcher: InboxWatcher, settings: Settings, log: any LogSink) {
