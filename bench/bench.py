@@ -77,6 +77,19 @@ Measurements (each on a fresh spool under a temporary directory):
               other way to learn of the recovery), and the time from that
               first 204 to all delivered against 10,000 / drain rate of 1
               (+25%).
+    ledger    issue 42 at --ledger-rows (10,000,000) rows, the ledger built
+              once into .build/bench by Tests/TxReconTests/Ledger/
+              LedgerBenchmark.swift (a release `swift test`, TXRECON_BENCH=1):
+              a fresh drop's supersede check (thread CPU time of the intake's
+              look-up, median and p99, for a key it holds and one it does
+              not), history's query by original transaction id, the bytes
+              per key; then the daemon started on that ledger with 100,000
+              queued (READY=1 and RSS, as in 5) and `txrecon history`'s
+              whole command, exec to exit.
+    ledger-drain  the drain of 1 against the release binary of the commit
+              before the ledger (00ce5c2, built once from `git archive` into
+              .build/bench, or --reference-binary), alternated run by run:
+              rate and CPU per item within 5 %.
     receive   `txrecon receive` on loopback (generic envelopes at /envelopes):
               the durable receive rate with --receive-clients (32) clients,
               curlclient's keep-alive connections, each POST answered 200
@@ -221,6 +234,26 @@ def build_txrecon(args):
     binary = os.path.join(REPO, ".build", "release", "txrecon")
     if not os.access(binary, os.X_OK):
         raise SystemExit(f"bench: {binary} is missing; run without --no-build")
+    return binary
+
+
+# The commit before the ledger (9cddbe9's parent): ledger-drain's reference.
+LEDGER_REFERENCE_COMMIT = "00ce5c2"
+
+
+def build_reference(commit):
+    """The release binary of `commit`, built from `git archive` into
+    .build/bench/reference-COMMIT once and kept (no worktree, nothing in the
+    repository's own checkout touched)."""
+    directory = os.path.join(REPO, ".build", "bench", f"reference-{commit}")
+    binary = os.path.join(directory, ".build", "release", "txrecon")
+    if os.access(binary, os.X_OK):
+        return binary
+    os.makedirs(directory, exist_ok=True)
+    log(f"building the reference {commit} in {directory} (minutes, once)")
+    archive = subprocess.run(["git", "archive", commit], cwd=REPO, capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", directory], input=archive, check=True)
+    run_checked(["swift", "build", "-c", "release", "--static-swift-stdlib", "--product", "txrecon"], cwd=directory)
     return binary
 
 
@@ -665,9 +698,11 @@ class Daemon:
         self.spool = Spool(os.path.join(root, "spool"))
         self.config = os.path.join(root, "txrecon.conf")
         self.log_path = os.path.join(root, "txrecon.log")
+        # Beside the spool, one per daemon: a run never sees another's keys.
+        # A reference binary from before the ledger knows no LedgerFile=.
+        ledger_line = [] if binary else [f"LedgerFile={ledger or self.spool.root + '.ledger.sqlite3'}"]
         lines = ["[Spool]", f"Directory={self.spool.root}", f"DoneRetention={bench.args.done_retention}",
-                 # Beside the spool, one per daemon: a run never sees another's keys.
-                 f"LedgerFile={ledger or self.spool.root + '.ledger.sqlite3'}", "",
+                 *ledger_line, "",
                  "[Backend]", f"URL={url}", "",
                  "[Delivery]", f"MaxConcurrentDeliveries={bench.args.connections}"]
         if retry_delays:
@@ -1646,15 +1681,14 @@ class Bench:
     def measure_ledger_drain(self):
         """The 20,000-envelope drain with the ledger against --reference-binary
         (the commit before it), alternated run by run: rate and CPU per item."""
-        metric = f"2. Drain of {self.args.items:,} envelopes with the ledger, against {self.args.reference_binary}"
-        if not self.args.reference_binary:
-            self.add(Row(metric, "skipped: give --reference-binary", "within 5 %", None))
-            return
+        reference = self.args.reference_binary or build_reference(LEDGER_REFERENCE_COMMIT)
+        label = "--reference-binary" if self.args.reference_binary else LEDGER_REFERENCE_COMMIT
+        metric = f"2. Drain of {self.args.items:,} envelopes with the ledger, against {label}"
         ours, theirs = [], []
         try:
             for run in range(self.args.runs):
                 log(f"ledger drain run {run + 1}/{self.args.runs}: the reference, then this txrecon")
-                rate, cpu, _ = self.drain_prefilled(f"ref-{run}", self.args.items, binary=self.args.reference_binary)
+                rate, cpu, _ = self.drain_prefilled(f"ref-{run}", self.args.items, binary=reference)
                 theirs.append((rate, cpu))
                 log(f"  reference {rate:,.0f}/s, {cpu:.0f} µs CPU per item")
                 rate, cpu, _ = self.drain_prefilled(f"ledger-{run}", self.args.items)
@@ -2050,7 +2084,8 @@ def parse_arguments():
                         help="DoneRetention= of every daemon (default 3d, the daemon's own default)")
     parser.add_argument("--nginx-workers", type=int, default=1, help="nginx worker processes (default 1)")
     parser.add_argument("--binary", help="use this txrecon binary instead of building one")
-    parser.add_argument("--reference-binary", help="ledger-drain: the release binary of the commit before the ledger")
+    parser.add_argument("--reference-binary", help="ledger-drain: the release binary of the commit before the ledger (default: "
+                        f"{LEDGER_REFERENCE_COMMIT}, built once into .build/bench)")
     parser.add_argument("--ledger-rows", type=int, default=10_000_000, help="rows of the ledger rows' ledger (10,000,000)")
     parser.add_argument("--no-build", action="store_true", help="use .build/release/txrecon as it is")
     parser.add_argument("--work-dir", default=None, help="where the temporary spools go (default $TMPDIR)")

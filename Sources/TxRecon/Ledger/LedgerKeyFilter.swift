@@ -9,7 +9,10 @@
 // The writer adds each key before it commits it, so a key the ledger holds
 // is never answered "no". Sized for the rows it holds plus room to grow
 // (12 bits a key, about 1 % "maybe" for a key it does not hold); past that
-// it is built again, bigger. Thread-safe. Reports nothing.
+// it is built again, bigger, up to `maximumBytes`: the daemon's memory is
+// bounded whatever the ledger holds (4 MiB: 1 % up to about 2.8 million
+// keys, a fifth at ten million, each "maybe" one SQLite look-up as without
+// a filter). Thread-safe. Reports nothing.
 import Synchronization
 
 final class LedgerKeyFilter: Sendable {
@@ -24,17 +27,32 @@ final class LedgerKeyFilter: Sendable {
 
     /// Bits per key held: about 1 % false positives.
     static let bitsPerKey = 12
+    /// The most memory one filter takes.
+    static let maximumBytes = 4 << 20
 
-    /// A filter with room for `capacity` keys; not ready until `markReady`.
-    init(capacity: Int) {
-        state = Mutex(State(bits: BlockedBloomFilter(bits: capacity * Self.bitsPerKey), capacity: capacity))
+    /// Whether its bits are as many as `maximumBytes` allows: a bigger one
+    /// cannot be built.
+    private let isLargest: Bool
+
+    /// A filter with room for `capacity` keys (fewer past `maximumBytes`, a
+    /// parameter for tests); not ready until `markReady`. nil when its
+    /// memory cannot be mapped.
+    init?(capacity: Int, maximumBytes: Int = LedgerKeyFilter.maximumBytes) {
+        let bits = min(capacity * Self.bitsPerKey, maximumBytes * 8)
+        guard let filter = BlockedBloomFilter(bits: bits) else { return nil }
+        isLargest = bits == maximumBytes * 8
+        state = Mutex(State(bits: filter, capacity: capacity))
     }
+
+    /// The memory its bits take.
+    var memoryBytes: Int { state.withLock { $0.bits.wordCount * 8 } }
 
     /// Keys it has room for before it answers "maybe" too often.
     var capacity: Int { state.withLock { $0.capacity } }
 
-    /// Whether more keys were added than it has room for.
-    var isFull: Bool { state.withLock { $0.count > $0.capacity } }
+    /// Whether more keys were added than it has room for, and a bigger
+    /// filter would help.
+    var isFull: Bool { !isLargest && state.withLock { $0.count > $0.capacity } }
 
     func add(destination: String, key: ItemKey) {
         let hash = Self.hash(destination, key)

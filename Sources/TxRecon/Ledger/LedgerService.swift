@@ -270,7 +270,7 @@ final class LedgerService: Sendable {
     private func open() -> SQLiteLedger? {
         do {
             let ledger = try openOrRebuild()
-            reader.withLock { $0 = try? SQLiteLedger(path: settings.path) }
+            reader.withLock { $0 = try? SQLiteLedger(path: settings.path, cache: .lookup) }
             let wasUnavailable = state.withLock { state -> String? in
                 defer { state.status.unavailable = nil }
                 return state.status.unavailable
@@ -291,7 +291,7 @@ final class LedgerService: Sendable {
     private func openOrRebuild() throws(LedgerError) -> SQLiteLedger {
         do {
             try makeDirectory()
-            return try SQLiteLedger(path: settings.path)
+            return try SQLiteLedger(path: settings.path, cache: .writer)
         } catch where error.isCorruption {
             let aside = settings.path + ".damaged-\(Timestamp.nowMilliseconds())"
             rename(settings.path, aside)
@@ -301,7 +301,7 @@ final class LedgerService: Sendable {
                                + "\(aside) and is rebuilt from done/: what each destination confirmed longer ago "
                                + "than DoneRetention= is lost (txrecon history and show forget it, and a snapshot "
                                + "older than one confirmed then is no longer recognised as such)"))
-            return try SQLiteLedger(path: settings.path)
+            return try SQLiteLedger(path: settings.path, cache: .writer)
         }
     }
 
@@ -425,13 +425,14 @@ final class LedgerService: Sendable {
     /// (at least a million), and fills it from the ledger on a thread of
     /// its own; the writer adds what it commits meanwhile.
     private func buildKeyFilter(holding rows: Int) {
-        let filter = LedgerKeyFilter(capacity: max(1 << 20, rows + rows / 2))
+        // Without its memory look-ups ask SQLite, as before it existed.
+        guard let filter = LedgerKeyFilter(capacity: max(1 << 20, rows + rows / 2)) else { return }
         keys.withLock { $0 = filter }
         let path = settings.path
         do {
             try DedicatedThread.start(name: "txrecon-ledger-keys") {
                 // A failure leaves it not ready: every look-up asks SQLite, as before.
-                let scanned: Void? = try? SQLiteLedger(path: path, access: .readOnly).forEachKey { destination, key in
+                let scanned: Void? = try? SQLiteLedger(path: path, access: .readOnly, cache: .scan).forEachKey { destination, key in
                     filter.add(destination: destination, key: key)
                 }
                 if scanned != nil { filter.markReady() }
@@ -453,7 +454,8 @@ final class LedgerService: Sendable {
         state.withLock { $0.lostSince = nil }
         var recorded = 0
         for (name, spool) in settings.destinations {
-            recorded += try catchUp(ledger, destination: name, spool: spool, since: mark - Self.catchUpMargin)
+            recorded += try catchUp(ledger, destination: name, spool: spool, since: mark - Self.catchUpMargin,
+                                    before: startedAt)
         }
         // Everything in done/ that changed before the catch-up began is in.
         try ledger.setCatchUpMark(max(mark, startedAt - Self.catchUpMargin))
@@ -471,9 +473,12 @@ final class LedgerService: Sendable {
     }
 
     /// Records `spool`'s delivered snapshots changed at or after `since`
-    /// (ms since 1970) for `destination`; returns how many.
+    /// and before `before` (ms since 1970) for `destination`; returns how
+    /// many. One delivered since `before` was handed to `record` after its
+    /// rename into done/, so it is pending here already: reading it again
+    /// would only chase a done/ that grows as fast as the engine delivers.
     private func catchUp(_ ledger: SQLiteLedger, destination: String, spool: Spool,
-                         since: Int64) throws(LedgerError) -> Int {
+                         since: Int64, before: Int64) throws(LedgerError) -> Int {
         var batch: [LedgerRecord] = []
         var recorded = 0
         var failure: LedgerError?
@@ -484,7 +489,7 @@ final class LedgerService: Sendable {
                   let name = String(validating: bytes, as: UTF8.self), let key = ItemKey(fileName: name),
                   let info = try? SystemCall.linkStatus(done + "/" + name) else { return }
             let changed = Int64(info.st_ctim.tv_sec) * 1000 + Int64(info.st_ctim.tv_nsec) / 1_000_000
-            guard changed >= since else { return }
+            guard changed >= since, changed < before else { return }
             let item: Item
             do {
                 guard let read = try spool.read(.done, key, maximumSize: settings.maximumFileSize) else { return }

@@ -8,9 +8,12 @@
 // time for --since/--until and LedgerRetention=. Writes are upserts that
 // never move a key back to an older version. synchronous=FULL: a committed
 // batch is on disk when `record` returns, which is what lets DoneReaper
-// remove the done/ files it covers. The page cache is bounded
-// (`cacheKiB`), and memory-mapped I/O is off, so the daemon's RSS does not
-// grow with the ledger.
+// remove the done/ files it covers. The page cache is bounded per
+// connection (`Cache`: 2 MiB for the writer, 1 MiB for intake's look-ups,
+// 256 KiB for a scan, 8 MiB for a command's queries), and memory-mapped I/O
+// is off, so the daemon's RSS does not grow with the ledger: at ten million
+// rows its indexes alone are gigabytes, and a look-up of a random key misses
+// any cache the daemon could afford (the OS's page cache keeps what is hot).
 //
 // A connection is used by one thread at a time. Reports: LedgerError.
 import Glibc
@@ -19,8 +22,17 @@ package final class SQLiteLedger: Ledger {
     /// The schema this release writes; an older file is migrated at open,
     /// a newer one refused (a downgrade: the older release rebuilds its own).
     static let schemaVersion: Int64 = 1
-    /// SQLite's page cache per connection, KiB.
-    static let cacheKiB = 8 * 1024
+    /// SQLite's page cache of one connection, by what it is for, in KiB.
+    package enum Cache: Int {
+        /// The daemon's writer: the upserts' paths down the B-trees.
+        case writer = 2048
+        /// Intake's supersede look-ups (most are answered by the key filter).
+        case lookup = 1024
+        /// One pass over an index (the key filter's build): nothing is read twice.
+        case scan = 256
+        /// A command's queries (`history`, `show`, `status`), which end with it.
+        case command = 8192
+    }
 
     package let path: String
     private let database: SQLiteDatabase
@@ -32,11 +44,12 @@ package final class SQLiteLedger: Ledger {
 
     /// Opens (creating it, mode 0600, when `access` allows) the ledger at
     /// `path` and checks its schema.
-    package init(path: String, access: SQLiteDatabase.Access = .readWriteCreate) throws(LedgerError) {
+    package init(path: String, access: SQLiteDatabase.Access = .readWriteCreate,
+                 cache: Cache = .command) throws(LedgerError) {
         self.path = path
         if access == .readWriteCreate { try SQLiteLedger.createPrivately(path) }
         database = try SQLiteDatabase(path: path, access: access)
-        try database.execute("PRAGMA cache_size = -\(SQLiteLedger.cacheKiB); PRAGMA mmap_size = 0;")
+        try database.execute("PRAGMA cache_size = -\(cache.rawValue); PRAGMA mmap_size = 0;")
         if access == .readWriteCreate {
             try database.execute("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;")
             try migrate()

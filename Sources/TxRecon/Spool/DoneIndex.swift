@@ -22,7 +22,8 @@ package final class DoneIndex {
     /// 3% at this count): the engine then rebuilds it from done/.
     static let capacity = 1_000_000
 
-    /// 1 MiB of bits.
+    /// 1 MiB of bits; nil when that memory cannot be mapped: every key
+    /// may then be in done/, which is read as without an index.
     private let filter = BlockedBloomFilter(bits: 1 << 23)
 
     init() {}
@@ -57,12 +58,12 @@ package final class DoneIndex {
 
     /// Adds a name as read from done/ (a key's file name).
     func add(_ fileName: UnsafeRawBufferPointer) {
-        filter.add(fileName)
+        filter?.add(fileName)
     }
 
     /// False only when done/KEY was never delivered since the index was built.
     func mayContain(_ key: ItemKey) -> Bool {
         var name = key.fileName
-        return name.withUTF8 { filter.mayContain(UnsafeRawBufferPointer($0)) }
+        return name.withUTF8 { filter?.mayContain(UnsafeRawBufferPointer($0)) ?? true }
     }
 }

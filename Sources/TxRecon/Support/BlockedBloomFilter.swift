@@ -18,14 +18,15 @@ struct BlockedBloomFilter: ~Copyable {
     let wordCount: Int
     private let words: UnsafeMutablePointer<UInt64>
 
-    /// A filter of `bits` bits, rounded up to whole blocks.
-    init(bits: Int) {
+    /// A filter of `bits` bits, rounded up to whole blocks; nil when the
+    /// memory cannot be mapped (its owner goes without a filter).
+    init?(bits: Int) {
         let blocks = max(1, (bits + 511) / 512)
         wordCount = blocks * Self.blockWords
         // Anonymous pages read as zero and stay out of RSS until a bit is
         // set (calloc may hand out heap memory it clears, touching it all).
         let memory = mmap(nil, wordCount * 8, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
-        guard let memory, memory != MAP_FAILED else { fatalError("BlockedBloomFilter: cannot map \(wordCount * 8) bytes: \(errno)") }
+        guard let memory, memory != MAP_FAILED else { return nil }
         words = memory.assumingMemoryBound(to: UInt64.self)
     }
 
