@@ -233,4 +233,13 @@ import Testing
         #expect(pending.count == 0 && pending.inboxCount == 0)
         #expect(pending.forget(first.item.key) == nil)
     }
+
+    /// What a backlog costs per key: the dictionary's entry and the two
+    /// heaps' (the schedule and the arrival order). 100,000 queued keys at
+    /// start are the daemon's largest memory (README, "Performance"); a
+    /// field added in the wrong place or a Duration kept again shows here.
+    @Test func aPendingKeyStaysSmall() {
+        #expect(MemoryLayout<PendingItems.Entry>.stride <= 72)
+        #expect(MemoryLayout<DeadlineQueue.Entry>.stride <= 32)
+    }
 }

@@ -4,15 +4,18 @@
 
 struct DeadlineQueue {
     struct Entry {
-        var deadline: Duration
         /// Breaks ties in arrival order, so equal deadlines are first come, first served.
         var sequence: UInt64
         var key: ItemKey
-        /// `deadline` in whole nanoseconds (saturated), what the heap
-        /// compares: Duration's own comparison is a call into the standard
-        /// library, made twice per level of every sift. Deadlines apart by
-        /// less than a nanosecond are taken in arrival order.
+        /// The deadline in whole nanoseconds (saturated), what the heap
+        /// compares and all it keeps of it: Duration's own comparison is a
+        /// call into the standard library, made twice per level of every
+        /// sift, and a Duration takes twice the room (the heap holds an
+        /// entry per pending key). Deadlines apart by less than a
+        /// nanosecond are taken in arrival order.
         fileprivate var order: Int64
+
+        var deadline: Duration { .nanoseconds(order) }
     }
 
     private var heap: [Entry] = []
@@ -39,7 +42,7 @@ struct DeadlineQueue {
     var entries: [Entry] { heap }
 
     mutating func push(_ key: ItemKey, at deadline: Duration) {
-        heap.append(Entry(deadline: deadline, sequence: nextSequence, key: key, order: Self.nanoseconds(deadline)))
+        heap.append(Entry(sequence: nextSequence, key: key, order: deadline.wholeNanoseconds))
         nextSequence &+= 1
         siftUp(heap.count - 1)
     }
@@ -61,14 +64,6 @@ struct DeadlineQueue {
     /// retaining and releasing their keys) out of the array.
     private static func precedes(_ heap: UnsafeMutableBufferPointer<Entry>, _ a: Int, _ b: Int) -> Bool {
         heap[a].order != heap[b].order ? heap[a].order < heap[b].order : heap[a].sequence < heap[b].sequence
-    }
-
-    private static func nanoseconds(_ duration: Duration) -> Int64 {
-        let (seconds, attoseconds) = duration.components
-        let (whole, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
-        guard !overflow else { return seconds < 0 ? .min : .max }
-        let (sum, overflowed) = whole.addingReportingOverflow(attoseconds / 1_000_000_000)
-        return overflowed ? (seconds < 0 ? .min : .max) : sum
     }
 
     private mutating func siftUp(_ index: Int) {
