@@ -12,7 +12,8 @@ import TxReconTestSupport
     var spool: Spool { Spool(layout: layout, keepsDone: true) }
 
     func context() -> Attempt.Context {
-        Attempt.Context(spool: spool, storedItems: StoredItemReader(acceptEnvelopes: true, policy: nil),
+        Attempt.Context(spool: spool, storedItems: StoredItemReader(acceptEnvelopes: true, policy: nil,
+                                                                   receipts: ReceiptLibrary(store: ReceiptStore(layout: layout))),
                         prepare: { item, attempt, _, _ in
                             DeliveryRequest(headers: [("Attempt", "\(attempt)")], body: Array(item.key.rawValue.utf8))
                         },

@@ -108,7 +108,8 @@ struct CrashConsistencyTests {
         try SystemCall.writeNewFile(harness.layout.tmp + "/original", Array(text.utf8), sync: false)
         #expect(link(harness.layout.tmp + "/original", harness.layout.new + "/linked") == 0)
         let examination = DropExamination.examine("linked", in: harness.spool, maximumSize: 1 << 20,
-                                                  decoder: InputDecoder(acceptEnvelopes: true), verifier: nil)
+                                                  decoder: InputDecoder(acceptEnvelopes: true), verifier: nil,
+                                                  receipts: ReceiptLibrary(store: ReceiptStore(layout: harness.layout)))
         #expect(examination == .refused(Spool.hardLinked(names: 2)))
     }
 
@@ -117,7 +118,8 @@ struct CrashConsistencyTests {
         let drop = try harness.envelope("a", version: 1)
         #expect(link(harness.layout.new + "/" + drop.name, harness.layout.done + "/a") == 0)
         let examination = DropExamination.examine(drop.name, in: harness.spool, maximumSize: 1 << 20,
-                                                  decoder: InputDecoder(acceptEnvelopes: true), verifier: nil)
+                                                  decoder: InputDecoder(acceptEnvelopes: true), verifier: nil,
+                                                  receipts: ReceiptLibrary(store: ReceiptStore(layout: harness.layout)))
         guard case let .decoded(.item(item), _, _) = examination else {
             Issue.record("not taken: \(examination)")
             return
@@ -131,7 +133,8 @@ struct CrashConsistencyTests {
         #expect(link(harness.layout.new + "/" + drop.name, harness.layout.done + "/a") == 0)
         #expect(link(harness.layout.new + "/" + drop.name, harness.layout.tmp + "/a-kept") == 0)
         let examination = DropExamination.examine(drop.name, in: harness.spool, maximumSize: 1 << 20,
-                                                  decoder: InputDecoder(acceptEnvelopes: true), verifier: nil)
+                                                  decoder: InputDecoder(acceptEnvelopes: true), verifier: nil,
+                                                  receipts: ReceiptLibrary(store: ReceiptStore(layout: harness.layout)))
         #expect(examination == .refused(Spool.hardLinked(names: 3)), "tmp/a-kept could still change it")
     }
 

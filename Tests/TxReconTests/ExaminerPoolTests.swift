@@ -45,7 +45,8 @@ import TxReconTestSupport
         let decoder = InputDecoder(acceptEnvelopes: false)
         let verifier = SignedDataVerifier(policy: policy)
         let alone = names.map {
-            DropExamination.examine($0, in: spool, maximumSize: 1 << 20, decoder: decoder, verifier: verifier)
+            DropExamination.examine($0, in: spool, maximumSize: 1 << 20, decoder: decoder, verifier: verifier,
+                                    receipts: Self.receipts(spool))
         }
         // One thread's verdicts: every genuine JWS decoded, every forged
         // one refused, so a part examined without the policy would differ.
@@ -58,7 +59,7 @@ import TxReconTestSupport
         // part, and lengths that do not divide evenly.
         for count in [0, 1, 7, 8, 15, 16, 17, 23, 24, 25, 33, 100, 256] {
             let examined = pool.examine(names[..<count], in: spool, maximumSize: 1 << 20, decoder: decoder,
-                                        policy: policy, verifier: verifier)
+                                        policy: policy, verifier: verifier, receipts: Self.receipts(spool))
             #expect(examined.map(summary) == alone[..<count].map(summary), "\(count) names, \(helpers) helpers")
             let identical = examined == Array(alone[..<count])
             #expect(identical, "\(count) names, \(helpers) helpers: items or rejections differ beyond the summary")
@@ -71,12 +72,15 @@ import TxReconTestSupport
         let pool = try ExaminerPool(helpers: 2)
         pool.close()
         let examined = pool.examine(names[...], in: spool, maximumSize: 1 << 20, decoder: decoder, policy: nil,
-                                    verifier: nil)
+                                    verifier: nil, receipts: Self.receipts(spool))
         let alone = names.map {
-            DropExamination.examine($0, in: spool, maximumSize: 1 << 20, decoder: decoder, verifier: nil)
+            DropExamination.examine($0, in: spool, maximumSize: 1 << 20, decoder: decoder, verifier: nil,
+                                    receipts: Self.receipts(spool))
         }
         #expect(examined.map(summary) == alone.map(summary))
     }
+
+    static func receipts(_ spool: Spool) -> ReceiptLibrary { ReceiptLibrary(store: ReceiptStore(layout: spool.layout)) }
 
     /// One line per examination, short enough to read in a failed expectation.
     func summary(_ examination: DropExamination) -> String {
@@ -86,7 +90,6 @@ import TxReconTestSupport
         case let .decoded(.item(item), modifiedAt, _): "item \(item.key) \(item.version) \(modifiedAt)"
         case let .decoded(.page(transactions), modifiedAt, _): "page of \(transactions.count) \(modifiedAt)"
         case let .decoded(.receipt(split), modifiedAt, _): "receipt of \(split.purchases.count) \(modifiedAt)"
-        case let .decoded(.receiptPart(part), modifiedAt, _): "part of \(part.receiptSha256) \(modifiedAt)"
         case let .undecodable(rejection, modifiedAt): "undecodable \(rejection.code) \(modifiedAt)"
         case let .failed(error): "failed \(error)"
         }

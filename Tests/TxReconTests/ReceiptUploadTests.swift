@@ -19,10 +19,24 @@ import TxReconTestSupport
         SignedDataVerifier(policy: try policy(environments: environments))
     }
 
-    /// Decodes and verifies as intake does; parts through `receipts`.
+    /// Decodes and verifies as intake does; parts through `receipts`, or
+    /// refused without them as the receiver refuses them.
     static func examine(_ bytes: [UInt8], _ verifier: SignedDataVerifier? = nil,
-                        receipts: ReceiptLibrary? = nil) throws(Rejection) -> DecodedInput {
-        try InputDecoder().decode(bytes, verifyingWith: verifier, receipts: receipts)
+                        receipts: ReceiptLibrary? = nil) throws(Rejection) -> VerifiedInput {
+        guard let receipts else {
+            switch try InputDecoder().decode(bytes, verifyingWith: verifier) {
+            case let .item(item): return .item(item)
+            case let .page(transactions): return .page(signedTransactions: transactions)
+            case let .receipt(split): return .receipt(split)
+            case .receiptPart: throw Rejection("test", "a part came through unread")
+            }
+        }
+        do throws(ItemReadFailure) {
+            return try InputDecoder().decode(bytes, verifyingWith: verifier, receipts: receipts)
+        } catch {
+            guard case let .rejected(rejection) = error else { throw Rejection("test", "unreadable: \(error)") }
+            throw rejection
+        }
     }
 
     static func rejection(_ bytes: [UInt8], _ verifier: SignedDataVerifier?, receipts: ReceiptLibrary? = nil) -> Rejection? {
@@ -151,6 +165,28 @@ import TxReconTestSupport
                 "where receipts/ is not read (the receiver), a part is refused too")
     }
 
+    @Test func aReceiptThatCannotBeReadForAnyReasonButItsAbsenceLeavesItsPartWhereItIs() throws {
+        // A directory where the receipt should be: read(2) fails (EISDIR),
+        // as EIO, EMFILE or ENOMEM would. Not the part's fault: intake leaves
+        // it in new/ and an attempt tries again, neither rejects nor holds it.
+        let receipt = TestReceipt.sign(TestReceipt.payload(purchases: Self.two))
+        let store = try Store()
+        let name = ReceiptStore.name(of: receipt)
+        try SystemCall.makeDirectory(store.layout.receipts + "/" + name, mode: 0o750)
+        let part = ReceiptSplit.part(receiptSha256: name, entry: "1000000000000001", context: nil)
+        try SystemCall.writeNewFile(store.layout.new + "/part", part, sync: false)
+        let examination = DropExamination.examine("part", in: Spool(layout: store.layout), maximumSize: 1 << 20,
+                                                  decoder: InputDecoder(), verifier: try Self.verifier(),
+                                                  receipts: store.library)
+        guard case let .failed(error) = examination else {
+            Issue.record("not left in new/: \(examination)")
+            return
+        }
+        #expect(error.code == EISDIR)
+        let reader = StoredItemReader(acceptEnvelopes: false, policy: try Self.policy(), receipts: store.library)
+        #expect(throws: ItemReadFailure.unreadable(error)) { try reader.item(part, key: ItemKey("1000000000000001")!) }
+    }
+
     @Test func aPartNamingAPurchaseItsReceiptDoesNotHoldIsRefused() throws {
         let receipt = TestReceipt.sign(TestReceipt.payload(purchases: Self.two))
         let store = try Store(holding: receipt)
@@ -209,7 +245,7 @@ import TxReconTestSupport
                 == ItemVersion(primary: ReceiptDate.milliseconds("2025-05-01T10:00:00Z")!))
         let otherApp = StoredItemReader(acceptEnvelopes: false, policy: try Self.policy(bundleID: "com.other"),
                                         receipts: store.library)
-        #expect(throws: Rejection.self) { try otherApp.item(part, key: key) }
+        #expect(throws: ItemReadFailure.self) { try otherApp.item(part, key: key) }
         #expect(otherApp.version(part, key: key, against: ItemVersion(primary: 0)) == ItemVersion(primary: .min),
                 "a part whose receipt no longer verifies has the lowest version")
         let elsewhere = StoredItemReader(acceptEnvelopes: false, policy: try Self.policy(),

@@ -12,8 +12,11 @@ import TxReconTestSupport
         Array(SignedDataVerifierTests.transaction(signedDate: signedDate).utf8)
     }
 
+    /// Where no receipt is stored: none of these files is a receipt part.
+    static let noReceipts = ReceiptLibrary(store: ReceiptStore(layout: SpoolLayout(root: "/nonexistent")))
+
     static func reader() throws -> StoredItemReader {
-        StoredItemReader(acceptEnvelopes: false, policy: try VerificationFixtures.testPolicy())
+        StoredItemReader(acceptEnvelopes: false, policy: try VerificationFixtures.testPolicy(), receipts: noReceipts)
     }
 
     @Test func aGenuineItemIsReadForItsKey() throws {
@@ -24,11 +27,15 @@ import TxReconTestSupport
 
     /// Why `reader` refuses `bytes` as the item of `key`; nil when it takes them.
     static func rejection(_ bytes: [UInt8], key: ItemKey = key, by reader: StoredItemReader) -> Rejection? {
-        do throws(Rejection) {
+        do throws(ItemReadFailure) {
             _ = try reader.item(bytes, key: key)
             return nil
         } catch {
-            return error
+            guard case let .rejected(rejection) = error else {
+                Issue.record("not refused but unreadable: \(error)")
+                return nil
+            }
+            return rejection
         }
     }
 
@@ -41,13 +48,14 @@ import TxReconTestSupport
     @Test func anEnvelopeIsRefusedWhereIntakeRefusesEnvelopes() throws {
         let envelope = TestDrop.envelope(id: Self.key.rawValue, version: 9_000_000_000_000, payload: .object([]))
         #expect(Self.rejection(envelope, by: try Self.reader())?.code == RejectionCode.envelopesDisabled.rawValue)
-        let open = StoredItemReader(acceptEnvelopes: true, policy: nil)
+        let open = StoredItemReader(acceptEnvelopes: true, policy: nil, receipts: Self.noReceipts)
         #expect(try open.item(envelope, key: Self.key).kind == .envelope)
     }
 
     @Test func aStoredVersionIsCheckedOnlyWhereItWouldMakeTheDropOutdated() throws {
         let reader = try Self.reader()
-        let open = StoredItemReader(acceptEnvelopes: true, policy: try VerificationFixtures.testPolicy())
+        let open = StoredItemReader(acceptEnvelopes: true, policy: try VerificationFixtures.testPolicy(),
+                                    receipts: Self.noReceipts)
         let forged = TestDrop.envelope(id: Self.key.rawValue, version: 5, payload: .object([]))
         let lowest = ItemVersion(primary: .min)
         #expect(open.version(forged, key: Self.key, against: ItemVersion(primary: 9)) == ItemVersion(primary: 5),

@@ -96,7 +96,7 @@ struct Attempt: Sendable {
                 // The receipt it names is used as long as done/ keeps it
                 // (ReceiptReaper counts its retention from this).
                 if context.spool.keepsDone, let receipt = item.fields.receiptSha256 {
-                    context.storedItems.receipts?.store.noteUse(receipt)
+                    context.storedItems.receipts.store.noteUse(receipt)
                 }
             case let .hold(reason, _):
                 try context.spool.hold(key, reason: reason, at: wall, attempts: number, hasState: hasStateFile,
@@ -120,7 +120,9 @@ struct Attempt: Sendable {
             return .ready(item, context.prepare(item, number, receivedAt, now))
         } catch let error as SpoolError {
             return .unreadable(error)
-        } catch let rejection as Rejection {
+        } catch let ItemReadFailure.unreadable(error) {
+            return .unreadable(error)
+        } catch let ItemReadFailure.rejected(rejection) {
             return .undecodable(rejection)
         } catch {
             return .unreadable(SpoolError("read", key.fileName, EIO))

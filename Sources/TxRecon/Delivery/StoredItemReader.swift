@@ -18,13 +18,12 @@ struct StoredItemReader: Sendable {
     /// nil with Mode=none: nothing is signed.
     let policy: SignedDataPolicy?
     let verifiers: VerifierPool
-    /// receipts/, which the parts of a receipt upload name; nil: such a
-    /// part is refused (it cannot be read).
-    let receipts: ReceiptLibrary?
+    /// receipts/, which the parts of a receipt upload name.
+    let receipts: ReceiptLibrary
 
     /// - Parameter acceptEnvelopes: AcceptEnvelopes=, as intake takes them.
     init(acceptEnvelopes: Bool, policy: SignedDataPolicy?, verifiers: VerifierPool = VerifierPool(),
-         receipts: ReceiptLibrary? = nil) {
+         receipts: ReceiptLibrary) {
         decoder = InputDecoder(acceptEnvelopes: acceptEnvelopes)
         self.policy = policy
         self.verifiers = verifiers
@@ -32,7 +31,7 @@ struct StoredItemReader: Sendable {
     }
 
     /// The reader of an engine's settings, reusing `verifiers` on a reload.
-    init(_ settings: DeliveryEngine.Settings, verifiers: VerifierPool = VerifierPool(), receipts: ReceiptLibrary? = nil) {
+    init(_ settings: DeliveryEngine.Settings, verifiers: VerifierPool = VerifierPool(), receipts: ReceiptLibrary) {
         self.init(acceptEnvelopes: settings.acceptEnvelopes, policy: settings.verification, verifiers: verifiers,
                   receipts: receipts)
     }
@@ -50,7 +49,7 @@ struct StoredItemReader: Sendable {
         var parsed = ParsedSignedStrings()
         let decoded = try? decoder.decode(bytes, parsed: &parsed)
         if case let .receiptPart(part)? = decoded {
-            guard let receipts, let item = try? verifiers.with(policy, { verifier throws(Rejection) in
+            guard let item = try? verifiers.with(policy, { verifier throws(ItemReadFailure) in
                 try receipts.item(for: part, verifier: verifier)
             }), item.key == key else { return lowest }
             return item.version
@@ -61,21 +60,23 @@ struct StoredItemReader: Sendable {
         return verified ? item.version : lowest
     }
 
-    /// The item stored for `key` in `bytes`, verified; throws why it is not one.
-    func item(_ bytes: [UInt8], key: ItemKey) throws(Rejection) -> Item {
-        let decoded = try verifiers.with(policy) { verifier throws(Rejection) in
+    /// The item stored for `key` in `bytes`, verified; throws why it is not
+    /// one (`.rejected`), or that the receipt it names could not be read
+    /// just now (`.unreadable`: the attempt is tried again).
+    func item(_ bytes: [UInt8], key: ItemKey) throws(ItemReadFailure) -> Item {
+        let decoded = try verifiers.with(policy) { verifier throws(ItemReadFailure) in
             try decoder.decode(bytes, verifyingWith: verifier, receipts: receipts)
         }
         switch decoded {
         case let .item(item):
             guard item.key == key else {
-                throw Rejection(.invalidField,
-                                "the file holds an item of key \(item.key), not \(key): it was changed after intake")
+                throw .rejected(Rejection(.invalidField,
+                                          "the file holds an item of key \(item.key), not \(key): it was changed after intake"))
             }
             return item
-        case .page: throw Rejection(.unknownFormat, "the file holds a page")
-        case .receipt: throw Rejection(.unknownFormat, "the file holds a whole receipt upload, not one of its parts")
-        case .receiptPart: throw Rejection(.unknownFormat, "the file holds a receipt part that was not read")
+        case .page: throw .rejected(Rejection(.unknownFormat, "the file holds a page"))
+        case .receipt:
+            throw .rejected(Rejection(.unknownFormat, "the file holds a whole receipt upload, not one of its parts"))
         }
     }
 }

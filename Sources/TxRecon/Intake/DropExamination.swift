@@ -12,18 +12,20 @@ enum DropExamination: Sendable, Equatable {
     case gone
     /// Not a file intake reads (see `DropContent.refused`); left untouched.
     case refused(Rejection)
-    /// Decoded and, unless Mode=none, verified; `novelties`: what Apple
-    /// added that this release does not know (NotificationPayload).
-    case decoded(DecodedInput, modifiedAt: Int64, novelties: [AppleNovelty] = [])
+    /// Decoded and, unless Mode=none, verified (a receipt part read as the
+    /// purchase it names); `novelties`: what Apple added that this release
+    /// does not know (NotificationPayload).
+    case decoded(VerifiedInput, modifiedAt: Int64, novelties: [AppleNovelty] = [])
     /// Read whole, but it does not decode or its signatures do not verify.
     case undecodable(Rejection, modifiedAt: Int64)
-    /// The spool could not read it; it stays in new/.
+    /// The spool could not read it (or the receipt a part names); it stays
+    /// in new/.
     case failed(SpoolError)
 
     /// Reads `name` from new/ and decodes it, verifying with `verifier`;
     /// a part of a receipt upload is read through `receipts`.
     static func examine(_ name: String, in spool: Spool, maximumSize: Int, decoder: InputDecoder,
-                        verifier: SignedDataVerifier?, receipts: ReceiptLibrary? = nil) -> DropExamination {
+                        verifier: SignedDataVerifier?, receipts: ReceiptLibrary) -> DropExamination {
         let content: DropContent
         do throws(SpoolError) {
             content = try spool.readDrop(name, maximumSize: maximumSize)
@@ -36,13 +38,16 @@ enum DropExamination: Sendable, Equatable {
         case let .refused(rejection):
             return .refused(rejection)
         case let .bytes(bytes, modifiedAt):
-            do throws(Rejection) {
+            do throws(ItemReadFailure) {
                 var novelties: [AppleNovelty] = []
                 let decoded = try decoder.decode(bytes, verifyingWith: verifier, receipts: receipts,
                                                  novelties: &novelties)
                 return .decoded(decoded, modifiedAt: modifiedAt, novelties: novelties)
             } catch {
-                return .undecodable(error, modifiedAt: modifiedAt)
+                switch error {
+                case let .rejected(rejection): return .undecodable(rejection, modifiedAt: modifiedAt)
+                case let .unreadable(error): return .failed(error)
+                }
             }
         case let .linked(bytes, modifiedAt, file, names):
             // Delivered already (its one other name is done/KEY): the engine

@@ -59,7 +59,7 @@ final class ExaminerPool: Sendable {
     /// name, in the order of `names`.
     func examine(_ names: ArraySlice<String>, in spool: Spool, maximumSize: Int, decoder: InputDecoder,
                  policy: SignedDataPolicy?, verifier: SignedDataVerifier?,
-                 receipts: ReceiptLibrary? = nil) -> [DropExamination] {
+                 receipts: ReceiptLibrary) -> [DropExamination] {
         let partCount = min(helperCount + 1, names.count / Self.minimumPart)
         guard partCount > 1 else {
             return names.map {

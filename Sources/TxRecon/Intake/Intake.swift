@@ -416,10 +416,6 @@ final class Intake: Sendable {
                 _ = splitter.submit(ReceiptSplitter.Job(name: name, split: receipt, modifiedAt: modifiedAt,
                                                         settings: settings))
                 return []
-            case .decoded(.receiptPart, _, _):
-                // Examining reads every part through `receipts`: never here.
-                try reject(name, Rejection(.receiptNotStored, "the receipt part was not read"), rejected: &rejected)
-                return []
             }
         } catch {
             note(error, name: name, failures: &failures)

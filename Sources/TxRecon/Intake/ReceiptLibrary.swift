@@ -13,9 +13,13 @@
 // receipts whose signature verified: a part, whoever wrote it into new/,
 // can only name a genuine receipt, and is refused when its receipt is not
 // stored or does not hold its purchase.
-// Touches receipts/ only to read it; throws a `Rejection` naming the part's
-// receipt; logs nothing. Thread-safe: the cache is behind a lock, and a
-// verification runs outside it on the caller's own verifier.
+// Touches receipts/ only to read it; throws `ItemReadFailure`: `rejected`
+// naming the part's receipt when the receipt is missing, damaged or does
+// not hold the purchase, `unreadable` with the SpoolError for any other
+// read error (EIO, EMFILE, ENOMEM: passing, so the part is read again
+// later, never rejected for it); logs nothing. Thread-safe: the cache is
+// behind a lock, and a verification runs outside it on the caller's own
+// verifier.
 import Synchronization
 
 package final class ReceiptLibrary: Sendable {
@@ -66,23 +70,27 @@ package final class ReceiptLibrary: Sendable {
 
     /// The item `part` names, its receipt verified with `verifier` (nil with
     /// Mode=none: the receipt is only checked against its name).
-    func item(for part: ReceiptPart, verifier: SignedDataVerifier?) throws(Rejection) -> Item {
+    func item(for part: ReceiptPart, verifier: SignedDataVerifier?) throws(ItemReadFailure) -> Item {
         let name = part.receiptSha256
         let entry = try self.entry(name)
-        if let verifier { try verify(entry, name: name, with: verifier) }
-        guard let entryId = part.entry else {
-            return ReceiptItems.receipt(entry.receipt, der: entry.der, receiptSha256: name, context: part.context)
+        do throws(Rejection) {
+            if let verifier { try verify(entry, name: name, with: verifier) }
+            guard let entryId = part.entry else {
+                return ReceiptItems.receipt(entry.receipt, der: entry.der, receiptSha256: name, context: part.context)
+            }
+            guard let index = entry.purchases[entryId] else {
+                throw Rejection(.invalidField, "\(InputDecoder.receiptEntryMember) of a receipt part names transaction "
+                    + "\(JSONValue.string(entryId).serializedString), which the receipt \(name) does not hold")
+            }
+            return try ReceiptItems.purchase(entry.receipt.inAppPurchases[index], index: index, of: entry.receipt,
+                                             receiptSha256: name, context: part.context)
+        } catch {
+            throw .rejected(error)
         }
-        guard let index = entry.purchases[entryId] else {
-            throw Rejection(.invalidField, "\(InputDecoder.receiptEntryMember) of a receipt part names transaction "
-                + "\(JSONValue.string(entryId).serializedString), which the receipt \(name) does not hold")
-        }
-        return try ReceiptItems.purchase(entry.receipt.inAppPurchases[index], index: index, of: entry.receipt,
-                                         receiptSha256: name, context: part.context)
     }
 
     /// The receipt `name`, parsed: from the cache, else read from receipts/.
-    private func entry(_ name: String) throws(Rejection) -> Entry {
+    private func entry(_ name: String) throws(ItemReadFailure) -> Entry {
         if let entry = cache.withLock({ cache -> Entry? in
             cache.uses += 1
             cache.entries[name]?.lastUse = cache.uses
@@ -94,23 +102,24 @@ package final class ReceiptLibrary: Sendable {
         do {
             bytes = try store.read(name)
         } catch {
-            throw Rejection(.receiptNotStored, "the receipt part names receipt \(name), which cannot be read from "
-                + "receipts/: \(error)")
+            // Only a missing receipt is the part's fault; anything else is
+            // the spool's, for the moment.
+            throw .unreadable(error)
         }
         guard let bytes else {
-            throw Rejection(.receiptNotStored, "the receipt part names receipt \(name), which receipts/ does not hold: "
-                + "it holds only receipts txrecon verified and split, while something names them "
-                + "(README \"StoreKit 1 receipts\"); upload the receipt itself")
+            throw .rejected(Rejection(.receiptNotStored, "the receipt part names receipt \(name), which receipts/ does "
+                + "not hold: it holds only receipts txrecon split, while something names them "
+                + "(README \"StoreKit 1 receipts\"); upload the receipt itself"))
         }
         guard ReceiptStore.name(of: bytes) == name else {
-            throw Rejection(.receiptNotStored, "receipts/\(name) does not hash to its name: the file is damaged; "
-                + "upload the receipt itself again")
+            throw .rejected(Rejection(.receiptNotStored, "receipts/\(name) does not hash to its name: the file is "
+                + "damaged; upload the receipt itself again, which replaces it"))
         }
         let receipt: AppReceipt
         do {
             receipt = try AppReceipt(der: bytes)
         } catch {
-            throw Rejection(.malformedReceipt, "receipts/\(name) is not a StoreKit 1 app receipt: \(error)")
+            throw .rejected(Rejection(.malformedReceipt, "receipts/\(name) is not a StoreKit 1 app receipt: \(error)"))
         }
         let entry = Entry(der: bytes, receipt: receipt)
         cache.withLock { cache in

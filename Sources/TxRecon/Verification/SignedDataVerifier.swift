@@ -276,27 +276,69 @@ final class SignedDataVerifier {
 }
 
 extension InputDecoder {
-    /// Intake's step for one file: decode it, then verify an item's signed
-    /// strings with `verifier` (none in Mode=none), each JWS parsed once. A
-    /// part of a receipt upload becomes its item through `receipts`
-    /// (receipts/, read and verified there); without them (the receiver,
-    /// which never reads receipts/) it is refused.
+    /// The receiver's step for one body: decode it, then verify an item's
+    /// signed strings with `verifier` (none in Mode=none), each JWS parsed
+    /// once. A part of a receipt upload is refused: it names a receipt in
+    /// the daemon's receipts/, which the receiver never reads.
+    func decode(_ bytes: [UInt8], verifyingWith verifier: SignedDataVerifier?) throws(Rejection) -> DecodedInput {
+        var novelties: [AppleNovelty] = []
+        return try decode(bytes, verifyingWith: verifier, novelties: &novelties)
+    }
+
+    /// Like `decode(_:verifyingWith:)`, and sets `novelties` to what the
+    /// item holds that this release does not know.
     func decode(_ bytes: [UInt8], verifyingWith verifier: SignedDataVerifier?,
-                receipts: ReceiptLibrary? = nil) throws(Rejection) -> DecodedInput {
+                novelties: inout [AppleNovelty]) throws(Rejection) -> DecodedInput {
+        var parsed = ParsedSignedStrings(knownHeaders: verifier?.knownHeaders)
+        let decoded = try decode(bytes, parsed: &parsed)
+        if case .receiptPart = decoded {
+            throw Rejection(.receiptNotStored, "a receipt part (\(InputDecoder.receiptNameMember)) names a receipt "
+                + "txrecon stored in its spool, which only the daemon's intake reads; upload the receipt itself, "
+                + "{\"receipt\": \"<base64>\"} (format 6)")
+        }
+        try verify(decoded, parsed: parsed, with: verifier, novelties: &novelties)
+        return decoded
+    }
+
+    /// Intake's and the engines' step for one file: decoded and verified as
+    /// above, and a part of a receipt upload read through `receipts`
+    /// (receipts/, its receipt verified there) into the purchase it names.
+    /// Throws `.rejected` for what is wrong with the file, `.unreadable`
+    /// when its receipt could not be read for the moment.
+    func decode(_ bytes: [UInt8], verifyingWith verifier: SignedDataVerifier?, receipts: ReceiptLibrary,
+                novelties: inout [AppleNovelty]) throws(ItemReadFailure) -> VerifiedInput {
+        var parsed = ParsedSignedStrings(knownHeaders: verifier?.knownHeaders)
+        let decoded: DecodedInput
+        do throws(Rejection) {
+            decoded = try decode(bytes, parsed: &parsed)
+            try verify(decoded, parsed: parsed, with: verifier, novelties: &novelties)
+        } catch {
+            throw .rejected(error)
+        }
+        switch decoded {
+        case let .item(item): return .item(item)
+        case let .page(transactions): return .page(signedTransactions: transactions)
+        case let .receipt(split): return .receipt(split)
+        case let .receiptPart(part): return .item(try receipts.item(for: part, verifier: verifier))
+        }
+    }
+
+    /// `decode(_:verifyingWith:receipts:novelties:)` for a caller that does
+    /// not look at novelties.
+    func decode(_ bytes: [UInt8], verifyingWith verifier: SignedDataVerifier?,
+                receipts: ReceiptLibrary) throws(ItemReadFailure) -> VerifiedInput {
         var novelties: [AppleNovelty] = []
         return try decode(bytes, verifyingWith: verifier, receipts: receipts, novelties: &novelties)
     }
 
-    /// Decodes and verifies like `decode(_:verifyingWith:receipts:)`, and
-    /// sets `novelties` to what the item holds that this release does not know.
-    func decode(_ bytes: [UInt8], verifyingWith verifier: SignedDataVerifier?, receipts: ReceiptLibrary? = nil,
-                novelties: inout [AppleNovelty]) throws(Rejection) -> DecodedInput {
-        var parsed = ParsedSignedStrings(knownHeaders: verifier?.knownHeaders)
-        let decoded = try decode(bytes, parsed: &parsed)
+    /// Verifies what `decode` found: an item's signed strings, or a receipt
+    /// upload whole, before anything of it is stored or split (a forged
+    /// receipt costs no more than its own bytes, and writes nothing). A
+    /// part has no signature of its own: its receipt is verified when read.
+    private func verify(_ decoded: DecodedInput, parsed: ParsedSignedStrings, with verifier: SignedDataVerifier?,
+                        novelties: inout [AppleNovelty]) throws(Rejection) {
         switch decoded {
         case let .item(item): try verifier?.verify(item, parsed: parsed)
-        // Verified whole before anything of it is stored or split: a forged
-        // receipt costs no more than its own bytes, and writes nothing.
         case .receipt:
             if let verifier {
                 // The decoder records every receipt it takes apart; should it
@@ -306,16 +348,8 @@ extension InputDecoder {
                 }
                 try verifier.verify(receipt)
             }
-        case let .receiptPart(part):
-            guard let receipts else {
-                throw Rejection(.receiptNotStored, "a receipt part (\(InputDecoder.receiptNameMember)) names a receipt "
-                    + "txrecon stored in its spool, which only the daemon's intake reads; upload the receipt itself, "
-                    + "{\"receipt\": \"<base64>\"} (format 6)")
-            }
-            return .item(try receipts.item(for: part, verifier: verifier))
-        case .page: break
+        case .receiptPart, .page: break
         }
         novelties = parsed.novelties
-        return decoded
     }
 }

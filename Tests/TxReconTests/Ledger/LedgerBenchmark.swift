@@ -83,7 +83,8 @@ struct LedgerBenchmark {
         // of a key the ledger holds, and of one it does not.
         let service = LedgerService(settings: LedgerService.Settings(
             path: Self.path, retention: .seconds(100 * 365 * 86_400), destinations: [],
-            reader: StoredItemReader(acceptEnvelopes: true, policy: nil), maximumFileSize: 1 << 20),
+            reader: StoredItemReader(acceptEnvelopes: true, policy: nil,
+                                     receipts: ReceiptLibrary(store: ReceiptStore(layout: SpoolLayout(root: "/nonexistent")))), maximumFileSize: 1 << 20),
                                     log: RecordingLogSink())
         try service.start()
         service.flush()

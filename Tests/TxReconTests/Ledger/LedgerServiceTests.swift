@@ -24,7 +24,8 @@ import TxReconTestSupport
         LedgerService(settings: LedgerService.Settings(
             path: path ?? directory.path + "/state/ledger.sqlite3", retention: retention,
             destinations: [(Destination.primaryName, spool)],
-            reader: StoredItemReader(acceptEnvelopes: true, policy: nil), maximumFileSize: 1 << 20), log: log)
+            reader: StoredItemReader(acceptEnvelopes: true, policy: nil,
+                                     receipts: ReceiptLibrary(store: ReceiptStore(layout: SpoolLayout(root: "/nonexistent")))), maximumFileSize: 1 << 20), log: log)
     }
 
     static func envelope(_ id: String, version: Int64) -> Item {
