@@ -210,6 +210,41 @@ import TxReconTestSupport
         #expect(rejection?.detail.contains("damaged") == true)
     }
 
+    @Test func aDamagedStoredReceiptIsReplacedByTheNextUploadOfIt() throws {
+        let receipt = TestReceipt.sign(TestReceipt.payload(purchases: Self.two))
+        let store = try Store(holding: receipt)
+        let name = ReceiptStore.name(of: receipt)
+        var damaged = receipt
+        damaged[damaged.count / 2] ^= 1
+        try SystemCall.unlinkIfPresent(store.layout.receipts + "/" + name)
+        try SystemCall.writeNewFile(store.layout.receipts + "/" + name, damaged, sync: false)
+        // The same size: only its bytes tell it from the receipt.
+        try store.library.store.store(receipt, name: name)
+        #expect(try SystemCall.readFile(store.layout.receipts + "/" + name, limit: 1 << 20) == receipt)
+        let part = ReceiptSplit.part(receiptSha256: name, entry: "1000000000000001", context: nil)
+        #expect(Self.rejection(part, try Self.verifier(), receipts: store.library) == nil)
+    }
+
+    @Test func aReceiptIsWrittenWhereOnlyTheDaemonWritesNotInTmp() throws {
+        // tmp/ is the producers' (group-writable, no sticky bit): a
+        // temporary there could be replaced between its fsync and its rename.
+        let receipt = TestReceipt.sign(TestReceipt.payload(purchases: Self.two))
+        let store = try Store()
+        #expect(rmdir(store.layout.tmp) == 0)
+        try store.library.store.store(receipt, name: ReceiptStore.name(of: receipt))
+        #expect(try SystemCall.listDirectory(store.layout.receipts) == [ReceiptStore.name(of: receipt)],
+                "no temporary left beside it")
+    }
+
+    @Test func aStoredReceiptLargerThanMaxFileSizeIsNotReadWhole() throws {
+        let receipt = TestReceipt.sign(TestReceipt.payload(purchases: Self.two))
+        let store = try Store(holding: receipt)
+        store.library.store.limitReads(to: receipt.count - 1)
+        #expect(throws: SpoolError.self) { try store.library.store.read(ReceiptStore.name(of: receipt)) }
+        store.library.store.limitReads(to: receipt.count)
+        #expect(try store.library.store.read(ReceiptStore.name(of: receipt)) == receipt)
+    }
+
     @Test func malformedPartsAreRefusedWithTheMemberAtFault() throws {
         let store = try Store()
         for (text, code) in [

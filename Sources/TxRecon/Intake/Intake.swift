@@ -112,12 +112,14 @@ final class Intake: Sendable {
         self.log = log
         self.events = ItemEvents(sink: log)
         self.receipts = receipts ?? ReceiptLibrary(store: ReceiptStore(layout: spool.layout))
+        self.receipts.store.limitReads(to: settings.maximumFileSize)
         self.confirmations = confirmations ?? DoneConfirmations.source(routes, ledger: confirmedVersion)
     }
 
     func reconfigure(_ settings: Settings) {
         precondition(settings.matches.count == routes.count)
         self.settings.withLock { $0 = settings }
+        receipts.store.limitReads(to: settings.maximumFileSize)
     }
 
     /// Starts the intake thread: it first executes what is waiting in ctl/

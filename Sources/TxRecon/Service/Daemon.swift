@@ -107,7 +107,8 @@ public enum Daemon {
         }
         let receiptReaper = ReceiptReaper(directory: layout.receipts, referrers: referrers,
                                           retention: configuration.spool.doneRetention, log: log)
-        let receipts = ReceiptLibrary(store: ReceiptStore(layout: layout, stored: { receiptReaper.noteStored() }))
+        let receipts = ReceiptLibrary(store: ReceiptStore(layout: layout, readLimit: configuration.spool.maxFileSize,
+                                                           stored: { receiptReaper.noteStored() }))
         let spools = deliveries.map { name, _ in
             Spool(layout: fansOut ? layout.destination(name) : layout, keepsDone: configuration.spool.doneRetention > .zero)
         }

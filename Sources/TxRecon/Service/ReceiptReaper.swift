@@ -50,7 +50,7 @@ final class ReceiptReaper: Sendable {
     /// What a receipt is kept at least, whatever DoneRetention= says.
     static let minimumAge: Int64 = 10 * 60_000
     /// Where a receipt goes for the moment of its removal.
-    static let asidePrefix = ".reaping-"
+    static let asidePrefix = ReceiptStore.asidePrefix
 
     /// `retention`: DoneRetention=; `referrers`: the spool's new/ and
     /// rejected/ and every destination's inbox, queue/ and hold/.

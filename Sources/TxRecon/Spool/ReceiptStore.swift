@@ -5,18 +5,23 @@
 // size once, and identical uploads (an app sending its receipt again)
 // share one file.
 //
-//   tmp/.txrecon-receipt-…  -> receipts/HEX    store: written, fsynced,
+//   receipts/.tmp-…  -> receipts/HEX           store: written, fsynced,
 //                                              renamed, receipts/ fsynced,
 //                                              all before any part names it
-//   receipts/HEX (mtime now)                   store of an identical receipt,
-//                                              or an item of it delivered
+//   receipts/HEX (mtime now)                   store of an identical receipt
+//                                              (its bytes compared: a damaged
+//                                              file is written afresh), or an
+//                                              item of it delivered
 //   receipts/HEX -> receipts/.reaping-HEX      ReceiptReaper, once nothing
-//                                              names it (its removal)
+//                                              names it (its removal); read
+//                                              there meanwhile
 //
-// Only the daemon writes here (mode 0640 files in a 0750 directory), and it
-// stores only receipts whose signature it verified: a part can only ever
-// name a genuine receipt, whoever wrote the part. The modification time of
-// each file is its last use, which ReceiptReaper's retention counts from.
+// Only the daemon writes here (mode 0640 files in a 0750 directory, its
+// temporaries too: tmp/ is the producers'), and it stores only receipts a
+// receipt upload held (verified, unless Mode=none): a part can only ever
+// name a receipt an upload carried, whoever wrote the part. The
+// modification time of each file is its last use, which ReceiptReaper's
+// retention counts from. `restoreAtStart` tidies what a crash left.
 // Reports: throws SpoolError; logs nothing.
 import CCrypto
 import Glibc
@@ -28,15 +33,25 @@ package final class ReceiptStore: Sendable {
     /// receipts/ is empty: no timers while idle).
     private let stored: @Sendable () -> Void
     private let counter = Atomic<Int>(0)
+    /// The largest receipt read, MaxFileSize= (a stored receipt was smaller
+    /// than its upload), so that a file grown in receipts/ cannot make a
+    /// reader allocate more than a drop could.
+    private let readLimit: Atomic<Int>
 
-    package init(layout: SpoolLayout, stored: @escaping @Sendable () -> Void = {}) {
+    package init(layout: SpoolLayout, readLimit: Int = SpoolSettings().maxFileSize,
+                 stored: @escaping @Sendable () -> Void = {}) {
         self.layout = layout
+        self.readLimit = Atomic(readLimit)
         self.stored = stored
     }
 
-    /// Receipts are read whole; none is larger than 1 GiB, MaxFileSize='s
-    /// own limit (a stored receipt was smaller than its upload).
-    static let readLimit = 1 << 30
+    /// MaxFileSize= changed (a reload).
+    func limitReads(to bytes: Int) { readLimit.store(bytes, ordering: .relaxed) }
+
+    /// Where a receipt being written waits for its rename: receipts/ itself,
+    /// which only the daemon writes (a producer could replace a temporary in
+    /// tmp/ between its fsync and its rename).
+    static let temporaryPrefix = ".tmp-"
 
     /// The name a receipt is stored under: the SHA-256 of `der`, in
     /// lowercase hex, as the parts and the delivery body spell it.
@@ -56,19 +71,23 @@ package final class ReceiptStore: Sendable {
     func path(_ name: String) -> String { layout.receipts + "/" + name }
 
     /// Makes `der` durable as receipts/`name` (its `name(of:)`) before the
-    /// caller writes anything that names it. A file already there of the
-    /// same size is the same receipt (the name is its hash): it is only
-    /// touched, its last use now. Either way receipts/ is fsynced, so the
-    /// name is durable even when an earlier store's fsync failed.
+    /// caller writes anything that names it. A file already there holding
+    /// the same bytes is only touched, its last use now; one that does not
+    /// (damaged, or cut short by a crash before this release wrote
+    /// temporaries) is replaced, as a rejection for a damaged receipt
+    /// promises. Either way receipts/ is fsynced, so the name is durable
+    /// even when an earlier store's fsync failed.
     func store(_ der: [UInt8], name: String) throws(SpoolError) {
         let target = path(name)
         var present = false
-        if let info = try SystemCall.linkStatus(target), info.st_mode & S_IFMT == S_IFREG, Int(info.st_size) == der.count {
+        if let info = try SystemCall.linkStatus(target), info.st_mode & S_IFMT == S_IFREG, Int(info.st_size) == der.count,
+           (try? SystemCall.readFile(target, limit: der.count)) == der {
             // Gone between the look and the touch (the reaper took it): written afresh.
             present = try SystemCall.touch(target)
         }
         if !present {
-            let temporary = TemporaryFile.receipt.path(in: layout, "\(getpid())-\(counter.add(1, ordering: .relaxed).newValue)")
+            let temporary = layout.receipts + "/" + Self.temporaryPrefix
+                + "\(getpid())-\(counter.add(1, ordering: .relaxed).newValue)"
             try SystemCall.unlinkIfPresent(temporary)
             try SystemCall.writeNewFile(temporary, der, mode: 0o640, sync: true)
             do {
@@ -82,14 +101,23 @@ package final class ReceiptStore: Sendable {
         stored()
     }
 
-    /// The bytes of receipts/`name`; nil when it is not there.
+    /// The bytes of receipts/`name`, or of receipts/.reaping-`name` while
+    /// ReceiptReaper has it aside (it is put back if anything names it);
+    /// nil when neither is there.
     func read(_ name: String) throws(SpoolError) -> [UInt8]? {
-        do {
-            return try SystemCall.readFile(path(name), limit: ReceiptStore.readLimit)
-        } catch where error.code == ENOENT {
-            return nil
+        let limit = readLimit.load(ordering: .relaxed)
+        for candidate in [path(name), layout.receipts + "/" + ReceiptStore.asidePrefix + name] {
+            do {
+                return try SystemCall.readFile(candidate, limit: limit)
+            } catch where error.code == ENOENT {
+                continue
+            }
         }
+        return nil
     }
+
+    /// Where ReceiptReaper puts a receipt for the moment of its removal.
+    static let asidePrefix = ".reaping-"
 
     /// An item naming receipts/`name` was delivered: its last use is now,
     /// so the receipt stays as long as done/ keeps that item.

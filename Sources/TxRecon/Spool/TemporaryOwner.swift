@@ -50,15 +50,13 @@ enum TemporaryFile: String, CaseIterable {
     case returned = ".txrecon-return-"
     /// A part of a history page or a receipt upload the daemon splits.
     case split = ".txrecon-split-"
-    /// A receipt the daemon stores in receipts/ (ReceiptStore).
-    case receipt = ".txrecon-receipt-"
     /// The receiver's body before its rename into new/, and the file
     /// /healthz writes to see that one more notification fits.
     case received = ".txrecon-receive-"
 
     var owner: TemporaryOwner {
         switch self {
-        case .copy, .returned, .split, .receipt: .daemon
+        case .copy, .returned, .split: .daemon
         case .received: .receiver
         }
     }
