@@ -120,6 +120,21 @@ struct ReceiptIntegrationTests {
         #expect(fixture.names("done").filter { $0.hasPrefix("2000001092134138.superseded-") }.count == 1)
     }
 
+    @Test func aPurchaseWhoseReceiptIsNoLongerStoredIsNotReplayedAndTheAnswerSaysWhy() async throws {
+        let fixture = try fixture()
+        try await fixture.start()
+        try fixture.drop(ReceiptSamples.base64(Self.real))
+        let name = ReceiptStore.name(of: try ReceiptSamples.der(Self.real))
+        #expect(await fixture.eventually { fixture.doneItems().count == 3 })
+        // done/ may keep a purchase longer than receipts/ its receipt.
+        try SystemCall.unlinkIfPresent(fixture.layout.receipts + "/" + name)
+        let replayed = try await fixture.cli(["replay", Self.purchases[0]])
+        #expect(replayed.status == 1, "\(replayed.stdout) \(replayed.stderr)")
+        #expect(replayed.stderr.contains("receipts/ no longer holds"), "\(replayed.stderr)")
+        #expect(fixture.names("queue").isEmpty && fixture.names("hold").isEmpty)
+        #expect(fixture.server.requests.count == 3)
+    }
+
     @Test func aForgedOrForeignReceiptIsRejectedAndNeverSent() async throws {
         let fixture = try fixture()
         try await fixture.start()

@@ -83,10 +83,42 @@ import TxReconTestSupport
         let judged = try #require(try SystemCall.linkStatus(path))
         #expect(try SystemCall.touch(path))
         let reaper = reaper()
-        reaper.remove(Self.name, judged: judged)
+        reaper.remove([(Self.name, judged)])
         #expect(receipts() == [Self.name])
-        reaper.remove(Self.name, judged: try #require(try SystemCall.linkStatus(path)))
+        reaper.remove([(Self.name, try #require(try SystemCall.linkStatus(path)))])
         #expect(receipts() == [], "the receipt as judged goes")
+    }
+
+    @Test(arguments: ["new", "queue", "hold", "rejected"])
+    func aPartThatMovedWhileTheReaperLookedKeepsItsReceipt(_ place: String) throws {
+        // The first look found no part (a requeue-rejected or a release
+        // moved it from a directory not yet read into one read already);
+        // it is where the second look finds it.
+        let reaper = ReceiptReaper(directory: layout.receipts,
+                                   referrers: [layout.new, layout.queue, layout.hold, layout.rejected],
+                                   retention: .seconds(3600), log: RecordingLogSink(),
+                                   afterSettingAside: { [self] in part(in: place) })
+        reaper.reap(asOf: Timestamp.nowMilliseconds() + Self.hour + 1000)
+        #expect(receipts() == [Self.name], "named by a part in \(place)/ by the time it would have gone")
+        reaper.stop()
+    }
+
+    @Test func aReceiptAsideIsStillReadByItsParts() throws {
+        let store = ReceiptStore(layout: layout)
+        try SystemCall.rename(layout.receipts + "/" + Self.name, layout.receipts + "/" + ReceiptReaper.asidePrefix + Self.name)
+        #expect(try store.read(Self.name) == Array("a receipt".utf8), "a reader that missed its cache finds it aside")
+        #expect(try store.read(String(repeating: "cd", count: 32)) == nil)
+    }
+
+    @Test func whatACrashLeftInReceiptsIsTidiedAtStartBeforeAnythingReadsIt() throws {
+        let other = String(repeating: "cd", count: 32)
+        try SystemCall.rename(layout.receipts + "/" + Self.name, layout.receipts + "/" + ReceiptReaper.asidePrefix + Self.name)
+        _ = directory.write("stored afresh", to: "receipts/" + other)
+        _ = directory.write("left aside", to: "receipts/" + ReceiptReaper.asidePrefix + other)
+        _ = directory.write("half a rece", to: "receipts/" + ReceiptStore.temporaryPrefix + "1-1")
+        #expect(try ReceiptStore(layout: layout).restoreAtStart() == 1)
+        #expect(receipts() == [Self.name, other].sorted())
+        #expect(try SystemCall.readFile(layout.receipts + "/" + other, limit: 64) == Array("stored afresh".utf8))
     }
 
     @Test func aReceiptLeftAsideIsPutBackByTheNextScanUnlessStoredAfresh() throws {

@@ -713,6 +713,10 @@ final class Intake: Sendable {
             // The copies (and their fsyncs) are made here; the engine only names them.
             var staged: [DeliveredSnapshot] = []
             for snapshot in selection.found[start..<end] {
+                if let refusal = receiptRefusal(of: snapshot, in: spool) {
+                    result.skipped.append((snapshot.key.rawValue, refusal))
+                    continue
+                }
                 do {
                     staged.append(try spool.stageReplay(snapshot))
                 } catch {
@@ -735,6 +739,18 @@ final class Intake: Sendable {
             }
         }
         return result
+    }
+
+    /// Why a delivered part of a receipt upload cannot be replayed: done/
+    /// may keep it longer than receipts/ keeps its receipt (README
+    /// "StoreKit 1 receipts"), and a copy naming none would only be held.
+    /// nil for anything else, and for a part whose receipt is stored, which
+    /// is then noted as used, so that it stays while the copy waits.
+    private func receiptRefusal(of snapshot: DeliveredSnapshot, in spool: Spool) -> String? {
+        guard let receipt = ReceiptReaper.receiptNamed(by: spool.path(.done, snapshot.key)),
+              !receipts.store.noteUse(receipt) else { return nil }
+        return "it names the receipt \(receipt), which receipts/ no longer holds (it goes DoneRetention= after its "
+            + "last use); upload the receipt again: what the destination has not confirmed is delivered"
     }
 
     /// Snapshots a replay hands the engine at a time.

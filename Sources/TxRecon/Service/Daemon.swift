@@ -157,6 +157,9 @@ public enum Daemon {
                                                     reaper: reaper))
         }
         do {
+            // Before anything reads receipts/: a receipt the reaper had aside
+            // when the last process ended is named by some part still.
+            _ = try receipts.store.restoreAtStart()
             try ledger.start()
         } catch {
             log.write(LogEntry(.error, "\(error)"))

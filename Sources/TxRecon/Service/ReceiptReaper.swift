@@ -18,11 +18,15 @@
 // As DoneReaper: a timer armed only while receipts/ holds something (the
 // store says when it stored one), for when the oldest expires, scans at
 // least `minimumInterval` apart, on its own dispatch queue (scans block).
-// A receipt judged removable is renamed aside (receipts/.reaping-HEX) and
-// put back when it was touched meanwhile (an identical upload, a
-// delivery), so a receipt intake just stored again is never lost; one
-// left aside by a crash is put back (or removed, if stored afresh) by the
-// next scan.
+// A receipt judged removable is renamed aside (receipts/.reaping-HEX, where
+// ReceiptStore.read still finds it), the referring directories are read
+// again in the opposite order (a part that moved between two of them while
+// the first pass read them, a requeue-rejected or a release, is found by
+// the second), and it is put back when something names it now or it was
+// touched meanwhile (an identical upload, a delivery); only then is it
+// removed. One left aside by a crash is put back by ReceiptStore's
+// `restoreAtStart`, before any engine or intake reads, and by the next
+// scan should a put-back fail while running.
 // Reports: a warning when a receipt cannot be removed or a directory cannot
 // be read (the receipt is then kept).
 import Dispatch
@@ -52,13 +56,19 @@ final class ReceiptReaper: Sendable {
     /// Where a receipt goes for the moment of its removal.
     static let asidePrefix = ReceiptStore.asidePrefix
 
+    /// Called once receipts are aside, before the second look: tests put a
+    /// part in place there, as a requeue or a release would.
+    private let afterSettingAside: @Sendable () -> Void
+
     /// `retention`: DoneRetention=; `referrers`: the spool's new/ and
     /// rejected/ and every destination's inbox, queue/ and hold/.
-    init(directory: String, referrers: [String], retention: Duration, log: any LogSink) {
+    init(directory: String, referrers: [String], retention: Duration, log: any LogSink,
+         afterSettingAside: @escaping @Sendable () -> Void = {}) {
         self.directory = directory
         self.referrers = referrers
         self.retention = max(retention.milliseconds, Self.minimumAge)
         self.log = log
+        self.afterSettingAside = afterSettingAside
     }
 
     /// Scans are at least this far apart: a tenth of the retention, between
@@ -114,10 +124,11 @@ final class ReceiptReaper: Sendable {
         }
         var next = oldest.map { $0 + retention }
         if !expired.isEmpty {
-            if let named = namedReceipts() {
+            if let named = namedReceipts(in: referrers) {
+                var unnamed: [(name: String, judged: stat)] = []
                 for (name, judged) in expired {
                     guard named.contains(name) else {
-                        remove(name, judged: judged)
+                        unnamed.append((name, judged))
                         continue
                     }
                     // Still needed: its use is now, looked at again a
@@ -125,6 +136,7 @@ final class ReceiptReaper: Sendable {
                     _ = try? SystemCall.touch(directory + "/" + name) // ignored: kept either way
                     next = min(next ?? now + retention, now + retention)
                 }
+                remove(unnamed)
             } else {
                 // Kept; tried again after the shortest interval.
                 next = now
@@ -138,11 +150,11 @@ final class ReceiptReaper: Sendable {
         if let next { arm(at: next) }
     }
 
-    /// The receipts some file in the referring directories names; nil when
-    /// one of them cannot be read (then nothing is removed).
-    private func namedReceipts() -> Set<String>? {
+    /// The receipts some file in `directories` names, read in that order;
+    /// nil when one of them cannot be read (then nothing is removed).
+    private func namedReceipts(in directories: [String]) -> Set<String>? {
         var named = Set<String>()
-        for referrer in referrers {
+        for referrer in directories {
             do throws(SpoolError) {
                 try SystemCall.forEachName(in: referrer) { bytes in
                     guard let name = String(validating: bytes, as: UTF8.self), !name.hasPrefix("."),
@@ -171,23 +183,37 @@ final class ReceiptReaper: Sendable {
         return name
     }
 
-    /// Removes receipts/NAME, judged removable as `judged` describes it,
-    /// unless it was used since (its mtime moved): then it is put back.
+    /// Removes the receipts judged removable (each as `judged` describes
+    /// it): renamed aside, then the referring directories read again in the
+    /// opposite order, and each put back if something names it now or it
+    /// was used since (its mtime moved), else unlinked.
     /// internal for testing
-    func remove(_ name: String, judged: stat) {
-        let path = directory + "/" + name
-        let aside = directory + "/" + Self.asidePrefix + name
-        guard rename(path, aside) == 0 else {
-            if errno != ENOENT {
-                log.write(LogEntry(.warning, "cannot remove receipts/\(name): \(SpoolError("rename", path))"))
+    func remove(_ candidates: [(name: String, judged: stat)]) {
+        var aside: [(name: String, judged: stat)] = []
+        for candidate in candidates {
+            let path = directory + "/" + candidate.name
+            guard rename(path, directory + "/" + Self.asidePrefix + candidate.name) == 0 else {
+                if errno != ENOENT {
+                    log.write(LogEntry(.warning, "cannot remove receipts/\(candidate.name): \(SpoolError("rename", path))"))
+                }
+                continue
             }
-            return
+            aside.append(candidate)
         }
-        if let info = try? SystemCall.linkStatus(aside),
-           Spool.modifiedMilliseconds(info) != Spool.modifiedMilliseconds(judged) {
-            putBack(name)
-        } else {
-            unlink(aside)
+        guard !aside.isEmpty else { return }
+        afterSettingAside()
+        // Unreadable now: every one of them is kept.
+        let named = namedReceipts(in: referrers.reversed()) ?? Set(aside.map(\.name))
+        for (name, judged) in aside {
+            let path = directory + "/" + Self.asidePrefix + name
+            if named.contains(name) {
+                putBack(name)
+            } else if let info = try? SystemCall.linkStatus(path),
+                      Spool.modifiedMilliseconds(info) != Spool.modifiedMilliseconds(judged) {
+                putBack(name)
+            } else {
+                unlink(path)
+            }
         }
     }
 

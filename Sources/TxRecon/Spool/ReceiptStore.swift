@@ -119,12 +119,37 @@ package final class ReceiptStore: Sendable {
     /// Where ReceiptReaper puts a receipt for the moment of its removal.
     static let asidePrefix = ".reaping-"
 
-    /// An item naming receipts/`name` was delivered: its last use is now,
-    /// so the receipt stays as long as done/ keeps that item.
-    func noteUse(_ name: String) {
-        guard ReceiptPart.isReceiptName(name) else { return }
-        // Ignored: a receipt removed meanwhile leaves its delivered items
-        // readable as the lowest version, which only delivers too much.
-        _ = try? SystemCall.touch(path(name))
+    /// Tidies what a crash left in receipts/, before any engine, intake or
+    /// the ledger's catch-up reads it: a temporary of an unfinished store is
+    /// removed (nothing named it yet), and a receipt ReceiptReaper had aside
+    /// is put back (or, stored afresh since, the copy aside goes). Call once
+    /// at start, under the spool's lock. Returns how many were put back.
+    func restoreAtStart() throws(SpoolError) -> Int {
+        var restored = 0
+        for name in try SystemCall.listDirectory(layout.receipts) {
+            let path = layout.receipts + "/" + name
+            if name.hasPrefix(Self.temporaryPrefix) {
+                try SystemCall.unlinkIfPresent(path)
+            } else if name.hasPrefix(Self.asidePrefix), ReceiptPart.isReceiptName(name.dropFirst(Self.asidePrefix.count)) {
+                if try SystemCall.renameNoReplace(path, self.path(String(name.dropFirst(Self.asidePrefix.count)))) {
+                    restored += 1
+                } else {
+                    try SystemCall.unlinkIfPresent(path)
+                }
+            }
+        }
+        return restored
+    }
+
+    /// An item naming receipts/`name` was delivered (or is replayed): its
+    /// last use is now, so the receipt stays as long as done/ keeps that
+    /// item. Returns whether the receipt is stored.
+    @discardableResult
+    func noteUse(_ name: String) -> Bool {
+        guard ReceiptPart.isReceiptName(name) else { return false }
+        // An error reads as "not stored": a receipt removed meanwhile leaves
+        // its delivered items readable as the lowest version, which only
+        // delivers too much.
+        return (try? SystemCall.touch(path(name))) ?? false
     }
 }
