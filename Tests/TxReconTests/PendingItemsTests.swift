@@ -79,6 +79,27 @@ import Testing
         #expect(waiting.next(now: .seconds(9))?.key == news.item.key)
     }
 
+    @Test func aNewerSnapshotThatIsNotBulkLeavesTheBulkLane() throws {
+        // A refund replacing a pending purchase of a receipt's history: due
+        // with the rest, not behind every bulk part.
+        var pending = PendingItems()
+        var purchase = try Self.drop("p", version: 1, name: "p1")
+        purchase.bulk = true
+        let stored = Stored()
+        pending.apply(try pending.place(purchase, freshKeyWaitsInInbox: false) { stored.lookup($0) }.change, now: .zero)
+        var other = try Self.drop("h", version: 1, name: "h1")
+        other.bulk = true
+        pending.apply(try pending.place(other, freshKeyWaitsInInbox: false) { stored.lookup($0) }.change, now: .zero)
+        let refund = try Self.drop("p", version: 2, name: "p2")
+        pending.apply(try pending.place(refund, freshKeyWaitsInInbox: false) { stored.lookup($0) }.change, now: .seconds(1))
+        pending.dropOutdatedDeadlines()
+        let news = try Self.drop("n", version: 1, name: "n1")
+        pending.apply(try pending.place(news, freshKeyWaitsInInbox: false) { stored.lookup($0) }.change, now: .seconds(1))
+        #expect(pending.entries[refund.item.key]?.bulk == false)
+        #expect(pending.popNext(now: .seconds(1))?.key == refund.item.key, "in the lane of what is not bulk, due first")
+        #expect(pending.popNext(now: .seconds(1))?.key == news.item.key)
+    }
+
     @Test func aSnapshotNoNewerThanTheDeliveredOneGoesToDoneUndelivered() throws {
         for version: Int64 in [3, 5] {
             let drop = try Self.drop("k", version: version, name: "n\(version)")

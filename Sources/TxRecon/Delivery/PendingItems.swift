@@ -242,8 +242,13 @@ struct PendingItems {
             entry.version = drop.item.version
             entry.kind = drop.item.kind
             entry.receivedAt = drop.receivedAt
+            let leavesBulk = entry.bulk && !drop.bulk
             entry.bulk = drop.bulk
             entries[key] = entry
+            // A snapshot that is news (a refund replacing a purchase of a
+            // receipt's history) waits no longer behind the bulk lane; its
+            // place there is dropped as not current once it is attempted.
+            if leavesBulk { ready.push(key, at: entry.deadline) }
             arrivals.note(key, receivedAt: drop.receivedAt)
         case let .fresh(drop, inInbox):
             let key = drop.item.key
