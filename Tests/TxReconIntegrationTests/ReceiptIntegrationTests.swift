@@ -39,18 +39,19 @@ struct ReceiptIntegrationTests {
         ReceiptRootCertificateFile=\(TestReceipt.path("root"))
         """
 
-    /// The bytes every regular file under `root` holds (their sizes), with
-    /// how many files there are.
-    static func spoolBytes(_ root: String) -> (bytes: Int, files: Int) {
-        var total = (bytes: 0, files: 0)
+    /// The bytes every regular file under `root` holds (their sizes), the
+    /// disk they take (st_blocks: a file of 100 bytes takes a block of 4 KiB
+    /// on most file systems), and how many files there are.
+    static func spoolBytes(_ root: String) -> (bytes: Int, disk: Int, files: Int) {
+        var total = (bytes: 0, disk: 0, files: 0)
         for name in (try? SystemCall.listDirectory(root)) ?? [] {
             let path = root + "/" + name
             guard let info = try? SystemCall.linkStatus(path) else { continue }
             if info.st_mode & S_IFMT == S_IFDIR {
                 let inner = spoolBytes(path)
-                total = (total.bytes + inner.bytes, total.files + inner.files)
+                total = (total.bytes + inner.bytes, total.disk + inner.disk, total.files + inner.files)
             } else if info.st_mode & S_IFMT == S_IFREG {
-                total = (total.bytes + Int(info.st_size), total.files + 1)
+                total = (total.bytes + Int(info.st_size), total.disk + Int(info.st_blocks) * 512, total.files + 1)
             }
         }
         return total
@@ -175,9 +176,11 @@ struct ReceiptIntegrationTests {
         for body in Self.bodies(fixture.server) { deliveries[body["id"]?.stringValue ?? "?", default: 0] += 1 }
         #expect(deliveries.count == 188, "187 purchases and the receipt")
         #expect(deliveries.values.allSatisfy { $0 == 1 }, "\(deliveries.filter { $0.value > 1 })")
+        // On disk, not in st_size: a superseded copy of each part per upload
+        // took a block of its own, 77 MB against the budget of 10.5.
         let spool = Self.spoolBytes(fixture.layout.root)
-        #expect(spool.bytes <= 100 * upload.utf8.count,
-                "\(spool.bytes) bytes in \(spool.files) files, against 100 uploads of \(upload.utf8.count)")
+        #expect(spool.disk <= 100 * upload.utf8.count,
+                "\(spool.disk) bytes on disk in \(spool.files) files, against 100 uploads of \(upload.utf8.count)")
         #expect(fixture.names("receipts").count == 1, "identical receipts are stored once")
     }
 

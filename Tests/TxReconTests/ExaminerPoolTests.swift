@@ -87,9 +87,9 @@ import TxReconTestSupport
         switch examination {
         case .gone: "gone"
         case let .refused(rejection): "refused \(rejection.code)"
-        case let .decoded(.item(item), modifiedAt, _): "item \(item.key) \(item.version) \(modifiedAt)"
-        case let .decoded(.page(transactions), modifiedAt, _): "page of \(transactions.count) \(modifiedAt)"
-        case let .decoded(.receipt(split), modifiedAt, _): "receipt of \(split.purchases.count) \(modifiedAt)"
+        case let .decoded(.item(item), modifiedAt, _, _): "item \(item.key) \(item.version) \(modifiedAt)"
+        case let .decoded(.page(transactions), modifiedAt, _, _): "page of \(transactions.count) \(modifiedAt)"
+        case let .decoded(.receipt(split), modifiedAt, _, _): "receipt of \(split.purchases.count) \(modifiedAt)"
         case let .undecodable(rejection, modifiedAt): "undecodable \(rejection.code) \(modifiedAt)"
         case let .failed(error): "failed \(error)"
         }

@@ -146,7 +146,9 @@ import TxReconTestSupport
         _ = try SystemCall.readFile(control, limit: 1024)
         try #require(accessTime(control) != accessed, "this file system updates access times on a plain read")
         let drop = writeWithOldAccessTime("drop")
-        #expect(try spool.readDrop("drop", maximumSize: 1024) == .bytes(Array("{}".utf8), modifiedAt: Int64(modified) * 1000))
+        let file = WrittenFile(try #require(try SystemCall.linkStatus(drop)))
+        #expect(try spool.readDrop("drop", maximumSize: 1024) == .bytes(Array("{}".utf8), modifiedAt: Int64(modified) * 1000,
+                                                                         file: file))
         #expect(accessTime(drop) == accessed)
     }
 
@@ -229,17 +231,53 @@ import TxReconTestSupport
     @Test func aPageIsSplitIntoDurableDropsBeforeItIsRemoved() throws {
         let spool = try makeSpool()
         _ = directory.write("page", to: "spool/new/page")
-        let parts = try spool.split(drop: "page", into: [Array("one".utf8), Array("two".utf8)])
+        let aside = try #require(try spool.setAside(drop: "page", file: Self.file(spool, "page")))
+        #expect(names("new") == [], "out of the producers' reach while it is split")
+        let parts = try spool.split(drop: aside, into: [Array("one".utf8), Array("two".utf8)])
         #expect(parts == ["page.1", "page.2"])
         #expect(names("new") == ["page.1", "page.2"])
-        #expect(names("tmp") == [])
+        #expect(names("tmp") == [] && names("receipts") == [])
+    }
+
+    static func file(_ spool: Spool, _ name: String) throws -> WrittenFile {
+        WrittenFile(try #require(try SystemCall.linkStatus(spool.layout.new + "/" + name)))
+    }
+
+    @Test func aFileAProducerPutInPlaceOfADropBeingSplitIsNeverRemoved() throws {
+        let spool = try makeSpool()
+        _ = directory.write("examined", to: "spool/new/upload")
+        let examined = try Self.file(spool, "upload")
+        // Renamed over the name after intake read it, before the split.
+        _ = directory.write("another", to: "spool/tmp/another")
+        try SystemCall.rename(spool.layout.tmp + "/another", spool.layout.new + "/upload")
+        #expect(try spool.setAside(drop: "upload", file: examined) == nil, "not the file examined: not split")
+        #expect(names("new") == ["upload"] && names("receipts") == [])
+        #expect(try SystemCall.readFile(spool.layout.new + "/upload", limit: 64) == Array("another".utf8))
+        // Renamed over the name after it was set aside: the split removes the
+        // file it set aside, not the name.
+        let file = try Self.file(spool, "upload")
+        let aside = try #require(try spool.setAside(drop: "upload", file: file))
+        _ = directory.write("third", to: "spool/new/upload")
+        _ = try spool.split(drop: aside, into: [Array("one".utf8)])
+        #expect(try SystemCall.readFile(spool.layout.new + "/upload", limit: 64) == Array("third".utf8))
+    }
+
+    @Test func dropsLeftAsideByAStoppedDaemonGoBackIntoNew() throws {
+        let spool = try makeSpool()
+        _ = directory.write("page", to: "spool/new/page")
+        _ = try #require(try spool.setAside(drop: "page", file: Self.file(spool, "page")))
+        _ = directory.write("another page", to: "spool/new/page")
+        #expect(try spool.restoreAsideDrops() == 1)
+        #expect(names("receipts") == [])
+        #expect(names("new").count == 2 && names("new").contains("page"))
     }
 
     @Test func splitPartsCarryTheDropsWriteTimeAsTheirOwn() throws {
         let spool = try makeSpool()
         _ = directory.write("upload", to: "spool/new/upload")
         let written: Int64 = 1_750_000_000_123
-        let parts = try spool.split(drop: "upload", into: [Array("one".utf8), Array("two".utf8)], modifiedAt: written)
+        let aside = try #require(try spool.setAside(drop: "upload", file: Self.file(spool, "upload")))
+        let parts = try spool.split(drop: aside, into: [Array("one".utf8), Array("two".utf8)], modifiedAt: written)
         for (part, content) in zip(parts, ["one", "two"]) {
             let path = spool.layout.new + "/" + part
             #expect(try SystemCall.readFile(path, limit: 64) == Array(content.utf8))
@@ -328,8 +366,9 @@ import TxReconTestSupport
         if !opened { try layout.createMissingDirectories() }
         _ = directory.write("first", to: "spool/new/one")
         _ = directory.write("second", to: "spool/new/two")
+        let one = try #require(try SystemCall.linkStatus(layout.new + "/one"))
         #expect(try spool.readDrop("one", maximumSize: 100) == .bytes(Array("first".utf8), modifiedAt:
-            Spool.modifiedMilliseconds(try #require(try SystemCall.linkStatus(layout.new + "/one")))))
+            Spool.modifiedMilliseconds(one), file: WrittenFile(one)))
         #expect(try spool.readDrop("three", maximumSize: 100) == .gone)
         try spool.accept(drop: "one", as: ItemKey("a")!)
         try spool.finish(ItemKey("a")!, followsDelivery: false)

@@ -401,6 +401,21 @@ package actor DeliveryEngine {
         inboxNeedsRescan = hook
     }
 
+    /// The version pending here for each of `keys` whose version is known
+    /// (a snapshot parked behind an attempt counts: it is newer), for a
+    /// receipt's split to skip what is on its way already. A key restored
+    /// at start and not read yet, or held, has none: its part is written,
+    /// and the supersede rule decides.
+    func pendingVersions(of keys: [ItemKey]) -> [ItemKey: ItemVersion] {
+        var versions: [ItemKey: ItemVersion] = [:]
+        guard !pending.entries.isEmpty else { return versions }
+        for key in keys {
+            guard let entry = pending.entries[key] else { continue }
+            if let version = entry.parked?.value.item.version ?? entry.version { versions[key] = version }
+        }
+        return versions
+    }
+
     /// Counts files intake has moved to rejected/.
     func noteRejected(count: Int) {
         status.rejected += count

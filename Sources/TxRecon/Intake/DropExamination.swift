@@ -14,8 +14,9 @@ enum DropExamination: Sendable, Equatable {
     case refused(Rejection)
     /// Decoded and, unless Mode=none, verified (a receipt part read as the
     /// purchase it names); `novelties`: what Apple added that this release
-    /// does not know (NotificationPayload).
-    case decoded(VerifiedInput, modifiedAt: Int64, novelties: [AppleNovelty] = [])
+    /// does not know (NotificationPayload); `file`: the file read, which a
+    /// split sets aside.
+    case decoded(VerifiedInput, modifiedAt: Int64, novelties: [AppleNovelty] = [], file: WrittenFile)
     /// Read whole, but it does not decode or its signatures do not verify.
     case undecodable(Rejection, modifiedAt: Int64)
     /// The spool could not read it (or the receipt a part names); it stays
@@ -37,12 +38,12 @@ enum DropExamination: Sendable, Equatable {
             return .gone
         case let .refused(rejection):
             return .refused(rejection)
-        case let .bytes(bytes, modifiedAt):
+        case let .bytes(bytes, modifiedAt, file):
             do throws(ItemReadFailure) {
                 var novelties: [AppleNovelty] = []
                 let decoded = try decoder.decode(bytes, verifyingWith: verifier, receipts: receipts,
                                                  novelties: &novelties)
-                return .decoded(decoded, modifiedAt: modifiedAt, novelties: novelties)
+                return .decoded(decoded, modifiedAt: modifiedAt, novelties: novelties, file: file)
             } catch {
                 switch error {
                 case let .rejected(rejection): return .undecodable(rejection, modifiedAt: modifiedAt)
@@ -56,10 +57,10 @@ enum DropExamination: Sendable, Equatable {
             // Or fanned out to destinations' inboxes by a fan-out a crash
             // interrupted (Spool+FanOut): intake completes it.
             guard case let .item(item)? = try? decoder.decode(bytes, verifyingWith: verifier, receipts: receipts),
-                  names == 1 + spool.fanOutCopies(of: name, file: file)
-                    || (names == 2 && spool.isDelivered(item.key, sameFileAs: file))
+                  names == 1 + spool.fanOutCopies(of: name, file: file.file)
+                    || (names == 2 && spool.isDelivered(item.key, sameFileAs: file.file))
             else { return .refused(Spool.hardLinked(names: names)) }
-            return .decoded(.item(item), modifiedAt: modifiedAt)
+            return .decoded(.item(item), modifiedAt: modifiedAt, file: file)
         }
     }
 }

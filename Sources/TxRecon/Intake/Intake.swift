@@ -6,11 +6,12 @@
 // then, on this thread and in the listed order, either set it aside in
 // rejected/ with its reason or hand it to the engine, which decides between
 // queue/ and done/ (superseded). A
-// history page is split into one drop per transaction first, and each is
-// verified on its own. A receipt upload, verified whole, is stored once in
-// receipts/ and split into a small part per item on a thread of its own
-// (ReceiptSplitter), which hands the parts over itself; none is written for
-// what every destination already confirmed (ReceiptSplitPlan). Files in
+// history page is set aside and split into one drop per transaction first
+// (Spool+Aside), and each is verified on its own. A receipt upload,
+// verified whole, is stored once in receipts/ and split into a small part
+// per item on a thread of its own (ReceiptUploads, ReceiptSplitter), which
+// hands the parts over itself; none is written for what every destination
+// already confirmed or has pending (ReceiptSplitPlan). Files in
 // queue/ have passed this; the engine only decodes them again. Requests in
 // ctl/ are executed by the engine; their answers are written beside them.
 //
@@ -91,9 +92,6 @@ final class Intake: Sendable {
     /// (ConfirmedVersions); unless one is given, the ledger's answer, else
     /// done/'s (DoneConfirmations).
     private let confirmations: ConfirmationSource
-    /// The verifiers `confirmations` reads done/ with, on the splitter's
-    /// thread (the intake thread's own are for the drops it examines).
-    private let storedItemVerifiers = VerifierPool()
 
     convenience init(spool: Spool, engine: DeliveryEngine, watcher: InboxWatcher, settings: Settings, log: any LogSink) {
         self.init(spool: spool, routes: [DeliveryRoute(name: Destination.primaryName, engine: engine, spool: spool)],
@@ -134,10 +132,20 @@ final class Intake: Sendable {
     func start(ready: @escaping @Sendable () -> Void, lost: @escaping @Sendable (String) -> Void) throws(ThreadStartError) {
         let ready = OneShot(ready)
         let pool = try ExaminerPool(helpers: ExaminerPool.defaultHelperCount)
+        let uploads = ReceiptUploads(
+            spool: spool, receipts: receipts, destinations: routes.map(\.name), events: events, log: log,
+            confirmations: confirmations,
+            hand: { [unowned self] drops, rejected in
+                var failures = IntakeBacklog.Failures()
+                let full = hand(drops, rejected: rejected, failures: &failures, whenWaiting: {})
+                return ReceiptUploads.HandOff(full: full, failures: failures)
+            },
+            pendingVersions: { [unowned self] keys in pendingVersions(of: keys) })
         let splitter: ReceiptSplitter
         do {
-            splitter = try ReceiptSplitter(work: { [unowned self] job, claim in split(job, claim: claim) },
-                                           retry: { [watcher] in watcher.requestRescan() })
+            splitter = try ReceiptSplitter(work: { job, delay, splitter in
+                uploads.run(job, delayIfFailed: delay, splitter: splitter)
+            }, rescan: { [watcher] in watcher.requestRescan() })
         } catch {
             pool.close()
             throw error
@@ -148,7 +156,7 @@ final class Intake: Sendable {
                     pool.close()
                     splitter.close()
                 }
-                follow(Examiners(pool: pool, splitter: splitter), ready: ready, lost: lost)
+                follow(Examiners(pool: pool, uploads: uploads, splitter: splitter), ready: ready, lost: lost)
             }
         } catch {
             pool.close()
@@ -251,7 +259,9 @@ final class Intake: Sendable {
     /// cannot be listed at all (intake cannot go on), else nil.
     private func scan(_ backlog: inout IntakeBacklog, _ examiners: Examiners,
                       whenWaiting: @escaping @Sendable () -> Void = {}) -> String? {
-        var failures = IntakeBacklog.Failures()
+        // A split that failed counts as this scan's failure: lack of space
+        // pauses intake for it as for any drop.
+        var failures = examiners.splitter.takeFailures()
         backlog.awaitsRoom = false
         do throws(SpoolError) {
             let names = try SystemCall.listDirectory(spool.layout.ctl)
@@ -323,8 +333,7 @@ final class Intake: Sendable {
         var batch: [Drop] = []
         var rejected = 0
         var seen = Set<String>(minimumCapacity: names.count)
-        // A receipt upload the splitter has is its, until it is gone.
-        let unique = names.filter { seen.insert($0).inserted && !examiners.splitter.isSplitting($0) }
+        let unique = names.filter { seen.insert($0).inserted }
         for start in stride(from: 0, to: unique.count, by: Intake.batchSize) {
             let part = unique[start..<min(start + Intake.batchSize, unique.count)]
             let examinations = examiners.pool.examine(part, in: spool, maximumSize: settings.maximumFileSize,
@@ -338,7 +347,7 @@ final class Intake: Sendable {
                 }
                 backlog.forget(name)
                 batch += act(on: examination, of: name, decoder: decoder, verifier: verifier, settings: settings,
-                             settling: window, splitter: examiners.splitter, rejected: &rejected, failures: &failures,
+                             settling: window, examiners: examiners, rejected: &rejected, failures: &failures,
                              backlog: &backlog)
                 // A batch at a time, also of the thousands of parts one
                 // receipt can make: the engine takes a batch once its inbox
@@ -381,7 +390,7 @@ final class Intake: Sendable {
 
     private func act(on examination: DropExamination, of name: String, decoder: InputDecoder,
                      verifier: SignedDataVerifier?, settings: Settings, settling: Settling?,
-                     splitter: ReceiptSplitter, rejected: inout Int, failures: inout IntakeBacklog.Failures,
+                     examiners: Examiners, rejected: inout Int, failures: inout IntakeBacklog.Failures,
                      backlog: inout IntakeBacklog) -> [Drop] {
         do throws(SpoolError) {
             switch examination {
@@ -404,19 +413,19 @@ final class Intake: Sendable {
                 }
                 try reject(name, rejection, rejected: &rejected)
                 return []
-            case let .decoded(.item(item), modifiedAt, novelties):
+            case let .decoded(.item(item), modifiedAt, novelties, _):
                 if !novelties.isEmpty { report(novelties, in: item, file: name) }
                 return [Drop(name: name, item: item, receivedAt: modifiedAt)]
-            case let .decoded(.page(parts), modifiedAt, _):
-                return try split(name, "history page", into: parts, modifiedAt: modifiedAt, decoder: decoder,
-                                 verifier: verifier, settings: settings, splitter: splitter, rejected: &rejected,
+            case let .decoded(.page(parts), modifiedAt, _, file):
+                return try split(name, file, "history page", into: parts, modifiedAt: modifiedAt, decoder: decoder,
+                                 verifier: verifier, settings: settings, examiners: examiners, rejected: &rejected,
                                  failures: &failures, backlog: &backlog)
-            case let .decoded(.receipt(receipt), modifiedAt, _):
+            case let .decoded(.receipt(receipt), modifiedAt, _, file):
                 // Stored and split on the splitter's thread, which hands its
                 // parts over itself: its thousands of files must not hold up
-                // the drops behind it.
-                _ = splitter.submit(ReceiptSplitter.Job(name: name, split: receipt, modifiedAt: modifiedAt,
-                                                        settings: settings))
+                // the drops behind it. Without room there, it waits in new/.
+                try examiners.uploads.take(name, receipt, modifiedAt: modifiedAt, file: file, settings: settings,
+                                           splitter: examiners.splitter)
                 return []
             }
         } catch {
@@ -425,88 +434,41 @@ final class Intake: Sendable {
         }
     }
 
-    /// Replaces the drop `name` (written at `modifiedAt`) with `parts`, a
-    /// drop each, and takes them.
-    private func split(_ name: String, _ what: String, into parts: [String], modifiedAt: Int64, decoder: InputDecoder,
-                       verifier: SignedDataVerifier?, settings: Settings, splitter: ReceiptSplitter, rejected: inout Int,
-                       failures: inout IntakeBacklog.Failures, backlog: inout IntakeBacklog) throws(SpoolError) -> [Drop] {
-        let parts = try spool.split(drop: name, into: parts.map { Array($0.utf8) }, modifiedAt: modifiedAt)
-        log.write(LogEntry(.info, "new/\(LogText.escaped(name)): \(what) split into \(parts.count) drops",
+    /// Replaces the drop `name` (`file`, written at `modifiedAt`) with
+    /// `parts`, a drop each, and takes them. It is set aside first, so that
+    /// its removal can only ever remove the file examined.
+    private func split(_ name: String, _ file: WrittenFile, _ what: String, into parts: [String], modifiedAt: Int64,
+                       decoder: InputDecoder, verifier: SignedDataVerifier?, settings: Settings, examiners: Examiners,
+                       rejected: inout Int, failures: inout IntakeBacklog.Failures,
+                       backlog: inout IntakeBacklog) throws(SpoolError) -> [Drop] {
+        guard let aside = try spool.setAside(drop: name, file: file) else { return [] }
+        let names: [String]
+        do {
+            names = try spool.split(drop: aside, into: parts.map { Array($0.utf8) }, modifiedAt: modifiedAt)
+        } catch {
+            // Back where the next scan tries it again.
+            try? spool.putBack(aside) // ignored: restoreAsideDrops puts it back at the next start
+            throw error
+        }
+        log.write(LogEntry(.info, "new/\(LogText.escaped(name)): \(what) split into \(names.count) drops",
                            fields: [("TXRECON_FILE", name)]))
-        return parts.flatMap { part in
+        return names.flatMap { part in
             let examination = DropExamination.examine(part, in: spool, maximumSize: settings.maximumFileSize,
                                                       decoder: decoder, verifier: verifier, receipts: receipts)
             return act(on: examination, of: part, decoder: decoder, verifier: verifier, settings: settings,
-                       settling: nil, splitter: splitter, rejected: &rejected, failures: &failures, backlog: &backlog)
+                       settling: nil, examiners: examiners, rejected: &rejected, failures: &failures, backlog: &backlog)
         }
     }
 
-    /// A receipt upload's split, on the splitter's thread: the parts made
-    /// and handed to the engine a batch at a time. False when the spool
-    /// failed it; the upload is then still in new/, to be tried again.
-    private func split(_ job: ReceiptSplitter.Job, claim: (String) -> Void) -> Bool {
-        var rejected = 0
-        var failures = IntakeBacklog.Failures()
-        do throws(SpoolError) {
-            let drops = try split(job.name, receipt: job.split, modifiedAt: job.modifiedAt, settings: job.settings,
-                                  rejected: &rejected, claim: claim)
-            for start in stride(from: 0, to: max(drops.count, rejected), by: Intake.batchSize) {
-                // A full engine leaves the rest in new/, read by the scan it asks for once it has room.
-                _ = hand(Array(drops[min(start, drops.count)..<min(start + Intake.batchSize, drops.count)]),
-                         rejected: rejected, failures: &failures, whenWaiting: {})
-                rejected = 0
-            }
-            return true
-        } catch {
-            log.write(LogEntry(.error, "new/\(LogText.escaped(job.name)): a receipt upload not split: \(error); it stays "
-                               + "in new/ and is tried again in \(ReceiptSplitter.defaultRetryDelay.components.seconds) s",
-                               fields: [("TXRECON_FILE", job.name)]))
-            return false
+    /// What each destination's engine has pending for `keys`, by name:
+    /// what a receipt's split need not write again.
+    private func pendingVersions(of keys: [ItemKey]) -> [String: [ItemKey: ItemVersion]] {
+        let routes = self.routes
+        return waitFor {
+            var versions: [String: [ItemKey: ItemVersion]] = [:]
+            for route in routes { versions[route.name] = await route.engine.pendingVersions(of: keys) }
+            return versions
         }
-    }
-
-    /// Replaces the receipt upload `name` (written at `modifiedAt`; its
-    /// receipt verified) with the parts ReceiptSplitPlan decides on: the
-    /// receipt stored in receipts/ first (durable before anything names
-    /// it), then the parts written at once (Spool.split; each name in new/
-    /// `claim`ed first), the upload removed last. The parts' items are the
-    /// ones just verified, handed on as they are: nothing is read back.
-    private func split(_ name: String, receipt split: ReceiptSplit, modifiedAt: Int64, settings: Settings,
-                       rejected: inout Int, claim: (String) -> Void) throws(SpoolError) -> [Drop] {
-        let receiptSha256 = ReceiptStore.name(of: split.der)
-        let reader = StoredItemReader(acceptEnvelopes: settings.acceptEnvelopes, policy: settings.verification,
-                                      verifiers: storedItemVerifiers, receipts: receipts)
-        let plan = ReceiptSplitPlan(split, receiptSha256: receiptSha256,
-                                    destinations: zip(routes, settings.matches).map { ($0.name, $1) },
-                                    confirmations: confirmations(reader, settings.maximumFileSize))
-        let summary = "\(split.purchases.count) purchase\(split.purchases.count == 1 ? "" : "s") and the receipt "
-            + "\(receiptSha256)"
-        if plan.takenByNone {
-            // One file in rejected/ for the upload, not one per purchase.
-            try reject(name, Intake.noDestination(split.purchases[0]), rejected: &rejected)
-            return []
-        }
-        if plan.items.isEmpty {
-            // All of it confirmed by every destination that takes it: the
-            // earlier deliveries in done/ are its trace, and this line.
-            try SystemCall.unlinkIfPresent(spool.layout.new + "/" + name)
-            log.write(LogEntry(.info, "new/\(LogText.escaped(name)): receipt upload of \(summary): every item already "
-                               + "confirmed at its version, nothing to deliver; removed", fields: [("TXRECON_FILE", name)]))
-            return []
-        }
-        try receipts.store.store(split.der, name: receiptSha256)
-        let parts = plan.items.map { item in
-            ReceiptSplit.part(receiptSha256: receiptSha256, entry: item.kind == .receipt ? item.key.rawValue : nil,
-                              context: split.context)
-        }
-        let names = try spool.split(drop: name, into: parts, modifiedAt: modifiedAt, claim: claim)
-        log.write(LogEntry(.info, "new/\(LogText.escaped(name)): receipt upload of \(summary) split into "
-                           + "\(names.count) drops (\(plan.confirmed) items already confirmed, \(plan.untaken) taken by "
-                           + "no destination)", fields: [("TXRECON_FILE", name)]))
-        // More than a batch is a history, not news: delivered after what
-        // else is due, so that it holds up no unrelated item (PendingItems).
-        let bulk = names.count > Intake.batchSize
-        return zip(names, plan.items).map { Drop(name: $0, item: $1, receivedAt: modifiedAt, bulk: bulk) }
     }
 
     /// Counts a drop the spool could not take; it stays in new/ and the
@@ -810,6 +772,7 @@ final class Intake: Sendable {
 /// used only there.
 private struct Examiners {
     let pool: ExaminerPool
+    let uploads: ReceiptUploads
     let splitter: ReceiptSplitter
     let verifiers = VerifierSlot()
 }

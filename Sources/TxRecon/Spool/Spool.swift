@@ -11,7 +11,9 @@
 //   new/NAME      -> hold/KEY (+ .reason)           hold a first attempt (refused)
 //   new/NAME      -> rejected/NAME (+ .reason)      reject
 //   new/NAME      -> done/KEY.superseded-…          supersede a stale drop
-//   new/NAME      -> new/NAME.N … (page, receipt)   split, the only path that syncs (one syncfs)
+//   new/NAME      -> receipts/.split-N-NAME         set a page or receipt upload aside to split it
+//                                                   (Spool+Aside; put back into new/ at start)
+//   receipts/.split-… -> new/NAME.N …               split, the only path that syncs (one syncfs)
 //   queue/KEY     -> done/KEY (or unlinked)         finish (delivered)
 //   queue/KEY.state -> done/KEY.state (or unlinked) retireState, later (the engine batches it)
 //   queue/KEY     -> hold/KEY (+ .reason)           hold
@@ -32,13 +34,14 @@ public enum SpoolLocation: String, Sendable, CaseIterable {
 /// What reading one drop in new/ found.
 enum DropContent: Equatable {
     /// The file's bytes and its modification time (ms since 1970), which is
-    /// when the producer wrote it: the item's `receivedAt`.
-    case bytes([UInt8], modifiedAt: Int64)
+    /// when the producer wrote it: the item's `receivedAt`; `file`: which
+    /// file the name held, for a split to set aside that one and no other.
+    case bytes([UInt8], modifiedAt: Int64, file: WrittenFile)
     /// A regular file with `names` hard links, read only so that its key can
     /// tell whether its other name is done/KEY (`isDelivered`): a delivery
     /// whose finish was interrupted between its link into done/ and the
     /// unlink of this name. Any other such file is refused (`hardLinked`).
-    case linked([UInt8], modifiedAt: Int64, file: FileIdentity, names: Int)
+    case linked([UInt8], modifiedAt: Int64, file: WrittenFile, names: Int)
     /// The name is no longer there (taken already, or a duplicate event).
     case gone
     /// Not something intake reads: a symlink, FIFO, device, directory, or
@@ -189,9 +192,9 @@ package final class Spool: Sendable {
             let bytes = try SystemCall.readAll(fd, path: inboxDirectory.shown(name), limit: maximumSize, statSize: Int(opened.st_size))
             let modifiedAt = Spool.modifiedMilliseconds(opened)
             guard opened.st_nlink == 1 else {
-                return .linked(bytes, modifiedAt: modifiedAt, file: FileIdentity(opened), names: Int(opened.st_nlink))
+                return .linked(bytes, modifiedAt: modifiedAt, file: WrittenFile(opened), names: Int(opened.st_nlink))
             }
-            return .bytes(bytes, modifiedAt: modifiedAt)
+            return .bytes(bytes, modifiedAt: modifiedAt, file: WrittenFile(opened))
         } catch where error.code == EFBIG {
             return .refused(Spool.tooLarge(maximumSize))
         }
@@ -280,7 +283,7 @@ package final class Spool: Sendable {
     /// The reason, placed only where none is, claims the name: intake
     /// rejecting a drop and the engine setting an item aside under the same
     /// name at once never pick the same one (a rename onto it would lose one).
-    private func moveToRejected(_ source: String, base: String, file: String, because rejection: Rejection,
+    func moveToRejected(_ source: String, base: String, file: String, because rejection: Rejection,
                                 at now: Int64) throws(SpoolError) -> String {
         var target = base.hasSuffix(".reason") ? base + ".input" : base
         while true {
@@ -363,18 +366,20 @@ package final class Spool: Sendable {
         try SystemCall.rename(source, layout.done + "/" + target)
     }
 
-    /// A page of the transaction history, or a receipt upload, becomes one
-    /// drop per part: all written to tmp/ (with the drop's modification
-    /// time `modifiedAt`, its receivedAt, when given), made durable by one
-    /// syncfs(2) of the spool's file system, renamed into new/, new/
-    /// fsynced, and only then the drop removed. One sync for all the parts,
-    /// not an fsync each: a receipt of 5,000 purchases took 5,000 fsyncs,
-    /// seconds on a disk that flushes its cache for each. A crash in
-    /// between leaves the drop in new/ and some parts: taken again at start,
-    /// the repeats are superseded. `parts` are the parts' bytes; `claim` is
-    /// told each name in new/ just before a part is moved there.
-    func split(drop name: String, into parts: [[UInt8]], modifiedAt: Int64? = nil,
-               claim: (String) -> Void = { _ in }) throws(SpoolError) -> [String] {
+    /// A page of the transaction history, or a receipt upload, set aside
+    /// (`setAside(drop:file:)`), becomes one drop per part: all written to
+    /// tmp/ (with the drop's modification time `modifiedAt`, its
+    /// receivedAt, when given), made durable by one syncfs(2) of the
+    /// spool's file system, renamed into new/, new/ fsynced, and only then
+    /// the drop removed from where it was set aside. One sync for all the
+    /// parts, not an fsync each: a receipt of 5,000 purchases took 5,000
+    /// fsyncs, seconds on a disk that flushes its cache for each. A crash in
+    /// between leaves the drop aside and some parts: put back into new/ at
+    /// start, its repeats are superseded. `parts` are the parts' bytes;
+    /// `claim` is told each name in new/ just before a part is moved there,
+    /// and `unclaim` a name it then did not get (a producer's file has it).
+    func split(drop: AsideDrop, into parts: [[UInt8]], modifiedAt: Int64? = nil,
+               claim: (String) -> Void = { _ in }, unclaim: (String) -> Void = { _ in }) throws(SpoolError) -> [String] {
         var temporaries: [String] = []
         temporaries.reserveCapacity(parts.count)
         // Any that are not yet in new/ go again if a step fails.
@@ -390,14 +395,14 @@ package final class Spool: Sendable {
         names.reserveCapacity(parts.count)
         // Part names are the drop's name plus `.N`; a name near NAME_MAX
         // (255 bytes) is shortened first so that they still fit.
-        let base = Spool.prefix(of: name, maximumBytes: 200)
+        let base = Spool.prefix(of: drop.name, maximumBytes: 200)
         for (index, temporary) in temporaries.enumerated() {
-            names.append(try moveIntoInbox(temporary, base: "\(base).\(index + 1)", claim: claim))
+            names.append(try moveIntoInbox(temporary, base: "\(base).\(index + 1)", claim: claim, unclaim: unclaim))
             temporaries[index] = ""
         }
         temporaries = []
         try SystemCall.syncDirectory(layout.new)
-        try SystemCall.unlinkIfPresent(layout.new + "/" + name)
+        try SystemCall.unlinkIfPresent(drop.path)
         return names
     }
 
@@ -616,16 +621,26 @@ package final class Spool: Sendable {
     }
 
     /// Renames `source` into new/ as `base` or, when a producer already uses
-    /// that name, `base.N-M`: never over a producer's file.
+    /// that name, `base.N`: never over a producer's file. `claim` is told
+    /// each name before the rename onto it, and `unclaim` each it did not
+    /// get, which is then a producer's file whose event intake must take.
     @discardableResult
-    private func moveIntoInbox(_ source: String, base: String, claim: (String) -> Void = { _ in }) throws(SpoolError) -> String {
+    func moveIntoInbox(_ source: String, base: String, claim: (String) -> Void = { _ in },
+                       unclaim: (String) -> Void = { _ in }) throws(SpoolError) -> String {
         var candidate = base
-        claim(candidate)
-        while !(try SystemCall.renameNoReplace(source, layout.new + "/" + candidate)) {
-            candidate = "\(base).\(uniqueCounter.add(1, ordering: .relaxed).newValue)"
+        while true {
             claim(candidate)
+            let moved: Bool
+            do {
+                moved = try SystemCall.renameNoReplace(source, layout.new + "/" + candidate)
+            } catch {
+                unclaim(candidate)
+                throw error
+            }
+            if moved { return candidate }
+            unclaim(candidate)
+            candidate = "\(base).\(uniqueCounter.add(1, ordering: .relaxed).newValue)"
         }
-        return candidate
     }
 
     private func isTaken(_ path: String) throws(SpoolError) -> Bool {
