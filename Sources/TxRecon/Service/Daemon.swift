@@ -158,8 +158,14 @@ public enum Daemon {
         }
         do {
             // Before anything reads receipts/: a receipt the reaper had aside
-            // when the last process ended is named by some part still.
+            // when the last process ended is named by some part still, and an
+            // upload or page set aside for its split is split again.
             _ = try receipts.store.restoreAtStart()
+            let putBack = try Spool(layout: layout).restoreAsideDrops()
+            if putBack > 0 {
+                log.write(LogEntry(.notice, "\(putBack) receipt upload(s) or history page(s) whose split the last "
+                                   + "process did not finish are back in new/, split again (parts it made are repeats)"))
+            }
             try ledger.start()
         } catch {
             log.write(LogEntry(.error, "\(error)"))

@@ -1,6 +1,6 @@
 // ReceiptStore: receipts/, where the daemon keeps each StoreKit 1 receipt
-// it verified and split, once, under the SHA-256 of its bytes (64 lowercase
-// hex digits). The parts of a receipt upload name it (`receiptSha256`)
+// it split (verified, unless Mode=none), once, under the SHA-256 of its
+// bytes (64 lowercase hex digits). The parts of a receipt upload name it (`receiptSha256`)
 // instead of carrying it, so an upload of N purchases costs its receipt's
 // size once, and identical uploads (an app sending its receipt again)
 // share one file.

@@ -9,7 +9,8 @@
 //   rejected/  unreadable inputs, never deleted automatically; NAME and NAME.reason
 //   done/      delivered (KEY) and superseded (KEY.superseded-…) snapshots
 //   ctl/       requests from the txrecon CLI, and the daemon's answers
-//   receipts/  StoreKit 1 receipts the daemon verified, stored once each
+//   receipts/  StoreKit 1 receipts the daemon split (verified, unless
+//              Mode=none), stored once each
 //              under the SHA-256 of their bytes (ReceiptStore); the parts
 //              of a receipt upload name them instead of carrying them
 //   destinations/NAME/{new,queue,hold,done}
@@ -73,7 +74,7 @@ public struct SpoolLayout: Sendable, Equatable {
         return itemPrefix + location.rawValue
     }
     public var ctl: String { root + "/ctl" }
-    /// The daemon's store of verified receipts, one file per receipt
+    /// The daemon's store of the receipts it split, one file per receipt
     /// (ReceiptStore); the spool's, shared by every destination.
     public var receipts: String { root + "/receipts" }
     /// Held (flock) by the running daemon: one writer per spool.
