@@ -13,7 +13,7 @@ import FoundationEssentials
 extension BackendSecrets {
     /// The systemd credential (`LoadCredential=backend-token:…`) that holds
     /// the token when BearerTokenFile= is unset.
-    public static let tokenCredentialName = "backend-token"
+    package static let tokenCredentialName = "backend-token"
     /// The prefix of a Standard Webhooks secret; base64 follows.
     static let signingSecretPrefix = "whsec_"
     /// The shortest signing key accepted, bytes, as the Standard Webhooks
@@ -27,7 +27,7 @@ extension BackendSecrets {
     /// The secrets `configuration` names; `environment` is the process
     /// environment, consulted for `CREDENTIALS_DIRECTORY`; `credential` the
     /// credential's name there (`NAME-token` for a further destination).
-    public static func load(
+    package static func load(
         for configuration: Configuration, environment: [String: String], credential: String = BackendSecrets.tokenCredentialName
     ) throws(ConfigurationError) -> BackendSecrets {
         var secrets = BackendSecrets(
@@ -45,7 +45,7 @@ extension BackendSecrets {
     }
 
     /// A further destination's secrets, its token credential `NAME-token`.
-    public static func load(for destination: Destination,
+    package static func load(for destination: Destination,
                             environment: [String: String]) throws(ConfigurationError) -> BackendSecrets {
         try load(for: destination.settings, environment: environment, credential: destination.tokenCredential)
     }

@@ -4,11 +4,11 @@
 // descriptions below are redacted on purpose.
 
 /// Secrets for talking to the backend. Printing one shows only whether it is set.
-public struct BackendSecrets: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible {
+package struct BackendSecrets: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible {
     /// Sent as `Authorization: Bearer <token>`; nil sends no Authorization header.
-    public var bearerToken: String?
+    package var bearerToken: String?
     /// The decoded key of a Standard Webhooks `whsec_…` secret; nil signs nothing.
-    public var webhookSigningKey: [UInt8]?
+    package var webhookSigningKey: [UInt8]?
     /// Every text of a secret that must never leave the process (the
     /// token, the signing secret as written, the query of URL=, the lines
     /// of the TLS client key), for SecretRedactor.
@@ -35,15 +35,15 @@ public struct BackendSecrets: Sendable, Equatable, CustomStringConvertible, Cust
         package var debugDescription: String { description }
     }
 
-    public init(bearerToken: String? = nil, webhookSigningKey: [UInt8]? = nil) {
+    package init(bearerToken: String? = nil, webhookSigningKey: [UInt8]? = nil) {
         self.bearerToken = bearerToken
         self.webhookSigningKey = webhookSigningKey
     }
 
-    public var description: String {
+    package var description: String {
         "BackendSecrets(bearerToken: \(bearerToken == nil ? "none" : "<redacted>"), "
             + "webhookSigningKey: \(webhookSigningKey == nil ? "none" : "<redacted>"))"
     }
 
-    public var debugDescription: String { description }
+    package var debugDescription: String { description }
 }

@@ -7,102 +7,102 @@
 // their permissions.
 
 /// Everything the daemon and the CLI need from the configuration file.
-public struct Configuration: Sendable, Equatable {
+package struct Configuration: Sendable, Equatable {
     /// The file this configuration was read from (drop-ins come from
     /// `<file>.d/*.conf`).
-    public var path: String
-    public var spool = SpoolSettings()
-    public var backend = BackendSettings()
-    public var delivery = DeliverySettings()
-    public var verification = VerificationSettings()
-    public var metrics = MetricsSettings()
+    package var path: String
+    package var spool = SpoolSettings()
+    package var backend = BackendSettings()
+    package var delivery = DeliverySettings()
+    package var verification = VerificationSettings()
+    package var metrics = MetricsSettings()
     /// Which items `[Backend]` receives (`[Match]`); every item by default.
-    public var match = DestinationMatch()
+    package var match = DestinationMatch()
     /// The further destinations, one per file in `destinations/` beside
     /// this file, in name order; empty when there is none (one `[Backend]`,
     /// the spool as it always was).
-    public var destinations: [Destination] = []
+    package var destinations: [Destination] = []
     /// Every file read into this configuration, in the order applied: the
     /// main file and its drop-ins (a destination's: its file), each with
     /// its permissions as read, so that the warnings about them are those
     /// of the files this configuration came from. Empty unless built by
     /// `ConfigurationLoader`.
-    public var files: [ConfigurationFile] = []
+    package var files: [ConfigurationFile] = []
     /// Entries of the drop-in directory and of destinations/ that are not
     /// read, as full paths: an editor's backup (`review.conf~`), a hidden
     /// file (`.review.conf`), anything not named `*.conf`. Warned about
     /// (ConfigurationWarnings), never applied.
-    public var ignoredFiles: [String] = []
+    package var ignoredFiles: [String] = []
     /// Read only by `txrecon sweep`.
-    public var sweep = SweepSettings()
+    package var sweep = SweepSettings()
     /// Read only by `txrecon receive`.
-    public var receive = ReceiveSettings()
+    package var receive = ReceiveSettings()
     /// Where each key that is not at its default was last set, by
     /// `Section.Key` (e.g. `"Backend.BearerTokenFile"`), so that checks made
     /// after loading, such as reading the secret files, can name the file
     /// and line. Empty unless built by `ConfigurationLoader`.
-    public var origins: [String: ConfigurationOrigin] = [:]
+    package var origins: [String: ConfigurationOrigin] = [:]
     /// Where a key was last emptied (`Key=` with no value, which restores
     /// its default), by `Section.Key`: a required key emptied in a drop-in
     /// is blamed on that line.
-    public var resets: [String: ConfigurationOrigin] = [:]
+    package var resets: [String: ConfigurationOrigin] = [:]
 
-    public init(path: String) { self.path = path }
+    package init(path: String) { self.path = path }
 
-    public static let defaultPath = "/etc/txrecon/txrecon.conf"
+    package static let defaultPath = "/etc/txrecon/txrecon.conf"
 }
 
 /// One further destination: `destinations/NAME.conf`, which holds the
 /// `[Backend]`, `[Delivery]` and `[Match]` sections of the main file's
 /// syntax for it. `settings` is a Configuration read from that file alone;
 /// only those three sections (and `origins`) mean anything in it.
-public struct Destination: Sendable, Equatable {
+package struct Destination: Sendable, Equatable {
     /// The file's name without `.conf`: the destination's name in the
     /// journal, STATUS, metrics and the spool (`destinations/NAME/`).
-    public var name: String
-    public var settings: Configuration
+    package var name: String
+    package var settings: Configuration
 
-    public init(name: String, settings: Configuration) {
+    package init(name: String, settings: Configuration) {
         self.name = name
         self.settings = settings
     }
 
     /// The name of the destination `[Backend]` of the main file is.
-    public static let primaryName = "backend"
+    package static let primaryName = "backend"
 
     /// The systemd credential that holds its token when BearerTokenFile= is
     /// unset: `NAME-token`, as `backend-token` is `[Backend]`'s.
-    public var tokenCredential: String { name + "-token" }
+    package var tokenCredential: String { name + "-token" }
 }
 
 /// A configuration file as it was read.
-public struct ConfigurationFile: Sendable, Equatable {
-    public var path: String
+package struct ConfigurationFile: Sendable, Equatable {
+    package var path: String
     /// Its permission bits when it was read (`0o640`).
-    public var permissions: UInt32
+    package var permissions: UInt32
 
-    public init(path: String, permissions: UInt32) {
+    package init(path: String, permissions: UInt32) {
         self.path = path
         self.permissions = permissions
     }
 }
 
 /// The assignment a setting came from: the main file or a drop-in.
-public struct ConfigurationOrigin: Sendable, Equatable {
-    public var file: String
+package struct ConfigurationOrigin: Sendable, Equatable {
+    package var file: String
     /// 1-based.
-    public var line: Int
+    package var line: Int
 
-    public init(file: String, line: Int) {
+    package init(file: String, line: Int) {
         self.file = file
         self.line = line
     }
 }
 
 /// `[Spool]`
-public struct SpoolSettings: Sendable, Equatable {
+package struct SpoolSettings: Sendable, Equatable {
     /// `Directory=`: the spool root. Default `/var/spool/txrecon`.
-    public var directory = "/var/spool/txrecon"
+    package var directory = "/var/spool/txrecon"
     /// `MaxFileSize=`: larger drops are rejected unread, and the receiver
     /// answers larger bodies 413. Bytes; default 8 MiB, at most 1 GiB. A
     /// transaction or notification is a few KiB; the default is set by the
@@ -110,74 +110,74 @@ public struct SpoolSettings: Sendable, Equatable {
     /// 5,000 purchases is about 2.8 MB of base64, and 8 MiB takes about
     /// 14,900 purchases of Apple's size (AppReceipt.maximumPurchases allows
     /// 16,384).
-    public var maxFileSize: Int = 8 << 20
+    package var maxFileSize: Int = 8 << 20
     /// `DoneRetention=`: how long delivered and superseded items stay in
     /// done/. Default 3 days; zero removes them at once.
-    public var doneRetention: Duration = .seconds(3 * 86_400)
+    package var doneRetention: Duration = .seconds(3 * 86_400)
     /// `LedgerFile=`: the ledger of what each destination confirmed (SQLite).
     /// Default `/var/lib/txrecon/ledger.sqlite3` (systemd's StateDirectory=,
     /// 0700): it holds appAccountTokens, personal data, and is derived from
     /// done/, so it lives apart from the spool the producers' group opens.
-    public var ledgerFile = "/var/lib/txrecon/ledger.sqlite3"
+    package var ledgerFile = "/var/lib/txrecon/ledger.sqlite3"
     /// `LedgerRetention=`: a key whose last confirmation is older is
     /// forgotten. Default 2 years: longer than a yearly subscription's
     /// whole life between two renewals and Apple's 180-day history, so a
     /// stale snapshot of anything Apple can still send is recognised.
-    public var ledgerRetention: Duration = .seconds(730 * 86_400)
+    package var ledgerRetention: Duration = .seconds(730 * 86_400)
 
-    public init() {}
+    package init() {}
 }
 
 /// `[Backend]`
-public struct BackendSettings: Sendable, Equatable {
+package struct BackendSettings: Sendable, Equatable {
     /// `URL=`: where items are POSTed (http or https). Required.
-    public var url = ""
+    package var url = ""
     /// `Timeout=`: the whole exchange, connect included. Default 10 s.
-    public var timeout: Duration = .seconds(10)
+    package var timeout: Duration = .seconds(10)
     /// `BearerTokenFile=`: a file holding the token sent as
     /// `Authorization: Bearer`. When unset, the systemd credential
     /// `backend-token` is used if `$CREDENTIALS_DIRECTORY` has it.
-    public var bearerTokenFile: String?
+    package var bearerTokenFile: String?
     /// `SigningSecretFile=`: a `whsec_…` Standard Webhooks secret; when set,
     /// every attempt is signed.
-    public var signingSecretFile: String?
+    package var signingSecretFile: String?
     /// `CAFile=`: PEM bundle that replaces the system trust store for
     /// https://, and is added to it for tls:// (libnats loads the system's).
-    public var caFile: String?
+    package var caFile: String?
     /// `ClientCertificateFile=` and `ClientKeyFile=`: PEM client identity for
     /// mutual TLS (https:// and tls://); both or neither.
-    public var clientCertificateFile: String?
-    public var clientKeyFile: String?
+    package var clientCertificateFile: String?
+    package var clientKeyFile: String?
     /// `ProbeDelays=`: while the backend fails, only one request at a time
     /// (a probe) goes to it, this long apart. Default `1s 2s 5s 10s`, the
     /// last repeating.
-    public var probeSchedule = RetrySchedule.probing
+    package var probeSchedule = RetrySchedule.probing
     /// `MaxRate=`: requests a second at most (a token bucket, one second's
     /// worth saved up). Default unset: no limit.
-    public var maxRate: Double?
+    package var maxRate: Double?
     /// `Subject=`: nats:// and tls:// only; each item is published to this subject, a
     /// dot, and its key (as the spool names it: `%XX` for `.`, `*`, `>`,
     /// spaces). Default `txrecon`.
-    public var subject = "txrecon"
+    package var subject = "txrecon"
     /// `Stream=`: nats:// and tls:// only, and required there; the stream
     /// that must capture `SUBJECT.>` and store the items. Nothing is
     /// published while it does not (checked at each connection and
     /// reconnect), and only its acknowledgement finishes an item. No default.
-    public var stream: String?
+    package var stream: String?
 
-    public init() {}
+    package init() {}
 
     /// Whether URL= is a NATS server (nats:// or tls://): items are
     /// published to JetStream.
-    public var isStream: Bool { url.lowercased().hasPrefix("nats://") || streamRequiresTLS }
+    package var isStream: Bool { url.lowercased().hasPrefix("nats://") || streamRequiresTLS }
 
     /// Whether URL= is a NATS server that must be spoken to over TLS
     /// (tls://); with nats:// libnats uses TLS only when the server asks.
-    public var streamRequiresTLS: Bool { url.lowercased().hasPrefix("tls://") }
+    package var streamRequiresTLS: Bool { url.lowercased().hasPrefix("tls://") }
 
     /// URL= as logs and check-config show it: a query, which may carry a
     /// credential, stands as `?<redacted>`.
-    public var displayURL: String {
+    package var displayURL: String {
         guard urlQuery != nil, let mark = url.firstIndex(of: "?") else { return url }
         return url[...mark] + SecretRedactor.placeholder
     }
@@ -231,47 +231,47 @@ public struct BackendSettings: Sendable, Equatable {
 }
 
 /// `[Delivery]`
-public struct DeliverySettings: Sendable, Equatable {
+package struct DeliverySettings: Sendable, Equatable {
     /// `RetryDelays=`: default `2s 5s 15s 30s 1min 5min`, the last repeating.
-    public var retrySchedule = RetrySchedule.standard
+    package var retrySchedule = RetrySchedule.standard
     /// `MaxConcurrentDeliveries=`: attempts in flight at once, across
     /// different keys. Default 8, at most 64: each connection waits for the
     /// backend's answer and then for the item's rename, so fewer leave the
     /// backend idle in between (bench/FINDINGS.md), and a backend that takes
     /// 20 ms an answer still gets 400 items a second.
-    public var maxConcurrentDeliveries = 8
+    package var maxConcurrentDeliveries = 8
 
-    public init() {}
+    package init() {}
 }
 
 /// `[Metrics]`
-public struct MetricsSettings: Sendable, Equatable {
+package struct MetricsSettings: Sendable, Equatable {
     /// `TextfileDirectory=`: where to keep `txrecon.prom` for node_exporter's
     /// textfile collector (e.g. `/var/lib/prometheus/node-exporter`).
     /// Default unset: no metrics file.
-    public var textfileDirectory: String?
+    package var textfileDirectory: String?
 
-    public init() {}
+    package init() {}
 }
 
 /// A configuration problem: names the file, line and key. The daemon and the
 /// CLI exit with status 78 (EX_CONFIG) on one.
-public struct ConfigurationError: Error, Sendable, Equatable, CustomStringConvertible {
-    public var file: String
+package struct ConfigurationError: Error, Sendable, Equatable, CustomStringConvertible {
+    package var file: String
     /// 1-based; nil when the problem is not on one line (a missing required key).
-    public var line: Int?
+    package var line: Int?
     /// `Section.Key`, or nil for a syntax error.
-    public var key: String?
-    public var message: String
+    package var key: String?
+    package var message: String
 
-    public init(file: String, line: Int?, key: String?, message: String) {
+    package init(file: String, line: Int?, key: String?, message: String) {
         self.file = file
         self.line = line
         self.key = key
         self.message = message
     }
 
-    public var description: String {
+    package var description: String {
         var location = file
         if let line { location += ":\(line)" }
         if let key { return "\(location): \(key): \(message)" }
@@ -279,14 +279,14 @@ public struct ConfigurationError: Error, Sendable, Equatable, CustomStringConver
     }
 
     /// sysexits.h EX_CONFIG
-    public static let exitStatus: Int32 = 78
+    package static let exitStatus: Int32 = 78
 }
 
 extension Configuration {
     /// Every destination's configuration, `[Backend]` (this one) first: a
     /// further destination's is this one with its `[Backend]`, `[Delivery]`,
     /// `[Match]` and their origins, and its file as `path`.
-    public var deliveryConfigurations: [(name: String, configuration: Configuration)] {
+    package var deliveryConfigurations: [(name: String, configuration: Configuration)] {
         [(Destination.primaryName, self)] + destinations.map { destination in
             var merged = self
             merged.path = destination.settings.path

@@ -22,14 +22,14 @@
 import Glibc
 
 /// Loads the configuration file.
-public enum ConfigurationLoader {
+package enum ConfigurationLoader {
     /// Configuration files larger than this are refused, bytes.
     static let maximumFileSize = 1 << 20
 
     /// The configuration in `path` (default `/etc/txrecon/txrecon.conf`)
     /// and its drop-ins, with `origins` recording where each set key was
     /// set.
-    public static func load(path: String) throws(ConfigurationError) -> Configuration {
+    package static func load(path: String) throws(ConfigurationError) -> Configuration {
         var configuration = Configuration(path: path)
         let dropIns = try DropInDirectory.listing(of: path)
         for file in [path] + dropIns.files {
@@ -46,7 +46,7 @@ public enum ConfigurationLoader {
     static let destinationSections = ["Backend", "Delivery", "Match"]
 
     /// The directory of destination files beside the configuration file at `path`.
-    public static func destinationDirectory(beside path: String) -> String {
+    package static func destinationDirectory(beside path: String) -> String {
         guard let slash = path.utf8.lastIndex(of: UInt8(ascii: "/")) else { return "destinations" }
         return String(path[...slash]) + "destinations"
     }

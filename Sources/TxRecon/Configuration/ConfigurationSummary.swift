@@ -4,10 +4,10 @@
 // something in it is set, and its key file only by name (it is read by
 // `txrecon sweep`, not here); each further destination after the rest.
 
-public enum ConfigurationSummary {
+package enum ConfigurationSummary {
     /// `verification` is what SignedDataPolicy.load made of the configuration.
     /// `destinationSecrets`: each further destination's, in order.
-    public static func lines(_ configuration: Configuration, secrets: BackendSecrets,
+    package static func lines(_ configuration: Configuration, secrets: BackendSecrets,
                              verification: SignedDataPolicy?, destinationSecrets: [BackendSecrets] = []) -> [String] {
         let spool = configuration.spool
         var lines = [

@@ -8,7 +8,7 @@
 import FoundationEssentials
 import Glibc
 
-public enum ConfigurationWarnings {
+package enum ConfigurationWarnings {
     /// Shorter than this, an exchange over any network times out.
     static let shortestSensibleTimeout: Duration = .milliseconds(100)
 
@@ -16,7 +16,7 @@ public enum ConfigurationWarnings {
     /// timeout no backend meets, secrets sent in clear, a `[Match]` type
     /// Apple does not send, files in the configuration directories that are
     /// not read, two destinations that deliver the same items to one URL.
-    public static func daemon(_ configuration: Configuration, secrets: BackendSecrets) -> [String] {
+    package static func daemon(_ configuration: Configuration, secrets: BackendSecrets) -> [String] {
         var warnings: [String] = []
         if let warning = configuration.verification.startWarning { warnings.append(warning) }
         return warnings + groupWritableFiles(configuration) + backend(configuration, secrets: secrets)
@@ -42,7 +42,7 @@ public enum ConfigurationWarnings {
     }
 
     /// The warnings about one further destination, each naming its file.
-    public static func destination(_ destination: Destination, secrets: BackendSecrets) -> [String] {
+    package static func destination(_ destination: Destination, secrets: BackendSecrets) -> [String] {
         groupWritableFiles(destination.settings)
             + backend(destination.settings, secrets: secrets).map { "\(destination.settings.path): " + $0 }
             + match(destination.settings)
@@ -165,7 +165,7 @@ public enum ConfigurationWarnings {
     }
 
     /// The warnings about what `txrecon sweep` uses.
-    public static func sweep(_ settings: SweepSettings) -> [String] {
+    package static func sweep(_ settings: SweepSettings) -> [String] {
         guard let base = settings.baseURL, let host = plainHTTPHost(base), !isLoopback(host) else { return [] }
         return ["[Sweep] BaseURL= is plain http:// to \(host): the App Store Server API token and the notification "
                 + "history cross the network unencrypted; Apple's servers take https:// only"]

@@ -7,21 +7,21 @@
 // ConfigurationWarnings.
 
 /// `[Match]`
-public struct DestinationMatch: Sendable, Equatable {
+package struct DestinationMatch: Sendable, Equatable {
     /// `Environment=`: Apple's spelling (`Production`, `Sandbox`, `Xcode`,
     /// `LocalTesting`). An item without an environment (an envelope) does
     /// not match a destination that sets it.
-    public var environments: [String]?
+    package var environments: [String]?
     /// `Kind=`: the body's `kind` (`appstore.transaction`,
     /// `appstore.notification`, `appstore.receipt`, `appstore.receipt-file`,
     /// `envelope`).
-    public var kinds: [ItemKind]?
+    package var kinds: [ItemKind]?
     /// `NotificationType=`: Apple's notificationType (`REFUND`,
     /// `DID_RENEW`, …). Only notifications carry one; nothing else matches
     /// a destination that sets it.
-    public var notificationTypes: [String]?
+    package var notificationTypes: [String]?
 
-    public init() {}
+    package init() {}
 
     /// Whether `item` goes to this destination.
     func accepts(_ item: Item) -> Bool {
@@ -72,7 +72,7 @@ public struct DestinationMatch: Sendable, Equatable {
 
     /// The match in words, for check-config and the start-up log:
     /// `every item`, or `Environment=Sandbox Kind=appstore.notification`.
-    public var summary: String {
+    package var summary: String {
         var parts: [String] = []
         if let environments { parts.append("Environment=" + environments.joined(separator: " ")) }
         if let kinds { parts.append("Kind=" + kinds.map(\.rawValue).joined(separator: " ")) }

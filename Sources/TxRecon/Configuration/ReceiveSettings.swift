@@ -4,50 +4,50 @@
 import Glibc
 
 /// `[Receive]`
-public struct ReceiveSettings: Sendable, Equatable {
+package struct ReceiveSettings: Sendable, Equatable {
     /// `Listen=`: the address and port to serve when systemd does not pass
     /// a listening socket (txrecon-receive.socket does). Default
     /// 127.0.0.1:8081: plain HTTP belongs behind a reverse proxy on the
     /// same host.
-    public var listen = ListenAddress(host: "127.0.0.1", port: 8081)
+    package var listen = ListenAddress(host: "127.0.0.1", port: 8081)
     /// `UploadTokenFile=`: a file holding the bearer token `POST
     /// /appstore/transactions` and `/envelopes` require; unset requires none.
-    public var uploadTokenFile: String?
+    package var uploadTokenFile: String?
     /// `MaxConnections=` and `MaxConnectionsPerAddress=`: connections at
     /// once, in all and from one address.
-    public var maxConnections = 256
-    public var maxConnectionsPerAddress = 32
+    package var maxConnections = 256
+    package var maxConnectionsPerAddress = 32
     /// `IdleTimeout=`: a connection idle this long is closed. Default 15 s.
-    public var idleTimeout: Duration = .seconds(15)
+    package var idleTimeout: Duration = .seconds(15)
     /// `RequestTimeout=`: a request must be whole this long after its first
     /// byte (headers included, against slowloris). Default 30 s.
-    public var requestTimeout: Duration = .seconds(30)
+    package var requestTimeout: Duration = .seconds(30)
     /// `MaxRequestsPerSecondPerAddress=`: requests a second from one
     /// address before 429; 0 for no limit. Default 100.
-    public var maxRequestsPerSecondPerAddress = 100
+    package var maxRequestsPerSecondPerAddress = 100
     /// `MaxInboxFiles=`: with this many files waiting in new/, requests get
     /// 503 until the daemon has taken some. Default 100,000.
-    public var maxInboxFiles = 100_000
+    package var maxInboxFiles = 100_000
     /// `RejectedQuota=`: genuine App Store data this txrecon's settings
     /// refuse (another bundle id or environment) is spooled, to land in
     /// rejected/ and be requeued after a fix, while rejected/ holds fewer
     /// files than this; past it, 503. Default 10,000.
-    public var rejectedQuota = 10_000
+    package var rejectedQuota = 10_000
 
-    public init() {}
+    package init() {}
 }
 
 /// `Listen=`: `ADDRESS:PORT`, `[IPV6]:PORT`.
-public struct ListenAddress: Sendable, Equatable, CustomStringConvertible {
-    public var host: String
-    public var port: UInt16
+package struct ListenAddress: Sendable, Equatable, CustomStringConvertible {
+    package var host: String
+    package var port: UInt16
 
-    public init(host: String, port: UInt16) {
+    package init(host: String, port: UInt16) {
         self.host = host
         self.port = port
     }
 
-    public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+    package var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
 }
 
 extension SettingValue {

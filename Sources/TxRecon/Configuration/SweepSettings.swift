@@ -11,7 +11,7 @@
 
 /// The two App Store environments, spelled as Apple spells them in
 /// payloads (`environment`) and in App Store Connect.
-public enum AppStoreEnvironment: String, Sendable, Equatable, CaseIterable {
+package enum AppStoreEnvironment: String, Sendable, Equatable, CaseIterable {
     case production = "Production"
     case sandbox = "Sandbox"
 
@@ -34,41 +34,41 @@ public enum AppStoreEnvironment: String, Sendable, Equatable, CaseIterable {
 }
 
 /// `[Sweep]`
-public struct SweepSettings: Sendable, Equatable {
+package struct SweepSettings: Sendable, Equatable {
     /// `Environment=`: `Production` (default) or `Sandbox`. Chooses the
     /// default server and the history limit (180 or 30 days).
-    public var environment = AppStoreEnvironment.production
+    package var environment = AppStoreEnvironment.production
     /// `BundleID=`: the app's bundle identifier, sent as the token's `bid`.
     /// Required by `txrecon sweep`.
-    public var bundleID: String?
+    package var bundleID: String?
     /// `IssuerID=`: the issuer id from App Store Connect's Keys page, sent as
     /// the token's `iss`. Required by `txrecon sweep`.
-    public var issuerID: String?
+    package var issuerID: String?
     /// `KeyID=`: the id of the In-App Purchase key, sent as the token
     /// header's `kid`. Required by `txrecon sweep`.
-    public var keyID: String?
+    package var keyID: String?
     /// `PrivateKeyFile=`: the key's `.p8` file (PKCS#8 PEM, P-256). When
     /// unset, the systemd credential `appstore-key` is used.
-    public var privateKeyFile: String?
+    package var privateKeyFile: String?
     /// `BaseURL=`: the App Store Server API's address; nil means Apple's
     /// server for `environment`. Tests point it at 127.0.0.1.
-    public var baseURL: String?
+    package var baseURL: String?
     /// `Window=`: the longest date range one series of history requests
     /// covers, and so how far the checkpoint advances at a time. Default 1
     /// day; 1 minute to 30 days.
-    public var window: Duration = .seconds(86_400)
+    package var window: Duration = .seconds(86_400)
     /// `Overlap=`: how far before the checkpoint each run starts again, so
     /// that notifications Apple records late are not missed. Default 1 hour;
     /// at most 7 days.
-    public var overlap: Duration = .seconds(3600)
+    package var overlap: Duration = .seconds(3600)
     /// `MaxRequestsPerSecond=`: the pace of history requests. Default 5 (the
     /// sandbox's limit; production allows 50); 1 to 50.
-    public var maxRequestsPerSecond = 5
+    package var maxRequestsPerSecond = 5
 
-    public init() {}
+    package init() {}
 
     /// `baseURL`, or Apple's server for `environment`.
-    public var effectiveBaseURL: String { baseURL ?? environment.defaultBaseURL }
+    package var effectiveBaseURL: String { baseURL ?? environment.defaultBaseURL }
 }
 
 extension SettingValue {

@@ -7,7 +7,7 @@
 // caller names the file, line and key.
 
 /// A systemd time span: parsing into a `Duration` and canonical text.
-public enum TimeSpan {
+package enum TimeSpan {
     private static let microsecondsPerSecond: Int64 = 1_000_000
     private static let microsecondsPerMinute = 60 * microsecondsPerSecond
     private static let microsecondsPerHour = 60 * microsecondsPerMinute
@@ -91,7 +91,7 @@ public enum TimeSpan {
     /// whole in its largest unit is written as a decimal ("1.500000s").
     /// Sub-microsecond parts are dropped. The result parses back to the same
     /// span.
-    public static func format(_ duration: Duration) -> String {
+    package static func format(_ duration: Duration) -> String {
         precondition(duration >= .zero, "TimeSpan.format: negative duration \(duration)")
         let (seconds, attoseconds) = duration.components
         let (wholeSeconds, overflow) = seconds.multipliedReportingOverflow(by: microsecondsPerSecond)

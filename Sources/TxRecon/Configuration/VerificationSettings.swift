@@ -9,37 +9,37 @@
 // signatures go unchecked.
 
 /// `[Verification]`
-public struct VerificationSettings: Sendable, Equatable {
+package struct VerificationSettings: Sendable, Equatable {
     /// `Mode=`: default `appstore`.
-    public var mode = VerificationMode.appStore
+    package var mode = VerificationMode.appStore
     /// `RootCertificateFile=`: PEM or DER, one or more self-signed roots.
     /// Default Apple Root CA - G3 as the package installs it.
-    public var rootCertificateFile = VerificationSettings.defaultRootCertificateFile
+    package var rootCertificateFile = VerificationSettings.defaultRootCertificateFile
     /// `ReceiptRootCertificateFile=`: the roots StoreKit 1 receipts must
     /// chain to. Default Apple Inc. Root Certificate as the package installs it.
-    public var receiptRootCertificateFile = VerificationSettings.defaultReceiptRootCertificateFile
+    package var receiptRootCertificateFile = VerificationSettings.defaultReceiptRootCertificateFile
     /// `BundleID=`: required with Mode=appstore.
-    public var bundleID: String?
+    package var bundleID: String?
     /// `AppAppleID=`: the app's Apple ID; required when Production is listed.
-    public var appAppleID: Int64?
+    package var appAppleID: Int64?
     /// `Environment=`: the environments signed data may come from, in the
     /// order listed; required with Mode=appstore. A production server lists
     /// `Production Sandbox`, for App Review buys with sandbox accounts in
     /// the build that runs against it.
-    public var environments: [SignedDataEnvironment] = []
+    package var environments: [SignedDataEnvironment] = []
     /// `AcceptEnvelopes=`: whether generic envelopes (format 5), which carry
     /// no signature, are taken. Default no.
-    public var acceptEnvelopes = false
+    package var acceptEnvelopes = false
 
-    public init() {}
+    package init() {}
 
-    public static let defaultRootCertificateFile = "/usr/share/txrecon/AppleRootCA-G3.cer"
-    public static let defaultReceiptRootCertificateFile = "/usr/share/txrecon/AppleIncRootCertificate.cer"
+    package static let defaultRootCertificateFile = "/usr/share/txrecon/AppleRootCA-G3.cer"
+    package static let defaultReceiptRootCertificateFile = "/usr/share/txrecon/AppleIncRootCertificate.cer"
 
     /// The warning for the log at start (and check-config) when signatures
     /// go unchecked: verification is off, or the environment is not signed
     /// by the App Store; nil otherwise.
-    public var startWarning: String? {
+    package var startWarning: String? {
         if mode == .none {
             return "[Verification] Mode=none: App Store signatures are not checked; anyone who can write "
                 + "to the spool can have forged transactions delivered. Use it for development only"
@@ -80,7 +80,7 @@ public struct VerificationSettings: Sendable, Equatable {
 }
 
 /// `Mode=`
-public enum VerificationMode: String, Sendable, Equatable {
+package enum VerificationMode: String, Sendable, Equatable {
     /// Every App Store signed string is verified as Apple's SignedDataVerifier does.
     case appStore = "appstore"
     /// Decode only (development).
@@ -91,7 +91,7 @@ public enum VerificationMode: String, Sendable, Equatable {
 /// from, spelled as Apple's payloads spell `environment`. Wider than
 /// `AppStoreEnvironment` (the servers `txrecon sweep` talks to): StoreKit
 /// testing data comes from Xcode or local testing, never from a server.
-public enum SignedDataEnvironment: String, Sendable, Equatable, CaseIterable {
+package enum SignedDataEnvironment: String, Sendable, Equatable, CaseIterable {
     case production = "Production"
     case sandbox = "Sandbox"
     /// StoreKit testing in Xcode: signed by Xcode, not by the App Store.
@@ -100,5 +100,5 @@ public enum SignedDataEnvironment: String, Sendable, Equatable, CaseIterable {
     case localTesting = "LocalTesting"
 
     /// Whether data from this environment carries App Store signatures.
-    public var checksSignatures: Bool { self == .production || self == .sandbox }
+    package var checksSignatures: Bool { self == .production || self == .sandbox }
 }

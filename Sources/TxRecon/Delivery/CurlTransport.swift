@@ -27,9 +27,9 @@ import Synchronization
 /// old ones). The number of workers is fixed at start; a reload that changes
 /// `MaxConcurrentDeliveries=` needs a new transport (shut the old one down once
 /// its attempts have finished).
-public final class CurlTransport: Transport {
+package final class CurlTransport: Transport {
     /// The number of worker threads, hence of attempts in flight at once.
-    public let workerCount: Int
+    package let workerCount: Int
     private let jobs = HandoffQueue<CurlJob>()
     private let options: Mutex<CurlOptions>
 
@@ -71,7 +71,7 @@ public final class CurlTransport: Transport {
     /// that worker's connection. A send waits at most `Timeout=`. After
     /// `shutdown()`, exchanges still run (on a thread of their own, so that
     /// what they commit stays consistent) with a `send` that fails at once.
-    public func start(_ exchange: @escaping @Sendable (_ send: (DeliveryRequest) -> TransportResult) -> Void) {
+    package func start(_ exchange: @escaping @Sendable (_ send: (DeliveryRequest) -> TransportResult) -> Void) {
         let options = self.options.withLock { $0 }
         // The worker refuses a header that holds a line break or NUL
         // (CurlHeaderList), before anything is sent.
@@ -86,17 +86,17 @@ public final class CurlTransport: Transport {
 
     /// Stops the workers: attempts already running finish, waiting ones and
     /// later ones fail at once. Does not wait for the threads; idempotent.
-    public func shutdown() {
+    package func shutdown() {
         for job in jobs.close() { job.refuse() }
     }
 
     /// The transport could not start; the daemon cannot deliver without it.
-    public struct StartError: Error, Sendable, CustomStringConvertible {
-        public var reason: String
+    package struct StartError: Error, Sendable, CustomStringConvertible {
+        package var reason: String
 
         init(_ reason: String) { self.reason = reason }
 
-        public var description: String { "cannot start the HTTP transport: \(reason)" }
+        package var description: String { "cannot start the HTTP transport: \(reason)" }
     }
 }
 

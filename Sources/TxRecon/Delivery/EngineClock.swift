@@ -6,7 +6,7 @@ import Glibc
 import Synchronization
 
 /// Monotonic time to schedule on, wall time to persist.
-public protocol EngineClock: Sendable {
+package protocol EngineClock: Sendable {
     /// Monotonic time since an arbitrary origin; never goes back.
     var now: Duration { get }
     /// Wall-clock milliseconds since 1970; may jump either way.
@@ -20,21 +20,21 @@ public protocol EngineClock: Sendable {
 /// CLOCK_REALTIME. Sleeping is a one-shot `asyncAfter` rather than
 /// `Task.sleep`, which on Linux re-arms a one-second timer until its deadline
 /// and so wakes the process every second while a retry waits.
-public struct SystemClock: EngineClock {
+package struct SystemClock: EngineClock {
     /// Where the timers fire; their handlers only resume a continuation.
     private static let timers = DispatchQueue(label: "txrecon.timers")
 
-    public init() {}
+    package init() {}
 
-    public var now: Duration {
+    package var now: Duration {
         var time = timespec()
         clock_gettime(CLOCK_BOOTTIME, &time)
         return .seconds(time.tv_sec) + .nanoseconds(time.tv_nsec)
     }
 
-    public var wallMilliseconds: Int64 { Timestamp.nowMilliseconds() }
+    package var wallMilliseconds: Int64 { Timestamp.nowMilliseconds() }
 
-    public func sleep(until deadline: Duration) async throws {
+    package func sleep(until deadline: Duration) async throws {
         let remaining = deadline - now
         guard remaining > .zero else { return try Task.checkCancellation() }
         let wait = TimerWait()

@@ -3,7 +3,7 @@
 // engine on every change; publishing it is someone else's job.
 
 /// How the backend has been answering lately.
-public enum BackendCondition: Sendable, Equatable {
+package enum BackendCondition: Sendable, Equatable {
     /// Nothing sent since start.
     case unknown
     /// The last attempt was delivered.
@@ -13,29 +13,29 @@ public enum BackendCondition: Sendable, Equatable {
     case failing(since: Int64, lastError: String)
 }
 
-public struct EngineStatus: Sendable, Equatable {
+package struct EngineStatus: Sendable, Equatable {
     /// Items pending: in queue/, or fresh ones read from new/ awaiting their
     /// first attempt (in flight included).
-    public var queued = 0
+    package var queued = 0
     /// Attempts in flight.
-    public var delivering = 0
-    public var held = 0
-    public var rejected = 0
+    package var delivering = 0
+    package var held = 0
+    package var rejected = 0
     /// Delivered since the daemon started.
-    public var delivered = 0
+    package var delivered = 0
     /// Snapshots set aside as superseded since the daemon started.
-    public var superseded = 0
-    public var backend = BackendCondition.unknown
+    package var superseded = 0
+    package var backend = BackendCondition.unknown
     /// While the backend fails: when its next probe goes out (ms since
     /// 1970), the next request it sees.
-    public var nextRetryAt: Int64?
+    package var nextRetryAt: Int64?
     /// Why intake is paused (say, the spool's file system is full); nil when it runs.
-    public var intakePausedBecause: String?
+    package var intakePausedBecause: String?
     /// While intake leaves drops in new/ because too many items are
     /// pending: the count below which it reads new/ again; nil otherwise.
-    public var intakeWaitsBelow: Int?
+    package var intakeWaitsBelow: Int?
     /// `starting`, `running`, `stopping`.
-    public var phase = "starting"
+    package var phase = "starting"
     /// receivedAt of the oldest item in queue/ (ms since 1970); nil when
     /// queue/ is empty. For the metrics file.
     var oldestQueuedAt: Int64?
@@ -43,11 +43,11 @@ public struct EngineStatus: Sendable, Equatable {
     /// start, for the metrics file.
     var statistics = DeliveryStatistics()
 
-    public init() {}
+    package init() {}
 
     /// One line a person understands at a glance, e.g.
     /// `12 queued, 3 delivering, 1 held, 2 rejected; backend failing since 18:03:07 (HTTP 503), next probe at 18:04:40`.
-    public var line: String {
+    package var line: String {
         var text = "\(queued) queued, \(delivering) delivering, \(held) held, \(rejected) rejected"
         text += "; backend " + conditionText
         if let intakePausedBecause { text += "; intake paused: \(intakePausedBecause)" }

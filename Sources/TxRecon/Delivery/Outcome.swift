@@ -3,7 +3,7 @@
 // in one place). The engine acts on outcomes; it never looks at HTTP itself.
 
 /// What the transport saw of one exchange.
-public enum TransportResult: Sendable, Equatable {
+package enum TransportResult: Sendable, Equatable {
     /// A complete HTTP response. `retryAfter` is the raw `Retry-After` header;
     /// `bodyPrefix` holds the first bytes of a 4xx answer's body (see
     /// `CurlResponseCapture.bodyPrefixLimit`), the only one a reason reads;
@@ -20,14 +20,14 @@ public enum TransportResult: Sendable, Equatable {
 }
 
 /// How a destination confirmed that it durably has an item.
-public enum Confirmation: Sendable, Equatable, CustomStringConvertible {
+package enum Confirmation: Sendable, Equatable, CustomStringConvertible {
     case http(status: Int)
     /// Stored in `stream` as `sequence`; `duplicate`: stored before, within
     /// the stream's duplicate window.
     case stream(name: String, sequence: UInt64, duplicate: Bool)
 
     /// `HTTP 204`, `stream ORDERS sequence 42 (a duplicate)`.
-    public var description: String {
+    package var description: String {
         switch self {
         case let .http(status): return "HTTP \(status)"
         case let .stream(name, sequence, duplicate):
@@ -38,8 +38,8 @@ public enum Confirmation: Sendable, Equatable, CustomStringConvertible {
 }
 
 /// Why no usable response arrived.
-public struct TransportFailure: Error, Sendable, Equatable, CustomStringConvertible {
-    public enum Kind: String, Sendable, CaseIterable {
+package struct TransportFailure: Error, Sendable, Equatable, CustomStringConvertible {
+    package enum Kind: String, Sendable, CaseIterable {
         case connect = "connection failed"
         case timeout = "timed out"
         case tls = "TLS failure"
@@ -54,20 +54,20 @@ public struct TransportFailure: Error, Sendable, Equatable, CustomStringConverti
         case notAcknowledged = "not acknowledged"
         case other = "transfer failed"
     }
-    public var kind: Kind
+    package var kind: Kind
     /// The transport's own words (e.g. curl's error buffer); never holds secrets.
-    public var message: String
+    package var message: String
 
-    public init(_ kind: Kind, _ message: String) {
+    package init(_ kind: Kind, _ message: String) {
         self.kind = kind
         self.message = message
     }
 
-    public var description: String { message.isEmpty ? kind.rawValue : "\(kind.rawValue): \(message)" }
+    package var description: String { message.isEmpty ? kind.rawValue : "\(kind.rawValue): \(message)" }
 }
 
 /// The engine's decision for an item after one attempt.
-public enum Outcome: Sendable, Equatable {
+package enum Outcome: Sendable, Equatable {
     /// The destination durably has the item (HTTP: 2xx other than 202;
     /// JetStream: a publish acknowledgement): finish it.
     case delivered(Confirmation)
@@ -79,7 +79,7 @@ public enum Outcome: Sendable, Equatable {
     case hold(reason: String, status: Int?)
 
     /// `Retry-After` never pushes an item further out than this.
-    public static let retryAfterCap: Duration = .seconds(3600)
+    package static let retryAfterCap: Duration = .seconds(3600)
     /// How much of a refusal's body its hold reason keeps, bytes.
     static let reasonBodyLimit = 512
 

@@ -6,27 +6,27 @@
 // shape paces the probes of a failing backend (`ProbeDelays=`).
 
 /// The wait before the next attempt, by the number of failed attempts so far.
-public struct RetrySchedule: Sendable, Equatable {
+package struct RetrySchedule: Sendable, Equatable {
     /// Never empty; each delay is positive.
-    public let delays: [Duration]
+    package let delays: [Duration]
 
-    public static let standard = RetrySchedule(delays: [
+    package static let standard = RetrySchedule(delays: [
         .seconds(2), .seconds(5), .seconds(15), .seconds(30), .seconds(60), .seconds(300),
     ])!
 
     /// `ProbeDelays=`: how often a failing backend is probed (BackendHealth).
     /// Short: a probe is one request, and recovery is noticed within a step.
-    public static let probing = RetrySchedule(delays: [.seconds(1), .seconds(2), .seconds(5), .seconds(10)])!
+    package static let probing = RetrySchedule(delays: [.seconds(1), .seconds(2), .seconds(5), .seconds(10)])!
 
     /// nil when `delays` is empty or holds a delay that is not positive.
-    public init?(delays: [Duration]) {
+    package init?(delays: [Duration]) {
         guard !delays.isEmpty, delays.allSatisfy({ $0 > .zero }) else { return nil }
         self.delays = delays
     }
 
     /// The delay after `failedAttempts` failures (1 for the first failure).
     /// A `Retry-After` the backend sent raises the delay, never lowers it.
-    public func delay(afterFailedAttempts failedAttempts: Int, retryAfter: Duration? = nil) -> Duration {
+    package func delay(afterFailedAttempts failedAttempts: Int, retryAfter: Duration? = nil) -> Duration {
         let step = delays[min(max(failedAttempts, 1), delays.count) - 1]
         guard let retryAfter else { return step }
         return max(step, min(retryAfter, Outcome.retryAfterCap))
@@ -35,7 +35,7 @@ public struct RetrySchedule: Sendable, Equatable {
     /// The longest delay this schedule can produce, `Retry-After` included:
     /// a persisted next-attempt time further away than this (say, after the
     /// wall clock jumped back) is pulled in to it.
-    public var longestDelay: Duration { max(delays.max()!, Outcome.retryAfterCap) }
+    package var longestDelay: Duration { max(delays.max()!, Outcome.retryAfterCap) }
 }
 
 /// Parsing of the `Retry-After` header: delay-seconds or an HTTP-date.

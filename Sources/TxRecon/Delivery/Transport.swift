@@ -6,28 +6,28 @@
 
 /// One delivery of an item: an HTTP POST's headers and body, or, to a
 /// stream, the message's.
-public struct DeliveryRequest: Sendable, Equatable {
+package struct DeliveryRequest: Sendable, Equatable {
     /// Header lines in order, e.g. ("Idempotency-Key", "123:1690000000000").
-    public var headers: [(name: String, value: String)]
-    public var body: [UInt8]
+    package var headers: [(name: String, value: String)]
+    package var body: [UInt8]
     /// The item's key, for a stream's subject; nil when built without one.
-    public var key: ItemKey?
+    package var key: ItemKey?
     /// When `txrecon replay` queued the item again (ms since 1970): a
     /// stream gives the replay a message id of its own, which its duplicate
     /// window does not swallow. nil for every other delivery.
-    public var replayedAt: Int64?
+    package var replayedAt: Int64?
 
-    public init(headers: [(name: String, value: String)], body: [UInt8], key: ItemKey? = nil) {
+    package init(headers: [(name: String, value: String)], body: [UInt8], key: ItemKey? = nil) {
         self.headers = headers
         self.body = body
         self.key = key
     }
 
-    public func header(_ name: String) -> String? {
+    package func header(_ name: String) -> String? {
         headers.first { $0.name.lowercased() == name.lowercased() }?.value
     }
 
-    public static func == (lhs: DeliveryRequest, rhs: DeliveryRequest) -> Bool {
+    package static func == (lhs: DeliveryRequest, rhs: DeliveryRequest) -> Bool {
         lhs.body == rhs.body && lhs.headers.map(\.name) == rhs.headers.map(\.name)
             && lhs.headers.map(\.value) == rhs.headers.map(\.value) && lhs.key == rhs.key
             && lhs.replayedAt == rhs.replayedAt
@@ -46,14 +46,14 @@ public struct DeliveryRequest: Sendable, Equatable {
 /// runs exactly once, also after the transport shut down (with a `send`
 /// that fails at once). At most `MaxConcurrentDeliveries=` exchanges run at
 /// once.
-public protocol Transport: Sendable {
+package protocol Transport: Sendable {
     func start(_ exchange: @escaping @Sendable (_ send: (DeliveryRequest) -> TransportResult) -> Void)
 }
 
 extension Transport {
     /// One request and nothing else around it: runs it as `start` does and
     /// suspends the caller (never blocking its thread) until it is answered.
-    nonisolated(nonsending) public func send(_ request: DeliveryRequest) async -> TransportResult {
+    nonisolated(nonsending) package func send(_ request: DeliveryRequest) async -> TransportResult {
         await withCheckedContinuation { continuation in
             start { send in continuation.resume(returning: send(request)) }
         }

@@ -7,7 +7,7 @@
 import Glibc
 
 /// What an item is; sent to the backend as the body's `kind`.
-public enum ItemKind: String, Sendable, Codable {
+package enum ItemKind: String, Sendable, Codable {
     case transaction = "appstore.transaction"
     case notification = "appstore.notification"
     /// One in-app purchase of a StoreKit 1 receipt.
@@ -21,20 +21,20 @@ public enum ItemKind: String, Sendable, Codable {
 /// The identity of an item: the `transactionId` for anything carrying a
 /// transaction, else the `notificationUUID`, else the envelope `id`.
 /// At most one snapshot per key is pending at any time.
-public struct ItemKey: Hashable, Sendable, Comparable, CustomStringConvertible {
+package struct ItemKey: Hashable, Sendable, Comparable, CustomStringConvertible {
     /// The key exactly as the producer gave it.
-    public let rawValue: String
+    package let rawValue: String
 
     /// Keys longer than this are refused at intake, so that a key always
     /// fits in a file name once encoded.
-    public static let maximumLength = 128
+    package static let maximumLength = 128
 
-    public init?(_ rawValue: String) {
+    package init?(_ rawValue: String) {
         guard !rawValue.isEmpty, rawValue.utf8.count <= ItemKey.maximumLength else { return nil }
         self.rawValue = rawValue
     }
 
-    public var description: String { rawValue }
+    package var description: String { rawValue }
 
     // Keys are equal when their bytes are, as their file names, idempotency
     // keys and subjects are: String's == takes canonically equivalent text
@@ -42,17 +42,17 @@ public struct ItemKey: Hashable, Sendable, Comparable, CustomStringConvertible {
     // snapshot supersede another key's, never sent. So keys compare and hash
     // as bytes, which is also cheaper than String's Unicode-aware == and
     // hash: a key is looked up several times per delivery.
-    public static func == (lhs: ItemKey, rhs: ItemKey) -> Bool {
+    package static func == (lhs: ItemKey, rhs: ItemKey) -> Bool {
         lhs.rawValue.withUTF8Bytes { left in rhs.rawValue.withUTF8Bytes { right in
             left.count == right.count && memcmp(left.baseAddress!, right.baseAddress!, left.count) == 0
         } }
     }
 
-    public func hash(into hasher: inout Hasher) {
+    package func hash(into hasher: inout Hasher) {
         rawValue.withUTF8Bytes { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
     }
 
-    public static func < (lhs: ItemKey, rhs: ItemKey) -> Bool {
+    package static func < (lhs: ItemKey, rhs: ItemKey) -> Bool {
         lhs.rawValue.utf8.lexicographicallyPrecedes(rhs.rawValue.utf8)
     }
 
@@ -60,7 +60,7 @@ public struct ItemKey: Hashable, Sendable, Comparable, CustomStringConvertible {
     /// base64url of 128 bytes. Every name the spool derives from it fits in
     /// Linux's NAME_MAX (255 bytes), the longest being
     /// `KEY.superseded-VERSION.N` at 246 (tested).
-    public static let maximumFileNameLength = 1 + (maximumLength * 4 + 2) / 3
+    package static let maximumFileNameLength = 1 + (maximumLength * 4 + 2) / 3
 
     /// The key as a file name. Letters, digits, `-` and `_` stand as they
     /// are, every other byte as `%XX`, so that `ls queue/` stays readable;
@@ -69,7 +69,7 @@ public struct ItemKey: Hashable, Sendable, Comparable, CustomStringConvertible {
     /// followed by the base64url of its bytes. Either way the name never
     /// contains a `.`, so `NAME.state` and `NAME.reason` beside an item can
     /// never be an item, and each key has exactly one name.
-    public var fileName: String {
+    package var fileName: String {
         // Transaction ids are digits: most keys are their own file name, and
         // the string is shared instead of built again. The check runs on
         // the key's bytes in place (it runs several times per delivery);
@@ -101,7 +101,7 @@ public struct ItemKey: Hashable, Sendable, Comparable, CustomStringConvertible {
     /// The key a file name encodes, or nil when the name is not the one
     /// `fileName` gives some key (a name of another spelling was not put
     /// there by txrecon).
-    public init?(fileName: String) {
+    package init?(fileName: String) {
         let decoded: [UInt8]
         if fileName.utf8.first == UInt8(ascii: "=") {
             let encoded = Array(fileName.utf8.dropFirst())
@@ -158,21 +158,21 @@ public struct ItemKey: Hashable, Sendable, Comparable, CustomStringConvertible {
 /// with a `revocationDate` is newer than one with the same `signedDate`
 /// without), then by the enclosing notification's `signedDate`. Envelopes
 /// compare by their integer `version`.
-public struct ItemVersion: Hashable, Sendable, Comparable, CustomStringConvertible {
+package struct ItemVersion: Hashable, Sendable, Comparable, CustomStringConvertible {
     /// The transaction's `signedDate` in ms since 1970, or the envelope version.
-    public var primary: Int64
-    public var revoked: Bool
+    package var primary: Int64
+    package var revoked: Bool
     /// The enclosing notification's `signedDate` in ms when `primary` is the
     /// transaction's; 0 otherwise.
-    public var secondary: Int64
+    package var secondary: Int64
 
-    public init(primary: Int64, revoked: Bool = false, secondary: Int64 = 0) {
+    package init(primary: Int64, revoked: Bool = false, secondary: Int64 = 0) {
         self.primary = primary
         self.revoked = revoked
         self.secondary = secondary
     }
 
-    public static func < (lhs: ItemVersion, rhs: ItemVersion) -> Bool {
+    package static func < (lhs: ItemVersion, rhs: ItemVersion) -> Bool {
         if lhs.primary != rhs.primary { return lhs.primary < rhs.primary }
         if lhs.revoked != rhs.revoked { return !lhs.revoked }
         return lhs.secondary < rhs.secondary
@@ -181,7 +181,7 @@ public struct ItemVersion: Hashable, Sendable, Comparable, CustomStringConvertib
     /// A compact, unambiguous text form, used in `Idempotency-Key`, in file
     /// names of superseded snapshots and in logs: `1690000000000`,
     /// `1690000000000r`, `1690000000000r.1690000000123`.
-    public var description: String {
+    package var description: String {
         var text = String(primary)
         if revoked { text += "r" }
         if secondary != 0 { text += "." + String(secondary) }
@@ -192,44 +192,44 @@ public struct ItemVersion: Hashable, Sendable, Comparable, CustomStringConvertib
 /// The decoded fields of an App Store transaction or notification that the
 /// backend most likely wants without decoding the JWS itself. Names follow
 /// Apple's JWSTransactionDecodedPayload and ResponseBodyV2DecodedPayload.
-public struct ItemFields: Sendable, Equatable {
-    public var transactionId: String?
-    public var originalTransactionId: String?
-    public var productId: String?
-    public var appAccountToken: String?
-    public var bundleId: String?
-    public var environment: String?
+package struct ItemFields: Sendable, Equatable {
+    package var transactionId: String?
+    package var originalTransactionId: String?
+    package var productId: String?
+    package var appAccountToken: String?
+    package var bundleId: String?
+    package var environment: String?
     /// ms since 1970
-    public var signedDate: Int64?
+    package var signedDate: Int64?
     /// ms since 1970
-    public var revocationDate: Int64?
-    public var notificationType: String?
-    public var subtype: String?
-    public var notificationUUID: String?
+    package var revocationDate: Int64?
+    package var notificationType: String?
+    package var subtype: String?
+    package var notificationUUID: String?
     /// Apple's one id per Apple Account that downloaded the app (a
     /// transaction's `appTransactionId`).
-    public var appTransactionId: String?
+    package var appTransactionId: String?
     // A receipt's in-app purchase (ms since 1970 for the dates).
-    public var purchaseDate: Int64?
-    public var originalPurchaseDate: Int64?
-    public var expiresDate: Int64?
-    public var quantity: Int64?
-    public var webOrderLineItemId: String?
-    public var isTrialPeriod: Bool?
-    public var isInIntroOfferPeriod: Bool?
+    package var purchaseDate: Int64?
+    package var originalPurchaseDate: Int64?
+    package var expiresDate: Int64?
+    package var quantity: Int64?
+    package var webOrderLineItemId: String?
+    package var isTrialPeriod: Bool?
+    package var isInIntroOfferPeriod: Bool?
     /// The SHA-256 (lowercase hex) of the receipt a receipt's purchase
     /// comes from, and of the receipt item's own bytes: how a backend
     /// matches the two (ReceiptStore names the stored receipt so).
-    public var receiptSha256: String?
+    package var receiptSha256: String?
 
-    public init() {}
+    package init() {}
 }
 
 /// One snapshot ready for delivery: what intake decoded from one file.
-public struct Item: Sendable, Equatable {
-    public var key: ItemKey
-    public var version: ItemVersion
-    public var kind: ItemKind
+package struct Item: Sendable, Equatable {
+    package var key: ItemKey
+    package var version: ItemVersion
+    package var kind: ItemKind
     /// Everything else, behind one reference: an item is copied several
     /// times between intake and the end of its attempt (into a drop, the
     /// pending entry, the attempt, its result), and copying a dozen strings
@@ -237,14 +237,14 @@ public struct Item: Sendable, Equatable {
     /// (bench/FINDINGS.md). Set once; a change makes a new one.
     private var content: Content
 
-    public var fields: ItemFields {
+    package var fields: ItemFields {
         get { content.fields }
         set { content = content.with { $0.fields = newValue } }
     }
     /// Every original signed string, verbatim, by its Apple name
     /// (`signedTransactionInfo`, `signedRenewalInfo`, `signedPayload`), in
     /// the order they appeared.
-    public var signedStrings: [(name: String, value: String)] {
+    package var signedStrings: [(name: String, value: String)] {
         get { content.signedStrings }
         set { content = content.with { $0.signedStrings = newValue } }
     }
@@ -253,12 +253,12 @@ public struct Item: Sendable, Equatable {
     /// for it (`SignedDataKind.decodedName`), in the order of
     /// `signedStrings`. Intake decoded it anyway; the body carries it so
     /// that a backend never decodes a JWS. Empty for envelopes and receipts.
-    public var decodedPayloads: [(name: String, json: [UInt8])] {
+    package var decodedPayloads: [(name: String, json: [UInt8])] {
         get { content.decodedPayloads }
         set { content = content.with { $0.decodedPayloads = newValue } }
     }
     /// The envelope's `payload` as given; nil for App Store items.
-    public var payload: JSONValue? {
+    package var payload: JSONValue? {
         get { content.payload ?? content.payloadText.flatMap { try? JSONValue.parse($0) } }
         set { content = content.with { $0.payload = newValue; $0.payloadText = nil } }
     }
@@ -274,12 +274,12 @@ public struct Item: Sendable, Equatable {
     /// upload's other members, in their order, delivered as `unverified`
     /// and never used for the key, the version or any decision. nil when
     /// there is none.
-    public var context: JSONValue? {
+    package var context: JSONValue? {
         get { content.context }
         set { content = content.with { $0.context = newValue } }
     }
 
-    public init(key: ItemKey, version: ItemVersion, kind: ItemKind, fields: ItemFields = ItemFields(),
+    package init(key: ItemKey, version: ItemVersion, kind: ItemKind, fields: ItemFields = ItemFields(),
                 signedStrings: [(name: String, value: String)] = [],
                 decodedPayloads: [(name: String, json: [UInt8])] = [], payload: JSONValue? = nil,
                 context: JSONValue? = nil) {
@@ -304,7 +304,7 @@ public struct Item: Sendable, Equatable {
                           payload: payload, payloadText: payloadText, context: context)
     }
 
-    public static func == (lhs: Item, rhs: Item) -> Bool {
+    package static func == (lhs: Item, rhs: Item) -> Bool {
         lhs.key == rhs.key && lhs.version == rhs.version && lhs.kind == rhs.kind && lhs.fields == rhs.fields
             && lhs.payload == rhs.payload && lhs.context == rhs.context
             && lhs.signedStrings.map(\.name) == rhs.signedStrings.map(\.name)

@@ -3,18 +3,18 @@
 // the code in TXRECON_REASON. Codes are stable: operators and scripts match them.
 
 /// Why a dropped file cannot become an item.
-public struct Rejection: Error, Sendable, Equatable, CustomStringConvertible {
+package struct Rejection: Error, Sendable, Equatable, CustomStringConvertible {
     /// A stable, machine-matchable code such as `not-json` or `malformed-jws`.
-    public var code: String
+    package var code: String
     /// One sentence for a person: which format was tried and what was wrong.
-    public var detail: String
+    package var detail: String
 
-    public init(_ code: String, _ detail: String) {
+    package init(_ code: String, _ detail: String) {
         self.code = code
         self.detail = detail
     }
 
-    public var description: String { "\(code): \(detail)" }
+    package var description: String { "\(code): \(detail)" }
 }
 
 /// What one input file holds once decoded.

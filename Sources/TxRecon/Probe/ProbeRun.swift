@@ -15,14 +15,14 @@
 // time ran out; 78 for a configuration problem (including Apple's 401).
 import Glibc
 
-public enum ProbeRun {
+package enum ProbeRun {
     /// How long the probe follows the notification by default: Apple's
     /// sandbox usually sends within seconds.
-    public static let defaultTimeout: Duration = .seconds(120)
+    package static let defaultTimeout: Duration = .seconds(120)
 
     /// Runs the probe with the configuration at `configurationPath`,
     /// printing each hop with `print`; returns the exit status.
-    public static func run(configurationPath: String, environment: [String: String], timeout: Duration,
+    package static func run(configurationPath: String, environment: [String: String], timeout: Duration,
                            print: @escaping @Sendable (String) -> Void) async -> Int32 {
         ProcessHardening.disableCoreDumps()
         do {

@@ -17,9 +17,9 @@
 import Dispatch
 import Glibc
 
-public enum Receiver {
+package enum Receiver {
     /// Runs the receiver until it is told to stop; returns the exit status.
-    public static func run(configurationPath: String, environment: [String: String], version: String) async -> Int32 {
+    package static func run(configurationPath: String, environment: [String: String], version: String) async -> Int32 {
         let redactor = SecretRedactor()
         let log = RedactingLogSink(LogSinks.standard(environment: environment), redactor: redactor)
         let health = SystemdNotifier(log: log)
@@ -168,7 +168,7 @@ public enum Receiver {
 
     /// The token in `UploadTokenFile=` (its permissions checked), nil when
     /// the key is unset; also what `check-config` checks of it.
-    public static func uploadToken(for configuration: Configuration) throws(ConfigurationError) -> String? {
+    package static func uploadToken(for configuration: Configuration) throws(ConfigurationError) -> String? {
         guard let file = configuration.receive.uploadTokenFile else { return nil }
         let origin = configuration.origins["Receive.UploadTokenFile"]
         do {

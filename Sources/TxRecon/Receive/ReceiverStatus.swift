@@ -5,18 +5,18 @@
 // always whole. No file means no receiver ever ran on this spool; an
 // unreadable or foreign one reads as nil too. Reports nothing.
 
-public struct ReceiverStatus: Sendable, Equatable {
+package struct ReceiverStatus: Sendable, Equatable {
     /// Whether a receiver holds the spool's receive lock now.
-    public var running: Bool
+    package var running: Bool
     /// The file as read, for `txrecon status --json`.
-    public var json: JSONValue
+    package var json: JSONValue
     /// Its status line: "receiving on …: N requests, N spooled, N refused".
-    public var line: String
+    package var line: String
     /// When it was written, UNIX milliseconds.
-    public var writtenAt: Int64
+    package var writtenAt: Int64
 
     /// The receiver of the spool at `layout`, or nil when none ever ran.
-    public static func read(_ layout: SpoolLayout) -> ReceiverStatus? {
+    package static func read(_ layout: SpoolLayout) -> ReceiverStatus? {
         let path = ReceiverStateDirectory.path(of: layout) + "/status"
         guard let info = try? SystemCall.linkStatus(path),
               let bytes = try? SystemCall.readFile(path, limit: 1 << 20),

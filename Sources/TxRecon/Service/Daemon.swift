@@ -17,12 +17,12 @@
 import CGlibcExtras
 import Glibc
 
-public enum Daemon {
+package enum Daemon {
     /// Exit statuses, as systemd and scripts see them.
-    public enum ExitStatus {
-        public static let success: Int32 = 0
-        public static let failure: Int32 = 1
-        public static let configuration: Int32 = ConfigurationError.exitStatus
+    package enum ExitStatus {
+        package static let success: Int32 = 0
+        package static let failure: Int32 = 1
+        package static let configuration: Int32 = ConfigurationError.exitStatus
     }
 
     /// What wakes the daemon's main loop.
@@ -36,7 +36,7 @@ public enum Daemon {
     }
 
     /// Runs the daemon until it is told to stop; returns the exit status.
-    public static func run(configurationPath: String, environment: [String: String], version: String) async -> Int32 {
+    package static func run(configurationPath: String, environment: [String: String], version: String) async -> Int32 {
         // Everything logged goes through the redactor, which learns the
         // secrets once they are read.
         let redactor = SecretRedactor()

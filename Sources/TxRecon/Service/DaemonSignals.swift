@@ -12,14 +12,14 @@
 // can act on it, instead of ending the process half started.
 import Glibc
 
-public enum DaemonSignals {
+package enum DaemonSignals {
     /// The signals a daemon acts on.
     static let handled: [Int32] = [SIGTERM, SIGINT, SIGHUP, SIGUSR2]
 
     /// Blocks the handled signals in the calling thread, and so in every
     /// thread started from it later. Call it first thing in main, before
     /// any other thread exists.
-    public static func block() {
+    package static func block() {
         var set = signalSet()
         pthread_sigmask(SIG_BLOCK, &set, nil)
     }

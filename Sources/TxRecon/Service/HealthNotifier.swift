@@ -3,7 +3,7 @@
 
 /// Sends sd_notify-style state lines such as `READY=1`, `STATUS=…`,
 /// `WATCHDOG=1`, `STOPPING=1`, `RELOADING=1`.
-public protocol HealthNotifier: Sendable {
+package protocol HealthNotifier: Sendable {
     /// Sends newline-separated `KEY=value` assignments in one message.
     /// Does nothing when there is no supervisor (no NOTIFY_SOCKET).
     func notify(_ assignments: String)

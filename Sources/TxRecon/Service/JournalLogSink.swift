@@ -10,16 +10,16 @@ import Glibc
 /// Sends entries to journald's native socket. Field names must be valid
 /// journal names (upper-case letters, digits, underscores, `TXRECON_`
 /// prefixed); journald drops a field whose name is not.
-public struct JournalLogSink: LogSink {
+package struct JournalLogSink: LogSink {
     private let fallback: any LogSink
 
     /// - Parameter fallback: takes entries journald refused; by default a
     ///   line on standard error (which systemd connects to the journal too).
-    public init(fallback: any LogSink = StderrLogSink()) {
+    package init(fallback: any LogSink = StderrLogSink()) {
         self.fallback = fallback
     }
 
-    public func write(_ entry: consuming LogEntry) {
+    package func write(_ entry: consuming LogEntry) {
         if Self.send(Self.assignments(for: entry)) < 0 {
             fallback.write(entry)
         }

@@ -4,24 +4,24 @@
 // Callers never put a signed payload, a token or a secret in an entry.
 
 /// syslog priorities, as the journal's PRIORITY field takes them.
-public enum LogPriority: Int, Sendable, Comparable {
+package enum LogPriority: Int, Sendable, Comparable {
     case emergency = 0, alert, critical, error, warning, notice, info, debug
 
-    public static func < (lhs: LogPriority, rhs: LogPriority) -> Bool { lhs.rawValue < rhs.rawValue }
+    package static func < (lhs: LogPriority, rhs: LogPriority) -> Bool { lhs.rawValue < rhs.rawValue }
 }
 
 /// One event for the operator: a message and structured fields.
-public struct LogEntry: Sendable, Equatable {
-    public var priority: LogPriority
+package struct LogEntry: Sendable, Equatable {
+    package var priority: LogPriority
     /// One line, human-readable, no trailing newline.
-    public var message: String
+    package var message: String
     /// A fixed 128-bit id (32 lowercase hex digits) per kind of event, so
     /// `journalctl MESSAGE_ID=…` and the catalog find it; nil for ad-hoc lines.
-    public var messageID: String?
+    package var messageID: String?
     /// Journal field names (upper case, `TXRECON_` prefixed) and values.
-    public var fields: [(name: String, value: String)]
+    package var fields: [(name: String, value: String)]
 
-    public init(_ priority: LogPriority, _ message: String, messageID: String? = nil,
+    package init(_ priority: LogPriority, _ message: String, messageID: String? = nil,
                 fields: [(name: String, value: String)] = []) {
         self.priority = priority
         self.message = message
@@ -29,9 +29,9 @@ public struct LogEntry: Sendable, Equatable {
         self.fields = fields
     }
 
-    public func field(_ name: String) -> String? { fields.first { $0.name == name }?.value }
+    package func field(_ name: String) -> String? { fields.first { $0.name == name }?.value }
 
-    public static func == (lhs: LogEntry, rhs: LogEntry) -> Bool {
+    package static func == (lhs: LogEntry, rhs: LogEntry) -> Bool {
         lhs.priority == rhs.priority && lhs.message == rhs.message && lhs.messageID == rhs.messageID
             && lhs.fields.map(\.name) == rhs.fields.map(\.name) && lhs.fields.map(\.value) == rhs.fields.map(\.value)
     }
@@ -42,6 +42,6 @@ public struct LogEntry: Sendable, Equatable {
 /// another adds its field or redacts in place and hands the same storage
 /// on, where a borrowed entry would be copied at each step (a delivered
 /// item's line passes three sinks).
-public protocol LogSink: Sendable {
+package protocol LogSink: Sendable {
     func write(_ entry: consuming LogEntry)
 }

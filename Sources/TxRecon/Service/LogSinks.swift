@@ -7,7 +7,7 @@
 import Glibc
 
 /// Chooses the production log sink.
-public enum LogSinks {
+package enum LogSinks {
     /// The journal sink when `standardError` is the stream named by
     /// `JOURNAL_STREAM` in `environment`, else a line sink on `standardError`.
     ///
@@ -15,7 +15,7 @@ public enum LogSinks {
     ///   - environment: the process environment (tests pass their own).
     ///   - standardError: the descriptor to check and write lines to;
     ///     default fd 2.
-    public static func standard(environment: [String: String],
+    package static func standard(environment: [String: String],
                                 standardError: Int32 = STDERR_FILENO) -> any LogSink {
         let lines = StderrLogSink(descriptor: standardError)
         guard let stream = environment["JOURNAL_STREAM"],

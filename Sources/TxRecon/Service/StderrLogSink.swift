@@ -18,18 +18,18 @@ import Synchronization
 
 /// Writes `<priority word>: <message> FIELD=value …` lines to a descriptor.
 /// The descriptor is borrowed, never closed.
-public final class StderrLogSink: LogSink {
+package final class StderrLogSink: LogSink {
     private let descriptor: Int32
     /// Serialises writes so that a line split by a short write is finished
     /// before another thread's line starts.
     private let writing = Mutex(())
 
     /// - Parameter descriptor: where lines go; default standard error (fd 2).
-    public init(descriptor: Int32 = STDERR_FILENO) {
+    package init(descriptor: Int32 = STDERR_FILENO) {
         self.descriptor = descriptor
     }
 
-    public func write(_ entry: consuming LogEntry) {
+    package func write(_ entry: consuming LogEntry) {
         let bytes = Self.line(for: entry)
         writing.withLock { _ in
             var offset = 0

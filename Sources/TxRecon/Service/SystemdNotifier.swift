@@ -10,16 +10,16 @@ import Glibc
 import Synchronization
 
 /// Tells systemd about readiness, status, watchdog pings and stopping.
-public final class SystemdNotifier: HealthNotifier {
+package final class SystemdNotifier: HealthNotifier {
     /// Half of WATCHDOG_USEC, read once at creation (systemd does not change
     /// it during a run); nil when no watchdog is enabled for this process.
-    public let watchdogPingInterval: Duration?
+    package let watchdogPingInterval: Duration?
     private let log: (any LogSink)?
     /// Whether the last notification failed, to warn once per failure run.
     private let failing = Mutex(false)
 
     /// - Parameter log: where failures to notify are reported; nil ignores them.
-    public init(log: (any LogSink)? = nil) {
+    package init(log: (any LogSink)? = nil) {
         self.log = log
         var timeout: UInt64 = 0
         let enabled = sd_watchdog_enabled(0, &timeout)
@@ -31,7 +31,7 @@ public final class SystemdNotifier: HealthNotifier {
         watchdogPingInterval = enabled > 0 && timeout > 0 ? .microseconds(timeout / 2) : nil
     }
 
-    public func notify(_ assignments: String) {
+    package func notify(_ assignments: String) {
         guard !assignments.isEmpty else { return }
         let result = sd_notify(0, assignments)
         let wasFailing = failing.withLock { failing in

@@ -4,13 +4,13 @@
 // effect at the next start.
 import Glibc
 
-public struct ControlClient: Sendable {
-    public let layout: SpoolLayout
+package struct ControlClient: Sendable {
+    package let layout: SpoolLayout
 
-    public init(layout: SpoolLayout) { self.layout = layout }
+    package init(layout: SpoolLayout) { self.layout = layout }
 
     /// Places the request in ctl/; returns its name there.
-    public func submit(_ request: ControlRequest) throws(SpoolError) -> String {
+    package func submit(_ request: ControlRequest) throws(SpoolError) -> String {
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)
         let name = "\(now.tv_sec).\(now.tv_nsec).\(getpid()).\(request.command.rawValue)"
@@ -35,7 +35,7 @@ public struct ControlClient: Sendable {
     /// file owned by root or by the daemon's user (the owner of the lock
     /// file it made, or of ctl/) is an answer: a producer in group txrecon
     /// can write ctl/ too, and could put a made-up answer there first.
-    public func result(of name: String, timeout: Duration) -> ControlResult? {
+    package func result(of name: String, timeout: Duration) -> ControlResult? {
         let path = layout.ctl + "/" + name + ".result"
         let deadline = ContinuousClock.now + timeout
         var answering: Set<uid_t> = [0]

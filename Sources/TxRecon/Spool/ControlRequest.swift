@@ -5,8 +5,8 @@
 // operator command and a delivery never race.
 
 /// An operator command for the daemon.
-public struct ControlRequest: Sendable, Equatable {
-    public enum Command: String, Sendable, CaseIterable {
+package struct ControlRequest: Sendable, Equatable {
+    package enum Command: String, Sendable, CaseIterable {
         /// hold/ -> queue/, due now.
         case release
         /// Queued items due now.
@@ -18,20 +18,20 @@ public struct ControlRequest: Sendable, Equatable {
         case replay
     }
 
-    public var command: Command
+    package var command: Command
     /// Item keys (release, retry, replay) or rejected file names (requeue-rejected).
-    public var targets: [String]
+    package var targets: [String]
     /// Every held, queued, rejected or (replay) delivered item, instead of `targets`.
-    public var all: Bool
+    package var all: Bool
     /// Replay only: the delivered snapshots received (their producer's
     /// write time, ms since 1970) at or after `since` and before `until`.
-    public var since: Int64?
-    public var until: Int64?
+    package var since: Int64?
+    package var until: Int64?
     /// Only this destination's items (`backend` for `[Backend]`); nil: every
     /// destination's.
-    public var destination: String?
+    package var destination: String?
 
-    public init(_ command: Command, targets: [String] = [], all: Bool = false, since: Int64? = nil,
+    package init(_ command: Command, targets: [String] = [], all: Bool = false, since: Int64? = nil,
                 until: Int64? = nil, destination: String? = nil) {
         self.command = command
         self.targets = targets
@@ -42,7 +42,7 @@ public struct ControlRequest: Sendable, Equatable {
     }
 
     /// The answer to a target no command may act on.
-    public static let invalidTargetReason = "not a valid name"
+    package static let invalidTargetReason = "not a valid name"
 
     /// Whether `target` can name what `command` acts on: an item key
     /// (1-128 bytes) for release and retry; for requeue-rejected, a file
@@ -50,7 +50,7 @@ public struct ControlRequest: Sendable, Equatable {
     /// not a `.reason`). The one check of every name in a request: the CLI
     /// makes it before it writes one, the daemon again before it acts on
     /// one, since anyone in group txrecon can write ctl/.
-    public static func isValid(_ target: String, for command: Command) -> Bool {
+    package static func isValid(_ target: String, for command: Command) -> Bool {
         switch command {
         case .release, .retry, .replay:
             return ItemKey(target) != nil
@@ -61,7 +61,7 @@ public struct ControlRequest: Sendable, Equatable {
         }
     }
 
-    public var json: JSONValue {
+    package var json: JSONValue {
         var members: [(String, JSONValue)] = [("command", .string(command.rawValue)),
                                               ("targets", .array(targets.map(JSONValue.string))),
                                               ("all", .bool(all))]
@@ -72,7 +72,7 @@ public struct ControlRequest: Sendable, Equatable {
     }
 
     /// nil for anything that is not a request this version understands.
-    public init?(json bytes: [UInt8]) {
+    package init?(json bytes: [UInt8]) {
         guard let value = try? JSONValue.parse(bytes),
               let command = value["command"]?.stringValue.flatMap(Command.init(rawValue:)),
               let targets = value["targets"]?.arrayValue,
@@ -88,15 +88,15 @@ public struct ControlRequest: Sendable, Equatable {
 }
 
 /// The daemon's answer to one request.
-public struct ControlResult: Sendable, Equatable {
+package struct ControlResult: Sendable, Equatable {
     /// Targets the command applied to.
-    public var applied: [String] = []
+    package var applied: [String] = []
     /// Targets it could not apply to, each with the reason in words.
-    public var skipped: [(target: String, reason: String)] = []
+    package var skipped: [(target: String, reason: String)] = []
 
-    public init() {}
+    package init() {}
 
-    public static func == (lhs: ControlResult, rhs: ControlResult) -> Bool {
+    package static func == (lhs: ControlResult, rhs: ControlResult) -> Bool {
         lhs.applied == rhs.applied && lhs.skipped.map(\.target) == rhs.skipped.map(\.target)
             && lhs.skipped.map(\.reason) == rhs.skipped.map(\.reason)
     }
@@ -117,12 +117,12 @@ public struct ControlResult: Sendable, Equatable {
         }
     }
 
-    public var json: JSONValue {
+    package var json: JSONValue {
         .object([("applied", .array(applied.map(JSONValue.string))),
                  ("skipped", .array(skipped.map { .object([("target", .string($0.target)), ("reason", .string($0.reason))]) }))])
     }
 
-    public init?(json bytes: [UInt8]) {
+    package init?(json bytes: [UInt8]) {
         guard let value = try? JSONValue.parse(bytes), let applied = value["applied"]?.arrayValue,
               let skipped = value["skipped"]?.arrayValue else { return nil }
         self.applied = applied.compactMap(\.stringValue)

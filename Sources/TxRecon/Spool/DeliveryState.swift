@@ -6,25 +6,25 @@
 // monotonic deadlines when it loads them.
 
 /// The persisted delivery history of one queued item.
-public struct DeliveryState: Sendable, Equatable {
+package struct DeliveryState: Sendable, Equatable {
     /// Failed attempts so far; the next attempt is number `attempts + 1`.
-    public var attempts = 0
+    package var attempts = 0
     /// When the next attempt is due (ms since 1970); nil means now.
-    public var nextAttemptAt: Int64?
+    package var nextAttemptAt: Int64?
     /// The last failure in words (`HTTP 503`, `timed out: …`).
-    public var lastError: String?
+    package var lastError: String?
     /// The HTTP status of the last failed attempt, if there was a response.
-    public var lastStatus: Int?
+    package var lastStatus: Int?
     /// The wait planned when `nextAttemptAt` was set, in ms; nil in states
     /// written before it was recorded. At restart the remaining wait is cut
     /// to this, so a wall clock set back in between never stalls the item
     /// longer than the schedule meant.
-    public var delayMilliseconds: Int64?
+    package var delayMilliseconds: Int64?
     /// When `txrecon replay` queued this snapshot again (ms since 1970); a
     /// stream destination sends it under a message id of its own.
-    public var replayedAt: Int64?
+    package var replayedAt: Int64?
 
-    public init(attempts: Int = 0, nextAttemptAt: Int64? = nil, lastError: String? = nil, lastStatus: Int? = nil,
+    package init(attempts: Int = 0, nextAttemptAt: Int64? = nil, lastError: String? = nil, lastStatus: Int? = nil,
                 delayMilliseconds: Int64? = nil, replayedAt: Int64? = nil) {
         self.replayedAt = replayedAt
         self.attempts = attempts

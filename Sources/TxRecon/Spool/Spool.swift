@@ -27,7 +27,7 @@ import Glibc
 import Synchronization
 
 /// The state directories an item can be in.
-public enum SpoolLocation: String, Sendable, CaseIterable {
+package enum SpoolLocation: String, Sendable, CaseIterable {
     case queue, hold, done
 }
 

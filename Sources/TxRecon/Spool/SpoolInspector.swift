@@ -4,32 +4,32 @@
 // have moved on by the time it is printed.
 import Glibc
 
-public struct SpoolInspector: Sendable {
+package struct SpoolInspector: Sendable {
     /// A directory `list` can show.
-    public enum Listable: String, Sendable, CaseIterable {
+    package enum Listable: String, Sendable, CaseIterable {
         case queue, hold, rejected, done
     }
 
     /// One row of `txrecon list`.
-    public struct Row: Sendable, Equatable {
+    package struct Row: Sendable, Equatable {
         /// The item key (queue, hold, done) or the file name (rejected).
-        public var name: String
+        package var name: String
         /// The file's modification time, ms since 1970.
-        public var modifiedAt: Int64
+        package var modifiedAt: Int64
         /// queue: attempts failed so far; nil when never tried or not queued.
-        public var attempts: Int?
+        package var attempts: Int?
         /// queue: when the next attempt is due (ms since 1970), if it waits.
-        public var nextAttemptAt: Int64?
+        package var nextAttemptAt: Int64?
         /// queue: last error; hold and rejected: the first line of the reason;
         /// done: `superseded` for snapshots that were never delivered.
-        public var note: String?
+        package var note: String?
     }
 
-    public let layout: SpoolLayout
+    package let layout: SpoolLayout
 
-    public init(layout: SpoolLayout) { self.layout = layout }
+    package init(layout: SpoolLayout) { self.layout = layout }
 
-    public func list(_ directory: Listable) throws(SpoolError) -> [Row] {
+    package func list(_ directory: Listable) throws(SpoolError) -> [Row] {
         let path = self.path(directory)
         let names = try SystemCall.listDirectory(path)
         let present = Set(names)
@@ -100,7 +100,7 @@ public struct SpoolInspector: Sendable {
     /// Files in new/: dropped and not yet taken, or taken and not yet tried
     /// (a fresh item waits there for its first attempt). Hidden names are
     /// producers' temporaries and not counted.
-    public func inboxCount() throws(SpoolError) -> Int {
+    package func inboxCount() throws(SpoolError) -> Int {
         var count = 0
         try SystemCall.forEachName(in: layout.new) { name in
             if name.first != UInt8(ascii: ".") { count += 1 }
@@ -112,24 +112,24 @@ public struct SpoolInspector: Sendable {
     /// `inbox`), that does not exist; nil when all do. A spool never set up,
     /// or a `Directory=` naming the wrong place, can then be told as such
     /// instead of as the first read that fails.
-    public func missingDirectory(reading directories: [Listable], inbox: Bool = false) -> String? {
+    package func missingDirectory(reading directories: [Listable], inbox: Bool = false) -> String? {
         ([layout.root] + (inbox ? [layout.new] : []) + directories.map(path)).first { SystemCall.isMissing($0) }
     }
 
     /// Everything known about one key: where it is, its content, its state.
-    public struct Report: Sendable {
-        public var key: ItemKey
-        public var location: SpoolLocation
-        public var path: String
+    package struct Report: Sendable {
+        package var key: ItemKey
+        package var location: SpoolLocation
+        package var path: String
         /// nil when the file cannot be decoded any more.
-        public var item: Item?
-        public var state: DeliveryState?
+        package var item: Item?
+        package var state: DeliveryState?
         /// hold: the whole reason file.
-        public var reason: String?
+        package var reason: String?
     }
 
     /// Where `key` is now, looking in queue/, then hold/, then done/.
-    public func show(_ key: ItemKey) throws(SpoolError) -> Report? {
+    package func show(_ key: ItemKey) throws(SpoolError) -> Report? {
         for location in [SpoolLocation.queue, .hold, .done] {
             let path = self.path(location) + "/" + key.fileName
             guard let bytes = try? SystemCall.readFile(path, limit: 16 << 20) else { continue }
@@ -153,7 +153,7 @@ public struct SpoolInspector: Sendable {
     }
 
     /// Whether a daemon runs, and the status it wrote.
-    public enum DaemonState: Sendable, Equatable {
+    package enum DaemonState: Sendable, Equatable {
         /// A daemon holds the spool's lock; its status, nil until it first
         /// wrote one.
         case running(JSONValue?)
@@ -164,16 +164,16 @@ public struct SpoolInspector: Sendable {
     }
 
     /// The status file (SpoolLayout.statusFile) as the daemon left it.
-    public struct WrittenStatus: Sendable, Equatable {
+    package struct WrittenStatus: Sendable, Equatable {
         /// What StatusPublisher wrote: pid, status line, phase, counts.
-        public var document: JSONValue
+        package var document: JSONValue
         /// The file's modification time, ms since 1970: when it was written.
-        public var writtenAt: Int64
+        package var writtenAt: Int64
     }
 
     /// The daemon as the spool's lock and status file tell it. A daemon
     /// that stopped, or died, leaves its last status behind.
-    public func daemonState() -> DaemonState {
+    package func daemonState() -> DaemonState {
         let running = SpoolLock.isHeld(layout)
         var written: WrittenStatus?
         if let info = try? SystemCall.linkStatus(layout.statusFile),

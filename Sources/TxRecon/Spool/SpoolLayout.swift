@@ -24,14 +24,14 @@ import Glibc
 /// The directory tree of one spool, as one destination's engine sees it:
 /// `new`, `queue`, `hold` and `done` are the destination's; the rest are the
 /// spool's.
-public struct SpoolLayout: Sendable, Equatable {
-    public let root: String
+package struct SpoolLayout: Sendable, Equatable {
+    package let root: String
     /// `new` and the item directories relative to `root`: `new`, `` (queue/
     /// … at the top), or `destinations/NAME/`.
     private let inboxPath: String
     private let itemPrefix: String
 
-    public init(root: String) {
+    package init(root: String) {
         self.init(root: root.count > 1 && root.hasSuffix("/") ? String(root.dropLast()) : root,
                   inboxPath: "new", itemPrefix: "")
     }
@@ -50,37 +50,37 @@ public struct SpoolLayout: Sendable, Equatable {
     /// Where the destination `name`'s items are: its own directories, or,
     /// for `[Backend]` (`Destination.primaryName`), queue/, hold/ and done/
     /// with destinations/backend/new/ as its inbox.
-    public func destination(_ name: String) -> SpoolLayout {
+    package func destination(_ name: String) -> SpoolLayout {
         let base = "destinations/" + name + "/"
         return SpoolLayout(root: root, inboxPath: base + "new",
                            itemPrefix: name == Destination.primaryName ? "" : base)
     }
 
     /// The directory that holds every destination's own directories.
-    public var destinations: String { root + "/destinations" }
+    package var destinations: String { root + "/destinations" }
 
     // Stored, not computed: the engine builds paths from these several
     // times per delivered item, and each concatenation is an allocation.
-    public let tmp: String
-    public let new: String
-    public let queue: String
-    public let hold: String
-    public var rejected: String { root + "/rejected" }
-    public let done: String
+    package let tmp: String
+    package let new: String
+    package let queue: String
+    package let hold: String
+    package var rejected: String { root + "/rejected" }
+    package let done: String
     /// `new`, `queue`, `hold` or `done` as the spool's files name it
     /// (`queue/KEY`, `destinations/NAME/queue/KEY`), for logs and reasons.
     func relative(_ location: SpoolLocation?) -> String {
         guard let location else { return inboxPath }
         return itemPrefix + location.rawValue
     }
-    public var ctl: String { root + "/ctl" }
+    package var ctl: String { root + "/ctl" }
     /// The daemon's store of the receipts it split, one file per receipt
     /// (ReceiptStore); the spool's, shared by every destination.
-    public var receipts: String { root + "/receipts" }
+    package var receipts: String { root + "/receipts" }
     /// Held (flock) by the running daemon: one writer per spool.
-    public var lockFile: String { root + "/txrecon.lock" }
+    package var lockFile: String { root + "/txrecon.lock" }
     /// The running daemon's state for `txrecon status`, rewritten on change.
-    public var statusFile: String { root + "/txrecon.status" }
+    package var statusFile: String { root + "/txrecon.status" }
 
     /// Producers and the CLI (group txrecon) write tmp/, new/ and ctl/; only
     /// the daemon writes the state directories and receipts/, which the
@@ -92,7 +92,7 @@ public struct SpoolLayout: Sendable, Equatable {
 
     /// Creates the root and any missing subdirectory. Existing directories
     /// keep their modes: the operator's (or tmpfiles') choice wins.
-    public func createMissingDirectories() throws(SpoolError) {
+    package func createMissingDirectories() throws(SpoolError) {
         try Self.makeDirectory(root, mode: 0o2750)
         for (path, mode) in directoryModes {
             try Self.makeDirectory(path, mode: mode)

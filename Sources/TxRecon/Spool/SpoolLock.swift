@@ -5,7 +5,7 @@
 import Glibc
 
 /// The held lock; keep it alive as long as the daemon runs.
-public final class SpoolLock: Sendable {
+package final class SpoolLock: Sendable {
     private let fd: Int32
 
     private init(fd: Int32) { self.fd = fd }
@@ -13,7 +13,7 @@ public final class SpoolLock: Sendable {
     deinit { close(fd) }
 
     /// Takes the lock or explains who holds it.
-    public static func acquire(_ layout: SpoolLayout) throws(SpoolError) -> SpoolLock {
+    package static func acquire(_ layout: SpoolLayout) throws(SpoolError) -> SpoolLock {
         let fd: Int32
         do {
             fd = try LockFile.acquire(layout.lockFile)
@@ -27,5 +27,5 @@ public final class SpoolLock: Sendable {
     }
 
     /// Whether a daemon holds the spool's lock now (false when there is no lock file).
-    public static func isHeld(_ layout: SpoolLayout) -> Bool { LockFile.isHeld(layout.lockFile) }
+    package static func isHeld(_ layout: SpoolLayout) -> Bool { LockFile.isHeld(layout.lockFile) }
 }

@@ -5,15 +5,15 @@
 import Glibc
 import Synchronization
 
-public final class Submission: Sendable {
-    public let layout: SpoolLayout
+package final class Submission: Sendable {
+    package let layout: SpoolLayout
     private let counter = Atomic<Int>(0)
 
-    public init(layout: SpoolLayout) { self.layout = layout }
+    package init(layout: SpoolLayout) { self.layout = layout }
 
     /// Drops `bytes`; returns the name it got in new/.
     @discardableResult
-    public func drop(_ bytes: [UInt8]) throws(SpoolError) -> String {
+    package func drop(_ bytes: [UInt8]) throws(SpoolError) -> String {
         let name = try place(bytes)
         try SystemCall.syncDirectory(layout.new)
         return name

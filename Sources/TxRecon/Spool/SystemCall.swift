@@ -5,18 +5,18 @@ import CGlibcExtras
 import Glibc
 
 /// A failed file-system operation: what was tried, on which path, and why.
-public struct SpoolError: Error, Sendable, Equatable, CustomStringConvertible {
-    public var operation: String
-    public var path: String
-    public var code: Int32
+package struct SpoolError: Error, Sendable, Equatable, CustomStringConvertible {
+    package var operation: String
+    package var path: String
+    package var code: Int32
 
-    public init(_ operation: String, _ path: String, _ code: Int32 = errno) {
+    package init(_ operation: String, _ path: String, _ code: Int32 = errno) {
         self.operation = operation
         self.path = path
         self.code = code
     }
 
-    public var description: String { "\(operation) \(path): \(String(cString: strerror(code)))" }
+    package var description: String { "\(operation) \(path): \(String(cString: strerror(code)))" }
 
     /// Whether trying again cannot help: the name or the kind of file at
     /// the target is wrong (too long, a directory where a file belongs, a

@@ -3,14 +3,14 @@
 // public so the executable stays argument handling only.
 import Glibc
 
-public enum TxReconVersion {
+package enum TxReconVersion {
     /// The release; sent as `User-Agent: txrecon/<version>`.
-    public static let current = "0.1.0"
+    package static let current = "0.1.0"
 }
 
-public enum ProcessEnvironment {
+package enum ProcessEnvironment {
     /// The process environment as a dictionary.
-    public static var current: [String: String] {
+    package static var current: [String: String] {
         var result: [String: String] = [:]
         var pointer = environ
         while let entry = pointer.pointee {
@@ -24,9 +24,9 @@ public enum ProcessEnvironment {
     }
 }
 
-public enum FileInput {
+package enum FileInput {
     /// A whole file, or standard input for "-", of at most `limit` bytes.
-    public static func read(_ path: String, limit: Int) throws(SpoolError) -> [UInt8] {
+    package static func read(_ path: String, limit: Int) throws(SpoolError) -> [UInt8] {
         if path == "-" { return try SystemCall.readAll(0, path: "standard input", limit: limit) }
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw SpoolError("open", path) }
@@ -35,7 +35,7 @@ public enum FileInput {
     }
 }
 
-public enum WallTime {
-    public static var nowMilliseconds: Int64 { Timestamp.nowMilliseconds() }
-    public static func rfc3339(_ milliseconds: Int64) -> String { Timestamp.rfc3339(milliseconds: milliseconds) }
+package enum WallTime {
+    package static var nowMilliseconds: Int64 { Timestamp.nowMilliseconds() }
+    package static func rfc3339(_ milliseconds: Int64) -> String { Timestamp.rfc3339(milliseconds: milliseconds) }
 }

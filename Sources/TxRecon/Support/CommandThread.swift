@@ -11,11 +11,11 @@ import Dispatch
 import Glibc
 import Synchronization
 
-public enum CommandThread {
+package enum CommandThread {
     /// Runs `command` with a thread named "txrecon-main" as its preferred
     /// task executor, blocking the calling thread until it returns its exit
     /// status.
-    public static func run(_ command: @escaping @Sendable () async -> Int32) -> Int32 {
+    package static func run(_ command: @escaping @Sendable () async -> Int32) -> Int32 {
         let executor: ThreadExecutor
         do {
             executor = try ThreadExecutor(name: "txrecon-main")

@@ -12,10 +12,10 @@
 // Reports: nothing.
 import CCrypto
 
-public enum CryptoLibrary {
+package enum CryptoLibrary {
     /// Initializes libcrypto without its exit-time clean-up. Only the
     /// first initialization decides that, so call this first of all.
-    public static func initializeWithoutExitCleanup() {
+    package static func initializeWithoutExitCleanup() {
         _ = OPENSSL_init_crypto(UInt64(OPENSSL_INIT_NO_ATEXIT), nil)
     }
 }

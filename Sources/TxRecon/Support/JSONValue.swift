@@ -10,7 +10,7 @@ import Glibc
 
 /// A parsed JSON value. Numbers keep their literal text (never rounded through
 /// a Double); objects keep member order.
-public enum JSONValue: Sendable, Equatable {
+package enum JSONValue: Sendable, Equatable {
     case null
     case bool(Bool)
     /// The number exactly as written in the input, e.g. `"2000000123456789"`.
@@ -19,7 +19,7 @@ public enum JSONValue: Sendable, Equatable {
     case array([JSONValue])
     case object([(String, JSONValue)])
 
-    public static func == (lhs: JSONValue, rhs: JSONValue) -> Bool {
+    package static func == (lhs: JSONValue, rhs: JSONValue) -> Bool {
         switch (lhs, rhs) {
         case (.null, .null): return true
         case let (.bool(a), .bool(b)): return a == b
@@ -33,10 +33,10 @@ public enum JSONValue: Sendable, Equatable {
     }
 
     /// A JSON number from an integer.
-    public static func integer(_ value: some BinaryInteger) -> JSONValue { .number(String(value)) }
+    package static func integer(_ value: some BinaryInteger) -> JSONValue { .number(String(value)) }
 
     /// The member named `key` of an object; nil for a missing key or a non-object.
-    public subscript(key: String) -> JSONValue? {
+    package subscript(key: String) -> JSONValue? {
         guard case let .object(members) = self else { return nil }
         // Through the buffer: a member read in place, not copied out (a
         // string and a value retained and released) for each one.
@@ -50,49 +50,49 @@ public enum JSONValue: Sendable, Equatable {
         }
     }
 
-    public var stringValue: String? {
+    package var stringValue: String? {
         if case let .string(s) = self { return s }
         return nil
     }
 
     /// The value as a 64-bit integer if it is a number written without
     /// fraction or exponent that fits; nil otherwise.
-    public var int64Value: Int64? {
+    package var int64Value: Int64? {
         if case let .number(text) = self { return Int64(text) }
         return nil
     }
 
-    public var boolValue: Bool? {
+    package var boolValue: Bool? {
         if case let .bool(b) = self { return b }
         return nil
     }
 
-    public var arrayValue: [JSONValue]? {
+    package var arrayValue: [JSONValue]? {
         if case let .array(a) = self { return a }
         return nil
     }
 
-    public var objectValue: [(String, JSONValue)]? {
+    package var objectValue: [(String, JSONValue)]? {
         if case let .object(o) = self { return o }
         return nil
     }
 }
 
 /// Why a byte sequence is not acceptable JSON.
-public struct JSONError: Error, Sendable, Equatable, CustomStringConvertible {
+package struct JSONError: Error, Sendable, Equatable, CustomStringConvertible {
     /// Byte offset into the input where the problem was found.
-    public var offset: Int
-    public var message: String
-    public var description: String { "\(message) at byte \(offset)" }
+    package var offset: Int
+    package var message: String
+    package var description: String { "\(message) at byte \(offset)" }
 }
 
 extension JSONValue {
     /// Objects and arrays nested deeper than this are refused: hostile input
     /// must not exhaust the stack.
-    public static let maximumDepth = 64
+    package static let maximumDepth = 64
 
     /// Parses exactly one JSON value; surrounding JSON whitespace is allowed.
-    public static func parse(_ bytes: some Collection<UInt8>) throws(JSONError) -> JSONValue {
+    package static func parse(_ bytes: some Collection<UInt8>) throws(JSONError) -> JSONValue {
         let array = Array(bytes)
         return try array.withUnsafeBufferPointer { (buffer) throws(JSONError) -> JSONValue in
             var parser = JSONParser(buffer)
@@ -100,7 +100,7 @@ extension JSONValue {
         }
     }
 
-    public static func parse(_ text: String) throws(JSONError) -> JSONValue {
+    package static func parse(_ text: String) throws(JSONError) -> JSONValue {
         try parse(Array(text.utf8))
     }
 
@@ -488,16 +488,16 @@ private struct JSONParser {
 
 extension JSONValue {
     /// Compact UTF-8 JSON text of this value.
-    public var serialized: [UInt8] {
+    package var serialized: [UInt8] {
         var output: [UInt8] = []
         output.reserveCapacity(256)
         write(to: &output)
         return output
     }
 
-    public var serializedString: String { String(decoding: serialized, as: UTF8.self) }
+    package var serializedString: String { String(decoding: serialized, as: UTF8.self) }
 
-    public func write(to output: inout [UInt8]) {
+    package func write(to output: inout [UInt8]) {
         switch self {
         case .null: output.append(contentsOf: "null".utf8)
         case let .bool(value): output.append(contentsOf: (value ? "true" : "false").utf8)

@@ -4,12 +4,12 @@
 // character, or swapping two neighbours, counts one, so `stauts` is one
 // edit from `status`. Public for the executable.
 
-public enum NearestName {
+package enum NearestName {
     /// The name in `names` nearest to `typed`, when it is near enough to be
     /// a slip: at most one edit per three characters typed, and at least
     /// one. Ties go to the name first in alphabetical order; nil when none
     /// is near (a word that is no command at all gets no suggestion).
-    public static func suggestion(for typed: String, among names: [String]) -> String? {
+    package static func suggestion(for typed: String, among names: [String]) -> String? {
         let allowed = max(1, typed.count / 3)
         let ranked = names.map { (name: $0, distance: distance(typed, $0)) }
             .filter { $0.distance <= allowed }

@@ -4,12 +4,12 @@
 // second allowed), or a systemd time span meaning that long ago (`2h`,
 // `3d`, `1h 30min`).
 
-public enum OperatorTime {
+package enum OperatorTime {
     /// What `parse` accepts, for an error message.
-    public static let acceptedForms = #"an RFC 3339 time such as "2026-12-01T09:30:00Z", or a span ago such as "2h""#
+    package static let acceptedForms = #"an RFC 3339 time such as "2026-12-01T09:30:00Z", or a span ago such as "2h""#
 
     /// Milliseconds since 1970, or nil; a span counts back from now.
-    public static func parse(_ text: String) -> Int64? {
+    package static func parse(_ text: String) -> Int64? {
         parse(text, now: Timestamp.nowMilliseconds())
     }
 

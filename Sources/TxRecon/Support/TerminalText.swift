@@ -5,13 +5,13 @@
 // forge a line of `txrecon list`. Public for the executable, which prints
 // through nothing else (see its Output.swift).
 
-public enum TerminalText {
+package enum TerminalText {
     /// `text` as one line for people: control characters escaped as the
     /// journal lines have them (`\x1b`, `\n`, `\u009b`; see LogText), so it
     /// can neither drive the terminal nor start a line of its own.
     /// Backslashes are kept: a reason file or a status line was escaped once
     /// already by the daemon, and shows as it is written.
-    public static func line(_ text: String) -> String {
+    package static func line(_ text: String) -> String {
         LogText.escaped(text, keepingBackslashes: true)
     }
 
@@ -22,7 +22,7 @@ public enum TerminalText {
     /// as harmless as the text output and parses to the same values.
     /// Outside strings the serializer writes ASCII only, so any such
     /// character stands inside a string.
-    public static func json(_ value: JSONValue) -> String {
+    package static func json(_ value: JSONValue) -> String {
         let text = value.serializedString
         guard text.utf8.contains(where: { $0 == 0x7F || LogText.mayStartEscapedCharacter($0) }) else { return text }
         var result = ""

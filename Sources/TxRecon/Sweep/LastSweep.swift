@@ -8,23 +8,23 @@
 // place to diagnose it. Reports nothing.
 
 /// What the last sweep did.
-public struct LastSweep: Sendable, Equatable {
+package struct LastSweep: Sendable, Equatable {
     /// When it ended, UNIX milliseconds.
-    public var finishedAt: Int64
+    package var finishedAt: Int64
     /// `completed`, `configuration`, `temporary` or `failed`.
-    public var result: String
+    package var result: String
     /// Why it stopped, when it did.
-    public var reason: String?
-    public var pages: Int64
-    public var found: Int64
-    public var spooled: Int64
+    package var reason: String?
+    package var pages: Int64
+    package var found: Int64
+    package var spooled: Int64
     /// The checkpoint it left, UNIX milliseconds.
-    public var checkpoint: Int64?
+    package var checkpoint: Int64?
     /// The file as read, for `txrecon status --json`.
-    public var json: JSONValue
+    package var json: JSONValue
 
     /// The last sweep on the spool at `layout`, or nil when there is none.
-    public static func read(_ layout: SpoolLayout) -> LastSweep? {
+    package static func read(_ layout: SpoolLayout) -> LastSweep? {
         let path = SweepStateDirectory.path(of: layout) + "/last-run"
         guard let bytes = try? SystemCall.readFile(path, limit: 1 << 20),
               let json = try? JSONValue.parse(bytes),

@@ -10,7 +10,7 @@
 // path, never its content. Blocks on disk I/O: call it on the sweep's thread.
 import Glibc
 
-public enum SweepCredentials {
+package enum SweepCredentials {
     /// The systemd credential (`LoadCredential=appstore-key:…`) that holds
     /// the key when PrivateKeyFile= is unset.
     static let keyCredentialName = "appstore-key"
@@ -44,7 +44,7 @@ public enum SweepCredentials {
     /// set, the file as `load` reads it (and the ids beside it). The
     /// credential `appstore-key` exists only inside the sweep's unit, so
     /// without the key it is not checked.
-    public static func checkKeyFile(of configuration: Configuration) throws(ConfigurationError) {
+    package static func checkKeyFile(of configuration: Configuration) throws(ConfigurationError) {
         guard configuration.sweep.privateKeyFile != nil else { return }
         _ = try load(for: configuration, environment: [:])
     }

@@ -13,11 +13,11 @@
 import Glibc
 
 /// The `txrecon sweep` command's behaviour.
-public enum SweepRun {
+package enum SweepRun {
     /// Runs one sweep with the configuration at `configurationPath`;
     /// `environment` is the process environment (`CREDENTIALS_DIRECTORY`,
     /// `JOURNAL_STREAM`). Returns the exit status.
-    public static func run(configurationPath: String, environment: [String: String], dryRun: Bool) async -> Int32 {
+    package static func run(configurationPath: String, environment: [String: String], dryRun: Bool) async -> Int32 {
         let log = LogSinks.standard(environment: environment)
         ProcessHardening.disableCoreDumps()
         do {

@@ -10,12 +10,12 @@ import CCrypto
 
 /// One trusted root, kept as DER so that it can cross threads and be
 /// compared; parsed again by each verifier that uses it.
-public struct RootCertificate: Sendable, Equatable {
-    public let der: [UInt8]
+package struct RootCertificate: Sendable, Equatable {
+    package let der: [UInt8]
     /// RFC 2253, e.g. `C=US,O=Apple Inc.,OU=Apple Certification Authority,CN=Apple Root CA - G3`.
-    public let subject: String
+    package let subject: String
     /// SHA-256 of the DER, colon-separated upper-case hex.
-    public let sha256Fingerprint: String
+    package let sha256Fingerprint: String
 
     init(_ certificate: Certificate) {
         der = certificate.der

@@ -11,24 +11,24 @@
 // Blocks on disk I/O, like the configuration loader. Logs nothing.
 
 /// The checks intake applies to every App Store signed string (Mode=appstore).
-public struct SignedDataPolicy: Sendable, Equatable {
+package struct SignedDataPolicy: Sendable, Equatable {
     /// The trust anchors; empty when the environments skip signature checks.
-    public var roots: [RootCertificate]
+    package var roots: [RootCertificate]
     /// `bundleId` every transaction and notification must carry.
-    public var bundleID: String
+    package var bundleID: String
     /// `appAppleId` every Production notification must carry; nil unless
     /// Production is listed.
-    public var appAppleID: Int64?
+    package var appAppleID: Int64?
     /// The environments signed data may come from.
-    public var environments: [SignedDataEnvironment]
+    package var environments: [SignedDataEnvironment]
     /// The roots StoreKit 1 receipts must chain to; empty when the
     /// environments skip signature checks, or when the default file is not
     /// installed (then `receiptRootsMissing` says so, and every receipt is
     /// refused with that sentence).
-    public var receiptRoots: [RootCertificate]
-    public var receiptRootsMissing: String?
+    package var receiptRoots: [RootCertificate]
+    package var receiptRootsMissing: String?
 
-    public init(roots: [RootCertificate], bundleID: String, appAppleID: Int64?, environments: [SignedDataEnvironment],
+    package init(roots: [RootCertificate], bundleID: String, appAppleID: Int64?, environments: [SignedDataEnvironment],
                 receiptRoots: [RootCertificate] = [], receiptRootsMissing: String? = nil) {
         self.roots = roots
         self.bundleID = bundleID
@@ -41,10 +41,10 @@ public struct SignedDataPolicy: Sendable, Equatable {
     /// Whether signatures are checked: whenever an App Store environment is
     /// listed (the configuration never lists them with Xcode or
     /// LocalTesting, and if it did, the checks would win).
-    public var checksSignatures: Bool { environments.contains(where: \.checksSignatures) }
+    package var checksSignatures: Bool { environments.contains(where: \.checksSignatures) }
 
     /// The policy `configuration` asks for, nil with Mode=none.
-    public static func load(for configuration: Configuration) throws(ConfigurationError) -> SignedDataPolicy? {
+    package static func load(for configuration: Configuration) throws(ConfigurationError) -> SignedDataPolicy? {
         try VerificationSettings.checkCompleteness(of: configuration)
         let settings = configuration.verification
         let environments = settings.environments
