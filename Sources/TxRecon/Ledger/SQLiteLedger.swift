@@ -39,7 +39,7 @@ package final class SQLiteLedger: Ledger {
     private var statements: [String: SQLiteDatabase.Statement] = [:]
     /// The hot paths' statements, held rather than found by their text
     /// (hashing a kilobyte of SQL per call cost a microsecond).
-    private var upserts: [Bool: SQLiteDatabase.Statement] = [:]
+    private var upserts: [UpsertShape: SQLiteDatabase.Statement] = [:]
     private var lookup: SQLiteDatabase.Statement?
 
     /// Opens (creating it, mode 0600, when `access` allows) the ledger at
@@ -133,36 +133,58 @@ package final class SQLiteLedger: Ledger {
         return prepared
     }
 
-    private static let columns = """
-        destination, key, version_primary, version_revoked, version_secondary, confirmed_at, attempt, \
-        idempotency_key, confirmation, kind, transaction_id, original_transaction_id, app_transaction_id, \
-        app_account_token, product_id, bundle_id, environment, expires_date, web_order_line_item_id, \
-        notification_type, subtype
-        """
+    private static let columnNames = [
+        "destination", "key", "version_primary", "version_revoked", "version_secondary", "confirmed_at", "attempt",
+        "idempotency_key", "confirmation", "kind", "transaction_id", "original_transaction_id", "app_transaction_id",
+        "app_account_token", "product_id", "bundle_id", "environment", "expires_date", "web_order_line_item_id",
+        "notification_type", "subtype",
+    ]
+    private static let columns = columnNames.joined(separator: ", ")
+
+    /// Rows one run of the upsert inserts: SQLite opens the table's and
+    /// every index's cursors once per run, which for one row cost as much
+    /// as the row itself. A batch's rest is written a row at a time.
+    private static let rowsPerRun = 32
+
+    /// An upsert statement: how many rows one run takes, and whether an
+    /// equal version replaces the row.
+    private struct UpsertShape: Hashable {
+        var rows: Int
+        var replacingEqual: Bool
+    }
 
     func record(_ records: [LedgerRecord], replacingEqual: Bool = true) throws(LedgerError) {
         guard !records.isEmpty else { return }
-        let upsert: SQLiteDatabase.Statement
-        if let prepared = upserts[replacingEqual] {
-            upsert = prepared
-        } else {
-            upsert = try upsertStatement(replacingEqual: replacingEqual)
-        }
         try database.transaction { () throws(LedgerError) in
-            for record in records {
+            var start = records.startIndex
+            while start < records.endIndex {
+                let rows = records.endIndex - start >= Self.rowsPerRun ? Self.rowsPerRun : 1
+                let shape = UpsertShape(rows: rows, replacingEqual: replacingEqual)
+                let upsert: SQLiteDatabase.Statement
+                if let prepared = upserts[shape] { upsert = prepared } else { upsert = try upsertStatement(shape) }
+                let run = records[start..<start + rows]
                 upsert.reset()
-                bind(record, to: upsert)
+                upsert.reserveText(run.reduce(0) { $0 + Self.textBytes(of: $1) })
+                for (row, record) in run.enumerated() {
+                    bind(record, to: upsert, from: Int32(row * Self.columnNames.count))
+                }
                 try upsert.run()
+                start += rows
             }
         }
     }
 
-    private func upsertStatement(replacingEqual: Bool) throws(LedgerError) -> SQLiteDatabase.Statement {
+    private func upsertStatement(_ shape: UpsertShape) throws(LedgerError) -> SQLiteDatabase.Statement {
+        let width = Self.columnNames.count
+        let values = (0..<shape.rows).map { row in
+            "(" + (1...width).map { "?\(row * width + $0)" }.joined(separator: ", ") + ")"
+        }
         // An equal version replaces the row too: a replay's confirmation is
-        // the key's last, which LedgerRetention= counts from.
+        // the key's last, which LedgerRetention= counts from. A key twice in
+        // one run is two rows in turn, as in two runs.
         let upsert = try database.prepare("""
             INSERT INTO confirmations (\(SQLiteLedger.columns))
-            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)
+            VALUES \(values.joined(separator: ", "))
             ON CONFLICT (destination, key) DO UPDATE SET
                 version_primary = excluded.version_primary, version_revoked = excluded.version_revoked,
                 version_secondary = excluded.version_secondary, confirmed_at = excluded.confirmed_at,
@@ -176,35 +198,48 @@ package final class SQLiteLedger: Ledger {
                 web_order_line_item_id = excluded.web_order_line_item_id,
                 notification_type = excluded.notification_type, subtype = excluded.subtype
             WHERE (excluded.version_primary, excluded.version_revoked, excluded.version_secondary)
-                \(replacingEqual ? ">=" : ">") (version_primary, version_revoked, version_secondary)
+                \(shape.replacingEqual ? ">=" : ">") (version_primary, version_revoked, version_secondary)
             """)
-        upserts[replacingEqual] = upsert
+        upserts[shape] = upsert
         return upsert
     }
 
-    private func bind(_ record: LedgerRecord, to upsert: SQLiteDatabase.Statement) {
-        upsert.bind(1, record.destination)
-        upsert.bind(2, record.key.rawValue)
-        upsert.bind(3, record.version.primary)
-        upsert.bind(4, record.version.revoked ? 1 : 0)
-        upsert.bind(5, record.version.secondary)
-        upsert.bind(6, record.confirmedAt)
-        upsert.bind(7, Int64(record.attempt))
-        upsert.bind(8, record.idempotencyKey)
-        upsert.bind(9, record.confirmation)
-        upsert.bind(10, record.kind.rawValue)
+    /// The UTF-8 bytes of `record`'s text columns: what `bind` copies.
+    private static func textBytes(of record: LedgerRecord) -> Int {
+        func count(_ text: String?) -> Int { text?.utf8.count ?? 0 }
         let identity = record.identity
-        upsert.bind(11, identity.transactionId)
-        upsert.bind(12, identity.originalTransactionId)
-        upsert.bind(13, identity.appTransactionId)
-        upsert.bind(14, identity.appAccountToken)
-        upsert.bind(15, identity.productId)
-        upsert.bind(16, identity.bundleId)
-        upsert.bind(17, identity.environment)
-        upsert.bind(18, identity.expiresDate)
-        upsert.bind(19, identity.webOrderLineItemId)
-        upsert.bind(20, identity.notificationType)
-        upsert.bind(21, identity.subtype)
+        return count(record.destination) + count(record.key.rawValue) + count(record.idempotencyKey)
+            + count(record.confirmation) + count(record.kind.rawValue) + count(identity.transactionId)
+            + count(identity.originalTransactionId) + count(identity.appTransactionId)
+            + count(identity.appAccountToken) + count(identity.productId) + count(identity.bundleId)
+            + count(identity.environment) + count(identity.webOrderLineItemId) + count(identity.notificationType)
+            + count(identity.subtype)
+    }
+
+    /// Binds `record` to the parameters after `offset` (its row's in a run).
+    private func bind(_ record: LedgerRecord, to upsert: SQLiteDatabase.Statement, from offset: Int32) {
+        upsert.bind(offset + 1, record.destination)
+        upsert.bind(offset + 2, record.key.rawValue)
+        upsert.bind(offset + 3, record.version.primary)
+        upsert.bind(offset + 4, record.version.revoked ? 1 : 0)
+        upsert.bind(offset + 5, record.version.secondary)
+        upsert.bind(offset + 6, record.confirmedAt)
+        upsert.bind(offset + 7, Int64(record.attempt))
+        upsert.bind(offset + 8, record.idempotencyKey)
+        upsert.bind(offset + 9, record.confirmation)
+        upsert.bind(offset + 10, record.kind.rawValue)
+        let identity = record.identity
+        upsert.bind(offset + 11, identity.transactionId)
+        upsert.bind(offset + 12, identity.originalTransactionId)
+        upsert.bind(offset + 13, identity.appTransactionId)
+        upsert.bind(offset + 14, identity.appAccountToken)
+        upsert.bind(offset + 15, identity.productId)
+        upsert.bind(offset + 16, identity.bundleId)
+        upsert.bind(offset + 17, identity.environment)
+        upsert.bind(offset + 18, identity.expiresDate)
+        upsert.bind(offset + 19, identity.webOrderLineItemId)
+        upsert.bind(offset + 20, identity.notificationType)
+        upsert.bind(offset + 21, identity.subtype)
     }
 
     func confirmedVersion(at destination: String, of key: ItemKey) throws(LedgerError) -> ItemVersion? {

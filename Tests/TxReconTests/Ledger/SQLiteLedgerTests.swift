@@ -1,7 +1,7 @@
 // The ledger in SQLite: what it keeps per destination and key, that no
-// confirmation moves a key back, the queries `txrecon history` makes, the
-// retention, and how it fails (a damaged file, a newer schema, a reader
-// that must not create).
+// confirmation moves a key back (a row at a time or many in one run), the
+// queries `txrecon history` makes, the retention, and how it fails (a
+// damaged file, a newer schema, a reader that must not create).
 import Glibc
 import Testing
 import TxReconTestSupport
@@ -42,6 +42,23 @@ import TxReconTestSupport
                 "a refund (revoked) stays newer than the purchase snapshot of the same signedDate")
         try ledger.record([Self.record("k", version: 21)])
         #expect(try ledger.confirmedVersion(at: "backend", of: ItemKey("k")!) == ItemVersion(primary: 21))
+    }
+
+    @Test func aBatchOfManyRunsKeepsEachKeysNewestVersionAndEverythingItSaid() throws {
+        let ledger = try SQLiteLedger(path: path)
+        // 100 rows (three runs of 32 and four single ones), each key's
+        // versions out of order, within one run and across runs.
+        let versions: [Int64] = [7, 3, 9, 1, 5, 8, 2, 10, 4, 6]
+        let batch = (0..<100).map { index in
+            Self.record("k\(index % 10)", version: versions[(index / 10 + index) % 10] * 10 + Int64(index % 10),
+                        token: "t\(index % 10)")
+        }
+        try ledger.record(batch)
+        for key in 0..<10 {
+            let newest = try #require(batch.filter { $0.key.rawValue == "k\(key)" }.max { $0.version < $1.version })
+            #expect(try ledger.records(of: ItemKey("k\(key)")!) == [newest])
+        }
+        #expect(try ledger.statistics().rows == 10)
     }
 
     @Test func anEqualVersionConfirmedAgainIsTheKeysLastConfirmation() throws {
