@@ -53,8 +53,14 @@ package struct RequestBuilder: Sendable {
     /// are not visible ASCII, and `%` itself, are written as `%XX` so that any
     /// key makes a valid header value; transaction ids and UUIDs never need it.
     static func idempotencyKey(for item: Item) -> String {
-        let key = item.key.rawValue
-        let suffix = ":" + item.version.description
+        idempotencyKey(key: item.key, version: item.version)
+    }
+
+    /// The same for a snapshot known by its key and version alone (the
+    /// ledger's row, which keeps no copy of it).
+    static func idempotencyKey(key itemKey: ItemKey, version: ItemVersion) -> String {
+        let key = itemKey.rawValue
+        let suffix = ":" + version.description
         // In place (StringBytes): through the UTF8View's iterator this check
         // cost more than building the key.
         guard key.withUTF8Bytes({ $0.contains { !isPlainHeaderByte($0) } }) else { return key + suffix }

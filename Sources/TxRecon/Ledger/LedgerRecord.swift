@@ -13,12 +13,15 @@ package struct LedgerRecord: Sendable, Equatable {
     package var confirmedAt: Int64
     /// 1 for the first attempt.
     package var attempt: Int
-    /// `Idempotency-Key` (`Nats-Msg-Id`) of that attempt.
-    package var idempotencyKey: String
     /// `HTTP 204`, `stream ORDERS sequence 42`.
     package var confirmation: String
     package var kind: ItemKind
     package var identity: Identity
+
+    /// `Idempotency-Key` (`Nats-Msg-Id`) of that attempt: every attempt of
+    /// a snapshot sends the same, made from key and version, so the ledger
+    /// derives it rather than keep a copy per row.
+    package var idempotencyKey: String { RequestBuilder.idempotencyKey(key: key, version: version) }
 
     /// What the item is about, as intake decoded and verified it; nil
     /// where the item does not say (an envelope says nothing).
@@ -64,13 +67,12 @@ package struct LedgerRecord: Sendable, Equatable {
     }
 
     init(destination: String, key: ItemKey, version: ItemVersion, confirmedAt: Int64, attempt: Int,
-         idempotencyKey: String, confirmation: String, kind: ItemKind, identity: Identity) {
+         confirmation: String, kind: ItemKind, identity: Identity) {
         self.destination = destination
         self.key = key
         self.version = version
         self.confirmedAt = confirmedAt
         self.attempt = attempt
-        self.idempotencyKey = idempotencyKey
         self.confirmation = confirmation
         self.kind = kind
         self.identity = identity
@@ -79,7 +81,6 @@ package struct LedgerRecord: Sendable, Equatable {
     /// `item`'s confirmation by `destination` on attempt `attempt` at `at`.
     init(destination: String, item: Item, attempt: Int, confirmation: Confirmation, at: Int64) {
         self.init(destination: destination, key: item.key, version: item.version, confirmedAt: at, attempt: attempt,
-                  idempotencyKey: RequestBuilder.idempotencyKey(for: item), confirmation: confirmation.description,
-                  kind: item.kind, identity: Identity(item.fields))
+                  confirmation: confirmation.description, kind: item.kind, identity: Identity(item.fields))
     }
 }

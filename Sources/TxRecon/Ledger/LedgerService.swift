@@ -500,7 +500,6 @@ final class LedgerService: Sendable {
             }
             batch.append(LedgerRecord(destination: destination, key: item.key, version: item.version,
                                       confirmedAt: changed, attempt: 0,
-                                      idempotencyKey: RequestBuilder.idempotencyKey(for: item),
                                       confirmation: "recorded from done/", kind: item.kind,
                                       identity: LedgerRecord.Identity(item.fields)))
             guard batch.count >= 1_000 else { return }

@@ -6,14 +6,16 @@
 // B-tree descent; partial indexes on the identities `txrecon history`
 // searches by (only rows that have them pay), and one on the confirmation
 // time for --since/--until and LedgerRetention=. Writes are upserts that
-// never move a key back to an older version. synchronous=FULL: a committed
-// batch is on disk when `record` returns, which is what lets DoneReaper
-// remove the done/ files it covers. The page cache is bounded per
-// connection (`Cache`: 2 MiB for the writer, 1 MiB for intake's look-ups,
-// 256 KiB for a scan, 8 MiB for a command's queries), and memory-mapped I/O
-// is off, so the daemon's RSS does not grow with the ledger: at ten million
-// rows its indexes alone are gigabytes, and a look-up of a random key misses
-// any cache the daemon could afford (the OS's page cache keeps what is hot).
+// never move a key back to an older version, 32 rows a run. A row keeps no
+// idempotency key: it follows from key and version (LedgerRecord).
+// synchronous=FULL: a committed batch is on disk when `record` returns,
+// which is what lets DoneReaper remove the done/ files it covers. The page
+// cache is bounded per connection (`Cache`: 2 MiB for the writer, 1 MiB for
+// intake's look-ups, 256 KiB for a scan, 8 MiB for a command's queries),
+// and memory-mapped I/O is off, so the daemon's RSS does not grow with the
+// ledger: at ten million rows its indexes alone are gigabytes, and a
+// look-up of a random key misses any cache the daemon could afford (the
+// OS's page cache keeps what is hot).
 //
 // A connection is used by one thread at a time. Reports: LedgerError.
 import Glibc
@@ -21,7 +23,8 @@ import Glibc
 package final class SQLiteLedger: Ledger {
     /// The schema this release writes; an older file is migrated at open,
     /// a newer one refused (a downgrade: the older release rebuilds its own).
-    static let schemaVersion: Int64 = 1
+    /// 2: no idempotency_key column (it follows from key and version).
+    static let schemaVersion: Int64 = 2
     /// SQLite's page cache of one connection, by what it is for, in KiB.
     package enum Cache: Int {
         /// The daemon's writer: the upserts' paths down the B-trees.
@@ -82,6 +85,11 @@ package final class SQLiteLedger: Ledger {
         }
         guard version < SQLiteLedger.schemaVersion else { return }
         try database.transaction { () throws(LedgerError) in
+            if version == 1 {
+                // Rewrites the table once (seconds per million rows,
+                // on the writer's thread: look-ups answer from done/ meanwhile).
+                try database.execute("ALTER TABLE confirmations DROP COLUMN idempotency_key")
+            }
             try database.execute("""
                 CREATE TABLE IF NOT EXISTS confirmations (
                     destination TEXT NOT NULL,
@@ -91,7 +99,6 @@ package final class SQLiteLedger: Ledger {
                     version_secondary INTEGER NOT NULL,
                     confirmed_at INTEGER NOT NULL,
                     attempt INTEGER NOT NULL,
-                    idempotency_key TEXT NOT NULL,
                     confirmation TEXT NOT NULL,
                     kind TEXT NOT NULL,
                     transaction_id TEXT,
@@ -135,7 +142,7 @@ package final class SQLiteLedger: Ledger {
 
     private static let columnNames = [
         "destination", "key", "version_primary", "version_revoked", "version_secondary", "confirmed_at", "attempt",
-        "idempotency_key", "confirmation", "kind", "transaction_id", "original_transaction_id", "app_transaction_id",
+        "confirmation", "kind", "transaction_id", "original_transaction_id", "app_transaction_id",
         "app_account_token", "product_id", "bundle_id", "environment", "expires_date", "web_order_line_item_id",
         "notification_type", "subtype",
     ]
@@ -188,8 +195,7 @@ package final class SQLiteLedger: Ledger {
             ON CONFLICT (destination, key) DO UPDATE SET
                 version_primary = excluded.version_primary, version_revoked = excluded.version_revoked,
                 version_secondary = excluded.version_secondary, confirmed_at = excluded.confirmed_at,
-                attempt = excluded.attempt, idempotency_key = excluded.idempotency_key,
-                confirmation = excluded.confirmation, kind = excluded.kind,
+                attempt = excluded.attempt, confirmation = excluded.confirmation, kind = excluded.kind,
                 transaction_id = excluded.transaction_id,
                 original_transaction_id = excluded.original_transaction_id,
                 app_transaction_id = excluded.app_transaction_id, app_account_token = excluded.app_account_token,
@@ -208,8 +214,8 @@ package final class SQLiteLedger: Ledger {
     private static func textBytes(of record: LedgerRecord) -> Int {
         func count(_ text: String?) -> Int { text?.utf8.count ?? 0 }
         let identity = record.identity
-        return count(record.destination) + count(record.key.rawValue) + count(record.idempotencyKey)
-            + count(record.confirmation) + count(record.kind.rawValue) + count(identity.transactionId)
+        return count(record.destination) + count(record.key.rawValue) + count(record.confirmation)
+            + count(record.kind.rawValue) + count(identity.transactionId)
             + count(identity.originalTransactionId) + count(identity.appTransactionId)
             + count(identity.appAccountToken) + count(identity.productId) + count(identity.bundleId)
             + count(identity.environment) + count(identity.webOrderLineItemId) + count(identity.notificationType)
@@ -225,21 +231,20 @@ package final class SQLiteLedger: Ledger {
         upsert.bind(offset + 5, record.version.secondary)
         upsert.bind(offset + 6, record.confirmedAt)
         upsert.bind(offset + 7, Int64(record.attempt))
-        upsert.bind(offset + 8, record.idempotencyKey)
-        upsert.bind(offset + 9, record.confirmation)
-        upsert.bind(offset + 10, record.kind.rawValue)
+        upsert.bind(offset + 8, record.confirmation)
+        upsert.bind(offset + 9, record.kind.rawValue)
         let identity = record.identity
-        upsert.bind(offset + 11, identity.transactionId)
-        upsert.bind(offset + 12, identity.originalTransactionId)
-        upsert.bind(offset + 13, identity.appTransactionId)
-        upsert.bind(offset + 14, identity.appAccountToken)
-        upsert.bind(offset + 15, identity.productId)
-        upsert.bind(offset + 16, identity.bundleId)
-        upsert.bind(offset + 17, identity.environment)
-        upsert.bind(offset + 18, identity.expiresDate)
-        upsert.bind(offset + 19, identity.webOrderLineItemId)
-        upsert.bind(offset + 20, identity.notificationType)
-        upsert.bind(offset + 21, identity.subtype)
+        upsert.bind(offset + 10, identity.transactionId)
+        upsert.bind(offset + 11, identity.originalTransactionId)
+        upsert.bind(offset + 12, identity.appTransactionId)
+        upsert.bind(offset + 13, identity.appAccountToken)
+        upsert.bind(offset + 14, identity.productId)
+        upsert.bind(offset + 15, identity.bundleId)
+        upsert.bind(offset + 16, identity.environment)
+        upsert.bind(offset + 17, identity.expiresDate)
+        upsert.bind(offset + 18, identity.webOrderLineItemId)
+        upsert.bind(offset + 19, identity.notificationType)
+        upsert.bind(offset + 20, identity.subtype)
     }
 
     func confirmedVersion(at destination: String, of key: ItemKey) throws(LedgerError) -> ItemVersion? {
@@ -296,20 +301,20 @@ package final class SQLiteLedger: Ledger {
         var records: [LedgerRecord] = []
         while try query.step() {
             guard let destination = query.string(0), let key = query.string(1).flatMap({ ItemKey($0) }),
-                  let kind = query.string(9).flatMap(ItemKind.init(rawValue:)) else {
+                  let kind = query.string(8).flatMap(ItemKind.init(rawValue:)) else {
                 throw LedgerError(operation: "read", path: path, code: 0,
                                   message: "a row holds a destination, key or kind this txrecon cannot read")
             }
             let identity = LedgerRecord.Identity(
-                transactionId: query.string(10), originalTransactionId: query.string(11),
-                appTransactionId: query.string(12), appAccountToken: query.string(13), productId: query.string(14),
-                bundleId: query.string(15), environment: query.string(16), expiresDate: query.optionalInt64(17),
-                webOrderLineItemId: query.string(18), notificationType: query.string(19), subtype: query.string(20))
+                transactionId: query.string(9), originalTransactionId: query.string(10),
+                appTransactionId: query.string(11), appAccountToken: query.string(12), productId: query.string(13),
+                bundleId: query.string(14), environment: query.string(15), expiresDate: query.optionalInt64(16),
+                webOrderLineItemId: query.string(17), notificationType: query.string(18), subtype: query.string(19))
             records.append(LedgerRecord(
                 destination: destination, key: key,
                 version: ItemVersion(primary: query.int64(2), revoked: query.int64(3) != 0, secondary: query.int64(4)),
-                confirmedAt: query.int64(5), attempt: Int(query.int64(6)), idempotencyKey: query.string(7) ?? "",
-                confirmation: query.string(8) ?? "", kind: kind, identity: identity))
+                confirmedAt: query.int64(5), attempt: Int(query.int64(6)),
+                confirmation: query.string(7) ?? "", kind: kind, identity: identity))
         }
         return records
     }

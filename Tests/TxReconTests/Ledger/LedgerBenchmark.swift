@@ -30,7 +30,7 @@ struct LedgerBenchmark {
         let original = String(2_000_000_000_000_000 + index - index % 3)
         return LedgerRecord(
             destination: "backend", key: ItemKey(key)!, version: ItemVersion(primary: 1_760_000_000_000 + Int64(index)),
-            confirmedAt: 1_760_000_000_000 + Int64(index) * 10, attempt: 1, idempotencyKey: key + ":1760000000000",
+            confirmedAt: 1_760_000_000_000 + Int64(index) * 10, attempt: 1,
             confirmation: "HTTP 200", kind: .transaction,
             identity: LedgerRecord.Identity(
                 transactionId: key, originalTransactionId: original, appTransactionId: String(704_000_000_000_000 + index / 3),
@@ -121,7 +121,7 @@ struct LedgerBenchmark {
             let records = (0..<count).map { index in
                 LedgerRecord(destination: "backend", key: ItemKey("d\(base + index)")!, version: ItemVersion(primary: 1),
                              confirmedAt: 1_760_000_000_000 + Int64(index), attempt: 1,
-                             idempotencyKey: "d\(base + index):1", confirmation: "HTTP 200", kind: .envelope,
+                             confirmation: "HTTP 200", kind: .envelope,
                              identity: LedgerRecord.Identity())
             }
             let start = Self.cpuSeconds()

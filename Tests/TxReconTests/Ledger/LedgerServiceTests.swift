@@ -51,6 +51,22 @@ import TxReconTestSupport
         #expect(ledger.durableThrough > 0, "the reaper may remove what the ledger holds")
     }
 
+    @Test func theIdempotencyKeyTheLedgerShowsIsTheOneTheRequestCarried() throws {
+        let ledger = service()
+        try ledger.start()
+        defer { ledger.stop() }
+        // A key that needs escaping, a refund's version with its notification's date.
+        let item = Item(key: ItemKey("a b%c")!, version: ItemVersion(primary: 7, revoked: true, secondary: 9),
+                        kind: .envelope, payload: .null)
+        let sent = RequestBuilder(softwareVersion: "1", secrets: BackendSecrets())
+            .request(for: item, attempt: 1, receivedAt: 0, signedAt: 0).header("Idempotency-Key")
+        ledger.record(destination: "backend", item: item, attempt: 1, confirmation: .http(status: 200),
+                      at: Timestamp.nowMilliseconds())
+        ledger.flush()
+        let reader = try SQLiteLedger(path: directory.path + "/state/ledger.sqlite3", access: .readOnly)
+        #expect(try reader.records(of: item.key).map(\.idempotencyKey) == [try #require(sent)])
+    }
+
     @Test func theStartCatchesUpFromDoneWhatTheLedgerLostWithoutOverwritingWhatItHeld() throws {
         do {
             let first = service()

@@ -1,7 +1,8 @@
 // The ledger in SQLite: what it keeps per destination and key, that no
 // confirmation moves a key back (a row at a time or many in one run), the
-// queries `txrecon history` makes, the retention, and how it fails (a
-// damaged file, a newer schema, a reader that must not create).
+// queries `txrecon history` makes, the retention, the migration of an older
+// schema, and how it fails (a damaged file, a newer schema, a reader that
+// must not create).
 import Glibc
 import Testing
 import TxReconTestSupport
@@ -16,7 +17,7 @@ import TxReconTestSupport
                        product: String? = "com.example.monthly") -> LedgerRecord {
         LedgerRecord(destination: destination, key: ItemKey(key)!,
                      version: ItemVersion(primary: version, revoked: revoked), confirmedAt: at, attempt: 2,
-                     idempotencyKey: "\(key):\(version)", confirmation: "HTTP 200", kind: .transaction,
+                     confirmation: "HTTP 200", kind: .transaction,
                      identity: LedgerRecord.Identity(transactionId: key, originalTransactionId: original,
                                                      appTransactionId: "7001", appAccountToken: token,
                                                      productId: product, bundleId: "com.example.app",
@@ -134,6 +135,46 @@ import TxReconTestSupport
         } catch {
             #expect(error.isCorruption, "\(error)")
         }
+    }
+
+    @Test func aLedgerOfSchemaOneIsMigratedKeepingItsRowsAndMark() throws {
+        // Version 1 as the first release made it: an idempotency_key column.
+        do {
+            let database = try SQLiteDatabase(path: path, access: .readWriteCreate)
+            try database.execute("""
+                CREATE TABLE confirmations (
+                    destination TEXT NOT NULL, key TEXT NOT NULL, version_primary INTEGER NOT NULL,
+                    version_revoked INTEGER NOT NULL, version_secondary INTEGER NOT NULL,
+                    confirmed_at INTEGER NOT NULL, attempt INTEGER NOT NULL, idempotency_key TEXT NOT NULL,
+                    confirmation TEXT NOT NULL, kind TEXT NOT NULL, transaction_id TEXT,
+                    original_transaction_id TEXT, app_transaction_id TEXT, app_account_token TEXT,
+                    product_id TEXT, bundle_id TEXT, environment TEXT, expires_date INTEGER,
+                    web_order_line_item_id TEXT, notification_type TEXT, subtype TEXT,
+                    PRIMARY KEY (destination, key)
+                ) WITHOUT ROWID;
+                CREATE INDEX confirmations_by_original_transaction
+                    ON confirmations (original_transaction_id) WHERE original_transaction_id IS NOT NULL;
+                CREATE INDEX confirmations_by_time ON confirmations (confirmed_at);
+                CREATE TABLE marks (name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
+                INSERT INTO confirmations VALUES ('backend', '2000000001', 10, 1, 0, 1800000000000, 2,
+                    '2000000001:10r', 'HTTP 200', 'appstore.transaction', '2000000001', '1000', '7001', 'b1c2',
+                    'com.example.monthly', 'com.example.app', 'Sandbox', 1800000600000, '9001', NULL, NULL);
+                INSERT INTO marks VALUES ('catch-up', 42);
+                PRAGMA user_version = 1;
+                """)
+        }
+        let ledger = try SQLiteLedger(path: path)
+        var kept = Self.record("2000000001", version: 10, revoked: true, token: "b1c2")
+        #expect(try ledger.records(of: ItemKey("2000000001")!) == [kept])
+        #expect(try ledger.records(of: ItemKey("2000000001")!).first?.idempotencyKey == "2000000001:10r",
+                "the key it was sent under, now derived")
+        #expect(try ledger.history(LedgerQuery(originalTransactionId: "1000")) == [kept])
+        #expect(try ledger.catchUpMark() == 42)
+        kept.version = ItemVersion(primary: 11)
+        try ledger.record([kept, Self.record("2000000001", version: 9)])
+        #expect(try ledger.confirmedVersion(at: "backend", of: ItemKey("2000000001")!) == ItemVersion(primary: 11))
+        #expect(try SQLiteLedger(path: path, access: .readOnly).records(of: ItemKey("2000000001")!) == [kept],
+                "a reader of this release reads the migrated file")
     }
 
     @Test func aLedgerOfANewerSchemaIsRefusedNotRewritten() throws {
