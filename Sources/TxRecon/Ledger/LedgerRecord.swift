@@ -77,10 +77,4 @@ package struct LedgerRecord: Sendable, Equatable {
         self.kind = kind
         self.identity = identity
     }
-
-    /// `item`'s confirmation by `destination` on attempt `attempt` at `at`.
-    init(destination: String, item: Item, attempt: Int, confirmation: Confirmation, at: Int64) {
-        self.init(destination: destination, key: item.key, version: item.version, confirmedAt: at, attempt: attempt,
-                  confirmation: confirmation.description, kind: item.kind, identity: Identity(item.fields))
-    }
 }

@@ -68,13 +68,19 @@ final class LedgerService: Sendable {
     /// again at start: the wall clock may have been stepped back a little.
     static let catchUpMargin: Int64 = 60_000
     /// Confirmations kept in memory while the ledger cannot take them
-    /// (each holds its item); beyond, the oldest are let go, and done/,
+    /// (a few hundred bytes each); beyond, the oldest are let go, and done/,
     /// which DoneReaper keeps until the watermark passes, is read for them.
     static let pendingLimit = 10_000
 
+    /// A confirmation as the ledger records it: the item's key, version,
+    /// kind and decoded fields, not the item, whose signed strings and
+    /// payload (kilobytes) would stay in memory as long as it waits.
     private struct Waiting: Sendable {
         var destination: String
-        var item: Item
+        var key: ItemKey
+        var version: ItemVersion
+        var kind: ItemKind
+        var fields: ItemFields
         var attempt: Int
         var confirmation: Confirmation
         var at: Int64
@@ -154,7 +160,8 @@ final class LedgerService: Sendable {
                 state.lostSince = min(state.lostSince ?? .max, letGo.map(\.at).min() ?? at)
                 state.pending.removeFirst(letGo.count)
             }
-            state.pending.append(Waiting(destination: destination, item: item, attempt: attempt,
+            state.pending.append(Waiting(destination: destination, key: item.key, version: item.version,
+                                         kind: item.kind, fields: item.fields, attempt: attempt,
                                          confirmation: confirmation, at: at))
             guard state.writerIdle else { return false }
             state.writerIdle = false
@@ -357,8 +364,10 @@ final class LedgerService: Sendable {
             return
         }
         let records = batch.map { waiting in
-            LedgerRecord(destination: waiting.destination, item: waiting.item, attempt: waiting.attempt,
-                         confirmation: waiting.confirmation, at: waiting.at)
+            LedgerRecord(destination: waiting.destination, key: waiting.key, version: waiting.version,
+                         confirmedAt: waiting.at, attempt: waiting.attempt,
+                         confirmation: waiting.confirmation.description, kind: waiting.kind,
+                         identity: LedgerRecord.Identity(waiting.fields))
         }
         // What was reported before this batch was taken is in it; a
         // confirmation reported later has its done/ rename later too. The
