@@ -202,6 +202,7 @@ FUZZ_SOURCES := $(addprefix Sources/TxRecon/Intake/,InputDecoder.swift CompactJW
 .build/fuzz/input-decoder: $(FUZZ_SOURCES)
 	mkdir -p .build/fuzz
 	swiftc -sanitize=fuzzer,address -parse-as-library -O -g -swift-version 6 -module-name TxReconFuzz \
+	  -package-name txrecon \
 	  -use-ld=lld $(FUZZ_SOURCES) -o $@
 
 fuzz: .build/fuzz/input-decoder
