@@ -314,15 +314,19 @@ struct ReceiverIntegrationTests {
     }
 
     /// How many sockets process `pid` has open (/proc/PID/fd).
-    static func openSockets(of pid: pid_t) -> Int {
+    /// The sockets `pid` holds, by their inode (`socket:[N]`): a new one is
+    /// one not among them before, whatever others closed meanwhile (a count
+    /// misses an accept that coincides with a close).
+    static func openSockets(of pid: pid_t) -> Set<String> {
         let directory = "/proc/\(pid)/fd"
         let names = (try? SystemCall.listDirectory(directory)) ?? []
-        return names.count { name in
+        return Set(names.compactMap { name -> String? in
             var target = [CChar](repeating: 0, count: 64)
             let length = readlink(directory + "/" + name, &target, target.count)
-            guard length > 0 else { return false }
-            return String(decoding: target[..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self).hasPrefix("socket:")
-        }
+            guard length > 0 else { return nil }
+            let text = String(decoding: target[..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            return text.hasPrefix("socket:") ? text : nil
+        })
     }
 
     /// Whether the receiver closes `socket` within `timeout`: poll(2) for
@@ -487,15 +491,15 @@ struct ReceiverIntegrationTests {
         let port = fixture.port
         let body = try SystemCall.readFile(DaemonIntegrationTests.samples + "/04-notification-refund.json", limit: 65536)
         // Headers and half the body, then SIGTERM, then the rest. The signal
-        // goes only once the receiver has accepted the connection (one more
-        // socket among its descriptors): one still in the listen backlog is
+        // goes only once the receiver has accepted the connection (a socket
+        // among its descriptors that was not there before): one still in the listen backlog is
         // not in flight, and a receiver without systemd's socket loses it.
         let sockets = Self.openSockets(of: receiver.pid)
         let socket = try LoopbackHTTPClient.connect(port: port)
         defer { close(socket) }
         let head = "POST /appstore/notifications HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: \(body.count)\r\n\r\n"
         try LoopbackHTTPClient.write(socket, Array(head.utf8) + body.prefix(body.count / 2))
-        #expect(await fixture.daemon.eventually { Self.openSockets(of: receiver.pid) > sockets })
+        #expect(await fixture.daemon.eventually { !Self.openSockets(of: receiver.pid).isSubset(of: sockets) })
         receiver.signal(SIGTERM)
         #expect(await fixture.daemon.eventually { receiver.stderr.contains("SIGTERM received") })
         try LoopbackHTTPClient.write(socket, Array(body.suffix(from: body.count / 2)))
