@@ -3,9 +3,10 @@
 // signature with it.
 //
 // JOSE writes the signature as the raw 32-byte big-endian r and s side by
-// side; OpenSSL verifies the DER `ECDSA-Sig-Value`, so r and s are handed to
-// OpenSSL as an ECDSA_SIG and encoded by it. The elliptic-curve arithmetic is
-// OpenSSL's. Touches no files and logs nothing.
+// side; OpenSSL verifies the DER `ECDSA-Sig-Value`, which is written here
+// (two unsigned INTEGERs in a SEQUENCE: a fixed shape, byte for byte what
+// OpenSSL's i2d_ECDSA_SIG gives, which a test checks). The elliptic-curve
+// arithmetic is OpenSSL's. Touches no files and logs nothing.
 import CCrypto
 
 /// A P-256 public key, owning its OpenSSL `EVP_PKEY` and a verification
@@ -58,35 +59,48 @@ final class ES256PublicKey {
     /// (the JWS signing input `header.payload`) under this key.
     func isValidSignature(_ signature: [UInt8], of message: [UInt8]) -> Bool {
         defer { ERR_clear_error() }
-        guard signature.count == ES256PublicKey.signatureLength, let der = ES256PublicKey.der(signature) else {
-            return false
+        guard signature.count == ES256PublicKey.signatureLength else { return false }
+        // The DER and the digest on the stack: once per JWS on intake's hot
+        // path, where OpenSSL's ECDSA_SIG and two BIGNUMs took four
+        // allocations and about 11,000 instructions (bench/FINDINGS.md).
+        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: ES256PublicKey.maximumDERLength) { der in
+            withUnsafeTemporaryAllocation(of: UInt8.self, capacity: Int(SHA256_DIGEST_LENGTH)) { digest in
+                let derCount = signature.withUnsafeBufferPointer { ES256PublicKey.writeDER($0, to: der) }
+                guard message.withUnsafeBufferPointer({ SHA256($0.baseAddress, $0.count, digest.baseAddress) }) != nil
+                else { return false }
+                return EVP_PKEY_verify(context, der.baseAddress, derCount, digest.baseAddress, digest.count) == 1
+            }
         }
-        var digest = [UInt8](repeating: 0, count: Int(SHA256_DIGEST_LENGTH))
-        guard message.withUnsafeBufferPointer({ SHA256($0.baseAddress, $0.count, &digest) }) != nil else { return false }
-        return EVP_PKEY_verify(context, der, der.count, digest, digest.count) == 1
     }
 
-    /// The DER ECDSA-Sig-Value of a raw r‖s, as OpenSSL encodes it.
-    private static func der(_ raw: [UInt8]) -> [UInt8]? {
-        guard let signature = ECDSA_SIG_new() else { return nil }
-        defer { ECDSA_SIG_free(signature) }
-        let half = Int32(raw.count / 2)
-        let (r, s) = raw.withUnsafeBufferPointer { raw in
-            (BN_bin2bn(raw.baseAddress, half, nil), BN_bin2bn(raw.baseAddress! + Int(half), half, nil))
+    /// The longest DER ECDSA-Sig-Value of a P-256 signature: a SEQUENCE
+    /// header and two INTEGERs of 33 bytes (a zero before a high bit).
+    static let maximumDERLength = 2 + 2 * (2 + 33)
+
+    /// Writes the DER ECDSA-Sig-Value of a raw r‖s (`raw`: 64 bytes) into
+    /// `output` (at least `maximumDERLength` bytes); returns its length.
+    /// Each half is an unsigned big-endian number: DER writes it without
+    /// leading zero bytes (zero itself as one), with one zero byte before a
+    /// first byte of 0x80 or more, which would read as negative.
+    static func writeDER(_ raw: UnsafeBufferPointer<UInt8>, to output: UnsafeMutableBufferPointer<UInt8>) -> Int {
+        var count = 2
+        func writeInteger(_ number: Range<Int>) {
+            var first = number.lowerBound
+            while first < number.upperBound - 1, raw[first] == 0 { first += 1 }
+            let pad = raw[first] >= 0x80 ? 1 : 0
+            output[count] = 0x02
+            output[count + 1] = UInt8(pad + number.upperBound - first)
+            if pad == 1 { output[count + 2] = 0 }
+            count += 2 + pad
+            for index in first..<number.upperBound {
+                output[count] = raw[index]
+                count += 1
+            }
         }
-        // ECDSA_SIG_set0 takes r and s over only when it succeeds.
-        guard let r, let s, ECDSA_SIG_set0(signature, r, s) == 1 else {
-            BN_free(r)
-            BN_free(s)
-            return nil
-        }
-        let length = i2d_ECDSA_SIG(signature, nil)
-        guard length > 0 else { return nil }
-        var der = [UInt8](repeating: 0, count: Int(length))
-        let written = der.withUnsafeMutableBufferPointer { buffer in
-            var cursor = buffer.baseAddress
-            return i2d_ECDSA_SIG(signature, &cursor)
-        }
-        return written == length ? der : nil
+        writeInteger(0..<raw.count / 2)
+        writeInteger(raw.count / 2..<raw.count)
+        output[0] = 0x30
+        output[1] = UInt8(count - 2)
+        return count
     }
 }
