@@ -1,4 +1,5 @@
-// The word-at-a-time scan against the byte-at-a-time rule it replaces.
+// The sixteen- and eight-bytes-at-a-time scans against the byte-at-a-time
+// rule they replace.
 import Testing
 @testable import TxRecon
 
@@ -30,6 +31,30 @@ import Testing
         for _ in 0..<20_000 {
             let bytes = (0..<8).map { _ in edges.randomElement(using: &generator)! }
             #expect(JSONStringScan.isPlain(Self.word(bytes)) == !bytes.contains(where: Self.needsALook), "\(bytes)")
+        }
+    }
+
+    static func block(_ bytes: [UInt8]) -> SIMD16<UInt8> {
+        bytes.withUnsafeBytes { $0.loadUnaligned(as: SIMD16<UInt8>.self) }
+    }
+
+    @Test func aBlockWithOneByteThatNeedsALookIsNeverPlain() {
+        for value in 0...255 {
+            for position in 0..<16 {
+                var bytes = [UInt8](repeating: UInt8(ascii: "A"), count: 16)
+                bytes[position] = UInt8(value)
+                #expect(JSONStringScan.isPlain(Self.block(bytes)) == !Self.needsALook(UInt8(value)),
+                        "byte \(value) at \(position)")
+            }
+        }
+    }
+
+    @Test func randomBlocksAgreeWithTheByteRule() {
+        var generator = SystemRandomNumberGenerator()
+        let edges: [UInt8] = [0x00, 0x01, 0x1F, 0x20, 0x21, 0x22, 0x23, 0x5B, 0x5C, 0x5D, 0x7F, 0x80, 0xFF, 0x41]
+        for _ in 0..<20_000 {
+            let bytes = (0..<16).map { _ in edges.randomElement(using: &generator)! }
+            #expect(JSONStringScan.isPlain(Self.block(bytes)) == !bytes.contains(where: Self.needsALook), "\(bytes)")
         }
     }
 
