@@ -13,6 +13,7 @@
 // bounded whatever the ledger holds (4 MiB: 1 % up to about 2.8 million
 // keys, a fifth at ten million, each "maybe" one SQLite look-up as without
 // a filter). Thread-safe. Reports nothing.
+import Dispatch
 import Synchronization
 
 final class LedgerKeyFilter: Sendable {
@@ -64,9 +65,27 @@ final class LedgerKeyFilter: Sendable {
 
     var isReady: Bool { state.withLock { $0.ready } }
 
+    /// Left when the filter is ready.
+    private let readiness: DispatchGroup = {
+        let group = DispatchGroup()
+        group.enter()
+        return group
+    }()
+
     /// Every key the ledger held when its scan began is in.
     func markReady() {
-        state.withLock { $0.ready = true }
+        let first = state.withLock { state in
+            defer { state.ready = true }
+            return !state.ready
+        }
+        if first { readiness.leave() }
+    }
+
+    /// Waits until `markReady` or `timeout`; whether it is ready.
+    func waitUntilReady(timeout: Duration) -> Bool {
+        let (seconds, attoseconds) = timeout.components
+        let nanoseconds = Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
+        return readiness.wait(timeout: .now() + .nanoseconds(nanoseconds)) == .success
     }
 
     /// False only when the ledger holds no row for `key` at `destination`;

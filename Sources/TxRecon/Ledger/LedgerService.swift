@@ -214,9 +214,11 @@ final class LedgerService: Sendable {
 
     var status: Status { state.withLock { $0.status } }
 
-    /// Whether look-ups of keys the ledger never recorded skip SQLite yet
-    /// (the key filter's build is done).
-    var keyFilterIsReady: Bool { keys.withLock { $0?.isReady ?? false } }
+    /// Waits until look-ups of keys the ledger never recorded skip SQLite
+    /// (the key filter's build is done), at most `timeout`; whether they do.
+    func waitForKeyFilter(timeout: Duration) -> Bool {
+        keys.withLock { $0 }?.waitUntilReady(timeout: timeout) ?? false
+    }
 
     // MARK: The writer
 

@@ -94,7 +94,7 @@ final class DoneReaper: Sendable {
         // delivery of the retention period, a million names or more.
         try? SystemCall.forEachName(in: directory) { bytes in
             guard let name = String(validating: bytes, as: UTF8.self) else { return }
-            if name.hasPrefix(Self.asidePrefix) { return recoverAside(name) }
+            if name.hasPrefix(ReapingAside.prefix) { return recoverAside(name) }
             guard !name.hasPrefix(".") else { return }
             let path = directory + "/" + name
             guard let info = try? SystemCall.linkStatus(path) else { return }
@@ -130,45 +130,25 @@ final class DoneReaper: Sendable {
     /// `judged` describes, unless a delivery has replaced it since.
     /// internal for testing
     func removeDelivery(_ name: String, judged: stat) {
-        let path = directory + "/" + name
-        let aside = directory + "/" + Self.asidePrefix + name
-        guard rename(path, aside) == 0 else {
-            if errno != ENOENT {
-                log.write(LogEntry(.warning, "cannot remove done/\(LogText.escaped(name)): \(SpoolError("rename", path))"))
-            }
-            return
-        }
-        if let info = try? SystemCall.linkStatus(aside), WrittenFile(info) != WrittenFile(judged) {
-            putBack(name)
+        guard aside.setAside(name) else { return }
+        if let info = try? SystemCall.linkStatus(aside.path(of: name)), WrittenFile(info) != WrittenFile(judged) {
+            aside.putBack(name, takenBy: "delivered")
         } else {
-            unlink(aside)
+            unlink(aside.path(of: name))
         }
     }
 
     /// A file left aside by an earlier scan: put back when its name is free.
     private func recoverAside(_ asideName: String) {
-        let name = String(asideName.dropFirst(Self.asidePrefix.count))
-        guard !name.isEmpty, !name.contains(".") else { return }
-        putBack(name)
+        guard let name = ReapingAside.name(ofAside: asideName), !name.isEmpty, !name.contains(".") else { return }
+        aside.putBack(name, takenBy: "delivered")
     }
 
-    /// done/.reaping-NAME back to done/NAME, unless a fresher delivery took
-    /// the name (then the one aside is older and goes).
-    private func putBack(_ name: String) {
-        let aside = directory + "/" + Self.asidePrefix + name
-        do {
-            if try !SystemCall.renameNoReplace(aside, directory + "/" + name) { unlink(aside) }
-        } catch {
-            log.write(LogEntry(.warning, "done/\(LogText.escaped(name)), delivered while it was being removed, is at "
-                               + "done/\(Self.asidePrefix)\(LogText.escaped(name)) and could not be put back "
-                               + "(\(error)); the next scan tries again"))
-        }
-    }
-
-    /// Where a delivered snapshot goes for the moment of its removal, before
-    /// its name; hidden from every reader of done/, which skip names with a
-    /// dot.
-    static let asidePrefix = ".reaping-"
+    /// Where a delivered snapshot goes for the moment of its removal
+    /// (ReapingAside), hidden from every reader of done/, which skip names
+    /// with a dot.
+    static let asidePrefix = ReapingAside.prefix
+    private var aside: ReapingAside { ReapingAside(directory: directory, label: "done", log: log) }
 
     private func arm(at expiry: Int64) {
         let at = max(expiry, state.withLock { $0.lastScan } + minimumInterval)

@@ -112,7 +112,7 @@ final class ReceiptReaper: Sendable {
         var oldest: Int64?
         try? SystemCall.forEachName(in: directory) { bytes in
             guard let name = String(validating: bytes, as: UTF8.self) else { return }
-            if name.hasPrefix(Self.asidePrefix) { return recoverAside(name) }
+            if name.hasPrefix(ReapingAside.prefix) { return recoverAside(name) }
             guard ReceiptPart.isReceiptName(name), let info = try? SystemCall.linkStatus(directory + "/" + name)
             else { return }
             let lastUse = Spool.modifiedMilliseconds(info)
@@ -190,14 +190,7 @@ final class ReceiptReaper: Sendable {
     /// internal for testing
     func remove(_ candidates: [(name: String, judged: stat)]) {
         var aside: [(name: String, judged: stat)] = []
-        for candidate in candidates {
-            let path = directory + "/" + candidate.name
-            guard rename(path, directory + "/" + Self.asidePrefix + candidate.name) == 0 else {
-                if errno != ENOENT {
-                    log.write(LogEntry(.warning, "cannot remove receipts/\(candidate.name): \(SpoolError("rename", path))"))
-                }
-                continue
-            }
+        for candidate in candidates where setting.setAside(candidate.name) {
             aside.append(candidate)
         }
         guard !aside.isEmpty else { return }
@@ -205,12 +198,12 @@ final class ReceiptReaper: Sendable {
         // Unreadable now: every one of them is kept.
         let named = namedReceipts(in: referrers.reversed()) ?? Set(aside.map(\.name))
         for (name, judged) in aside {
-            let path = directory + "/" + Self.asidePrefix + name
+            let path = setting.path(of: name)
             if named.contains(name) {
-                putBack(name)
+                setting.putBack(name, takenBy: "used")
             } else if let info = try? SystemCall.linkStatus(path),
                       Spool.modifiedMilliseconds(info) != Spool.modifiedMilliseconds(judged) {
-                putBack(name)
+                setting.putBack(name, takenBy: "used")
             } else {
                 unlink(path)
             }
@@ -219,23 +212,14 @@ final class ReceiptReaper: Sendable {
 
     /// A receipt left aside by an earlier scan: put back when its name is free.
     private func recoverAside(_ asideName: String) {
-        let name = String(asideName.dropFirst(Self.asidePrefix.count))
-        guard ReceiptPart.isReceiptName(name) else { return }
-        putBack(name)
+        guard let name = ReapingAside.name(ofAside: asideName), ReceiptPart.isReceiptName(name) else { return }
+        setting.putBack(name, takenBy: "used")
     }
 
-    /// receipts/.reaping-NAME back to receipts/NAME, unless intake stored
-    /// the receipt afresh meanwhile (then the one aside, the same bytes, goes).
-    private func putBack(_ name: String) {
-        let aside = directory + "/" + Self.asidePrefix + name
-        do {
-            if try !SystemCall.renameNoReplace(aside, directory + "/" + name) { unlink(aside) }
-        } catch {
-            log.write(LogEntry(.warning, "receipts/\(name), used while it was being removed, is at "
-                               + "receipts/\(Self.asidePrefix)\(name) and could not be put back (\(error)); "
-                               + "the next scan tries again"))
-        }
-    }
+    /// receipts/.reaping-NAME while a receipt is removed (ReapingAside);
+    /// put back unless intake stored the receipt afresh meanwhile (then the
+    /// one aside, the same bytes, goes).
+    private var setting: ReapingAside { ReapingAside(directory: directory, label: "receipts", log: log) }
 
     private func arm(at expiry: Int64) {
         let at = max(expiry, state.withLock { $0.lastScan } + minimumInterval)

@@ -117,7 +117,7 @@ package final class ReceiptStore: Sendable {
     }
 
     /// Where ReceiptReaper puts a receipt for the moment of its removal.
-    static let asidePrefix = ".reaping-"
+    static let asidePrefix = ReapingAside.prefix
 
     /// Tidies what a crash left in receipts/, before any engine, intake or
     /// the ledger's catch-up reads it: a temporary of an unfinished store is

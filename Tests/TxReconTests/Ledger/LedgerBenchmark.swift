@@ -90,7 +90,7 @@ struct LedgerBenchmark {
         service.flush()
         defer { service.stop() }
         let building = Self.seconds()
-        while !service.keyFilterIsReady { usleep(10_000) }
+        try #require(service.waitForKeyFilter(timeout: .seconds(600)), "the key filter was never built")
         print("ledger-bench: the key filter of \(statistics.rows) keys built in \(Self.format(Self.seconds() - building)) s "
               + "(after the open)")
         var generator = SeededGenerator(seed: 42)

@@ -8,6 +8,9 @@ import Testing
         let filter = try #require(LedgerKeyFilter(capacity: 100_000))
         #expect(filter.mayHold(destination: "backend", key: ItemKey("never")!), "not ready: ask SQLite")
         for index in 0..<100_000 { filter.add(destination: "backend", key: ItemKey("k\(index)")!) }
+        #expect(!filter.waitUntilReady(timeout: .zero), "not ready before markReady")
+        filter.markReady()
+        #expect(filter.waitUntilReady(timeout: .zero))
         filter.markReady()
         #expect((0..<100_000).allSatisfy { filter.mayHold(destination: "backend", key: ItemKey("k\($0)")!) })
         let maybe = (0..<100_000).filter { filter.mayHold(destination: "backend", key: ItemKey("other\($0)")!) }.count
