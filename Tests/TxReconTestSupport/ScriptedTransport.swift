@@ -45,12 +45,46 @@ package final class ScriptedTransport: Transport {
 
     private let state: Mutex<State>
     /// Like a real transport's worker threads: at most this many exchanges
-    /// run at once, however many the engine hands over.
-    private let workers: DispatchSemaphore
+    /// run at once, however many the engine hands over, and they begin in
+    /// the order the engine handed them over, as a real transport's queue
+    /// serves them (a semaphore wakes its waiters in no set order, so a
+    /// waiting exchange could be overtaken by later ones again and again).
+    private let workers: Mutex<Workers>
+
+    private struct Workers {
+        var free: Int
+        var waiting: [DispatchSemaphore] = []
+    }
 
     package init(default reply: Reply = .status(200), workers: Int = 4) {
         state = Mutex(State(defaultReply: reply))
-        self.workers = DispatchSemaphore(value: workers)
+        self.workers = Mutex(Workers(free: workers))
+    }
+
+    /// Takes a worker now, or a place in line for one (in the caller's
+    /// order); the returned semaphore, if any, is signalled at its turn.
+    private func lineUp() -> DispatchSemaphore? {
+        workers.withLock { workers -> DispatchSemaphore? in
+            if workers.free > 0, workers.waiting.isEmpty {
+                workers.free -= 1
+                return nil
+            }
+            let turn = DispatchSemaphore(value: 0)
+            workers.waiting.append(turn)
+            return turn
+        }
+    }
+
+    /// Hands the worker to the first in line, or frees it.
+    private func finishTurn() {
+        let next = workers.withLock { workers -> DispatchSemaphore? in
+            guard !workers.waiting.isEmpty else {
+                workers.free += 1
+                return nil
+            }
+            return workers.waiting.removeFirst()
+        }
+        next?.signal()
     }
 
     /// Replies for `key`'s next requests, in order; the default after that.
@@ -108,10 +142,12 @@ package final class ScriptedTransport: Transport {
     /// Runs the exchange on a thread of its own (it blocks, as on a real
     /// transport's worker), with a `send` that answers from the script.
     package func start(_ exchange: @escaping @Sendable (_ send: (DeliveryRequest) -> TransportResult) -> Void) {
+        // In line on the engine's thread, in its order, not the new thread's.
+        let turn = lineUp()
         do {
             try DedicatedThread.start(name: "txrecon-test-send") {
-                self.workers.wait()
-                defer { self.workers.signal() }
+                turn?.wait()
+                defer { self.finishTurn() }
                 exchange { request in self.answer(request) }
                 let woken = self.state.withLock { state in
                     state.finished += 1
