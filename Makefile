@@ -195,14 +195,15 @@ FUZZ_SECONDS ?= 60
 FUZZ_SOURCES := $(addprefix Sources/TxRecon/Intake/,InputDecoder.swift CompactJWS.swift Base64URL.swift Item.swift \
 	Rejection.swift RejectionCode.swift PayloadReader.swift AppStorePayloads.swift JSONValueDescription.swift \
 	ParsedSignedStrings.swift KnownJOSEHeaders.swift DERReader.swift AppReceipt.swift Base64.swift \
-	InputDecoder+Receipt.swift ReceiptSplit.swift ReceiptItems.swift SignedDataKind.swift NotificationType.swift) \
+	InputDecoder+Receipt.swift ReceiptSplit.swift ReceiptItems.swift SignedDataKind.swift NotificationType.swift \
+	ContentDigest.swift) \
 	Sources/TxRecon/Support/JSONValue.swift Sources/TxRecon/Support/JSONStringScan.swift \
 	Sources/TxRecon/Support/ByteWord.swift Sources/TxRecon/Support/StringBytes.swift Tests/Fuzz/InputDecoderFuzzer.swift
 
 .build/fuzz/input-decoder: $(FUZZ_SOURCES)
 	mkdir -p .build/fuzz
 	swiftc -sanitize=fuzzer,address -parse-as-library -O -g -swift-version 6 -module-name TxReconFuzz \
-	  -package-name txrecon \
+	  -package-name txrecon -I Sources/CCrypto -lcrypto \
 	  -use-ld=lld $(FUZZ_SOURCES) -o $@
 
 fuzz: .build/fuzz/input-decoder

@@ -73,6 +73,7 @@ func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
         expected.environment = "Production"
         expected.signedDate = 42
         expected.revocationDate = 43
+        expected.transactionDigest = ContentDigest.of(payload)
         #expect(item.fields == expected)
     }
 

@@ -81,6 +81,7 @@ struct InputDecoder: Sendable {
             let transaction = try TransactionPayload(payload, subject: "the transaction in the file (format 1)")
             var fields = ItemFields()
             transaction.fill(&fields)
+            fields.transactionDigest = ContentDigest.of(payload)
             parsed.record(jws, name: "signedTransactionInfo", text: text)
             return .item(Item(key: transaction.transactionId, version: transaction.version(), kind: .transaction,
                               fields: fields, signedStrings: [("signedTransactionInfo", text)],
@@ -166,15 +167,17 @@ struct InputDecoder: Sendable {
                                                  subject: "the transaction in signedTransactionInfo (format 3)")
         parsed.record(transactionJWS, name: "signedTransactionInfo", text: transactionText)
         var decoded = [("signedTransactionInfo", transactionJWS.payloadJSON)]
+        var fields = ItemFields()
+        transaction.fill(&fields)
+        fields.transactionDigest = ContentDigest.of(transactionJWS.payload)
         if let renewalText = try reader.string("signedRenewalInfo") {
             let renewal = try InputDecoder.parseJWS(renewalText, subject: "signedRenewalInfo (format 3)",
                                                     knownHeaders: parsed.knownHeaders)
             try InputDecoder.checkRenewal(renewal.payload, belongsTo: transaction)
             parsed.record(renewal, name: "signedRenewalInfo", text: renewalText)
             decoded.append(("signedRenewalInfo", renewal.payloadJSON))
+            fields.renewalDigest = ContentDigest.of(renewal.payload)
         }
-        var fields = ItemFields()
-        transaction.fill(&fields)
         // Keep the producer's member order: the backend sees what was dropped.
         let signedStrings = (value.objectValue ?? []).compactMap { member in
             signedNames.contains(member.0) ? member.1.stringValue.map { (name: member.0, value: $0) } : nil
@@ -280,12 +283,16 @@ struct InputDecoder: Sendable {
         let notification = try NotificationPayload(jws.payload, subject: subject)
         parsed.record(jws, name: "signedPayload", text: signedPayload)
         var transaction: TransactionPayload?
+        var digests: (transaction: Int64?, renewal: Int64?)
         var decodedPayloads = [(SignedDataKind.decodedName(ofSignedString: "signedPayload"), jws.payloadJSON)]
         for (name, text) in notification.nestedSignedStrings {
             let place = "\(NotificationPayload.container(holding: name, in: jws.payload) ?? "data").\(name) of \(origin)"
             let nested = try InputDecoder.parseJWS(text, subject: place, knownHeaders: parsed.knownHeaders)
             if name == "signedTransactionInfo" {
                 transaction = try TransactionPayload(nested.payload, subject: "the transaction in \(place)")
+                digests.transaction = ContentDigest.of(nested.payload)
+            } else if name == "signedRenewalInfo" {
+                digests.renewal = ContentDigest.of(nested.payload)
             }
             parsed.record(nested, name: name, text: text)
             decodedPayloads.append((SignedDataKind.decodedName(ofSignedString: name), nested.payloadJSON))
@@ -296,6 +303,8 @@ struct InputDecoder: Sendable {
         let version: ItemVersion
         if let transaction {
             transaction.fill(&fields)
+            fields.transactionDigest = digests.transaction
+            fields.renewalDigest = digests.renewal
             fields.bundleId = transaction.bundleId ?? notification.claims?.bundleID
             fields.environment = transaction.environment ?? notification.claims?.environment
             key = transaction.transactionId

@@ -221,6 +221,10 @@ package struct ItemFields: Sendable, Equatable {
     /// comes from, and of the receipt item's own bytes: how a backend
     /// matches the two (ReceiptStore names the stored receipt so).
     package var receiptSha256: String?
+    /// `ContentDigest` of the transaction's payload and of the renewal
+    /// info's: what reconciliation with Apple compares, kept in the ledger.
+    package var transactionDigest: Int64?
+    package var renewalDigest: Int64?
 
     package init() {}
 }

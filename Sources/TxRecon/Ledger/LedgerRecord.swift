@@ -39,11 +39,17 @@ package struct LedgerRecord: Sendable, Equatable {
         package var webOrderLineItemId: String?
         package var notificationType: String?
         package var subtype: String?
+        /// `ContentDigest` of the transaction and of the renewal info the
+        /// destination confirmed (nil: the item had none, or was recorded
+        /// before schema 3): what reconciliation compares Apple's answers with.
+        package var transactionDigest: Int64?
+        package var renewalDigest: Int64?
 
         init(transactionId: String? = nil, originalTransactionId: String? = nil, appTransactionId: String? = nil,
              appAccountToken: String? = nil, productId: String? = nil, bundleId: String? = nil,
              environment: String? = nil, expiresDate: Int64? = nil, webOrderLineItemId: String? = nil,
-             notificationType: String? = nil, subtype: String? = nil) {
+             notificationType: String? = nil, subtype: String? = nil, transactionDigest: Int64? = nil,
+             renewalDigest: Int64? = nil) {
             self.transactionId = transactionId
             self.originalTransactionId = originalTransactionId
             self.appTransactionId = appTransactionId
@@ -55,6 +61,8 @@ package struct LedgerRecord: Sendable, Equatable {
             self.webOrderLineItemId = webOrderLineItemId
             self.notificationType = notificationType
             self.subtype = subtype
+            self.transactionDigest = transactionDigest
+            self.renewalDigest = renewalDigest
         }
 
         init(_ fields: ItemFields) {
@@ -62,7 +70,8 @@ package struct LedgerRecord: Sendable, Equatable {
                       appTransactionId: fields.appTransactionId, appAccountToken: fields.appAccountToken,
                       productId: fields.productId, bundleId: fields.bundleId, environment: fields.environment,
                       expiresDate: fields.expiresDate, webOrderLineItemId: fields.webOrderLineItemId,
-                      notificationType: fields.notificationType, subtype: fields.subtype)
+                      notificationType: fields.notificationType, subtype: fields.subtype,
+                      transactionDigest: fields.transactionDigest, renewalDigest: fields.renewalDigest)
         }
     }
 

@@ -24,7 +24,8 @@ package final class SQLiteLedger: Ledger {
     /// The schema this release writes; an older file is migrated at open,
     /// a newer one refused (a downgrade: the older release rebuilds its own).
     /// 2: no idempotency_key column (it follows from key and version).
-    static let schemaVersion: Int64 = 2
+    /// 3: transaction_digest and renewal_digest (ContentDigest), for reconciliation.
+    static let schemaVersion: Int64 = 3
     /// SQLite's page cache of one connection, by what it is for, in KiB.
     package enum Cache: Int {
         /// The daemon's writer: the upserts' paths down the B-trees.
@@ -90,6 +91,14 @@ package final class SQLiteLedger: Ledger {
                 // on the writer's thread: look-ups answer from done/ meanwhile).
                 try database.execute("ALTER TABLE confirmations DROP COLUMN idempotency_key")
             }
+            if version == 1 || version == 2 {
+                // A nullable column rewrites no row: the rows of earlier
+                // releases read as "content not known".
+                try database.execute("""
+                    ALTER TABLE confirmations ADD COLUMN transaction_digest INTEGER;
+                    ALTER TABLE confirmations ADD COLUMN renewal_digest INTEGER;
+                    """)
+            }
             try database.execute("""
                 CREATE TABLE IF NOT EXISTS confirmations (
                     destination TEXT NOT NULL,
@@ -112,6 +121,8 @@ package final class SQLiteLedger: Ledger {
                     web_order_line_item_id TEXT,
                     notification_type TEXT,
                     subtype TEXT,
+                    transaction_digest INTEGER,
+                    renewal_digest INTEGER,
                     PRIMARY KEY (destination, key)
                 ) WITHOUT ROWID;
                 CREATE INDEX IF NOT EXISTS confirmations_by_original_transaction
@@ -144,7 +155,7 @@ package final class SQLiteLedger: Ledger {
         "destination", "key", "version_primary", "version_revoked", "version_secondary", "confirmed_at", "attempt",
         "confirmation", "kind", "transaction_id", "original_transaction_id", "app_transaction_id",
         "app_account_token", "product_id", "bundle_id", "environment", "expires_date", "web_order_line_item_id",
-        "notification_type", "subtype",
+        "notification_type", "subtype", "transaction_digest", "renewal_digest",
     ]
     private static let columns = columnNames.joined(separator: ", ")
 
@@ -202,7 +213,8 @@ package final class SQLiteLedger: Ledger {
                 product_id = excluded.product_id, bundle_id = excluded.bundle_id,
                 environment = excluded.environment, expires_date = excluded.expires_date,
                 web_order_line_item_id = excluded.web_order_line_item_id,
-                notification_type = excluded.notification_type, subtype = excluded.subtype
+                notification_type = excluded.notification_type, subtype = excluded.subtype,
+                transaction_digest = excluded.transaction_digest, renewal_digest = excluded.renewal_digest
             WHERE (excluded.version_primary, excluded.version_revoked, excluded.version_secondary)
                 \(shape.replacingEqual ? ">=" : ">") (version_primary, version_revoked, version_secondary)
             """)
@@ -245,6 +257,8 @@ package final class SQLiteLedger: Ledger {
         upsert.bind(offset + 18, identity.webOrderLineItemId)
         upsert.bind(offset + 19, identity.notificationType)
         upsert.bind(offset + 20, identity.subtype)
+        upsert.bind(offset + 21, identity.transactionDigest)
+        upsert.bind(offset + 22, identity.renewalDigest)
     }
 
     func confirmedVersion(at destination: String, of key: ItemKey) throws(LedgerError) -> ItemVersion? {
@@ -309,7 +323,8 @@ package final class SQLiteLedger: Ledger {
                 transactionId: query.string(9), originalTransactionId: query.string(10),
                 appTransactionId: query.string(11), appAccountToken: query.string(12), productId: query.string(13),
                 bundleId: query.string(14), environment: query.string(15), expiresDate: query.optionalInt64(16),
-                webOrderLineItemId: query.string(17), notificationType: query.string(18), subtype: query.string(19))
+                webOrderLineItemId: query.string(17), notificationType: query.string(18), subtype: query.string(19),
+                transactionDigest: query.optionalInt64(20), renewalDigest: query.optionalInt64(21))
             records.append(LedgerRecord(
                 destination: destination, key: key,
                 version: ItemVersion(primary: query.int64(2), revoked: query.int64(3) != 0, secondary: query.int64(4)),

@@ -177,6 +177,46 @@ import TxReconTestSupport
                 "a reader of this release reads the migrated file")
     }
 
+    @Test func theContentDigestsConfirmedAreKeptAndReplacedWithTheirVersion() throws {
+        let ledger = try SQLiteLedger(path: path)
+        var record = Self.record("2000000001", version: 10)
+        record.identity.transactionDigest = -4_611_686_018_427_387_904
+        record.identity.renewalDigest = 77
+        try ledger.record([record])
+        #expect(try ledger.records(of: ItemKey("2000000001")!) == [record])
+        var newer = Self.record("2000000001", version: 11)
+        newer.identity.transactionDigest = 5
+        try ledger.record([newer])
+        #expect(try ledger.records(of: ItemKey("2000000001")!).first?.identity.renewalDigest == nil,
+                "a newer confirmation without renewal info says nothing of one")
+        #expect(try ledger.records(of: ItemKey("2000000001")!).first?.identity.transactionDigest == 5)
+    }
+
+    @Test func aLedgerOfSchemaTwoGainsTheDigestColumnsAndKeepsItsRows() throws {
+        do {
+            let ledger = try SQLiteLedger(path: path)
+            try ledger.record([Self.record("2000000001", version: 10)])
+        }
+        do {
+            // Schema 2 as the release before made it: no digest columns.
+            let database = try SQLiteDatabase(path: path, access: .readWriteCreate)
+            try database.execute("""
+                ALTER TABLE confirmations DROP COLUMN transaction_digest;
+                ALTER TABLE confirmations DROP COLUMN renewal_digest;
+                PRAGMA user_version = 2;
+                """)
+        }
+        #expect(throws: LedgerError.self, "a reader does not migrate") {
+            try SQLiteLedger(path: path, access: .readOnly)
+        }
+        let ledger = try SQLiteLedger(path: path)
+        #expect(try ledger.records(of: ItemKey("2000000001")!) == [Self.record("2000000001", version: 10)])
+        var record = Self.record("2000000002", version: 3)
+        record.identity.transactionDigest = 9
+        try ledger.record([record])
+        #expect(try ledger.records(of: ItemKey("2000000002")!) == [record])
+    }
+
     @Test func aLedgerOfANewerSchemaIsRefusedNotRewritten() throws {
         do {
             let database = try SQLiteDatabase(path: path, access: .readWriteCreate)
