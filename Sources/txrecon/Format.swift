@@ -21,6 +21,14 @@ enum Format {
         return text
     }
 
+    /// "2026-…Z (1h ago) completed: 3 of 3 customers due checked (…), 4 subscriptions: 4 in agreement, 0 changed"
+    static func reconcile(_ reconcile: LastReconcile, now: Int64) -> String {
+        var text = "\(WallTime.rfc3339(reconcile.finishedAt)) (\(age(milliseconds: now - reconcile.finishedAt)) ago) "
+            + reconcile.result
+        if let reason = reconcile.reason { text += " (\(reason))" }
+        return text + ": " + reconcile.counts
+    }
+
     /// "running (pid 901), receiving on …: 12 requests, 11 spooled, 1 refused", or
     /// "not running; its last status, written 2026-…Z (3h ago): receiving on …".
     static func receiver(_ receiver: ReceiverStatus, now: Int64) -> String {

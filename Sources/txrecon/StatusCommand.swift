@@ -48,6 +48,7 @@ enum StatusCommand: Command {
                 }
                 members += Format.daemonJSON(daemon)
                 members.append(("sweep", LastSweep.read(inspector.layout)?.json ?? .null))
+                members.append(("reconcile", LastReconcile.read(inspector.layout)?.json ?? .null))
                 members.append(("receiver", ReceiverStatus.read(inspector.layout).map(Format.receiverJSON) ?? .null))
                 printJSON(.object(members))
             } else {
@@ -61,6 +62,9 @@ enum StatusCommand: Command {
                 printLine("daemon:   " + Format.daemon(daemon, now: now))
                 printLine("ledger:   " + Format.ledger(daemon, path: configuration.spool.ledgerFile))
                 if let sweep = LastSweep.read(inspector.layout) { printLine("sweep:    \(Format.sweep(sweep, now: now))") }
+                if let reconcile = LastReconcile.read(inspector.layout) {
+                    printLine("reconcile: \(Format.reconcile(reconcile, now: now))")
+                }
                 if let receiver = ReceiverStatus.read(inspector.layout) {
                     printLine("receiver: \(Format.receiver(receiver, now: now))")
                 }

@@ -1,10 +1,11 @@
 // txrecon: the command line. Argument handling only; behaviour lives in TxRecon.
 //
 //   txrecon run | submit | status | list | show | history | release | retry |
-//           requeue-rejected | replay | check-config | sweep | receive | probe   [--config PATH]
+//           requeue-rejected | replay | check-config | sweep | reconcile | receive | probe
+//           [--config PATH]
 //
 // Exit status: 0 success, 1 failure, 2 bad arguments (usage), 75 temporary
-// failure (sweep), 77 not permitted (replay as another user than root),
+// failure (sweep, reconcile), 77 not permitted (replay as another user than root),
 // 78 configuration error.
 import Glibc
 import TxRecon
@@ -13,7 +14,8 @@ let commands: [String: any Command.Type] = [
     "run": RunCommand.self, "submit": SubmitCommand.self, "status": StatusCommand.self,
     "list": ListCommand.self, "show": ShowCommand.self, "release": ReleaseCommand.self,
     "retry": RetryCommand.self, "requeue-rejected": RequeueRejectedCommand.self,
-    "check-config": CheckConfigCommand.self, "sweep": SweepCommand.self, "receive": ReceiveCommand.self,
+    "check-config": CheckConfigCommand.self, "sweep": SweepCommand.self, "reconcile": ReconcileCommand.self,
+    "receive": ReceiveCommand.self,
     "probe": ProbeCommand.self, "replay": ReplayCommand.self, "history": HistoryCommand.self,
 ]
 

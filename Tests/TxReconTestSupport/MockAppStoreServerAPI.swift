@@ -22,6 +22,15 @@
 // (SUCCESS for a 2xx, UNSUCCESSFUL_HTTP_RESPONSE_CODE for another status,
 // NO_RESPONSE when nothing answered), which the status endpoint returns;
 // unknown tokens get 404 with errorCode 4040008, as from Apple.
+//
+// For `txrecon reconcile` it serves Get All Subscription Statuses (GET
+// /inApps/v1/subscriptions/{transactionId}): each customer's subscriptions
+// (`setCustomer`), found by any of its ids, every transaction and renewal
+// info signed anew with the test PKI on every answer (a new signedDate each
+// time, as Apple signs), or forged when told; an unknown id gets 404 with
+// errorCode 4040010. The scripted faults and refuseCredentials apply to it
+// too, and one request can be held until the test releases it.
+import Dispatch
 import Foundation
 import Synchronization
 import TxRecon
@@ -67,6 +76,30 @@ package final class MockAppStoreServerAPI: Sendable {
         package var status: Int
     }
 
+    /// One subscription in a Get All Subscription Statuses answer.
+    package struct Subscription: Sendable {
+        package var originalTransactionId: String
+        /// 1 active, 2 expired, 3 billing retry, 4 grace period, 5 revoked.
+        package var status: Int64
+        /// The latest transaction's payload; its signedDate is replaced on
+        /// every answer.
+        package var transaction: JSONValue
+        /// The renewal info's payload, signed afresh likewise.
+        package var renewalInfo: JSONValue?
+        /// Serve the transaction with an altered payload under the genuine
+        /// signature (invalid-signature).
+        package var forged: Bool
+
+        package init(originalTransactionId: String, status: Int64 = 1, transaction: JSONValue,
+                     renewalInfo: JSONValue? = nil, forged: Bool = false) {
+            self.originalTransactionId = originalTransactionId
+            self.status = status
+            self.transaction = transaction
+            self.renewalInfo = renewalInfo
+            self.forged = forged
+        }
+    }
+
     /// The App Store Connect identity requests must be signed for.
     package struct Identity: Sendable {
         package var issuerID = "57246542-96fe-1a63-e053-0824d011072a"
@@ -92,6 +125,15 @@ package final class MockAppStoreServerAPI: Sendable {
         var notificationURL: (port: UInt16, path: String, signedPayload: String)?
         /// Test notification token → its send attempts so far.
         var tests: [String: [(date: Int64, result: String)]] = [:]
+        /// Any id of a customer → the customer's index in `customers`.
+        var customerIndex: [String: Int] = [:]
+        var customers: [[Subscription]] = []
+        /// Transaction ids of the status requests, in arrival order.
+        var statusRequests: [String] = []
+        /// The status request (1 for the first) held until `releaseHeldRequest`.
+        var holdRequest: Int?
+        /// How many answers were signed: each gets a later signedDate.
+        var signings: Int64 = 0
     }
 
     package let identity: Identity
@@ -101,6 +143,8 @@ package final class MockAppStoreServerAPI: Sendable {
     private let now: @Sendable () -> Int64
     private let state = Mutex(State())
     private let server: LoopbackHTTPServer
+    private let held = DispatchSemaphore(value: 0)
+    private let holding = DispatchSemaphore(value: 0)
 
     /// - Parameters:
     ///   - historyDays: how far back startDate may reach (180 production, 30 sandbox).
@@ -181,6 +225,32 @@ package final class MockAppStoreServerAPI: Sendable {
         state.withLock { $0.tests.mapValues { $0.map(\.result) } }
     }
 
+    /// Serves `subscriptions` for each of `ids` (an originalTransactionId,
+    /// a transaction id, an appTransactionId): one customer.
+    package func setCustomer(_ ids: [String], subscriptions: [Subscription]) {
+        state.withLock { state in
+            let index = ids.compactMap { state.customerIndex[$0] }.first ?? state.customers.count
+            if index == state.customers.count { state.customers.append([]) }
+            state.customers[index] = subscriptions
+            for id in ids { state.customerIndex[id] = index }
+        }
+    }
+
+    /// The transaction ids status requests were made for, in arrival order.
+    package var statusRequests: [String] { state.withLock { $0.statusRequests } }
+
+    /// Holds the `number`th status request (1 for the first) unanswered
+    /// until `releaseHeldRequest`; `waitUntilHolding` returns once it arrived.
+    package func holdStatusRequest(_ number: Int) {
+        state.withLock { $0.holdRequest = number }
+    }
+
+    package func waitUntilHolding(timeout: Duration) -> Bool {
+        holding.wait(timeout: .now() + .milliseconds(Int(timeout.components.seconds * 1000))) == .success
+    }
+
+    package func releaseHeldRequest() { held.signal() }
+
     /// What the mock found wrong with the requests, empty when nothing.
     package var problems: [String] { state.withLock { $0.problems } }
 
@@ -188,6 +258,10 @@ package final class MockAppStoreServerAPI: Sendable {
     package var served: [Served] { state.withLock { $0.served } }
 
     private func answer(_ request: LoopbackHTTPServer.Request) -> LoopbackHTTPServer.Reply {
+        let statusPath = "/inApps/v1/subscriptions/"
+        if request.path.hasPrefix(statusPath) {
+            return answerStatus(request, transactionId: String(request.path.dropFirst(statusPath.count)))
+        }
         let testPath = "/inApps/v1/notifications/test"
         if request.path == testPath || request.path.hasPrefix(testPath + "/") {
             return answerTest(request, token: request.path == testPath ? nil : String(request.path.dropFirst(testPath.count + 1)))
@@ -318,6 +392,66 @@ package final class MockAppStoreServerAPI: Sendable {
                     .object([("attemptDate", .integer($0.date)), ("sendAttemptResult", .string($0.result))])
                 })),
             ])
+            return .status(200, headers: json, body: answer.serializedString)
+        }
+    }
+
+    /// Get All Subscription Statuses.
+    private func answerStatus(_ request: LoopbackHTTPServer.Request, transactionId: String) -> LoopbackHTTPServer.Reply {
+        guard request.method == "GET" else { return problem("method \(request.method) for a status", 405) }
+        if let trouble = checkToken(request.header("Authorization")) { return problem(trouble, 401) }
+        let hold = state.withLock { state -> Bool in
+            state.statusRequests.append(transactionId)
+            return state.holdRequest == state.statusRequests.count
+        }
+        if hold {
+            holding.signal()
+            held.wait()
+        }
+        let json = [("Content-Type", "application/json")]
+        return state.withLock { state -> LoopbackHTTPServer.Reply in
+            func error(_ status: Int, _ code: Int64?, _ headers: [(name: String, value: String)] = []) -> LoopbackHTTPServer.Reply {
+                let text = code.map { #"{"errorCode":\#($0),"errorMessage":"mock"}"# } ?? ""
+                return .status(status, headers: headers, body: text)
+            }
+            if state.refuseEverything { return error(401, nil) }
+            if let fault = state.faults.first, !Self.needsToken(fault) {
+                state.faults.removeFirst()
+                switch fault {
+                case .rateLimited(let retryAfter): return error(429, 4_290_000, [("Retry-After", retryAfter)])
+                case .serverError(let status): return error(status, nil)
+                case .retryableError: return error(500, 5_000_001)
+                case .expiredToken: return error(400, 4_000_017)
+                case .success(let body): return .status(200, headers: json, body: body)
+                }
+            }
+            guard let index = state.customerIndex[transactionId] else { return error(404, 4_040_010) }
+            var groups: [JSONValue] = []
+            for subscription in state.customers[index] {
+                state.signings += 1
+                let signedDate = JSONValue.integer(TestPKI.insideLeafValidity + state.signings * 1000)
+                var transaction = TestPKI.sign(payload: subscription.transaction.merging([("signedDate", signedDate)]))
+                if subscription.forged {
+                    let parts = transaction.split(separator: ".").map(String.init)
+                    let altered = subscription.transaction.merging([("signedDate", signedDate),
+                                                                    ("expiresDate", .integer(4_000_000_000_000))])
+                    transaction = parts[0] + "." + TestJWS.base64URL(altered.serialized) + "." + parts[2]
+                }
+                var entry: [(String, JSONValue)] = [
+                    ("originalTransactionId", .string(subscription.originalTransactionId)),
+                    ("status", .integer(subscription.status)),
+                    ("signedTransactionInfo", .string(transaction)),
+                ]
+                if let renewal = subscription.renewalInfo {
+                    entry.append(("signedRenewalInfo",
+                                  .string(TestPKI.sign(payload: renewal.merging([("signedDate", signedDate)])))))
+                }
+                groups.append(.object([("subscriptionGroupIdentifier", .string("group-\(groups.count + 1)")),
+                                       ("lastTransactions", .array([.object(entry)]))]))
+            }
+            let answer = JSONValue.object([("environment", .string("Sandbox")),
+                                           ("bundleId", .string(identity.bundleID)),
+                                           ("appAppleId", .integer(1_234_567_890)), ("data", .array(groups))])
             return .status(200, headers: json, body: answer.serializedString)
         }
     }

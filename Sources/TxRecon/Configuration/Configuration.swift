@@ -35,6 +35,8 @@ package struct Configuration: Sendable, Equatable {
     package var ignoredFiles: [String] = []
     /// Read only by `txrecon sweep`.
     package var sweep = SweepSettings()
+    /// Read only by `txrecon reconcile`.
+    package var reconcile = ReconcileSettings()
     /// Read only by `txrecon receive`.
     package var receive = ReceiveSettings()
     /// Where each key that is not at its default was last set, by

@@ -91,6 +91,8 @@ extension ConfigurationKey {
         ConfigurationKey("Sweep", "MaxRequestsPerSecond", \.sweep.maxRequestsPerSecond,
                          SettingValue.integer(in: 1...50)),
 
+        ConfigurationKey("Reconcile", "FullCycle", \.reconcile.fullCycle, SettingValue.reconcileCycle),
+
         ConfigurationKey("Receive", "Listen", \.receive.listen, SettingValue.listenAddress),
         ConfigurationKey("Receive", "UploadTokenFile", \.receive.uploadTokenFile, SettingValue.absolutePath),
         ConfigurationKey("Receive", "MaxConnections", \.receive.maxConnections, SettingValue.integer(in: 1...65_536)),

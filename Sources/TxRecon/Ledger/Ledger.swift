@@ -33,6 +33,13 @@ protocol Ledger: AnyObject {
     /// (LedgerRetention=). Returns how many.
     func prune(confirmedBefore before: Int64) throws(LedgerError) -> Int
 
+    /// Calls `body` with every subscription confirmed for `bundleID` in
+    /// `environment` (an originalTransactionId with an expiresDate), grouped
+    /// by customer (appTransactionId) where known: what `txrecon reconcile`
+    /// asks Apple about.
+    func forEachSubscription(bundleID: String, environment: String,
+                             _ body: (KnownSubscription) -> Void) throws(LedgerError)
+
     /// Calls `body` with every destination and key it holds (LedgerKeyFilter's build).
     func forEachKey(_ body: (_ destination: String, _ key: ItemKey) -> Void) throws(LedgerError)
 
@@ -76,4 +83,20 @@ package struct LedgerStatistics: Sendable, Equatable {
     package var rows: Int64
     /// The database's bytes, its write-ahead log included.
     package var bytes: Int64
+}
+
+/// One subscription as the ledger knows it, across destinations and
+/// renewals: what reconciliation needs to ask Apple about it and when.
+package struct KnownSubscription: Sendable, Equatable {
+    package var originalTransactionId: String
+    /// The customer's, when any confirmed transaction named it.
+    package var appTransactionId: String?
+    /// The latest `expiresDate` confirmed, ms since 1970.
+    package var expiresDate: Int64
+
+    package init(originalTransactionId: String, appTransactionId: String?, expiresDate: Int64) {
+        self.originalTransactionId = originalTransactionId
+        self.appTransactionId = appTransactionId
+        self.expiresDate = expiresDate
+    }
 }

@@ -334,6 +334,27 @@ package final class SQLiteLedger: Ledger {
         return records
     }
 
+    package func forEachSubscription(bundleID: String, environment: String,
+                                     _ body: (KnownSubscription) -> Void) throws(LedgerError) {
+        // One pass over the originalTransactionId index; a customer's
+        // subscriptions come one after another (sorted by appTransactionId,
+        // those without one first). MAX ignores the rows that lack a value.
+        let scan = try statement("""
+            SELECT original_transaction_id, MAX(app_transaction_id), MAX(expires_date) FROM confirmations
+            WHERE original_transaction_id IS NOT NULL AND expires_date IS NOT NULL
+                AND bundle_id = ?1 AND environment = ?2
+            GROUP BY original_transaction_id ORDER BY 2, 1
+            """)
+        scan.bind(1, bundleID)
+        scan.bind(2, environment)
+        defer { scan.reset() }
+        while try scan.step() {
+            guard let original = scan.string(0) else { continue }
+            body(KnownSubscription(originalTransactionId: original, appTransactionId: scan.string(1),
+                                   expiresDate: scan.int64(2)))
+        }
+    }
+
     func forEachKey(_ body: (_ destination: String, _ key: ItemKey) -> Void) throws(LedgerError) {
         // The time index holds every row's destination and key and is the
         // smallest that does: a tenth of the table's pages.

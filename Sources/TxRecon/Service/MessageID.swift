@@ -114,6 +114,14 @@ package enum MessageID {
     /// skipped history or stopped for a temporary reason, error otherwise).
     package static let sweepFinished = "1e9ab6bdd3714046a7126854579e5ecc"
 
+    /// A run of `txrecon reconcile` ended: completed, completed with answers
+    /// refused (a signature that did not verify), or stopped with the reason.
+    /// One per run, with the customers due and checked and what the
+    /// subscriptions' checks found. Logged at info (notice when it spooled
+    /// something, warning when it stopped for a temporary reason, error when
+    /// it refused an answer or failed).
+    package static let reconcileFinished = "67d489762b7b41228416723e77ca4e22"
+
     // MARK: Receiver
 
     /// `txrecon receive` refused a request (4xx, 503 with the code in
@@ -127,6 +135,6 @@ package enum MessageID {
         accepted, delivered, deferred, held, rejected, superseded, released, retryRequested, replayed, setAside,
         started, stopping, reloaded, reloadRefused,
         backendFailing, backendRecovered, intakePaused, intakeResumed, unknownAppleName,
-        sweepFinished, receiveRefused,
+        sweepFinished, reconcileFinished, receiveRefused,
     ]
 }

@@ -79,6 +79,21 @@ enum AnswerDisposition: Equatable {
         }
     }
 
+    /// The step after an answer of another endpoint that is not `.answered`;
+    /// `what` names what a 200 should have held ("a subscription status answer").
+    static func after<Value>(_ answer: APIAnswer<Value>, what: String, nowMilliseconds: Int64) -> AnswerDisposition {
+        switch answer {
+        case .answered:
+            preconditionFailure("AnswerDisposition.after: an answer is not a failure")
+        case .malformed(let detail):
+            return .backOffAndRetry("Apple's answer is not \(what): \(detail)")
+        case .unreachable(let detail):
+            return .backOffAndRetry("no answer from the App Store Server API: \(detail)")
+        case .refused(let error):
+            return after(error, nowMilliseconds: nowMilliseconds)
+        }
+    }
+
     private static func after(_ error: AppStoreAPIError, nowMilliseconds: Int64) -> AnswerDisposition {
         if error.status == 429 || error.errorCode == ErrorCode.rateLimitExceeded {
             guard let delay = RateLimiter.retryAfterDelay(error.retryAfter, nowMilliseconds: nowMilliseconds) else {

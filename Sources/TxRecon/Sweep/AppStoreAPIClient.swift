@@ -1,7 +1,8 @@
 // AppStoreAPIClient: the App Store Server API endpoints txrecon calls (Get
 // Notification History for `txrecon sweep`; Request a Test Notification and
-// Get Test Notification Status for `txrecon probe`) over libcurl's easy
-// interface, one blocking request at a time.
+// Get Test Notification Status for `txrecon probe`; Get All Subscription
+// Statuses for `txrecon reconcile`) over libcurl's easy interface, one
+// blocking request at a time.
 //
 // `txrecon sweep` and `txrecon probe` are short-lived commands whose requests are paced one after
 // another, so a single reused handle (one kept-alive connection to Apple) on
@@ -58,6 +59,7 @@ package final class AppStoreAPIClient {
     /// The endpoints' paths under the base URL.
     static let historyPath = "/inApps/v1/notifications/history"
     static let testNotificationPath = "/inApps/v1/notifications/test"
+    static let subscriptionsPath = "/inApps/v1/subscriptions"
     /// The whole exchange, connect included: 60 s.
     static let timeoutMilliseconds = 60_000
     /// Opening the connection: 10 s.
@@ -128,6 +130,15 @@ package final class AppStoreAPIClient {
             } catch {
                 return .malformed(error.description)
             }
+        }
+    }
+
+    /// Get All Subscription Statuses of the customer `transactionId` (any
+    /// of their transaction ids) belongs to.
+    func subscriptionStatuses(_ transactionId: String) -> APIAnswer<SubscriptionStatuses> {
+        guard let escaped = escape(transactionId) else { return .unreachable("out of memory") }
+        return exchange(baseURL + Self.subscriptionsPath + "/" + escaped, post: nil).map { body in
+            Result { () throws(APIReadFailure) in try SubscriptionStatuses(json: body) }
         }
     }
 

@@ -83,6 +83,8 @@ private let minimal = """
             Window=6h
             Overlap=0
             MaxRequestsPerSecond=50
+            [Reconcile]
+            FullCycle=3d
             [Receive]
             Listen=[::1]:8443
             UploadTokenFile=/etc/txrecon/upload-token
@@ -126,6 +128,7 @@ private let minimal = """
         #expect(sweep.issuerID == "57246542-96fe-1a63-e053-0824d011072a" && sweep.keyID == "2X9R4HXF34")
         #expect(sweep.privateKeyFile == "/etc/txrecon/appstore-key.p8" && sweep.baseURL == "http://127.0.0.1:8443")
         #expect(sweep.window == .seconds(6 * 3600) && sweep.overlap == .zero && sweep.maxRequestsPerSecond == 50)
+        #expect(configuration.reconcile.fullCycle == .seconds(3 * 86_400))
         let receive = configuration.receive
         #expect(receive.listen == ListenAddress(host: "::1", port: 8443) && receive.listen.description == "[::1]:8443")
         #expect(receive.uploadTokenFile == "/etc/txrecon/upload-token")
@@ -211,7 +214,7 @@ private let minimal = """
         #expect(files.loadError() == ConfigurationError(
             file: files.path, line: 4, key: nil,
             message: "unknown section [Monitoring]; the sections are [Spool], [Backend], [Delivery], [Match], [Verification], "
-                + "[Metrics], [Sweep], [Receive]"))
+                + "[Metrics], [Sweep], [Reconcile], [Receive]"))
     }
 
     @Test func anUnknownKeyNamesItsSectionAndTheKeysAccepted() {

@@ -1,0 +1,143 @@
+// ReconcileReport: what one run of `txrecon reconcile` did, in the forms it
+// leaves behind: the run's one journal entry (MESSAGE_ID
+// reconcileFinished), the `last-run` file `txrecon status` reads, the
+// metrics file `txrecon-reconcile.prom` (when [Metrics] TextfileDirectory=
+// is set), and the exit status.
+//
+// Counts: customers due and asked about; of those, unknown to Apple (404: a
+// transaction id Apple does not have in this environment) and refused (an
+// answer that did not verify: that customer skipped, nothing of it
+// spooled); subscriptions checked (every latest transaction Apple answered
+// with for the others), in agreement with what the destinations confirmed
+// or changed (spooled; in a dry run, would be). Never holds a token, a key
+// or a signed payload.
+
+package struct ReconcileReport: Sendable, Equatable {
+    var environment: AppStoreEnvironment?
+    var dryRun: Bool
+    var all: Bool
+    /// Wall clock, ms since 1970.
+    var startedAt: Int64
+    var finishedAt: Int64
+    /// Customers due this run, by why.
+    var due: [ReconcileReason: Int] = [:]
+    var customers = 0
+    var subscriptions = 0
+    var agreed = 0
+    var changed = 0
+    /// Customers Apple does not know.
+    var unknown = 0
+    /// Customers whose answer did not verify.
+    var refused = 0
+    /// The first refusal, named: `customer …: invalid-signature: …`.
+    var firstRefusal: String?
+    /// Why the run ended early; nil when it completed.
+    package var stop: SweepStop?
+
+    init(environment: AppStoreEnvironment?, dryRun: Bool, all: Bool, startedAt: Int64) {
+        self.environment = environment
+        self.dryRun = dryRun
+        self.all = all
+        self.startedAt = startedAt
+        finishedAt = startedAt
+    }
+
+    /// The stop's status (78, 75, 1); 1 when an answer was refused; else 0.
+    var exitStatus: Int32 { stop?.exitStatus ?? (refused > 0 ? 1 : 0) }
+
+    /// `completed`, `refused` (completed, but answers were refused),
+    /// `configuration`, `temporary` or `failed`.
+    var result: String { stop?.kind.rawValue ?? (refused > 0 ? "refused" : "completed") }
+
+    var dueTotal: Int { due.values.reduce(0, +) }
+
+    private var counts: String {
+        let changedWords = dryRun ? "changed (would be spooled)" : "changed and spooled"
+        return "\(customers) of \(dueTotal) customers due checked (\(unknown) unknown to Apple, \(refused) answers "
+            + "refused), \(subscriptions) subscriptions: \(agreed) in agreement, \(changed) \(changedWords)"
+    }
+
+    /// The run's one journal entry.
+    var logEntry: LogEntry {
+        var text = dryRun ? "reconcile dry run" : "reconcile"
+        if let environment { text += " (\(environment.rawValue))" }
+        if all { text += " of every subscription" }
+        if let stop {
+            text += " stopped: \(stop.reason); \(counts)"
+        } else {
+            text += " completed: \(counts)"
+        }
+        if let firstRefusal {
+            text += "; refused: \(firstRefusal)" + (refused > 1 ? " (and \(refused - 1) more)" : "")
+        }
+        var fields: [(name: String, value: String)] = [
+            ("TXRECON_RECONCILE_RESULT", result),
+            ("TXRECON_RECONCILE_DUE", String(dueTotal)),
+            ("TXRECON_RECONCILE_CUSTOMERS", String(customers)),
+            ("TXRECON_RECONCILE_SUBSCRIPTIONS", String(subscriptions)),
+            ("TXRECON_RECONCILE_AGREED", String(agreed)),
+            ("TXRECON_RECONCILE_CHANGED", String(changed)),
+            ("TXRECON_RECONCILE_UNKNOWN", String(unknown)),
+            ("TXRECON_RECONCILE_REFUSED", String(refused)),
+        ]
+        if let environment { fields.append(("TXRECON_RECONCILE_ENVIRONMENT", environment.rawValue)) }
+        if dryRun { fields.append(("TXRECON_RECONCILE_DRY_RUN", "1")) }
+        if let reason = stop?.reason ?? firstRefusal { fields.append(("TXRECON_REASON", reason)) }
+        return LogEntry(priority, text, messageID: MessageID.reconcileFinished, fields: fields)
+    }
+
+    private var priority: LogPriority {
+        switch stop?.kind {
+        case .configuration?, .failed?: .error
+        case .temporary?: .warning
+        case nil: refused > 0 ? .error : changed > 0 ? .notice : .info
+        }
+    }
+
+    /// The `last-run` file's content.
+    var json: JSONValue {
+        var members: [(String, JSONValue)] = [
+            ("finishedAt", .string(Timestamp.rfc3339(milliseconds: finishedAt))),
+            ("finishedAtMs", .integer(finishedAt)),
+            ("result", .string(result)),
+            ("all", .bool(all)),
+            ("due", .integer(Int64(dueTotal))),
+            ("customers", .integer(Int64(customers))),
+            ("subscriptions", .integer(Int64(subscriptions))),
+            ("agreed", .integer(Int64(agreed))),
+            ("changed", .integer(Int64(changed))),
+            ("unknown", .integer(Int64(unknown))),
+            ("refused", .integer(Int64(refused))),
+        ]
+        if let environment { members.append(("environment", .string(environment.rawValue))) }
+        if let reason = stop?.reason ?? firstRefusal { members.append(("reason", .string(reason))) }
+        return .object(members)
+    }
+
+    /// `txrecon-reconcile.prom`: the last run, for node_exporter's textfile collector.
+    var metrics: String {
+        var text = PrometheusText()
+        text.family("txrecon_reconcile_last_run_timestamp_seconds", .gauge,
+                    help: "When the last txrecon reconcile run ended (UNIX seconds).")
+        text.sample("txrecon_reconcile_last_run_timestamp_seconds", PrometheusText.integer(finishedAt / 1000))
+        text.family("txrecon_reconcile_last_run_success", .gauge,
+                    help: "1 when the last txrecon reconcile run completed with nothing refused.")
+        text.sample("txrecon_reconcile_last_run_success", exitStatus == 0 ? "1" : "0")
+        text.family("txrecon_reconcile_last_run_customers", .gauge,
+                    help: "Customers the last txrecon reconcile run found due, checked, unknown to Apple, refused.")
+        text.sample("txrecon_reconcile_last_run_customers", labels: ["stage": "due"], PrometheusText.integer(dueTotal))
+        text.sample("txrecon_reconcile_last_run_customers", labels: ["stage": "checked"],
+                    PrometheusText.integer(customers))
+        text.sample("txrecon_reconcile_last_run_customers", labels: ["stage": "unknown"],
+                    PrometheusText.integer(unknown))
+        text.sample("txrecon_reconcile_last_run_customers", labels: ["stage": "refused"],
+                    PrometheusText.integer(refused))
+        text.family("txrecon_reconcile_last_run_subscriptions", .gauge,
+                    help: "Subscriptions the last txrecon reconcile run checked, by what it found.")
+        text.sample("txrecon_reconcile_last_run_subscriptions", labels: ["outcome": "agreed"],
+                    PrometheusText.integer(agreed))
+        text.sample("txrecon_reconcile_last_run_subscriptions", labels: ["outcome": "changed"],
+                    PrometheusText.integer(changed))
+        return text.text
+    }
+}

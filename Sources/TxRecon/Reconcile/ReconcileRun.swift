@@ -1,0 +1,117 @@
+// ReconcileRun: `txrecon reconcile` from start to exit status: read the
+// configuration and the key, lock the state directory, open the ledger for
+// reading and the daemon's verifier, run the `Reconciler`, record the
+// result for `txrecon status` and the metrics, and write the run's one log
+// entry.
+//
+// Everything runs on one dedicated thread (SQLite, curl, fsync, sleeps),
+// never on Swift's cooperative pool. No signal handling, as for the sweep:
+// SIGTERM or SIGKILL end the process wherever it is, and the customers not
+// marked checked are due again. Exit status: 0 completed, 78 configuration
+// (bad settings or key, HTTP 401), 75 temporary (another reconcile runs,
+// Apple or the network kept failing), 1 anything else, an answer refused
+// included; each with its reason in the log entry. A dry run writes what
+// changed to standard output and saves nothing.
+import Glibc
+
+package enum ReconcileRun {
+    /// Runs one reconcile with the configuration at `configurationPath`;
+    /// `all` checks every known subscription whatever the schedule.
+    package static func run(configurationPath: String, environment: [String: String], all: Bool,
+                            dryRun: Bool) async -> Int32 {
+        let log = LogSinks.standard(environment: environment)
+        ProcessHardening.disableCoreDumps()
+        do {
+            return try await DedicatedThread.run(name: "txrecon-reconcile") {
+                let listing: ((String) -> Void)? = dryRun ? { print($0) } : nil
+                let report = perform(configurationPath: configurationPath, environment: environment, all: all,
+                                     listing: listing, log: log)
+                log.write(report.logEntry)
+                return report.exitStatus
+            }
+        } catch {
+            var report = ReconcileReport(environment: nil, dryRun: dryRun, all: all,
+                                         startedAt: Timestamp.nowMilliseconds())
+            report.stop = SweepStop(kind: .failed, reason: error.description)
+            log.write(report.logEntry)
+            return report.exitStatus
+        }
+    }
+
+    static func perform(configurationPath: String, environment: [String: String], all: Bool,
+                        listing: ((String) -> Void)?, log: any LogSink) -> ReconcileReport {
+        let clock = SystemSweepClock()
+        var report = ReconcileReport(environment: nil, dryRun: listing != nil, all: all,
+                                     startedAt: clock.wallMilliseconds)
+        let configuration: Configuration
+        let tokens: APITokenIssuer
+        let policy: SignedDataPolicy?
+        do {
+            configuration = try ConfigurationLoader.load(path: configurationPath)
+            report.environment = configuration.sweep.environment
+            tokens = try SweepCredentials.load(for: configuration, environment: environment)
+            policy = try SignedDataPolicy.load(for: configuration)
+        } catch {
+            report.stop = SweepStop(kind: .configuration, reason: error.description)
+            return report
+        }
+        for warning in ConfigurationWarnings.sweep(configuration.sweep) { log.write(LogEntry(.warning, warning)) }
+        let layout = SpoolLayout(root: configuration.spool.directory)
+        let state: ReconcileStateDirectory
+        let client: AppStoreAPIClient
+        let ledger: SQLiteLedger
+        do throws(SweepStop) {
+            state = try ReconcileStateDirectory(layout: layout)
+            do {
+                ledger = try SQLiteLedger(path: configuration.spool.ledgerFile, access: .readOnly)
+            } catch {
+                throw SweepStop(kind: .failed, reason: "cannot read the ledger: \(error); txrecon.service creates "
+                    + "and migrates it: start it (once) with this release")
+            }
+            do {
+                client = try AppStoreAPIClient(baseURL: configuration.sweep.effectiveBaseURL, tokens: tokens,
+                                               clock: clock)
+            } catch {
+                throw SweepStop(kind: .failed, reason: error.description)
+            }
+        } catch {
+            report.stop = error
+            return report
+        }
+        let verifier = policy.map { SignedDataVerifier(policy: $0) }
+        let decoder = InputDecoder(acceptEnvelopes: false)
+        let reconciler = Reconciler(
+            sweep: configuration.sweep, fullCycle: configuration.reconcile.fullCycle, client: client,
+            limiter: RateLimiter(maxRequestsPerSecond: configuration.sweep.maxRequestsPerSecond, clock: clock),
+            clock: clock, submission: Submission(layout: layout), state: state, ledger: ledger, all: all,
+            listing: listing
+        ) { (bytes) throws(Rejection) -> Item in
+            guard case .item(let item) = try decoder.decode(bytes, verifyingWith: verifier) else {
+                throw Rejection(.unsupportedContent, "the answer's snapshot is not one transaction")
+            }
+            return item
+        }
+        report = reconciler.run()
+        guard listing == nil else { return report }
+        do {
+            try state.saveLastRun(report)
+        } catch {
+            let note = "cannot record the result for txrecon status: \(error)"
+            if report.stop == nil {
+                report.stop = SweepStop(kind: .failed, reason: note)
+            } else {
+                report.stop?.reason += "; \(note)"
+            }
+        }
+        if let directory = configuration.metrics.textfileDirectory {
+            let path = directory + "/txrecon-reconcile.prom"
+            do {
+                try SystemCall.replaceFile(path, Array(report.metrics.utf8), temporaryName: path + ".tmp",
+                                           sync: false, mode: 0o644)
+            } catch {
+                log.write(LogEntry(.warning, "cannot write the metrics file \(path): \(error)"))
+            }
+        }
+        return report
+    }
+}

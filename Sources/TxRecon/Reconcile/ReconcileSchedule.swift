@@ -1,0 +1,64 @@
+// ReconcileSchedule: which customers one run of `txrecon reconcile` asks
+// Apple about, decided in one function from what the ledger knows (each
+// subscription's latest expiresDate) and when the customer was last checked:
+//
+//   a subscription's expiresDate passed 1 h ago, 25 h ago,   expiry: a DID_RENEW,
+//   and the customer was not checked since                   EXPIRED or
+//                                                            DID_FAIL_TO_RENEW missed
+//   a subscription not expired more than 180 days,           cycle
+//   and no check for FullCycle= (never checked: due at
+//   the first run + a share of the cycle, so that the
+//   first checks of an installation spread over a cycle)
+//   --all                                                    all
+//   anything else                                            not due
+//
+// "No newer snapshot seen" needs no rule of its own: a renewal that was
+// delivered moved the ledger's expiresDate, and the checks follow it.
+// Pure; times are wall-clock ms since 1970.
+
+/// Why a customer is checked.
+enum ReconcileReason: String, Sendable, Equatable {
+    case expiry
+    case cycle
+    case all
+}
+
+struct ReconcileSchedule: Sendable {
+    /// How long after a subscription's expiresDate it is checked: about an
+    /// hour (the renewal or its failure is known by then) and a day later
+    /// (billing retry's first day, a renewal Apple recorded late).
+    static let expiryChecks: [Int64] = [3_600_000, 25 * 3_600_000]
+    /// How long an expired subscription stays in the cycle: a customer may
+    /// come back (win-back offers, resubscribing) for this long after
+    /// expiring and still be found by the cycle.
+    static let expiredCandidacy: Int64 = 180 * 86_400_000
+
+    /// `FullCycle=`, ms.
+    var fullCycle: Int64
+    /// When reconcile first ran on this spool, ms since 1970.
+    var firstRun: Int64
+
+    /// Why `customer`, whose subscriptions expire at `expiresDates`, is due
+    /// at `now`; nil when it is not.
+    func reason(customer: String, expiresDates: [Int64], lastChecked: Int64?, now: Int64) -> ReconcileReason? {
+        let checked = lastChecked ?? Int64.min
+        for expiresDate in expiresDates where now - expiresDate <= Self.expiredCandidacy {
+            for delay in Self.expiryChecks where now >= expiresDate + delay && checked < expiresDate + delay {
+                return .expiry
+            }
+        }
+        guard expiresDates.contains(where: { now - $0 <= Self.expiredCandidacy }) else { return nil }
+        let due = lastChecked.map { $0 + fullCycle } ?? firstRun + Self.phase(of: customer, in: fullCycle)
+        return now >= due ? .cycle : nil
+    }
+
+    /// Where in a cycle `customer`'s first check falls: FNV-1a of its id
+    /// (stable across runs, unlike Swift's seeded hashing) modulo the cycle.
+    static func phase(of customer: String, in cycle: Int64) -> Int64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in customer.utf8 {
+            hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3
+        }
+        return Int64(hash % UInt64(max(cycle, 1)))
+    }
+}

@@ -1,0 +1,234 @@
+// Reconciler: one run of `txrecon reconcile`: ask Apple for the statuses of
+// the customers the schedule finds due, and drop into the spool each
+// subscription whose latest snapshot differs from what the destinations
+// confirmed.
+//
+// First the ledger is read once, in one short read (the daemon keeps
+// writing it meanwhile), for the customers due (ReconcileSchedule): a
+// customer is everyone with one appTransactionId, else one subscription.
+// Then, customer by customer, paced by the `RateLimiter`: one Get All
+// Subscription Statuses call (it answers for all of the customer's
+// subscription groups); every snapshot verified as intake verifies it (the
+// daemon's verifier, the same claims); a customer with any snapshot that
+// does not verify is skipped whole and counted refused, nothing of it
+// spooled; the others compared with the ledger (SnapshotComparison) and the
+// changed ones dropped as format 3 through `Submission` (durable in new/);
+// then the customer is marked checked. A kill at any instant leaves the
+// customer unmarked and due again. An --all run marks its start, so that a
+// run started again after a kill goes on with the customers not yet checked
+// since, rather than from the first.
+//
+// The reconcile only produces: the daemon verifies again, keys, supersedes
+// and delivers what it drops. In a dry run nothing is dropped or marked;
+// each changed snapshot goes to `listing`. Reports through the returned
+// `ReconcileReport`, never by logging itself. Blocks (HTTP, fsync, sleeps):
+// run it on a dedicated thread.
+
+/// One run. Not Sendable: made, run and dropped on the reconcile's thread.
+final class Reconciler {
+    /// Apple's answer for a transaction id it does not know here: 404
+    /// TransactionIdNotFoundError, 400 InvalidTransactionIdError.
+    static let unknownTransactionCodes: Set<Int64> = [4_040_010, 4_000_006]
+
+    /// One customer due, with what the ledger knows of its subscriptions.
+    struct Customer: Equatable {
+        /// `app:<appTransactionId>`, or `subscription:<originalTransactionId>`.
+        var id: String
+        var subscriptions: [KnownSubscription]
+        var reason: ReconcileReason
+    }
+
+    private let sweep: SweepSettings
+    private let fullCycle: Duration
+    private let client: AppStoreAPIClient
+    private let limiter: RateLimiter
+    private let clock: any SweepClock
+    private let submission: Submission
+    private let state: any ReconcileStateStore
+    private let ledger: any Ledger
+    /// Decodes and verifies a drop as intake would; the item, or why not.
+    private let verify: ([UInt8]) throws(Rejection) -> Item
+    private let all: Bool
+    private let listing: ((String) -> Void)?
+
+    init(sweep: SweepSettings, fullCycle: Duration, client: AppStoreAPIClient, limiter: RateLimiter,
+         clock: any SweepClock, submission: Submission, state: any ReconcileStateStore, ledger: any Ledger,
+         all: Bool, listing: ((String) -> Void)?, verify: @escaping ([UInt8]) throws(Rejection) -> Item) {
+        self.sweep = sweep
+        self.fullCycle = fullCycle
+        self.client = client
+        self.limiter = limiter
+        self.clock = clock
+        self.submission = submission
+        self.state = state
+        self.ledger = ledger
+        self.all = all
+        self.listing = listing
+        self.verify = verify
+    }
+
+    private var dryRun: Bool { listing != nil }
+
+    /// Checks every customer due; blocks until done or stopped.
+    func run() -> ReconcileReport {
+        let now = clock.wallMilliseconds
+        var report = ReconcileReport(environment: sweep.environment, dryRun: dryRun, all: all, startedAt: now)
+        do throws(SweepStop) {
+            let customers = try customersDue(now: now)
+            for customer in customers { report.due[customer.reason, default: 0] += 1 }
+            for customer in customers {
+                try check(customer, report: &report)
+            }
+            if all, !dryRun { try state.setMark("all-started", nil) }
+        } catch {
+            report.stop = error
+        }
+        report.finishedAt = clock.wallMilliseconds
+        return report
+    }
+
+    /// The customers the schedule finds due at `now` (every one with --all,
+    /// but those an interrupted --all run already checked).
+    func customersDue(now: Int64) throws(SweepStop) -> [Customer] {
+        let firstRun: Int64
+        if let mark = try state.mark("first-run") {
+            firstRun = mark
+        } else {
+            firstRun = now
+            if !dryRun { try state.setMark("first-run", now) }
+        }
+        var allSince: Int64?
+        if all {
+            allSince = try state.mark("all-started") ?? now
+            if !dryRun { try state.setMark("all-started", allSince) }
+        }
+        let schedule = ReconcileSchedule(fullCycle: fullCycle.milliseconds, firstRun: firstRun)
+        var grouped: [(id: String, subscriptions: [KnownSubscription])] = []
+        do {
+            guard let bundleID = sweep.bundleID else { return [] }
+            try ledger.forEachSubscription(bundleID: bundleID, environment: sweep.environment.rawValue) { known in
+                let id = known.appTransactionId.map { "app:" + $0 } ?? "subscription:" + known.originalTransactionId
+                if grouped.last?.id == id {
+                    grouped[grouped.count - 1].subscriptions.append(known)
+                } else {
+                    grouped.append((id, [known]))
+                }
+            }
+        } catch {
+            throw SweepStop(kind: .failed, reason: "cannot read the ledger: \(error)")
+        }
+        var due: [Customer] = []
+        for (id, subscriptions) in grouped {
+            let lastChecked = try state.lastChecked(id)
+            if let allSince {
+                if (lastChecked ?? .min) < allSince { due.append(Customer(id: id, subscriptions: subscriptions, reason: .all)) }
+                continue
+            }
+            if let reason = schedule.reason(customer: id, expiresDates: subscriptions.map(\.expiresDate),
+                                            lastChecked: lastChecked, now: now) {
+                due.append(Customer(id: id, subscriptions: subscriptions, reason: reason))
+            }
+        }
+        return due
+    }
+
+    /// Asks Apple about one customer, spools what changed, marks it checked.
+    private func check(_ customer: Customer, report: inout ReconcileReport) throws(SweepStop) {
+        let asked = customer.subscriptions[0].originalTransactionId
+        var statuses: SubscriptionStatuses?
+        while statuses == nil {
+            limiter.awaitTurn()
+            let answer = client.subscriptionStatuses(asked)
+            switch answer {
+            case .answered(let value):
+                limiter.succeeded()
+                statuses = value
+            case .refused(let error) where error.errorCode.map(Self.unknownTransactionCodes.contains) == true:
+                limiter.succeeded()
+                report.customers += 1
+                report.unknown += 1
+                try markChecked(customer)
+                return
+            default:
+                try wait(after: answer, customer: customer)
+            }
+        }
+        report.customers += 1
+        var verified: [(snapshot: SubscriptionSnapshot, item: Item)] = []
+        for snapshot in statuses?.subscriptions ?? [] {
+            do {
+                verified.append((snapshot, try verify(snapshot.drop)))
+            } catch {
+                // Nothing of this customer is spooled: a forged answer may
+                // sit beside genuine ones, and the next run asks again.
+                report.refused += 1
+                if report.firstRefusal == nil {
+                    report.firstRefusal = "the answer for originalTransactionId \(snapshot.originalTransactionId) "
+                        + "(\(customer.id)): \(error)"
+                }
+                return
+            }
+        }
+        for (snapshot, item) in verified {
+            report.subscriptions += 1
+            let confirmed: [LedgerRecord]
+            do {
+                confirmed = try ledger.records(of: item.key)
+            } catch {
+                throw SweepStop(kind: .failed, reason: "cannot read the ledger: \(error)")
+            }
+            switch SnapshotComparison.compare(item, with: confirmed) {
+            case .agrees:
+                report.agreed += 1
+            case .changed(let why):
+                report.changed += 1
+                try spool(snapshot, item, why: why, customer: customer)
+            }
+        }
+        try markChecked(customer)
+    }
+
+    /// Waits as `AnswerDisposition` says after an answer that is not one,
+    /// or stops the run.
+    private func wait(after answer: APIAnswer<SubscriptionStatuses>, customer: Customer) throws(SweepStop) {
+        let resume = "the next run checks \(customer.id) and the customers after it"
+        switch AnswerDisposition.after(answer, what: "a subscription status answer",
+                                       nowMilliseconds: clock.wallMilliseconds) {
+        case .waitAndRetry(let delay):
+            guard limiter.waitOutRateLimit(delay) else {
+                throw SweepStop(kind: .temporary, reason: "Apple keeps rate-limiting the requests "
+                    + "(Retry-After \(TimeSpan.format(delay))); \(resume)")
+            }
+        case .backOffAndRetry(let why):
+            guard limiter.backOff() else {
+                throw SweepStop(kind: .temporary, reason: "\(why), \(RateLimiter.maximumBackoffs + 1) times in a row; "
+                    + resume)
+            }
+        case .restartWindow:
+            throw SweepStop(kind: .failed, reason: "Apple refused a status request as if it were paged")
+        case .stop(let stop):
+            throw stop
+        }
+    }
+
+    private func spool(_ snapshot: SubscriptionSnapshot, _ item: Item, why: String,
+                       customer: Customer) throws(SweepStop) {
+        let line = "\(customer.id)  transactionId \(item.key.rawValue)  "
+            + "originalTransactionId \(item.fields.originalTransactionId ?? "-")  \(why)"
+        if let listing {
+            listing(LogText.singleLine(line, limit: 400))
+            return
+        }
+        do {
+            try submission.drop(snapshot.drop)
+        } catch {
+            throw SweepStop(kind: .failed, reason: "cannot drop into the spool: \(error); the next run checks "
+                + "\(customer.id) again")
+        }
+    }
+
+    private func markChecked(_ customer: Customer) throws(SweepStop) {
+        guard !dryRun else { return }
+        try state.markChecked(customer.id, at: clock.wallMilliseconds)
+    }
+}

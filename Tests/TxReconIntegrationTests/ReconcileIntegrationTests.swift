@@ -1,0 +1,274 @@
+// The built `txrecon reconcile` against the App Store Server API stand-in
+// (MockAppStoreServerAPI: Get All Subscription Statuses, every answer signed
+// afresh with the test PKI), on a spool whose ledger the real daemon wrote
+// by delivering the customers' earlier snapshots to a loopback backend.
+// Real clocks; the tests wait for events (deliveries, ledger rows, a held
+// request), never for a fixed time.
+import Glibc
+import Testing
+@testable import TxRecon
+import TxReconTestSupport
+
+/// A daemon verifying with the test PKI, a stand-in for Apple's API, and the
+/// subscriptions it has delivered so far.
+private final class ReconcileFixture {
+    static let bundleID = "com.example.app"
+    let api: MockAppStoreServerAPI
+    let daemon: DaemonFixture
+
+    init() throws {
+        let key = TestSigningKey()
+        api = try MockAppStoreServerAPI(identity: MockAppStoreServerAPI.Identity(key: key), entries: [],
+                                        now: { WallTime.nowMilliseconds })
+        daemon = try DaemonFixture()
+        let keyPath = daemon.directory.write(key.pkcs8PEM, to: "appstore-key.p8", mode: 0o600)
+        try daemon.writeConfig(api.sweepSection(privateKeyFile: keyPath) + "\nMaxRequestsPerSecond=50",
+                               verification: """
+                                   [Verification]
+                                   BundleID=\(Self.bundleID)
+                                   Environment=Sandbox
+                                   RootCertificateFile=\(TestPKI.path("root"))
+                                   """)
+        try daemon.layout.createMissingDirectories()
+    }
+
+    /// A subscription's transaction payload: `expiresIn` ms from now.
+    static func transaction(_ id: String, original: String, customer: String, expiresIn: Int64,
+                            revoked: Bool = false) -> JSONValue {
+        TestJWS.transactionPayload(transactionId: id, originalTransactionId: original, bundleId: bundleID,
+                                   signedDate: TestPKI.insideLeafValidity,
+                                   revocationDate: revoked ? TestPKI.insideLeafValidity : nil,
+                                   extra: [("expiresDate", .integer(WallTime.nowMilliseconds + expiresIn)),
+                                           ("appTransactionId", .string(customer))])
+    }
+
+    static func renewal(_ original: String, autoRenew: Int64 = 1) -> JSONValue {
+        TestJWS.renewalInfoPayload(originalTransactionId: original, signedDate: TestPKI.insideLeafValidity)
+            .merging([("autoRenewStatus", .integer(autoRenew))])
+    }
+
+    /// Drops `transaction` with `renewal` as an app's upload (format 3),
+    /// signed with the test PKI, and waits until the ledger holds it.
+    func deliver(_ transaction: JSONValue, renewal: JSONValue?) async throws {
+        let upload = TestDrop.transactionUpload(TestPKI.sign(payload: transaction),
+                                                renewal: renewal.map { TestPKI.sign(payload: $0) })
+        try Submission(layout: daemon.layout).drop(upload)
+        let id = transaction["transactionId"]?.stringValue ?? ""
+        let key = try #require(ItemKey(id))
+        #expect(await daemon.eventually { self.confirmed(key) }, "the daemon delivered \(id)")
+    }
+
+    /// Whether the ledger holds a confirmation of `key`.
+    func confirmed(_ key: ItemKey) -> Bool {
+        (try? SQLiteLedger(path: daemon.ledgerPath, access: .readOnly).records(of: key).isEmpty) == false
+    }
+
+    /// The transaction ids of the drops waiting in new/ (the daemon stopped).
+    func spooledTransactions() throws -> [String] {
+        try daemon.names("new").map { name in
+            let bytes = try SystemCall.readFile(daemon.layout.new + "/" + name, limit: 1 << 20)
+            guard case .item(let item) = try InputDecoder().decode(bytes) else { return "(not an item)" }
+            return item.key.rawValue
+        }.sorted()
+    }
+
+    func reconcile(_ arguments: String...) async throws -> (status: Int32, stdout: String, stderr: String) {
+        try await daemon.cli(["reconcile"] + arguments)
+    }
+
+    func stopDaemon() {
+        daemon.daemon?.terminate()
+    }
+}
+
+@Suite(.serialized, .timeLimit(.minutes(3)))
+struct ReconcileIntegrationTests {
+    @Test func aRenewalAppleNeverNotifiedIsSpooledDeliveredAndThenAgrees() async throws {
+        let fixture = try ReconcileFixture()
+        try await fixture.daemon.start()
+        // Expired two hours ago as far as anyone told txrecon: due for its
+        // first expiry check. Apple renewed it without a notification.
+        try await fixture.deliver(ReconcileFixture.transaction("3100", original: "3000", customer: "7001",
+                                                               expiresIn: -7_200_000),
+                                  renewal: ReconcileFixture.renewal("3000"))
+        let renewed = ReconcileFixture.transaction("3101", original: "3000", customer: "7001",
+                                                   expiresIn: 30 * 86_400_000)
+        fixture.api.setCustomer(["3000", "3100", "3101", "7001"], subscriptions: [
+            .init(originalTransactionId: "3000", transaction: renewed, renewalInfo: ReconcileFixture.renewal("3000")),
+        ])
+        let run = try await fixture.reconcile()
+        #expect(run.status == 0, "stderr: \(run.stderr)")
+        #expect(run.stderr.contains("1 of 1 customers due checked"), "\(run.stderr)")
+        #expect(run.stderr.contains("0 in agreement, 1 changed and spooled"), "\(run.stderr)")
+        #expect(fixture.api.problems == [])
+        #expect(await fixture.daemon.eventually {
+            fixture.daemon.server.requests.contains { $0.header("Idempotency-Key")?.hasPrefix("3101:") == true }
+        }, "the renewal reached the backend")
+        #expect(await fixture.daemon.eventually { fixture.confirmed(ItemKey("3101")!) })
+        let delivered = fixture.daemon.server.requests.count
+
+        // Asked again (Apple signs afresh: a new signedDate), nothing changed.
+        let again = try await fixture.reconcile("--all")
+        #expect(again.status == 0, "stderr: \(again.stderr)")
+        #expect(again.stderr.contains("1 in agreement, 0 changed and spooled"), "\(again.stderr)")
+        #expect(fixture.api.statusRequests.count == 2)
+        #expect(fixture.daemon.names("new").isEmpty && fixture.daemon.server.requests.count == delivered)
+
+        let status = try await fixture.daemon.cli(["status"])
+        #expect(status.stdout.contains("reconcile: ") && status.stdout.contains("1 in agreement"), "\(status.stdout)")
+    }
+
+    @Test func aSubscriptionSignedAfreshButUnchangedSpoolsNothingAndIsNotDueAgain() async throws {
+        let fixture = try ReconcileFixture()
+        try await fixture.daemon.start()
+        let transaction = ReconcileFixture.transaction("3200", original: "3000", customer: "7002",
+                                                       expiresIn: -7_200_000)
+        try await fixture.deliver(transaction, renewal: ReconcileFixture.renewal("3000", autoRenew: 0))
+        fixture.stopDaemon()
+        fixture.api.setCustomer(["3000"], subscriptions: [
+            .init(originalTransactionId: "3000", status: 2, transaction: transaction,
+                  renewalInfo: ReconcileFixture.renewal("3000", autoRenew: 0)),
+        ])
+        let run = try await fixture.reconcile()
+        #expect(run.status == 0, "stderr: \(run.stderr)")
+        #expect(run.stderr.contains("1 of 1 customers due checked"), "\(run.stderr)")
+        #expect(run.stderr.contains("1 in agreement, 0 changed"), "\(run.stderr)")
+        #expect(try fixture.spooledTransactions() == [])
+
+        // Checked after its first expiry check: not due until the second (+25 h).
+        let next = try await fixture.reconcile()
+        #expect(next.status == 0 && next.stderr.contains("0 of 0 customers due checked"), "\(next.stderr)")
+        #expect(fixture.api.statusRequests == ["3000"])
+    }
+
+    @Test func aChangedRenewalInfoAloneIsAChange() async throws {
+        let fixture = try ReconcileFixture()
+        try await fixture.daemon.start()
+        let transaction = ReconcileFixture.transaction("3300", original: "3000", customer: "7003",
+                                                       expiresIn: 20 * 86_400_000)
+        try await fixture.deliver(transaction, renewal: ReconcileFixture.renewal("3000", autoRenew: 1))
+        fixture.stopDaemon()
+        // The customer turned auto-renew off; the notification was lost.
+        fixture.api.setCustomer(["3000"], subscriptions: [
+            .init(originalTransactionId: "3000", transaction: transaction,
+                  renewalInfo: ReconcileFixture.renewal("3000", autoRenew: 0)),
+        ])
+        let dry = try await fixture.reconcile("--all", "--dry-run")
+        #expect(dry.status == 0, "stderr: \(dry.stderr)")
+        #expect(dry.stdout.contains("transactionId 3300") && dry.stdout.contains("renewal info differs"), "\(dry.stdout)")
+        #expect(try fixture.spooledTransactions() == [], "a dry run spools nothing")
+        let run = try await fixture.reconcile("--all")
+        #expect(run.status == 0, "stderr: \(run.stderr)")
+        #expect(try fixture.spooledTransactions() == ["3300"])
+    }
+
+    @Test func aForgedAnswerIsNeverSpooledAndTheRunFailsNamingItAfterCheckingTheOthers() async throws {
+        let fixture = try ReconcileFixture()
+        try await fixture.daemon.start()
+        for (customer, original, transaction) in [("7004", "3000", "3400"), ("7005", "3010", "3410")] {
+            try await fixture.deliver(ReconcileFixture.transaction(transaction, original: original, customer: customer,
+                                                                   expiresIn: -7_200_000),
+                                      renewal: ReconcileFixture.renewal(original))
+        }
+        fixture.stopDaemon()
+        fixture.api.setCustomer(["3000"], subscriptions: [
+            .init(originalTransactionId: "3000",
+                  transaction: ReconcileFixture.transaction("3401", original: "3000", customer: "7004",
+                                                            expiresIn: 86_400_000),
+                  forged: true),
+        ])
+        fixture.api.setCustomer(["3010"], subscriptions: [
+            .init(originalTransactionId: "3010",
+                  transaction: ReconcileFixture.transaction("3411", original: "3010", customer: "7005",
+                                                            expiresIn: 86_400_000)),
+        ])
+        let run = try await fixture.reconcile()
+        #expect(run.status == 1, "stderr: \(run.stderr)")
+        #expect(run.stderr.contains("invalid-signature") && run.stderr.contains("3000"), "\(run.stderr)")
+        #expect(run.stderr.contains("2 of 2 customers due checked (0 unknown to Apple, 1 answers refused)"),
+                "\(run.stderr)")
+        #expect(try fixture.spooledTransactions() == ["3411"], "the forged one is never spooled, the other is")
+
+        // The refused customer stays due: the next run asks again.
+        _ = try await fixture.reconcile()
+        #expect(fixture.api.statusRequests == ["3000", "3010", "3000"])
+    }
+
+    @Test func aCustomerAppleDoesNotKnowIsCountedAndTheRunCompletes() async throws {
+        let fixture = try ReconcileFixture()
+        try await fixture.daemon.start()
+        try await fixture.deliver(ReconcileFixture.transaction("3500", original: "3000", customer: "7006",
+                                                               expiresIn: -7_200_000), renewal: nil)
+        fixture.stopDaemon()
+        let run = try await fixture.reconcile()
+        #expect(run.status == 0, "stderr: \(run.stderr)")
+        #expect(run.stderr.contains("(1 unknown to Apple, 0 answers refused)"), "\(run.stderr)")
+        #expect(try fixture.spooledTransactions() == [])
+    }
+
+    @Test func appleRefusingTheCredentialsExitsWith78() async throws {
+        let fixture = try ReconcileFixture()
+        try await fixture.daemon.start()
+        try await fixture.deliver(ReconcileFixture.transaction("3600", original: "3000", customer: "7007",
+                                                               expiresIn: -7_200_000), renewal: nil)
+        fixture.stopDaemon()
+        fixture.api.refuseCredentials()
+        let run = try await fixture.reconcile()
+        #expect(run.status == 78, "stderr: \(run.stderr)")
+        #expect(run.stderr.contains("HTTP 401") && !run.stderr.contains("Bearer"), "\(run.stderr)")
+    }
+
+    @Test func aRateLimitWithAnEpochMillisecondRetryAfterIsWaitedOut() async throws {
+        let fixture = try ReconcileFixture()
+        try await fixture.daemon.start()
+        let transaction = ReconcileFixture.transaction("3700", original: "3000", customer: "7008",
+                                                       expiresIn: -7_200_000)
+        try await fixture.deliver(transaction, renewal: nil)
+        fixture.stopDaemon()
+        fixture.api.setCustomer(["3000"], subscriptions: [
+            .init(originalTransactionId: "3000",
+                  transaction: ReconcileFixture.transaction("3701", original: "3000", customer: "7008",
+                                                            expiresIn: 86_400_000)),
+        ])
+        // Apple's Retry-After: when to come back, in UNIX milliseconds.
+        fixture.api.inject(.rateLimited(retryAfter: String(WallTime.nowMilliseconds + 1500)))
+        let run = try await fixture.reconcile()
+        #expect(run.status == 0, "stderr: \(run.stderr)")
+        #expect(fixture.api.statusRequests == ["3000", "3000"])
+        #expect(try fixture.spooledTransactions() == ["3701"])
+    }
+
+    @Test func aRunKilledMidwayGoesOnWithTheCustomersItHadNotChecked() async throws {
+        let fixture = try ReconcileFixture()
+        try await fixture.daemon.start()
+        // Four customers, each renewed without a notification, asked in the
+        // order of their appTransactionIds.
+        for index in 0..<4 {
+            let original = String(3000 + index * 10)
+            try await fixture.deliver(ReconcileFixture.transaction(String(3800 + index * 10), original: original,
+                                                                   customer: String(7100 + index),
+                                                                   expiresIn: -7_200_000), renewal: nil)
+            fixture.api.setCustomer([original], subscriptions: [
+                .init(originalTransactionId: original,
+                      transaction: ReconcileFixture.transaction(String(3801 + index * 10), original: original,
+                                                                customer: String(7100 + index),
+                                                                expiresIn: 86_400_000)),
+            ])
+        }
+        fixture.stopDaemon()
+        fixture.api.holdStatusRequest(3)
+        let process = try DaemonProcess(["reconcile", "--config", fixture.daemon.configPath],
+                                        stderrPath: fixture.daemon.directory.path + "/killed.err")
+        #expect(fixture.api.waitUntilHolding(timeout: .seconds(60)), "the third request arrived")
+        process.signal(SIGKILL)
+        #expect(await process.wait(timeout: .seconds(20)) != nil)
+        fixture.api.releaseHeldRequest()
+        #expect(try fixture.spooledTransactions() == ["3801", "3811"], "the two customers checked before the kill")
+
+        let rerun = try await fixture.reconcile()
+        #expect(rerun.status == 0, "stderr: \(rerun.stderr)")
+        #expect(fixture.api.statusRequests == ["3000", "3010", "3020", "3020", "3030"],
+                "the run after the kill asks only for the customers not checked")
+        #expect(try fixture.spooledTransactions() == ["3801", "3811", "3821", "3831"])
+    }
+}
