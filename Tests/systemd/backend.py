@@ -6,6 +6,11 @@ POST /inApps/v1/notifications/history stands in for Apple's App Store Server
 API for `txrecon sweep`: with "Authorization: Bearer <a JWT>" it answers an
 empty page and appends the request body to STATE/history.jsonl; else 401.
 
+GET /inApps/v1/subscriptions/ID stands in for Get All Subscription Statuses
+for `txrecon reconcile`: with a bearer JWT it appends ID to
+STATE/statuses.jsonl and answers 404 (errorCode 4040010), a customer Apple
+does not know; else 401.
+
 POST /inApps/v1/notifications/test and GET /inApps/v1/notifications/test/TOKEN
 stand in for Apple's Request a Test Notification and Get Test Notification
 Status for `txrecon probe`: with a bearer JWT, the POST answers a token and
@@ -43,6 +48,7 @@ import urllib.request
 
 HISTORY_PATH = "/inApps/v1/notifications/history"
 TEST_PATH = "/inApps/v1/notifications/test"
+SUBSCRIPTIONS_PATH = "/inApps/v1/subscriptions/"
 RECEIVER = "http://127.0.0.1:8081/appstore/notifications"
 # Test notification token -> its send attempts; guarded by TESTS_LOCK.
 TESTS = {}
@@ -67,6 +73,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
     state = "."
 
     def do_GET(self):
+        if self.path.startswith(SUBSCRIPTIONS_PATH):
+            if not self.signed():
+                return self.answer(401, {"errorCode": 4010000, "errorMessage": "no signed token"})
+            with open(os.path.join(self.state, "statuses.jsonl"), "a") as log:
+                log.write(json.dumps({"transactionId": self.path[len(SUBSCRIPTIONS_PATH):]}) + "\n")
+            return self.answer(404, {"errorCode": 4040010, "errorMessage": "Transaction id not found."})
         if not self.path.startswith(TEST_PATH + "/") or not self.signed():
             return self.answer(401 if self.path.startswith(TEST_PATH + "/") else 404, {"error": "not served"})
         token = self.path[len(TEST_PATH) + 1:]

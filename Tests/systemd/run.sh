@@ -12,6 +12,8 @@
 #   journal fields and catalog, hold and release, reload, a configuration error
 #   (exit 78, no restart loop), a watchdog kill with the queue intact, a clean stop,
 #   and one run of txrecon-sweep.service against the test backend standing in for Apple;
+#   one run of txrecon-reconcile.service, and one of `txrecon reconcile --all` as
+#   docs/reconcile.md runs it after an incident, reading the ledger the daemon wrote;
 #   txrecon-receive.socket bound by systemd, the service it starts on the first
 #   request (READY, STATUS), a forged notification refused, and a restart of the
 #   receiver with a request in flight (inflight.py).
@@ -211,6 +213,7 @@ service_part() {
   watchdog_checks
   configuration_error_checks
   sweep_checks
+  reconcile_checks
   catalog_checks
   stop_checks
   stop_container
@@ -236,7 +239,7 @@ AcceptEnvelopes=yes
 
 [Sweep]
 Environment=Sandbox
-BundleID=com.example.txrecon-test
+BundleID=com.loki-project.loki-messenger
 IssuerID=57246542-96fe-1a63-e053-0824d011072a
 KeyID=TESTKEY123
 BaseURL=http://127.0.0.1:8080
@@ -262,7 +265,8 @@ has_entry() {
 
 static_checks() {
   local name unit score
-  for name in "$UNIT" txrecon-sweep.service txrecon-sweep.timer txrecon-receive.service txrecon-receive.socket; do
+  for name in "$UNIT" txrecon-sweep.service txrecon-sweep.timer txrecon-reconcile.service txrecon-reconcile.timer \
+              txrecon-receive.service txrecon-receive.socket; do
     unit=/usr/lib/systemd/system/$name
     if in_ct systemd-analyze verify "$unit" > "$WORK/verify-$name.txt" 2>&1 && [ ! -s "$WORK/verify-$name.txt" ]; then
       pass "systemd-analyze verify $name: no complaint"
@@ -522,12 +526,46 @@ receive_checks() {
     test "$(prop Result "$rx")/$(prop ExecMainStatus "$rx")" = success/0
 }
 
+# One run of the reconcile's hardened unit (nothing due: the one subscription
+# in the ledger, a real Sandbox one, expired more than 180 days ago), then one
+# of `txrecon reconcile --all` as docs/reconcile.md runs it after an incident,
+# which asks the stand-in for Apple about it (a customer Apple does not know).
+reconcile_checks() {
+  local unit=txrecon-reconcile.service output
+  cp "$ROOT/Examples/samples/02-transaction.jws" "$WORK/items/subscription.jws"
+  submit /opt/txrecon-test-items/subscription.jws
+  check "a real Sandbox subscription's transaction was delivered (the ledger knows it)" \
+    wait_until 10 delivered 2000001024993299
+  check "... and the ledger holds it" \
+    wait_until 10 in_ct sh -c 'txrecon show 2000001024993299 | grep -q "confirmed:  backend"'
+  if in_ct systemctl start "$unit"; then
+    pass "systemctl start $unit: the run ended"
+  else in_ct journalctl -u "$unit" --no-pager -n 20 | sed 's/^/    /'; fail "systemctl start $unit"; fi
+  check "the reconcile's run succeeded under its unit, reading the ledger in /var/lib/txrecon (result $(prop Result "$unit"), exit status $(prop ExecMainStatus "$unit"))" \
+    test "$(prop Result "$unit")/$(prop ExecMainStatus "$unit")" = success/0
+  check "journal: the run's entry (MESSAGE_ID reconcileFinished, completed, nothing due)" \
+    reconcile_journal_has MESSAGE_ID="$(message_id reconcileFinished)" TXRECON_RECONCILE_RESULT=completed \
+      TXRECON_RECONCILE_DUE=0
+  check "its state is /var/spool/txrecon/reconcile/state.sqlite3, mode 600, owned by txrecon" \
+    in_ct sh -c 'test "$(stat -c "%a %U" /var/spool/txrecon/reconcile/state.sqlite3)" = "600 txrecon"'
+  output=$(in_ct systemd-run --quiet --wait --pipe -p User=txrecon -p UMask=0007 \
+             -p LoadCredential=appstore-key:/etc/txrecon/appstore-key.p8 \
+             txrecon reconcile --all 2>&1 </dev/null) && pass "txrecon reconcile --all under systemd-run: exit 0" \
+    || { echo "$output" | sed 's/^/    /'; fail "txrecon reconcile --all under systemd-run"; }
+  check "it asked the stand-in for Apple about the subscription, with the credential's key" \
+    grep -q '"transactionId": "2000001024993299"' "$WORK/backend/statuses.jsonl"
+  check "... and says Apple does not know the customer" contains "1 unknown to Apple" <<<"$output"
+  check "txrecon status shows the last reconcile" listed_status 'reconcile: .*completed'
+}
+
 sweep_journal_has() { in_ct journalctl -u txrecon-sweep.service -o json "$@" | contains .; }
+reconcile_journal_has() { in_ct journalctl -u txrecon-reconcile.service -o json "$@" | contains .; }
 listed_status() { in_ct txrecon status | contains "$1"; }
 
 # Every MESSAGE_ID the daemon and the sweep logged has its catalog text under journalctl -x.
 catalog_checks() {
-  local seen id subject missing= units=(-u "$UNIT" -u txrecon-sweep.service -u txrecon-receive.service)
+  local seen id subject missing= units=(-u "$UNIT" -u txrecon-sweep.service -u txrecon-reconcile.service
+                                        -u txrecon-receive.service)
   seen=$(in_ct journalctl "${units[@]}" -o json | jq -r '.MESSAGE_ID // empty' | sort -u)
   for id in $(sed -n 's/^-- \([0-9a-f]\{32\}\)$/\1/p' "$ROOT/systemd/txrecon.catalog"); do
     if ! grep -qx "$id" <<<"$seen"; then missing="$missing $id"; continue; fi
@@ -545,7 +583,8 @@ stop_checks() {
   local t0 took refused
   # libdispatch logs "errno=1" (EPERM: refused by the unit's SystemCallFilter=)
   # each time it cannot set a new worker thread's priority.
-  refused=$(in_ct journalctl -u "$UNIT" -u txrecon-sweep.service -u txrecon-receive.service -o cat \
+  refused=$(in_ct journalctl -u "$UNIT" -u txrecon-sweep.service -u txrecon-reconcile.service \
+            -u txrecon-receive.service -o cat \
             | grep -c 'thread priority.*errno=1$' || true)
   check "the sandboxes refused no call the daemon, the sweep and the receiver make ($refused libdispatch EPERM lines)" \
     test "$refused" = 0
@@ -599,6 +638,8 @@ package_part() {
   check "postinst: unit enabled (deb-systemd-helper)" test "$(prop UnitFileState)" = enabled
   check "postinst: txrecon-sweep.timer installed, not enabled (it needs [Sweep] first)" \
     test "$(prop UnitFileState txrecon-sweep.timer)" = disabled
+  check "postinst: txrecon-reconcile.timer installed, not enabled (it needs [Sweep] first)" \
+    test "$(prop UnitFileState txrecon-reconcile.timer)" = disabled
   check "postinst: txrecon-receive.socket installed, not enabled (not every host receives over HTTP)" \
     test "$(prop UnitFileState txrecon-receive.socket)" = disabled
   check "postinst: service started and running" wait_until 10 state_is active/running

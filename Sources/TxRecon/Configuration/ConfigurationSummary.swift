@@ -1,6 +1,6 @@
 // ConfigurationSummary: the settings in force as `Key=value` lines, for
 // `txrecon check-config`. Secrets are shown only as set or not set; each
-// trusted root by its subject and SHA-256 fingerprint; [Sweep] only when
+// trusted root by its subject and SHA-256 fingerprint; [Sweep] and [Reconcile] only when
 // something in it is set, and its key file only by name (it is read by
 // `txrecon sweep`, not here); each further destination after the rest.
 
@@ -25,6 +25,9 @@ package enum ConfigurationSummary {
         }
         if configuration.origins.keys.contains(where: { $0.hasPrefix("Sweep.") }) {
             lines += sweepLines(configuration.sweep)
+        }
+        if configuration.origins.keys.contains(where: { $0.hasPrefix("Sweep.") || $0.hasPrefix("Reconcile.") }) {
+            lines += ["[Reconcile]", "FullCycle=\(TimeSpan.format(configuration.reconcile.fullCycle))"]
         }
         for (destination, secrets) in zip(configuration.destinations, destinationSecrets) {
             lines.append("Destination \(destination.name) (\(destination.settings.path)):")
