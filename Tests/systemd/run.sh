@@ -535,9 +535,9 @@ reconcile_checks() {
   cp "$ROOT/Examples/samples/02-transaction.jws" "$WORK/items/subscription.jws"
   submit /opt/txrecon-test-items/subscription.jws
   check "a real Sandbox subscription's transaction was delivered (the ledger knows it)" \
-    wait_until 10 delivered 2000001024993299
+    wait_until 10 delivered 2000001027701928
   check "... and the ledger holds it" \
-    wait_until 10 in_ct sh -c 'txrecon show 2000001024993299 | grep -q "confirmed:  backend"'
+    wait_until 10 in_ct sh -c 'txrecon show 2000001027701928 | grep -q "confirmed:  backend"'
   if in_ct systemctl start "$unit"; then
     pass "systemctl start $unit: the run ended"
   else in_ct journalctl -u "$unit" --no-pager -n 20 | sed 's/^/    /'; fail "systemctl start $unit"; fi
