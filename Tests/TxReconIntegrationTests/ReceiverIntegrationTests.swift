@@ -572,6 +572,8 @@ struct ReceiverIntegrationTests {
         #expect(full.body.contains("inbox-full"), "\(full.body)")
         #expect(accepted >= 3, "taken up to the mark")
         #expect(fixture.daemon.names("new").count == accepted, "every 200 is a file in new/")
+        #expect(ReconcileGaps.read(layout: fixture.layout).map(\.source) == ["receive"],
+                "a refused notification is a gap txrecon reconcile hears of")
 
         // The daemon would take them; the test does it, and room comes back.
         for name in fixture.daemon.names("new") { #expect(unlink(fixture.layout.new + "/" + name) == 0) }

@@ -162,6 +162,34 @@ struct ReconcileIntegrationTests {
         #expect(try fixture.spooledTransactions() == ["3300"])
     }
 
+    @Test func aGapMakesEverySubscriptionLiveInItDueAndASettledGapIsRemoved() async throws {
+        let fixture = try ReconcileFixture()
+        try await fixture.daemon.start()
+        let transaction = ReconcileFixture.transaction("3250", original: "3000", customer: "7009",
+                                                       expiresIn: 20 * 86_400_000)
+        try await fixture.deliver(transaction, renewal: nil)
+        fixture.stopDaemon()
+        fixture.api.setCustomer(["3000"], subscriptions: [.init(originalTransactionId: "3000", transaction: transaction)])
+        let all = try await fixture.reconcile("--all")
+        #expect(all.status == 0 && all.stderr.contains("1 in agreement"), "\(all.stderr)")
+        let quiet = try await fixture.reconcile()
+        #expect(quiet.stderr.contains("0 of 0 customers due checked"), "checked a moment ago: \(quiet.stderr)")
+
+        // The receiver refused a notification this hour; the sweep found
+        // notifications Apple could not deliver an hour before the --all run.
+        let now = WallTime.nowMilliseconds
+        let current = ReconcileGaps.receiverGap(at: now)
+        let settled = ReconcileGap(source: "sweep", from: now - 7_200_000, to: now - 3_600_000)
+        try ReconcileGaps.report(current, layout: fixture.daemon.layout)
+        try ReconcileGaps.report(settled, layout: fixture.daemon.layout)
+        let run = try await fixture.reconcile()
+        #expect(run.status == 0, "stderr: \(run.stderr)")
+        #expect(run.stderr.contains("1 of 1 customers due checked"), "live in this hour's gap: \(run.stderr)")
+        #expect(fixture.api.statusRequests == ["3000", "3000"])
+        #expect(ReconcileGaps.read(layout: fixture.daemon.layout) == [current],
+                "the gap that ended before the run is settled; this hour's stays until it has ended")
+    }
+
     @Test func aForgedAnswerIsNeverSpooledAndTheRunFailsNamingItAfterCheckingTheOthers() async throws {
         let fixture = try ReconcileFixture()
         try await fixture.daemon.start()

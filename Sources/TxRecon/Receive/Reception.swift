@@ -14,7 +14,10 @@
 //   503  with Retry-After: the spool cannot take it (full, missing, new/
 //        over MaxInboxFiles=, rejected/ over RejectedQuota=); and from
 //        HTTPServer, `busy` past the memory budget for bodies (BodyBudget).
-//        GET /healthz is 503 exactly when a notification would be (`health`)
+//        GET /healthz is 503 exactly when a notification would be (`health`).
+//        A notification answered 503 here is a gap in what txrecon heard
+//        from Apple: the hour is reported to `txrecon reconcile`
+//        (ReconcileGaps), which then checks every subscription live in it.
 //
 // Reports one log entry per request that is not a plain 200 (a debug one for
 // those), and per connection refused at a connection limit, with TXRECON_*
@@ -47,6 +50,9 @@ final class Reception: Sendable {
     private let throttle = LogThrottle()
     /// Numbers the files /healthz writes, so that concurrent checks never meet.
     private let healthProbes = Atomic<Int>(0)
+    /// The start of the last hour reported as a gap (ms since 1970), so that
+    /// an hour of refusals writes one file.
+    private let gapReported = Atomic<Int64>(0)
     private let log: any LogSink
 
     init(settings: Settings, layout: SpoolLayout, commit: GroupCommit, reporter: ReceiveReporter, log: any LogSink) {
@@ -126,6 +132,7 @@ final class Reception: Sendable {
         case let .spool(setAside):
             if let refusal = room(forRefused: setAside != nil, settings: settings) {
                 report(refusal, head: request.head)
+                if endpoint == .notifications { reportGap() }
                 return refusal.answer
             }
             do throws(SpoolError) {
@@ -154,8 +161,23 @@ final class Reception: Sendable {
                 let refusal = ReceiveRefusal(503, "spool-unavailable", "the spool cannot take it now "
                     + "(\(String(cString: strerror(error.code)))); try again", headers: [("Retry-After", "60")])
                 report(refusal, head: request.head, spoolError: error)
+                if endpoint == .notifications { reportGap() }
                 return refusal.answer
             }
+        }
+    }
+
+    /// Tells `txrecon reconcile` that a notification of this hour was
+    /// refused; once an hour. A failure only logs: the refusal stands, and
+    /// Apple sends the notification again.
+    private func reportGap() {
+        let gap = ReconcileGaps.receiverGap(at: Timestamp.nowMilliseconds())
+        guard gapReported.exchange(gap.from, ordering: .relaxed) != gap.from else { return }
+        do {
+            try ReconcileGaps.report(gap, layout: layout)
+        } catch {
+            log.write(LogEntry(.warning, "cannot tell txrecon reconcile about the refused notifications of "
+                + "\(Timestamp.rfc3339(milliseconds: gap.from)): \(error)"))
         }
     }
 

@@ -79,11 +79,12 @@ package enum ReconcileRun {
             return report
         }
         let verifier = policy.map { SignedDataVerifier(policy: $0) }
+        let gaps = ReconcileGaps.read(layout: layout)
         let decoder = InputDecoder(acceptEnvelopes: false)
         let reconciler = Reconciler(
             sweep: configuration.sweep, fullCycle: configuration.reconcile.fullCycle, client: client,
             limiter: RateLimiter(maxRequestsPerSecond: configuration.sweep.maxRequestsPerSecond, clock: clock),
-            clock: clock, submission: Submission(layout: layout), state: state, ledger: ledger, all: all,
+            clock: clock, submission: Submission(layout: layout), state: state, ledger: ledger, all: all, gaps: gaps,
             listing: listing
         ) { (bytes) throws(Rejection) -> Item in
             guard case .item(let item) = try decoder.decode(bytes, verifyingWith: verifier) else {
@@ -93,6 +94,9 @@ package enum ReconcileRun {
         }
         report = reconciler.run()
         guard listing == nil else { return report }
+        if report.stop == nil, report.refused == 0 {
+            ReconcileGaps.remove(ReconcileGaps.settled(gaps, runStart: report.startedAt), layout: layout)
+        }
         do {
             try state.saveLastRun(report)
         } catch {

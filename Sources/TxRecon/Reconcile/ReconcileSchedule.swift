@@ -5,6 +5,9 @@
 //   a subscription's expiresDate passed 1 h ago, 25 h ago,   expiry: a DID_RENEW,
 //   and the customer was not checked since                   EXPIRED or
 //                                                            DID_FAIL_TO_RENEW missed
+//   a subscription live in a gap (its expiresDate after the  gap: what Apple sent
+//   gap's start, not expired more than 180 days), and the    may have been lost
+//   customer not checked since the gap ended                 (ReconcileGaps)
 //   a subscription not expired more than 180 days,           cycle
 //   and no check for FullCycle= (never checked: due at
 //   the first run + a share of the cycle, so that the
@@ -19,6 +22,7 @@
 /// Why a customer is checked.
 enum ReconcileReason: String, Sendable, Equatable {
     case expiry
+    case gap
     case cycle
     case all
 }
@@ -37,6 +41,8 @@ struct ReconcileSchedule: Sendable {
     var fullCycle: Int64
     /// When reconcile first ran on this spool, ms since 1970.
     var firstRun: Int64
+    /// The gaps reported and not yet settled.
+    var gaps: [ReconcileGap] = []
 
     /// Why `customer`, whose subscriptions expire at `expiresDates`, is due
     /// at `now`; nil when it is not.
@@ -47,7 +53,11 @@ struct ReconcileSchedule: Sendable {
                 return .expiry
             }
         }
-        guard expiresDates.contains(where: { now - $0 <= Self.expiredCandidacy }) else { return nil }
+        let candidates = expiresDates.filter { now - $0 <= Self.expiredCandidacy }
+        guard !candidates.isEmpty else { return nil }
+        for gap in gaps where checked < gap.to && candidates.contains(where: { $0 >= gap.from }) {
+            return .gap
+        }
         let due = lastChecked.map { $0 + fullCycle } ?? firstRun + Self.phase(of: customer, in: fullCycle)
         return now >= due ? .cycle : nil
     }

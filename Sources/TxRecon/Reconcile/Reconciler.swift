@@ -49,11 +49,14 @@ final class Reconciler {
     /// Decodes and verifies a drop as intake would; the item, or why not.
     private let verify: ([UInt8]) throws(Rejection) -> Item
     private let all: Bool
+    /// The gaps reported and not yet settled (ReconcileGaps).
+    private let gaps: [ReconcileGap]
     private let listing: ((String) -> Void)?
 
     init(sweep: SweepSettings, fullCycle: Duration, client: AppStoreAPIClient, limiter: RateLimiter,
          clock: any SweepClock, submission: Submission, state: any ReconcileStateStore, ledger: any Ledger,
-         all: Bool, listing: ((String) -> Void)?, verify: @escaping ([UInt8]) throws(Rejection) -> Item) {
+         all: Bool, gaps: [ReconcileGap] = [], listing: ((String) -> Void)?,
+         verify: @escaping ([UInt8]) throws(Rejection) -> Item) {
         self.sweep = sweep
         self.fullCycle = fullCycle
         self.client = client
@@ -63,6 +66,7 @@ final class Reconciler {
         self.state = state
         self.ledger = ledger
         self.all = all
+        self.gaps = gaps
         self.listing = listing
         self.verify = verify
     }
@@ -102,7 +106,7 @@ final class Reconciler {
             allSince = try state.mark("all-started") ?? now
             if !dryRun { try state.setMark("all-started", allSince) }
         }
-        let schedule = ReconcileSchedule(fullCycle: fullCycle.milliseconds, firstRun: firstRun)
+        let schedule = ReconcileSchedule(fullCycle: fullCycle.milliseconds, firstRun: firstRun, gaps: gaps)
         var grouped: [(id: String, subscriptions: [KnownSubscription])] = []
         do {
             guard let bundleID = sweep.bundleID else { return [] }

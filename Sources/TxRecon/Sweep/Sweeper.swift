@@ -111,7 +111,7 @@ package final class Sweeper {
             }
             limiter.succeeded()
             report.pages += 1
-            try take(page.notifications, checkpoint: &checkpoint, report: &report)
+            try take(page.notifications, pass: window.pass, checkpoint: &checkpoint, report: &report)
             if page.hasMore, let next = page.paginationToken {
                 token = next
                 if window.pass == .full {
@@ -131,8 +131,8 @@ package final class Sweeper {
     }
 
     /// Drops (or lists) each notification not dropped before.
-    private func take(_ notifications: [HistoryNotification], checkpoint: inout SweepCheckpoint,
-                      report: inout SweepReport) throws(SweepStop) {
+    private func take(_ notifications: [HistoryNotification], pass: SweepWindow.Pass,
+                      checkpoint: inout SweepCheckpoint, report: inout SweepReport) throws(SweepStop) {
         for notification in notifications {
             report.found += 1
             if let uuid = notification.notificationUUID, checkpoint.spooled[uuid] != nil { continue }
@@ -147,6 +147,10 @@ package final class Sweeper {
                 }
             }
             report.spooled += 1
+            if pass == .failures, let date = notification.signedDate {
+                report.undelivered = min(report.undelivered?.lowerBound ?? date, date)
+                    ... max(report.undelivered?.upperBound ?? date, date)
+            }
             if let uuid = notification.notificationUUID {
                 checkpoint.spooled[uuid] = notification.signedDate ?? clock.wallMilliseconds
             }

@@ -1,5 +1,6 @@
 // ReconcileScheduleTests: each row of the schedule's table, on fixed times.
 import Testing
+import TxReconTestSupport
 @testable import TxRecon
 
 @Suite struct ReconcileScheduleTests {
@@ -56,5 +57,44 @@ import Testing
         })
         #expect(ReconcileSchedule.phase(of: "app:7000001", in: 7 * Self.day)
                 == ReconcileSchedule.phase(of: "app:7000001", in: 7 * Self.day), "stable from run to run")
+    }
+}
+
+@Suite struct ReconcileGapTests {
+    static let hour: Int64 = 3_600_000
+    static let day: Int64 = 86_400_000
+
+    @Test func aSubscriptionLiveInAGapIsDueUntilCheckedAfterTheGapEnded() {
+        let firstRun: Int64 = 1_800_000_000_000
+        let now = firstRun + 30 * Self.day
+        let gap = ReconcileGap(source: "receive", from: now - 3 * Self.hour, to: now - 2 * Self.hour)
+        let schedule = ReconcileSchedule(fullCycle: 7 * Self.day, firstRun: firstRun, gaps: [gap])
+        let active = [now + 10 * Self.day]
+        #expect(schedule.reason(customer: "c", expiresDates: active, lastChecked: now - Self.day, now: now) == .gap)
+        #expect(schedule.reason(customer: "c", expiresDates: active, lastChecked: gap.to, now: now) == nil,
+                "checked after the gap ended")
+        #expect(schedule.reason(customer: "c", expiresDates: [gap.from - 3 * Self.day], lastChecked: now - Self.day,
+                                now: now) == nil, "expired before the gap: nothing of it could be lost")
+    }
+
+    @Test func aGapFileNameReadsBackAndOnlyGapsThatEndedBeforeARunAreSettledByIt() {
+        let gap = ReconcileGap(source: "sweep", from: 1_700_000_000_000, to: 1_700_000_060_000)
+        #expect(ReconcileGap(fileName: gap.fileName) == gap)
+        #expect(ReconcileGap(fileName: "sweep-2-1") == nil && ReconcileGap(fileName: "notes.txt") == nil)
+        let later = ReconcileGap(source: "receive", from: 1_700_000_000_000, to: 1_700_003_600_000)
+        #expect(ReconcileGaps.settled([gap, later], runStart: 1_700_000_100_000) == [gap])
+        #expect(ReconcileGaps.receiverGap(at: 1_700_000_123_456)
+                == ReconcileGap(source: "receive", from: 1_699_999_200_000, to: 1_700_002_800_000))
+    }
+
+    @Test func aGapReportedTwiceIsOneFile() throws {
+        let directory = TemporaryDirectory("txrecon-gaps")
+        let layout = SpoolLayout(root: directory.path)
+        let gap = ReconcileGap(source: "receive", from: 1_700_000_000_000, to: 1_700_003_600_000)
+        try ReconcileGaps.report(gap, layout: layout)
+        try ReconcileGaps.report(gap, layout: layout)
+        #expect(ReconcileGaps.read(layout: layout) == [gap])
+        ReconcileGaps.remove([gap], layout: layout)
+        #expect(ReconcileGaps.read(layout: layout) == [])
     }
 }
