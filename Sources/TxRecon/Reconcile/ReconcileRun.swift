@@ -43,55 +43,20 @@ package enum ReconcileRun {
         let clock = SystemSweepClock()
         var report = ReconcileReport(environment: nil, dryRun: listing != nil, all: all,
                                      startedAt: clock.wallMilliseconds)
-        let configuration: Configuration
-        let tokens: APITokenIssuer
-        let policy: SignedDataPolicy?
-        do {
-            configuration = try ConfigurationLoader.load(path: configurationPath)
-            report.environment = configuration.sweep.environment
-            tokens = try SweepCredentials.load(for: configuration, environment: environment)
-            policy = try SignedDataPolicy.load(for: configuration)
-        } catch {
-            report.stop = SweepStop(kind: .configuration, reason: error.description)
-            return report
-        }
-        for warning in ConfigurationWarnings.sweep(configuration.sweep) { log.write(LogEntry(.warning, warning)) }
-        let layout = SpoolLayout(root: configuration.spool.directory)
+        let session: AppleAPISession
         let state: ReconcileStateDirectory
-        let client: AppStoreAPIClient
-        let ledger: SQLiteLedger
         do throws(SweepStop) {
-            state = try ReconcileStateDirectory(layout: layout)
-            do {
-                ledger = try SQLiteLedger(path: configuration.spool.ledgerFile, access: .readOnly)
-            } catch {
-                throw SweepStop(kind: .failed, reason: "cannot read the ledger: \(error); txrecon.service creates "
-                    + "and migrates it: start it (once) with this release")
-            }
-            do {
-                client = try AppStoreAPIClient(baseURL: configuration.sweep.effectiveBaseURL, tokens: tokens,
-                                               clock: clock)
-            } catch {
-                throw SweepStop(kind: .failed, reason: error.description)
-            }
+            session = try AppleAPISession(configurationPath: configurationPath, environment: environment,
+                                          clock: clock, log: log)
+            report.environment = session.configuration.sweep.environment
+            state = try ReconcileStateDirectory(layout: session.layout)
         } catch {
             report.stop = error
             return report
         }
-        let verifier = policy.map { SignedDataVerifier(policy: $0) }
+        let layout = session.layout
         let gaps = ReconcileGaps.read(layout: layout)
-        let decoder = InputDecoder(acceptEnvelopes: false)
-        let reconciler = Reconciler(
-            sweep: configuration.sweep, fullCycle: configuration.reconcile.fullCycle, client: client,
-            limiter: RateLimiter(maxRequestsPerSecond: configuration.sweep.maxRequestsPerSecond, clock: clock),
-            clock: clock, submission: Submission(layout: layout), state: state, ledger: ledger, all: all, gaps: gaps,
-            listing: listing
-        ) { (bytes) throws(Rejection) -> Item in
-            guard case .item(let item) = try decoder.decode(bytes, verifyingWith: verifier) else {
-                throw Rejection(.unsupportedContent, "the answer's snapshot is not one transaction")
-            }
-            return item
-        }
+        let reconciler = Reconciler(session: session, state: state, all: all, gaps: gaps, listing: listing)
         report = reconciler.run()
         guard listing == nil else { return report }
         if report.stop == nil, report.refused == 0 {
@@ -107,7 +72,7 @@ package enum ReconcileRun {
                 report.stop?.reason += "; \(note)"
             }
         }
-        if let directory = configuration.metrics.textfileDirectory {
+        if let directory = session.configuration.metrics.textfileDirectory {
             let path = directory + "/txrecon-reconcile.prom"
             do {
                 try SystemCall.replaceFile(path, Array(report.metrics.utf8), temporaryName: path + ".tmp",

@@ -38,37 +38,25 @@ final class Reconciler {
         var reason: ReconcileReason
     }
 
-    private let sweep: SweepSettings
-    private let fullCycle: Duration
-    private let client: AppStoreAPIClient
-    private let limiter: RateLimiter
-    private let clock: any SweepClock
-    private let submission: Submission
+    private let session: AppleAPISession
     private let state: any ReconcileStateStore
-    private let ledger: any Ledger
-    /// Decodes and verifies a drop as intake would; the item, or why not.
-    private let verify: ([UInt8]) throws(Rejection) -> Item
+    private let fullCycle: Duration
     private let all: Bool
     /// The gaps reported and not yet settled (ReconcileGaps).
     private let gaps: [ReconcileGap]
     private let listing: ((String) -> Void)?
 
-    init(sweep: SweepSettings, fullCycle: Duration, client: AppStoreAPIClient, limiter: RateLimiter,
-         clock: any SweepClock, submission: Submission, state: any ReconcileStateStore, ledger: any Ledger,
-         all: Bool, gaps: [ReconcileGap] = [], listing: ((String) -> Void)?,
-         verify: @escaping ([UInt8]) throws(Rejection) -> Item) {
-        self.sweep = sweep
-        self.fullCycle = fullCycle
-        self.client = client
-        self.limiter = limiter
-        self.clock = clock
-        self.submission = submission
+    private var sweep: SweepSettings { session.configuration.sweep }
+    private var clock: any SweepClock { session.clock }
+
+    init(session: AppleAPISession, state: any ReconcileStateStore, all: Bool, gaps: [ReconcileGap] = [],
+         listing: ((String) -> Void)?) {
+        self.session = session
         self.state = state
-        self.ledger = ledger
+        fullCycle = session.configuration.reconcile.fullCycle
         self.all = all
         self.gaps = gaps
         self.listing = listing
-        self.verify = verify
     }
 
     private var dryRun: Bool { listing != nil }
@@ -110,7 +98,7 @@ final class Reconciler {
         var grouped: [(id: String, subscriptions: [KnownSubscription])] = []
         do {
             guard let bundleID = sweep.bundleID else { return [] }
-            try ledger.forEachSubscription(bundleID: bundleID, environment: sweep.environment.rawValue) { known in
+            try session.judge.ledger.forEachSubscription(bundleID: bundleID, environment: sweep.environment.rawValue) { known in
                 let id = known.appTransactionId.map { "app:" + $0 } ?? "subscription:" + known.originalTransactionId
                 if grouped.last?.id == id {
                     grouped[grouped.count - 1].subscriptions.append(known)
@@ -139,29 +127,19 @@ final class Reconciler {
     /// Asks Apple about one customer, spools what changed, marks it checked.
     private func check(_ customer: Customer, report: inout ReconcileReport) throws(SweepStop) {
         let asked = customer.subscriptions[0].originalTransactionId
-        var statuses: SubscriptionStatuses?
-        while statuses == nil {
-            limiter.awaitTurn()
-            let answer = client.subscriptionStatuses(asked)
-            switch answer {
-            case .answered(let value):
-                limiter.succeeded()
-                statuses = value
-            case .refused(let error) where error.errorCode.map(Self.unknownTransactionCodes.contains) == true:
-                limiter.succeeded()
-                report.customers += 1
-                report.unknown += 1
-                try markChecked(customer)
-                return
-            default:
-                try wait(after: answer, customer: customer)
-            }
-        }
+        let answer = try session.ask({ session.client.subscriptionStatuses(asked) },
+                                     what: "a subscription status answer", unknown: Self.unknownTransactionCodes,
+                                     resume: "the next run checks \(customer.id) and the customers after it")
         report.customers += 1
+        guard let statuses = answer else {
+            report.unknown += 1
+            try markChecked(customer)
+            return
+        }
         var verified: [(snapshot: SubscriptionSnapshot, item: Item)] = []
-        for snapshot in statuses?.subscriptions ?? [] {
+        for snapshot in statuses.subscriptions {
             do {
-                verified.append((snapshot, try verify(snapshot.drop)))
+                verified.append((snapshot, try session.judge.verify(snapshot.drop)))
             } catch {
                 // Nothing of this customer is spooled: a forged answer may
                 // sit beside genuine ones, and the next run asks again.
@@ -175,13 +153,7 @@ final class Reconciler {
         }
         for (snapshot, item) in verified {
             report.subscriptions += 1
-            let confirmed: [LedgerRecord]
-            do {
-                confirmed = try ledger.records(of: item.key)
-            } catch {
-                throw SweepStop(kind: .failed, reason: "cannot read the ledger: \(error)")
-            }
-            switch SnapshotComparison.compare(item, with: confirmed) {
+            switch try session.judge.compare(item).0 {
             case .agrees:
                 report.agreed += 1
             case .changed(let why):
@@ -190,29 +162,6 @@ final class Reconciler {
             }
         }
         try markChecked(customer)
-    }
-
-    /// Waits as `AnswerDisposition` says after an answer that is not one,
-    /// or stops the run.
-    private func wait(after answer: APIAnswer<SubscriptionStatuses>, customer: Customer) throws(SweepStop) {
-        let resume = "the next run checks \(customer.id) and the customers after it"
-        switch AnswerDisposition.after(answer, what: "a subscription status answer",
-                                       nowMilliseconds: clock.wallMilliseconds) {
-        case .waitAndRetry(let delay):
-            guard limiter.waitOutRateLimit(delay) else {
-                throw SweepStop(kind: .temporary, reason: "Apple keeps rate-limiting the requests "
-                    + "(Retry-After \(TimeSpan.format(delay))); \(resume)")
-            }
-        case .backOffAndRetry(let why):
-            guard limiter.backOff() else {
-                throw SweepStop(kind: .temporary, reason: "\(why), \(RateLimiter.maximumBackoffs + 1) times in a row; "
-                    + resume)
-            }
-        case .restartWindow:
-            throw SweepStop(kind: .failed, reason: "Apple refused a status request as if it were paged")
-        case .stop(let stop):
-            throw stop
-        }
     }
 
     private func spool(_ snapshot: SubscriptionSnapshot, _ item: Item, why: String,
@@ -224,7 +173,7 @@ final class Reconciler {
             return
         }
         do {
-            try submission.drop(snapshot.drop)
+            try session.submission.drop(snapshot.drop)
         } catch {
             throw SweepStop(kind: .failed, reason: "cannot drop into the spool: \(error); the next run checks "
                 + "\(customer.id) again")
