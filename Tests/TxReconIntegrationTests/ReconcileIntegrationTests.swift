@@ -11,7 +11,7 @@ import TxReconTestSupport
 
 /// A daemon verifying with the test PKI, a stand-in for Apple's API, and the
 /// subscriptions it has delivered so far.
-private final class ReconcileFixture {
+final class ReconcileFixture {
     static let bundleID = "com.example.app"
     let api: MockAppStoreServerAPI
     let daemon: DaemonFixture

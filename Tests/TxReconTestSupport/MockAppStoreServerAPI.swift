@@ -28,8 +28,14 @@
 // (`setCustomer`), found by any of its ids, every transaction and renewal
 // info signed anew with the test PKI on every answer (a new signedDate each
 // time, as Apple signs), or forged when told; an unknown id gets 404 with
-// errorCode 4040010. The scripted faults and refuseCredentials apply to it
-// too, and one request can be held until the test releases it.
+// errorCode 4040010. For `txrecon lookup` and `import`: Look Up Order ID
+// (`setOrder`; an unknown order answers status 1), Get Transaction Info
+// (any transaction of an order or a customer's history) and Get
+// Transaction History v2 (`setHistory`: `historyPageSize` a page, paged by
+// `revision`, checking that every page repeats the first one's query),
+// signed afresh likewise. The scripted faults and refuseCredentials apply
+// to all of them, and one status or history request can be held until the
+// test releases it.
 import Dispatch
 import Foundation
 import Synchronization
@@ -134,6 +140,14 @@ package final class MockAppStoreServerAPI: Sendable {
         var holdRequest: Int?
         /// How many answers were signed: each gets a later signedDate.
         var signings: Int64 = 0
+        /// Order id → its transactions' payloads.
+        var orders: [String: [JSONValue]] = [:]
+        /// Any id of a customer → the customer's history, oldest first.
+        var histories: [String: [JSONValue]] = [:]
+        /// Revision → the customer's id and the offset of the next page.
+        var revisions: [String: (id: String, offset: Int)] = [:]
+        /// Every history request: the id and the revision it carried.
+        var historyRequests: [(id: String, revision: String?)] = []
     }
 
     package let identity: Identity
@@ -236,6 +250,24 @@ package final class MockAppStoreServerAPI: Sendable {
         }
     }
 
+    /// Serves `transactions` for the order id `orderID`.
+    package func setOrder(_ orderID: String, transactions: [JSONValue]) {
+        state.withLock { $0.orders[orderID] = transactions }
+    }
+
+    /// Serves `transactions` (oldest first) as the history of each of `ids`.
+    package func setHistory(_ ids: [String], transactions: [JSONValue]) {
+        state.withLock { state in
+            for id in ids { state.histories[id] = transactions }
+        }
+    }
+
+    /// Every history request: the id asked for and the revision it carried.
+    package var historyRequests: [(id: String, revision: String?)] { state.withLock { $0.historyRequests } }
+
+    /// History answers hold this many transactions a page.
+    package static let historyPageSize = 2
+
     /// The transaction ids status requests were made for, in arrival order.
     package var statusRequests: [String] { state.withLock { $0.statusRequests } }
 
@@ -258,6 +290,10 @@ package final class MockAppStoreServerAPI: Sendable {
     package var served: [Served] { state.withLock { $0.served } }
 
     private func answer(_ request: LoopbackHTTPServer.Request) -> LoopbackHTTPServer.Reply {
+        for (prefix, kind) in [("/inApps/v1/lookup/", "lookup"), ("/inApps/v1/transactions/", "transaction"),
+                               ("/inApps/v2/history/", "history")] where request.path.hasPrefix(prefix) {
+            return answerTransactions(request, kind: kind, target: String(request.path.dropFirst(prefix.count)))
+        }
         let statusPath = "/inApps/v1/subscriptions/"
         if request.path.hasPrefix(statusPath) {
             return answerStatus(request, transactionId: String(request.path.dropFirst(statusPath.count)))
@@ -453,6 +489,91 @@ package final class MockAppStoreServerAPI: Sendable {
                                            ("bundleId", .string(identity.bundleID)),
                                            ("appAppleId", .integer(1_234_567_890)), ("data", .array(groups))])
             return .status(200, headers: json, body: answer.serializedString)
+        }
+    }
+
+    /// Look Up Order ID, Get Transaction Info, Get Transaction History v2.
+    private func answerTransactions(_ request: LoopbackHTTPServer.Request, kind: String,
+                                    target: String) -> LoopbackHTTPServer.Reply {
+        guard request.method == "GET" else { return problem("method \(request.method) for \(kind)", 405) }
+        if let trouble = checkToken(request.header("Authorization")) { return problem(trouble, 401) }
+        var id = target
+        var query: [String: String] = [:]
+        if let mark = target.firstIndex(of: "?") {
+            id = String(target[..<mark])
+            for pair in target[target.index(after: mark)...].split(separator: "&") {
+                let parts = pair.split(separator: "=", maxSplits: 1).map(String.init)
+                if parts.count == 2 { query[parts[0]] = parts[1].removingPercentEncoding }
+            }
+        }
+        let hold = kind == "history" && state.withLock { state -> Bool in
+            state.historyRequests.append((id, query["revision"]))
+            state.statusRequests.append("history:" + id)
+            return state.holdRequest == state.statusRequests.count
+        }
+        if hold {
+            holding.signal()
+            held.wait()
+        }
+        let json = [("Content-Type", "application/json")]
+        return state.withLock { state -> LoopbackHTTPServer.Reply in
+            func error(_ status: Int, _ code: Int64?, _ headers: [(name: String, value: String)] = []) -> LoopbackHTTPServer.Reply {
+                let text = code.map { #"{"errorCode":\#($0),"errorMessage":"mock"}"# } ?? ""
+                return .status(status, headers: headers, body: text)
+            }
+            if state.refuseEverything { return error(401, nil) }
+            if let fault = state.faults.first, !Self.needsToken(fault) {
+                state.faults.removeFirst()
+                switch fault {
+                case .rateLimited(let retryAfter): return error(429, 4_290_000, [("Retry-After", retryAfter)])
+                case .serverError(let status): return error(status, nil)
+                case .retryableError: return error(500, 5_000_001)
+                case .expiredToken: return error(400, 4_000_017)
+                case .success(let body): return .status(200, headers: json, body: body)
+                }
+            }
+            func sign(_ payload: JSONValue) -> JSONValue {
+                state.signings += 1
+                return .string(TestPKI.sign(payload: payload.merging([
+                    ("signedDate", .integer(TestPKI.insideLeafValidity + state.signings * 1000))])))
+            }
+            switch kind {
+            case "lookup":
+                guard let transactions = state.orders[id] else {
+                    return .status(200, headers: json, body: #"{"status":1,"signedTransactions":[]}"#)
+                }
+                let answer = JSONValue.object([("status", .integer(0)),
+                                               ("signedTransactions", .array(transactions.map(sign)))])
+                return .status(200, headers: json, body: answer.serializedString)
+            case "transaction":
+                let all = state.orders.values.flatMap { $0 } + state.histories.values.flatMap { $0 }
+                guard let payload = all.first(where: { $0["transactionId"]?.stringValue == id }) else {
+                    return error(404, 4_040_010)
+                }
+                let answer = JSONValue.object([("signedTransactionInfo", sign(payload))])
+                return .status(200, headers: json, body: answer.serializedString)
+            default:
+                guard let history = state.histories[id] else { return error(404, 4_040_010) }
+                var offset = 0
+                if let revision = query["revision"] {
+                    guard let position = state.revisions[revision], position.id == id else {
+                        state.problems.append("revision \(revision) came back for \(id)")
+                        return error(400, 4_000_005)
+                    }
+                    offset = position.offset
+                }
+                if query["sort"] != "ASCENDING" { state.problems.append("history asked without sort=ASCENDING") }
+                let page = history.dropFirst(offset).prefix(Self.historyPageSize)
+                let next = "rev-\(state.nextToken)"
+                state.nextToken += 1
+                state.revisions[next] = (id, offset + page.count)
+                let answer = JSONValue.object([
+                    ("revision", .string(next)), ("hasMore", .bool(offset + page.count < history.count)),
+                    ("bundleId", .string(identity.bundleID)), ("environment", .string("Sandbox")),
+                    ("signedTransactions", .array(page.map(sign))),
+                ])
+                return .status(200, headers: json, body: answer.serializedString)
+            }
         }
     }
 

@@ -1,8 +1,9 @@
 // AppStoreAPIClient: the App Store Server API endpoints txrecon calls (Get
 // Notification History for `txrecon sweep`; Request a Test Notification and
 // Get Test Notification Status for `txrecon probe`; Get All Subscription
-// Statuses for `txrecon reconcile`) over libcurl's easy interface, one
-// blocking request at a time.
+// Statuses for `txrecon reconcile`; Get Transaction History for `txrecon
+// import`; Look Up Order ID and Get Transaction Info for `txrecon lookup`)
+// over libcurl's easy interface, one blocking request at a time.
 //
 // `txrecon sweep` and `txrecon probe` are short-lived commands whose requests are paced one after
 // another, so a single reused handle (one kept-alive connection to Apple) on
@@ -60,6 +61,9 @@ package final class AppStoreAPIClient {
     static let historyPath = "/inApps/v1/notifications/history"
     static let testNotificationPath = "/inApps/v1/notifications/test"
     static let subscriptionsPath = "/inApps/v1/subscriptions"
+    static let lookupPath = "/inApps/v1/lookup"
+    static let transactionsPath = "/inApps/v1/transactions"
+    static let historyV2Path = "/inApps/v2/history"
     /// The whole exchange, connect included: 60 s.
     static let timeoutMilliseconds = 60_000
     /// Opening the connection: 10 s.
@@ -139,6 +143,40 @@ package final class AppStoreAPIClient {
         guard let escaped = escape(transactionId) else { return .unreachable("out of memory") }
         return exchange(baseURL + Self.subscriptionsPath + "/" + escaped, post: nil).map { body in
             Result { () throws(APIReadFailure) in try SubscriptionStatuses(json: body) }
+        }
+    }
+
+    /// Look Up Order ID: the transactions of the order a customer's receipt names.
+    func orderLookup(_ orderID: String) -> APIAnswer<OrderLookup> {
+        guard let escaped = escape(orderID) else { return .unreachable("out of memory") }
+        return exchange(baseURL + Self.lookupPath + "/" + escaped, post: nil).map { body in
+            Result { () throws(APIReadFailure) in try OrderLookup(json: body) }
+        }
+    }
+
+    /// Get Transaction Info: one transaction, signed.
+    func transactionInfo(_ transactionId: String) -> APIAnswer<String> {
+        guard let escaped = escape(transactionId) else { return .unreachable("out of memory") }
+        return exchange(baseURL + Self.transactionsPath + "/" + escaped, post: nil).map { body in
+            guard let signed = (try? JSONValue.parse(body))?["signedTransactionInfo"]?.stringValue, !signed.isEmpty else {
+                return .failure(APIReadFailure("the answer has no signedTransactionInfo string"))
+            }
+            return .success(signed)
+        }
+    }
+
+    /// Get Transaction History (v2): one page of the customer's history,
+    /// oldest first; the first without a revision, the next ones with the
+    /// revision the previous page gave (the same query otherwise).
+    func transactionHistory(_ transactionId: String, revision: String?) -> APIAnswer<TransactionHistoryPage> {
+        guard let escaped = escape(transactionId) else { return .unreachable("out of memory") }
+        var url = baseURL + Self.historyV2Path + "/" + escaped + "?sort=ASCENDING"
+        if let revision {
+            guard let value = escape(revision) else { return .unreachable("out of memory") }
+            url += "&revision=" + value
+        }
+        return exchange(url, post: nil).map { body in
+            Result { () throws(APIReadFailure) in try TransactionHistoryPage(json: body) }
         }
     }
 
