@@ -1,7 +1,8 @@
 // txrecon: the command line. Argument handling only; behaviour lives in TxRecon.
 //
 //   txrecon run | submit | status | list | show | history | release | retry |
-//           requeue-rejected | replay | check-config | sweep | reconcile | lookup | receive | probe
+//           requeue-rejected | replay | check-config | sweep | reconcile | import | lookup | receive |
+//           probe
 //           [--config PATH]
 //
 // Exit status: 0 success, 1 failure, 2 bad arguments (usage), 75 temporary
@@ -15,7 +16,7 @@ let commands: [String: any Command.Type] = [
     "list": ListCommand.self, "show": ShowCommand.self, "release": ReleaseCommand.self,
     "retry": RetryCommand.self, "requeue-rejected": RequeueRejectedCommand.self,
     "check-config": CheckConfigCommand.self, "sweep": SweepCommand.self, "reconcile": ReconcileCommand.self,
-    "lookup": LookupCommand.self,
+    "lookup": LookupCommand.self, "import": ImportCommand.self,
     "receive": ReceiveCommand.self,
     "probe": ProbeCommand.self, "replay": ReplayCommand.self, "history": HistoryCommand.self,
 ]

@@ -28,6 +28,7 @@ final class ReconcileFixture {
                                    BundleID=\(Self.bundleID)
                                    Environment=Sandbox
                                    RootCertificateFile=\(TestPKI.path("root"))
+                                   ReceiptRootCertificateFile=\(TestReceipt.path("root"))
                                    """)
         try daemon.layout.createMissingDirectories()
     }

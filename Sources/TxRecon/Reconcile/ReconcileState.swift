@@ -4,7 +4,8 @@
 //   state.sqlite3   when each customer was last checked, and the marks
 //                   (first run; the start of an --all run not yet finished)
 //   last-run        the last run's `ReconcileReport` (JSON), for `txrecon status`
-//   lock            flock(2)ed for the whole run: one reconcile at a time
+//   import-checkpoint   where `txrecon import` is in its input (ImportCheckpoint)
+//   lock            flock(2)ed for the whole run: one reconcile or import at a time
 //
 // Beside the sweep's state, for the same reasons (status finds it from the
 // configuration alone; one ReadWritePaths= covers it). A customer is marked
@@ -37,6 +38,7 @@ final class ReconcileStateDirectory: ReconcileStateStore {
     private var statements: [String: SQLiteDatabase.Statement] = [:]
 
     var lastRunPath: String { path + "/last-run" }
+    var importCheckpointPath: String { path + "/import-checkpoint" }
     var databasePath: String { path + "/state.sqlite3" }
 
     /// `<spool>/reconcile`.
@@ -150,6 +152,31 @@ final class ReconcileStateDirectory: ReconcileStateStore {
             }
         } catch {
             throw failure(error)
+        }
+    }
+
+    /// Where the import of `input` (its digest) is; the start when the
+    /// checkpoint is of another input, missing or unreadable.
+    func importCheckpoint(input: String) -> ImportCheckpoint {
+        guard let bytes = try? SystemCall.readFile(importCheckpointPath, limit: 1 << 20),
+              let checkpoint = ImportCheckpoint(json: bytes), checkpoint.input == input
+        else { return ImportCheckpoint(input: input) }
+        return checkpoint
+    }
+
+    /// Makes `checkpoint` durable; nil removes it (the import is done).
+    func saveImportCheckpoint(_ checkpoint: ImportCheckpoint?) throws(SweepStop) {
+        do {
+            if let checkpoint {
+                try SystemCall.replaceFile(importCheckpointPath, checkpoint.serialized,
+                                           temporaryName: importCheckpointPath + ".tmp", sync: true, mode: 0o640)
+            } else {
+                try SystemCall.unlinkIfPresent(importCheckpointPath)
+            }
+            try SystemCall.syncDirectory(path)
+        } catch {
+            throw SweepStop(kind: .failed, reason: "cannot save the import's checkpoint: \(error); the next run "
+                + "imports this customer again")
         }
     }
 

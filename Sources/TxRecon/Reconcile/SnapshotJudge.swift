@@ -25,6 +25,18 @@ final class SnapshotJudge {
         return item
     }
 
+    /// The originalTransactionIds of a stored StoreKit 1 receipt's purchases
+    /// (its bytes as a receipt upload holds them: format 6), in receipt
+    /// order, once each; the receipt verified as intake verifies it.
+    func receiptOriginals(_ bytes: [UInt8]) throws(Rejection) -> [String] {
+        guard case .receipt(let split) = try decoder.decode(bytes, verifyingWith: verifier) else {
+            throw Rejection(.unknownFormat, "the file is not a StoreKit 1 receipt (the base64 of an app receipt, "
+                + "or {\"receipt\": \"…\"})")
+        }
+        var seen: Set<String> = []
+        return split.purchases.compactMap(\.fields.originalTransactionId).filter { seen.insert($0).inserted }
+    }
+
     /// What the destinations confirmed of `item`'s key, and whether `item` differs.
     func compare(_ item: Item) throws(SweepStop) -> (SnapshotComparison, confirmed: [LedgerRecord]) {
         let confirmed: [LedgerRecord]

@@ -122,6 +122,14 @@ package enum MessageID {
     /// it refused an answer or failed).
     package static let reconcileFinished = "67d489762b7b41228416723e77ca4e22"
 
+    /// A run of `txrecon import` ended: completed, completed with answers
+    /// refused, or stopped with the reason (the next run goes on from its
+    /// checkpoint). One per run, with the customers imported, unknown and
+    /// refused, and the transactions read, already confirmed and spooled.
+    /// Logged at notice (warning when it stopped for a temporary reason,
+    /// error when it refused an answer or failed).
+    package static let importFinished = "285927adac484d03ac374f0974c35090"
+
     // MARK: Receiver
 
     /// `txrecon receive` refused a request (4xx, 503 with the code in
@@ -135,6 +143,6 @@ package enum MessageID {
         accepted, delivered, deferred, held, rejected, superseded, released, retryRequested, replayed, setAside,
         started, stopping, reloaded, reloadRefused,
         backendFailing, backendRecovered, intakePaused, intakeResumed, unknownAppleName,
-        sweepFinished, reconcileFinished, receiveRefused,
+        sweepFinished, reconcileFinished, importFinished, receiveRefused,
     ]
 }

@@ -1,0 +1,148 @@
+// ImportRun: `txrecon import` from start to exit status: read the input
+// (ids one per line from a file or standard input, or a directory of stored
+// StoreKit 1 receipts verified offline as intake verifies them, which
+// yields their originalTransactionIds), open the session, take the
+// reconcile's lock, run the `Importer` and write its one log entry.
+//
+// An input line that is not an id (digits) refuses the whole input before
+// any request, naming the file and line. A receipt that does not verify is
+// skipped with its reason (exit 1 at the end); the others' customers are
+// imported. Exit status: 0 completed, 1 refused or failed, 75 temporary
+// (the same import run again goes on from its checkpoint), 78 configuration.
+import CCrypto
+import Glibc
+
+package enum ImportRun {
+    /// Where the customers come from.
+    package enum Input: Sendable, Equatable {
+        /// A file of ids, one per line, or standard input for "-".
+        case ids(path: String)
+        /// A directory of stored StoreKit 1 receipts, one per file.
+        case receipts(directory: String)
+    }
+
+    /// The largest input read: 256 MiB (ten million ids).
+    static let inputLimit = 256 << 20
+
+    package static func run(configurationPath: String, environment: [String: String], input: Input,
+                            dryRun: Bool) async -> Int32 {
+        let log = LogSinks.standard(environment: environment)
+        ProcessHardening.disableCoreDumps()
+        do {
+            return try await DedicatedThread.run(name: "txrecon-import") {
+                let listing: ((String) -> Void)? = dryRun ? { print($0) } : nil
+                return perform(configurationPath: configurationPath, environment: environment, input: input,
+                               listing: listing, log: log)
+            }
+        } catch {
+            log.write(LogEntry(.error, "import: \(error.description)"))
+            return 1
+        }
+    }
+
+    static func perform(configurationPath: String, environment: [String: String], input: Input,
+                        listing: ((String) -> Void)?, log: any LogSink) -> Int32 {
+        let clock = SystemSweepClock()
+        let session: AppleAPISession
+        let state: ReconcileStateDirectory
+        var ids: [String]
+        var receiptsRefused = 0
+        do throws(SweepStop) {
+            session = try AppleAPISession(configurationPath: configurationPath, environment: environment, clock: clock,
+                                          log: log)
+            switch input {
+            case .ids(let path):
+                ids = try readIDs(path)
+            case .receipts(let directory):
+                (ids, receiptsRefused) = try readReceipts(directory, judge: session.judge,
+                                                          limit: session.configuration.spool.maxFileSize, log: log)
+            }
+            state = try ReconcileStateDirectory(layout: session.layout)
+        } catch {
+            var report = ImportReport(dryRun: listing != nil, customers: 0, startedAt: clock.wallMilliseconds)
+            report.stop = error
+            log.write(report.logEntry)
+            return report.exitStatus
+        }
+        let importer = Importer(session: session, state: state, ids: ids,
+                                inputDigest: digest(ids.joined(separator: "\n")), listing: listing)
+        var report = importer.run()
+        report.refused += receiptsRefused
+        log.write(report.logEntry)
+        return report.exitStatus
+    }
+
+    /// The ids of a file of ids; blank lines and lines starting with `#` are skipped.
+    static func readIDs(_ path: String) throws(SweepStop) -> [String] {
+        let bytes: [UInt8]
+        do {
+            bytes = try FileInput.read(path, limit: inputLimit)
+        } catch {
+            throw SweepStop(kind: .failed, reason: "cannot read the input: \(error)")
+        }
+        let name = path == "-" ? "standard input" : path
+        var ids: [String] = []
+        for (index, raw) in String(decoding: bytes, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
+            .enumerated() {
+            let line = String(raw.trimmingCharacters(in: " \t\r"))
+            if line.isEmpty || line.hasPrefix("#") { continue }
+            guard line.utf8.count <= 64, line.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) })
+            else {
+                throw SweepStop(kind: .failed, reason: "\(name):\(index + 1): \"\(LogText.singleLine(line, limit: 80))\" "
+                    + "is not an id (a transaction id, originalTransactionId or appTransactionId: digits); "
+                    + "nothing was imported")
+            }
+            ids.append(line)
+        }
+        return ids
+    }
+
+    /// The originalTransactionIds of the receipts in `directory`, once each
+    /// in file-name order, and how many receipts were refused.
+    static func readReceipts(_ directory: String, judge: SnapshotJudge, limit: Int,
+                             log: any LogSink) throws(SweepStop) -> ([String], Int) {
+        let names: [String]
+        do {
+            names = try SystemCall.listDirectory(directory).filter { !$0.hasPrefix(".") }.sorted()
+        } catch {
+            throw SweepStop(kind: .failed, reason: "cannot read the receipts: \(error)")
+        }
+        var ids: [String] = []
+        var seen: Set<String> = []
+        var refused = 0
+        for name in names {
+            let path = directory + "/" + name
+            do {
+                let bytes = try SystemCall.readFile(path, limit: limit)
+                for id in try judge.receiptOriginals(bytes) where seen.insert(id).inserted { ids.append(id) }
+            } catch let error as Rejection {
+                refused += 1
+                log.write(LogEntry(.error, "import: refused the receipt \(path): \(error); its customers are not "
+                    + "imported"))
+            } catch {
+                refused += 1
+                log.write(LogEntry(.error, "import: cannot read the receipt \(path): \(error)"))
+            }
+        }
+        return (ids, refused)
+    }
+
+    /// SHA-256 of `text`, lowercase hex.
+    static func digest(_ text: String) -> String {
+        let bytes = Array(text.utf8)
+        var digest = [UInt8](repeating: 0, count: Int(SHA256_DIGEST_LENGTH))
+        _ = bytes.withUnsafeBufferPointer { SHA256($0.baseAddress, $0.count, &digest) }
+        return digest.map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }
+            .joined()
+    }
+}
+
+extension Substring {
+    /// Without the leading and trailing characters in `set`.
+    fileprivate func trimmingCharacters(in set: String) -> Substring {
+        var text = self
+        while let first = text.first, set.contains(first) { text.removeFirst() }
+        while let last = text.last, set.contains(last) { text.removeLast() }
+        return text
+    }
+}
