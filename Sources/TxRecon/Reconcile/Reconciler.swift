@@ -95,32 +95,45 @@ final class Reconciler {
             if !dryRun { try state.setMark("all-started", allSince) }
         }
         let schedule = ReconcileSchedule(fullCycle: fullCycle.milliseconds, firstRun: firstRun, gaps: gaps)
-        var grouped: [(id: String, subscriptions: [KnownSubscription])] = []
+        // Each customer is judged as its last subscription has been read,
+        // so that only the due ones are held (a million subscriptions are a
+        // few hundred megabytes as values; the due ones of an hourly run, a
+        // few thousand).
+        var due: [Customer] = []
+        var current: (id: String, subscriptions: [KnownSubscription])?
+        var failure: SweepStop?
+        func judge() {
+            guard let (id, subscriptions) = current, failure == nil else { return }
+            do {
+                let lastChecked = try state.lastChecked(id)
+                let reason: ReconcileReason?
+                if let allSince {
+                    reason = (lastChecked ?? .min) < allSince ? .all : nil
+                } else {
+                    reason = schedule.reason(customer: id, expiresDates: subscriptions.map(\.expiresDate),
+                                             lastChecked: lastChecked, now: now)
+                }
+                if let reason { due.append(Customer(id: id, subscriptions: subscriptions, reason: reason)) }
+            } catch {
+                failure = error
+            }
+        }
         do {
             guard let bundleID = sweep.bundleID else { return [] }
             try session.judge.ledger.forEachSubscription(bundleID: bundleID, environment: sweep.environment.rawValue) { known in
                 let id = known.appTransactionId.map { "app:" + $0 } ?? "subscription:" + known.originalTransactionId
-                if grouped.last?.id == id {
-                    grouped[grouped.count - 1].subscriptions.append(known)
+                if current?.id == id {
+                    current?.subscriptions.append(known)
                 } else {
-                    grouped.append((id, [known]))
+                    judge()
+                    current = (id, [known])
                 }
             }
         } catch {
             throw SweepStop(kind: .failed, reason: "cannot read the ledger: \(error)")
         }
-        var due: [Customer] = []
-        for (id, subscriptions) in grouped {
-            let lastChecked = try state.lastChecked(id)
-            if let allSince {
-                if (lastChecked ?? .min) < allSince { due.append(Customer(id: id, subscriptions: subscriptions, reason: .all)) }
-                continue
-            }
-            if let reason = schedule.reason(customer: id, expiresDates: subscriptions.map(\.expiresDate),
-                                            lastChecked: lastChecked, now: now) {
-                due.append(Customer(id: id, subscriptions: subscriptions, reason: reason))
-            }
-        }
+        judge()
+        if let failure { throw failure }
         return due
     }
 
