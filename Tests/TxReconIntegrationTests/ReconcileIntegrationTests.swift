@@ -22,7 +22,9 @@ final class ReconcileFixture {
                                         now: { WallTime.nowMilliseconds })
         daemon = try DaemonFixture()
         let keyPath = daemon.directory.write(key.pkcs8PEM, to: "appstore-key.p8", mode: 0o600)
-        try daemon.writeConfig(api.sweepSection(privateKeyFile: keyPath) + "\nMaxRequestsPerSecond=50",
+        _ = daemon.directory.write("", to: "metrics/.keep")
+        try daemon.writeConfig(api.sweepSection(privateKeyFile: keyPath) + "\nMaxRequestsPerSecond=50\n[Metrics]\n"
+                               + "TextfileDirectory=\(daemon.directory.path)/metrics",
                                verification: """
                                    [Verification]
                                    BundleID=\(Self.bundleID)
@@ -117,6 +119,12 @@ struct ReconcileIntegrationTests {
 
         let status = try await fixture.daemon.cli(["status"])
         #expect(status.stdout.contains("reconcile: ") && status.stdout.contains("1 in agreement"), "\(status.stdout)")
+        let metrics = String(decoding: try SystemCall.readFile(fixture.daemon.directory.path
+                                                               + "/metrics/txrecon-reconcile.prom", limit: 65536),
+                             as: UTF8.self)
+        #expect(metrics.contains("txrecon_reconcile_last_run_subscriptions{outcome=\"agreed\"} 1\n"), "\(metrics)")
+        #expect(metrics.contains("txrecon_reconcile_last_run_success 1\n"))
+        #expect(metrics.contains("txrecon_reconcile_last_run_customers{stage=\"checked\"} 1\n"))
     }
 
     @Test func aSubscriptionSignedAfreshButUnchangedSpoolsNothingAndIsNotDueAgain() async throws {
