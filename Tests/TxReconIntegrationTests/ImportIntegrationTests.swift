@@ -95,6 +95,9 @@ struct ImportIntegrationTests {
         fixture.api.releaseHeldRequest()
         #expect(try fixture.spooledTransactions() == ["4001", "4002"], "the first page, durable before the kill")
         let held = try #require(fixture.api.historyRequests.last?.revision)
+        let status = try await fixture.daemon.cli(["status"])
+        #expect(status.stdout.contains("import:   unfinished: goes on at line 1 when the same import is run again"),
+                "\(status.stdout)")
 
         let rerun = try await fixture.daemon.cli(["import", input])
         #expect(rerun.status == 0, "stderr: \(rerun.stderr)")

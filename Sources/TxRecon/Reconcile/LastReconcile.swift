@@ -21,6 +21,15 @@ package struct LastReconcile: Sendable, Equatable {
             + "\(count("agreed")) in agreement, \(count("changed")) changed"
     }
 
+    /// The line (1 for the first) an unfinished `txrecon import` goes on
+    /// at when run again; nil when none is unfinished.
+    package static func unfinishedImportLine(_ layout: SpoolLayout) -> Int? {
+        let path = ReconcileStateDirectory.path(of: layout) + "/import-checkpoint"
+        guard let bytes = try? SystemCall.readFile(path, limit: 1 << 20),
+              let checkpoint = ImportCheckpoint(json: bytes) else { return nil }
+        return checkpoint.line + 1
+    }
+
     package static func read(_ layout: SpoolLayout) -> LastReconcile? {
         let path = ReconcileStateDirectory.path(of: layout) + "/last-run"
         guard let bytes = try? SystemCall.readFile(path, limit: 1 << 20),
