@@ -198,7 +198,8 @@ FUZZ_SOURCES := $(addprefix Sources/TxRecon/Intake/,InputDecoder.swift CompactJW
 	InputDecoder+Receipt.swift ReceiptSplit.swift ReceiptItems.swift SignedDataKind.swift NotificationType.swift \
 	ContentDigest.swift) \
 	Sources/TxRecon/Support/JSONValue.swift Sources/TxRecon/Support/JSONStringScan.swift \
-	Sources/TxRecon/Support/ByteWord.swift Sources/TxRecon/Support/StringBytes.swift Tests/Fuzz/InputDecoderFuzzer.swift
+	Sources/TxRecon/Support/ByteWord.swift Sources/TxRecon/Support/StringBytes.swift \
+	Sources/TxRecon/Support/SHA256Digest.swift Tests/Fuzz/InputDecoderFuzzer.swift
 
 .build/fuzz/input-decoder: $(FUZZ_SOURCES)
 	mkdir -p .build/fuzz

@@ -65,8 +65,8 @@ enum StatusCommand: Command {
                 if let reconcile = LastReconcile.read(inspector.layout) {
                     printLine("reconcile: \(Format.reconcile(reconcile, now: now))")
                 }
-                if let line = LastReconcile.unfinishedImportLine(inspector.layout) {
-                    printLine("import:   unfinished: goes on at line \(line) when the same import is run again")
+                if let number = ImportCheckpoint.unfinished(inspector.layout) {
+                    printLine("import:   unfinished: goes on with id number \(number) of its input when run again")
                 }
                 if let receiver = ReceiverStatus.read(inspector.layout) {
                     printLine("receiver: \(Format.receiver(receiver, now: now))")

@@ -41,7 +41,7 @@ struct ImportIntegrationTests {
         let input = fixture.daemon.directory.write("# customers of the live app\n7300\n\n", to: "customers.txt")
         let run = try await fixture.daemon.cli(["import", input])
         #expect(run.status == 0, "stderr: \(run.stderr)")
-        #expect(run.stderr.contains("1 of 1 customers imported (0 unknown to Apple, 0 answers refused), "
+        #expect(run.stderr.contains("1 of 1 customers imported (0 unknown to Apple, 0 answers refused, 0 failed), "
                                     + "3 transactions: 1 confirmed already, 2 spooled"), "\(run.stderr)")
         #expect(fixture.api.problems == [])
         #expect(fixture.api.historyRequests.map(\.revision).count == 2, "two pages")
@@ -96,16 +96,34 @@ struct ImportIntegrationTests {
         #expect(try fixture.spooledTransactions() == ["4001", "4002"], "the first page, durable before the kill")
         let held = try #require(fixture.api.historyRequests.last?.revision)
         let status = try await fixture.daemon.cli(["status"])
-        #expect(status.stdout.contains("import:   unfinished: goes on at line 1 when the same import is run again"),
+        #expect(status.stdout.contains("import:   unfinished: goes on with id number 1 of its input when run again"),
                 "\(status.stdout)")
 
         let rerun = try await fixture.daemon.cli(["import", input])
         #expect(rerun.status == 0, "stderr: \(rerun.stderr)")
-        #expect(rerun.stderr.contains("going on at line 1"), "\(rerun.stderr)")
+        #expect(rerun.stderr.contains("going on at \(input):1"), "\(rerun.stderr)")
         let requests = fixture.api.historyRequests.dropFirst(2)
         #expect(requests.map(\.id) == ["7300", "7301"], "the page after the last one durable, then 7301")
         #expect(requests.first?.revision == held, "the same revision as the killed run asked with")
         #expect(try fixture.spooledTransactions() == ["4001", "4002", "4003", "4101"])
+    }
+
+    @Test func aForgedAnswerIsNeverSpooledAndTheOtherCustomersAreImported() async throws {
+        let fixture = try ReconcileFixture()
+        try await fixture.daemon.start()
+        fixture.stopDaemon()
+        let history = Self.customer7300(fixture)
+        fixture.api.setCustomer(["7300"], subscriptions: [
+            .init(originalTransactionId: "4001", transaction: history[2], forged: true),
+        ])
+        Self.customer7301(fixture)
+        let input = fixture.daemon.directory.write("7300\n7301\n", to: "customers.txt")
+        let run = try await fixture.daemon.cli(["import", input])
+        #expect(run.status == 1, "\(run.stderr)")
+        #expect(run.stderr.contains("refused an answer for 7300 (\(input):1): invalid-signature"), "\(run.stderr)")
+        #expect(run.stderr.contains("1 of 2 customers imported (0 unknown to Apple, 1 answers refused, 0 failed)"),
+                "\(run.stderr)")
+        #expect(try fixture.spooledTransactions() == ["4101"], "nothing of the customer with a forged answer")
     }
 
     @Test func aLineThatIsNoIdRefusesTheInputBeforeAnyRequest() async throws {

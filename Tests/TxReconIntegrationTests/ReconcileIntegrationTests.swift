@@ -222,7 +222,7 @@ struct ReconcileIntegrationTests {
         let run = try await fixture.reconcile()
         #expect(run.status == 1, "stderr: \(run.stderr)")
         #expect(run.stderr.contains("invalid-signature") && run.stderr.contains("3000"), "\(run.stderr)")
-        #expect(run.stderr.contains("2 of 2 customers due checked (0 unknown to Apple, 1 answers refused)"),
+        #expect(run.stderr.contains("2 of 2 customers due checked (0 unknown to Apple, 1 answers refused, 0 failed)"),
                 "\(run.stderr)")
         #expect(try fixture.spooledTransactions() == ["3411"], "the forged one is never spooled, the other is")
 
@@ -239,8 +239,33 @@ struct ReconcileIntegrationTests {
         fixture.stopDaemon()
         let run = try await fixture.reconcile()
         #expect(run.status == 0, "stderr: \(run.stderr)")
-        #expect(run.stderr.contains("(1 unknown to Apple, 0 answers refused)"), "\(run.stderr)")
+        #expect(run.stderr.contains("(1 unknown to Apple, 0 answers refused, 0 failed)"), "\(run.stderr)")
         #expect(try fixture.spooledTransactions() == [])
+    }
+
+    @Test func aConfigurationThatChecksNoSignatureIsRefusedWith78() async throws {
+        let fixture = try ReconcileFixture()
+        try fixture.daemon.writeConfig(fixture.api.sweepSection(privateKeyFile: fixture.daemon.directory.path
+                                                                    + "/appstore-key.p8"),
+                                       verification: "[Verification]\nMode=none")
+        for command in [["reconcile"], ["import", "-"], ["lookup", "MQ8B2K1ZX2"]] {
+            let run = try await fixture.daemon.cli(command)
+            #expect(run.status == 78, "\(command): \(run.stderr)")
+            #expect(run.stderr.contains("does not check signatures for [Sweep] Environment=Sandbox"), "\(run.stderr)")
+        }
+        #expect(fixture.api.statusRequests.isEmpty && fixture.daemon.names("new").isEmpty)
+    }
+
+    @Test func aDryRunLeavesNoStateBehind() async throws {
+        let fixture = try ReconcileFixture()
+        try await fixture.daemon.start()
+        try await fixture.deliver(ReconcileFixture.transaction("3650", original: "3000", customer: "7010",
+                                                               expiresIn: -7_200_000), renewal: nil)
+        fixture.stopDaemon()
+        let dry = try await fixture.reconcile("--dry-run")
+        #expect(dry.status == 0 && dry.stderr.contains("1 of 1 customers due checked"), "\(dry.stderr)")
+        #expect(fixture.daemon.names("reconcile").isEmpty,
+                "run as root, a dry run must leave no file the unit's user could not open")
     }
 
     @Test func appleRefusingTheCredentialsExitsWith78() async throws {

@@ -120,6 +120,10 @@ final class InterruptedStateStore: SweepStateStore, Sendable {
         try inner.loadCheckpoint()
     }
 
+    func reportGap(_ gap: ReconcileGap) throws(SweepStop) {
+        try inner.reportGap(gap)
+    }
+
     func saveCheckpoint(_ checkpoint: SweepCheckpoint) throws(SweepStop) {
         let number = saves.withLock { count in
             count += 1

@@ -11,7 +11,6 @@
 // is not a promise), serialized compactly. 64 bits tell a change apart: the
 // payloads are Apple's, not chosen to collide. Pure; one parse's worth of
 // work, done where intake already holds the parsed payload.
-import CCrypto
 
 package enum ContentDigest {
     /// The member left out: it changes on every signing.
@@ -21,10 +20,7 @@ package enum ContentDigest {
     package static func of(_ payload: JSONValue) -> Int64 {
         var members = payload.objectValue ?? []
         members.removeAll { $0.0 == volatileMember }
-        let bytes = canonical(.object(members)).serialized
-        var digest = [UInt8](repeating: 0, count: Int(SHA256_DIGEST_LENGTH))
-        _ = bytes.withUnsafeBufferPointer { SHA256($0.baseAddress, $0.count, &digest) }
-        return digest.prefix(8).reduce(Int64(0)) { $0 << 8 | Int64($1) }
+        return SHA256Digest.bytes(canonical(.object(members)).serialized).prefix(8).reduce(Int64(0)) { $0 << 8 | Int64($1) }
     }
 
     /// The digest of a payload's JSON text; nil when it is not JSON.

@@ -40,6 +40,11 @@ package final class SQLiteDatabase {
         case readWriteCreate
         /// Read only, never created (the command line while the daemon runs).
         case readOnly
+        /// Read only, and written nowhere, not even the write-ahead log's
+        /// index beside the file (SQLite's `immutable`): what the file holds
+        /// as last checkpointed, for a dry run that must leave no file owned
+        /// by whoever ran it.
+        case snapshot
     }
 
     let path: String
@@ -52,10 +57,16 @@ package final class SQLiteDatabase {
         var flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_PRIVATECACHE
         switch access {
         case .readWriteCreate: flags |= SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
-        case .readOnly: flags |= SQLITE_OPEN_READONLY
+        case .readOnly, .snapshot: flags |= SQLITE_OPEN_READONLY
+        }
+        var name = path
+        if access == .snapshot {
+            flags |= SQLITE_OPEN_URI
+            let escaped = path.replacingPercentEncodable()
+            name = "file:\(escaped)?immutable=1"
         }
         var opened: OpaquePointer?
-        let result = sqlite3_open_v2(path, &opened, flags, nil)
+        let result = sqlite3_open_v2(name, &opened, flags, nil)
         handle = opened
         guard result == SQLITE_OK else {
             let error = failure("open", result)
@@ -215,5 +226,22 @@ package final class SQLiteDatabase {
             let count = Int(sqlite3_column_bytes(statement, column))
             return String(decoding: UnsafeBufferPointer(start: text, count: count), as: UTF8.self)
         }
+    }
+}
+
+extension String {
+    /// This path with the characters an SQLite URI gives a meaning (`%`,
+    /// `?`, `#`) percent-encoded.
+    fileprivate func replacingPercentEncodable() -> String {
+        var text = ""
+        for character in self {
+            switch character {
+            case "%": text += "%25"
+            case "?": text += "%3f"
+            case "#": text += "%23"
+            default: text.append(character)
+            }
+        }
+        return text
     }
 }

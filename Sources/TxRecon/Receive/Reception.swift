@@ -172,9 +172,12 @@ final class Reception: Sendable {
     /// Apple sends the notification again.
     private func reportGap() {
         let gap = ReconcileGaps.receiverGap(at: Timestamp.nowMilliseconds())
-        guard gapReported.exchange(gap.from, ordering: .relaxed) != gap.from else { return }
+        guard gapReported.load(ordering: .relaxed) != gap.from else { return }
         do {
             try ReconcileGaps.report(gap, layout: layout)
+            // Only once written: a failure (likely while the spool cannot
+            // take anything) is tried again at the next refusal.
+            gapReported.store(gap.from, ordering: .relaxed)
         } catch {
             log.write(LogEntry(.warning, "cannot tell txrecon reconcile about the refused notifications of "
                 + "\(Timestamp.rfc3339(milliseconds: gap.from)): \(error)"))

@@ -1,10 +1,25 @@
 // AppleAPISession: what `txrecon reconcile`, `import` and `lookup` open
-// before their first request: the configuration, the In-App Purchase key
-// (the sweep's credential), the App Store Server API client and its pace
-// ([Sweep]), the ledger for reading, and the daemon's verifier. Opening it
-// is where their configuration problems (exit 78) and start-up failures
-// (a ledger the daemon has not made yet) are found and worded, once.
-// Blocks (files, SQLite): the command's own thread.
+// before their first request, and how they ask and drop: the configuration,
+// the In-App Purchase key (the sweep's credential), the App Store Server API
+// client and its pace ([Sweep]), the ledger for reading, and the daemon's
+// verifier (SnapshotJudge). Opening it is where their configuration
+// problems (exit 78) and start-up failures (a ledger the daemon has not
+// made yet) are found and worded, once. They verify Apple's answers, so a
+// configuration whose [Verification] checks no signature for [Sweep]'s
+// environment (Mode=none, Environment=Xcode) is refused: nothing unverified
+// is ever spooled by them. Blocks (files, SQLite, curl): the command's own
+// thread.
+
+/// What one question to Apple about a customer or an order came to.
+enum Asked<Value> {
+    case answer(Value)
+    /// Apple does not know the id in this environment
+    /// (`AnswerDisposition.ErrorCode.unknownToApple`).
+    case unknown
+    /// Apple refused this one request (a 4xx other than 401 and 429): the
+    /// reason; the others may still be asked.
+    case failed(String)
+}
 
 final class AppleAPISession {
     let configuration: Configuration
@@ -13,19 +28,27 @@ final class AppleAPISession {
     let client: AppStoreAPIClient
     let limiter: RateLimiter
     let judge: SnapshotJudge
-    let submission: Submission
+    private let submission: Submission
 
     /// - Parameter environment: the process environment (CREDENTIALS_DIRECTORY).
     init(configurationPath: String, environment: [String: String], clock: any SweepClock,
          log: any LogSink) throws(SweepStop) {
         let tokens: APITokenIssuer
-        let policy: SignedDataPolicy?
+        let loaded: SignedDataPolicy?
         do {
             configuration = try ConfigurationLoader.load(path: configurationPath)
             tokens = try SweepCredentials.load(for: configuration, environment: environment)
-            policy = try SignedDataPolicy.load(for: configuration)
+            loaded = try SignedDataPolicy.load(for: configuration)
         } catch {
             throw SweepStop(kind: .configuration, reason: error.description)
+        }
+        let sweepEnvironment = configuration.sweep.environment.rawValue
+        guard let policy = loaded, policy.checksSignatures,
+              policy.environments.contains(where: { $0.rawValue == sweepEnvironment }) else {
+            throw SweepStop(kind: .configuration, reason: "\(configuration.path): Verification: Apple's answers are "
+                + "verified as the daemon verifies what it delivers, and [Verification] does not check signatures "
+                + "for [Sweep] Environment=\(sweepEnvironment): set Mode=appstore with Environment= naming "
+                + sweepEnvironment)
         }
         for warning in ConfigurationWarnings.sweep(configuration.sweep) { log.write(LogEntry(.warning, warning)) }
         layout = SpoolLayout(root: configuration.spool.directory)
@@ -43,26 +66,26 @@ final class AppleAPISession {
             throw SweepStop(kind: .failed, reason: error.description)
         }
         limiter = RateLimiter(maxRequestsPerSecond: configuration.sweep.maxRequestsPerSecond, clock: clock)
-        judge = SnapshotJudge(policy: policy, ledger: ledger)
+        judge = SnapshotJudge(policy: policy, ledger: ledger,
+                              destinations: configuration.deliveryConfigurations.map { ($0.name, $0.configuration.match) })
         submission = Submission(layout: layout)
     }
 
     /// Asks with `request` until Apple answers, waiting as `AnswerDisposition`
     /// says after anything else; `what` names the answer expected, `resume`
-    /// what the next run does if this one gives up. Apple's `unknown`
-    /// error codes are an answer too: nil.
-    func ask<Value>(_ request: () -> APIAnswer<Value>, what: String, unknown: Set<Int64> = [],
-                    resume: String) throws(SweepStop) -> Value? {
+    /// what the next run does if this one gives up. Throws only what ends
+    /// the run (401, Apple or the network failing on and on).
+    func ask<Value>(_ request: () -> APIAnswer<Value>, what: String, resume: String) throws(SweepStop) -> Asked<Value> {
         while true {
             limiter.awaitTurn()
             let answer = request()
             switch answer {
             case .answered(let value):
                 limiter.succeeded()
-                return value
-            case .refused(let error) where error.errorCode.map(unknown.contains) == true:
+                return .answer(value)
+            case .refused(let error) where error.errorCode.map(AnswerDisposition.ErrorCode.unknownToApple.contains) == true:
                 limiter.succeeded()
-                return nil
+                return .unknown
             default:
                 break
             }
@@ -78,10 +101,25 @@ final class AppleAPISession {
                         + "row; \(resume)")
                 }
             case .restartWindow:
-                throw SweepStop(kind: .failed, reason: "Apple refused the request as if it were paged; \(resume)")
+                return .failed("Apple refused the request as if it were paged")
             case .stop(let stop):
+                // One customer's request refused (400, 403, 404 with another
+                // code) says nothing of the next one's.
+                if stop.kind == .failed, case .refused(let error) = answer, (400..<500).contains(error.status) {
+                    limiter.succeeded()
+                    return .failed("Apple refused the request (\(error.summary))")
+                }
                 throw stop
             }
+        }
+    }
+
+    /// Drops `bytes` (format 1 or 3) into new/, durable when it returns.
+    func drop(_ bytes: [UInt8], resume: String) throws(SweepStop) {
+        do {
+            try submission.drop(bytes)
+        } catch {
+            throw SweepStop(kind: .failed, reason: "cannot drop into the spool: \(error); \(resume)")
         }
     }
 }

@@ -9,7 +9,6 @@
 // skipped with its reason (exit 1 at the end); the others' customers are
 // imported. Exit status: 0 completed, 1 refused or failed, 75 temporary
 // (the same import run again goes on from its checkpoint), 78 configuration.
-import CCrypto
 import Glibc
 
 package enum ImportRun {
@@ -44,36 +43,38 @@ package enum ImportRun {
                         listing: ((String) -> Void)?, log: any LogSink) -> Int32 {
         let clock = SystemSweepClock()
         let session: AppleAPISession
-        let state: ReconcileStateDirectory
-        var ids: [String]
+        let state: ReconcileStateDirectory?
+        var customers: [Importer.Customer]
         var receiptsRefused = 0
         do throws(SweepStop) {
             session = try AppleAPISession(configurationPath: configurationPath, environment: environment, clock: clock,
                                           log: log)
             switch input {
             case .ids(let path):
-                ids = try readIDs(path)
+                customers = try readIDs(path)
             case .receipts(let directory):
-                (ids, receiptsRefused) = try readReceipts(directory, judge: session.judge,
-                                                          limit: session.configuration.spool.maxFileSize, log: log)
+                (customers, receiptsRefused) = try readReceipts(directory, judge: session.judge,
+                                                                limit: session.configuration.spool.maxFileSize, log: log)
             }
-            state = try ReconcileStateDirectory(layout: session.layout)
+            // A dry run saves no checkpoint and takes no lock.
+            state = listing == nil ? try ReconcileStateDirectory(layout: session.layout) : nil
         } catch {
             var report = ImportReport(dryRun: listing != nil, customers: 0, startedAt: clock.wallMilliseconds)
             report.stop = error
             log.write(report.logEntry)
             return report.exitStatus
         }
-        let importer = Importer(session: session, state: state, ids: ids,
-                                inputDigest: digest(ids.joined(separator: "\n")), listing: listing)
+        let importer = Importer(session: session, state: state, customers: customers,
+                                inputDigest: SHA256Digest.hex(Array(customers.map(\.id).joined(separator: "\n").utf8)), listing: listing,
+                                log: log)
         var report = importer.run()
         report.refused += receiptsRefused
         log.write(report.logEntry)
         return report.exitStatus
     }
 
-    /// The ids of a file of ids; blank lines and lines starting with `#` are skipped.
-    static func readIDs(_ path: String) throws(SweepStop) -> [String] {
+    /// The customers of a file of ids; blank lines and lines starting with `#` are skipped.
+    static func readIDs(_ path: String) throws(SweepStop) -> [Importer.Customer] {
         let bytes: [UInt8]
         do {
             bytes = try FileInput.read(path, limit: inputLimit)
@@ -81,7 +82,7 @@ package enum ImportRun {
             throw SweepStop(kind: .failed, reason: "cannot read the input: \(error)")
         }
         let name = path == "-" ? "standard input" : path
-        var ids: [String] = []
+        var customers: [Importer.Customer] = []
         for (index, raw) in String(decoding: bytes, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
             .enumerated() {
             let line = String(raw.trimmingCharacters(in: " \t\r"))
@@ -92,29 +93,32 @@ package enum ImportRun {
                     + "is not an id (a transaction id, originalTransactionId or appTransactionId: digits); "
                     + "nothing was imported")
             }
-            ids.append(line)
+            customers.append(Importer.Customer(id: line, source: "\(name):\(index + 1)"))
         }
-        return ids
+        return customers
     }
 
-    /// The originalTransactionIds of the receipts in `directory`, once each
-    /// in file-name order, and how many receipts were refused.
+    /// The customers (originalTransactionIds) of the receipts in
+    /// `directory`, once each in file-name order, and how many receipts
+    /// were refused.
     static func readReceipts(_ directory: String, judge: SnapshotJudge, limit: Int,
-                             log: any LogSink) throws(SweepStop) -> ([String], Int) {
+                             log: any LogSink) throws(SweepStop) -> ([Importer.Customer], Int) {
         let names: [String]
         do {
             names = try SystemCall.listDirectory(directory).filter { !$0.hasPrefix(".") }.sorted()
         } catch {
             throw SweepStop(kind: .failed, reason: "cannot read the receipts: \(error)")
         }
-        var ids: [String] = []
+        var customers: [Importer.Customer] = []
         var seen: Set<String> = []
         var refused = 0
         for name in names {
             let path = directory + "/" + name
             do {
                 let bytes = try SystemCall.readFile(path, limit: limit)
-                for id in try judge.receiptOriginals(bytes) where seen.insert(id).inserted { ids.append(id) }
+                for id in try judge.receiptOriginals(bytes) where seen.insert(id).inserted {
+                    customers.append(Importer.Customer(id: id, source: "receipt \(path)"))
+                }
             } catch let error as Rejection {
                 refused += 1
                 log.write(LogEntry(.error, "import: refused the receipt \(path): \(error); its customers are not "
@@ -124,16 +128,7 @@ package enum ImportRun {
                 log.write(LogEntry(.error, "import: cannot read the receipt \(path): \(error)"))
             }
         }
-        return (ids, refused)
-    }
-
-    /// SHA-256 of `text`, lowercase hex.
-    static func digest(_ text: String) -> String {
-        let bytes = Array(text.utf8)
-        var digest = [UInt8](repeating: 0, count: Int(SHA256_DIGEST_LENGTH))
-        _ = bytes.withUnsafeBufferPointer { SHA256($0.baseAddress, $0.count, &digest) }
-        return digest.map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }
-            .joined()
+        return (customers, refused)
     }
 }
 

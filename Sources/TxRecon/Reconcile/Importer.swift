@@ -22,34 +22,44 @@
 // to `listing`. Reports through the returned `ImportReport`.
 
 final class Importer {
-    private let session: AppleAPISession
-    private let state: ReconcileStateDirectory
-    /// The input's customers, one id each, in order.
-    private let ids: [String]
-    /// The SHA-256 of the input (hex): which input a checkpoint belongs to.
-    private let inputDigest: String
-    private let listing: ((String) -> Void)?
-
-    init(session: AppleAPISession, state: ReconcileStateDirectory, ids: [String], inputDigest: String,
-         listing: ((String) -> Void)?) {
-        self.session = session
-        self.state = state
-        self.ids = ids
-        self.inputDigest = inputDigest
-        self.listing = listing
+    /// One customer of the input: its id and where the input names it
+    /// (`customers.txt:12`, `receipt /srv/receipts/a`), for messages.
+    struct Customer: Sendable, Equatable {
+        var id: String
+        var source: String
     }
 
-    private var dryRun: Bool { listing != nil }
+    private let session: AppleAPISession
+    private let state: ReconcileStateDirectory?
+    private let customers: [Customer]
+    /// The SHA-256 of the input's ids (hex): which input a checkpoint belongs to.
+    private let inputDigest: String
+    private let listing: ((String) -> Void)?
+    private let log: any LogSink
+
+    /// - Parameter state: nil for a dry run, which saves no checkpoint.
+    init(session: AppleAPISession, state: ReconcileStateDirectory?, customers: [Customer], inputDigest: String,
+         listing: ((String) -> Void)?, log: any LogSink) {
+        self.session = session
+        self.state = state
+        self.customers = customers
+        self.inputDigest = inputDigest
+        self.listing = listing
+        self.log = log
+    }
 
     func run() -> ImportReport {
-        var report = ImportReport(dryRun: dryRun, customers: ids.count, startedAt: session.clock.wallMilliseconds)
-        let checkpoint = dryRun ? ImportCheckpoint(input: inputDigest) : state.importCheckpoint(input: inputDigest)
-        report.resumedAt = checkpoint.line > 0 || checkpoint.revision != nil ? checkpoint.line : nil
+        var report = ImportReport(dryRun: listing != nil, customers: customers.count,
+                                  startedAt: session.clock.wallMilliseconds)
+        let checkpoint = state?.importCheckpoint(input: inputDigest) ?? ImportCheckpoint(input: inputDigest)
+        if checkpoint.index > 0 || checkpoint.revision != nil {
+            report.resumedAt = customers.indices.contains(checkpoint.index) ? customers[checkpoint.index].source : nil
+        }
         do throws(SweepStop) {
-            for line in checkpoint.line..<max(ids.count, checkpoint.line) {
-                let revision = line == checkpoint.line ? checkpoint.revision : nil
-                try importCustomer(line: line, from: revision, report: &report)
-                try save(ImportCheckpoint(input: inputDigest, line: line + 1))
+            for index in checkpoint.index..<max(customers.count, checkpoint.index) {
+                let revision = index == checkpoint.index ? checkpoint.revision : nil
+                try importCustomer(index: index, from: revision, report: &report)
+                try save(ImportCheckpoint(input: inputDigest, index: index + 1))
             }
             try save(nil)
         } catch {
@@ -60,46 +70,50 @@ final class Importer {
     }
 
     private func save(_ checkpoint: ImportCheckpoint?) throws(SweepStop) {
-        guard !dryRun else { return }
-        try state.saveImportCheckpoint(checkpoint)
+        try state?.saveImportCheckpoint(checkpoint)
     }
 
-    private func importCustomer(line: Int, from startRevision: String?,
+    private func importCustomer(index: Int, from startRevision: String?,
                                 report: inout ImportReport) throws(SweepStop) {
-        let id = ids[line]
-        let resume = "the next run goes on with \(id) (line \(line + 1))"
-        guard let statuses = try session.ask({ session.client.subscriptionStatuses(id) },
-                                             what: "a subscription status answer",
-                                             unknown: Reconciler.unknownTransactionCodes, resume: resume) else {
-            // A customer without subscriptions has a history all the same.
-            return try importHistory(line: line, from: startRevision, latest: [:], report: &report)
-        }
+        let customer = customers[index]
+        let resume = "the next run goes on with \(customer.id) (\(customer.source))"
         var latest: [ItemKey: (drop: [UInt8], item: Item)] = [:]
-        for snapshot in statuses.subscriptions {
-            do {
-                let item = try session.judge.verify(snapshot.drop)
-                latest[item.key] = (snapshot.drop, item)
-            } catch {
-                return refuse(id, line: line, error, report: &report)
+        switch try session.ask({ session.client.subscriptionStatuses(customer.id) },
+                               what: "a subscription status answer", resume: resume) {
+        case .answer(let statuses):
+            for snapshot in statuses.subscriptions {
+                do {
+                    let item = try session.judge.verify(snapshot.drop)
+                    latest[item.key] = (snapshot.drop, item)
+                } catch {
+                    return refuse(customer, "\(error)", report: &report)
+                }
             }
+        case .unknown:
+            break  // A customer without subscriptions has a history all the same.
+        case .failed(let why):
+            return fail(customer, why, report: &report)
         }
-        try importHistory(line: line, from: startRevision, latest: latest, report: &report)
+        try importHistory(index: index, from: startRevision, latest: latest, report: &report)
     }
 
-    private func importHistory(line: Int, from startRevision: String?,
+    private func importHistory(index: Int, from startRevision: String?,
                                latest: [ItemKey: (drop: [UInt8], item: Item)],
                                report: inout ImportReport) throws(SweepStop) {
-        let id = ids[line]
-        let resume = "the next run goes on with \(id) (line \(line + 1))"
+        let customer = customers[index]
+        let resume = "the next run goes on with \(customer.id) (\(customer.source))"
         var revision = startRevision
         var unseen = latest
         while true {
-            let answer = try session.ask({ session.client.transactionHistory(id, revision: revision) },
-                                         what: "a transaction history page",
-                                         unknown: Reconciler.unknownTransactionCodes, resume: resume)
-            guard let page = answer else {
+            let page: TransactionHistoryPage
+            switch try session.ask({ session.client.transactionHistory(customer.id, revision: revision) },
+                                   what: "a transaction history page", resume: resume) {
+            case .answer(let answer): page = answer
+            case .unknown:
                 report.unknown += 1
                 return
+            case .failed(let why):
+                return fail(customer, why, report: &report)
             }
             var verified: [(drop: [UInt8], item: Item)] = []
             for signed in page.signedTransactions {
@@ -109,24 +123,25 @@ final class Importer {
                     verified.append(latest[item.key] ?? (drop, item))
                     unseen[item.key] = nil
                 } catch {
-                    return refuse(id, line: line, error, report: &report)
+                    return refuse(customer, "\(error)", report: &report)
                 }
             }
             if !page.hasMore { verified += unseen.values.sorted { $0.item.key.rawValue < $1.item.key.rawValue } }
             for (drop, item) in verified {
-                try take(drop, item, customer: id, report: &report)
+                try take(drop, item, customer: customer, report: &report)
             }
             guard page.hasMore, let next = page.revision else {
                 report.imported += 1
                 return
             }
             revision = next
-            try save(ImportCheckpoint(input: inputDigest, line: line, revision: next))
+            try save(ImportCheckpoint(input: inputDigest, index: index, revision: next))
         }
     }
 
     /// Drops (or lists) `drop` unless the destinations confirmed its content.
-    private func take(_ drop: [UInt8], _ item: Item, customer: String, report: inout ImportReport) throws(SweepStop) {
+    private func take(_ drop: [UInt8], _ item: Item, customer: Customer,
+                      report: inout ImportReport) throws(SweepStop) {
         report.transactions += 1
         guard case .changed(let why) = try session.judge.compare(item).0 else {
             report.confirmed += 1
@@ -134,22 +149,26 @@ final class Importer {
         }
         report.spooled += 1
         if let listing {
-            listing(LogText.singleLine("\(customer)  transactionId \(item.key.rawValue)  originalTransactionId "
+            listing(LogText.singleLine("\(customer.id)  transactionId \(item.key.rawValue)  originalTransactionId "
                                        + "\(item.fields.originalTransactionId ?? "-")  \(why)", limit: 400))
             return
         }
-        do {
-            try session.submission.drop(drop)
-        } catch {
-            throw SweepStop(kind: .failed, reason: "cannot drop into the spool: \(error); the next run goes on with "
-                + "\(customer)")
-        }
+        try session.drop(drop, resume: "the next run goes on with \(customer.id) (\(customer.source))")
     }
 
-    private func refuse(_ id: String, line: Int, _ error: Rejection, report: inout ImportReport) {
+    /// An answer about `customer` that did not verify: logged at once (a
+    /// later kill must not lose it), counted, and the customer left there.
+    private func refuse(_ customer: Customer, _ why: String, report: inout ImportReport) {
         report.refused += 1
-        if report.firstRefusal == nil {
-            report.firstRefusal = "an answer for \(id) (line \(line + 1)): \(error)"
-        }
+        log.write(LogEntry(.error, "import: refused an answer for \(customer.id) (\(customer.source)): \(why); "
+            + "nothing more of it is imported: import it again once the cause is found"))
+    }
+
+    /// A request about `customer` Apple refused: logged at once, counted,
+    /// and the customer left there.
+    private func fail(_ customer: Customer, _ why: String, report: inout ImportReport) {
+        report.failed += 1
+        log.write(LogEntry(.error, "import: \(customer.id) (\(customer.source)): \(why); nothing more of it is "
+            + "imported: import it again"))
     }
 }

@@ -13,21 +13,12 @@ package struct LastReconcile: Sendable, Equatable {
     /// The file as read, for the counts and `txrecon status --json`.
     package var json: JSONValue
 
-    /// "3 of 3 customers due checked (0 unknown to Apple, 0 answers refused), 4 subscriptions: 4 in agreement, 0 changed"
+    /// "3 of 3 customers due checked (0 unknown to Apple, 0 answers refused, 0 failed), 4 subscriptions: 4 in agreement, 0 changed"
     package var counts: String {
         func count(_ name: String) -> Int64 { json[name]?.int64Value ?? 0 }
         return "\(count("customers")) of \(count("due")) customers due checked (\(count("unknown")) unknown to "
-            + "Apple, \(count("refused")) answers refused), \(count("subscriptions")) subscriptions: "
+            + "Apple, \(count("refused")) answers refused, \(count("failed")) failed), \(count("subscriptions")) subscriptions: "
             + "\(count("agreed")) in agreement, \(count("changed")) changed"
-    }
-
-    /// The line (1 for the first) an unfinished `txrecon import` goes on
-    /// at when run again; nil when none is unfinished.
-    package static func unfinishedImportLine(_ layout: SpoolLayout) -> Int? {
-        let path = ReconcileStateDirectory.path(of: layout) + "/import-checkpoint"
-        guard let bytes = try? SystemCall.readFile(path, limit: 1 << 20),
-              let checkpoint = ImportCheckpoint(json: bytes) else { return nil }
-        return checkpoint.line + 1
     }
 
     package static func read(_ layout: SpoolLayout) -> LastReconcile? {

@@ -44,9 +44,10 @@ package enum LookupRun {
             let signedTransactions: [String]
             switch target {
             case .order(let orderID):
-                let answer = try session.ask({ session.client.orderLookup(orderID) }, what: "an order look-up answer",
-                                             resume: "run the look-up again")
-                guard let answer, answer.status == 0 else {
+                let asked = try session.ask({ session.client.orderLookup(orderID) }, what: "an order look-up answer",
+                                            resume: "run the look-up again")
+                if case .failed(let why) = asked { throw SweepStop(kind: .failed, reason: why) }
+                guard case .answer(let answer) = asked, answer.status == 0 else {
                     log.write(LogEntry(.error, "Apple does not know the order id \(LogText.singleLine(orderID, limit: 80)) "
                         + "(\(place)): check it against the customer's receipt email, and [Sweep] Environment="))
                     return 1
@@ -55,10 +56,10 @@ package enum LookupRun {
                 output("order \(orderID) (\(place)): \(signedTransactions.count) transaction"
                        + (signedTransactions.count == 1 ? "" : "s"))
             case .transaction(let transactionID):
-                guard let signed = try session.ask({ session.client.transactionInfo(transactionID) },
-                                                   what: "a transaction info answer",
-                                                   unknown: Reconciler.unknownTransactionCodes,
-                                                   resume: "run the look-up again") else {
+                let asked = try session.ask({ session.client.transactionInfo(transactionID) },
+                                            what: "a transaction info answer", resume: "run the look-up again")
+                if case .failed(let why) = asked { throw SweepStop(kind: .failed, reason: why) }
+                guard case .answer(let signed) = asked else {
                     log.write(LogEntry(.error, "Apple does not know the transaction id "
                         + "\(LogText.singleLine(transactionID, limit: 80)) (\(place))"))
                     return 1
@@ -80,11 +81,7 @@ package enum LookupRun {
                 for line in describe(item, comparison: comparison, confirmed: confirmed) { output(line) }
                 guard deliver else { continue }
                 if case .changed = comparison {
-                    do {
-                        try session.submission.drop(Array(signed.utf8))
-                    } catch {
-                        throw SweepStop(kind: .failed, reason: "cannot drop into the spool: \(error)")
-                    }
+                    try session.drop(Array(signed.utf8), resume: "run the look-up again")
                     output("  spooled for delivery")
                 }
             }

@@ -13,11 +13,12 @@
 //             happened in, one file per hour however many refusals.
 //
 // Creating a file that exists already is success: a gap is reported once.
+// A reported gap is durable (the file and its directory fsynced): the sweep
+// reports one before the checkpoint that passes the page it was found in.
 // A gap is settled, and its file removed by the reconcile, once a run that
-// started after the gap's end completed with no answer refused (every
-// customer live in it was checked after it ended). Nothing here is
-// durable beyond the file system's own ordering: a gap lost in a power cut
-// costs only those extra checks. Reports failures as SpoolError.
+// started after the gap's end completed with nothing refused or failed
+// (every customer live in it was checked after it ended). Reports failures
+// as SpoolError.
 import Glibc
 
 package struct ReconcileGap: Sendable, Equatable {
@@ -54,10 +55,11 @@ package enum ReconcileGaps {
         try SpoolLayout.makeDirectory(ReconcileStateDirectory.path(of: layout), mode: 0o2750)
         try SpoolLayout.makeDirectory(directory(of: layout), mode: 0o2750)
         do {
-            try SystemCall.writeNewFile(directory(of: layout) + "/" + gap.fileName, [], mode: 0o640, sync: false)
+            try SystemCall.writeNewFile(directory(of: layout) + "/" + gap.fileName, [], mode: 0o640, sync: true)
         } catch where error.code == EEXIST {
             return
         }
+        try SystemCall.syncDirectory(directory(of: layout))
     }
 
     /// The hour-long gap the receiver reports for a refusal at `now`.

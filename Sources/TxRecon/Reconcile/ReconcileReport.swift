@@ -31,6 +31,10 @@ package struct ReconcileReport: Sendable, Equatable {
     var refused = 0
     /// The first refusal, named: `customer …: invalid-signature: …`.
     var firstRefusal: String?
+    /// Customers whose request Apple refused (a 4xx other than 401 and
+    /// 429); left due, as the refused ones.
+    var failed = 0
+    var firstFailure: String?
     /// Why the run ended early; nil when it completed.
     package var stop: SweepStop?
 
@@ -42,19 +46,23 @@ package struct ReconcileReport: Sendable, Equatable {
         finishedAt = startedAt
     }
 
-    /// The stop's status (78, 75, 1); 1 when an answer was refused; else 0.
-    var exitStatus: Int32 { stop?.exitStatus ?? (refused > 0 ? 1 : 0) }
+    /// The stop's status (78, 75, 1); 1 when an answer was refused or a
+    /// request failed; else 0.
+    var exitStatus: Int32 { stop?.exitStatus ?? (refused > 0 || failed > 0 ? 1 : 0) }
 
     /// `completed`, `refused` (completed, but answers were refused),
-    /// `configuration`, `temporary` or `failed`.
-    var result: String { stop?.kind.rawValue ?? (refused > 0 ? "refused" : "completed") }
+    /// `incomplete` (completed, but Apple refused requests), `configuration`,
+    /// `temporary` or `failed`.
+    var result: String {
+        stop?.kind.rawValue ?? (refused > 0 ? "refused" : failed > 0 ? "incomplete" : "completed")
+    }
 
     var dueTotal: Int { due.values.reduce(0, +) }
 
     private var counts: String {
         let changedWords = dryRun ? "changed (would be spooled)" : "changed and spooled"
         return "\(customers) of \(dueTotal) customers due checked (\(unknown) unknown to Apple, \(refused) answers "
-            + "refused), \(subscriptions) subscriptions: \(agreed) in agreement, \(changed) \(changedWords)"
+            + "refused, \(failed) failed), \(subscriptions) subscriptions: \(agreed) in agreement, \(changed) \(changedWords)"
     }
 
     /// The run's one journal entry.
@@ -70,6 +78,9 @@ package struct ReconcileReport: Sendable, Equatable {
         if let firstRefusal {
             text += "; refused: \(firstRefusal)" + (refused > 1 ? " (and \(refused - 1) more)" : "")
         }
+        if let firstFailure {
+            text += "; failed: \(firstFailure)" + (failed > 1 ? " (and \(failed - 1) more)" : "")
+        }
         var fields: [(name: String, value: String)] = [
             ("TXRECON_RECONCILE_RESULT", result),
             ("TXRECON_RECONCILE_DUE", String(dueTotal)),
@@ -79,10 +90,11 @@ package struct ReconcileReport: Sendable, Equatable {
             ("TXRECON_RECONCILE_CHANGED", String(changed)),
             ("TXRECON_RECONCILE_UNKNOWN", String(unknown)),
             ("TXRECON_RECONCILE_REFUSED", String(refused)),
+            ("TXRECON_RECONCILE_FAILED", String(failed)),
         ]
         if let environment { fields.append(("TXRECON_RECONCILE_ENVIRONMENT", environment.rawValue)) }
         if dryRun { fields.append(("TXRECON_RECONCILE_DRY_RUN", "1")) }
-        if let reason = stop?.reason ?? firstRefusal { fields.append(("TXRECON_REASON", reason)) }
+        if let reason = stop?.reason ?? firstRefusal ?? firstFailure { fields.append(("TXRECON_REASON", reason)) }
         return LogEntry(priority, text, messageID: MessageID.reconcileFinished, fields: fields)
     }
 
@@ -90,7 +102,7 @@ package struct ReconcileReport: Sendable, Equatable {
         switch stop?.kind {
         case .configuration?, .failed?: .error
         case .temporary?: .warning
-        case nil: refused > 0 ? .error : changed > 0 ? .notice : .info
+        case nil: refused > 0 || failed > 0 ? .error : changed > 0 ? .notice : .info
         }
     }
 
@@ -108,9 +120,10 @@ package struct ReconcileReport: Sendable, Equatable {
             ("changed", .integer(Int64(changed))),
             ("unknown", .integer(Int64(unknown))),
             ("refused", .integer(Int64(refused))),
+            ("failed", .integer(Int64(failed))),
         ]
         if let environment { members.append(("environment", .string(environment.rawValue))) }
-        if let reason = stop?.reason ?? firstRefusal { members.append(("reason", .string(reason))) }
+        if let reason = stop?.reason ?? firstRefusal ?? firstFailure { members.append(("reason", .string(reason))) }
         return .object(members)
     }
 
@@ -124,7 +137,7 @@ package struct ReconcileReport: Sendable, Equatable {
                     help: "1 when the last txrecon reconcile run completed with nothing refused.")
         text.sample("txrecon_reconcile_last_run_success", exitStatus == 0 ? "1" : "0")
         text.family("txrecon_reconcile_last_run_customers", .gauge,
-                    help: "Customers the last txrecon reconcile run found due, checked, unknown to Apple, refused.")
+                    help: "Customers the last txrecon reconcile run found due, checked, unknown to Apple, refused, failed.")
         text.sample("txrecon_reconcile_last_run_customers", labels: ["stage": "due"], PrometheusText.integer(dueTotal))
         text.sample("txrecon_reconcile_last_run_customers", labels: ["stage": "checked"],
                     PrometheusText.integer(customers))
@@ -132,6 +145,8 @@ package struct ReconcileReport: Sendable, Equatable {
                     PrometheusText.integer(unknown))
         text.sample("txrecon_reconcile_last_run_customers", labels: ["stage": "refused"],
                     PrometheusText.integer(refused))
+        text.sample("txrecon_reconcile_last_run_customers", labels: ["stage": "failed"],
+                    PrometheusText.integer(failed))
         text.family("txrecon_reconcile_last_run_subscriptions", .gauge,
                     help: "Subscriptions the last txrecon reconcile run checked, by what it found.")
         text.sample("txrecon_reconcile_last_run_subscriptions", labels: ["outcome": "agreed"],

@@ -44,12 +44,16 @@ package enum ReconcileRun {
         var report = ReconcileReport(environment: nil, dryRun: listing != nil, all: all,
                                      startedAt: clock.wallMilliseconds)
         let session: AppleAPISession
-        let state: ReconcileStateDirectory
+        // A dry run reads the state as it is and writes nothing, not even
+        // the lock: run as root, it must leave no file the unit's user cannot open.
+        let directory: ReconcileStateDirectory?
+        let state: any ReconcileStateStore
         do throws(SweepStop) {
             session = try AppleAPISession(configurationPath: configurationPath, environment: environment,
                                           clock: clock, log: log)
             report.environment = session.configuration.sweep.environment
-            state = try ReconcileStateDirectory(layout: session.layout)
+            directory = listing == nil ? try ReconcileStateDirectory(layout: session.layout) : nil
+            state = directory ?? ReconcileStateSnapshot(layout: session.layout)
         } catch {
             report.stop = error
             return report
@@ -58,12 +62,12 @@ package enum ReconcileRun {
         let gaps = ReconcileGaps.read(layout: layout)
         let reconciler = Reconciler(session: session, state: state, all: all, gaps: gaps, listing: listing)
         report = reconciler.run()
-        guard listing == nil else { return report }
-        if report.stop == nil, report.refused == 0 {
+        guard let directory else { return report }
+        if report.stop == nil, report.refused == 0, report.failed == 0 {
             ReconcileGaps.remove(ReconcileGaps.settled(gaps, runStart: report.startedAt), layout: layout)
         }
         do {
-            try state.saveLastRun(report)
+            try directory.saveLastRun(report)
         } catch {
             let note = "cannot record the result for txrecon status: \(error)"
             if report.stop == nil {

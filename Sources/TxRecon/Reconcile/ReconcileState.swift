@@ -31,6 +31,41 @@ protocol ReconcileStateStore: AnyObject {
     func setMark(_ name: String, _ value: Int64?) throws(SweepStop)
 }
 
+/// The state as a dry run sees it: read from the database as last
+/// checkpointed (SQLite's `immutable`: no lock taken, no file written), or
+/// empty when there is none; nothing it is told is kept.
+final class ReconcileStateSnapshot: ReconcileStateStore {
+    private let database: SQLiteDatabase?
+
+    init(layout: SpoolLayout) {
+        let file = ReconcileStateDirectory.path(of: layout) + "/state.sqlite3"
+        database = access(file, F_OK) == 0 ? try? SQLiteDatabase(path: file, access: .snapshot) : nil
+    }
+
+    func lastChecked(_ customer: String) throws(SweepStop) -> Int64? {
+        try value("SELECT checked_at FROM checked WHERE customer = ?1", customer)
+    }
+
+    func markChecked(_ customer: String, at: Int64) {}
+
+    func mark(_ name: String) throws(SweepStop) -> Int64? {
+        try value("SELECT value FROM marks WHERE name = ?1", name)
+    }
+
+    func setMark(_ name: String, _ value: Int64?) {}
+
+    private func value(_ sql: String, _ key: String) throws(SweepStop) -> Int64? {
+        guard let database else { return nil }
+        do {
+            let select = try database.prepare(sql)
+            select.bind(1, key)
+            return try select.step() ? select.int64(0) : nil
+        } catch {
+            throw SweepStop(kind: .failed, reason: "the reconcile's state: \(error)")
+        }
+    }
+}
+
 final class ReconcileStateDirectory: ReconcileStateStore {
     let path: String
     private let lockDescriptor: Int32

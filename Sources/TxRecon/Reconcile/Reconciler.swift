@@ -3,20 +3,23 @@
 // subscription whose latest snapshot differs from what the destinations
 // confirmed.
 //
-// First the ledger is read once, in one short read (the daemon keeps
-// writing it meanwhile), for the customers due (ReconcileSchedule): a
-// customer is everyone with one appTransactionId, else one subscription.
+// First the ledger is read once, for the customers due (ReconcileSchedule):
+// one read transaction of seconds at a million subscriptions (the daemon
+// keeps writing meanwhile; its write-ahead log is checkpointed once the read
+// ends). A customer is everyone with one appTransactionId, else one
+// subscription.
 // Then, customer by customer, paced by the `RateLimiter`: one Get All
 // Subscription Statuses call (it answers for all of the customer's
 // subscription groups); every snapshot verified as intake verifies it (the
 // daemon's verifier, the same claims); a customer with any snapshot that
 // does not verify is skipped whole and counted refused, nothing of it
-// spooled; the others compared with the ledger (SnapshotComparison) and the
-// changed ones dropped as format 3 through `Submission` (durable in new/);
-// then the customer is marked checked. A kill at any instant leaves the
-// customer unmarked and due again. An --all run marks its start, so that a
-// run started again after a kill goes on with the customers not yet checked
-// since, rather than from the first.
+// spooled, and one whose request Apple refused (a 4xx) counted failed: both
+// stay due, and the run goes on with the others. The rest are compared with
+// the ledger (SnapshotJudge) and the changed ones dropped as format 3
+// (durable in new/); then the customer is marked checked. A kill at any
+// instant leaves the customer unmarked and due again. An --all run marks its
+// start, so that a run started again after a kill goes on with the
+// customers not yet checked since, rather than from the first.
 //
 // The reconcile only produces: the daemon verifies again, keys, supersedes
 // and delivers what it drops. In a dry run nothing is dropped or marked;
@@ -26,10 +29,6 @@
 
 /// One run. Not Sendable: made, run and dropped on the reconcile's thread.
 final class Reconciler {
-    /// Apple's answer for a transaction id it does not know here: 404
-    /// TransactionIdNotFoundError, 400 InvalidTransactionIdError.
-    static let unknownTransactionCodes: Set<Int64> = [4_040_010, 4_000_006]
-
     /// One customer due, with what the ledger knows of its subscriptions.
     struct Customer: Equatable {
         /// `app:<appTransactionId>`, or `subscription:<originalTransactionId>`.
@@ -71,7 +70,7 @@ final class Reconciler {
             for customer in customers {
                 try check(customer, report: &report)
             }
-            if all, !dryRun { try state.setMark("all-started", nil) }
+            if all, !dryRun, report.refused == 0, report.failed == 0 { try state.setMark("all-started", nil) }
         } catch {
             report.stop = error
         }
@@ -107,12 +106,12 @@ final class Reconciler {
             do {
                 let lastChecked = try state.lastChecked(id)
                 let reason: ReconcileReason?
-                if let allSince {
-                    reason = (lastChecked ?? .min) < allSince ? .all : nil
-                } else {
-                    reason = schedule.reason(customer: id, expiresDates: subscriptions.map(\.expiresDate),
-                                             lastChecked: lastChecked, now: now)
-                }
+                // --all adds everyone not checked since it started; the
+                // schedule's own reasons (a gap above all) still count, so
+                // that a gap an --all run settles was checked after it.
+                let scheduled = schedule.reason(customer: id, expiresDates: subscriptions.map(\.expiresDate),
+                                                lastChecked: lastChecked, now: now)
+                reason = allSince.flatMap { (lastChecked ?? .min) < $0 ? .all : nil } ?? scheduled
                 if let reason { due.append(Customer(id: id, subscriptions: subscriptions, reason: reason)) }
             } catch {
                 failure = error
@@ -139,14 +138,23 @@ final class Reconciler {
 
     /// Asks Apple about one customer, spools what changed, marks it checked.
     private func check(_ customer: Customer, report: inout ReconcileReport) throws(SweepStop) {
-        let asked = customer.subscriptions[0].originalTransactionId
-        let answer = try session.ask({ session.client.subscriptionStatuses(asked) },
-                                     what: "a subscription status answer", unknown: Self.unknownTransactionCodes,
-                                     resume: "the next run checks \(customer.id) and the customers after it")
+        let id = customer.subscriptions[0].originalTransactionId
+        let asked = try session.ask({ session.client.subscriptionStatuses(id) },
+                                    what: "a subscription status answer",
+                                    resume: "the next run checks \(customer.id) and the customers after it")
         report.customers += 1
-        guard let statuses = answer else {
+        let statuses: SubscriptionStatuses
+        switch asked {
+        case .answer(let answer):
+            statuses = answer
+        case .unknown:
             report.unknown += 1
             try markChecked(customer)
+            return
+        case .failed(let why):
+            // Left due: the next run asks again; the others go on.
+            report.failed += 1
+            if report.firstFailure == nil { report.firstFailure = "\(customer.id): \(why)" }
             return
         }
         var verified: [(snapshot: SubscriptionSnapshot, item: Item)] = []
@@ -185,12 +193,7 @@ final class Reconciler {
             listing(LogText.singleLine(line, limit: 400))
             return
         }
-        do {
-            try session.submission.drop(snapshot.drop)
-        } catch {
-            throw SweepStop(kind: .failed, reason: "cannot drop into the spool: \(error); the next run checks "
-                + "\(customer.id) again")
-        }
+        try session.drop(snapshot.drop, resume: "the next run checks \(customer.id) again")
     }
 
     private func markChecked(_ customer: Customer) throws(SweepStop) {

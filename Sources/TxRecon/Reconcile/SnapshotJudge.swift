@@ -1,19 +1,24 @@
 // SnapshotJudge: what `reconcile`, `import` and `lookup` do with each
 // signed snapshot Apple answers: decode and verify it as intake would (the
 // daemon's decoder and verifier, its claims), then compare it with what
-// every destination confirmed (the ledger, SnapshotComparison). One place,
+// each configured destination that takes it confirmed (the ledger,
+// SnapshotComparison); and drop what changed into the spool. One place,
 // so that the three commands can never judge the same answer differently.
 // Not Sendable: the verifier owns OpenSSL state; one per command's thread.
 
 final class SnapshotJudge {
     private let decoder = InputDecoder(acceptEnvelopes: false)
-    /// nil with `Mode=none`, as in the daemon.
-    private let verifier: SignedDataVerifier?
+    /// The daemon's, with a policy that checks signatures (AppleAPISession
+    /// refuses to start without one).
+    private let verifier: SignedDataVerifier
     let ledger: any Ledger
+    /// Every configured destination's name and `[Match]`.
+    private let destinations: [(name: String, match: DestinationMatch)]
 
-    init(policy: SignedDataPolicy?, ledger: any Ledger) {
-        verifier = policy.map { SignedDataVerifier(policy: $0) }
+    init(policy: SignedDataPolicy, ledger: any Ledger, destinations: [(name: String, match: DestinationMatch)]) {
+        verifier = SignedDataVerifier(policy: policy)
         self.ledger = ledger
+        self.destinations = destinations
     }
 
     /// The item `drop` (format 1 or 3) makes, verified; the rejection
@@ -45,6 +50,7 @@ final class SnapshotJudge {
         } catch {
             throw SweepStop(kind: .failed, reason: "cannot read the ledger: \(error)")
         }
-        return (SnapshotComparison.compare(item, with: confirmed), confirmed)
+        let taking = destinations.filter { $0.match.takes(item.kind, environment: item.fields.environment ?? "") }
+        return (SnapshotComparison.compare(item, with: confirmed, destinations: taking.map(\.name)), confirmed)
     }
 }

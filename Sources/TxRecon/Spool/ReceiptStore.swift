@@ -23,7 +23,6 @@
 // modification time of each file is its last use, which ReceiptReaper's
 // retention counts from. `restoreAtStart` tidies what a crash left.
 // Reports: throws SpoolError; logs nothing.
-import CCrypto
 import Glibc
 import Synchronization
 
@@ -56,16 +55,7 @@ package final class ReceiptStore: Sendable {
     /// The name a receipt is stored under: the SHA-256 of `der`, in
     /// lowercase hex, as the parts and the delivery body spell it.
     static func name(of der: [UInt8]) -> String {
-        var digest = [UInt8](repeating: 0, count: Int(SHA256_DIGEST_LENGTH))
-        _ = der.withUnsafeBufferPointer { SHA256($0.baseAddress, $0.count, &digest) }
-        let hex = Array("0123456789abcdef".utf8)
-        var text: [UInt8] = []
-        text.reserveCapacity(64)
-        for byte in digest {
-            text.append(hex[Int(byte >> 4)])
-            text.append(hex[Int(byte & 0xF)])
-        }
-        return String(decoding: text, as: UTF8.self)
+        SHA256Digest.hex(der)
     }
 
     func path(_ name: String) -> String { layout.receipts + "/" + name }

@@ -4,6 +4,8 @@
 //   429 (RateLimitExceededError, 4290000)     wait for Retry-After, same page
 //                                             (no usable Retry-After: back off)
 //   5xx, 5000001 (GeneralInternalRetryable),  back off with jitter, same page
+//   4040002, 4040004, 4040006 (Apple's
+//   retryable "not found yet"),
 //   a 200 that is not a page, no answer
 //   4000014 / 4000017 (invalid or expired     start the window again from
 //   pagination token)                         its first page
@@ -62,6 +64,14 @@ enum AnswerDisposition: Equatable {
         static let startDateTooFarInPast: Int64 = 4_000_012
         static let invalidPaginationToken: Int64 = 4_000_014
         static let paginationTokenExpired: Int64 = 4_000_017
+        /// AccountNotFoundRetryable, AppNotFoundRetryable,
+        /// OriginalTransactionIdNotFoundRetryable: ask again later.
+        static let notFoundRetryable: Set<Int64> = [4_040_002, 4_040_004, 4_040_006]
+        /// A transaction or customer Apple does not have in this
+        /// environment: InvalidTransactionId, AccountNotFound,
+        /// OriginalTransactionIdNotFound, TransactionIdNotFound. An answer
+        /// about that customer, not a failure of the run.
+        static let unknownToApple: Set<Int64> = [4_000_006, 4_040_001, 4_040_005, 4_040_010]
     }
 
     /// The step after `answer`, which is not `.page`; `nowMilliseconds` (wall
@@ -110,6 +120,8 @@ enum AnswerDisposition: Equatable {
         case ErrorCode.invalidPaginationToken?, ErrorCode.paginationTokenExpired?:
             return .restartWindow
         case ErrorCode.generalInternalRetryable?:
+            return .backOffAndRetry("Apple asks to retry (\(error.summary))")
+        case let code? where ErrorCode.notFoundRetryable.contains(code):
             return .backOffAndRetry("Apple asks to retry (\(error.summary))")
         case ErrorCode.startDateTooFarInPast?:
             return .stop(SweepStop(kind: .failed, reason: "Apple finds the start date too far in the past "

@@ -5,14 +5,14 @@
 // import`; Look Up Order ID and Get Transaction Info for `txrecon lookup`)
 // over libcurl's easy interface, one blocking request at a time.
 //
-// `txrecon sweep` and `txrecon probe` are short-lived commands whose requests are paced one after
-// another, so a single reused handle (one kept-alive connection to Apple) on
-// the sweep's own thread is all it needs; it never runs on Swift's
-// cooperative pool. Each request carries a freshly signed token
-// (`Authorization: Bearer …`) and the same JSON body for every page of a
-// window, the page's `paginationToken` in the query. Touches no files; every
-// outcome, including curl failures, is a `HistoryAnswer`; only creating the
-// handle throws. Nothing is logged, and neither the token nor a signed
+// The commands that call it are short-lived and pace their requests one
+// after another, so a single reused handle (one kept-alive connection to
+// Apple) on the command's own thread is all it needs; it never runs on
+// Swift's cooperative pool. Each request carries a freshly signed token
+// (`Authorization: Bearer …`); a history window's pages the same JSON body,
+// the page's `paginationToken` in the query. Touches no files; every
+// outcome, including curl failures, is a `HistoryAnswer` or an `APIAnswer`;
+// only creating the handle throws. Nothing is logged, and neither the token nor a signed
 // payload ever appears in an error.
 import CCurl
 

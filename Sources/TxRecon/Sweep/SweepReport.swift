@@ -23,21 +23,7 @@ package struct SweepReport: Sendable, Equatable {
     var spooled = 0
     /// Requested history older than Apple keeps, UNIX milliseconds.
     var clamped: Range<Int64>?
-    /// The signedDates of the first and the last notification the failures
-    /// pass spooled (ones Apple could not deliver), UNIX milliseconds.
-    var undelivered: ClosedRange<Int64>?
 
-    /// The gaps this run tells `txrecon reconcile` about (ReconcileGaps):
-    /// when notifications went undelivered (and a minute), and the history
-    /// Apple no longer keeps.
-    var gaps: [ReconcileGap] {
-        var gaps: [ReconcileGap] = []
-        if let undelivered {
-            gaps.append(ReconcileGap(source: "sweep", from: undelivered.lowerBound, to: undelivered.upperBound + 60_000))
-        }
-        if let clamped { gaps.append(ReconcileGap(source: "sweep", from: clamped.lowerBound, to: clamped.upperBound)) }
-        return gaps
-    }
     /// The checkpoint at the end, UNIX milliseconds.
     var checkpoint: Int64?
     /// Why the run ended early; nil when it completed.

@@ -73,14 +73,6 @@ package enum SweepRun {
                               clock: clock, submission: Submission(layout: layout), store: state, listing: listing)
         report = sweeper.run()
         if listing == nil {
-            for gap in report.gaps {
-                do {
-                    try ReconcileGaps.report(gap, layout: layout)
-                } catch {
-                    log.write(LogEntry(.warning, "cannot tell txrecon reconcile about the gap "
-                        + "\(Timestamp.rfc3339(milliseconds: gap.from))..\(Timestamp.rfc3339(milliseconds: gap.to)): \(error)"))
-                }
-            }
             do {
                 try state.saveLastRun(report)
             } catch {

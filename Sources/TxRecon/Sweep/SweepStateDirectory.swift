@@ -24,6 +24,10 @@ package protocol SweepStateStore {
     func loadCheckpoint() throws(SweepStop) -> SweepCheckpoint
     /// Makes `checkpoint` durable before returning.
     func saveCheckpoint(_ checkpoint: SweepCheckpoint) throws(SweepStop)
+    /// Tells `txrecon reconcile` of `gap` (ReconcileGaps), durably: the
+    /// sweep reports it before the checkpoint that passes the page it found
+    /// it in, since no later run finds it again.
+    func reportGap(_ gap: ReconcileGap) throws(SweepStop)
 }
 
 /// The state directory of one spool, locked for this process while the
@@ -33,6 +37,7 @@ package final class SweepStateDirectory: SweepStateStore, Sendable {
     static let checkpointLimit = 64 << 20
 
     let path: String
+    private let layout: SpoolLayout
     private let lockDescriptor: Int32
 
     var checkpointPath: String { path + "/checkpoint" }
@@ -44,6 +49,7 @@ package final class SweepStateDirectory: SweepStateStore, Sendable {
     /// Creates the directory if needed and takes its lock.
     package init(layout: SpoolLayout) throws(SweepStop) {
         path = Self.path(of: layout)
+        self.layout = layout
         do {
             try SpoolLayout.makeDirectory(path, mode: 0o2750)
         } catch {
@@ -87,6 +93,16 @@ package final class SweepStateDirectory: SweepStateStore, Sendable {
             try replace(checkpointPath, checkpoint.serialized)
         } catch {
             throw SweepStop(kind: .failed, reason: "cannot save the checkpoint: \(error); "
+                + "the next run fetches this window again")
+        }
+    }
+
+    package func reportGap(_ gap: ReconcileGap) throws(SweepStop) {
+        do {
+            try ReconcileGaps.report(gap, layout: layout)
+        } catch {
+            throw SweepStop(kind: .failed, reason: "cannot tell txrecon reconcile about the gap "
+                + "\(Timestamp.rfc3339(milliseconds: gap.from))..\(Timestamp.rfc3339(milliseconds: gap.to)): \(error); "
                 + "the next run fetches this window again")
         }
     }

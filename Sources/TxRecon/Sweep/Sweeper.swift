@@ -10,6 +10,10 @@
 // what is dropped twice has the same key and version, which the daemon's
 // supersede rule absorbs. Answers that are not pages go through
 // `AnswerDisposition`: wait and ask again, start the window over, or stop.
+// What `txrecon reconcile` should check again is reported as a gap
+// (ReconcileGaps), durably and before the checkpoint passes it: the span of
+// the notifications Apple could not deliver, and history Apple no longer
+// keeps.
 //
 // The sweep only produces: the daemon verifies, keys, supersedes and
 // delivers what it drops. In a dry run nothing is dropped or saved; each
@@ -58,7 +62,12 @@ package final class Sweeper {
             checkpoint = try store.loadCheckpoint()
             let plan = SweepPlan(now: report.startedAt, settings: settings, checkpoint: checkpoint)
             report.clamped = plan.clamped
-            if plan.clamped != nil { checkpoint.pending = nil }
+            if let clamped = plan.clamped {
+                checkpoint.pending = nil
+                if !dryRun {
+                    try store.reportGap(ReconcileGap(source: "sweep", from: clamped.lowerBound, to: clamped.upperBound))
+                }
+            }
             let earliest = plan.windows.map(\.start).min() ?? report.startedAt
             checkpoint.forgetSpooled(before: earliest - Self.rememberMargin.milliseconds)
             for window in plan.windows {
@@ -130,9 +139,13 @@ package final class Sweeper {
         }
     }
 
-    /// Drops (or lists) each notification not dropped before.
+    /// Drops (or lists) each notification not dropped before. A failures-
+    /// pass page's newly spooled notifications are ones Apple could not
+    /// deliver: their span (and a minute) is reported as a gap
+    /// (ReconcileGaps) before the page's checkpoint is saved.
     private func take(_ notifications: [HistoryNotification], pass: SweepWindow.Pass,
                       checkpoint: inout SweepCheckpoint, report: inout SweepReport) throws(SweepStop) {
+        var undelivered: ClosedRange<Int64>?
         for notification in notifications {
             report.found += 1
             if let uuid = notification.notificationUUID, checkpoint.spooled[uuid] != nil { continue }
@@ -148,12 +161,15 @@ package final class Sweeper {
             }
             report.spooled += 1
             if pass == .failures, let date = notification.signedDate {
-                report.undelivered = min(report.undelivered?.lowerBound ?? date, date)
-                    ... max(report.undelivered?.upperBound ?? date, date)
+                undelivered = min(undelivered?.lowerBound ?? date, date)...max(undelivered?.upperBound ?? date, date)
             }
             if let uuid = notification.notificationUUID {
                 checkpoint.spooled[uuid] = notification.signedDate ?? clock.wallMilliseconds
             }
+        }
+        if let undelivered, !dryRun {
+            try store.reportGap(ReconcileGap(source: "sweep", from: undelivered.lowerBound,
+                                             to: undelivered.upperBound + 60_000))
         }
     }
 
