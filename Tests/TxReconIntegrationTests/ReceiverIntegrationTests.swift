@@ -313,20 +313,32 @@ struct ReceiverIntegrationTests {
                 "the slow client is named: \(receiver.stderr)")
     }
 
-    /// How many sockets process `pid` has open (/proc/PID/fd).
-    /// The sockets `pid` holds, by their inode (`socket:[N]`): a new one is
-    /// one not among them before, whatever others closed meanwhile (a count
-    /// misses an accept that coincides with a close).
-    static func openSockets(of pid: pid_t) -> Set<String> {
-        let directory = "/proc/\(pid)/fd"
-        let names = (try? SystemCall.listDirectory(directory)) ?? []
-        return Set(names.compactMap { name -> String? in
-            var target = [CChar](repeating: 0, count: 64)
-            let length = readlink(directory + "/" + name, &target, target.count)
-            guard length > 0 else { return nil }
-            let text = String(decoding: target[..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
-            return text.hasPrefix("socket:") ? text : nil
-        })
+    /// The bytes sent on the loopback TCP connection whose client end is
+    /// `socket` (to `port`) that the receiving end has not read yet: what
+    /// the client end has not had acknowledged (its tx_queue in
+    /// /proc/net/tcp) and what the receiving end holds unread (its
+    /// rx_queue); nil while either end has no line there.
+    static func unreadByPeer(of socket: Int32, port: UInt16) -> Int? {
+        var address = sockaddr_in()
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let named = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(socket, $0, &length) }
+        }
+        guard named == 0, let table = try? SystemCall.readFile("/proc/net/tcp", limit: 1 << 24) else { return nil }
+        let clientPort = String(format: "%04X", UInt16(bigEndian: address.sin_port))
+        let serverPort = String(format: "%04X", port)
+        var unacknowledged: Int?
+        var unread: Int?
+        for line in String(decoding: table, as: UTF8.self).split(separator: "\n").dropFirst() {
+            let fields = line.split(separator: " ")
+            guard fields.count > 4 else { continue }
+            let queues = fields[4].split(separator: ":").compactMap { Int($0, radix: 16) }
+            guard queues.count == 2 else { continue }
+            if fields[1].hasSuffix(":" + clientPort), fields[2].hasSuffix(":" + serverPort) { unacknowledged = queues[0] }
+            if fields[1].hasSuffix(":" + serverPort), fields[2].hasSuffix(":" + clientPort) { unread = queues[1] }
+        }
+        guard let unacknowledged, let unread else { return nil }
+        return unacknowledged + unread
     }
 
     /// Whether the receiver closes `socket` within `timeout`: poll(2) for
@@ -491,15 +503,17 @@ struct ReceiverIntegrationTests {
         let port = fixture.port
         let body = try SystemCall.readFile(DaemonIntegrationTests.samples + "/04-notification-refund.json", limit: 65536)
         // Headers and half the body, then SIGTERM, then the rest. The signal
-        // goes only once the receiver has accepted the connection (a socket
-        // among its descriptors that was not there before): one still in the listen backlog is
-        // not in flight, and a receiver without systemd's socket loses it.
-        let sockets = Self.openSockets(of: receiver.pid)
+        // goes only once the receiver has read what was sent (its end of the
+        // connection holds no unread byte): then libmicrohttpd has taken the
+        // connection in and told the receiver, and the request is in flight.
+        // A socket among its descriptors was not enough: under load
+        // libmicrohttpd's listening thread could be stopped between accept(2)
+        // and telling the receiver, which then saw nothing to wait for.
         let socket = try LoopbackHTTPClient.connect(port: port)
         defer { close(socket) }
         let head = "POST /appstore/notifications HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: \(body.count)\r\n\r\n"
         try LoopbackHTTPClient.write(socket, Array(head.utf8) + body.prefix(body.count / 2))
-        #expect(await fixture.daemon.eventually { !Self.openSockets(of: receiver.pid).isSubset(of: sockets) })
+        #expect(await fixture.daemon.eventually { Self.unreadByPeer(of: socket, port: port) == 0 })
         receiver.signal(SIGTERM)
         #expect(await fixture.daemon.eventually { receiver.stderr.contains("SIGTERM received") })
         try LoopbackHTTPClient.write(socket, Array(body.suffix(from: body.count / 2)))
