@@ -26,7 +26,7 @@ final class AppleAPISession {
     let layout: SpoolLayout
     let clock: any SweepClock
     let client: AppStoreAPIClient
-    let limiter: RateLimiter
+    private let limiter: RateLimiter
     let judge: SnapshotJudge
     private let submission: Submission
 

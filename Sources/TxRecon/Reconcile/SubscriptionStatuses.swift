@@ -18,8 +18,6 @@
 struct SubscriptionSnapshot: Sendable, Equatable {
     /// From the unsigned part of the answer, for messages only.
     var originalTransactionId: String
-    /// 1 active, 2 expired, 3 billing retry, 4 grace period, 5 revoked.
-    var status: Int64?
     var signedTransactionInfo: String
     var signedRenewalInfo: String?
 
@@ -34,10 +32,6 @@ struct SubscriptionSnapshot: Sendable, Equatable {
 /// Every subscription of one customer.
 struct SubscriptionStatuses: Sendable, Equatable {
     var subscriptions: [SubscriptionSnapshot]
-
-    init(subscriptions: [SubscriptionSnapshot]) {
-        self.subscriptions = subscriptions
-    }
 
     /// Reads a 200 answer's body.
     init(json bytes: [UInt8]) throws(APIReadFailure) {
@@ -63,7 +57,7 @@ struct SubscriptionStatuses: Sendable, Equatable {
                 let renewal = entry["signedRenewalInfo"]?.stringValue
                 subscriptions.append(SubscriptionSnapshot(
                     originalTransactionId: entry["originalTransactionId"]?.stringValue ?? "(not given)",
-                    status: entry["status"]?.int64Value, signedTransactionInfo: transaction,
+                    signedTransactionInfo: transaction,
                     signedRenewalInfo: renewal?.isEmpty == true ? nil : renewal))
             }
         }

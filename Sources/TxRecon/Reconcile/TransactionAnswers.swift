@@ -19,11 +19,6 @@ struct OrderLookup: Sendable, Equatable {
     var status: Int64
     var signedTransactions: [String]
 
-    init(status: Int64, signedTransactions: [String]) {
-        self.status = status
-        self.signedTransactions = signedTransactions
-    }
-
     init(json bytes: [UInt8]) throws(APIReadFailure) {
         guard let value = try? JSONValue.parse(bytes), value.objectValue != nil else {
             throw APIReadFailure("the answer is not a JSON object")
