@@ -446,21 +446,8 @@ package final class MockAppStoreServerAPI: Sendable {
         }
         let json = [("Content-Type", "application/json")]
         return state.withLock { state -> LoopbackHTTPServer.Reply in
-            func error(_ status: Int, _ code: Int64?, _ headers: [(name: String, value: String)] = []) -> LoopbackHTTPServer.Reply {
-                let text = code.map { #"{"errorCode":\#($0),"errorMessage":"mock"}"# } ?? ""
-                return .status(status, headers: headers, body: text)
-            }
-            if state.refuseEverything { return error(401, nil) }
-            if let fault = state.faults.first, !Self.needsToken(fault) {
-                state.faults.removeFirst()
-                switch fault {
-                case .rateLimited(let retryAfter): return error(429, 4_290_000, [("Retry-After", retryAfter)])
-                case .serverError(let status): return error(status, nil)
-                case .retryableError: return error(500, 5_000_001)
-                case .expiredToken: return error(400, 4_000_017)
-                case .success(let body): return .status(200, headers: json, body: body)
-                }
-            }
+            func error(_ status: Int, _ code: Int64?) -> LoopbackHTTPServer.Reply { Self.error(status, code) }
+            if let refusal = Self.refusalOrFault(&state) { return refusal }
             guard let index = state.customerIndex[transactionId] else { return error(404, 4_040_010) }
             var groups: [JSONValue] = []
             for subscription in state.customers[index] {
@@ -517,21 +504,8 @@ package final class MockAppStoreServerAPI: Sendable {
         }
         let json = [("Content-Type", "application/json")]
         return state.withLock { state -> LoopbackHTTPServer.Reply in
-            func error(_ status: Int, _ code: Int64?, _ headers: [(name: String, value: String)] = []) -> LoopbackHTTPServer.Reply {
-                let text = code.map { #"{"errorCode":\#($0),"errorMessage":"mock"}"# } ?? ""
-                return .status(status, headers: headers, body: text)
-            }
-            if state.refuseEverything { return error(401, nil) }
-            if let fault = state.faults.first, !Self.needsToken(fault) {
-                state.faults.removeFirst()
-                switch fault {
-                case .rateLimited(let retryAfter): return error(429, 4_290_000, [("Retry-After", retryAfter)])
-                case .serverError(let status): return error(status, nil)
-                case .retryableError: return error(500, 5_000_001)
-                case .expiredToken: return error(400, 4_000_017)
-                case .success(let body): return .status(200, headers: json, body: body)
-                }
-            }
+            func error(_ status: Int, _ code: Int64?) -> LoopbackHTTPServer.Reply { Self.error(status, code) }
+            if let refusal = Self.refusalOrFault(&state) { return refusal }
             func sign(_ payload: JSONValue) -> JSONValue {
                 state.signings += 1
                 return .string(TestPKI.sign(payload: payload.merging([
@@ -574,6 +548,29 @@ package final class MockAppStoreServerAPI: Sendable {
                 ])
                 return .status(200, headers: json, body: answer.serializedString)
             }
+        }
+    }
+
+    /// An error answer: `status`, with Apple's body for `code`.
+    private static func error(_ status: Int, _ code: Int64?,
+                              _ headers: [(name: String, value: String)] = []) -> LoopbackHTTPServer.Reply {
+        let text = code.map { #"{"errorCode":\#($0),"errorMessage":"mock"}"# } ?? ""
+        return .status(status, headers: headers, body: text)
+    }
+
+    /// For the endpoints besides the history: 401 while refusing
+    /// everything, else the next scripted fault that needs no pagination
+    /// token, played once; nil to answer normally.
+    private static func refusalOrFault(_ state: inout State) -> LoopbackHTTPServer.Reply? {
+        if state.refuseEverything { return error(401, nil) }
+        guard let fault = state.faults.first, !needsToken(fault) else { return nil }
+        state.faults.removeFirst()
+        switch fault {
+        case .rateLimited(let retryAfter): return error(429, 4_290_000, [("Retry-After", retryAfter)])
+        case .serverError(let status): return error(status, nil)
+        case .retryableError: return error(500, 5_000_001)
+        case .expiredToken: return error(400, 4_000_017)
+        case .success(let body): return .status(200, headers: [("Content-Type", "application/json")], body: body)
         }
     }
 

@@ -89,17 +89,11 @@ final class AppleAPISession {
             default:
                 break
             }
-            switch AnswerDisposition.after(answer, what: what, nowMilliseconds: clock.wallMilliseconds) {
-            case .waitAndRetry(let delay):
-                guard limiter.waitOutRateLimit(delay) else {
-                    throw SweepStop(kind: .temporary, reason: "Apple keeps rate-limiting the requests "
-                        + "(Retry-After \(TimeSpan.format(delay))); \(resume)")
-                }
-            case .backOffAndRetry(let why):
-                guard limiter.backOff() else {
-                    throw SweepStop(kind: .temporary, reason: "\(why), \(RateLimiter.maximumBackoffs + 1) times in a "
-                        + "row; \(resume)")
-                }
+            let disposition = AnswerDisposition.after(answer, what: what, nowMilliseconds: clock.wallMilliseconds)
+            if try limiter.wait(after: disposition, resume: resume) { continue }
+            switch disposition {
+            case .waitAndRetry, .backOffAndRetry:
+                continue  // waited out above
             case .restartWindow:
                 return .failed("Apple refused the request as if it were paged")
             case .stop(let stop):

@@ -50,6 +50,29 @@ package final class RateLimiter {
         self.jitter = jitter
     }
 
+    /// Waits as `disposition` says before the same request is asked again:
+    /// true after a `waitAndRetry` or `backOffAndRetry` it could wait out,
+    /// false for any other disposition (the caller's to carry out). Throws,
+    /// as temporary, once Apple's waits or the backoffs in a row are spent;
+    /// `resume` says what the next run does.
+    func wait(after disposition: AnswerDisposition, resume: String) throws(SweepStop) -> Bool {
+        switch disposition {
+        case .waitAndRetry(let delay):
+            guard waitOutRateLimit(delay) else {
+                throw SweepStop(kind: .temporary, reason: "Apple keeps rate-limiting the requests "
+                    + "(Retry-After \(TimeSpan.format(delay))); \(resume)")
+            }
+            return true
+        case .backOffAndRetry(let why):
+            guard backOff() else {
+                throw SweepStop(kind: .temporary, reason: "\(why), \(Self.maximumBackoffs + 1) times in a row; \(resume)")
+            }
+            return true
+        case .restartWindow, .stop:
+            return false
+        }
+    }
+
     /// Blocks until the next request may start, then counts it as started.
     func awaitTurn() {
         if let lastRequest {

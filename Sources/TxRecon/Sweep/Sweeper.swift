@@ -94,17 +94,13 @@ package final class Sweeper {
             limiter.awaitTurn()
             let answer = client.notificationHistory(window.request, paginationToken: token)
             guard case .page(let page) = answer else {
-                switch AnswerDisposition.after(answer, nowMilliseconds: clock.wallMilliseconds) {
-                case .waitAndRetry(let delay):
-                    guard limiter.waitOutRateLimit(delay) else {
-                        throw SweepStop(kind: .temporary, reason: "Apple keeps rate-limiting the requests "
-                            + "(Retry-After \(TimeSpan.format(delay))); the next run resumes at the \(window) window")
-                    }
-                case .backOffAndRetry(let why):
-                    guard limiter.backOff() else {
-                        throw SweepStop(kind: .temporary, reason: "\(why), \(RateLimiter.maximumBackoffs + 1) times "
-                            + "in a row; the next run resumes at the \(window) window")
-                    }
+                let disposition = AnswerDisposition.after(answer, nowMilliseconds: clock.wallMilliseconds)
+                if try limiter.wait(after: disposition, resume: "the next run resumes at the \(window) window") {
+                    continue
+                }
+                switch disposition {
+                case .waitAndRetry, .backOffAndRetry:
+                    break  // waited out above
                 case .restartWindow:
                     guard token != nil, restarts < Self.maximumWindowRestarts else {
                         throw SweepStop(kind: .failed, reason: "Apple keeps refusing the pagination tokens of the "
