@@ -164,11 +164,26 @@ package enum ConfigurationWarnings {
         return warnings
     }
 
-    /// The warnings about what `txrecon sweep` uses.
+    /// Apple's limit per app and endpoint in the sandbox, requests a second
+    /// (a tenth of production's 50).
+    static let sandboxRequestsPerSecond = 5
+
+    /// The warnings about what `txrecon sweep`, `reconcile`, `import` and `lookup` use.
     package static func sweep(_ settings: SweepSettings) -> [String] {
-        guard let base = settings.baseURL, let host = plainHTTPHost(base), !isLoopback(host) else { return [] }
-        return ["[Sweep] BaseURL= is plain http:// to \(host): the App Store Server API token and the notification "
-                + "history cross the network unencrypted; Apple's servers take https:// only"]
+        var warnings: [String] = []
+        if let base = settings.baseURL, let host = plainHTTPHost(base), !isLoopback(host) {
+            warnings.append("[Sweep] BaseURL= is plain http:// to \(host): the App Store Server API token and the "
+                            + "notification history cross the network unencrypted; Apple's servers take https:// only")
+        }
+        // Only against Apple's own sandbox server: a BaseURL= of its own
+        // (a proxy, a test's stand-in) has limits of its own.
+        if settings.environment == .sandbox, settings.baseURL == nil,
+           settings.maxRequestsPerSecond > sandboxRequestsPerSecond {
+            warnings.append("[Sweep] MaxRequestsPerSecond=\(settings.maxRequestsPerSecond) is above the sandbox's "
+                            + "limit of \(sandboxRequestsPerSecond) a second: Apple answers 429 and the runs wait; "
+                            + "set \(sandboxRequestsPerSecond) with Environment=Sandbox")
+        }
+        return warnings
     }
 
     /// The host of an http:// URL; nil for https:// and anything else.

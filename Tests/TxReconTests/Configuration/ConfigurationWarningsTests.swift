@@ -66,6 +66,20 @@ import Testing
         #expect(ConfigurationWarnings.sweep(sweep).isEmpty)
     }
 
+    @Test func aPaceAboveTheSandboxsLimitIsWarnedAboutAgainstApplesSandboxOnly() {
+        var sweep = SweepSettings()
+        sweep.maxRequestsPerSecond = 50
+        #expect(ConfigurationWarnings.sweep(sweep).isEmpty, "production allows 50 a second")
+        sweep.environment = .sandbox
+        #expect(ConfigurationWarnings.sweep(sweep).first?.hasPrefix("[Sweep] MaxRequestsPerSecond=50 is above the "
+                                                                    + "sandbox's limit of 5 a second") == true)
+        sweep.maxRequestsPerSecond = 5
+        #expect(ConfigurationWarnings.sweep(sweep).isEmpty)
+        sweep.maxRequestsPerSecond = 50
+        sweep.baseURL = "http://127.0.0.1:9000"
+        #expect(ConfigurationWarnings.sweep(sweep).isEmpty, "a stand-in of one's own has limits of its own")
+    }
+
     @Test func theVerificationWarningIsAmongThem() {
         var unchecked = configuration()
         unchecked.verification.mode = .none
