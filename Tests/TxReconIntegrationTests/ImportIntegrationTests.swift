@@ -126,6 +126,32 @@ struct ImportIntegrationTests {
         #expect(try fixture.spooledTransactions() == ["4101"], "nothing of the customer with a forged answer")
     }
 
+    @Test func aRefusalBeforeAKillStillFailsTheRunThatGoesOn() async throws {
+        let fixture = try ReconcileFixture()
+        try await fixture.daemon.start()
+        fixture.stopDaemon()
+        let history = Self.customer7300(fixture)
+        fixture.api.setCustomer(["7300"], subscriptions: [
+            .init(originalTransactionId: "4001", transaction: history[2], forged: true),
+        ])
+        Self.customer7301(fixture)
+        let input = fixture.daemon.directory.write("7300\n7301\n", to: "customers.txt")
+        // Requests: 7300's status (forged: refused), 7301's status (unknown),
+        // 7301's history (held, then the import is killed).
+        fixture.api.holdStatusRequest(3)
+        let process = try DaemonProcess(["import", "--config", fixture.daemon.configPath, input],
+                                        stderrPath: fixture.daemon.directory.path + "/killed.err")
+        #expect(fixture.api.waitUntilHolding(timeout: .seconds(60)), "7301's history was asked for")
+        process.signal(SIGKILL)
+        #expect(await process.wait(timeout: .seconds(20)) != nil)
+        fixture.api.releaseHeldRequest()
+        let rerun = try await fixture.daemon.cli(["import", input])
+        #expect(rerun.status == 1, "the refusal before the kill still counts: \(rerun.stderr)")
+        #expect(rerun.stderr.contains("going on at \(input):2") && rerun.stderr.contains("1 answers refused"),
+                "\(rerun.stderr)")
+        #expect(try fixture.spooledTransactions() == ["4101"])
+    }
+
     @Test func aLineThatIsNoIdRefusesTheInputBeforeAnyRequest() async throws {
         let fixture = try ReconcileFixture()
         try await fixture.daemon.start()

@@ -55,11 +55,16 @@ final class Importer {
         if checkpoint.index > 0 || checkpoint.revision != nil {
             report.resumedAt = customers.indices.contains(checkpoint.index) ? customers[checkpoint.index].source : nil
         }
+        // Those left behind before a kill still count: the run that goes on
+        // ends with exit 1 as the first would have.
+        report.refused = checkpoint.refused
+        report.failed = checkpoint.failed
         do throws(SweepStop) {
             for index in checkpoint.index..<max(customers.count, checkpoint.index) {
                 let revision = index == checkpoint.index ? checkpoint.revision : nil
                 try importCustomer(index: index, from: revision, report: &report)
-                try save(ImportCheckpoint(input: inputDigest, index: index + 1))
+                try save(ImportCheckpoint(input: inputDigest, index: index + 1, refused: report.refused,
+                                          failed: report.failed))
             }
             try save(nil)
         } catch {
@@ -135,7 +140,8 @@ final class Importer {
                 return
             }
             revision = next
-            try save(ImportCheckpoint(input: inputDigest, index: index, revision: next))
+            try save(ImportCheckpoint(input: inputDigest, index: index, revision: next, refused: report.refused,
+                                      failed: report.failed))
         }
     }
 
