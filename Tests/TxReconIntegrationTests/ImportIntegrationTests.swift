@@ -32,6 +32,14 @@ struct ImportIntegrationTests {
         ])
     }
 
+    /// Customer 7300 as above, but Apple's status answer for it forged.
+    static func customer7300WithAForgedStatus(_ fixture: ReconcileFixture) {
+        let history = customer7300(fixture)
+        fixture.api.setCustomer(["7300"], subscriptions: [
+            .init(originalTransactionId: "4001", transaction: history[2], forged: true),
+        ])
+    }
+
     @Test func eachCustomersHistoryIsDeliveredOnceAndTheFirstReconcileAfterFindsNothingChanged() async throws {
         let fixture = try ReconcileFixture()
         try await fixture.daemon.start()
@@ -112,10 +120,7 @@ struct ImportIntegrationTests {
         let fixture = try ReconcileFixture()
         try await fixture.daemon.start()
         fixture.stopDaemon()
-        let history = Self.customer7300(fixture)
-        fixture.api.setCustomer(["7300"], subscriptions: [
-            .init(originalTransactionId: "4001", transaction: history[2], forged: true),
-        ])
+        Self.customer7300WithAForgedStatus(fixture)
         Self.customer7301(fixture)
         let input = fixture.daemon.directory.write("7300\n7301\n", to: "customers.txt")
         let run = try await fixture.daemon.cli(["import", input])
@@ -130,10 +135,7 @@ struct ImportIntegrationTests {
         let fixture = try ReconcileFixture()
         try await fixture.daemon.start()
         fixture.stopDaemon()
-        let history = Self.customer7300(fixture)
-        fixture.api.setCustomer(["7300"], subscriptions: [
-            .init(originalTransactionId: "4001", transaction: history[2], forged: true),
-        ])
+        Self.customer7300WithAForgedStatus(fixture)
         Self.customer7301(fixture)
         let input = fixture.daemon.directory.write("7300\n7301\n", to: "customers.txt")
         // Requests: 7300's status (forged: refused), 7301's status (unknown),

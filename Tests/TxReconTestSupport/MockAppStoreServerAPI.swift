@@ -432,18 +432,24 @@ package final class MockAppStoreServerAPI: Sendable {
         }
     }
 
-    /// Get All Subscription Statuses.
-    private func answerStatus(_ request: LoopbackHTTPServer.Request, transactionId: String) -> LoopbackHTTPServer.Reply {
-        guard request.method == "GET" else { return problem("method \(request.method) for a status", 405) }
-        if let trouble = checkToken(request.header("Authorization")) { return problem(trouble, 401) }
+    /// Counts a status or history request (`name`) and, when it is the one
+    /// to hold, holds it until the test releases it.
+    private func arrived(_ name: String) {
         let hold = state.withLock { state -> Bool in
-            state.statusRequests.append(transactionId)
+            state.statusRequests.append(name)
             return state.holdRequest == state.statusRequests.count
         }
         if hold {
             holding.signal()
             held.wait()
         }
+    }
+
+    /// Get All Subscription Statuses.
+    private func answerStatus(_ request: LoopbackHTTPServer.Request, transactionId: String) -> LoopbackHTTPServer.Reply {
+        guard request.method == "GET" else { return problem("method \(request.method) for a status", 405) }
+        if let trouble = checkToken(request.header("Authorization")) { return problem(trouble, 401) }
+        arrived(transactionId)
         let json = [("Content-Type", "application/json")]
         return state.withLock { state -> LoopbackHTTPServer.Reply in
             func error(_ status: Int, _ code: Int64?) -> LoopbackHTTPServer.Reply { Self.error(status, code) }
@@ -493,14 +499,9 @@ package final class MockAppStoreServerAPI: Sendable {
                 if parts.count == 2 { query[parts[0]] = parts[1].removingPercentEncoding }
             }
         }
-        let hold = kind == "history" && state.withLock { state -> Bool in
-            state.historyRequests.append((id, query["revision"]))
-            state.statusRequests.append("history:" + id)
-            return state.holdRequest == state.statusRequests.count
-        }
-        if hold {
-            holding.signal()
-            held.wait()
+        if kind == "history" {
+            state.withLock { $0.historyRequests.append((id, query["revision"])) }
+            arrived("history:" + id)
         }
         let json = [("Content-Type", "application/json")]
         return state.withLock { state -> LoopbackHTTPServer.Reply in

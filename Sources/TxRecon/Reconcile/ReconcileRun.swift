@@ -69,12 +69,7 @@ package enum ReconcileRun {
         do {
             try directory.saveLastRun(report)
         } catch {
-            let note = "cannot record the result for txrecon status: \(error)"
-            if report.stop == nil {
-                report.stop = SweepStop(kind: .failed, reason: note)
-            } else {
-                report.stop?.reason += "; \(note)"
-            }
+            report.stop = SweepStop.noting("cannot record the result for txrecon status: \(error)", on: report.stop)
         }
         if let directory = session.configuration.metrics.textfileDirectory {
             let path = directory + "/txrecon-reconcile.prom"

@@ -36,6 +36,15 @@ package struct SweepStop: Error, Sendable, Equatable {
         self.reason = reason
     }
 
+    /// `stop` with `note` added to its reason, or a failure of `note` alone
+    /// when the run had not stopped: what a run that could not record its
+    /// result ends with (the outcome stands; only `txrecon status` misses it).
+    static func noting(_ note: String, on stop: SweepStop?) -> SweepStop {
+        guard var stop else { return SweepStop(kind: .failed, reason: note) }
+        stop.reason += "; \(note)"
+        return stop
+    }
+
     /// 78 (EX_CONFIG), 75 (EX_TEMPFAIL) or 1.
     var exitStatus: Int32 {
         switch kind {

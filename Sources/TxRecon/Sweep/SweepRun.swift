@@ -76,13 +76,7 @@ package enum SweepRun {
             do {
                 try state.saveLastRun(report)
             } catch {
-                // The run's outcome stands; only `txrecon status` misses it.
-                let note = "cannot record the result for txrecon status: \(error)"
-                if report.stop == nil {
-                    report.stop = SweepStop(kind: .failed, reason: note)
-                } else {
-                    report.stop?.reason += "; \(note)"
-                }
+                report.stop = SweepStop.noting("cannot record the result for txrecon status: \(error)", on: report.stop)
             }
         }
         return report
