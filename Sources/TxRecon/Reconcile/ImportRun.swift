@@ -83,9 +83,11 @@ package enum ImportRun {
         }
         let name = path == "-" ? "standard input" : path
         var customers: [Importer.Customer] = []
-        for (index, raw) in String(decoding: bytes, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
-            .enumerated() {
-            let line = String(raw.trimmingCharacters(in: " \t\r"))
+        // Split as bytes: as Characters "\r\n" is one, and a file written on
+        // Windows would be one line.
+        for (index, raw) in bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).enumerated() {
+            let line = String(decoding: raw.last == UInt8(ascii: "\r") ? raw.dropLast() : raw, as: UTF8.self)
+                .trimmingASCIISpaces()
             if line.isEmpty || line.hasPrefix("#") { continue }
             guard line.utf8.count <= 64, line.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) })
             else {
@@ -129,15 +131,5 @@ package enum ImportRun {
             }
         }
         return (customers, refused)
-    }
-}
-
-extension Substring {
-    /// Without the leading and trailing characters in `set`.
-    fileprivate func trimmingCharacters(in set: String) -> Substring {
-        var text = self
-        while let first = text.first, set.contains(first) { text.removeFirst() }
-        while let last = text.last, set.contains(last) { text.removeLast() }
-        return text
     }
 }

@@ -1,0 +1,25 @@
+// ImportInputTests: how `txrecon import` reads a file of ids.
+import Testing
+import TxReconTestSupport
+@testable import TxRecon
+
+@Suite struct ImportInputTests {
+    @Test func idsAreReadWithTheirLinesWhateverTheLineEndsAndSpaces() throws {
+        let directory = TemporaryDirectory("txrecon-import-input")
+        let path = directory.write("# customers\r\n 7300 \r\n\r\n\t7301\n", to: "ids.txt")
+        let customers = try ImportRun.readIDs(path)
+        #expect(customers == [Importer.Customer(id: "7300", source: path + ":2"),
+                              Importer.Customer(id: "7301", source: path + ":4")])
+    }
+
+    @Test func aLineThatIsNoIdIsNamedWithItsFileAndLine() {
+        let directory = TemporaryDirectory("txrecon-import-input")
+        let path = directory.write("7300\n73O1\n", to: "ids.txt")
+        do {
+            _ = try ImportRun.readIDs(path)
+            Issue.record("took a line that is no id")
+        } catch {
+            #expect(error.reason.hasPrefix("\(path):2: \"73O1\" is not an id"), "\(error.reason)")
+        }
+    }
+}
