@@ -4,13 +4,7 @@ import Glibc
 import TxRecon
 
 enum Format {
-    static func age(milliseconds: Int64) -> String {
-        let seconds = max(0, milliseconds / 1000)
-        if seconds < 120 { return "\(seconds)s" }
-        if seconds < 7200 { return "\(seconds / 60)min" }
-        if seconds < 172_800 { return "\(seconds / 3600)h" }
-        return "\(seconds / 86400)d"
-    }
+    static func age(milliseconds: Int64) -> String { OperatorTime.age(milliseconds: milliseconds) }
 
     /// "2026-…Z (5min ago) completed: 3 pages, 41 found, 2 spooled; checkpoint 12min behind"
     static func sweep(_ sweep: LastSweep, now: Int64) -> String {
@@ -250,5 +244,29 @@ enum Format {
         return access(error.path, F_OK) == 0
             ? " (the ledger is readable by root and the txrecon user only: it holds appAccountTokens; run as one of them)"
             : " (there is none yet: the daemon makes it at its first start)"
+    }
+
+    /// `aside  consumption.Sandbox.5100.….json  consumption 5100 Sandbox deadline …  too late: …`
+    static func outboxLine(_ row: Outbox.Row) -> String {
+        var line = "\(row.directory)  \(row.name)"
+        if let entry = row.entry {
+            line += "  \(entry.kind.rawValue) \(entry.transactionId) \(entry.environment.rawValue)"
+            if let deadline = entry.deadline { line += " deadline \(WallTime.rfc3339(deadline))" }
+        } else {
+            line += "  (not an outbox entry)"
+        }
+        if let reason = row.reason { line += "  \(reason)" }
+        return line
+    }
+
+    static func outboxJSON(_ row: Outbox.Row) -> JSONValue {
+        var members: [(String, JSONValue)] = [("directory", .string(row.directory)), ("name", .string(row.name))]
+        if let entry = row.entry {
+            members += [("kind", .string(entry.kind.rawValue)), ("transactionId", .string(entry.transactionId)),
+                        ("environment", .string(entry.environment.rawValue))]
+            if let deadline = entry.deadline { members.append(("deadline", .string(WallTime.rfc3339(deadline)))) }
+        }
+        if let reason = row.reason { members.append(("reason", .string(reason))) }
+        return .object(members)
     }
 }

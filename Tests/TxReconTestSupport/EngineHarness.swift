@@ -24,10 +24,13 @@ package final class EngineHarness: Sendable {
     package let status = StatusRecorder()
     package let log = RecordingLogSink()
     package let settings: DeliveryEngine.Settings
+    /// What writes the answers owed to Apple, when the test has one.
+    package let answers: AnswerTaker?
 
     package init(settings: DeliveryEngine.Settings = DeliveryEngine.Settings(stopGrace: .seconds(5)),
                 keepsDone: Bool = true, clock: ManualClock = ManualClock(),
-                transport: ScriptedTransport = ScriptedTransport(), directory: TemporaryDirectory? = nil) throws {
+                transport: ScriptedTransport = ScriptedTransport(), directory: TemporaryDirectory? = nil,
+                answers: (Outbox) -> AnswerTaker.Settings? = { _ in nil }) throws {
         self.directory = directory ?? TemporaryDirectory("txrecon-engine")
         layout = SpoolLayout(root: self.directory.path + "/spool")
         try layout.createMissingDirectories()
@@ -35,6 +38,9 @@ package final class EngineHarness: Sendable {
         self.clock = clock
         self.transport = transport
         self.settings = settings
+        let outbox = Outbox(spool: layout.root)
+        try outbox.prepare()
+        self.answers = answers(outbox).map(AnswerTaker.init)
     }
 
     /// A new engine over this harness's spool (call again to simulate a restart).
@@ -67,7 +73,7 @@ package final class EngineHarness: Sendable {
                 builder.request(for: item, attempt: attempt, receivedAt: receivedAt, signedAt: now / 1000)
             },
             clock: clock, log: log, executor: EngineHarness.executor, buildDoneIndex: buildDoneIndex,
-            publish: { status.record($0) })
+            answers: answers, publish: { status.record($0) })
     }
 
     /// A new engine, started: restored from the spool and delivering.

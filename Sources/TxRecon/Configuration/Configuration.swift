@@ -37,6 +37,8 @@ package struct Configuration: Sendable, Equatable {
     package var sweep = SweepSettings()
     /// Read only by `txrecon reconcile`.
     package var reconcile = ReconcileSettings()
+    /// `[Outbox]`: Apple's answers the daemon writes and `txrecon answer` sends.
+    package var outbox = OutboxSettings()
     /// Read only by `txrecon receive`.
     package var receive = ReceiveSettings()
     /// Where each key that is not at its default was last set, by

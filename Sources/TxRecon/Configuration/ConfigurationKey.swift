@@ -93,6 +93,11 @@ extension ConfigurationKey {
 
         ConfigurationKey("Reconcile", "FullCycle", \.reconcile.fullCycle, SettingValue.reconcileCycle),
 
+        ConfigurationKey("Outbox", "FinishTransactions", \.outbox.finishTransactions, SettingValue.boolean),
+        ConfigurationKey("Outbox", "AnswersFrom", \.outbox.answersFrom, SettingValue.answeringDestination),
+        ConfigurationKey("Outbox", "ConsumptionDeadlineWarning", \.outbox.consumptionDeadlineWarning,
+                         SettingValue.consumptionDeadlineWarning),
+
         ConfigurationKey("Receive", "Listen", \.receive.listen, SettingValue.listenAddress),
         ConfigurationKey("Receive", "UploadTokenFile", \.receive.uploadTokenFile, SettingValue.absolutePath),
         ConfigurationKey("Receive", "MaxConnections", \.receive.maxConnections, SettingValue.integer(in: 1...65_536)),

@@ -38,6 +38,7 @@ package enum ConfigurationLoader {
         try checkCompleteness(of: configuration)
         let destinationFiles = try DropInDirectory.listing(in: destinationDirectory(beside: path))
         configuration.destinations = try destinations(in: destinationFiles.files)
+        try checkAnsweringDestination(of: configuration)
         configuration.ignoredFiles = dropIns.ignored + destinationFiles.ignored
         return configuration
     }
@@ -214,6 +215,27 @@ package enum ConfigurationLoader {
                 message: "is required with a nats:// or tls:// URL=: name the JetStream stream that must store the "
                     + "items (it must capture \(configuration.backend.subject).>), such as Stream=APPSTORE; only "
                     + "its acknowledgement finishes an item")
+        }
+    }
+
+    /// `[Outbox] AnswersFrom=`, when set, names a destination that answers
+    /// over HTTP: a stream's acknowledgement carries no body to take an
+    /// answer from. (Left at its default with a stream as `[Backend]`, no
+    /// answer ever comes, as with a backend that gives none.)
+    private static func checkAnsweringDestination(of configuration: Configuration) throws(ConfigurationError) {
+        let name = configuration.outbox.answersFrom
+        guard let origin = configuration.origins["Outbox.AnswersFrom"] else { return }
+        let match = configuration.deliveryConfigurations.first { $0.name == name }
+        guard let match else {
+            let names = configuration.deliveryConfigurations.map(\.name).joined(separator: ", ")
+            throw ConfigurationError(file: origin.file, line: origin.line, key: "Outbox.AnswersFrom",
+                                     message: "names no destination (there are: \(names)); name the one whose 2xx "
+                                        + "answer to a CONSUMPTION_REQUEST carries consumptionInformation")
+        }
+        if match.configuration.backend.isStream {
+            throw ConfigurationError(file: origin.file, line: origin.line, key: "Outbox.AnswersFrom",
+                                     message: "names \(name), a JetStream destination, whose acknowledgement carries "
+                                        + "no answer; name an HTTP destination")
         }
     }
 

@@ -2,7 +2,9 @@
 // runs it on the transport's thread: read the item (or take intake's),
 // send it, map the answer to an Outcome, and commit that outcome to the
 // spool right there (a delivered or refused item out of queue/ or new/, a
-// failed first attempt's file from new/ into queue/). What the answer means
+// failed first attempt's file from new/ into queue/). A delivered item's
+// answers to Apple are made durable in the outbox first (AnswerTaker), so
+// that done/ never holds an item whose answer is not written. What the answer means
 // for the item is decided here once (Outcome, from the response table);
 // the engine learns it from the Exchange and never decides it again. The
 // key is in flight while this runs, so nothing else touches its file.
@@ -40,14 +42,21 @@ struct Attempt: Sendable {
         let prepare: DeliveryEngine.RequestPreparer
         let redactor: SecretRedactor
         let clock: any EngineClock
+        /// The destination's name, for the outbox.
+        let destination: String
+        /// What writes answers owed to Apple; nil where nothing does (tests).
+        let answers: AnswerTaker?
 
         init(spool: Spool, storedItems: StoredItemReader, prepare: @escaping DeliveryEngine.RequestPreparer,
-             redactor: SecretRedactor, clock: any EngineClock) {
+             redactor: SecretRedactor, clock: any EngineClock, destination: String = Destination.primaryName,
+             answers: AnswerTaker? = nil) {
             self.spool = spool
             self.storedItems = storedItems
             self.prepare = prepare
             self.redactor = redactor
             self.clock = clock
+            self.destination = destination
+            self.answers = answers
         }
     }
 
@@ -69,6 +78,12 @@ struct Attempt: Sendable {
         /// around the end of an outage better than the launch: an attempt
         /// may wait for a free curl thread.
         var sentAt: Duration
+        /// What the outbox got from a delivered item, for the log.
+        var outboxNotes: [OutboxNote] = []
+        /// The `spoolError` is the outbox's: the item was delivered, but
+        /// what it owes Apple could not be written, so it stays (it is
+        /// delivered again) whatever the error; never set aside.
+        var outboxFailed = false
     }
 
     /// What one exchange came to.
@@ -84,6 +99,7 @@ struct Attempt: Sendable {
         let preparation = prepare(context)
         guard case .ready(let item, var request) = preparation else { return .local(preparation) }
         request.replayedAt = replayedAt
+        request.keepsAnswer = context.answers?.readsAnswer(to: item, from: context.destination) ?? false
         let sentAt = context.clock.now
         let result = send(request)
         let wall = context.clock.wallMilliseconds
@@ -92,6 +108,15 @@ struct Attempt: Sendable {
         do throws(SpoolError) {
             switch settlement.outcome {
             case .delivered:
+                if let answers = context.answers {
+                    do {
+                        settlement.outboxNotes = try answers.take(item, confirmedBy: context.destination,
+                                                                  body: Self.answerBody(result), at: wall)
+                    } catch {
+                        settlement.outboxFailed = true
+                        throw error
+                    }
+                }
                 try context.spool.finish(key, followsDelivery: followsDelivery, inbox: inbox)
                 // The receipt it names is used as long as done/ keeps it
                 // (ReceiptReaper counts its retention from this).
@@ -108,6 +133,12 @@ struct Attempt: Sendable {
             settlement.spoolError = error
         }
         return .answered(item, settlement)
+    }
+
+    /// A 2xx answer's body, when the transport kept it.
+    private static func answerBody(_ result: TransportResult) -> [UInt8] {
+        if case let .response(status, _, body) = result, (200...299).contains(status) { return body }
+        return []
     }
 
     /// The request: from intake's item when it is at hand, else from

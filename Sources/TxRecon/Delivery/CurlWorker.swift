@@ -13,7 +13,9 @@ final class CurlWorker {
     private let handle: UnsafeMutableRawPointer
     /// curl writes its detailed message for a failed transfer here.
     private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE))
-    private let response = CurlResponseCapture()
+    /// Keeps one byte past the longest answer taken, to tell it too long.
+    private let response = CurlResponseCapture(keeping: max(CurlResponseCapture.bodyPrefixLimit,
+                                                            ConsumptionAnswer.bodyLimit + 1))
     private let headers = CurlHeaderList()
     /// The settings the handle is configured with; nil before the first
     /// attempt and after a failed configuration.
@@ -61,9 +63,15 @@ final class CurlWorker {
         if code == CURLE_OK || (code == CURLE_WRITE_ERROR && response.bodyTooLong) {
             var status = 0
             _ = txr_curl_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &status)
-            // Only a refusal's body is read (for its hold reason); handing
-            // out the buffer would make the next reset allocate a new one.
-            let body = (400...499).contains(status) ? response.bodyPrefix : []
+            // Only a refusal's body is read (for its hold reason), and a
+            // 2xx's that may carry an answer to Apple; handing out the
+            // buffer would make the next reset allocate a new one.
+            let body: [UInt8]
+            if (400...499).contains(status) {
+                body = Array(response.bodyPrefix.prefix(CurlResponseCapture.bodyPrefixLimit))
+            } else {
+                body = request.keepsAnswer && (200...299).contains(status) ? response.bodyPrefix : []
+            }
             return .response(status: status, retryAfter: response.retryAfter, bodyPrefix: body)
         }
         return .failure(CurlFailure.make(code, message: String(cString: errorBuffer)))

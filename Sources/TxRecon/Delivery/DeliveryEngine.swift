@@ -122,6 +122,11 @@ package actor DeliveryEngine {
     private let destination: String
     /// Where confirmations go once their item is in done/ (the ledger).
     private let ledger: (any ConfirmationRecorder)?
+    /// What writes the answers owed to Apple (Attempt); nil in tests without one.
+    private let answers: AnswerTaker?
+    /// CONSUMPTION_REQUESTs warned about as near their deadline, by key,
+    /// with the request's signedDate: once per request and process.
+    private var deadlineWarned: [ItemKey: Int64] = [:]
     /// What every attempt runs with; rebuilt when the configuration is.
     private var attemptContext: Attempt.Context
 
@@ -173,8 +178,10 @@ package actor DeliveryEngine {
          clock: any EngineClock, log: any LogSink, executor: ThreadExecutor,
          buildDoneIndex: @escaping DoneIndexBuilder = DoneIndex.build(from:), redactor: SecretRedactor = SecretRedactor(),
          destination: String = Destination.primaryName, ledger: (any ConfirmationRecorder)? = nil,
-         receipts: ReceiptLibrary? = nil, publish: @escaping @Sendable (EngineStatus) -> Void) {
+         receipts: ReceiptLibrary? = nil, answers: AnswerTaker? = nil,
+         publish: @escaping @Sendable (EngineStatus) -> Void) {
         self.executor = executor
+        self.answers = answers
         self.destination = destination
         self.ledger = ledger
         self.redactor = redactor
@@ -184,7 +191,8 @@ package actor DeliveryEngine {
         self.transport = transport
         let receipts = receipts ?? ReceiptLibrary(store: ReceiptStore(layout: spool.layout))
         self.attemptContext = Attempt.Context(spool: spool, storedItems: StoredItemReader(settings, receipts: receipts),
-                                              prepare: prepare, redactor: redactor, clock: clock)
+                                              prepare: prepare, redactor: redactor, clock: clock,
+                                              destination: destination, answers: answers)
         self.clock = clock
         self.log = log
         self.events = ItemEvents(sink: log)
@@ -289,7 +297,8 @@ package actor DeliveryEngine {
         let stored = attemptContext.storedItems
         attemptContext = Attempt.Context(spool: spool, storedItems: StoredItemReader(settings, verifiers: stored.verifiers,
                                                                                    receipts: stored.receipts),
-                                         prepare: prepare, redactor: redactor, clock: clock)
+                                         prepare: prepare, redactor: redactor, clock: clock,
+                                         destination: destination, answers: answers)
         dispatchDue()
     }
 
@@ -746,6 +755,14 @@ package actor DeliveryEngine {
         case let .delivered(confirmation):
             if let error = settlement.spoolError {
                 backendAnswered(requestSent: settlement.sentAt)
+                if settlement.outboxFailed {
+                    log.write(LogEntry(.error, "\(key): delivered, but what it owes Apple could not be written into "
+                                       + "the outbox: \(error); it will be delivered again, and answered then"))
+                    pending.entries[key] = entry
+                    scheduleRetry(key, reason: "outbox: \(error)", status: nil, retryAfter: nil,
+                                  countsAgainstBackend: false)
+                    return afterAttempt()
+                }
                 if error.isPermanent {
                     setAside(key, entry, item: item, because: "delivered on attempt \(attempt) (\(confirmation)), but "
                              + "it cannot be moved into done/: \(error)")
@@ -767,6 +784,8 @@ package actor DeliveryEngine {
                            at: clock.wallMilliseconds)
             events.delivered(key, kind: item.kind, version: item.version, attempt: attempt,
                              confirmation: confirmation, file: inbox)
+            deadlineWarned[key] = nil
+            if !settlement.outboxNotes.isEmpty { noteOutbox(key, settlement.outboxNotes) }
             backendAnswered(requestSent: settlement.sentAt)
             if let parked = entry.parked?.value { placeParked(parked) }
         case let .retryLater(reason, status, retryAfter):
@@ -783,6 +802,7 @@ package actor DeliveryEngine {
             let metOutage = health.metOutage(sentAt: settlement.sentAt)
             scheduleRetry(key, reason: reason, status: status, retryAfter: retryAfter,
                           countsAgainstBackend: !metOutage, atOnce: metOutage, wasProbe: wasProbe)
+            watchDeadline(item, held: false)
             if let parked = entry.parked?.value {
                 pending.entries[key]?.parked = nil
                 placeParked(parked)
@@ -804,11 +824,54 @@ package actor DeliveryEngine {
             pending.held.insert(key)
             self.status.statistics.held += 1
             events.held(key, kind: item.kind, version: item.version, attempt: attempt, reason: reason, status: status)
+            watchDeadline(item, held: true)
             // The backend answered; a refusal of one item says nothing about its health.
             backendAnswered(requestSent: settlement.sentAt)
             if let parked = entry.parked?.value { placeParked(parked) }
         }
         afterAttempt()
+    }
+
+    /// Logs what a delivered item wrote into the outbox (AnswerTaker).
+    private func noteOutbox(_ key: ItemKey, _ notes: [OutboxNote]) {
+        for note in notes {
+            switch note {
+            case .wrote(let name):
+                status.statistics.answersQueued += 1
+                log.write(LogEntry(.info, "\(key): answer for Apple written to outbox/new/\(name)",
+                                   messageID: MessageID.answerQueued,
+                                   fields: [("TXRECON_ID", key.rawValue), ("TXRECON_OUTBOX_ENTRY", name)]))
+            case let .awaitingDestinations(name, missing):
+                log.write(LogEntry(.info, "\(key): confirmed here; \(name) is written once "
+                                   + "\(missing.joined(separator: ", ")) confirmed it too",
+                                   fields: [("TXRECON_ID", key.rawValue), ("TXRECON_OUTBOX_ENTRY", name)]))
+            case .ignored(let why):
+                log.write(LogEntry(.warning, "\(key): the answer to the CONSUMPTION_REQUEST was not taken for Apple: "
+                                   + "\(why); the backend must answer {\"consumptionInformation\": {…}} of at most "
+                                   + "\(ConsumptionAnswer.bodyLimit / 1024) KiB", fields: [("TXRECON_ID", key.rawValue)]))
+            }
+        }
+    }
+
+    /// Warns, once per request, when a CONSUMPTION_REQUEST this
+    /// destination answers for is still unconfirmed (it failed again, or
+    /// was `held`) `ConsumptionDeadlineWarning=` after Apple signed it.
+    private func watchDeadline(_ item: Item, held: Bool) {
+        guard let answers, let warning = answers.deadlineWarning(for: item, from: destination) else { return }
+        let signed = item.version.secondary
+        let now = clock.wallMilliseconds
+        guard held || now - signed >= warning.milliseconds, deadlineWarned[item.key] != signed else { return }
+        deadlineWarned[item.key] = signed
+        status.statistics.consumptionDeadlineWarnings += 1
+        let deadline = signed + OutboxEntry.deadlineAfterRequest.milliseconds
+        let age = OperatorTime.age(milliseconds: max(0, now - signed))
+        let what = held ? "was held (hold/)" : "is still not confirmed"
+        log.write(LogEntry(.warning, "\(item.key): the CONSUMPTION_REQUEST Apple sent \(age) ago \(what); Apple "
+                           + "weighs consumption information only until \(Timestamp.rfc3339(milliseconds: deadline)): "
+                           + "bring \(destination) back or release it before then",
+                           messageID: MessageID.consumptionDeadline,
+                           fields: [("TXRECON_ID", item.key.rawValue), ("TXRECON_AGE", age),
+                                    ("TXRECON_DEADLINE", Timestamp.rfc3339(milliseconds: deadline))]))
     }
 
     private func attemptFailedLocally(_ key: ItemKey, _ preparation: Attempt.Preparation) {

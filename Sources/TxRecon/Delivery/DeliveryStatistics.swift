@@ -19,6 +19,10 @@ struct DeliveryStatistics: Sendable, Equatable {
     /// this release (AppleNovelty), by name; counted by `[Backend]`'s
     /// engine for intake.
     var novelties: [AppleNovelty: Int] = [:]
+    /// Entries this destination's confirmations wrote into outbox/new/.
+    var answersQueued = 0
+    /// CONSUMPTION_REQUESTs warned about as unconfirmed near their deadline.
+    var consumptionDeadlineWarnings = 0
     /// Delivered snapshots queued again by `txrecon replay`.
     var replayed = 0
     /// Failed attempts against the backend since it last answered; 0 once

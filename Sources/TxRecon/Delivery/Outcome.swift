@@ -6,8 +6,9 @@
 package enum TransportResult: Sendable, Equatable {
     /// A complete HTTP response. `retryAfter` is the raw `Retry-After` header;
     /// `bodyPrefix` holds the first bytes of a 4xx answer's body (see
-    /// `CurlResponseCapture.bodyPrefixLimit`), the only one a reason reads;
-    /// it is empty for other statuses.
+    /// `CurlResponseCapture.bodyPrefixLimit`), the only one a reason reads,
+    /// and of a 2xx answer's when the request `keepsAnswer`; it is empty
+    /// otherwise.
     case response(status: Int, retryAfter: String?, bodyPrefix: [UInt8])
     /// JetStream's publish acknowledgement: the stream stored the message
     /// (or, `duplicate`, had it already within its duplicate window).

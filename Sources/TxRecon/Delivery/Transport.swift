@@ -16,6 +16,10 @@ package struct DeliveryRequest: Sendable, Equatable {
     /// stream gives the replay a message id of its own, which its duplicate
     /// window does not swallow. nil for every other delivery.
     package var replayedAt: Int64?
+    /// Whether a 2xx answer's body is kept (`TransportResult.response`'s
+    /// `body`): only for an item whose answer may be owed to Apple
+    /// (AnswerTaker.readsAnswer).
+    package var keepsAnswer = false
 
     package init(headers: [(name: String, value: String)], body: [UInt8], key: ItemKey? = nil) {
         self.headers = headers

@@ -123,6 +123,7 @@ package enum Daemon {
                 publisher.publish(all)
                 metrics?.publish(all)
             })
+        let answers = AnswerTaker(AnswerTaker.Settings(configuration))
         var destinations: [DeliveryDestination] = []
         for (index, ((name, settings), secret)) in zip(deliveries, secrets).enumerated() {
             let spool = spools[index]
@@ -145,7 +146,7 @@ package enum Daemon {
                 transport: transport,
                 prepare: preparer(version: version, secrets: secret),
                 clock: SystemClock(), log: destinationLog, executor: executor, redactor: redactor,
-                destination: name, ledger: ledger, receipts: receipts,
+                destination: name, ledger: ledger, receipts: receipts, answers: answers,
                 publish: { status in
                     _ = board.record(ledger: ledger.status)
                     let all = board.record(status, at: index)
@@ -166,6 +167,7 @@ package enum Daemon {
                 log.write(LogEntry(.notice, "\(putBack) receipt upload(s) or history page(s) whose split the last "
                                    + "process did not finish are back in new/, split again (parts it made are repeats)"))
             }
+            try Outbox(spool: layout.root).prepare()
             try ledger.start()
         } catch {
             log.write(LogEntry(.error, "\(error)"))
@@ -252,6 +254,7 @@ package enum Daemon {
                 health.notify("RELOADING=1")
                 current = await reload(current, path: configurationPath, environment: environment, version: version,
                                        destinations: destinations, intake: intake, redactor: redactor, log: log)
+                answers.update(AnswerTaker.Settings(current))
                 health.notify("READY=1")
             case let .stop(name):
                 log.write(LogEntry(.info, "\(name) received: stopping", messageID: MessageID.stopping))

@@ -130,6 +130,31 @@ package enum MessageID {
     /// error when it refused an answer or failed).
     package static let importFinished = "285927adac484d03ac374f0974c35090"
 
+    // MARK: Outbox
+
+    /// The daemon wrote an answer owed to Apple into outbox/new/ (a
+    /// backend's consumption information, Finish Transaction for a
+    /// purchase every destination confirmed), before the item was finished.
+    /// TXRECON_OUTBOX_ENTRY names the file. Logged at info.
+    package static let answerQueued = "51c7a6f01ede43a9850bf558ffd24857"
+
+    /// A CONSUMPTION_REQUEST is still not confirmed by the AnswersFrom=
+    /// destination ConsumptionDeadlineWarning= after Apple signed it (or was
+    /// held): Apple weighs consumption information only within 12 hours.
+    /// Once per request and process, at warning; counted in
+    /// txrecon_consumption_deadline_warnings_total.
+    package static let consumptionDeadline = "1aa3718566ab4a17bdaa2312316ee62b"
+
+    /// `txrecon answer` set an entry aside in outbox/aside/: Apple refused it
+    /// for good (HTTP 400, 403, 404, with Apple's answer), the customer did
+    /// not consent, or its 12 hours had passed. At error, with the reason.
+    package static let answerSetAside = "3f7d21cabfa64c6f84fdeb2bc808232d"
+
+    /// A run of `txrecon answer` ended: entries sent, set aside and left
+    /// waiting, or the reason it stopped. At info (warning when entries are
+    /// left for the next run, error when it failed).
+    package static let answerFinished = "89a9ee062ff8417aa1d13eaa9f6a0cc0"
+
     // MARK: Receiver
 
     /// `txrecon receive` refused a request (4xx, 503 with the code in
@@ -143,6 +168,7 @@ package enum MessageID {
         accepted, delivered, deferred, held, rejected, superseded, released, retryRequested, replayed, setAside,
         started, stopping, reloaded, reloadRefused,
         backendFailing, backendRecovered, intakePaused, intakeResumed, unknownAppleName,
-        sweepFinished, reconcileFinished, importFinished, receiveRefused,
+        sweepFinished, reconcileFinished, importFinished, answerQueued, consumptionDeadline, answerSetAside,
+        answerFinished, receiveRefused,
     ]
 }

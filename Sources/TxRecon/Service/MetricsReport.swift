@@ -67,6 +67,20 @@ enum MetricsReport {
                             PrometheusText.integer(count))
             }
         }
+        text.family("txrecon_outbox_entries_written_total", .counter,
+                    help: "Answers for Apple written into the outbox since the daemon started, by the destination "
+                        + "whose confirmation wrote them (consumption information, Finish Transaction).")
+        for (name, status) in destinations {
+            text.sample("txrecon_outbox_entries_written_total", labels: ["destination": name],
+                        PrometheusText.integer(status.statistics.answersQueued))
+        }
+        text.family("txrecon_consumption_deadline_warnings_total", .counter,
+                    help: "CONSUMPTION_REQUESTs still unconfirmed by the AnswersFrom= destination "
+                        + "ConsumptionDeadlineWarning= after Apple sent them, since the daemon started.")
+        for (name, status) in destinations {
+            text.sample("txrecon_consumption_deadline_warnings_total", labels: ["destination": name],
+                        PrometheusText.integer(status.statistics.consumptionDeadlineWarnings))
+        }
         if let ledger = daemon.ledger {
             text.family("txrecon_ledger_up", .gauge,
                         help: "1 while the ledger (LedgerFile=) is in use; 0 while it cannot be (see the journal).")

@@ -80,3 +80,15 @@ package enum OperatorTime {
         }
     }
 }
+
+extension OperatorTime {
+    /// A span as a person reads it at a glance, rounded down to one unit:
+    /// `45s`, `12min`, `5h`, `3d`.
+    package static func age(milliseconds: Int64) -> String {
+        let seconds = max(0, milliseconds / 1000)
+        if seconds < 120 { return "\(seconds)s" }
+        if seconds < 7200 { return "\(seconds / 60)min" }
+        if seconds < 172_800 { return "\(seconds / 3600)h" }
+        return "\(seconds / 86400)d"
+    }
+}

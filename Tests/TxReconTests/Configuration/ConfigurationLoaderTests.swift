@@ -85,6 +85,10 @@ private let minimal = """
             MaxRequestsPerSecond=50
             [Reconcile]
             FullCycle=3d
+            [Outbox]
+            FinishTransactions=yes
+            AnswersFrom=backend
+            ConsumptionDeadlineWarning=2h
             [Receive]
             Listen=[::1]:8443
             UploadTokenFile=/etc/txrecon/upload-token
@@ -129,6 +133,8 @@ private let minimal = """
         #expect(sweep.privateKeyFile == "/etc/txrecon/appstore-key.p8" && sweep.baseURL == "http://127.0.0.1:8443")
         #expect(sweep.window == .seconds(6 * 3600) && sweep.overlap == .zero && sweep.maxRequestsPerSecond == 50)
         #expect(configuration.reconcile.fullCycle == .seconds(3 * 86_400))
+        #expect(configuration.outbox.finishTransactions && configuration.outbox.answersFrom == "backend")
+        #expect(configuration.outbox.consumptionDeadlineWarning == .seconds(2 * 3600))
         let receive = configuration.receive
         #expect(receive.listen == ListenAddress(host: "::1", port: 8443) && receive.listen.description == "[::1]:8443")
         #expect(receive.uploadTokenFile == "/etc/txrecon/upload-token")
@@ -214,7 +220,7 @@ private let minimal = """
         #expect(files.loadError() == ConfigurationError(
             file: files.path, line: 4, key: nil,
             message: "unknown section [Monitoring]; the sections are [Spool], [Backend], [Delivery], [Match], [Verification], "
-                + "[Metrics], [Sweep], [Reconcile], [Receive]"))
+                + "[Metrics], [Sweep], [Reconcile], [Outbox], [Receive]"))
     }
 
     @Test func anUnknownKeyNamesItsSectionAndTheKeysAccepted() {

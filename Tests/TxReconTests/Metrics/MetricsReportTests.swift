@@ -50,6 +50,7 @@ import TxReconTestSupport
         #expect(try parsed().families.map(\.name) == [
             "txrecon_up", "txrecon_start_time_seconds", "txrecon_build_info", "txrecon_spool_items",
             "txrecon_deliveries_in_flight", "txrecon_oldest_queued_timestamp_seconds", "txrecon_deliveries_total",
+            "txrecon_outbox_entries_written_total", "txrecon_consumption_deadline_warnings_total",
             "txrecon_apple_unknown_names_total", "txrecon_attempt_duration_seconds",
             "txrecon_backend_consecutive_failures",
         ])

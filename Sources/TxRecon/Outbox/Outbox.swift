@@ -1,0 +1,192 @@
+// Outbox: the spool's outbox/, where answers to Apple wait for `txrecon
+// answer` (docs/outbox.md). Like the spool, state is where a file is, and
+// every transition is a rename:
+//
+//   outbox/tmp/        an entry being written (fsynced before its rename)
+//   outbox/new/        entries the daemon wrote; txrecon-answer.path starts
+//                      `txrecon answer` while it is not empty
+//   outbox/queue/      entries `txrecon answer` took and could not send yet
+//                      (Apple or the network failing); the timer's run goes on
+//   outbox/sent/       entries Apple took, kept `sentRetention`, so that an
+//                      item confirmed again is not answered again
+//   outbox/aside/      entries Apple refused for good or that came too late,
+//                      each with NAME.reason; a person looks at them
+//   outbox/confirmed/  for a purchase several destinations take: one marker
+//                      per destination that confirmed it, NAME.DESTINATION,
+//                      until the last one writes the entry
+//
+// The daemon writes into tmp/, confirmed/ and new/; `txrecon answer` moves
+// entries on from new/. Both run as the user txrecon. Blocks on disk I/O;
+// reports nothing.
+import Glibc
+
+package struct Outbox: Sendable {
+    package let root: String
+    package let tmp: String
+    package let new: String
+    package let queue: String
+    package let sent: String
+    package let aside: String
+    package let confirmed: String
+
+    /// How long sent/ keeps an entry: 30 days, longer than any redelivery
+    /// of the item it answers is likely to take.
+    package static let sentRetention: Duration = .seconds(30 * 86_400)
+
+    /// The outbox of the spool at `spool`.
+    package init(spool: String) {
+        root = spool + "/outbox"
+        tmp = root + "/tmp"
+        new = root + "/new"
+        queue = root + "/queue"
+        sent = root + "/sent"
+        aside = root + "/aside"
+        confirmed = root + "/confirmed"
+    }
+
+    /// Makes the directories that are missing (0750: the entries name
+    /// customers' transactions).
+    package func prepare() throws(SpoolError) {
+        for directory in [root, tmp, new, queue, sent, aside, confirmed] where SystemCall.isMissing(directory) {
+            try SystemCall.makeDirectory(directory, mode: 0o750)
+        }
+    }
+
+    /// What `write` did.
+    package enum Written: Equatable, Sendable {
+        /// Durable in new/ (written, fsynced, renamed, new/ fsynced).
+        case written
+        /// The same answer is queued, sent or set aside already: not again.
+        case alreadyIn(String)
+    }
+
+    /// Writes `entry` into new/, durable when this returns, unless the same
+    /// answer (the same file name) is past new/ already. One in new/ is
+    /// replaced: it is the same answer, not sent yet.
+    package func write(_ entry: OutboxEntry) throws(SpoolError) -> Written {
+        let name = entry.fileName
+        if let past = pastNew(name) { return .alreadyIn(past) }
+        let temporary = tmp + "/" + name
+        try SystemCall.unlinkIfPresent(temporary)
+        try SystemCall.writeNewFile(temporary, entry.json, mode: 0o640, sync: true)
+        do {
+            try SystemCall.rename(temporary, new + "/" + name)
+        } catch {
+            unlink(temporary)
+            throw error
+        }
+        try SystemCall.syncDirectory(new)
+        return .written
+    }
+
+    /// Where the entry `name` is once `txrecon answer` took it (queue,
+    /// sent, aside); nil while it is not there.
+    package func pastNew(_ name: String) -> String? {
+        [(queue, "queue"), (sent, "sent"), (aside, "aside")].first { !SystemCall.isMissing($0.0 + "/" + name) }?.1
+    }
+
+    /// Records, durably, that `destination` confirmed the purchase the
+    /// finish entry `name` is for.
+    package func markConfirmed(_ name: String, by destination: String) throws(SpoolError) {
+        let marker = confirmed + "/" + name + "." + destination
+        guard SystemCall.isMissing(marker) else { return }
+        try SystemCall.writeNewFile(marker, [], mode: 0o640, sync: true)
+        try SystemCall.syncDirectory(confirmed)
+    }
+
+    /// Whether `destination` confirmed the purchase of `name` before.
+    package func isConfirmed(_ name: String, by destination: String) -> Bool {
+        !SystemCall.isMissing(confirmed + "/" + name + "." + destination)
+    }
+
+    /// Removes the markers of `name` once its entry is written.
+    package func clearConfirmations(_ name: String, of destinations: [String]) throws(SpoolError) {
+        for destination in destinations {
+            try SystemCall.unlinkIfPresent(confirmed + "/" + name + "." + destination)
+        }
+    }
+
+    /// The entry names in `directory`, oldest name first.
+    package func entries(in directory: String) throws(SpoolError) -> [String] {
+        try SystemCall.listDirectory(directory).filter(OutboxEntry.isEntryName).sorted()
+    }
+
+    /// Reads the entry `name` in `directory`.
+    package func read(_ name: String, in directory: String) throws(SpoolError) -> [UInt8] {
+        try SystemCall.readFile(directory + "/" + name, limit: OutboxEntry.maximumFileSize)
+    }
+
+    /// Moves `name` from `source` to `target` (replacing one there) and
+    /// makes the move durable.
+    package func move(_ name: String, from source: String, to target: String) throws(SpoolError) {
+        try SystemCall.rename(source + "/" + name, target + "/" + name)
+        try SystemCall.syncDirectory(target)
+    }
+
+    /// Moves `name` from `source` into aside/ with `reason` beside it
+    /// (written first, so an entry in aside/ always has one).
+    package func setAside(_ name: String, from source: String, reason: String, at now: Int64) throws(SpoolError) {
+        let text = "\(LogText.singleLine(reason))\nset-aside-at: \(Timestamp.rfc3339(milliseconds: now))\n"
+        try SystemCall.replaceFile(aside + "/" + name + ".reason", Array(text.utf8),
+                                   temporaryName: tmp + "/" + name + ".reason", sync: true, mode: 0o640)
+        try move(name, from: source, to: aside)
+    }
+
+    /// The reason beside an entry in aside/, its first line.
+    package func reason(of name: String) -> String? {
+        guard let bytes = try? SystemCall.readFile(aside + "/" + name + ".reason", limit: 64 * 1024) else { return nil }
+        return String(decoding: bytes, as: UTF8.self).split(separator: "\n").first.map(String.init)
+    }
+
+    /// How many entries wait (new/ and queue/), were sent, were set aside.
+    package struct Counts: Sendable, Equatable {
+        package var waiting = 0
+        package var sent = 0
+        package var setAside = 0
+
+        package init(waiting: Int = 0, sent: Int = 0, setAside: Int = 0) {
+            self.waiting = waiting
+            self.sent = sent
+            self.setAside = setAside
+        }
+    }
+
+    /// The counts as the directories hold them now (zero for a missing one).
+    package func counts() -> Counts {
+        func count(_ directory: String) -> Int { (try? entries(in: directory).count) ?? 0 }
+        return Counts(waiting: count(new) + count(queue), sent: count(sent), setAside: count(aside))
+    }
+}
+
+extension OutboxEntry {
+    /// The largest entry file read: 1 MiB (the consumption information is
+    /// at most 64 KiB).
+    package static let maximumFileSize = 1 << 20
+}
+
+extension Outbox {
+    /// One entry as `txrecon list outbox` shows it.
+    package struct Row: Sendable {
+        /// `new`, `queue`, `sent` or `aside`.
+        package var directory: String
+        package var name: String
+        /// The entry, when its file reads as one.
+        package var entry: OutboxEntry?
+        /// Why it is in aside/.
+        package var reason: String?
+    }
+
+    /// Every entry: waiting (new/, queue/), then set aside, then sent; each
+    /// directory in name order.
+    package func rows() throws(SpoolError) -> [Row] {
+        var rows: [Row] = []
+        for (label, directory) in [("new", new), ("queue", queue), ("aside", aside), ("sent", sent)] {
+            for name in try entries(in: directory) {
+                let entry = (try? read(name, in: directory)).flatMap { try? OutboxEntry(json: $0) }
+                rows.append(Row(directory: label, name: name, entry: entry,
+                                reason: label == "aside" ? reason(of: name) : nil))
+            }
+        }
+        return rows
+    }
+}
