@@ -238,13 +238,15 @@ install-files:
 	  $(DESTDIR)$(LIBDIR)/systemd/system $(DESTDIR)$(LIBDIR)/systemd/catalog \
 	  $(DESTDIR)$(LIBDIR)/tmpfiles.d $(DESTDIR)$(LIBDIR)/sysusers.d $(DESTDIR)$(SYSCONFDIR)/txrecon
 	install -m 0755 $(RELEASE_BINARY) $(DESTDIR)$(BINDIR)/txrecon
-	for unit in txrecon.service txrecon-sweep.service txrecon-reconcile.service txrecon-receive.service; do \
+	for unit in txrecon.service txrecon-sweep.service txrecon-reconcile.service txrecon-answer.service txrecon-receive.service; do \
 	  sed -e 's|/usr/bin/txrecon|$(BINDIR)/txrecon|g' -e 's|/etc/txrecon/|$(SYSCONFDIR)/txrecon/|g' \
 	    systemd/$$unit > $(DESTDIR)$(LIBDIR)/systemd/system/$$unit && \
 	  chmod 0644 $(DESTDIR)$(LIBDIR)/systemd/system/$$unit || exit 1; \
 	done
 	install -m 0644 systemd/txrecon-sweep.timer $(DESTDIR)$(LIBDIR)/systemd/system/txrecon-sweep.timer
 	install -m 0644 systemd/txrecon-reconcile.timer $(DESTDIR)$(LIBDIR)/systemd/system/txrecon-reconcile.timer
+	install -m 0644 systemd/txrecon-answer.path $(DESTDIR)$(LIBDIR)/systemd/system/txrecon-answer.path
+	install -m 0644 systemd/txrecon-answer.timer $(DESTDIR)$(LIBDIR)/systemd/system/txrecon-answer.timer
 	install -m 0644 systemd/txrecon-receive.socket $(DESTDIR)$(LIBDIR)/systemd/system/txrecon-receive.socket
 	install -m 0644 systemd/txrecon.tmpfiles $(DESTDIR)$(LIBDIR)/tmpfiles.d/txrecon.conf
 	install -m 0644 systemd/txrecon.sysusers $(DESTDIR)$(LIBDIR)/sysusers.d/txrecon.conf
@@ -261,7 +263,8 @@ install-files:
 	fi
 	@[ -n "$(DESTDIR)" ] || echo "now: systemd-sysusers; systemd-tmpfiles --create; journalctl --update-catalog;" \
 	  "systemctl daemon-reload; set URL= in $(SYSCONFDIR)/txrecon/txrecon.conf; systemctl enable --now txrecon;" \
-	  "once [Sweep] is set: systemctl enable --now txrecon-sweep.timer txrecon-reconcile.timer;" \
+	  "once [Sweep] is set: systemctl enable --now txrecon-sweep.timer txrecon-reconcile.timer"\
+	  "txrecon-answer.path txrecon-answer.timer;" \
 	  "to receive over HTTP: systemctl enable --now txrecon-receive.socket"
 
 # The package is staged with install-files, so it holds exactly what

@@ -4,9 +4,10 @@ import TxRecon
 enum ListCommand: Command {
     static let flags = ["--json"]
     static let options = ["--destination"]
-    static let summary = "list queued, held, rejected or done items"
+    static let summary = "list queued, held, rejected or done items, or the answers for Apple in the outbox"
     static let help = """
         Usage: txrecon list [--config PATH] [--destination NAME] [queue|hold|rejected|done] [--json]
+               txrecon list [--config PATH] outbox [--json]
 
         Lists one directory (default: queue), oldest first: for queued items the
         attempts so far, the next attempt and the last error; for held and rejected
@@ -16,11 +17,17 @@ enum ListCommand: Command {
         a destination whose file was removed keeps its items in destinations/NAME/
         until the file is back, and is listed too, as "NAME (not configured)".
         rejected/ is the spool's, shared by all.
+
+        "outbox" lists the answers for Apple (outbox/): those waiting for txrecon
+        answer (new, queue), those set aside with the reason, those sent (kept 30
+        days), each with its transaction, environment and, for consumption
+        information, Apple's deadline.
         """
 
     static func run(_ arguments: Arguments) async -> Int32 {
         guard arguments.positional.count <= 1 else { Usage.fail("list: name one directory") }
         let which = arguments.positional.first ?? "queue"
+        if which == "outbox" { return listOutbox(arguments) }
         guard let directory = SpoolInspector.Listable(rawValue: which) else {
             Usage.fail("list: '\(which)' is not one of queue, hold, rejected, done")
         }
@@ -62,6 +69,24 @@ enum ListCommand: Command {
             printJSON(.array(objects))
         } else {
             for line in lines { printLine(line) }
+        }
+        return 0
+    }
+
+    private static func listOutbox(_ arguments: Arguments) -> Int32 {
+        guard let configuration = loadConfiguration(arguments) else { return ConfigurationError.exitStatus }
+        let outbox = Outbox(spool: configuration.spool.directory)
+        let rows: [Outbox.Row]
+        do {
+            rows = try outbox.rows()
+        } catch {
+            printError("txrecon: list: \(error); txrecon.service makes the outbox at start")
+            return 1
+        }
+        if arguments.has("--json") {
+            printJSON(.array(rows.map(Format.outboxJSON)))
+        } else {
+            for row in rows { printLine(Format.outboxLine(row)) }
         }
         return 0
     }

@@ -50,6 +50,9 @@ enum StatusCommand: Command {
                 members.append(("sweep", LastSweep.read(inspector.layout)?.json ?? .null))
                 members.append(("reconcile", LastReconcile.read(inspector.layout)?.json ?? .null))
                 members.append(("receiver", ReceiverStatus.read(inspector.layout).map(Format.receiverJSON) ?? .null))
+                let outbox = Outbox(spool: configuration.spool.directory).counts()
+                members.append(("outbox", .object([("waiting", .integer(outbox.waiting)), ("sent", .integer(outbox.sent)),
+                                                   ("setAside", .integer(outbox.setAside))])))
                 printJSON(.object(members))
             } else {
                 printLine("spool:    \(configuration.spool.directory)")
@@ -70,6 +73,11 @@ enum StatusCommand: Command {
                 }
                 if let receiver = ReceiverStatus.read(inspector.layout) {
                     printLine("receiver: \(Format.receiver(receiver, now: now))")
+                }
+                let outbox = Outbox(spool: configuration.spool.directory).counts()
+                if outbox != Outbox.Counts() {
+                    printLine("outbox:   \(outbox.waiting) waiting for txrecon answer, \(outbox.setAside) set aside, "
+                              + "\(outbox.sent) sent (txrecon list outbox)")
                 }
             }
             return 0

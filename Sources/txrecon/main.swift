@@ -16,7 +16,7 @@ let commands: [String: any Command.Type] = [
     "list": ListCommand.self, "show": ShowCommand.self, "release": ReleaseCommand.self,
     "retry": RetryCommand.self, "requeue-rejected": RequeueRejectedCommand.self,
     "check-config": CheckConfigCommand.self, "sweep": SweepCommand.self, "reconcile": ReconcileCommand.self,
-    "lookup": LookupCommand.self, "import": ImportCommand.self,
+    "lookup": LookupCommand.self, "import": ImportCommand.self, "answer": AnswerCommand.self,
     "receive": ReceiveCommand.self,
     "probe": ProbeCommand.self, "replay": ReplayCommand.self, "history": HistoryCommand.self,
 ]

@@ -36,6 +36,12 @@
 // signed afresh likewise. The scripted faults and refuseCredentials apply
 // to all of them, and one status or history request can be held until the
 // test releases it.
+//
+// For `txrecon answer`: Send Consumption Information v2 (PUT
+// /inApps/v2/transactions/consumption/{id}, a ConsumptionRequest body,
+// 202) and Finish Transaction (POST /inApps/v1/transactions/{id}/finish,
+// 200), each recorded in `answers` with the time it arrived; the scripted
+// faults apply, `.refused` among them.
 import Dispatch
 import Foundation
 import Synchronization
@@ -71,6 +77,22 @@ package final class MockAppStoreServerAPI: Sendable {
         /// 200 with this body: what a wrong BaseURL=, a captive proxy or a
         /// changed API would answer.
         case success(body: String)
+        /// This status (4xx) with Apple's errorCode.
+        case refused(Int, errorCode: Int64)
+        /// No answer at all, until the client goes away.
+        case hang
+    }
+
+    /// One answer `txrecon answer` sent, as taken.
+    package struct Answer: Sendable {
+        /// `consumption` or `finish`.
+        package var kind: String
+        package var transactionId: String
+        package var body: [UInt8]
+        /// The test's clock when it arrived, ms since 1970.
+        package var at: Int64
+        /// The status answered.
+        package var status: Int
     }
 
     /// One history request as served.
@@ -148,6 +170,8 @@ package final class MockAppStoreServerAPI: Sendable {
         var revisions: [String: (id: String, offset: Int)] = [:]
         /// Every history request: the id and the revision it carried.
         var historyRequests: [(id: String, revision: String?)] = []
+        /// Every consumption or finish request, in arrival order.
+        var answers: [Answer] = []
     }
 
     package let identity: Identity
@@ -289,7 +313,18 @@ package final class MockAppStoreServerAPI: Sendable {
     /// Every history request, in arrival order.
     package var served: [Served] { state.withLock { $0.served } }
 
+    /// Every consumption or finish request, in arrival order.
+    package var answers: [Answer] { state.withLock { $0.answers } }
+
     private func answer(_ request: LoopbackHTTPServer.Request) -> LoopbackHTTPServer.Reply {
+        let consumption = "/inApps/v2/transactions/consumption/"
+        if request.path.hasPrefix(consumption) {
+            return answerOutbox(request, kind: "consumption", id: String(request.path.dropFirst(consumption.count)))
+        }
+        if request.path.hasPrefix("/inApps/v1/transactions/"), request.path.hasSuffix("/finish") {
+            let id = request.path.dropFirst("/inApps/v1/transactions/".count).dropLast("/finish".count)
+            return answerOutbox(request, kind: "finish", id: String(id))
+        }
         for (prefix, kind) in [("/inApps/v1/lookup/", "lookup"), ("/inApps/v1/transactions/", "transaction"),
                                ("/inApps/v2/history/", "history")] where request.path.hasPrefix(prefix) {
             return answerTransactions(request, kind: kind, target: String(request.path.dropFirst(prefix.count)))
@@ -350,6 +385,8 @@ package final class MockAppStoreServerAPI: Sendable {
                 case .retryableError: return error(500, 5_000_001)
                 case .expiredToken: return error(400, 4_000_017)
                 case .success(let body): return .status(200, headers: [("Content-Type", "application/json")], body: body)
+                case let .refused(status, code): return error(status, code)
+                case .hang: return .hang
                 }
             }
             var offset = 0
@@ -562,6 +599,28 @@ package final class MockAppStoreServerAPI: Sendable {
     /// For the endpoints besides the history: 401 while refusing
     /// everything, else the next scripted fault that needs no pagination
     /// token, played once; nil to answer normally.
+    /// Send Consumption Information (PUT, a ConsumptionRequest, 202) or
+    /// Finish Transaction (POST, 200).
+    private func answerOutbox(_ request: LoopbackHTTPServer.Request, kind: String,
+                              id: String) -> LoopbackHTTPServer.Reply {
+        let method = kind == "consumption" ? "PUT" : "POST"
+        guard request.method == method else { return problem("method \(request.method) for \(kind)", 405) }
+        if let trouble = checkToken(request.header("Authorization")) { return problem(trouble, 401) }
+        if kind == "consumption" {
+            guard let body = try? JSONValue.parse(request.body), body["customerConsented"]?.boolValue != nil,
+                  body["deliveryStatus"]?.stringValue != nil else {
+                return problem("consumption body \(request.bodyText) is not a ConsumptionRequest", 400)
+            }
+        }
+        return state.withLock { state -> LoopbackHTTPServer.Reply in
+            let reply = Self.refusalOrFault(&state) ?? .status(kind == "consumption" ? 202 : 200)
+            var status = 0
+            if case let .respond(code, _, _) = reply { status = code }
+            state.answers.append(Answer(kind: kind, transactionId: id, body: request.body, at: now(), status: status))
+            return reply
+        }
+    }
+
     private static func refusalOrFault(_ state: inout State) -> LoopbackHTTPServer.Reply? {
         if state.refuseEverything { return error(401, nil) }
         guard let fault = state.faults.first, !needsToken(fault) else { return nil }
@@ -572,6 +631,8 @@ package final class MockAppStoreServerAPI: Sendable {
         case .retryableError: return error(500, 5_000_001)
         case .expiredToken: return error(400, 4_000_017)
         case .success(let body): return .status(200, headers: [("Content-Type", "application/json")], body: body)
+        case let .refused(status, code): return error(status, code)
+        case .hang: return .hang
         }
     }
 

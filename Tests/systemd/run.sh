@@ -214,6 +214,7 @@ service_part() {
   configuration_error_checks
   sweep_checks
   reconcile_checks
+  answer_checks
   catalog_checks
   stop_checks
   stop_container
@@ -266,6 +267,7 @@ has_entry() {
 static_checks() {
   local name unit score
   for name in "$UNIT" txrecon-sweep.service txrecon-sweep.timer txrecon-reconcile.service txrecon-reconcile.timer \
+              txrecon-answer.service txrecon-answer.path txrecon-answer.timer \
               txrecon-receive.service txrecon-receive.socket; do
     unit=/usr/lib/systemd/system/$name
     if in_ct systemd-analyze verify "$unit" > "$WORK/verify-$name.txt" 2>&1 && [ ! -s "$WORK/verify-$name.txt" ]; then
@@ -558,8 +560,25 @@ reconcile_checks() {
   check "txrecon status shows the last reconcile" listed_status 'reconcile: .*completed'
 }
 
+# One run of txrecon-answer.service under its hardened unit, with the
+# credential's key and only outbox/ writable: an empty outbox is a run that
+# sends nothing and succeeds.
+answer_checks() {
+  local unit=txrecon-answer.service
+  check "the outbox exists for the answer's unit (tmpfiles, and the daemon at start)" \
+    in_ct test -d /var/spool/txrecon/outbox/new
+  if in_ct systemctl start "$unit"; then
+    pass "systemctl start $unit: the run ended"
+  else in_ct journalctl -u "$unit" --no-pager -n 20 | sed 's/^/    /'; fail "systemctl start $unit"; fi
+  check "the answer's run succeeded under its unit (result $(prop Result "$unit"), exit status $(prop ExecMainStatus "$unit"))" \
+    test "$(prop Result "$unit")/$(prop ExecMainStatus "$unit")" = success/0
+  check "journal: the run's entry (MESSAGE_ID answerFinished, nothing waiting)" \
+    answer_journal_has MESSAGE_ID="$(message_id answerFinished)" TXRECON_WAITING=0
+}
+
 sweep_journal_has() { in_ct journalctl -u txrecon-sweep.service -o json "$@" | contains .; }
 reconcile_journal_has() { in_ct journalctl -u txrecon-reconcile.service -o json "$@" | contains .; }
+answer_journal_has() { in_ct journalctl -u txrecon-answer.service -o json "$@" | contains .; }
 listed_status() { in_ct txrecon status | contains "$1"; }
 
 # Every MESSAGE_ID the daemon and the sweep logged has its catalog text under journalctl -x.
@@ -640,6 +659,8 @@ package_part() {
     test "$(prop UnitFileState txrecon-sweep.timer)" = disabled
   check "postinst: txrecon-reconcile.timer installed, not enabled (it needs [Sweep] first)" \
     test "$(prop UnitFileState txrecon-reconcile.timer)" = disabled
+  check "postinst: txrecon-answer.path installed, not enabled (it needs [Sweep] first)" \
+    test "$(prop UnitFileState txrecon-answer.path)" = disabled
   check "postinst: txrecon-receive.socket installed, not enabled (not every host receives over HTTP)" \
     test "$(prop UnitFileState txrecon-receive.socket)" = disabled
   check "postinst: service started and running" wait_until 10 state_is active/running

@@ -76,6 +76,12 @@ final class AppleAPISession {
     /// what the next run does if this one gives up. Throws only what ends
     /// the run (401, Apple or the network failing on and on).
     func ask<Value>(_ request: () -> APIAnswer<Value>, what: String, resume: String) throws(SweepStop) -> Asked<Value> {
+        try Self.ask(request, limiter: limiter, clock: clock, what: what, resume: resume)
+    }
+
+    /// `ask` paced by `limiter`: also what `txrecon answer` sends its entries with.
+    static func ask<Value>(_ request: () -> APIAnswer<Value>, limiter: RateLimiter, clock: any SweepClock,
+                           what: String, resume: String) throws(SweepStop) -> Asked<Value> {
         while true {
             limiter.awaitTurn()
             let answer = request()

@@ -43,9 +43,17 @@ enum CurlEasy {
 
     /// Performs the POST of `body` with `headers` (a list in the caller's
     /// storage, see CurlHeaderList), on the calling thread; blocks until
-    /// curl is done.
+    /// curl is done. `method` (`PUT`) sends the body with another method.
     static func post(_ handle: UnsafeMutableRawPointer, body: [UInt8],
-                     headers: UnsafeMutablePointer<curl_slist>?) -> CURLcode {
+                     headers: UnsafeMutablePointer<curl_slist>?, method: String? = nil) -> CURLcode {
+        guard let method else { return send(handle, body: body, headers: headers) }
+        _ = txr_curl_setopt_string(handle, CURLOPT_CUSTOMREQUEST, method)
+        defer { _ = txr_curl_setopt_string(handle, CURLOPT_CUSTOMREQUEST, nil) }
+        return send(handle, body: body, headers: headers)
+    }
+
+    private static func send(_ handle: UnsafeMutableRawPointer, body: [UInt8],
+                             headers: UnsafeMutablePointer<curl_slist>?) -> CURLcode {
         body.withUnsafeBytes { bytes -> CURLcode in
             // POSTFIELDS with a null pointer would make curl read the body
             // from stdin, so an empty body points at a static empty string.

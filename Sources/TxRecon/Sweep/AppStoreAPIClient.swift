@@ -64,6 +64,7 @@ package final class AppStoreAPIClient {
     static let lookupPath = "/inApps/v1/lookup"
     static let transactionsPath = "/inApps/v1/transactions"
     static let historyV2Path = "/inApps/v2/history"
+    static let consumptionPath = "/inApps/v2/transactions/consumption"
     /// The whole exchange, connect included: 60 s.
     static let timeoutMilliseconds = 60_000
     /// Opening the connection: 10 s.
@@ -180,6 +181,23 @@ package final class AppStoreAPIClient {
         }
     }
 
+    /// Send Consumption Information (v2, `PUT …/consumption/{id}`, 202) or
+    /// Finish Transaction (`POST …/transactions/{id}/finish`) for `entry`:
+    /// answered once Apple took it (any 2xx).
+    func send(_ entry: OutboxEntry) -> APIAnswer<[UInt8]> {
+        guard let escaped = escape(entry.transactionId) else { return .unreachable("out of memory") }
+        switch entry.kind {
+        case .consumption:
+            var body: [UInt8] = []
+            entry.consumptionInformation?.write(to: &body)
+            return exchange(baseURL + Self.consumptionPath + "/" + escaped, post: body, method: "PUT",
+                            accepting: 200...299)
+        case .finish:
+            return exchange(baseURL + Self.transactionsPath + "/" + escaped + "/finish", post: [],
+                            accepting: 200...299)
+        }
+    }
+
     /// Request a Test Notification: Apple sends a TEST notification to the
     /// environment's notification URL; its token follows it.
     func requestTestNotification() -> APIAnswer<String> {
@@ -199,9 +217,11 @@ package final class AppStoreAPIClient {
         }
     }
 
-    /// One request to `url` (a POST of `post`, or a GET when nil) with a
-    /// fresh token; the body of a 200, or what else came back.
-    private func exchange(_ url: String, post body: [UInt8]?) -> APIAnswer<[UInt8]> {
+    /// One request to `url` (a POST of `post`, or `method` with it as the
+    /// body, or a GET when nil) with a fresh token; the body of an answer
+    /// whose status is `accepting` (200), or what else came back.
+    private func exchange(_ url: String, post body: [UInt8]?, method: String? = nil,
+                          accepting: ClosedRange<Int> = 200...200) -> APIAnswer<[UInt8]> {
         guard let token = tokens.token(nowMilliseconds: clock.wallMilliseconds) else {
             return .unreachable("OpenSSL could not sign the request token")
         }
@@ -213,7 +233,8 @@ package final class AppStoreAPIClient {
         let code: CURLcode
         do {
             code = try headers.withList(fields) { list in
-                body.map { CurlEasy.post(handle, body: $0, headers: list) } ?? CurlEasy.get(handle, headers: list)
+                body.map { CurlEasy.post(handle, body: $0, headers: list, method: method) }
+                    ?? CurlEasy.get(handle, headers: list)
             }
         } catch {
             return .unreachable("the request header \(error.name) holds a line break")
@@ -228,7 +249,7 @@ package final class AppStoreAPIClient {
         }
         var status = 0
         _ = txr_curl_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &status)
-        guard status == 200 else {
+        guard accepting.contains(status) else {
             return .refused(AppStoreAPIError(status: status, body: response.bodyPrefix, retryAfter: response.retryAfter,
                                              redactor: Self.redactor(for: token)))
         }

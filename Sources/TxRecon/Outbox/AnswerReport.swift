@@ -1,0 +1,55 @@
+// AnswerReport: what one run of `txrecon answer` did: entries sent, set
+// aside (each also logged on its own), left waiting, and why the run
+// stopped if it did; its one log entry, its exit status and its metrics
+// file `txrecon-answer.prom` (when [Metrics] TextfileDirectory= is set).
+// Pure.
+
+package struct AnswerReport: Sendable {
+    var sent = 0
+    var setAside = 0
+    /// Entries in outbox/new/ and queue/ when the run ended.
+    var waiting = 0
+    /// What the outbox holds at the end, for the metrics.
+    var counts = Outbox.Counts()
+    var stop: SweepStop?
+    var finishedAt: Int64 = 0
+
+    /// 0 when nothing is left waiting; 78, 75 or 1 with `stop`; 75 when
+    /// entries wait for the next run.
+    var exitStatus: Int32 {
+        if let stop { return stop.exitStatus }
+        return waiting > 0 ? 75 : 0
+    }
+
+    var logEntry: LogEntry {
+        var message = "answer: \(sent) sent, \(setAside) set aside, \(waiting) waiting"
+        if let stop { message += "; stopped: \(stop.reason)" }
+        let priority: LogPriority = switch stop?.kind {
+        case nil: waiting > 0 ? .warning : .info
+        case .temporary?: .warning
+        case .configuration?, .failed?: .error
+        }
+        return LogEntry(priority, message, messageID: MessageID.answerFinished, fields: [
+            ("TXRECON_SENT", String(sent)), ("TXRECON_SET_ASIDE", String(setAside)),
+            ("TXRECON_WAITING", String(waiting)),
+        ] + (stop.map { [("TXRECON_REASON", $0.reason), ("TXRECON_STOP", $0.kind.rawValue)] } ?? []))
+    }
+
+    /// `txrecon-answer.prom`: the outbox as the last run left it.
+    var metrics: String {
+        var text = PrometheusText()
+        text.family("txrecon_answer_last_run_timestamp_seconds", .gauge,
+                    help: "When the last txrecon answer run ended (UNIX seconds).")
+        text.sample("txrecon_answer_last_run_timestamp_seconds", PrometheusText.integer(finishedAt / 1000))
+        text.family("txrecon_answer_last_run_success", .gauge,
+                    help: "1 when the last txrecon answer run left nothing waiting and did not stop early.")
+        text.sample("txrecon_answer_last_run_success", exitStatus == 0 ? "1" : "0")
+        text.family("txrecon_outbox_entries", .gauge,
+                    help: "Answers for Apple in the outbox when the last txrecon answer run ended: waiting (new/ "
+                        + "and queue/), sent (kept 30 days in sent/), set aside (aside/).")
+        text.sample("txrecon_outbox_entries", labels: ["state": "waiting"], PrometheusText.integer(counts.waiting))
+        text.sample("txrecon_outbox_entries", labels: ["state": "sent"], PrometheusText.integer(counts.sent))
+        text.sample("txrecon_outbox_entries", labels: ["state": "set-aside"], PrometheusText.integer(counts.setAside))
+        return text.text
+    }
+}

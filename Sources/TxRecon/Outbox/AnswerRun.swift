@@ -1,0 +1,228 @@
+// AnswerRun: `txrecon answer`: send the outbox to Apple, once. Reads the
+// configuration and the In-App Purchase key ([Sweep], as the sweep does:
+// the daemon never holds the key), locks outbox/lock, takes what the daemon
+// wrote into outbox/new/ into outbox/queue/, and sends each entry to the App
+// Store Server API of its own environment (App Review's sandbox requests to
+// the sandbox, with the same key), paced and retried as the sweep is
+// (RateLimiter: Apple's Retry-After, backoff with jitter, each within a
+// budget). Then:
+//
+//   2xx                         -> outbox/sent/ (kept 30 days)
+//   400, 403, 404, Apple does   -> outbox/aside/ with the reason, an error
+//   not know the transaction       entry of its own (answerSetAside)
+//   a consumption entry past its 12 hours, or whose customerConsented is
+//   not true (Apple refuses that)  -> aside/, never sent
+//   401                         -> stop, exit 78 (what is left stays queued)
+//   Apple or the network failing beyond the budgets -> stop, exit 75
+//
+// An entry reaches Apple once when nothing crashes: it moves to sent/ right
+// after Apple took it; a kill in between sends it again (at most one
+// duplicate; both calls are idempotent at Apple). Runs on its own thread;
+// one log entry per entry sent or set aside and one per run.
+import Glibc
+
+package enum AnswerRun {
+    package static func run(configurationPath: String, environment: [String: String]) async -> Int32 {
+        let log = LogSinks.standard(environment: environment)
+        ProcessHardening.disableCoreDumps()
+        do {
+            return try await DedicatedThread.run(name: "txrecon-answer") {
+                let report = perform(configurationPath: configurationPath, environment: environment,
+                                     clock: SystemSweepClock(), log: log)
+                log.write(report.logEntry)
+                return report.exitStatus
+            }
+        } catch {
+            var report = AnswerReport()
+            report.stop = SweepStop(kind: .failed, reason: error.description)
+            log.write(report.logEntry)
+            return report.exitStatus
+        }
+    }
+
+    static func perform(configurationPath: String, environment: [String: String], clock: any SweepClock,
+                        log: any LogSink) -> AnswerReport {
+        var report = AnswerReport()
+        let configuration: Configuration
+        let tokens: APITokenIssuer
+        do {
+            configuration = try ConfigurationLoader.load(path: configurationPath)
+            tokens = try SweepCredentials.load(for: configuration, environment: environment)
+        } catch {
+            report.stop = SweepStop(kind: .configuration, reason: error.description)
+            return report
+        }
+        let outbox = Outbox(spool: configuration.spool.directory)
+        defer { writeMetrics(&report, outbox: outbox, configuration: configuration, clock: clock, log: log) }
+        guard !SystemCall.isMissing(outbox.new) else {
+            report.stop = SweepStop(kind: .failed, reason: "\(outbox.new) does not exist: txrecon.service makes the "
+                + "outbox; start it once with this release")
+            return report
+        }
+        let lock: Int32
+        do {
+            lock = try LockFile.acquire(outbox.root + "/lock")
+        } catch where error.code == EWOULDBLOCK {
+            report.stop = SweepStop(kind: .temporary, reason: "another txrecon answer is sending the outbox")
+            return report
+        } catch {
+            report.stop = SweepStop(kind: .failed, reason: "cannot lock the outbox: \(error)")
+            return report
+        }
+        defer { close(lock) }
+        var sender = AnswerSender(configuration: configuration, tokens: tokens, outbox: outbox, clock: clock, log: log)
+        do throws(SweepStop) {
+            for name in try Self.take(outbox) {
+                try sender.send(name, report: &report)
+            }
+        } catch {
+            report.stop = error
+        }
+        prune(outbox.sent, olderThan: clock.wallMilliseconds - Outbox.sentRetention.milliseconds, log: log)
+        return report
+    }
+
+    /// Moves what the daemon wrote into queue/; returns what queue/ holds.
+    private static func take(_ outbox: Outbox) throws(SweepStop) -> [String] {
+        do {
+            for name in try outbox.entries(in: outbox.new) {
+                try outbox.move(name, from: outbox.new, to: outbox.queue)
+            }
+            return try outbox.entries(in: outbox.queue)
+        } catch {
+            throw SweepStop(kind: .failed, reason: "cannot take the entries of \(outbox.new): \(error)")
+        }
+    }
+
+    /// Counts what is left, and writes `txrecon-answer.prom`.
+    private static func writeMetrics(_ report: inout AnswerReport, outbox: Outbox, configuration: Configuration,
+                                     clock: any SweepClock, log: any LogSink) {
+        report.counts = outbox.counts()
+        report.waiting = report.counts.waiting
+        report.finishedAt = clock.wallMilliseconds
+        guard let directory = configuration.metrics.textfileDirectory else { return }
+        let path = directory + "/txrecon-answer.prom"
+        do {
+            try SystemCall.replaceFile(path, Array(report.metrics.utf8), temporaryName: path + ".tmp",
+                                       sync: false, mode: 0o644)
+        } catch {
+            log.write(LogEntry(.warning, "cannot write the metrics file \(path): \(error)"))
+        }
+    }
+
+    /// Removes the entries of `directory` last changed before `limit` (ms since 1970).
+    private static func prune(_ directory: String, olderThan limit: Int64, log: any LogSink) {
+        guard let names = try? SystemCall.listDirectory(directory) else { return }
+        for name in names {
+            guard let info = try? SystemCall.linkStatus(directory + "/" + name),
+                  Int64(info.st_mtim.tv_sec) * 1000 < limit else { continue }
+            do {
+                try SystemCall.unlinkIfPresent(directory + "/" + name)
+            } catch {
+                log.write(LogEntry(.warning, "cannot remove \(directory)/\(name), sent more than 30 days ago: \(error)"))
+            }
+        }
+    }
+}
+
+/// Sends one entry after another: a client per environment, one pace.
+struct AnswerSender {
+    private let configuration: Configuration
+    private let tokens: APITokenIssuer
+    private let outbox: Outbox
+    private let clock: any SweepClock
+    private let log: any LogSink
+    private let limiter: RateLimiter
+    private var clients: [AppStoreEnvironment: AppStoreAPIClient] = [:]
+
+    init(configuration: Configuration, tokens: APITokenIssuer, outbox: Outbox, clock: any SweepClock,
+         log: any LogSink) {
+        self.configuration = configuration
+        self.tokens = tokens
+        self.outbox = outbox
+        self.clock = clock
+        self.log = log
+        limiter = RateLimiter(maxRequestsPerSecond: configuration.sweep.maxRequestsPerSecond, clock: clock)
+    }
+
+    /// The API an entry of `environment` goes to: `BaseURL=` when set (a
+    /// stand-in, a proxy: every entry goes there), else Apple's server of
+    /// that environment.
+    static func baseURL(for environment: AppStoreEnvironment, settings: SweepSettings) -> String {
+        settings.baseURL ?? environment.defaultBaseURL
+    }
+
+    /// Sends queue/`name`, or sets it aside; throws what ends the run.
+    mutating func send(_ name: String, report: inout AnswerReport) throws(SweepStop) {
+        let entry: OutboxEntry
+        do {
+            entry = try OutboxEntry(json: try outbox.read(name, in: outbox.queue))
+        } catch let error as OutboxEntryError {
+            return try setAside(name, because: "not an outbox entry: \(error)", report: &report)
+        } catch {
+            throw SweepStop(kind: .failed, reason: "cannot read \(outbox.queue)/\(name): \(error)")
+        }
+        if let refusal = Self.refusalBeforeSending(entry, now: clock.wallMilliseconds) {
+            return try setAside(name, because: refusal, report: &report)
+        }
+        let client = try self.client(for: entry.environment)
+        let asked = try AppleAPISession.ask({ client.send(entry) }, limiter: limiter, clock: clock,
+                                            what: "an acceptance",
+                                            resume: "the next run sends what is left in \(outbox.queue)")
+        switch asked {
+        case .answer:
+            do {
+                try outbox.move(name, from: outbox.queue, to: outbox.sent)
+            } catch {
+                throw SweepStop(kind: .failed, reason: "Apple took \(name), but it could not be moved to "
+                    + "\(outbox.sent): \(error); the next run sends it again")
+            }
+            report.sent += 1
+            log.write(LogEntry(.info, "answer: \(name) sent to Apple (\(entry.environment.rawValue))",
+                               fields: [("TXRECON_OUTBOX_ENTRY", name), ("TXRECON_ID", entry.transactionId)]))
+        case .unknown:
+            try setAside(name, because: "Apple does not know transaction \(entry.transactionId) in "
+                         + entry.environment.rawValue, report: &report)
+        case .failed(let why):
+            try setAside(name, because: why, report: &report)
+        }
+    }
+
+    /// Why `entry` is not sent at all, or nil: Apple would refuse it.
+    static func refusalBeforeSending(_ entry: OutboxEntry, now: Int64) -> String? {
+        guard entry.kind == .consumption else { return nil }
+        if let deadline = entry.deadline, now > deadline {
+            return "too late: Apple weighs consumption information only until "
+                + "\(Timestamp.rfc3339(milliseconds: deadline)), 12 hours after the request"
+        }
+        if entry.consumptionInformation?["customerConsented"]?.boolValue != true {
+            return "customerConsented is not true in the backend's consumptionInformation, and Apple refuses "
+                + "consumption information without the customer's consent (HTTP 400)"
+        }
+        return nil
+    }
+
+    private mutating func client(for environment: AppStoreEnvironment) throws(SweepStop) -> AppStoreAPIClient {
+        if let client = clients[environment] { return client }
+        do {
+            let client = try AppStoreAPIClient(baseURL: Self.baseURL(for: environment, settings: configuration.sweep),
+                                               tokens: tokens, clock: clock)
+            clients[environment] = client
+            return client
+        } catch {
+            throw SweepStop(kind: .failed, reason: error.description)
+        }
+    }
+
+    private func setAside(_ name: String, because reason: String, report: inout AnswerReport) throws(SweepStop) {
+        do {
+            try outbox.setAside(name, from: outbox.queue, reason: reason, at: clock.wallMilliseconds)
+        } catch {
+            throw SweepStop(kind: .failed, reason: "cannot set \(name) aside (\(reason)): \(error)")
+        }
+        report.setAside += 1
+        log.write(LogEntry(.error, "answer: \(name) set aside in \(outbox.aside): \(reason); it is not sent again",
+                           messageID: MessageID.answerSetAside,
+                           fields: [("TXRECON_OUTBOX_ENTRY", name), ("TXRECON_REASON", reason)]))
+    }
+}
