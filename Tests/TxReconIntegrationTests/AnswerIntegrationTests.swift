@@ -17,27 +17,24 @@ import Testing
 import TxReconTestSupport
 
 final class AnswerFixture {
-    let api: MockAppStoreServerAPI
-    let daemon: DaemonFixture
+    private let base: ReconcileFixture
+    var api: MockAppStoreServerAPI { base.api }
+    var daemon: DaemonFixture { base.daemon }
     var outbox: Outbox { Outbox(spool: daemon.layout.root) }
 
     init(outbox: String = "FinishTransactions=yes") throws {
-        let key = TestSigningKey()
-        api = try MockAppStoreServerAPI(identity: MockAppStoreServerAPI.Identity(key: key), entries: [],
-                                        now: { WallTime.nowMilliseconds })
-        daemon = try DaemonFixture()
-        let keyPath = daemon.directory.write(key.pkcs8PEM, to: "appstore-key.p8", mode: 0o600)
-        _ = daemon.directory.write("", to: "metrics/.keep")
-        try daemon.writeConfig(api.sweepSection(privateKeyFile: keyPath) + "\nMaxRequestsPerSecond=50\n[Outbox]\n"
-                               + outbox + "\n[Metrics]\nTextfileDirectory=\(daemon.directory.path)/metrics",
-                               verification: """
-                                   [Verification]
-                                   BundleID=\(ReconcileFixture.bundleID)
-                                   Environment=Sandbox
-                                   RootCertificateFile=\(TestPKI.path("root"))
-                                   ReceiptRootCertificateFile=\(TestReceipt.path("root"))
-                                   """)
-        try daemon.layout.createMissingDirectories()
+        base = try ReconcileFixture(extraConfig: "[Outbox]\n" + outbox)
+    }
+
+    /// A CONSUMPTION_REQUEST for transaction `id`, signed inside the test
+    /// PKI's validity (500 ms after the transaction), as Apple posts it.
+    static func consumptionRequest(_ id: String) -> String {
+        let transaction = TestPKI.sign(payload: TestJWS.transactionPayload(transactionId: id,
+                                                                           signedDate: TestPKI.insideLeafValidity))
+        let request = TestPKI.sign(payload: TestJWS.notificationPayload(
+            notificationType: "CONSUMPTION_REQUEST", signedDate: TestPKI.insideLeafValidity + 500,
+            signedTransactionInfo: transaction))
+        return String(decoding: TestDrop.notificationBody(request), as: UTF8.self)
     }
 
     static let information: JSONValue = .object([
@@ -77,12 +74,7 @@ struct AnswerIntegrationTests {
                 ? .status(200, headers: [("Content-Type", "application/json")], body: answer) : .status(200)
         }
         try await fixture.daemon.start()
-        let transaction = TestPKI.sign(payload: TestJWS.transactionPayload(transactionId: "5100",
-                                                                           signedDate: TestPKI.insideLeafValidity))
-        let request = TestPKI.sign(payload: TestJWS.notificationPayload(
-            notificationType: "CONSUMPTION_REQUEST", signedDate: TestPKI.insideLeafValidity + 500,
-            signedTransactionInfo: transaction))
-        try fixture.daemon.drop(String(decoding: TestDrop.notificationBody(request), as: UTF8.self))
+        try fixture.daemon.drop(AnswerFixture.consumptionRequest("5100"))
         let name = "consumption.Sandbox.5100.\(TestPKI.insideLeafValidity + 500).json"
         #expect(await fixture.daemon.eventually { fixture.daemon.doneItems() == ["5100"] })
         #expect(fixture.names("new") == [name], "written before the item was finished")
@@ -194,12 +186,7 @@ struct AnswerIntegrationTests {
             .status(200, headers: [("Content-Type", "application/json")], body: answer)
         }
         let first = try await fixture.daemon.start()
-        let transaction = TestPKI.sign(payload: TestJWS.transactionPayload(transactionId: "5700",
-                                                                           signedDate: TestPKI.insideLeafValidity))
-        let request = TestPKI.sign(payload: TestJWS.notificationPayload(
-            notificationType: "CONSUMPTION_REQUEST", signedDate: TestPKI.insideLeafValidity + 500,
-            signedTransactionInfo: transaction))
-        try fixture.daemon.drop(String(decoding: TestDrop.notificationBody(request), as: UTF8.self))
+        try fixture.daemon.drop(AnswerFixture.consumptionRequest("5700"))
         // SIGKILL the moment the entry is in new/: between the backend's 2xx
         // and the item's move into done/, or just after it.
         #expect(await fixture.daemon.eventually(timeout: .seconds(20)) { !fixture.names("new").isEmpty })

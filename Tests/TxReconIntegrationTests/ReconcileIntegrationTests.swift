@@ -16,14 +16,16 @@ final class ReconcileFixture {
     let api: MockAppStoreServerAPI
     let daemon: DaemonFixture
 
-    init() throws {
+    /// `extraConfig`: sections added before [Metrics] (AnswerFixture's [Outbox]).
+    init(extraConfig: String = "") throws {
         let key = TestSigningKey()
         api = try MockAppStoreServerAPI(identity: MockAppStoreServerAPI.Identity(key: key), entries: [],
                                         now: { WallTime.nowMilliseconds })
         daemon = try DaemonFixture()
         let keyPath = daemon.directory.write(key.pkcs8PEM, to: "appstore-key.p8", mode: 0o600)
         _ = daemon.directory.write("", to: "metrics/.keep")
-        try daemon.writeConfig(api.sweepSection(privateKeyFile: keyPath) + "\nMaxRequestsPerSecond=50\n[Metrics]\n"
+        try daemon.writeConfig(api.sweepSection(privateKeyFile: keyPath) + "\nMaxRequestsPerSecond=50\n" + extraConfig
+                               + "\n[Metrics]\n"
                                + "TextfileDirectory=\(daemon.directory.path)/metrics",
                                verification: """
                                    [Verification]

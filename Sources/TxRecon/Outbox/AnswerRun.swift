@@ -100,14 +100,7 @@ package enum AnswerRun {
         report.counts = outbox.counts()
         report.waiting = report.counts.waiting
         report.finishedAt = clock.wallMilliseconds
-        guard let directory = configuration.metrics.textfileDirectory else { return }
-        let path = directory + "/txrecon-answer.prom"
-        do {
-            try SystemCall.replaceFile(path, Array(report.metrics.utf8), temporaryName: path + ".tmp",
-                                       sync: false, mode: 0o644)
-        } catch {
-            log.write(LogEntry(.warning, "cannot write the metrics file \(path): \(error)"))
-        }
+        OneshotMetricsFile.write(report.metrics, as: "txrecon-answer.prom", configuration: configuration, log: log)
     }
 
     /// Removes the entries of `directory` last changed before `limit` (ms since 1970).

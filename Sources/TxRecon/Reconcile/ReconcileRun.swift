@@ -71,15 +71,8 @@ package enum ReconcileRun {
         } catch {
             report.stop = SweepStop.noting("cannot record the result for txrecon status: \(error)", on: report.stop)
         }
-        if let directory = session.configuration.metrics.textfileDirectory {
-            let path = directory + "/txrecon-reconcile.prom"
-            do {
-                try SystemCall.replaceFile(path, Array(report.metrics.utf8), temporaryName: path + ".tmp",
-                                           sync: false, mode: 0o644)
-            } catch {
-                log.write(LogEntry(.warning, "cannot write the metrics file \(path): \(error)"))
-            }
-        }
+        OneshotMetricsFile.write(report.metrics, as: "txrecon-reconcile.prom", configuration: session.configuration,
+                                 log: log)
         return report
     }
 }
