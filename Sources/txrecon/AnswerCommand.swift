@@ -18,9 +18,10 @@ enum AnswerCommand: Command {
         within a budget, then exits.
 
         Writes one log entry per entry sent or set aside, and one per run. Exit status 0
-        when nothing is left waiting, 75 when entries wait for the next run (Apple or
-        the network kept failing, or another run is sending), 78 for a configuration
-        problem (including HTTP 401 from Apple), 1 otherwise.
+        when every entry taken was sent or set aside, 75 when entries wait in
+        outbox/queue/ for the next run (Apple or the network kept failing) or another
+        run is sending, 78 for a configuration problem (including HTTP 401 from Apple),
+        1 otherwise.
         """
 
     static func run(_ arguments: Arguments) async -> Int32 {

@@ -379,15 +379,9 @@ package final class MockAppStoreServerAPI: Sendable {
             if startDate < now() - historyLimit { return error(400, 4_000_012) }
             if let fault = state.faults.first, token != nil || !Self.needsToken(fault) {
                 state.faults.removeFirst()
-                switch fault {
-                case .rateLimited(let retryAfter): return error(429, 4_290_000, [("Retry-After", retryAfter)])
-                case .serverError(let status): return error(status, nil)
-                case .retryableError: return error(500, 5_000_001)
-                case .expiredToken: return error(400, 4_000_017)
-                case .success(let body): return .status(200, headers: [("Content-Type", "application/json")], body: body)
-                case let .refused(status, code): return error(status, code)
-                case .hang: return .hang
-                }
+                let reply = Self.reply(to: fault)
+                if case let .respond(status, _, _) = reply { served.status = status }
+                return reply
             }
             var offset = 0
             if let token {
@@ -625,6 +619,11 @@ package final class MockAppStoreServerAPI: Sendable {
         if state.refuseEverything { return error(401, nil) }
         guard let fault = state.faults.first, !needsToken(fault) else { return nil }
         state.faults.removeFirst()
+        return reply(to: fault)
+    }
+
+    /// What `fault` answers.
+    private static func reply(to fault: Fault) -> LoopbackHTTPServer.Reply {
         switch fault {
         case .rateLimited(let retryAfter): return error(429, 4_290_000, [("Retry-After", retryAfter)])
         case .serverError(let status): return error(status, nil)

@@ -7,25 +7,24 @@
 package struct AnswerReport: Sendable {
     var sent = 0
     var setAside = 0
-    /// Entries in outbox/new/ and queue/ when the run ended.
+    /// Entries in outbox/new/ and queue/ when the run ended: those a stop
+    /// left, and those written while it ran (txrecon-answer.path starts
+    /// the next run for them).
     var waiting = 0
     /// What the outbox holds at the end, for the metrics.
     var counts = Outbox.Counts()
     var stop: SweepStop?
     var finishedAt: Int64 = 0
 
-    /// 0 when nothing is left waiting; 78, 75 or 1 with `stop`; 75 when
-    /// entries wait for the next run.
-    var exitStatus: Int32 {
-        if let stop { return stop.exitStatus }
-        return waiting > 0 ? 75 : 0
-    }
+    /// 0 when every entry the run took was sent or set aside; 78, 75 or 1
+    /// with `stop` (what it left waits in queue/).
+    var exitStatus: Int32 { stop?.exitStatus ?? 0 }
 
     var logEntry: LogEntry {
         var message = "answer: \(sent) sent, \(setAside) set aside, \(waiting) waiting"
         if let stop { message += "; stopped: \(stop.reason)" }
         let priority: LogPriority = switch stop?.kind {
-        case nil: waiting > 0 ? .warning : .info
+        case nil: .info
         case .temporary?: .warning
         case .configuration?, .failed?: .error
         }
@@ -42,7 +41,7 @@ package struct AnswerReport: Sendable {
                     help: "When the last txrecon answer run ended (UNIX seconds).")
         text.sample("txrecon_answer_last_run_timestamp_seconds", PrometheusText.integer(finishedAt / 1000))
         text.family("txrecon_answer_last_run_success", .gauge,
-                    help: "1 when the last txrecon answer run left nothing waiting and did not stop early.")
+                    help: "1 when the last txrecon answer run sent or set aside every entry it took.")
         text.sample("txrecon_answer_last_run_success", exitStatus == 0 ? "1" : "0")
         text.family("txrecon_outbox_entries", .gauge,
                     help: "Answers for Apple in the outbox when the last txrecon answer run ended: waiting (new/ "

@@ -98,6 +98,9 @@ package final class AnswerTaker: Sendable {
     /// marker could not be made durable.
     package func take(_ item: Item, confirmedBy destination: String, body: [UInt8], at now: Int64)
         throws(SpoolError) -> [OutboxNote] {
+        // Receipts and envelopes owe Apple nothing: no lock, no copy, on
+        // the path every delivery takes.
+        guard item.kind == .transaction || item.kind == .notification else { return [] }
         let settings = self.settings.withLock { $0 }
         var notes: [OutboxNote] = []
         if Self.isConsumptionRequest(item), destination == settings.answeringDestination,
