@@ -153,6 +153,7 @@ struct AnswerIntegrationTests {
         fixture.api.refuseCredentials()
         let denied = try await fixture.answer()
         #expect(denied.status == 78, "stderr: \(denied.stderr)")
+        #expect(denied.stderr.contains("answer: 0 sent, 0 set aside, 1 waiting"), "\(denied.stderr)")
         #expect(fixture.names("queue") == [kept], "kept for the next run")
     }
 

@@ -53,21 +53,33 @@ package enum AnswerRun {
             return report
         }
         let outbox = Outbox(spool: configuration.spool.directory)
-        defer { writeMetrics(&report, outbox: outbox, configuration: configuration, clock: clock, log: log) }
+        send(outbox, configuration: configuration, tokens: tokens, clock: clock, log: log, report: &report)
+        // Counted after the run, whichever way it ended (a `defer` would
+        // change the report only after it was returned).
+        report.counts = outbox.counts()
+        report.waiting = report.counts.waiting
+        report.finishedAt = clock.wallMilliseconds
+        OneshotMetricsFile.write(report.metrics, as: "txrecon-answer.prom", configuration: configuration, log: log)
+        return report
+    }
+
+    /// Locks the outbox and sends what it holds, into `report`.
+    private static func send(_ outbox: Outbox, configuration: Configuration, tokens: APITokenIssuer,
+                             clock: any SweepClock, log: any LogSink, report: inout AnswerReport) {
         guard !SystemCall.isMissing(outbox.new) else {
             report.stop = SweepStop(kind: .failed, reason: "\(outbox.new) does not exist: txrecon.service makes the "
                 + "outbox; start it once with this release")
-            return report
+            return
         }
         let lock: Int32
         do {
             lock = try LockFile.acquire(outbox.root + "/lock")
         } catch where error.code == EWOULDBLOCK {
             report.stop = SweepStop(kind: .temporary, reason: "another txrecon answer is sending the outbox")
-            return report
+            return
         } catch {
             report.stop = SweepStop(kind: .failed, reason: "cannot lock the outbox: \(error)")
-            return report
+            return
         }
         defer { close(lock) }
         var sender = AnswerSender(configuration: configuration, tokens: tokens, outbox: outbox, clock: clock, log: log)
@@ -79,7 +91,6 @@ package enum AnswerRun {
             report.stop = error
         }
         prune(outbox.sent, olderThan: clock.wallMilliseconds - Outbox.sentRetention.milliseconds, log: log)
-        return report
     }
 
     /// Moves what the daemon wrote into queue/; returns what queue/ holds.
@@ -92,15 +103,6 @@ package enum AnswerRun {
         } catch {
             throw SweepStop(kind: .failed, reason: "cannot take the entries of \(outbox.new): \(error)")
         }
-    }
-
-    /// Counts what is left, and writes `txrecon-answer.prom`.
-    private static func writeMetrics(_ report: inout AnswerReport, outbox: Outbox, configuration: Configuration,
-                                     clock: any SweepClock, log: any LogSink) {
-        report.counts = outbox.counts()
-        report.waiting = report.counts.waiting
-        report.finishedAt = clock.wallMilliseconds
-        OneshotMetricsFile.write(report.metrics, as: "txrecon-answer.prom", configuration: configuration, log: log)
     }
 
     /// Removes the entries of `directory` last changed before `limit` (ms since 1970).
