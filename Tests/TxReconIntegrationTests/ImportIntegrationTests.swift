@@ -26,6 +26,22 @@ struct ImportIntegrationTests {
     }
 
     /// Customer 7301: one transaction, no subscription.
+    /// Runs `txrecon import` of `input` until the stand-in holds the
+    /// request it was told to hold (`what` says which), then SIGKILLs it
+    /// and lets the request go.
+    static func killImport(of input: String, in fixture: ReconcileFixture, once what: Comment) async {
+        do {
+            let process = try DaemonProcess(["import", "--config", fixture.daemon.configPath, input],
+                                            stderrPath: fixture.daemon.directory.path + "/killed.err")
+            #expect(fixture.api.waitUntilHolding(timeout: .seconds(60)), what)
+            process.signal(SIGKILL)
+            #expect(await process.wait(timeout: .seconds(20)) != nil)
+        } catch {
+            Issue.record("txrecon import did not start: \(error)")
+        }
+        fixture.api.releaseHeldRequest()
+    }
+
     static func customer7301(_ fixture: ReconcileFixture) {
         fixture.api.setHistory(["7301"], transactions: [
             ReconcileFixture.transaction("4101", original: "4101", customer: "7301", expiresIn: -100 * 86_400_000),
@@ -95,12 +111,7 @@ struct ImportIntegrationTests {
         let input = fixture.daemon.directory.write("7300\n7301\n", to: "customers.txt")
         // Requests: 7300's status, its history's first page, its second page (held).
         fixture.api.holdStatusRequest(3)
-        let process = try DaemonProcess(["import", "--config", fixture.daemon.configPath, input],
-                                        stderrPath: fixture.daemon.directory.path + "/killed.err")
-        #expect(fixture.api.waitUntilHolding(timeout: .seconds(60)), "the second page was asked for")
-        process.signal(SIGKILL)
-        #expect(await process.wait(timeout: .seconds(20)) != nil)
-        fixture.api.releaseHeldRequest()
+        await Self.killImport(of: input, in: fixture, once: "the second page was asked for")
         #expect(try fixture.spooledTransactions() == ["4001", "4002"], "the first page, durable before the kill")
         let held = try #require(fixture.api.historyRequests.last?.revision)
         let status = try await fixture.daemon.cli(["status"])
@@ -141,12 +152,7 @@ struct ImportIntegrationTests {
         // Requests: 7300's status (forged: refused), 7301's status (unknown),
         // 7301's history (held, then the import is killed).
         fixture.api.holdStatusRequest(3)
-        let process = try DaemonProcess(["import", "--config", fixture.daemon.configPath, input],
-                                        stderrPath: fixture.daemon.directory.path + "/killed.err")
-        #expect(fixture.api.waitUntilHolding(timeout: .seconds(60)), "7301's history was asked for")
-        process.signal(SIGKILL)
-        #expect(await process.wait(timeout: .seconds(20)) != nil)
-        fixture.api.releaseHeldRequest()
+        await Self.killImport(of: input, in: fixture, once: "7301's history was asked for")
         let rerun = try await fixture.daemon.cli(["import", input])
         #expect(rerun.status == 1, "the refusal before the kill still counts: \(rerun.stderr)")
         #expect(rerun.stderr.contains("going on at \(input):2") && rerun.stderr.contains("1 answers refused"),

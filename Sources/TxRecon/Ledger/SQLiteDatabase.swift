@@ -102,6 +102,18 @@ package final class SQLiteDatabase {
         return statement.int64(0)
     }
 
+    /// The statement for `sql` from `statements`, reset for a new use, or
+    /// prepared once and kept there: for a connection's repeated statements.
+    func statement(_ sql: String, cachedIn statements: inout [String: Statement]) throws(LedgerError) -> Statement {
+        if let prepared = statements[sql] {
+            prepared.reset()
+            return prepared
+        }
+        let prepared = try prepare(sql)
+        statements[sql] = prepared
+        return prepared
+    }
+
     func prepare(_ sql: String) throws(LedgerError) -> Statement {
         var prepared: OpaquePointer?
         let result = sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &prepared, nil)

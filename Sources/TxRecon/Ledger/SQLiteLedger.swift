@@ -142,13 +142,7 @@ package final class SQLiteLedger: Ledger {
 
     /// The statement for `sql`, prepared once per connection.
     private func statement(_ sql: String) throws(LedgerError) -> SQLiteDatabase.Statement {
-        if let prepared = statements[sql] {
-            prepared.reset()
-            return prepared
-        }
-        let prepared = try database.prepare(sql)
-        statements[sql] = prepared
-        return prepared
+        try database.statement(sql, cachedIn: &statements)
     }
 
     private static let columnNames = [

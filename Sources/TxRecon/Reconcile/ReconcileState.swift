@@ -121,13 +121,7 @@ final class ReconcileStateDirectory: ReconcileStateStore {
     }
 
     private func statement(_ sql: String) throws(LedgerError) -> SQLiteDatabase.Statement {
-        if let prepared = statements[sql] {
-            prepared.reset()
-            return prepared
-        }
-        let prepared = try database.prepare(sql)
-        statements[sql] = prepared
-        return prepared
+        try database.statement(sql, cachedIn: &statements)
     }
 
     private func failure(_ error: LedgerError) -> SweepStop {
