@@ -7,7 +7,7 @@ enum CheckConfigCommand: Command {
         Usage: txrecon check-config [--config PATH]
 
         Reads the configuration file and its drop-ins, the destination files in
-        destinations/ beside it, and the secret and root certificate files they
+        destinations/ and the app files in apps/ beside it, and the secret and root certificate files they
         name (the sweep's key when PrivateKeyFile= names it), exactly as the
         daemon, txrecon receive and txrecon sweep do; prints the settings
         in force (never a secret), each trusted root's subject and SHA-256 fingerprint,
@@ -24,6 +24,7 @@ enum CheckConfigCommand: Command {
             let verification = try SignedDataPolicy.load(for: configuration)
             _ = try Receiver.uploadToken(for: configuration)
             try SweepCredentials.checkKeyFile(of: configuration)
+            for app in configuration.apps { try SweepCredentials.checkKeyFile(of: configuration.settings(for: app)) }
             var destinationSecrets: [BackendSecrets] = []
             for destination in configuration.destinations {
                 destinationSecrets.append(try BackendSecrets.load(for: destination, environment: ProcessEnvironment.current))
@@ -36,6 +37,9 @@ enum CheckConfigCommand: Command {
             printLine("  ledger: " + Self.ledger(configuration.spool.ledgerFile))
             var warnings = ConfigurationWarnings.daemon(configuration, secrets: secrets)
                 + ConfigurationWarnings.sweep(configuration.sweep)
+                + configuration.apps.filter { $0.name != App.mainName }.flatMap { app in
+                    ConfigurationWarnings.sweep(app.sweep).map { "\(app.path): " + $0 }
+                }
             for (destination, secrets) in zip(configuration.destinations, destinationSecrets) {
                 warnings += ConfigurationWarnings.destination(destination, secrets: secrets)
             }

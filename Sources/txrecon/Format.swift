@@ -89,10 +89,12 @@ enum Format {
     }
 
     /// `txrecon show`'s lines, each printed as one line (escaped by printLine).
-    static func report(_ report: SpoolInspector.Report) -> [String] {
+    /// `apps` names the item's app.
+    static func report(_ report: SpoolInspector.Report, apps: AppDirectory) -> [String] {
         var lines = ["key:        \(report.key)", "location:   \(report.location.rawValue)/ (\(report.path))"]
         if let item = report.item {
             lines.append("kind:       \(item.kind.rawValue)")
+            if let app = apps.name(of: item) { lines.append("app:        \(app)") }
             lines.append("version:    \(item.version)")
             let fields = item.fields
             let pairs: [(String, String?)] = [

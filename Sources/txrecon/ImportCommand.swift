@@ -3,10 +3,10 @@ import TxRecon
 
 enum ImportCommand: Command {
     static let flags = ["--dry-run"]
-    static let options = ["--receipts"]
+    static let options = ["--app", "--receipts"]
     static let summary = "import existing customers' history from Apple, spooling what the backend lacks"
     static let help = """
-        Usage: txrecon import [--config PATH] [--dry-run] {FILE | - | --receipts DIRECTORY}
+        Usage: txrecon import [--config PATH] [--app NAME] [--dry-run] {FILE | - | --receipts DIRECTORY}
 
         Brings in the customers of a live app: for each id in FILE (or standard input
         for -), one per line (a transaction id, originalTransactionId or
@@ -19,6 +19,8 @@ enum ImportCommand: Command {
         latest transaction with its renewal info). A new signedDate alone is no change.
         Checkpointed: the same import run again goes on where it stopped.
 
+        --app NAME  the app whose customers these are: required when the
+                    configuration serves several apps.
         --dry-run   list what the destinations lack on standard output; spool and save
                     nothing.
 
@@ -39,7 +41,7 @@ enum ImportCommand: Command {
             }
             input = .ids(path: arguments.positional[0])
         }
-        return await ImportRun.run(configurationPath: arguments.configurationPath,
+        return await ImportRun.run(configurationPath: arguments.configurationPath, app: arguments.value("--app"),
                                    environment: ProcessEnvironment.current, input: input,
                                    dryRun: arguments.has("--dry-run"))
     }

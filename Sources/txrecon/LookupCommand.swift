@@ -4,10 +4,10 @@ import TxRecon
 
 enum LookupCommand: Command {
     static let flags = ["--deliver"]
-    static let options = ["--transaction-id"]
+    static let options = ["--app", "--transaction-id"]
     static let summary = "look up an order id or a transaction with Apple, with what the backend confirmed"
     static let help = """
-        Usage: txrecon lookup [--config PATH] [--deliver] ORDER_ID
+        Usage: txrecon lookup [--config PATH] [--app NAME] [--deliver] ORDER_ID
                txrecon lookup [--config PATH] [--deliver] --transaction-id ID
 
         Asks the App Store Server API (the settings of [Sweep]) for the transactions of
@@ -16,6 +16,8 @@ enum LookupCommand: Command {
         prints it with what each destination confirmed (from the ledger) and whether
         Apple's answer now differs from that.
 
+        --app NAME  ask this app only; by default each app in turn until one knows the
+                    order or transaction.
         --deliver   drop each transaction the destinations lack, or hold another
                     content of, into the spool for the daemon to deliver.
 
@@ -35,7 +37,7 @@ enum LookupCommand: Command {
             guard arguments.positional.count == 1 else { Usage.fail("lookup: give one order id (or --transaction-id ID)") }
             target = .order(arguments.positional[0])
         }
-        return await LookupRun.run(configurationPath: arguments.configurationPath,
+        return await LookupRun.run(configurationPath: arguments.configurationPath, app: arguments.value("--app"),
                                    environment: ProcessEnvironment.current, target: target,
                                    deliver: arguments.has("--deliver"))
     }

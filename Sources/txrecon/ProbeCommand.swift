@@ -3,10 +3,10 @@
 import TxRecon
 
 enum ProbeCommand: Command {
-    static let options = ["--timeout"]
+    static let options = ["--app", "--timeout"]
     static let summary = "follow a test notification from Apple to the backend"
     static let help = """
-        Usage: txrecon probe [--config PATH] [--timeout SECONDS]
+        Usage: txrecon probe [--config PATH] [--app NAME] [--timeout SECONDS]
 
         Asks Apple (App Store Server API, with [Sweep]'s key and settings) to send a
         TEST notification to the notification URL of [Sweep] Environment=, then
@@ -16,6 +16,7 @@ enum ProbeCommand: Command {
         Purchase key, so run it as root (or with the sweep's credential), and
         DoneRetention= above zero.
 
+        --app NAME          probe this app only; by default every app in turn.
         --timeout SECONDS   how long to follow it (default 120)
 
         Exit status 0 only when the backend confirmed the notification; 1 when it
@@ -31,7 +32,7 @@ enum ProbeCommand: Command {
             }
             timeout = .seconds(seconds)
         }
-        return await ProbeRun.run(configurationPath: arguments.configurationPath,
+        return await ProbeRun.run(configurationPath: arguments.configurationPath, app: arguments.value("--app"),
                                   environment: ProcessEnvironment.current, timeout: timeout) { printLine($0) }
     }
 }

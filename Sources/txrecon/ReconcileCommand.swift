@@ -4,9 +4,10 @@ import TxRecon
 
 enum ReconcileCommand: Command {
     static let flags = ["--all", "--dry-run"]
+    static let options = ["--app"]
     static let summary = "check known subscriptions with Apple and spool what changed (once)"
     static let help = """
-        Usage: txrecon reconcile [--config PATH] [--all] [--dry-run]
+        Usage: txrecon reconcile [--config PATH] [--app NAME] [--all] [--dry-run]
 
         Asks the App Store Server API (Get All Subscription Statuses; the settings of
         [Sweep]) about the subscriptions the ledger knows that are due: about 1 hour
@@ -17,6 +18,8 @@ enum ReconcileCommand: Command {
         {"signedTransactionInfo", "signedRenewalInfo"}), for the daemon to deliver.
         A new signedDate alone is no change. Then exits.
 
+        --app NAME  reconcile this app only; by default every app in turn, each with
+                    its own state and pace.
         --all       check every known subscription now, whatever the schedule (an
                     interrupted --all run goes on where it stopped when run again).
         --dry-run   list what changed on standard output; spool and save nothing.
@@ -32,7 +35,7 @@ enum ReconcileCommand: Command {
         guard arguments.positional.isEmpty else {
             Usage.fail("reconcile: unexpected argument '\(arguments.positional[0])'")
         }
-        return await ReconcileRun.run(configurationPath: arguments.configurationPath,
+        return await ReconcileRun.run(configurationPath: arguments.configurationPath, app: arguments.value("--app"),
                                       environment: ProcessEnvironment.current, all: arguments.has("--all"),
                                       dryRun: arguments.has("--dry-run"))
     }

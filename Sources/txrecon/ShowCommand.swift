@@ -44,7 +44,7 @@ enum ShowCommand: Command {
                     if found { printLine("") }
                     printLine("destination: \(place.name)" + Format.leftoverNote(place))
                 }
-                for line in Format.report(report) { printLine(line) }
+                for line in Format.report(report, apps: configuration.appDirectory) { printLine(line) }
                 found = true
             } catch {
                 printError("txrecon: show: \(error)")

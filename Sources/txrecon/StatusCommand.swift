@@ -47,8 +47,15 @@ enum StatusCommand: Command {
                     })))
                 }
                 members += Format.daemonJSON(daemon)
-                members.append(("sweep", LastSweep.read(inspector.layout)?.json ?? .null))
-                members.append(("reconcile", LastReconcile.read(inspector.layout)?.json ?? .null))
+                let appLayouts = Self.appLayouts(configuration, spool: inspector.layout)
+                members.append(("sweep", LastSweep.read(appLayouts[0].layout)?.json ?? .null))
+                members.append(("reconcile", LastReconcile.read(appLayouts[0].layout)?.json ?? .null))
+                members.append(("apps", .array(configuration.apps.map { app in
+                    let layout = inspector.layout.app(app.name)
+                    return .object([("name", .string(app.name)), ("bundleId", .string(app.bundleID)),
+                                    ("sweep", LastSweep.read(layout)?.json ?? .null),
+                                    ("reconcile", LastReconcile.read(layout)?.json ?? .null)])
+                })))
                 members.append(("receiver", ReceiverStatus.read(inspector.layout).map(Format.receiverJSON) ?? .null))
                 let outbox = Outbox(spool: configuration.spool.directory).counts()
                 members.append(("outbox", .object([("waiting", .integer(outbox.waiting)), ("sent", .integer(outbox.sent)),
@@ -64,12 +71,19 @@ enum StatusCommand: Command {
                 if let oldest { printLine("oldest queued item: \(Format.age(milliseconds: now - oldest)) old") }
                 printLine("daemon:   " + Format.daemon(daemon, now: now))
                 printLine("ledger:   " + Format.ledger(daemon, path: configuration.spool.ledgerFile))
-                if let sweep = LastSweep.read(inspector.layout) { printLine("sweep:    \(Format.sweep(sweep, now: now))") }
-                if let reconcile = LastReconcile.read(inspector.layout) {
-                    printLine("reconcile: \(Format.reconcile(reconcile, now: now))")
+                if configuration.apps.count > 1 {
+                    printLine("apps:     " + configuration.apps.map { "\($0.name) (\($0.bundleID))" }
+                        .joined(separator: ", "))
                 }
-                if let number = ImportCheckpoint.unfinished(inspector.layout) {
-                    printLine("import:   unfinished: goes on with id number \(number) of its input when run again")
+                for (name, layout) in Self.appLayouts(configuration, spool: inspector.layout) {
+                    let of = name.map { " of \($0)" } ?? ""
+                    if let sweep = LastSweep.read(layout) { printLine("sweep\(of):    \(Format.sweep(sweep, now: now))") }
+                    if let reconcile = LastReconcile.read(layout) {
+                        printLine("reconcile\(of): \(Format.reconcile(reconcile, now: now))")
+                    }
+                    if let number = ImportCheckpoint.unfinished(layout) {
+                        printLine("import\(of):   unfinished: goes on with id number \(number) of its input when run again")
+                    }
                 }
                 if let receiver = ReceiverStatus.read(inspector.layout) {
                     printLine("receiver: \(Format.receiver(receiver, now: now))")
@@ -102,5 +116,14 @@ enum StatusCommand: Command {
     /// One destination's line: its inbox, queue, hold and done.
     private static func columns(_ counts: SpoolInspector.DestinationCounts) -> [(String, Int)] {
         [("inbox", counts.inbox), ("queue", counts.queue), ("hold", counts.hold), ("done", counts.done)]
+    }
+
+    /// Where each app's sweep and reconcile keep their state, named when
+    /// there are several apps; the spool's own without apps.
+    private static func appLayouts(_ configuration: Configuration,
+                                   spool: SpoolLayout) -> [(name: String?, layout: SpoolLayout)] {
+        guard !configuration.apps.isEmpty else { return [(nil, spool)] }
+        let several = configuration.apps.count > 1
+        return configuration.apps.map { (several ? $0.name : nil, spool.app($0.name)) }
     }
 }

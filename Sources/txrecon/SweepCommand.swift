@@ -4,9 +4,10 @@ import TxRecon
 
 enum SweepCommand: Command {
     static let flags = ["--dry-run"]
+    static let options = ["--app"]
     static let summary = "recover notifications from Apple's notification history (once)"
     static let help = """
-        Usage: txrecon sweep [--config PATH] [--dry-run]
+        Usage: txrecon sweep [--config PATH] [--app NAME] [--dry-run]
 
         Pages the App Store Server API's notification history ([Sweep] in the
         configuration) and drops every notification not dropped before into the spool
@@ -14,6 +15,8 @@ enum SweepCommand: Command {
         notifications Apple could not deliver in the last 8 days, then everything
         since the checkpoint (less Overlap=), one Window= at a time. Then exits.
 
+        --app NAME  sweep this app only (main, or apps/NAME.conf); by default every
+                    app in turn, each with its own checkpoint and pace.
         --dry-run   list what would be spooled (date, type, notificationUUID, Apple's
                     last send attempt) on standard output; spool and save nothing.
 
@@ -24,7 +27,7 @@ enum SweepCommand: Command {
 
     static func run(_ arguments: Arguments) async -> Int32 {
         guard arguments.positional.isEmpty else { Usage.fail("sweep: unexpected argument '\(arguments.positional[0])'") }
-        return await SweepRun.run(configurationPath: arguments.configurationPath,
+        return await SweepRun.run(configurationPath: arguments.configurationPath, app: arguments.value("--app"),
                                   environment: ProcessEnvironment.current, dryRun: arguments.has("--dry-run"))
     }
 }

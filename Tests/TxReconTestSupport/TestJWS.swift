@@ -99,11 +99,12 @@ package enum TestJWS {
         notificationUUID: String = "9b2f7c1e-5d0a-4a47-9c1e-0123456789ab",
         signedDate: Int64 = 1_760_000_000_500,
         signedTransactionInfo: String? = nil,
-        signedRenewalInfo: String? = nil
+        signedRenewalInfo: String? = nil,
+        bundleId: String = "com.example.app"
     ) -> JSONValue {
         var data: [(String, JSONValue)] = [
             ("appAppleId", .integer(1_234_567_890)),
-            ("bundleId", .string("com.example.app")),
+            ("bundleId", .string(bundleId)),
             ("bundleVersion", .string("42")),
             ("environment", .string("Sandbox")),
         ]

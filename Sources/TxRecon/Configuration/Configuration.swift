@@ -22,6 +22,10 @@ package struct Configuration: Sendable, Equatable {
     /// this file, in name order; empty when there is none (one `[Backend]`,
     /// the spool as it always was).
     package var destinations: [Destination] = []
+    /// The apps served: the main file's (`main`, when its [Verification]
+    /// or [Sweep] names a BundleID=), then one per file in `apps/` beside
+    /// this file, in name order. Empty with Mode=none and no bundle id.
+    package var apps: [App] = []
     /// Every file read into this configuration, in the order applied: the
     /// main file and its drop-ins (a destination's: its file), each with
     /// its permissions as read, so that the warnings about them are those

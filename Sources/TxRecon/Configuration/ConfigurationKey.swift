@@ -67,6 +67,7 @@ extension ConfigurationKey {
         ConfigurationKey("Match", "Environment", \.match.environments, SettingValue.matchEnvironments),
         ConfigurationKey("Match", "Kind", \.match.kinds, SettingValue.matchKinds),
         ConfigurationKey("Match", "NotificationType", \.match.notificationTypes, SettingValue.matchNotificationTypes),
+        ConfigurationKey("Match", "App", \.match.apps, SettingValue.matchApps),
 
         ConfigurationKey("Verification", "Mode", \.verification.mode, SettingValue.verificationMode),
         ConfigurationKey("Verification", "ReceiptRootCertificateFile", \.verification.receiptRootCertificateFile,

@@ -39,7 +39,10 @@ package enum ConfigurationLoader {
         let destinationFiles = try DropInDirectory.listing(in: destinationDirectory(beside: path))
         configuration.destinations = try destinations(in: destinationFiles.files)
         try checkAnsweringDestination(of: configuration)
-        configuration.ignoredFiles = dropIns.ignored + destinationFiles.ignored
+        let appFiles = try DropInDirectory.listing(in: appDirectory(beside: path))
+        configuration.apps = try apps(of: configuration, in: appFiles.files)
+        try resolveMatchedApps(of: &configuration)
+        configuration.ignoredFiles = dropIns.ignored + destinationFiles.ignored + appFiles.ignored
         return configuration
     }
 
@@ -48,8 +51,124 @@ package enum ConfigurationLoader {
 
     /// The directory of destination files beside the configuration file at `path`.
     package static func destinationDirectory(beside path: String) -> String {
-        guard let slash = path.utf8.lastIndex(of: UInt8(ascii: "/")) else { return "destinations" }
-        return String(path[...slash]) + "destinations"
+        directory("destinations", beside: path)
+    }
+
+    /// The directory of app files beside the configuration file at `path`.
+    package static func appDirectory(beside path: String) -> String { directory("apps", beside: path) }
+
+    private static func directory(_ name: String, beside path: String) -> String {
+        guard let slash = path.utf8.lastIndex(of: UInt8(ascii: "/")) else { return name }
+        return String(path[...slash]) + name
+    }
+
+    /// The keys an app file may set: what identifies the app, and the
+    /// sweep's settings (its bundle id is the app's BundleID=).
+    static let appKeys: [String] = ["Verification.BundleID", "Verification.AppAppleID", "Verification.Environment"]
+        + ConfigurationKey.all.filter { $0.section == "Sweep" && $0.name != "BundleID" }.map(\.qualifiedName)
+
+    /// The apps: the main file's (when it names a bundle id), then each
+    /// `apps/NAME.conf` of `files`, applied over the main file's settings
+    /// less its BundleID= and AppAppleID=, each checked: a bundle id, an
+    /// environment with Mode=appstore, an App Apple ID for Production, no
+    /// bundle id twice, all signed or all unsigned environments.
+    private static func apps(of main: Configuration, in files: [String]) throws(ConfigurationError) -> [App] {
+        var apps: [App] = []
+        if let bundleID = main.verification.bundleID ?? main.sweep.bundleID {
+            apps.append(App(name: App.mainName, bundleID: bundleID, settings: main))
+        }
+        for file in files {
+            let base = String(file.split(separator: "/").last ?? "")
+            let name = String(base.dropLast(".conf".count))
+            guard DestinationName.isValid(name, reserved: App.mainName) else {
+                throw ConfigurationError(
+                    file: file, line: nil, key: nil,
+                    message: "\"\(name)\" is not an app name; name the file with 1 to 32 lower-case letters, digits, "
+                        + "- and _, starting with a letter or digit, and not \(App.mainName) (the main file's app)")
+            }
+            var settings = main
+            settings.path = file
+            settings.verification.bundleID = nil
+            settings.verification.appAppleID = nil
+            settings.sweep.bundleID = nil
+            for key in ["Verification.BundleID", "Verification.AppAppleID", "Sweep.BundleID"] {
+                settings.origins[key] = nil
+                settings.resets[key] = nil
+            }
+            try apply(file, to: &settings, sections: ["Verification", "Sweep"], keys: appKeys)
+            guard let bundleID = settings.verification.bundleID else {
+                throw ConfigurationError(file: file, line: nil, key: "Verification.BundleID",
+                                         message: "is required in an app file; set BundleID= under [Verification] to "
+                                            + "the app's bundle identifier")
+            }
+            settings.sweep.bundleID = bundleID
+            try checkApp(settings, among: apps)
+            apps.append(App(name: name, bundleID: bundleID, settings: settings))
+        }
+        return apps
+    }
+
+    /// One app file's checks against itself and the apps before it.
+    private static func checkApp(_ settings: Configuration, among apps: [App]) throws(ConfigurationError) {
+        let verification = settings.verification
+        let bundleID = verification.bundleID ?? ""
+        if let other = apps.first(where: { $0.bundleID == bundleID }) {
+            throw settings.problem(key: "Verification.BundleID",
+                                   "\(bundleID) is also the bundle id of the app \(other.name) (\(other.path)); each "
+                                    + "app is one bundle id: remove one of the two, or correct BundleID=")
+        }
+        guard verification.mode == .appStore else { return }
+        guard !verification.environments.isEmpty else {
+            throw settings.problem(key: "Verification.Environment",
+                                   "is required with Mode=appstore, in the app file or under [Verification] of the "
+                                    + "main file; write \"Production Sandbox\" on a production server")
+        }
+        if verification.environments.contains(.production), verification.appAppleID == nil {
+            let environment = settings.origins["Verification.Environment"]
+            let listed = environment.map { " (\($0.file):\($0.line))" } ?? ""
+            throw ConfigurationError(
+                file: settings.path, line: nil, key: "Verification.AppAppleID",
+                message: "is required when Environment= lists Production\(listed), to check the appAppleId of "
+                    + "notifications; set AppAppleID= under [Verification] of the app file to the app's Apple ID "
+                    + "(App Store Connect, App Information)")
+        }
+        let signed = verification.environments.contains(where: \.checksSignatures)
+        if let other = apps.first(where: {
+            let environments = $0.verification.environments
+            return !environments.isEmpty && environments.contains(where: \.checksSignatures) != signed
+        }) {
+            throw settings.problem(key: "Verification.Environment",
+                                   "lists \(verification.environments.map(\.rawValue).joined(separator: " ")), but the "
+                                    + "app \(other.name) lists \(other.verification.environments.map(\.rawValue).joined(separator: " ")): "
+                                    + "a daemon that takes App Store signed data must never take unsigned data (Xcode, "
+                                    + "LocalTesting); serve those apps from separate configurations")
+        }
+    }
+
+    /// `[Match] App=` of each destination names apps that are configured;
+    /// each match is given their bundle ids, which it decides on.
+    private static func resolveMatchedApps(of configuration: inout Configuration) throws(ConfigurationError) {
+        let apps = configuration.apps
+        func resolve(_ settings: Configuration) throws(ConfigurationError) -> [String]? {
+            guard let names = settings.match.apps else { return nil }
+            var bundleIDs: [String] = []
+            for name in names {
+                guard let app = apps.first(where: { $0.name == name }) else {
+                    let known = apps.map(\.name)
+                    throw settings.problem(key: "Match.App",
+                                           "names no app \"\(name)\"; the apps are " + (known.isEmpty
+                                            ? "none (set BundleID= under [Verification], or add apps/NAME.conf)"
+                                            : known.joined(separator: ", ")))
+                }
+                bundleIDs.append(app.bundleID)
+            }
+            return bundleIDs
+        }
+        configuration.match.appBundleIDs = try resolve(configuration)
+        for index in configuration.destinations.indices {
+            let settings = configuration.destinations[index].settings
+            configuration.destinations[index].settings.match.appBundleIDs = try resolve(settings)
+        }
     }
 
     /// Each `destinations/NAME.conf` of `files`, read on its own: its own
@@ -74,8 +193,11 @@ package enum ConfigurationLoader {
         return destinations
     }
 
+    /// `keys`: the only `Section.Key`s the file may set (an app file's);
+    /// nil for every key of `sections`.
     private static func apply(_ file: String, to configuration: inout Configuration,
-                              sections: [String] = ConfigurationKey.sections) throws(ConfigurationError) {
+                              sections: [String] = ConfigurationKey.sections,
+                              keys: [String]? = nil) throws(ConfigurationError) {
         let contents: RegularFile.Contents
         do {
             contents = try RegularFile.read(file, limit: maximumFileSize)
@@ -105,7 +227,8 @@ package enum ConfigurationLoader {
             case .section(let name):
                 guard sections.contains(name) else {
                     let known = sections.map { "[\($0)]" }.joined(separator: ", ")
-                    let what = ConfigurationKey.sections.contains(name) ? "section [\(name)] does not belong in a destination file"
+                    let kind = keys == nil ? "a destination file" : "an app file"
+                    let what = ConfigurationKey.sections.contains(name) ? "section [\(name)] does not belong in \(kind)"
                         : "unknown section [\(name)]"
                     throw ConfigurationError(file: file, line: statement.line, key: nil,
                                              message: "\(what); the sections are \(known)")
@@ -130,6 +253,17 @@ package enum ConfigurationLoader {
                     throw ConfigurationError(
                         file: file, line: statement.line, key: qualifiedName,
                         message: "unknown key; \(suggestion(for: name, in: section))")
+                }
+                if let keys, !keys.contains(qualifiedName) {
+                    if qualifiedName == "Sweep.BundleID" {
+                        throw ConfigurationError(file: file, line: statement.line, key: qualifiedName,
+                                                 message: "an app's sweep goes by its [Verification] BundleID=; remove it")
+                    }
+                    let mainFile = configuration.files.first?.path ?? "the main file"
+                    let taken = keys.map { String($0.split(separator: ".")[1]) + "=" }.joined(separator: ", ")
+                    throw ConfigurationError(
+                        file: file, line: statement.line, key: qualifiedName,
+                        message: "applies to every app, not to one; set it in \(mainFile) (an app file takes \(taken))")
                 }
                 if value.isEmpty {
                     key.reset(&configuration)

@@ -20,6 +20,7 @@ package enum ConfigurationSummary {
         ]
         lines += deliveryLines(configuration, secrets: secrets, credential: BackendSecrets.tokenCredentialName)
         lines += verificationLines(configuration.verification, policy: verification)
+        lines += appLines(configuration)
         if let directory = configuration.metrics.textfileDirectory {
             lines += ["[Metrics]", "TextfileDirectory=\(directory)"]
         }
@@ -88,6 +89,21 @@ package enum ConfigurationSummary {
         }
         lines.append("AcceptEnvelopes=\(settings.acceptEnvelopes ? "yes" : "no")")
         return lines
+    }
+
+    /// Each app, with what its sweep does differently from the main file's.
+    private static func appLines(_ configuration: Configuration) -> [String] {
+        configuration.apps.flatMap { app -> [String] in
+            var line = "App \(app.name) (\(app.path)): BundleID=\(app.bundleID)"
+            if let appleID = app.verification.appAppleID { line += " AppAppleID=\(appleID)" }
+            if !app.verification.environments.isEmpty {
+                line += " Environment=" + app.verification.environments.map(\.rawValue).joined(separator: " ")
+            }
+            var sweep = app.sweep
+            sweep.bundleID = configuration.sweep.bundleID
+            guard app.name != App.mainName, sweep != configuration.sweep else { return [line] }
+            return [line] + sweepLines(app.sweep).dropFirst().map { "  [Sweep] " + $0 }
+        }
     }
 
     private static func sweepLines(_ sweep: SweepSettings) -> [String] {

@@ -30,9 +30,12 @@ package enum ConfigurationWarnings {
     /// a receipt no backend gets and none can verify them on its own.
     private static func receiptsWithoutTheirFile(_ configuration: Configuration) -> [String] {
         let matches = configuration.deliveryConfigurations.map(\.configuration.match)
+        let bundleIDs = configuration.apps.map(\.bundleID) + ["(an app not configured)"]
         let orphaned = SignedDataEnvironment.allCases.map(\.rawValue).filter { environment in
-            matches.contains { $0.takes(.receipt, environment: environment) }
-                && !matches.contains { $0.takes(.receiptFile, environment: environment) }
+            bundleIDs.contains { bundleID in
+                matches.contains { $0.takes(.receipt, environment: environment, bundleID: bundleID) }
+                    && !matches.contains { $0.takes(.receiptFile, environment: environment, bundleID: bundleID) }
+            }
         }
         guard !orphaned.isEmpty else { return [] }
         return ["[Match] Kind= takes receipt purchases (appstore.receipt) from \(orphaned.joined(separator: ", ")) but "

@@ -20,25 +20,34 @@ package struct DestinationMatch: Sendable, Equatable {
     /// `DID_RENEW`, …). Only notifications carry one; nothing else matches
     /// a destination that sets it.
     package var notificationTypes: [String]?
+    /// `App=`: the names of apps (`apps/NAME.conf`, or `main`). An item
+    /// goes by its verified `bundleId`; one that names no app (an
+    /// envelope) does not match a destination that sets it.
+    package var apps: [String]?
+    /// The bundle ids of `apps`, which the loader fills in once every app
+    /// is read; what the decision compares.
+    package var appBundleIDs: [String]?
 
     package init() {}
 
     /// Whether `item` goes to this destination.
     func accepts(_ item: Item) -> Bool {
-        accepts(kind: item.kind, environment: item.fields.environment, notificationType: item.fields.notificationType)
+        accepts(kind: item.kind, environment: item.fields.environment, notificationType: item.fields.notificationType,
+                bundleID: item.fields.bundleId)
     }
 
     /// Whether an App Store item of `kind` other than a notification, from
-    /// `environment`, goes to this destination.
-    func takes(_ kind: ItemKind, environment: String) -> Bool {
-        accepts(kind: kind, environment: environment, notificationType: nil)
+    /// `environment` and the app `bundleID`, goes to this destination.
+    func takes(_ kind: ItemKind, environment: String, bundleID: String?) -> Bool {
+        accepts(kind: kind, environment: environment, notificationType: nil, bundleID: bundleID)
     }
 
-    /// The decision itself, on the three fields a match looks at.
-    private func accepts(kind: ItemKind, environment: String?, notificationType: String?) -> Bool {
+    /// The decision itself, on the four fields a match looks at.
+    private func accepts(kind: ItemKind, environment: String?, notificationType: String?, bundleID: String?) -> Bool {
         if let environments, !environments.contains(where: { $0 == environment }) { return false }
         if let kinds, !kinds.contains(kind) { return false }
         if let notificationTypes, !notificationTypes.contains(where: { $0 == notificationType }) { return false }
+        if let appBundleIDs, !appBundleIDs.contains(where: { $0 == bundleID }) { return false }
         return true
     }
 
@@ -50,14 +59,19 @@ package struct DestinationMatch: Sendable, Equatable {
         let environments: [String?] = SignedDataEnvironment.allCases.map(\.rawValue)
         let types: [String?] = Array(Set((notificationTypes ?? []) + (other.notificationTypes ?? [])))
             + ["(a type neither names)"]
-        var items: [(ItemKind, String?, String?)] = [(.envelope, nil, nil)]
+        let bundleIDs: [String?] = Array(Set((appBundleIDs ?? []) + (other.appBundleIDs ?? [])))
+            + ["(an app neither names)"]
+        var items: [(ItemKind, String?, String?, String?)] = [(.envelope, nil, nil, nil)]
         for environment in environments {
-            items += [(.transaction, environment, nil), (.receipt, environment, nil), (.receiptFile, environment, nil)]
-            items += types.map { (.notification, environment, $0) }
+            for bundleID in bundleIDs {
+                items += [(.transaction, environment, nil, bundleID), (.receipt, environment, nil, bundleID),
+                          (.receiptFile, environment, nil, bundleID)]
+                items += types.map { (.notification, environment, $0, bundleID) }
+            }
         }
-        return items.contains { kind, environment, type in
-            accepts(kind: kind, environment: environment, notificationType: type)
-                && other.accepts(kind: kind, environment: environment, notificationType: type)
+        return items.contains { kind, environment, type, bundleID in
+            accepts(kind: kind, environment: environment, notificationType: type, bundleID: bundleID)
+                && other.accepts(kind: kind, environment: environment, notificationType: type, bundleID: bundleID)
         }
     }
 
@@ -77,6 +91,7 @@ package struct DestinationMatch: Sendable, Equatable {
         if let environments { parts.append("Environment=" + environments.joined(separator: " ")) }
         if let kinds { parts.append("Kind=" + kinds.map(\.rawValue).joined(separator: " ")) }
         if let notificationTypes { parts.append("NotificationType=" + notificationTypes.joined(separator: " ")) }
+        if let apps { parts.append("App=" + apps.joined(separator: " ")) }
         return parts.isEmpty ? "every item" : parts.joined(separator: " ")
     }
 }
@@ -107,6 +122,14 @@ extension SettingValue {
             }
             return valid ? word : nil
         } accepted: { "write Apple's notificationType values, such as REFUND DID_RENEW" }
+    }
+
+    /// `Match.App`: names of apps; that each is configured is checked once
+    /// every file is read.
+    static func matchApps(_ text: String) throws(InvalidValue) -> [String]? {
+        try words(of: text, what: "an app name") { word in
+            word == App.mainName || DestinationName.isValid(word, reserved: App.mainName) ? word : nil
+        } accepted: { "write the names of apps: \(App.mainName) for the main file's, NAME for apps/NAME.conf" }
     }
 
     /// Space-separated words, each parsed by `parse`; a repeated one counts once.

@@ -58,10 +58,13 @@ package struct VerificationSettings: Sendable, Equatable {
         let modeOrigin = configuration.origins["Verification.Mode"]
         let because = modeOrigin == nil ? "with Mode=appstore (the default)" : "with Mode=appstore"
         if settings.bundleID == nil {
+            // Each app file was checked as it was read.
+            guard !configuration.apps.contains(where: { $0.name != App.mainName }) else { return }
             throw ConfigurationError(
                 file: configuration.path, line: nil, key: "Verification.BundleID",
                 message: "is required \(because); set BundleID= under [Verification] to your app's bundle "
-                    + "identifier, or Mode=none to deliver without verification (development only)")
+                    + "identifier (or add an app file, apps/NAME.conf), or Mode=none to deliver without "
+                    + "verification (development only)")
         }
         guard !settings.environments.isEmpty else {
             throw ConfigurationError(

@@ -52,6 +52,8 @@ package actor DeliveryEngine {
         /// (StoredItemReader), as at intake.
         var acceptEnvelopes: Bool
         var verification: SignedDataPolicy?
+        /// The apps, for the journal's TXRECON_APP and the metrics' `app`.
+        var apps = AppDirectory([])
         /// While attempts are in flight, how long after a publication the
         /// status an ended attempt changed may wait to be published (see
         /// `publishStatusAfterAttempt`); zero publishes every change. The
@@ -188,6 +190,7 @@ package actor DeliveryEngine {
         self.buildDoneIndex = buildDoneIndex
         self.spool = spool
         self.settings = settings
+        status.apps = settings.apps.allNames
         self.transport = transport
         let receipts = receipts ?? ReceiptLibrary(store: ReceiptStore(layout: spool.layout))
         self.attemptContext = Attempt.Context(spool: spool, storedItems: StoredItemReader(settings, receipts: receipts),
@@ -293,6 +296,7 @@ package actor DeliveryEngine {
     func reconfigure(settings: Settings, transport: any Transport, prepare: @escaping RequestPreparer) {
         if settings.maxRate != self.settings.maxRate { rate = settings.maxRate.map(RequestRate.init(perSecond:)) }
         self.settings = settings
+        status.apps = settings.apps.allNames
         self.transport = transport
         let stored = attemptContext.storedItems
         attemptContext = Attempt.Context(spool: spool, storedItems: StoredItemReader(settings, verifiers: stored.verifiers,
@@ -492,7 +496,7 @@ package actor DeliveryEngine {
             events.superseded(old.key, kind: old.kind, version: old.version, by: old.by, file: old.inboxName)
         case let .accept(name, key):
             try spool.accept(drop: name, as: key)
-            events.accepted(drop.item, file: name)
+            events.accepted(drop.item, file: name, app: settings.apps.name(of: drop.item))
         }
     }
 
@@ -782,8 +786,10 @@ package actor DeliveryEngine {
             noteDelivered(key)
             ledger?.record(destination: destination, item: item, attempt: attempt, confirmation: confirmation,
                            at: clock.wallMilliseconds)
+            let app = settings.apps.name(of: item)
+            if let app { status.statistics.deliveredByApp[app, default: 0] += 1 }
             events.delivered(key, kind: item.kind, version: item.version, attempt: attempt,
-                             confirmation: confirmation, file: inbox)
+                             confirmation: confirmation, file: inbox, app: app)
             deadlineWarned[key] = nil
             if !settlement.outboxNotes.isEmpty { noteOutbox(key, settlement.outboxNotes) }
             backendAnswered(requestSent: settlement.sentAt)
@@ -793,7 +799,7 @@ package actor DeliveryEngine {
                 log.write(LogEntry(.warning, "\(key): new/\(LogText.escaped(inbox)) could not be moved to queue/: "
                                    + "\(error); it stays in new/ and is retried on schedule (after a restart, at once)"))
             } else if let inbox {
-                events.accepted(item, file: inbox)
+                events.accepted(item, file: inbox, app: settings.apps.name(of: item))
             }
             pending.entries[key] = entry
             // Sent before the backend came back and answered after: the key
@@ -823,7 +829,8 @@ package actor DeliveryEngine {
             pending.entries[key] = nil
             pending.held.insert(key)
             self.status.statistics.held += 1
-            events.held(key, kind: item.kind, version: item.version, attempt: attempt, reason: reason, status: status)
+            events.held(key, kind: item.kind, version: item.version, attempt: attempt, reason: reason, status: status,
+                        app: settings.apps.name(of: item))
             watchDeadline(item, held: true)
             // The backend answered; a refusal of one item says nothing about its health.
             backendAnswered(requestSent: settlement.sentAt)

@@ -23,6 +23,9 @@ struct DeliveryStatistics: Sendable, Equatable {
     var answersQueued = 0
     /// CONSUMPTION_REQUESTs warned about as unconfirmed near their deadline.
     var consumptionDeadlineWarnings = 0
+    /// Items delivered, by the name of their app (none for an item that
+    /// names no app configured, such as an envelope).
+    var deliveredByApp: [String: Int] = [:]
     /// Delivered snapshots queued again by `txrecon replay`.
     var replayed = 0
     /// Failed attempts against the backend since it last answered; 0 once

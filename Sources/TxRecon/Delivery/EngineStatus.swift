@@ -42,6 +42,8 @@ package struct EngineStatus: Sendable, Equatable {
     /// Totals, the backend's failure streak and attempt durations since
     /// start, for the metrics file.
     var statistics = DeliveryStatistics()
+    /// The names of the apps served (`Settings.apps`), for STATUS.
+    var apps: [String] = []
 
     package init() {}
 

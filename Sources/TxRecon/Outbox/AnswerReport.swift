@@ -11,6 +11,9 @@ package struct AnswerReport: Sendable {
     /// left, and those written while it ran (txrecon-answer.path starts
     /// the next run for them).
     var waiting = 0
+    /// Entries left in queue/ because no app of the configuration is
+    /// theirs (each also logged); sent once their app's file is back.
+    var waitingForApp = 0
     /// What the outbox holds at the end, for the metrics.
     var counts = Outbox.Counts()
     var stop: SweepStop?
@@ -22,9 +25,10 @@ package struct AnswerReport: Sendable {
 
     var logEntry: LogEntry {
         var message = "answer: \(sent) sent, \(setAside) set aside, \(waiting) waiting"
+        if waitingForApp > 0 { message += " (\(waitingForApp) for an app not configured)" }
         if let stop { message += "; stopped: \(stop.reason)" }
         let priority: LogPriority = switch stop?.kind {
-        case nil: .info
+        case nil: waitingForApp > 0 ? .warning : .info
         case .temporary?: .warning
         case .configuration?, .failed?: .error
         }

@@ -44,16 +44,23 @@ package enum AnswerRun {
                         log: any LogSink) -> AnswerReport {
         var report = AnswerReport()
         let configuration: Configuration
-        let tokens: APITokenIssuer
+        var apps: [AnswerSender.App] = []
         do {
             configuration = try ConfigurationLoader.load(path: configurationPath)
-            tokens = try SweepCredentials.load(for: configuration, environment: environment)
+            // Each app's answers go with its own token (Apple's `bid`) and
+            // pace; without apps, as the configuration says (or why not).
+            let settings = configuration.apps.isEmpty ? [configuration] : configuration.apps.map(configuration.settings)
+            for app in settings {
+                apps.append(AnswerSender.App(settings: app,
+                                             tokens: try SweepCredentials.load(for: app, environment: environment),
+                                             clock: clock))
+            }
         } catch {
             report.stop = SweepStop(kind: .configuration, reason: error.description)
             return report
         }
         let outbox = Outbox(spool: configuration.spool.directory)
-        send(outbox, configuration: configuration, tokens: tokens, clock: clock, log: log, report: &report)
+        send(outbox, apps: apps, clock: clock, log: log, report: &report)
         // Counted after the run, whichever way it ended (a `defer` would
         // change the report only after it was returned).
         report.counts = outbox.counts()
@@ -64,8 +71,8 @@ package enum AnswerRun {
     }
 
     /// Locks the outbox and sends what it holds, into `report`.
-    private static func send(_ outbox: Outbox, configuration: Configuration, tokens: APITokenIssuer,
-                             clock: any SweepClock, log: any LogSink, report: inout AnswerReport) {
+    private static func send(_ outbox: Outbox, apps: [AnswerSender.App], clock: any SweepClock, log: any LogSink,
+                             report: inout AnswerReport) {
         guard !SystemCall.isMissing(outbox.new) else {
             report.stop = SweepStop(kind: .failed, reason: "\(outbox.new) does not exist: txrecon.service makes the "
                 + "outbox; start it once with this release")
@@ -82,7 +89,7 @@ package enum AnswerRun {
             return
         }
         defer { close(lock) }
-        var sender = AnswerSender(configuration: configuration, tokens: tokens, outbox: outbox, clock: clock, log: log)
+        var sender = AnswerSender(apps: apps, outbox: outbox, clock: clock, log: log)
         do throws(SweepStop) {
             for name in try Self.take(outbox) {
                 try sender.send(name, report: &report)
@@ -120,24 +127,41 @@ package enum AnswerRun {
     }
 }
 
-/// Sends one entry after another: a client per environment, one pace.
+/// Sends one entry after another: each with its app's token and pace, a
+/// client per app and environment.
 struct AnswerSender {
-    private let configuration: Configuration
-    private let tokens: APITokenIssuer
+    /// One app's way to Apple.
+    struct App {
+        let settings: Configuration
+        let tokens: APITokenIssuer
+        let limiter: RateLimiter
+
+        init(settings: Configuration, tokens: APITokenIssuer, clock: any SweepClock) {
+            self.settings = settings
+            self.tokens = tokens
+            limiter = RateLimiter(maxRequestsPerSecond: settings.sweep.maxRequestsPerSecond, clock: clock)
+        }
+
+        var bundleID: String? { settings.apps.first?.bundleID ?? settings.sweep.bundleID }
+    }
+
+    private let apps: [App]
     private let outbox: Outbox
     private let clock: any SweepClock
     private let log: any LogSink
-    private let limiter: RateLimiter
-    private var clients: [AppStoreEnvironment: AppStoreAPIClient] = [:]
+    private var clients: [String: AppStoreAPIClient] = [:]
 
-    init(configuration: Configuration, tokens: APITokenIssuer, outbox: Outbox, clock: any SweepClock,
-         log: any LogSink) {
-        self.configuration = configuration
-        self.tokens = tokens
+    init(apps: [App], outbox: Outbox, clock: any SweepClock, log: any LogSink) {
+        self.apps = apps
         self.outbox = outbox
         self.clock = clock
         self.log = log
-        limiter = RateLimiter(maxRequestsPerSecond: configuration.sweep.maxRequestsPerSecond, clock: clock)
+    }
+
+    /// The app an entry is for: the one of its bundle id, or the only one.
+    private func app(for entry: OutboxEntry) -> App? {
+        if let bundleId = entry.bundleId, let app = apps.first(where: { $0.bundleID == bundleId }) { return app }
+        return apps.count == 1 && (entry.bundleId == nil || apps[0].bundleID == nil) ? apps[0] : nil
     }
 
     /// The API an entry of `environment` goes to: `BaseURL=` when set (a
@@ -160,8 +184,16 @@ struct AnswerSender {
         if let refusal = Self.refusalBeforeSending(entry, now: clock.wallMilliseconds) {
             return try setAside(name, because: refusal, report: &report)
         }
-        let client = try self.client(for: entry.environment)
-        let asked = try AppleAPISession.ask({ client.send(entry) }, limiter: limiter, clock: clock,
+        guard let app = app(for: entry) else {
+            // Never set aside: the app's file may be back by the next run.
+            log.write(LogEntry(.warning, "answer: \(name) waits in \(outbox.queue): it is for \(entry.bundleId ?? "no app"), "
+                               + "which no app of the configuration is; add its app file (apps/NAME.conf)",
+                               fields: [("TXRECON_OUTBOX_ENTRY", name), ("TXRECON_ID", entry.transactionId)]))
+            report.waitingForApp += 1
+            return
+        }
+        let client = try self.client(for: entry.environment, app: app)
+        let asked = try AppleAPISession.ask({ client.send(entry) }, limiter: app.limiter, clock: clock,
                                             what: "an acceptance",
                                             resume: "the next run sends what is left in \(outbox.queue)")
         switch asked {
@@ -197,12 +229,13 @@ struct AnswerSender {
         return nil
     }
 
-    private mutating func client(for environment: AppStoreEnvironment) throws(SweepStop) -> AppStoreAPIClient {
-        if let client = clients[environment] { return client }
+    private mutating func client(for environment: AppStoreEnvironment, app: App) throws(SweepStop) -> AppStoreAPIClient {
+        let name = (app.bundleID ?? "") + " " + environment.rawValue
+        if let client = clients[name] { return client }
         do {
-            let client = try AppStoreAPIClient(baseURL: Self.baseURL(for: environment, settings: configuration.sweep),
-                                               tokens: tokens, clock: clock)
-            clients[environment] = client
+            let client = try AppStoreAPIClient(baseURL: Self.baseURL(for: environment, settings: app.settings.sweep),
+                                               tokens: app.tokens, clock: clock)
+            clients[name] = client
             return client
         } catch {
             throw SweepStop(kind: .failed, reason: error.description)

@@ -22,19 +22,33 @@ package enum ProbeRun {
 
     /// Runs the probe with the configuration at `configurationPath`,
     /// printing each hop with `print`; returns the exit status.
-    package static func run(configurationPath: String, environment: [String: String], timeout: Duration,
-                           print: @escaping @Sendable (String) -> Void) async -> Int32 {
+    /// `app`: the one app to probe; nil probes every app in turn.
+    package static func run(configurationPath: String, app: String? = nil, environment: [String: String], timeout: Duration, print: @escaping @Sendable (String) -> Void) async -> Int32 {
         ProcessHardening.disableCoreDumps()
         do {
             return try await DedicatedThread.run(name: "txrecon-probe") {
-                Probe(print: print, clock: SystemSweepClock(), timeout: timeout)
-                    .run(configurationPath: configurationPath, environment: environment)
+                AppRuns.run(configurationPath: configurationPath, only: app, log: PrintedLines(print: print),
+                            failed: { stop, log in
+                    log.write(LogEntry(.error, stop.reason))
+                    return stop.exitStatus
+                }) { configuration, _ in
+                    let name = configuration.apps.first.map { "probe: app \($0.name) (\($0.bundleID))" }
+                    if let name, configuration.apps.count == 1 { print(name) }
+                    return Probe(print: print, clock: SystemSweepClock(), timeout: timeout)
+                        .run(configuration: configuration, environment: environment)
+                }
             }
         } catch {
             print("probe: \(error)")
             return 1
         }
     }
+}
+
+/// The probe's problems before any app's run, printed as its hops are.
+private struct PrintedLines: LogSink {
+    let print: @Sendable (String) -> Void
+    func write(_ entry: consuming LogEntry) { print("probe: " + entry.message) }
 }
 
 /// One probe, from the request to the backend's answer.
@@ -46,11 +60,10 @@ struct Probe {
     let clock: any SweepClock
     let timeout: Duration
 
-    func run(configurationPath: String, environment: [String: String]) -> Int32 {
-        let configuration: Configuration
+    /// - Parameter configuration: one app's settings (AppRuns).
+    func run(configuration: Configuration, environment: [String: String]) -> Int32 {
         let tokens: APITokenIssuer
         do {
-            configuration = try ConfigurationLoader.load(path: configurationPath)
             tokens = try SweepCredentials.load(for: configuration, environment: environment)
         } catch {
             print("probe: \(error)")

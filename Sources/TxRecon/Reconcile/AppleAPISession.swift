@@ -31,12 +31,13 @@ final class AppleAPISession {
     private let submission: Submission
 
     /// - Parameter environment: the process environment (CREDENTIALS_DIRECTORY).
-    init(configurationPath: String, environment: [String: String], clock: any SweepClock,
+    /// - Parameter configuration: one app's settings (AppRuns).
+    init(configuration: Configuration, environment: [String: String], clock: any SweepClock,
          log: any LogSink) throws(SweepStop) {
+        self.configuration = configuration
         let tokens: APITokenIssuer
         let loaded: SignedDataPolicy?
         do {
-            configuration = try ConfigurationLoader.load(path: configurationPath)
             tokens = try SweepCredentials.load(for: configuration, environment: environment)
             loaded = try SignedDataPolicy.load(for: configuration)
         } catch {
@@ -44,14 +45,14 @@ final class AppleAPISession {
         }
         let sweepEnvironment = configuration.sweep.environment.rawValue
         guard let policy = loaded, policy.checksSignatures,
-              policy.environments.contains(where: { $0.rawValue == sweepEnvironment }) else {
+              policy.apps.flatMap(\.environments).contains(where: { $0.rawValue == sweepEnvironment }) else {
             throw SweepStop(kind: .configuration, reason: "\(configuration.path): Verification: Apple's answers are "
                 + "verified as the daemon verifies what it delivers, and [Verification] does not check signatures "
                 + "for [Sweep] Environment=\(sweepEnvironment): set Mode=appstore with Environment= naming "
                 + sweepEnvironment)
         }
         for warning in ConfigurationWarnings.sweep(configuration.sweep) { log.write(LogEntry(.warning, warning)) }
-        layout = SpoolLayout(root: configuration.spool.directory)
+        layout = AppRuns.layout(of: configuration)
         self.clock = clock
         let ledger: SQLiteLedger
         do {

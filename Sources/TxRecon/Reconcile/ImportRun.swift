@@ -23,15 +23,24 @@ package enum ImportRun {
     /// The largest input read: 256 MiB (ten million ids).
     static let inputLimit = 256 << 20
 
-    package static func run(configurationPath: String, environment: [String: String], input: Input,
+    /// `app`: the app whose customers these are; needed when the
+    /// configuration serves several.
+    package static func run(configurationPath: String, app: String? = nil, environment: [String: String], input: Input,
                             dryRun: Bool) async -> Int32 {
         let log = LogSinks.standard(environment: environment)
         ProcessHardening.disableCoreDumps()
         do {
             return try await DedicatedThread.run(name: "txrecon-import") {
-                let listing: ((String) -> Void)? = dryRun ? { print($0) } : nil
-                return perform(configurationPath: configurationPath, environment: environment, input: input,
-                               listing: listing, log: log)
+                AppRuns.run(configurationPath: configurationPath, only: app, log: log,
+                            oneAppFor: "whose customers these are", failed: { stop, log in
+                    log.write(LogEntry(.error, "import stopped: \(stop.reason)", messageID: MessageID.importFinished,
+                                       fields: [("TXRECON_REASON", stop.reason)]))
+                    return stop.exitStatus
+                }) { configuration, log in
+                    let listing: ((String) -> Void)? = dryRun ? { print($0) } : nil
+                    return perform(configuration: configuration, environment: environment, input: input,
+                                   listing: listing, log: log)
+                }
             }
         } catch {
             log.write(LogEntry(.error, "import: \(error.description)"))
@@ -39,7 +48,7 @@ package enum ImportRun {
         }
     }
 
-    static func perform(configurationPath: String, environment: [String: String], input: Input,
+    static func perform(configuration: Configuration, environment: [String: String], input: Input,
                         listing: ((String) -> Void)?, log: any LogSink) -> Int32 {
         let clock = SystemSweepClock()
         let session: AppleAPISession
@@ -47,7 +56,7 @@ package enum ImportRun {
         var customers: [Importer.Customer]
         var receiptsRefused = 0
         do throws(SweepStop) {
-            session = try AppleAPISession(configurationPath: configurationPath, environment: environment, clock: clock,
+            session = try AppleAPISession(configuration: configuration, environment: environment, clock: clock,
                                           log: log)
             switch input {
             case .ids(let path):

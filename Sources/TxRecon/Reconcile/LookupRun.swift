@@ -20,14 +20,22 @@ package enum LookupRun {
         case transaction(String)
     }
 
-    package static func run(configurationPath: String, environment: [String: String], target: Target,
+    /// `app`: the one app to ask; nil asks each app in turn until one
+    /// answers (an order or a transaction is one app's).
+    package static func run(configurationPath: String, app: String? = nil, environment: [String: String], target: Target,
                             deliver: Bool) async -> Int32 {
         let log = LogSinks.standard(environment: environment)
         ProcessHardening.disableCoreDumps()
         do {
             return try await DedicatedThread.run(name: "txrecon-lookup") {
-                perform(configurationPath: configurationPath, environment: environment, target: target,
-                        deliver: deliver, output: { print($0) }, log: log)
+                AppRuns.run(configurationPath: configurationPath, only: app, log: log, enough: { $0 == 0 },
+                            failed: { stop, log in
+                    log.write(LogEntry(.error, "lookup: \(stop.reason)"))
+                    return stop.exitStatus
+                }) { configuration, log in
+                    perform(configuration: configuration, environment: environment, target: target,
+                            deliver: deliver, output: { print($0) }, log: log)
+                }
             }
         } catch {
             log.write(LogEntry(.error, "lookup: \(error.description)"))
@@ -35,10 +43,10 @@ package enum LookupRun {
         }
     }
 
-    static func perform(configurationPath: String, environment: [String: String], target: Target, deliver: Bool,
+    static func perform(configuration: Configuration, environment: [String: String], target: Target, deliver: Bool,
                         output: (String) -> Void, log: any LogSink) -> Int32 {
         do throws(SweepStop) {
-            let session = try AppleAPISession(configurationPath: configurationPath, environment: environment,
+            let session = try AppleAPISession(configuration: configuration, environment: environment,
                                               clock: SystemSweepClock(), log: log)
             let place = session.configuration.sweep.environment.rawValue
             let signedTransactions: [String]

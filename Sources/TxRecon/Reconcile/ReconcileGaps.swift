@@ -52,6 +52,7 @@ package enum ReconcileGaps {
 
     /// Records `gap` (creating the directories as needed).
     package static func report(_ gap: ReconcileGap, layout: SpoolLayout) throws(SpoolError) {
+        try layout.createStateRoot()
         try SpoolLayout.makeDirectory(ReconcileStateDirectory.path(of: layout), mode: 0o2750)
         try SpoolLayout.makeDirectory(directory(of: layout), mode: 0o2750)
         do {

@@ -17,17 +17,26 @@ import Glibc
 package enum ReconcileRun {
     /// Runs one reconcile with the configuration at `configurationPath`;
     /// `all` checks every known subscription whatever the schedule.
-    package static func run(configurationPath: String, environment: [String: String], all: Bool,
+    /// `app`: the one app to reconcile; nil for every app in turn.
+    package static func run(configurationPath: String, app: String? = nil, environment: [String: String], all: Bool,
                             dryRun: Bool) async -> Int32 {
         let log = LogSinks.standard(environment: environment)
         ProcessHardening.disableCoreDumps()
         do {
             return try await DedicatedThread.run(name: "txrecon-reconcile") {
-                let listing: ((String) -> Void)? = dryRun ? { print($0) } : nil
-                let report = perform(configurationPath: configurationPath, environment: environment, all: all,
-                                     listing: listing, log: log)
-                log.write(report.logEntry)
-                return report.exitStatus
+                AppRuns.run(configurationPath: configurationPath, only: app, log: log, failed: { stop, log in
+                    var report = ReconcileReport(environment: nil, dryRun: dryRun, all: all,
+                                                 startedAt: Timestamp.nowMilliseconds())
+                    report.stop = stop
+                    log.write(report.logEntry)
+                    return report.exitStatus
+                }) { configuration, log in
+                    let listing: ((String) -> Void)? = dryRun ? { print($0) } : nil
+                    let report = perform(configuration: configuration, environment: environment, all: all,
+                                         listing: listing, log: log)
+                    log.write(report.logEntry)
+                    return report.exitStatus
+                }
             }
         } catch {
             var report = ReconcileReport(environment: nil, dryRun: dryRun, all: all,
@@ -38,7 +47,7 @@ package enum ReconcileRun {
         }
     }
 
-    static func perform(configurationPath: String, environment: [String: String], all: Bool,
+    static func perform(configuration: Configuration, environment: [String: String], all: Bool,
                         listing: ((String) -> Void)?, log: any LogSink) -> ReconcileReport {
         let clock = SystemSweepClock()
         var report = ReconcileReport(environment: nil, dryRun: listing != nil, all: all,
@@ -49,7 +58,7 @@ package enum ReconcileRun {
         let directory: ReconcileStateDirectory?
         let state: any ReconcileStateStore
         do throws(SweepStop) {
-            session = try AppleAPISession(configurationPath: configurationPath, environment: environment,
+            session = try AppleAPISession(configuration: configuration, environment: environment,
                                           clock: clock, log: log)
             report.environment = session.configuration.sweep.environment
             directory = listing == nil ? try ReconcileStateDirectory(layout: session.layout) : nil

@@ -76,13 +76,14 @@ final class ReconcileStateDirectory: ReconcileStateStore {
     var importCheckpointPath: String { path + "/import-checkpoint" }
     var databasePath: String { path + "/state.sqlite3" }
 
-    /// `<spool>/reconcile`.
-    static func path(of layout: SpoolLayout) -> String { layout.root + "/reconcile" }
+    /// `<spool>/reconcile`, or `<spool>/apps/NAME/reconcile` for an app of apps/.
+    static func path(of layout: SpoolLayout) -> String { layout.stateRoot + "/reconcile" }
 
     /// Creates the directory and database if needed and takes the lock.
     init(layout: SpoolLayout) throws(SweepStop) {
         path = Self.path(of: layout)
         do {
+            try layout.createStateRoot()
             try SpoolLayout.makeDirectory(path, mode: 0o2750)
         } catch {
             throw SweepStop(kind: .failed, reason: "cannot create the reconcile's state directory: \(error); "

@@ -50,7 +50,7 @@ final class SnapshotJudge {
         } catch {
             throw SweepStop(kind: .failed, reason: "cannot read the ledger: \(error)")
         }
-        let taking = destinations.filter { $0.match.takes(item.kind, environment: item.fields.environment ?? "") }
+        let taking = destinations.filter { $0.match.accepts(item) }
         return (SnapshotComparison.compare(item, with: confirmed, destinations: taking.map(\.name)), confirmed)
     }
 }

@@ -423,6 +423,7 @@ package enum Daemon {
         var settings = engineSettings(configuration)
         settings.acceptEnvelopes = configuration.verification.acceptEnvelopes
         settings.verification = verification
+        settings.apps = configuration.appDirectory
         if let text = environment["TXRECON_TEST_HIGH_WATER"], let mark = Int(text), mark > 1 {
             settings.highWater = mark
             settings.lowWater = mark * 9 / 10

@@ -38,7 +38,18 @@ struct DaemonStatus: Sendable, Equatable {
     /// One line, e.g. `12 queued, 3 delivering, 1 held, 2 rejected; backend
     /// ok; analytics failing since 18:03:07 (HTTP 503), next probe at 18:04:40`.
     var line: String {
-        destinationsLine + (ledger.map(Self.ledgerNote) ?? "")
+        destinationsLine + appsNote + (ledger.map(Self.ledgerNote) ?? "")
+    }
+
+    /// With several apps, each one's deliveries (to every destination)
+    /// since the start: "; delivered by app: main 10, two 4, three 0".
+    private var appsNote: String {
+        let apps = primary.apps
+        guard apps.count > 1 else { return "" }
+        let counts = apps.map { app in
+            destinations.reduce(0) { $0 + ($1.status.statistics.deliveredByApp[app] ?? 0) }
+        }
+        return "; delivered by app: " + zip(apps, counts).map { "\($0) \($1)" }.joined(separator: ", ")
     }
 
     /// Said only when something is wrong: "; ledger unavailable: …", or

@@ -13,22 +13,26 @@ enum ItemOutcome: String, Sendable {
 struct ItemEvents: Sendable {
     let sink: any LogSink
 
-    func accepted(_ item: Item, file: String) {
+    /// `app`: the name of the item's app (TXRECON_APP), nil when it names
+    /// none configured.
+    func accepted(_ item: Item, file: String, app: String?) {
+        var extra = [("TXRECON_FILE", file)]
+        if let app { extra.append(("TXRECON_APP", app)) }
         write(.info, "\(item.key): accepted \(item.kind.rawValue) version \(item.version) from new/\(LogText.escaped(file))",
-              MessageID.accepted, .accepted, key: item.key, kind: item.kind, version: item.version,
-              extra: [("TXRECON_FILE", file)])
+              MessageID.accepted, .accepted, key: item.key, kind: item.kind, version: item.version, extra: extra)
     }
 
     /// `file`: the drop's name in new/ when the item was delivered straight
     /// from there, never accepted into queue/; this entry is then its only one.
     func delivered(_ key: ItemKey, kind: ItemKind?, version: ItemVersion?, attempt: Int, confirmation: Confirmation,
-                   file: String? = nil) {
+                   file: String? = nil, app: String? = nil) {
         // One entry per delivered item, thousands a second in a drain: the
         // fields and the message are each built once, at their final size,
         // the message as bytes (one append per part, not a string's growth).
-        var fields = ItemEvents.fields(.delivered, key: key, kind: kind, version: version, room: 5)
+        var fields = ItemEvents.fields(.delivered, key: key, kind: kind, version: version, room: 6)
         let attemptText = String(attempt)
         fields.append(("TXRECON_ATTEMPT", attemptText))
+        if let app { fields.append(("TXRECON_APP", app)) }
         let confirmationText: String
         switch confirmation {
         case let .http(status):
@@ -68,8 +72,10 @@ struct ItemEvents: Sendable {
               key: key, kind: kind, version: version, extra: extra)
     }
 
-    func held(_ key: ItemKey, kind: ItemKind?, version: ItemVersion?, attempt: Int, reason: String, status: Int?) {
+    func held(_ key: ItemKey, kind: ItemKind?, version: ItemVersion?, attempt: Int, reason: String, status: Int?,
+              app: String? = nil) {
         var extra = [("TXRECON_ATTEMPT", String(attempt))]
+        if let app { extra.append(("TXRECON_APP", app)) }
         if let status { extra.append(("TXRECON_HTTP_STATUS", String(status))) }
         extra.append(("TXRECON_REASON", reason))
         write(.warning, "\(key): held after attempt \(attempt): \(LogText.singleLine(reason, limit: 200)); "

@@ -67,6 +67,20 @@ enum MetricsReport {
                             PrometheusText.integer(count))
             }
         }
+        // Only once some item of an app was delivered: a family without
+        // samples would say nothing.
+        if destinations.contains(where: { !$0.1.statistics.deliveredByApp.isEmpty }) {
+            text.family("txrecon_app_deliveries_total", .counter,
+                        help: "Items delivered since the daemon started, by destination and by the app "
+                            + "(apps/NAME.conf, or main) their verified bundleId names; items that name no app "
+                            + "(envelopes) are not counted.")
+        }
+        for (name, status) in destinations {
+            for (app, count) in status.statistics.deliveredByApp.sorted(by: { $0.key < $1.key }) {
+                text.sample("txrecon_app_deliveries_total", labels: ["destination": name, "app": app],
+                            PrometheusText.integer(count))
+            }
+        }
         text.family("txrecon_outbox_entries_written_total", .counter,
                     help: "Answers for Apple written into the outbox since the daemon started, by the destination "
                         + "whose confirmation wrote them (consumption information, Finish Transaction).")

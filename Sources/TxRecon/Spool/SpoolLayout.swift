@@ -13,6 +13,10 @@
 //              Mode=none), stored once each
 //              under the SHA-256 of their bytes (ReceiptStore); the parts
 //              of a receipt upload name them instead of carrying them
+//   sweep/, reconcile/
+//              the state of txrecon sweep, reconcile and import for the
+//              main file's app; apps/NAME/{sweep,reconcile}/ for the app
+//              of apps/NAME.conf (Apple's limits and checkpoints are per app)
 //   destinations/NAME/{new,queue,hold,done}
 //              with further destinations (destinations/NAME.conf): each
 //              destination's own items, the same files as above. new/ there
@@ -40,6 +44,7 @@ package struct SpoolLayout: Sendable, Equatable {
         self.root = root
         self.inboxPath = inboxPath
         self.itemPrefix = itemPrefix
+        stateRoot = root
         tmp = root + "/tmp"
         new = root + "/" + inboxPath
         queue = root + "/" + itemPrefix + "queue"
@@ -54,6 +59,25 @@ package struct SpoolLayout: Sendable, Equatable {
         let base = "destinations/" + name + "/"
         return SpoolLayout(root: root, inboxPath: base + "new",
                            itemPrefix: name == Destination.primaryName ? "" : base)
+    }
+
+    /// The layout whose `stateRoot` is the app `name`'s: the spool itself
+    /// for the main file's app (where its state always was), else
+    /// `apps/NAME`.
+    package func app(_ name: String) -> SpoolLayout {
+        var layout = self
+        layout.stateRoot = name == App.mainName ? root : root + "/apps/" + name
+        return layout
+    }
+
+    /// Where one app's commands keep their state (`sweep/`, `reconcile/`).
+    package private(set) var stateRoot: String
+
+    /// Creates `stateRoot` (and apps/) when it is an app's own.
+    func createStateRoot() throws(SpoolError) {
+        guard stateRoot != root else { return }
+        try Self.makeDirectory(root + "/apps", mode: 0o2750)
+        try Self.makeDirectory(stateRoot, mode: 0o2750)
     }
 
     /// The directory that holds every destination's own directories.

@@ -49,10 +49,13 @@ package struct SweepStop: Error, Sendable, Equatable {
     var exitStatus: Int32 {
         switch kind {
         case .configuration: ConfigurationError.exitStatus
-        case .temporary: 75
+        case .temporary: Self.temporaryExitStatus
         case .failed: 1
         }
     }
+
+    /// sysexits.h EX_TEMPFAIL
+    static let temporaryExitStatus: Int32 = 75
 }
 
 /// The sweep's next step after an answer that is not a page.

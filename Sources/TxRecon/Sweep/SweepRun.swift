@@ -17,16 +17,24 @@ package enum SweepRun {
     /// Runs one sweep with the configuration at `configurationPath`;
     /// `environment` is the process environment (`CREDENTIALS_DIRECTORY`,
     /// `JOURNAL_STREAM`). Returns the exit status.
-    package static func run(configurationPath: String, environment: [String: String], dryRun: Bool) async -> Int32 {
+    /// `app`: the one app to sweep; nil for every app in turn.
+    package static func run(configurationPath: String, app: String? = nil, environment: [String: String], dryRun: Bool) async -> Int32 {
         let log = LogSinks.standard(environment: environment)
         ProcessHardening.disableCoreDumps()
         do {
             return try await DedicatedThread.run(name: "txrecon-sweep") {
-                let listing: ((HistoryNotification) -> Void)? = dryRun ? { print(line(for: $0)) } : nil
-                let report = perform(configurationPath: configurationPath, environment: environment, listing: listing,
-                                     log: log)
-                log.write(report.logEntry)
-                return report.exitStatus
+                AppRuns.run(configurationPath: configurationPath, only: app, log: log, failed: { stop, log in
+                    var report = SweepReport(environment: nil, dryRun: dryRun, startedAt: Timestamp.nowMilliseconds())
+                    report.stop = stop
+                    log.write(report.logEntry)
+                    return report.exitStatus
+                }) { configuration, log in
+                    let listing: ((HistoryNotification) -> Void)? = dryRun ? { print(line(for: $0)) } : nil
+                    let report = perform(configuration: configuration, environment: environment, listing: listing,
+                                         log: log)
+                    log.write(report.logEntry)
+                    return report.exitStatus
+                }
             }
         } catch {
             let stop = SweepStop(kind: .failed, reason: error.description)
@@ -38,14 +46,13 @@ package enum SweepRun {
     }
 
     /// The whole run, blocking; `listing` as for `Sweeper` (nil: a real run).
-    static func perform(configurationPath: String, environment: [String: String],
+    /// One app's sweep (`configuration` is its settings, AppRuns).
+    static func perform(configuration: Configuration, environment: [String: String],
                         listing: ((HistoryNotification) -> Void)?, log: any LogSink) -> SweepReport {
         let clock = SystemSweepClock()
         var report = SweepReport(environment: nil, dryRun: listing != nil, startedAt: clock.wallMilliseconds)
-        let configuration: Configuration
         let tokens: APITokenIssuer
         do {
-            configuration = try ConfigurationLoader.load(path: configurationPath)
             report.environment = configuration.sweep.environment
             tokens = try SweepCredentials.load(for: configuration, environment: environment)
         } catch {
@@ -54,7 +61,7 @@ package enum SweepRun {
         }
         let settings = configuration.sweep
         for warning in ConfigurationWarnings.sweep(settings) { log.write(LogEntry(.warning, warning)) }
-        let layout = SpoolLayout(root: configuration.spool.directory)
+        let layout = AppRuns.layout(of: configuration)
         let state: SweepStateDirectory
         let client: AppStoreAPIClient
         do throws(SweepStop) {

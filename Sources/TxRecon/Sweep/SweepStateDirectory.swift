@@ -44,13 +44,14 @@ package final class SweepStateDirectory: SweepStateStore, Sendable {
     var lastRunPath: String { path + "/last-run" }
 
     /// `<spool>/sweep`.
-    static func path(of layout: SpoolLayout) -> String { layout.root + "/sweep" }
+    static func path(of layout: SpoolLayout) -> String { layout.stateRoot + "/sweep" }
 
     /// Creates the directory if needed and takes its lock.
     package init(layout: SpoolLayout) throws(SweepStop) {
         path = Self.path(of: layout)
         self.layout = layout
         do {
+            try layout.createStateRoot()
             try SpoolLayout.makeDirectory(path, mode: 0o2750)
         } catch {
             throw SweepStop(kind: .failed, reason: "cannot create the sweep's state directory: \(error); "

@@ -1,7 +1,7 @@
 // SignedDataPolicy: what App Store signed data must satisfy to be taken,
-// built from the [Verification] section: the trusted roots (read from
-// RootCertificateFile=), the bundle identifier, the App Apple ID and the
-// environments.
+// built from the [Verification] section and the apps: the trusted roots
+// (read from RootCertificateFile=), and for each app its bundle identifier,
+// App Apple ID and environments.
 //
 // `load(for:)` runs at start-up, on reload and for check-config: it requires
 // what Mode=appstore needs (VerificationSettings.checkCompleteness) and reads
@@ -10,17 +10,34 @@
 // list) do not call it, so they work while [Verification] is incomplete.
 // Blocks on disk I/O, like the configuration loader. Logs nothing.
 
+/// What one app's signed data must carry.
+package struct AppPolicy: Sendable, Equatable {
+    /// The app's name (`App.name`).
+    package var name: String
+    /// `bundleId` the app's transactions and notifications carry.
+    package var bundleID: String
+    /// `appAppleId` the app's Production notifications and app transactions
+    /// must carry; nil unless Production is listed.
+    package var appAppleID: Int64?
+    /// The environments the app's signed data may come from.
+    package var environments: [SignedDataEnvironment]
+
+    package init(name: String = App.mainName, bundleID: String, appAppleID: Int64?,
+                 environments: [SignedDataEnvironment]) {
+        self.name = name
+        self.bundleID = bundleID
+        self.appAppleID = appAppleID
+        self.environments = environments
+    }
+}
+
 /// The checks intake applies to every App Store signed string (Mode=appstore).
 package struct SignedDataPolicy: Sendable, Equatable {
     /// The trust anchors; empty when the environments skip signature checks.
     package var roots: [RootCertificate]
-    /// `bundleId` every transaction and notification must carry.
-    package var bundleID: String
-    /// `appAppleId` every Production notification must carry; nil unless
-    /// Production is listed.
-    package var appAppleID: Int64?
-    /// The environments signed data may come from.
-    package var environments: [SignedDataEnvironment]
+    /// The apps served, each with its claims: signed data is checked
+    /// against the app its `bundleId` names.
+    package var apps: [AppPolicy]
     /// The roots StoreKit 1 receipts must chain to; empty when the
     /// environments skip signature checks, or when the default file is not
     /// installed (then `receiptRootsMissing` says so, and every receipt is
@@ -28,30 +45,43 @@ package struct SignedDataPolicy: Sendable, Equatable {
     package var receiptRoots: [RootCertificate]
     package var receiptRootsMissing: String?
 
-    package init(roots: [RootCertificate], bundleID: String, appAppleID: Int64?, environments: [SignedDataEnvironment],
-                receiptRoots: [RootCertificate] = [], receiptRootsMissing: String? = nil) {
+    package init(roots: [RootCertificate], apps: [AppPolicy], receiptRoots: [RootCertificate] = [],
+                 receiptRootsMissing: String? = nil) {
         self.roots = roots
-        self.bundleID = bundleID
-        self.appAppleID = appAppleID
-        self.environments = environments
+        self.apps = apps
         self.receiptRoots = receiptRoots
         self.receiptRootsMissing = receiptRootsMissing
     }
 
+    /// A policy of one app, `main`.
+    package init(roots: [RootCertificate], bundleID: String, appAppleID: Int64?, environments: [SignedDataEnvironment],
+                receiptRoots: [RootCertificate] = [], receiptRootsMissing: String? = nil) {
+        self.init(roots: roots, apps: [AppPolicy(bundleID: bundleID, appAppleID: appAppleID, environments: environments)],
+                  receiptRoots: receiptRoots, receiptRootsMissing: receiptRootsMissing)
+    }
+
     /// Whether signatures are checked: whenever an App Store environment is
     /// listed (the configuration never lists them with Xcode or
-    /// LocalTesting, and if it did, the checks would win).
-    package var checksSignatures: Bool { environments.contains(where: \.checksSignatures) }
+    /// LocalTesting, for one app or across apps, and if it did, the checks
+    /// would win).
+    package var checksSignatures: Bool { apps.contains { $0.environments.contains(where: \.checksSignatures) } }
+
+    /// The app whose bundle id is `bundleID`.
+    func app(bundleID: String?) -> AppPolicy? { apps.first { $0.bundleID == bundleID } }
 
     /// The policy `configuration` asks for, nil with Mode=none.
     package static func load(for configuration: Configuration) throws(ConfigurationError) -> SignedDataPolicy? {
         try VerificationSettings.checkCompleteness(of: configuration)
         let settings = configuration.verification
-        let environments = settings.environments
-        guard settings.mode == .appStore, let bundleID = settings.bundleID, !environments.isEmpty else { return nil }
+        let apps = configuration.apps.map { app in
+            AppPolicy(name: app.name, bundleID: app.bundleID,
+                      appAppleID: app.verification.environments.contains(.production) ? app.verification.appAppleID : nil,
+                      environments: app.verification.environments)
+        }.filter { !$0.environments.isEmpty }
+        guard settings.mode == .appStore, !apps.isEmpty else { return nil }
         var roots: [RootCertificate] = [], receiptRoots: [RootCertificate] = []
         var receiptRootsMissing: String?
-        if environments.contains(where: \.checksSignatures) {
+        if apps.contains(where: { $0.environments.contains(where: \.checksSignatures) }) {
             roots = try readRoots(settings.rootCertificateFile, key: "Verification.RootCertificateFile",
                                   name: "Apple Root CA - G3", file: "AppleRootCA-G3.cer",
                                   url: "https://www.apple.com/certificateauthority/AppleRootCA-G3.cer",
@@ -71,9 +101,7 @@ package struct SignedDataPolicy: Sendable, Equatable {
                                              configuration: configuration)
             }
         }
-        return SignedDataPolicy(roots: roots, bundleID: bundleID,
-                                appAppleID: environments.contains(.production) ? settings.appAppleID : nil,
-                                environments: environments, receiptRoots: receiptRoots,
+        return SignedDataPolicy(roots: roots, apps: apps, receiptRoots: receiptRoots,
                                 receiptRootsMissing: receiptRootsMissing)
     }
 

@@ -65,10 +65,10 @@ final class SignedDataVerifier {
             }
             return try verify(ParsedReceipt(text: text, der: der, receipt: receipt))
         }
-        var refusedClaim: Rejection?
         // A notification's payload, verified first, for its nested members:
         // where each is, and the time a member that names none was signed.
         var notification: CompactJWS?
+        var verified: [VerifiedClaims] = []
         for (name, text) in item.signedStrings {
             guard let kind = SignedDataKind(signedStringName: name) else { continue }
             let jws: CompactJWS
@@ -88,29 +88,29 @@ final class SignedDataVerifier {
                 subject = "\(container).\(name) of signedPayload"
                 enclosingSignedDate = notification.payload["signedDate"]?.int64Value
             }
-            try verify(jws, as: kind, subject: subject, enclosingSignedDate: enclosingSignedDate,
-                       refusedClaim: &refusedClaim)
+            verified.append(try verifySignature(of: jws, as: kind, subject: subject,
+                                                enclosingSignedDate: enclosingSignedDate))
             if kind == .notification { notification = jws }
         }
-        if let refusedClaim { throw refusedClaim }
+        try checkClaims(verified)
     }
 
     /// Verifies one signed string; `subject` names it in messages.
     func verify(_ compact: String, as kind: SignedDataKind, subject: String) throws(Rejection) {
-        var refusedClaim: Rejection?
-        try verify(compact, as: kind, subject: subject, refusedClaim: &refusedClaim)
-        if let refusedClaim { throw refusedClaim }
-    }
-
-    private func verify(_ compact: String, as kind: SignedDataKind, subject: String,
-                        refusedClaim: inout Rejection?) throws(Rejection) {
         let jws: CompactJWS
         do {
             jws = try CompactJWS(compact: compact)
         } catch {
             throw Rejection(error.code, "\(subject) \(error)")
         }
-        try verify(jws, as: kind, subject: subject, refusedClaim: &refusedClaim)
+        try checkClaims([try verifySignature(of: jws, as: kind, subject: subject)])
+    }
+
+    /// What one signed string says of its app, once its signature verified.
+    private struct VerifiedClaims {
+        var claims: AppClaims?
+        var kind: SignedDataKind
+        var subject: String
     }
 
     /// When the App Store signed a payload of `kind` (ms since 1970), the
@@ -135,11 +135,11 @@ final class SignedDataVerifier {
         }
     }
 
-    /// Throws what is wrong with `jws` itself; a claim the settings refuse
-    /// goes into `refusedClaim` (the first one found) instead.
-    /// `enclosingSignedDate`: the notification's, for a nested member.
-    private func verify(_ jws: CompactJWS, as kind: SignedDataKind, subject: String, enclosingSignedDate: Int64? = nil,
-                        refusedClaim: inout Rejection?) throws(Rejection) {
+    /// Throws what is wrong with `jws` itself, and returns its claims for
+    /// `checkClaims`. `enclosingSignedDate`: the notification's, for a
+    /// nested member.
+    private func verifySignature(of jws: CompactJWS, as kind: SignedDataKind, subject: String,
+                                 enclosingSignedDate: Int64? = nil) throws(Rejection) -> VerifiedClaims {
         // Built once, by concatenation, for the messages of both readers:
         // an interpolation each took about 1,900 instructions a JWS more.
         let payloadSubject = "the payload of " + subject
@@ -158,10 +158,23 @@ final class SignedDataVerifier {
         } else {
             claims = try AppClaims(jws.payload, kind: kind, subject: payloadSubject)
         }
-        do {
-            try check(claims, kind: kind)
-        } catch {
-            if refusedClaim == nil { refusedClaim = error.rejection(subject: subject) }
+        return VerifiedClaims(claims: claims, kind: kind, subject: subject)
+    }
+
+    /// The claims of an item's signed strings, every signature already
+    /// verified (such data is genuine and kept: the receiver spools it for
+    /// rejected/, so a body that also carries a forged string must be found
+    /// forged first): the app is the one the first `bundleId` names, and
+    /// each string is checked against it. Throws the first claim refused.
+    private func checkClaims(_ verified: [VerifiedClaims]) throws(Rejection) {
+        let named = verified.lazy.compactMap { $0.claims?.bundleID }.first
+        let app = policy.app(bundleID: named)
+        for entry in verified {
+            do {
+                try check(entry.claims, kind: entry.kind, app: app)
+            } catch {
+                throw error.rejection(subject: entry.subject)
+            }
         }
     }
 
@@ -180,8 +193,9 @@ final class SignedDataVerifier {
             try receipts.verify(der: parsed.der, receipt: receipt, at: creationDate)
         }
         do {
-            try checkBundleID(receipt.bundleId)
-            try checkEnvironment(receipt.environment)
+            let app = policy.app(bundleID: receipt.bundleId)
+            try checkBundleID(receipt.bundleId, app: app)
+            try checkEnvironment(receipt.environment, app: app)
         } catch {
             throw error.rejection(subject: "the receipt")
         }
@@ -240,40 +254,52 @@ final class SignedDataVerifier {
     // MARK: - Claims
 
     /// bundleId, appAppleId and environment, as Apple's SignedDataVerifier
-    /// checks each kind: renewal infos carry no bundleId, and only
-    /// notifications and app transactions from Production are checked for
-    /// appAppleId (App Review's sandbox notifications on a production server
-    /// are not). A notification that names no app anywhere is refused as
-    /// such. A member Apple added since is checked for the claims it
-    /// carries, and for none it does not.
-    private func check(_ claims: AppClaims?, kind: SignedDataKind) throws(VerificationFailure) {
+    /// checks each kind, against `app`, the app the item's first bundleId
+    /// names (nil when that is no app configured): renewal infos carry no
+    /// bundleId, and only notifications and app transactions from
+    /// Production are checked for appAppleId (App Review's sandbox
+    /// notifications on a production server are not). A notification that
+    /// names no app anywhere is refused as such. A member Apple added since
+    /// is checked for the claims it carries, and for none it does not.
+    private func check(_ claims: AppClaims?, kind: SignedDataKind, app: AppPolicy?) throws(VerificationFailure) {
         guard let claims else { throw .noAppNamed }
         if kind == .unknown {
-            if claims.bundleID != nil { try checkBundleID(claims.bundleID) }
-            try checkAppAppleID(claims)
-            if claims.environment != nil { try checkEnvironment(claims.environment) }
+            if claims.bundleID != nil { try checkBundleID(claims.bundleID, app: app) }
+            try checkAppAppleID(claims, app: app)
+            if claims.environment != nil { try checkEnvironment(claims.environment, app: app) }
             return
         }
-        if kind != .renewalInfo { try checkBundleID(claims.bundleID) }
-        if kind == .notification || kind == .appTransaction { try checkAppAppleID(claims) }
-        try checkEnvironment(claims.environment)
+        if kind != .renewalInfo { try checkBundleID(claims.bundleID, app: app) }
+        if kind == .notification || kind == .appTransaction { try checkAppAppleID(claims, app: app) }
+        try checkEnvironment(claims.environment, app: app)
     }
 
-    private func checkAppAppleID(_ claims: AppClaims) throws(VerificationFailure) {
-        if claims.environment == SignedDataEnvironment.production.rawValue, let want = policy.appAppleID,
+    private func checkAppAppleID(_ claims: AppClaims, app: AppPolicy?) throws(VerificationFailure) {
+        if claims.environment == SignedDataEnvironment.production.rawValue, let want = app?.appAppleID,
            claims.appAppleID != want {
             throw .wrongAppAppleID(found: claims.appAppleID, want: want)
         }
     }
 
-    private func checkBundleID(_ found: String?) throws(VerificationFailure) {
-        guard found == policy.bundleID else { throw .wrongBundleID(found: found, want: policy.bundleID) }
+    /// `found` is `app`'s bundle id: the app of the item, configured.
+    private func checkBundleID(_ found: String?, app: AppPolicy?) throws(VerificationFailure) {
+        guard let app, found == app.bundleID else {
+            let want = app.map { [$0.bundleID] } ?? policy.apps.map(\.bundleID)
+            throw .wrongBundleID(found: found, want: want.joined(separator: " or "))
+        }
     }
 
-    private func checkEnvironment(_ found: String?) throws(VerificationFailure) {
+    /// An environment `app` lists; any app's, for a renewal info whose item
+    /// names no app configured (its transaction's bundleId is refused then).
+    private func checkEnvironment(_ found: String?, app: AppPolicy?) throws(VerificationFailure) {
+        let environments = app?.environments ?? policy.apps.flatMap(\.environments)
         guard let found, let environment = SignedDataEnvironment(rawValue: found),
-              policy.environments.contains(environment) else {
-            throw .wrongEnvironment(found: found, want: policy.environments.map(\.rawValue).joined(separator: " or "))
+              environments.contains(environment) else {
+            var wanted: [String] = []
+            for environment in environments.map(\.rawValue) where !wanted.contains(environment) {
+                wanted.append(environment)
+            }
+            throw .wrongEnvironment(found: found, want: wanted.joined(separator: " or "))
         }
     }
 }

@@ -73,10 +73,11 @@ enum VerificationFailure: Error, Sendable, Equatable {
                 + "under the leaf certificate's key; the data was altered or signed by someone else")
         case let .wrongBundleID(found, want):
             return Rejection(code, "\(VerificationFailure.quote(found) ?? "no bundleId") (want \(want)) in \(subject); if this app is "
-                + "yours, set BundleID= under [Verification], reload, \(requeue)")
+                + "yours, add it as an app (/etc/txrecon/apps/NAME.conf with its BundleID= under [Verification]), "
+                + "reload, \(requeue)")
         case let .wrongAppAppleID(found, want):
             return Rejection(code, "\(found.map(String.init) ?? "no appAppleId") (want \(want)) in \(subject); "
-                + "if this app is yours, set AppAppleID= under [Verification], reload, \(requeue)")
+                + "if this app is yours, set AppAppleID= under [Verification] of its app file, reload, \(requeue)")
         case let .wrongEnvironment(found, want):
             return Rejection(code, "\(VerificationFailure.quote(found) ?? "no environment") (want \(want)) in \(subject); data from another "
                 + "environment belongs to another txrecon; if Environment= is wrong (a production server lists \"Production Sandbox\"), fix it, reload, \(requeue)")

@@ -63,6 +63,7 @@ private let minimal = """
             Environment=Production Sandbox
             Kind=appstore.notification appstore.transaction
             NotificationType=REFUND DID_RENEW
+            App=main
             [Verification]
             Mode=none
             RootCertificateFile=/etc/txrecon/roots.pem
@@ -119,6 +120,7 @@ private let minimal = """
         #expect(configuration.match.environments == ["Production", "Sandbox"])
         #expect(configuration.match.kinds == [.notification, .transaction])
         #expect(configuration.match.notificationTypes == ["REFUND", "DID_RENEW"])
+        #expect(configuration.match.apps == ["main"] && configuration.match.appBundleIDs == ["com.example.app"])
         #expect(configuration.verification.mode == .none)
         #expect(configuration.verification.rootCertificateFile == "/etc/txrecon/roots.pem")
         #expect(configuration.verification.receiptRootCertificateFile == "/etc/txrecon/receipt-roots.pem")

@@ -51,6 +51,8 @@ private func assignment(in line: Substring) -> (key: Substring, value: Substring
         sample.origins = [:]
         sample.path = path
         sample.files = spelledOut.files
+        #expect(sample.apps.map(\.bundleID) == spelledOut.apps.map(\.bundleID))
+        sample.apps = spelledOut.apps
         #expect(spelledOut == sample)
     }
 }

@@ -132,10 +132,9 @@ import TxReconTestSupport
             RootCertificateFile=\(AppStoreSamples.directory)/AppleRootCA-G3.cer
             """))
         #expect(policy?.roots.map(\.subject) == ["C=US,O=Apple Inc.,OU=Apple Certification Authority,CN=Apple Root CA - G3"])
-        #expect(policy?.bundleID == "com.example.app")
-        #expect(policy?.environments == [.sandbox])
         // Apple checks appAppleId in Production only.
-        #expect(policy?.appAppleID == nil)
+        #expect(policy?.apps == [AppPolicy(name: "main", bundleID: "com.example.app", appAppleID: nil,
+                                           environments: [.sandbox])])
     }
 
     @Test func xcodeNeedsNoRootFile() throws {

@@ -24,6 +24,7 @@ import TxReconTestSupport
         status.statistics.rejected = 8
         status.statistics.replayed = 4
         status.statistics.consecutiveBackendFailures = 9
+        status.statistics.deliveredByApp = ["main": 97, "puzzles": 4]
         status.statistics.novelties = [.container("futureData"): 2, .notificationType("FUTURE_TYPE"): 3]
         for milliseconds in [2, 5, 30, 30, 700, 12_000] {
             status.statistics.attemptDurations.record(.milliseconds(milliseconds))
@@ -50,10 +51,21 @@ import TxReconTestSupport
         #expect(try parsed().families.map(\.name) == [
             "txrecon_up", "txrecon_start_time_seconds", "txrecon_build_info", "txrecon_spool_items",
             "txrecon_deliveries_in_flight", "txrecon_oldest_queued_timestamp_seconds", "txrecon_deliveries_total",
-            "txrecon_outbox_entries_written_total", "txrecon_consumption_deadline_warnings_total",
+            "txrecon_app_deliveries_total", "txrecon_outbox_entries_written_total", "txrecon_consumption_deadline_warnings_total",
             "txrecon_apple_unknown_names_total", "txrecon_attempt_duration_seconds",
             "txrecon_backend_consecutive_failures",
         ])
+    }
+
+    @Test func eachAppsDeliveriesAreCountedByDestinationAndAppAndNoneWithoutAny() throws {
+        let metrics = try parsed()
+        let family = try #require(metrics.families.first { $0.name == "txrecon_app_deliveries_total" })
+        #expect(family.samples.map(\.labels) == [["destination": "backend", "app": "main"],
+                                                 ["destination": "backend", "app": "puzzles"]])
+        #expect(family.samples.map(\.value) == ["97", "4"])
+        var quiet = Self.knownStatus
+        quiet.statistics.deliveredByApp = [:]
+        #expect(try parsed(quiet).families.allSatisfy { $0.name != "txrecon_app_deliveries_total" })
     }
 
     @Test func theLedgerIsUpWithItsRowsSizeAndLagOrDownWithoutThem() throws {

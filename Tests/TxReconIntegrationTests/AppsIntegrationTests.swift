@@ -1,0 +1,199 @@
+// Several apps in one installation, end to end: the built daemon serving two
+// apps of the test PKI and the real Sandbox samples' app (the main file's),
+// routing by `[Match] App=`; a fourth app's data set aside; the receiver
+// taking every app's notifications on one URL; `txrecon sweep` walking each
+// app against its own stand-in of Apple's API with its own checkpoint.
+import Glibc
+import Testing
+@testable import TxRecon
+import TxReconTestSupport
+
+/// A daemon whose main file's app is the real samples' (`main`), with
+/// apps/alpha.conf and apps/beta.conf of the test PKI, both roots trusted,
+/// and a destination `alpha` that takes alpha's items only.
+private final class ThreeApps {
+    static let alpha = "com.example.alpha"
+    static let beta = "com.example.beta"
+    let fixture: DaemonFixture
+    let alphaBackend: LoopbackHTTPServer
+
+    init(extra: String = "") throws {
+        fixture = try DaemonFixture()
+        let roots = try SystemCall.readFile(AppStoreSamples.directory + "/AppleRootCA-G3.pem", limit: 1 << 20)
+            + SystemCall.readFile(TestPKI.path("root"), limit: 1 << 20)
+        let rootsPath = fixture.directory.write(roots, to: "roots.pem")
+        try fixture.writeConfig(extra, verification: """
+            [Verification]
+            BundleID=\(VerificationIntegrationTests.bundleID)
+            Environment=Sandbox
+            RootCertificateFile=\(rootsPath)
+            """)
+        _ = fixture.directory.write("[Verification]\nBundleID=\(Self.alpha)\n", to: "apps/alpha.conf")
+        _ = fixture.directory.write("[Verification]\nBundleID=\(Self.beta)\n", to: "apps/beta.conf")
+        alphaBackend = try LoopbackHTTPServer(handler: { _ in .status(200) })
+        _ = fixture.directory.write("[Backend]\nURL=\(alphaBackend.url)alpha\n[Match]\nApp=alpha\n",
+                                    to: "destinations/alpha.conf")
+    }
+
+    static func transaction(_ id: String, bundleId: String) -> String {
+        VerificationIntegrationTests.testPKITransaction(id, bundleId: bundleId)
+    }
+
+    static func notification(_ uuid: String, bundleId: String) -> [UInt8] {
+        TestDrop.notificationBody(TestPKI.sign(payload: TestJWS.notificationPayload(
+            notificationType: "DID_RENEW", notificationUUID: uuid, signedDate: TestPKI.insideLeafValidity,
+            bundleId: bundleId)))
+    }
+
+    deinit { alphaBackend.stop() }
+}
+
+@Suite(.serialized, .timeLimit(.minutes(2)))
+struct AppsIntegrationTests {
+    @Test func oneDaemonDeliversThreeAppsRoutesByAppAndSetsAFourthAside() async throws {
+        let apps = try ThreeApps()
+        let fixture = apps.fixture
+        try await fixture.start()
+        try fixture.drop(try VerificationIntegrationTests.sample("01-transaction.jws"), name: "main-transaction")
+        try fixture.drop(try VerificationIntegrationTests.sample("04-notification-refund.json"), name: "main-refund")
+        try fixture.drop(ThreeApps.transaction("4000000000000001", bundleId: ThreeApps.alpha), name: "alpha-transaction")
+        try fixture.drop(String(decoding: ThreeApps.notification("a1a1a1a1-0000-4000-8000-000000000001",
+                                                                 bundleId: ThreeApps.alpha), as: UTF8.self),
+                         name: "alpha-notification")
+        try fixture.drop(ThreeApps.transaction("4000000000000002", bundleId: ThreeApps.beta), name: "beta-transaction")
+        try fixture.drop(ThreeApps.transaction("4000000000000003", bundleId: "com.example.delta"), name: "delta")
+
+        let delivered = ["2000001024998954", "2000001032604840", "4000000000000001", "4000000000000002",
+                         "a1a1a1a1-0000-4000-8000-000000000001"]
+        #expect(await fixture.eventually { fixture.doneItems() == delivered.sorted() }, "\(fixture.names("rejected"))")
+        // [Backend] takes every app; alpha only alpha's transaction and notification.
+        #expect(await fixture.eventually { apps.alphaBackend.requests.count == 2 })
+        let alphaKeys = apps.alphaBackend.requests.compactMap { $0.header("Idempotency-Key")?.split(separator: ":").first }
+        #expect(Set(alphaKeys.map(String.init)) == ["4000000000000001", "a1a1a1a1-0000-4000-8000-000000000001"])
+        #expect(fixture.server.requests.count == 5)
+        // A fourth app's data is set aside as wrong-bundle-id, naming what to do.
+        #expect(await fixture.eventually { fixture.names("rejected").contains("delta.reason") })
+        let reason = String(decoding: try SystemCall.readFile(fixture.layout.rejected + "/delta.reason", limit: 1 << 16),
+                            as: UTF8.self)
+        #expect(reason.contains("wrong-bundle-id") && reason.contains("apps/NAME.conf"), "\(reason)")
+        // The journal names each item's app; STATUS counts each app's deliveries.
+        #expect(await fixture.eventually {
+            let log = fixture.daemon?.stderr ?? ""
+            return log.contains("4000000000000002: delivered on attempt") && log.contains("TXRECON_APP=beta")
+                && log.contains("TXRECON_APP=alpha") && log.contains("TXRECON_APP=main")
+        })
+        let line = await fixture.notify.waitFor({
+            ($0.value(of: "STATUS") ?? "").contains("delivered by app: main 2, alpha 4, beta 1")
+        }, timeout: .seconds(20))
+        #expect(line != nil, "\(fixture.notify.messages.suffix(3))")
+        let show = try await fixture.cli(["show", "4000000000000002"])
+        #expect(show.stdout.contains("app:        beta"), "\(show.stdout)")
+        let check = try await fixture.cli(["check-config"])
+        #expect(check.status == 0 && check.stdout.contains("App alpha (") && check.stdout.contains("BundleID=\(ThreeApps.beta)"),
+                "\(check.stdout)\(check.stderr)")
+    }
+
+    @Test func aReloadAddsAnAppAndItsSetAsideDataIsTakenAgain() async throws {
+        let apps = try ThreeApps()
+        let fixture = apps.fixture
+        let daemon = try await fixture.start()
+        try fixture.drop(ThreeApps.transaction("4000000000000004", bundleId: "com.example.gamma"), name: "gamma")
+        #expect(await fixture.eventually { fixture.names("rejected").contains("gamma.reason") })
+
+        _ = fixture.directory.write("[Verification]\nBundleID=com.example.gamma\n", to: "apps/gamma.conf")
+        daemon.signal(SIGHUP)
+        #expect(await fixture.eventually { (fixture.daemon?.stderr ?? "").contains("configuration reloaded") })
+        let requeue = try await fixture.cli(["requeue-rejected", "gamma"])
+        #expect(requeue.status == 0, "\(requeue.stderr)")
+        #expect(await fixture.eventually { fixture.doneItems() == ["4000000000000004"] })
+    }
+
+    @Test func aBadAppFileStopsStartWith78NamingFileAndKey() async throws {
+        let apps = try ThreeApps()
+        _ = apps.fixture.directory.write("[Verification]\nBundleID=\(ThreeApps.alpha)\n", to: "apps/copy.conf")
+        let run = try await apps.fixture.cli(["check-config"])
+        #expect(run.status == 78)
+        #expect(run.stderr.contains("apps/copy.conf:2: Verification.BundleID: \(ThreeApps.alpha) is also the bundle id "
+                                    + "of the app alpha"), "\(run.stderr)")
+    }
+
+    @Test func theReceiverTakesEveryAppsNotificationsOnOneURL() async throws {
+        let receiving = try ReceiverFixture()
+        let roots = try SystemCall.readFile(AppStoreSamples.directory + "/AppleRootCA-G3.pem", limit: 1 << 20)
+            + SystemCall.readFile(TestPKI.path("root"), limit: 1 << 20)
+        let rootsPath = receiving.daemon.directory.write(roots, to: "roots.pem")
+        try receiving.daemon.writeConfig("[Receive]\nListen=127.0.0.1:\(receiving.port)", verification: """
+            [Verification]
+            BundleID=\(VerificationIntegrationTests.bundleID)
+            Environment=Sandbox
+            RootCertificateFile=\(rootsPath)
+            """)
+        _ = receiving.daemon.directory.write("[Verification]\nBundleID=\(ThreeApps.alpha)\n", to: "apps/alpha.conf")
+        _ = receiving.daemon.directory.write("[Verification]\nBundleID=\(ThreeApps.beta)\n", to: "apps/beta.conf")
+        try await receiving.start()
+        try await receiving.daemon.start()
+        let main = try await receiving.post("/appstore/notifications", sample: "04-notification-refund.json")
+        let alpha = try await receiving.post("/appstore/notifications",
+                                             ThreeApps.notification("a1a1a1a1-0000-4000-8000-000000000002",
+                                                                    bundleId: ThreeApps.alpha))
+        let beta = try await receiving.post("/appstore/notifications",
+                                            ThreeApps.notification("b2b2b2b2-0000-4000-8000-000000000003",
+                                                                   bundleId: ThreeApps.beta))
+        let delta = try await receiving.post("/appstore/notifications",
+                                             ThreeApps.notification("d4d4d4d4-0000-4000-8000-000000000004",
+                                                                    bundleId: "com.example.delta"))
+        #expect([main.status, alpha.status, beta.status] == [200, 200, 200], "\(alpha.body) \(beta.body)")
+        #expect(delta.status != 200 || delta.body.contains("wrong-bundle-id"), "\(delta.status) \(delta.body)")
+        #expect(await receiving.daemon.server.waitForRequests(count: 3, timeout: .seconds(20)))
+        #expect(Set(receiving.daemon.doneItems()) == ["2000001032604840", "a1a1a1a1-0000-4000-8000-000000000002",
+                                                      "b2b2b2b2-0000-4000-8000-000000000003"])
+    }
+
+    @Test func theSweepWalksEachAppWithItsOwnCheckpointAndKey() async throws {
+        let fixture = try DaemonFixture()
+        let key = TestSigningKey()
+        let now = WallTime.nowMilliseconds
+        // One stand-in of Apple's API per app: each answers only tokens for its bundle id.
+        func api(bundleID: String, uuid: String) throws -> MockAppStoreServerAPI {
+            var identity = MockAppStoreServerAPI.Identity(key: key)
+            identity.bundleID = bundleID
+            let payload = TestPKI.sign(payload: TestJWS.notificationPayload(
+                notificationUUID: uuid, signedDate: TestPKI.insideLeafValidity, bundleId: bundleID))
+            return try MockAppStoreServerAPI(identity: identity,
+                                             entries: [MockAppStoreServerAPI.Entry(date: now - 600_000,
+                                                                                   signedPayload: payload)],
+                                             historyDays: 30, now: { WallTime.nowMilliseconds })
+        }
+        let alpha = try api(bundleID: ThreeApps.alpha, uuid: "a1a1a1a1-0000-4000-8000-000000000005")
+        let beta = try api(bundleID: ThreeApps.beta, uuid: "b2b2b2b2-0000-4000-8000-000000000006")
+        let keyPath = fixture.directory.write(key.pkcs8PEM, to: "appstore-key.p8", mode: 0o600)
+        var sweep = alpha.sweepSection(privateKeyFile: keyPath)
+        sweep = sweep.split(separator: "\n").filter { !$0.hasPrefix("BundleID=") }.joined(separator: "\n")
+        try fixture.writeConfig(sweep + "\nMaxRequestsPerSecond=50", verification: """
+            [Verification]
+            Mode=none
+            """)
+        _ = fixture.directory.write("[Verification]\nBundleID=\(ThreeApps.alpha)\n", to: "apps/alpha.conf")
+        _ = fixture.directory.write("[Verification]\nBundleID=\(ThreeApps.beta)\n[Sweep]\nBaseURL=\(beta.url)\n",
+                                    to: "apps/beta.conf")
+        try fixture.layout.createMissingDirectories()
+
+        let run = try await fixture.cli(["sweep"])
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(alpha.problems == [] && beta.problems == [])
+        #expect(run.stderr.contains("TXRECON_APP=alpha") || run.stderr.contains("alpha: sweep"), "\(run.stderr)")
+        let checkpoints = ["apps/alpha/sweep/checkpoint", "apps/beta/sweep/checkpoint"]
+        for checkpoint in checkpoints {
+            #expect(!SystemCall.isMissing(fixture.layout.root + "/" + checkpoint), "\(checkpoint)")
+        }
+        #expect(fixture.names("new").count == 2, "one notification from each app's history")
+
+        // --app NAME sweeps one app; a name that is no app is refused.
+        let one = try await fixture.cli(["sweep", "--app", "beta"])
+        #expect(one.status == 0 && one.stderr.contains("beta") && !one.stderr.contains("alpha: sweep"), "\(one.stderr)")
+        let none = try await fixture.cli(["sweep", "--app", "gamma"])
+        #expect(none.status == 78 && none.stderr.contains("the apps are alpha, beta"), "\(none.stderr)")
+        let status = try await fixture.cli(["status"])
+        #expect(status.stdout.contains("sweep of alpha:") && status.stdout.contains("sweep of beta:"), "\(status.stdout)")
+    }
+}
