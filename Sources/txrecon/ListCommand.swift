@@ -16,7 +16,8 @@ enum ListCommand: Command {
         each line after its destination's name, or only NAME's with --destination;
         a destination whose file was removed keeps its items in destinations/NAME/
         until the file is back, and is listed too, as "NAME (not configured)".
-        rejected/ is the spool's, shared by all.
+        rejected/ is the spool's, shared by all. When the configuration serves several
+        apps (apps/), each item's line ends with its app ("app NAME"; "app" in --json).
 
         "outbox" lists the answers for Apple (outbox/): those waiting for txrecon
         answer (new, queue), those set aside with the reason, those sent (kept 30
@@ -37,6 +38,8 @@ enum ListCommand: Command {
         // rejected/ is the spool's: listed once, without a destination.
         if directory == .rejected { places = [everywhere[0]] }
         let named = everywhere.count > 1 && directory != .rejected
+        let apps = configuration.appDirectory
+        let severalApps = configuration.apps.count > 1 && directory != .rejected
         var lines: [String] = []
         var objects: [JSONValue] = []
         for place in places {
@@ -54,11 +57,15 @@ enum ListCommand: Command {
             }
             do {
                 for row in try inspector.list(directory) {
-                    lines.append((named ? placeName(place) + ": " : "") + Format.line(row))
+                    // With several apps, each item's app, read from its file.
+                    let app = severalApps ? apps.name(forBundleID: inspector.bundleID(ofItemNamed: row.name,
+                                                                                      in: directory)) : nil
+                    lines.append((named ? placeName(place) + ": " : "") + Format.line(row)
+                                 + (app.map { "  app \($0)" } ?? ""))
                     guard case let .object(members) = Format.json(row) else { continue }
                     let destination: [(String, JSONValue)] = named
                         ? [("destination", .string(place.name)), ("configured", .bool(place.configured))] : []
-                    objects.append(.object(destination + members))
+                    objects.append(.object(destination + members + (app.map { [("app", .string($0))] } ?? [])))
                 }
             } catch {
                 printError("txrecon: list: \(error)")

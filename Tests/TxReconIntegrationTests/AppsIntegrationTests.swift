@@ -88,6 +88,10 @@ struct AppsIntegrationTests {
         #expect(line != nil, "\(fixture.notify.messages.suffix(3))")
         let show = try await fixture.cli(["show", "4000000000000002"])
         #expect(show.stdout.contains("app:        beta"), "\(show.stdout)")
+        let list = try await fixture.cli(["list", "done"])
+        #expect(list.stdout.split(separator: "\n").contains {
+            $0.hasPrefix("backend: 4000000000000002  ") && $0.hasSuffix("  app beta")
+        }, "\(list.stdout)")
         let check = try await fixture.cli(["check-config"])
         #expect(check.status == 0 && check.stdout.contains("App alpha (") && check.stdout.contains("BundleID=\(ThreeApps.beta)"),
                 "\(check.stdout)\(check.stderr)")
@@ -136,9 +140,14 @@ struct AppsIntegrationTests {
         let alpha = try await receiving.post("/appstore/notifications",
                                              ThreeApps.notification("a1a1a1a1-0000-4000-8000-000000000002",
                                                                     bundleId: ThreeApps.alpha))
-        let beta = try await receiving.post("/appstore/notifications",
+        // An app's own path is a label to count by; the signed bundleId decides.
+        let beta = try await receiving.post("/appstore/notifications/beta",
                                             ThreeApps.notification("b2b2b2b2-0000-4000-8000-000000000003",
                                                                    bundleId: ThreeApps.beta))
+        let unknownPath = try await receiving.post("/appstore/notifications/zeta",
+                                                   ThreeApps.notification("b2b2b2b2-0000-4000-8000-000000000009",
+                                                                          bundleId: ThreeApps.beta))
+        #expect(unknownPath.status == 404)
         let delta = try await receiving.post("/appstore/notifications",
                                              ThreeApps.notification("d4d4d4d4-0000-4000-8000-000000000004",
                                                                     bundleId: "com.example.delta"))

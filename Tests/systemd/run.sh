@@ -11,7 +11,9 @@
 #   before active, STATUS, delivery through the spool with the credential, the
 #   journal fields and catalog, hold and release, reload, a configuration error
 #   (exit 78, no restart loop), a watchdog kill with the queue intact, a clean stop,
-#   and one run of txrecon-sweep.service against the test backend standing in for Apple;
+#   two apps (the main file's and apps/second.conf) delivered by one daemon,
+#   and one run of txrecon-sweep.service against the test backend standing in for Apple,
+#   through both apps with a checkpoint each;
 #   one run of txrecon-reconcile.service, and one of `txrecon reconcile --all` as
 #   docs/reconcile.md runs it after an incident, reading the ledger the daemon wrote;
 #   txrecon-receive.socket bound by systemd, the service it starts on the first
@@ -175,7 +177,7 @@ log "work directory $WORK"
 # ================================================================ part 1: the service
 service_part() {
   local stage="$WORK/stage"
-  mkdir -p "$WORK/units" "$WORK/preset" "$WORK/etc-txrecon" "$WORK/sysusers" "$WORK/backend" "$WORK/items"
+  mkdir -p "$WORK/units" "$WORK/preset" "$WORK/etc-txrecon/apps" "$WORK/sysusers" "$WORK/backend" "$WORK/items"
   # exactly what `make install` installs, to lay over the container's /usr
   make -C "$ROOT" --no-print-directory -s install-files DESTDIR="$stage" PREFIX=/usr >/dev/null
   # /etc is empty => first boot runs preset-all, which would enable every unit the host has
@@ -190,6 +192,13 @@ service_part() {
   openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$WORK/etc-txrecon/appstore-key.p8" 2>/dev/null
   chmod 0600 "$WORK/etc-txrecon/appstore-key.p8"
   write_config "http://127.0.0.1:8080/transactions"
+  # A second app of the team (docs/apps.md): a real Apple-signed Sandbox
+  # transaction of another bundle id, verified under the installed root.
+  printf '# written by Tests/systemd/run.sh\n[Verification]\nBundleID=com.goodheartapp\n' \
+    > "$WORK/etc-txrecon/apps/second.conf"
+  cp "$ROOT/Tests/TxReconTests/Fixtures/appstore/real/mingos-ruby__signedTransactionInfo_Consumable__sandbox__20250210__67237f4b9370.jws" \
+    "$WORK/items/second-app-transaction.jws"
+  cp "$ROOT/Examples/samples/01-transaction.jws" "$WORK/items/main-app-transaction.jws"
 
   boot_container service --directory=/ --volatile=yes \
     --overlay-ro="/usr:$stage/usr:/usr" \
@@ -207,6 +216,7 @@ service_part() {
   start_backend
   startup_checks
   delivery_checks
+  apps_checks
   receive_checks
   hold_and_release_checks
   reload_checks
@@ -365,6 +375,20 @@ delivery_checks() {
   check "the rejection is in the journal (MESSAGE_ID rejected)" journal_has rejected
 }
 
+# Two apps under the one unit: apps/second.conf beside the main file's app.
+apps_checks() {
+  submit /opt/txrecon-test-items/main-app-transaction.jws
+  submit /opt/txrecon-test-items/second-app-transaction.jws
+  check "the main file's app's transaction was verified and delivered" wait_until 10 delivered 2000001024998954
+  check "apps/second.conf's app's transaction was verified and delivered by the same daemon" \
+    wait_until 10 delivered 2000000847061981
+  check "journal: each delivered entry names its app (TXRECON_APP=main, TXRECON_APP=second)" \
+    eval 'has_entry 2000001024998954 delivered TXRECON_APP=main && has_entry 2000000847061981 delivered TXRECON_APP=second'
+  check "STATUS counts each app's deliveries" wait_until 10 status_mentions "delivered by app: main 1, second 1"
+  check "txrecon check-config lists both apps" \
+    in_ct sh -c 'txrecon check-config | grep -q "App second (/etc/txrecon/apps/second.conf): BundleID=com.goodheartapp"'
+}
+
 hold_and_release_checks() {
   submit "$(envelope hold-1 1)"
   check "a 422 from the backend holds the item (txrecon list hold)" wait_until 10 listed hold hold-1
@@ -469,6 +493,10 @@ sweep_checks() {
   check "journal: the run's entry (MESSAGE_ID sweepFinished, TXRECON_SWEEP_RESULT=completed)" \
     sweep_journal_has MESSAGE_ID="$(message_id sweepFinished)" TXRECON_SWEEP_RESULT=completed
   check "txrecon status shows the last sweep" listed_status sweep
+  check "journal: one sweep entry per app (TXRECON_APP=main and =second), each completed" \
+    eval 'sweep_journal_has TXRECON_APP=main TXRECON_SWEEP_RESULT=completed && sweep_journal_has TXRECON_APP=second TXRECON_SWEEP_RESULT=completed'
+  check "the second app's checkpoint is its own (/var/spool/txrecon/apps/second/sweep/checkpoint)" \
+    in_ct test -s /var/spool/txrecon/apps/second/sweep/checkpoint
 }
 # txrecon-receive.socket and the service it activates, under the hardened unit.
 receive_checks() {

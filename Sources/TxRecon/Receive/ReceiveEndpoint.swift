@@ -2,6 +2,10 @@
 // operator's contract (README "txrecon receive"), and what each takes.
 //
 //   POST /appstore/notifications   Apple's App Store Server Notifications V2 body (format 2)
+//   POST /appstore/notifications/NAME
+//                                  the same, for the app NAME (apps/NAME.conf, or main): a
+//                                  label to count each app's notifications apart by; the
+//                                  signed bundleId alone decides the app
 //   POST /appstore/transactions    an app's upload: formats 1, 3 and 6; behind UploadTokenFile=
 //   POST /envelopes                the generic envelope (format 5), with AcceptEnvelopes=yes;
 //                                  behind UploadTokenFile=
@@ -22,8 +26,11 @@ enum ReceiveEndpoint: String, CaseIterable, Sendable {
     /// The endpoint for `head`, or the answer that refuses it: 404 for a
     /// path served by no endpoint (or /envelopes with AcceptEnvelopes=no),
     /// 405 for another method.
-    static func route(_ head: HTTPRequestHead, acceptEnvelopes: Bool) -> Result<ReceiveEndpoint, ReceiveRefusal> {
-        guard let endpoint = ReceiveEndpoint(rawValue: head.path), endpoint != .envelopes || acceptEnvelopes else {
+    /// `apps`: the names `/appstore/notifications/NAME` may carry.
+    static func route(_ head: HTTPRequestHead, acceptEnvelopes: Bool,
+                      apps: [String] = []) -> Result<ReceiveEndpoint, ReceiveRefusal> {
+        let path = appPath(head.path, apps: apps) == nil ? head.path : ReceiveEndpoint.notifications.rawValue
+        guard let endpoint = ReceiveEndpoint(rawValue: path), endpoint != .envelopes || acceptEnvelopes else {
             // The citation on one line: DocumentationSectionTests finds it there.
             return .failure(ReceiveRefusal(404, "not-found",
                                            "nothing is served at this path; see README \"txrecon receive\" for the endpoints"))
@@ -33,6 +40,15 @@ enum ReceiveEndpoint: String, CaseIterable, Sendable {
                                            headers: [("Allow", endpoint.method)]))
         }
         return .success(endpoint)
+    }
+
+    /// The app a per-app notification path names (`/appstore/notifications/NAME`
+    /// for a NAME of `apps`), nil for any other path.
+    static func appPath(_ path: String, apps: [String]) -> String? {
+        let prefix = ReceiveEndpoint.notifications.rawValue + "/"
+        guard path.hasPrefix(prefix) else { return nil }
+        let name = String(path.dropFirst(prefix.count))
+        return apps.contains(name) ? name : nil
     }
 
     /// Whether `item` belongs at this endpoint: Apple's notifications at

@@ -30,6 +30,15 @@ enum ReceiveMetricsReport {
         text.family("txrecon_receive_spooled_total", .counter,
                     help: "Bodies written durably into new/ (each answered 200).")
         text.sample("txrecon_receive_spooled_total", PrometheusText.integer(statistics.spooled))
+        if !statistics.spooledOnAppPath.isEmpty {
+            text.family("txrecon_receive_app_path_spooled_total", .counter,
+                        help: "Of the bodies spooled, those posted on an app's own notification path "
+                            + "(/appstore/notifications/NAME), by app.")
+            for (app, count) in statistics.spooledOnAppPath.sorted(by: { $0.key < $1.key }) {
+                text.sample("txrecon_receive_app_path_spooled_total", labels: ["app": app],
+                            PrometheusText.integer(count))
+            }
+        }
         text.family("txrecon_receive_set_aside_total", .counter,
                     help: "Spooled bodies of genuine data this configuration refuses; the daemon sets them "
                         + "aside in rejected/.")

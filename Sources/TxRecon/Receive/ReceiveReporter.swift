@@ -57,8 +57,9 @@ final class ReceiveReporter: Sendable {
         changed { $0.answered(status, after: latency) }
     }
 
-    func spooled(setAside: Bool) {
-        changed { $0.spooledOne(setAside: setAside) }
+    /// `app`: the app of the per-app path it came on, if it did.
+    func spooled(setAside: Bool, onPathOf app: String? = nil) {
+        changed { $0.spooledOne(setAside: setAside, onPathOf: app) }
     }
 
     func cutAtDeadline() {

@@ -25,6 +25,9 @@ struct ReceiveStatistics: Sendable, Equatable {
 
     /// Bodies durably in new/: every 200 from a spooling endpoint.
     private(set) var spooled = 0
+    /// Of those, the ones that came on a per-app notification path
+    /// (`/appstore/notifications/NAME`), by NAME.
+    private(set) var spooledOnAppPath: [String: Int] = [:]
     /// Connections closed unanswered at MaxConnections= or
     /// MaxConnectionsPerAddress=, by the limit; not requests.
     private(set) var refusedConnections: [ConnectionLimits.Limit: Int] = [:]
@@ -39,8 +42,9 @@ struct ReceiveStatistics: Sendable, Equatable {
         self.latency.record(latency)
     }
 
-    mutating func spooledOne(setAside: Bool) {
+    mutating func spooledOne(setAside: Bool, onPathOf app: String? = nil) {
         spooled += 1
+        if let app { spooledOnAppPath[app, default: 0] += 1 }
         if setAside { self.setAside += 1 }
     }
 

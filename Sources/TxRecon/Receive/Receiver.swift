@@ -163,7 +163,8 @@ package enum Receiver {
         let token = try uploadToken(for: configuration)
         return (configuration, Reception.Settings(receive: configuration.receive,
                                                   acceptEnvelopes: configuration.verification.acceptEnvelopes,
-                                                  policy: policy, uploadToken: token))
+                                                  policy: policy, uploadToken: token,
+                                                  apps: configuration.apps.map(\.name)))
     }
 
     /// The token in `UploadTokenFile=` (its permissions checked), nil when

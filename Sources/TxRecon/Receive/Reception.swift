@@ -34,6 +34,8 @@ final class Reception: Sendable {
         var policy: SignedDataPolicy?
         /// The bearer token the upload endpoints require; nil for none.
         var uploadToken: String?
+        /// The apps, whose names `/appstore/notifications/NAME` may carry.
+        var apps: [String] = []
     }
 
     private let settings: Mutex<Settings>
@@ -83,7 +85,7 @@ final class Reception: Sendable {
     func screen(_ head: HTTPRequestHead) -> HTTPAnswer? {
         let settings = self.settings.withLock { $0 }
         let refusal: ReceiveRefusal?
-        switch ReceiveEndpoint.route(head, acceptEnvelopes: settings.acceptEnvelopes) {
+        switch ReceiveEndpoint.route(head, acceptEnvelopes: settings.acceptEnvelopes, apps: settings.apps) {
         case let .failure(routing):
             refusal = routing
         case let .success(endpoint):
@@ -118,7 +120,8 @@ final class Reception: Sendable {
     /// The answer to a whole request.
     func handle(_ request: HTTPRequest) -> HTTPAnswer {
         let settings = self.settings.withLock { $0 }
-        guard case let .success(endpoint) = ReceiveEndpoint.route(request.head, acceptEnvelopes: settings.acceptEnvelopes)
+        guard case let .success(endpoint) = ReceiveEndpoint.route(request.head, acceptEnvelopes: settings.acceptEnvelopes,
+                                                                  apps: settings.apps)
         else { return HTTPAnswer.json(404, ["error": "not-found", "detail": "nothing is served at this path"]) }
         if endpoint == .health { return health() }
         let decoder = InputDecoder(acceptEnvelopes: endpoint == .envelopes && settings.acceptEnvelopes)
@@ -149,7 +152,8 @@ final class Reception: Sendable {
                     if setAside != nil, !inInbox { setAsideLedger.release() }
                     throw error
                 }
-                reporter.spooled(setAside: setAside != nil)
+                reporter.spooled(setAside: setAside != nil,
+                                 onPathOf: ReceiveEndpoint.appPath(request.head.path, apps: settings.apps))
                 report(spooled: name, setAside: setAside, head: request.head)
                 var members: KeyValuePairs<String, String> = ["spooled": name]
                 if let setAside {

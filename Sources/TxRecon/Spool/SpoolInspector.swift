@@ -152,6 +152,16 @@ package struct SpoolInspector: Sendable {
         return nil
     }
 
+    /// The bundle id the item `name` of `directory` (a key, as `list`
+    /// gives it) names, decoded as `show` decodes it; nil when it names
+    /// none (an envelope, a receipt's purchase) or cannot be read.
+    package func bundleID(ofItemNamed name: String, in directory: Listable) -> String? {
+        guard directory != .rejected, let key = ItemKey(name),
+              let bytes = try? SystemCall.readFile(path(directory) + "/" + key.fileName, limit: 16 << 20),
+              case let .item(item)? = try? InputDecoder(acceptEnvelopes: true).decode(bytes) else { return nil }
+        return item.fields.bundleId
+    }
+
     /// Whether a daemon runs, and the status it wrote.
     package enum DaemonState: Sendable, Equatable {
         /// A daemon holds the spool's lock; its status, nil until it first

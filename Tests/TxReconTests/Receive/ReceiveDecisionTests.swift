@@ -29,6 +29,35 @@ import TxReconTestSupport
         #expect(method.status == 405 && method.headers.map(\.value) == ["POST"])
     }
 
+    @Test func eachAppHasItsOwnNotificationPathAndOnlyAConfiguredAppDoes() throws {
+        let apps = ["main", "puzzles"]
+        #expect(try ReceiveEndpoint.route(Self.head("POST", "/appstore/notifications/puzzles"), acceptEnvelopes: false,
+                                          apps: apps).get() == .notifications)
+        #expect(ReceiveEndpoint.appPath("/appstore/notifications/puzzles", apps: apps) == "puzzles")
+        #expect(ReceiveEndpoint.appPath("/appstore/notifications", apps: apps) == nil)
+        guard case let .failure(unknown) = ReceiveEndpoint.route(Self.head("POST", "/appstore/notifications/chess"),
+                                                                 acceptEnvelopes: false, apps: apps),
+              case let .failure(noApps) = ReceiveEndpoint.route(Self.head("POST", "/appstore/notifications/puzzles"),
+                                                                acceptEnvelopes: false)
+        else {
+            Issue.record("a path of no app configured was taken")
+            return
+        }
+        #expect(unknown.status == 404 && noApps.status == 404)
+    }
+
+    @Test func whatCameOnAnAppsPathIsCountedByApp() {
+        var statistics = ReceiveStatistics()
+        statistics.spooledOne(setAside: false)
+        statistics.spooledOne(setAside: false, onPathOf: "puzzles")
+        statistics.spooledOne(setAside: false, onPathOf: "puzzles")
+        let text = ReceiveMetricsReport.render(statistics, startedAt: 0, version: "t", running: true)
+        #expect(text.contains("txrecon_receive_spooled_total 3\n"))
+        #expect(text.contains("txrecon_receive_app_path_spooled_total{app=\"puzzles\"} 2\n"))
+        let plain = ReceiveMetricsReport.render(ReceiveStatistics(), startedAt: 0, version: "t", running: true)
+        #expect(!plain.contains("txrecon_receive_app_path_spooled_total"), "no family before any")
+    }
+
     @Test func onlyTheUploadEndpointsNeedTheToken() {
         #expect(ReceiveEndpoint.allCases.filter(\.needsUploadToken) == [.transactions, .envelopes])
     }
