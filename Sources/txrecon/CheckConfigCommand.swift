@@ -23,7 +23,9 @@ enum CheckConfigCommand: Command {
             let secrets = try BackendSecrets.load(for: configuration, environment: ProcessEnvironment.current)
             let verification = try SignedDataPolicy.load(for: configuration)
             _ = try Receiver.uploadToken(for: configuration)
-            try SweepCredentials.checkKeyFile(of: configuration)
+            // Each app's sweep, as txrecon sweep runs it (AppRuns); the main
+            // file's alone when there is no app.
+            if configuration.apps.isEmpty { try SweepCredentials.checkKeyFile(of: configuration) }
             for app in configuration.apps { try SweepCredentials.checkKeyFile(of: configuration.settings(for: app)) }
             var destinationSecrets: [BackendSecrets] = []
             for destination in configuration.destinations {

@@ -585,7 +585,7 @@ reconcile_checks() {
   check "it asked the stand-in for Apple about the subscription, with the credential's key" \
     grep -q '"transactionId": "2000001024993299"' "$WORK/backend/statuses.jsonl"
   check "... and says Apple does not know the customer" contains "1 unknown to Apple" <<<"$output"
-  check "txrecon status shows the last reconcile" listed_status 'reconcile: .*completed'
+  check "txrecon status shows the main app's last reconcile" listed_status 'reconcile of main: .*completed'
 }
 
 # One run of txrecon-answer.service under its hardened unit, with the

@@ -73,6 +73,19 @@ package struct AppDirectory: Sendable, Equatable {
 }
 
 extension Configuration {
+    /// The warning for the log at start (and check-config) when signatures
+    /// go unchecked, for the main file or any app (apps never mix signed
+    /// and unsigned environments, so one warning says it); nil otherwise.
+    package var verificationStartWarning: String? {
+        if let warning = verification.startWarning { return warning }
+        for app in apps where app.name != App.mainName {
+            if let warning = VerificationSettings.startWarning(mode: verification.mode,
+                                                               environments: app.verification.environments,
+                                                               of: app.name) { return warning }
+        }
+        return nil
+    }
+
     /// The whole configuration `app`'s commands (sweep, probe, reconcile,
     /// import, lookup, answer) run with: this one, with the app's
     /// [Verification] and [Sweep] and `apps` holding `app` alone, so that a

@@ -74,9 +74,7 @@ package enum ConfigurationLoader {
     /// bundle id twice, all signed or all unsigned environments.
     private static func apps(of main: Configuration, in files: [String]) throws(ConfigurationError) -> [App] {
         var apps: [App] = []
-        if let bundleID = main.verification.bundleID ?? main.sweep.bundleID {
-            apps.append(App(name: App.mainName, bundleID: bundleID, settings: main))
-        }
+        if let app = try mainApp(of: main, withAppFiles: !files.isEmpty) { apps.append(app) }
         for file in files {
             let base = String(file.split(separator: "/").last ?? "")
             let name = String(base.dropLast(".conf".count))
@@ -106,6 +104,34 @@ package enum ConfigurationLoader {
             apps.append(App(name: name, bundleID: bundleID, settings: settings))
         }
         return apps
+    }
+
+    /// The main file's app: its [Verification] BundleID=, whose sweep goes by
+    /// [Sweep] BundleID= (the same, or, as before apps, unset: then the
+    /// app's). Without app files a [Sweep] BundleID= alone is an app too, as
+    /// a host that only sweeps has always had; beside app files it must be
+    /// the main app's, or it would sweep an app verification does not know.
+    private static func mainApp(of main: Configuration, withAppFiles: Bool) throws(ConfigurationError) -> App? {
+        let sweepBundleID = main.sweep.bundleID
+        guard let bundleID = main.verification.bundleID else {
+            guard let sweepBundleID else { return nil }
+            if withAppFiles {
+                throw main.problem(key: "Sweep.BundleID",
+                                   "names an app (\(sweepBundleID)) that [Verification] does not: beside app files, "
+                                    + "the main file's app is its [Verification] BundleID=; set that, or remove "
+                                    + "[Sweep] BundleID= and give the app a file of its own (apps/NAME.conf)")
+            }
+            return App(name: App.mainName, bundleID: sweepBundleID, settings: main)
+        }
+        if withAppFiles, let sweepBundleID, sweepBundleID != bundleID {
+            throw main.problem(key: "Sweep.BundleID",
+                               "is \(sweepBundleID), but the main file's app is \(bundleID) ([Verification] BundleID=): "
+                                + "each app sweeps its own history; remove [Sweep] BundleID=, and give \(sweepBundleID) "
+                                + "a file of its own (apps/NAME.conf)")
+        }
+        var app = App(name: App.mainName, bundleID: bundleID, settings: main)
+        if sweepBundleID == nil { app.sweep.bundleID = bundleID }
+        return app
     }
 
     /// One app file's checks against itself and the apps before it.

@@ -18,7 +18,7 @@ package enum ConfigurationWarnings {
     /// not read, two destinations that deliver the same items to one URL.
     package static func daemon(_ configuration: Configuration, secrets: BackendSecrets) -> [String] {
         var warnings: [String] = []
-        if let warning = configuration.verification.startWarning { warnings.append(warning) }
+        if let warning = configuration.verificationStartWarning { warnings.append(warning) }
         return warnings + groupWritableFiles(configuration) + backend(configuration, secrets: secrets)
             + match(configuration) + ignoredFiles(configuration) + sharedTargets(configuration)
             + receiptsWithoutTheirFile(configuration)
@@ -77,13 +77,16 @@ package enum ConfigurationWarnings {
         }
     }
 
-    /// The files in txrecon.conf.d/ and destinations/ that are not read.
+    /// The files in txrecon.conf.d/, destinations/ and apps/ that are not read.
     private static func ignoredFiles(_ configuration: Configuration) -> [String] {
         configuration.ignoredFiles.map { path in
             let name = path.split(separator: "/").last.map(String.init) ?? path
             let directory = String(path.dropLast(name.count + 1))
-            let what = directory == ConfigurationLoader.destinationDirectory(beside: configuration.path)
-                ? "destination files" : "drop-ins"
+            let what = switch directory {
+            case ConfigurationLoader.destinationDirectory(beside: configuration.path): "destination files"
+            case ConfigurationLoader.appDirectory(beside: configuration.path): "app files"
+            default: "drop-ins"
+            }
             return "\(path) is not read: only \(what) named NAME.conf, not hidden, are; remove it, or rename it "
                 + "if it is meant to be read"
         }

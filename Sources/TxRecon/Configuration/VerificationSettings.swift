@@ -39,14 +39,20 @@ package struct VerificationSettings: Sendable, Equatable {
     /// The warning for the log at start (and check-config) when signatures
     /// go unchecked: verification is off, or the environment is not signed
     /// by the App Store; nil otherwise.
-    package var startWarning: String? {
+    package var startWarning: String? { Self.startWarning(mode: mode, environments: environments, of: nil) }
+
+    /// `startWarning` for `mode` and an app's `environments` (`app`: its
+    /// name, nil for the main file's).
+    static func startWarning(mode: VerificationMode, environments: [SignedDataEnvironment], of app: String?) -> String? {
         if mode == .none {
             return "[Verification] Mode=none: App Store signatures are not checked; anyone who can write "
                 + "to the spool can have forged transactions delivered. Use it for development only"
         }
         if environments.contains(where: { !$0.checksSignatures }) {
-            return "[Verification] Environment=\(environments.map(\.rawValue).joined(separator: " ")): signatures "
-                + "are not checked, as StoreKit testing data is not signed by the App Store. Never use it in production"
+            let whose = app.map { " of the app \($0)" } ?? ""
+            return "[Verification] Environment=\(environments.map(\.rawValue).joined(separator: " "))\(whose): "
+                + "signatures are not checked, as StoreKit testing data is not signed by the App Store. Never use "
+                + "it in production"
         }
         return nil
     }

@@ -12,7 +12,8 @@ package struct AnswerReport: Sendable {
     /// the next run for them).
     var waiting = 0
     /// Entries left in queue/ because no app of the configuration is
-    /// theirs (each also logged); sent once their app's file is back.
+    /// theirs, or their app's key cannot be used (each also logged); sent
+    /// once their app's file or key is right.
     var waitingForApp = 0
     /// What the outbox holds at the end, for the metrics.
     var counts = Outbox.Counts()
@@ -25,7 +26,7 @@ package struct AnswerReport: Sendable {
 
     var logEntry: LogEntry {
         var message = "answer: \(sent) sent, \(setAside) set aside, \(waiting) waiting"
-        if waitingForApp > 0 { message += " (\(waitingForApp) for an app not configured)" }
+        if waitingForApp > 0 { message += " (\(waitingForApp) for an app not configured or without a usable key)" }
         if let stop { message += "; stopped: \(stop.reason)" }
         let priority: LogPriority = switch stop?.kind {
         case nil: waitingForApp > 0 ? .warning : .info

@@ -44,23 +44,36 @@ package enum AnswerRun {
                         log: any LogSink) -> AnswerReport {
         var report = AnswerReport()
         let configuration: Configuration
-        var apps: [AnswerSender.App] = []
         do {
             configuration = try ConfigurationLoader.load(path: configurationPath)
-            // Each app's answers go with its own token (Apple's `bid`) and
-            // pace; without apps, as the configuration says (or why not).
-            let settings = configuration.apps.isEmpty ? [configuration] : configuration.apps.map(configuration.settings)
-            for app in settings {
-                apps.append(AnswerSender.App(settings: app,
-                                             tokens: try SweepCredentials.load(for: app, environment: environment),
-                                             clock: clock))
-            }
         } catch {
             report.stop = SweepStop(kind: .configuration, reason: error.description)
             return report
         }
+        // Each app's answers go with its own token (Apple's `bid`) and
+        // pace; without apps, as the configuration says (or why not). An
+        // app whose key cannot be used keeps its entries waiting, and the
+        // others' go: consumption answers have a deadline.
+        var apps: [AnswerSender.App] = [], problems: [String] = []
+        for settings in configuration.apps.isEmpty ? [configuration] : configuration.apps.map(configuration.settings) {
+            do {
+                let tokens = try SweepCredentials.load(for: settings, environment: environment)
+                apps.append(AnswerSender.App(settings: settings, tokens: .success(tokens), clock: clock))
+            } catch {
+                problems.append(error.description)
+                apps.append(AnswerSender.App(settings: settings, tokens: .failure(error), clock: clock))
+            }
+        }
+        guard problems.count < apps.count else {
+            report.stop = SweepStop(kind: .configuration, reason: problems.joined(separator: "; "))
+            return report
+        }
         let outbox = Outbox(spool: configuration.spool.directory)
         send(outbox, apps: apps, clock: clock, log: log, report: &report)
+        if !problems.isEmpty, report.stop == nil {
+            report.stop = SweepStop(kind: .configuration, reason: problems.joined(separator: "; ")
+                + "; that app's entries wait in \(outbox.queue)")
+        }
         // Counted after the run, whichever way it ended (a `defer` would
         // change the report only after it was returned).
         report.counts = outbox.counts()
@@ -133,10 +146,11 @@ struct AnswerSender {
     /// One app's way to Apple.
     struct App {
         let settings: Configuration
-        let tokens: APITokenIssuer
+        /// Its token issuer, or why its key cannot be used.
+        let tokens: Result<APITokenIssuer, ConfigurationError>
         let limiter: RateLimiter
 
-        init(settings: Configuration, tokens: APITokenIssuer, clock: any SweepClock) {
+        init(settings: Configuration, tokens: Result<APITokenIssuer, ConfigurationError>, clock: any SweepClock) {
             self.settings = settings
             self.tokens = tokens
             limiter = RateLimiter(maxRequestsPerSecond: settings.sweep.maxRequestsPerSecond, clock: clock)
@@ -184,7 +198,14 @@ struct AnswerSender {
         if let refusal = Self.refusalBeforeSending(entry, now: clock.wallMilliseconds) {
             return try setAside(name, because: refusal, report: &report)
         }
-        guard let app = app(for: entry) else {
+        guard let app = app(for: entry), case let .success(tokens) = app.tokens else {
+            if let app = app(for: entry), case let .failure(problem) = app.tokens {
+                log.write(LogEntry(.warning, "answer: \(name) waits in \(outbox.queue): its app's key cannot be used "
+                                   + "(\(problem))", fields: [("TXRECON_OUTBOX_ENTRY", name),
+                                                              ("TXRECON_ID", entry.transactionId)]))
+                report.waitingForApp += 1
+                return
+            }
             // Never set aside: the app's file may be back by the next run.
             log.write(LogEntry(.warning, "answer: \(name) waits in \(outbox.queue): it is for \(entry.bundleId ?? "no app"), "
                                + "which no app of the configuration is; add its app file (apps/NAME.conf)",
@@ -192,7 +213,7 @@ struct AnswerSender {
             report.waitingForApp += 1
             return
         }
-        let client = try self.client(for: entry.environment, app: app)
+        let client = try self.client(for: entry.environment, app: app, tokens: tokens)
         let asked = try AppleAPISession.ask({ client.send(entry) }, limiter: app.limiter, clock: clock,
                                             what: "an acceptance",
                                             resume: "the next run sends what is left in \(outbox.queue)")
@@ -229,12 +250,13 @@ struct AnswerSender {
         return nil
     }
 
-    private mutating func client(for environment: AppStoreEnvironment, app: App) throws(SweepStop) -> AppStoreAPIClient {
+    private mutating func client(for environment: AppStoreEnvironment, app: App,
+                                 tokens: APITokenIssuer) throws(SweepStop) -> AppStoreAPIClient {
         let name = (app.bundleID ?? "") + " " + environment.rawValue
         if let client = clients[name] { return client }
         do {
             let client = try AppStoreAPIClient(baseURL: Self.baseURL(for: environment, settings: app.settings.sweep),
-                                               tokens: app.tokens, clock: clock)
+                                               tokens: tokens, clock: clock)
             clients[name] = client
             return client
         } catch {

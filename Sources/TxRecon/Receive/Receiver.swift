@@ -150,7 +150,7 @@ package enum Receiver {
     /// and more so here: it is what anyone who can reach the receiver may
     /// have spooled.
     private static func warnOfUncheckedSignatures(_ configuration: Configuration, log: any LogSink) {
-        guard let warning = configuration.verification.startWarning else { return }
+        guard let warning = configuration.verificationStartWarning else { return }
         log.write(LogEntry(.warning, warning + "; txrecon receive spools what anyone who can reach it sends"))
     }
 

@@ -171,14 +171,18 @@ final class Reception: Sendable {
         }
     }
 
-    /// Tells `txrecon reconcile` that a notification of this hour was
-    /// refused; once an hour. A failure only logs: the refusal stands, and
+    /// Tells `txrecon reconcile` (of every app) that a notification of this
+    /// hour was refused; once an hour. A failure only logs: the refusal stands, and
     /// Apple sends the notification again.
     private func reportGap() {
         let gap = ReconcileGaps.receiverGap(at: Timestamp.nowMilliseconds())
         guard gapReported.load(ordering: .relaxed) != gap.from else { return }
+        // Refused unread, the notification could be any app's: each app's
+        // reconcile is told (the spool's own state without apps).
+        let apps = settings.withLock { $0.apps }
+        let layouts = apps.isEmpty ? [layout] : apps.map(layout.app)
         do {
-            try ReconcileGaps.report(gap, layout: layout)
+            for layout in layouts { try ReconcileGaps.report(gap, layout: layout) }
             // Only once written: a failure (likely while the spool cannot
             // take anything) is tried again at the next refusal.
             gapReported.store(gap.from, ordering: .relaxed)

@@ -62,6 +62,41 @@ import TxReconTestSupport
         #expect(configuration.appDirectory.name(forBundleID: "com.example.four") == nil)
     }
 
+    @Test func theMainAppsSweepGoesByItsBundleIDAndBesideAppFilesNoOtherOne() throws {
+        main("BundleID=com.example.one\nAppAppleID=111\n")
+        app("two.conf", "[Verification]\nBundleID=com.example.two\nAppAppleID=222\n")
+        let configuration = try ConfigurationLoader.load(path: path)
+        #expect(configuration.settings(for: configuration.apps[0]).sweep.bundleID == "com.example.one")
+
+        directory.write("[Sweep]\nBundleID=com.example.three\n", to: "txrecon.conf.d/sweep.conf")
+        let other = loadError()
+        #expect(other?.file == directory.path + "/txrecon.conf.d/sweep.conf" && other?.line == 2)
+        #expect(other?.key == "Sweep.BundleID" && other?.message.contains("each app sweeps its own history") == true)
+
+        main("")
+        let alone = loadError()
+        #expect(alone?.key == "Sweep.BundleID" && alone?.message.contains("that [Verification] does not") == true,
+                "\(String(describing: alone))")
+    }
+
+    @Test func withoutAppFilesASweepOnlyHostsBundleIDIsTheAppMainAsBefore() throws {
+        directory.write("[Backend]\nURL=https://main.example/in\n[Verification]\nMode=none\n"
+                        + "[Sweep]\nBundleID=com.example.swept\n", to: "txrecon.conf")
+        let configuration = try ConfigurationLoader.load(path: path)
+        #expect(configuration.apps.map(\.bundleID) == ["com.example.swept"])
+    }
+
+    @Test func anAppListingXcodeIsWarnedAboutAsTheMainFileIs() throws {
+        directory.write("[Backend]\nURL=https://main.example/in\n", to: "txrecon.conf")
+        app("dev.conf", "[Verification]\nBundleID=com.example.dev\nEnvironment=Xcode\n")
+        let configuration = try ConfigurationLoader.load(path: path)
+        #expect(configuration.verificationStartWarning?.contains("Environment=Xcode of the app dev: signatures are "
+                                                                 + "not checked") == true)
+        #expect(ConfigurationWarnings.daemon(configuration, secrets: BackendSecrets()).contains {
+            $0.contains("of the app dev")
+        })
+    }
+
     @Test func appsAloneSatisfyModeAppstoreAndThePolicyHoldsEachAppsClaims() throws {
         directory.write("[Verification]\nMode=appstore\nEnvironment=Xcode\n", to: "txrecon.conf.d/v.conf")
         directory.write("[Backend]\nURL=https://main.example/in\n", to: "txrecon.conf")

@@ -41,6 +41,54 @@ import TxReconTestSupport
         #expect(api.problems == [])
     }
 
+    @Test func eachEntryGoesWithItsAppsTokenAndAnAppWhoseKeyFailsWaitsAlone() throws {
+        let directory = TemporaryDirectory("txrecon-answer-apps")
+        let clock = ManualSweepClock(wallMilliseconds: SweepHarness.start)
+        let key = TestSigningKey()
+        // One stand-in per app, each taking only tokens for its bundle id.
+        func api(_ bundleID: String) throws -> MockAppStoreServerAPI {
+            var identity = MockAppStoreServerAPI.Identity(key: key)
+            identity.bundleID = bundleID
+            return try MockAppStoreServerAPI(identity: identity, entries: [], now: { clock.wallMilliseconds })
+        }
+        let main = try api("com.example.app"), two = try api("com.example.two")
+        let keyPath = directory.write(key.pkcs8PEM, to: "appstore-key.p8", mode: 0o600)
+        let path = directory.write("""
+            [Spool]
+            Directory=\(directory.path)/spool
+            [Backend]
+            URL=http://127.0.0.1:9/
+            [Verification]
+            BundleID=com.example.app
+            Environment=Sandbox
+            \(main.sweepSection(privateKeyFile: keyPath))
+            """, to: "txrecon.conf")
+        directory.write("[Verification]\nBundleID=com.example.two\n[Sweep]\nBaseURL=\(two.url)\n", to: "apps/two.conf")
+        directory.write("[Verification]\nBundleID=com.example.three\n[Sweep]\nPrivateKeyFile=/nonexistent/key.p8\n",
+                        to: "apps/three.conf")
+        let outbox = Outbox(spool: directory.path + "/spool")
+        directory.makeDirectory("spool", mode: 0o750)
+        try outbox.prepare()
+        func finish(_ id: String, _ bundleId: String) throws -> String {
+            _ = try outbox.write(OutboxEntry(kind: .finish, transactionId: id, environment: .sandbox, bundleId: bundleId,
+                                         requestedAt: nil, confirmedAt: clock.wallMilliseconds, destination: "backend",
+                                         consumptionInformation: nil))
+            return "finish.Sandbox.\(id).json"
+        }
+        _ = try finish("7001", "com.example.app")
+        _ = try finish("7002", "com.example.two")
+        let three = try finish("7003", "com.example.three")
+        let nobody = try finish("7004", "com.example.nobody")
+
+        let report = AnswerRun.perform(configurationPath: path, environment: [:], clock: clock, log: RecordingLogSink())
+        #expect(main.answers.map(\.transactionId) == ["7001"] && two.answers.map(\.transactionId) == ["7002"])
+        #expect(main.problems == [] && two.problems == [], "each with its own app's token")
+        #expect(report.sent == 2 && report.waitingForApp == 2)
+        #expect(try outbox.entries(in: outbox.queue).sorted() == [three, nobody].sorted())
+        #expect(report.exitStatus == 78 && report.stop?.reason.contains("/nonexistent/key.p8") == true,
+                "\(String(describing: report.stop))")
+    }
+
     @Test func eachEntryGoesToTheAPIOfItsOwnEnvironmentUnlessBaseURLIsSet() {
         var settings = SweepSettings()
         settings.environment = .production

@@ -47,6 +47,27 @@ import TxReconTestSupport
                 "\(String(describing: verdict))")
     }
 
+    @Test func eachProductionAppIsCheckedForItsOwnAppAppleID() throws {
+        let twoInProduction = SignedDataVerifier(policy: SignedDataPolicy(roots: try VerificationFixtures.testRoots(), apps: [
+            AppPolicy(name: "main", bundleID: "com.example.app", appAppleID: 1_234_567_890, environments: [.production]),
+            AppPolicy(name: "other", bundleID: "com.example.other", appAppleID: 42, environments: [.production]),
+        ]))
+        func notification(_ bundleId: String) -> [UInt8] {
+            func replacing(_ value: JSONValue, _ name: String, with new: JSONValue) -> JSONValue {
+                guard case let .object(members) = value else { return value }
+                return .object(members.map { $0.0 == name ? ($0.0, new) : $0 })
+            }
+            let payload = TestJWS.notificationPayload(signedDate: TestPKI.insideLeafValidity, bundleId: bundleId)
+            let data = replacing(payload["data"] ?? .null, "environment", with: .string("Production"))
+            return TestDrop.notificationBody(TestPKI.sign(payload: replacing(payload, "data", with: data)))
+        }
+        // TestJWS's notifications carry appAppleId 1234567890: main's, not other's.
+        #expect(intakeVerdict(notification("com.example.app"), twoInProduction) == nil)
+        let verdict = intakeVerdict(notification("com.example.other"), twoInProduction)
+        #expect(verdict?.code == "wrong-app-apple-id" && verdict?.detail.contains("1234567890 (want 42)") == true,
+                "\(String(describing: verdict))")
+    }
+
     @Test func aNotificationCarryingAnotherAppsTransactionIsRefused() {
         let verdict = intakeVerdict(Self.notification(bundleId: "com.example.other",
                                                       nested: Self.transaction(bundleId: "com.example.app")),
