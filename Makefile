@@ -289,7 +289,7 @@ check-docs: deps-docs
 systemd-test: deps-systemd-test check-docs release deb
 	Tests/systemd/run.sh
 
-# Needs root (nginx's workers run as nobody): the README's nginx snippet in
+# Needs root (nginx's workers run as nobody): docs/receive.md's nginx snippet in
 # front of the receiver, TLS from a throw-away CA (see the script's header).
 nginx-test: build
 	Tests/nginx/run.sh

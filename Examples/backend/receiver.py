@@ -156,8 +156,9 @@ def parse_delivery(headers, body):
 
 def entitlement(document):
     """What a delivery says about the customer's access, from txrecon's decoded
-    payloads (verified by txrecon before delivery; see its README, "Delivery
-    contract"). None for envelopes and receipts' purchases."""
+    payloads (verified by txrecon before delivery; see its
+    docs/contract.md "Delivery contract"). None for envelopes and receipts'
+    purchases."""
     transaction = document.get("transaction")
     renewal = document.get("renewalInfo")
     notification = document.get("notification")

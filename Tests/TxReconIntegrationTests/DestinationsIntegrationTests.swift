@@ -201,13 +201,13 @@ struct DestinationsIntegrationTests {
                 "\(show.stdout)")
 
         // The daemon, with [Backend] alone now, says so at start, pointing
-        // to a README section that exists (DocumentationSectionTests).
+        // to a docs/ section that exists (DocumentationSectionTests).
         try await fixture.start()
         #expect(await fixture.eventually {
             fixture.daemon?.stderr.contains("destinations/analytics/ holds 1 items not delivered yet, but no destination "
                                             + "analytics is configured") == true
         })
-        #expect(fixture.daemon?.stderr.contains("(README: \"How do I remove a destination?\")") == true)
+        #expect(fixture.daemon?.stderr.contains("(docs/remove-destination.md: \"How do I remove a destination?\")") == true)
         #expect(both.names(both.analyticsLayout.queue) == ["left"], "untouched")
     }
 

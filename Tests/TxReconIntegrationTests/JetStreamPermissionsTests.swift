@@ -1,6 +1,6 @@
-// The README's NATS permissions (issue 40, rule 2), run for real: nats-server
-// started with exactly the configuration the README's JetStream section
-// shows (between its nats-permissions markers, read from README.md, only its
+// The NATS permissions of docs/jetstream.md (issue 40, rule 2), run for
+// real: nats-server started with exactly the configuration that page shows
+// (between its nats-permissions markers, read from the page, only its
 // paths moved into the test's directory), users known by their client
 // certificates. txrecon's user may do all txrecon needs (every item reaches
 // the stream); the stream's consumer may read the stream but is refused a
@@ -14,24 +14,24 @@ import TxReconTestSupport
 
 @Suite(.serialized, .timeLimit(.minutes(3)))
 struct JetStreamPermissionsTests {
-    /// The README's configuration with each of `paths` (as written there)
-    /// replaced: every one must be there, or the test is not testing the
-    /// README's text.
-    static func readmeConfiguration(replacing paths: [String: String]) throws -> String {
-        let readme = String(decoding: try SystemCall.readFile(DaemonIntegrationTests.repositoryRoot + "/README.md",
-                                                              limit: 1 << 22), as: UTF8.self)
-        let lines = readme.split(separator: "\n", omittingEmptySubsequences: false)
+    /// docs/jetstream.md's configuration with each of `paths` (as written
+    /// there) replaced: every one must be there, or the test is not testing
+    /// the page's text.
+    static func documentedConfiguration(replacing paths: [String: String]) throws -> String {
+        let page = String(decoding: try SystemCall.readFile(DaemonIntegrationTests.repositoryRoot + "/docs/jetstream.md",
+                                                            limit: 1 << 22), as: UTF8.self)
+        let lines = page.split(separator: "\n", omittingEmptySubsequences: false)
         let begin = try #require(lines.firstIndex(of: "<!-- nats-permissions: begin -->"))
         let end = try #require(lines[begin...].firstIndex(of: "<!-- nats-permissions: end -->"))
         var text = lines[(begin + 1)..<end].filter { !$0.hasPrefix("```") }.joined(separator: "\n")
         for (written, replacement) in paths.sorted(by: { $0.key < $1.key }) {
-            try #require(text.contains("\"\(written)\""), "the README's configuration names \(written)")
+            try #require(text.contains("\"\(written)\""), "docs/jetstream.md's configuration names \(written)")
             text = text.replacingOccurrences(of: "\"\(written)\"", with: "\"\(replacement)\"")
         }
         return text
     }
 
-    @Test func theREADMEsPermissionsLetTxreconDeliverAndKeepEveryoneElseOffItsSubjects() async throws {
+    @Test func theDocumentedPermissionsLetTxreconDeliverAndKeepEveryoneElseOffItsSubjects() async throws {
         let fixture = try DaemonFixture()
         let path = fixture.directory.path
         try HTTPSTestBackend.makeCertificate(commonName: "nats", certificate: path + "/server.pem",
@@ -45,7 +45,7 @@ struct JetStreamPermissionsTests {
             bundle += String(decoding: try SystemCall.readFile(path + "/\(user).pem", limit: 1 << 16), as: UTF8.self)
         }
         _ = fixture.directory.write(bundle, to: "clients-ca.pem")
-        let configuration = try Self.readmeConfiguration(replacing: [
+        let configuration = try Self.documentedConfiguration(replacing: [
             "/etc/nats/server.pem": path + "/server.pem", "/etc/nats/server.key": path + "/server.key",
             "/etc/nats/clients-ca.pem": path + "/clients-ca.pem", "/var/lib/nats": path + "/nats-store",
         ])

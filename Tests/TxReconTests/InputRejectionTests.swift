@@ -39,7 +39,7 @@ import TxReconTestSupport
     @Test func anObjectOfNoKnownFormatIsUnknownFormat() {
         let rejection = decodeRejection(bytes(#"{"transactionId": "1"}"#))
         #expect(rejection == Rejection("unknown-format", "a JSON object with none of signedPayload, "
-            + "signedTransactionInfo, signedTransactions or id/version/payload; see README \"Input formats\""))
+            + "signedTransactionInfo, signedTransactions or id/version/payload; see docs/input-formats.md \"Input formats\""))
     }
 
     @Test func jsonThatIsNotAnObjectIsUnknownFormat() {

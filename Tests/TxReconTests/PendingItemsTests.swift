@@ -257,7 +257,7 @@ import Testing
 
     /// What a backlog costs per key: the dictionary's entry and the two
     /// heaps' (the schedule and the arrival order). 100,000 queued keys at
-    /// start are the daemon's largest memory (README, "Performance"); a
+    /// start are the daemon's largest memory (docs/performance.md, "What this means for an operator"); a
     /// field added in the wrong place or a Duration kept again shows here.
     @Test func aPendingKeyStaysSmall() {
         #expect(MemoryLayout<PendingItems.Entry>.stride <= 72)

@@ -1,9 +1,9 @@
 #!/bin/bash
-# run.sh - the README's nginx snippet, run for real in front of `txrecon receive`.
+# run.sh - docs/receive.md's nginx snippet, run for real in front of `txrecon receive`.
 #
-# Proves that the reverse-proxy snippet README.md shows (between the lines
+# Proves that the reverse-proxy snippet docs/receive.md shows (between the lines
 #   <!-- nginx-snippet: begin --> and <!-- nginx-snippet: end -->, read from
-#   README.md itself, fence lines dropped) does what the README says: TLS 1.2
+#   docs/receive.md itself, fence lines dropped) does what that page says: TLS 1.2
 #   and 1.3 only, Apple's notification passed through to the receiver and
 #   answered 200 only once it is in new/, the receiver's refusals (422 for a
 #   forgery) passed through unchanged, bodies over 8 MiB refused by nginx
@@ -42,7 +42,7 @@
 #   swift build already running, else runs `swift build --product txrecon`).
 # Usage: Tests/nginx/run.sh            prints PASS/FAIL per check and a summary line;
 #   exit 0 = every check passed, 1 = a check failed, 2 = the test could not run (setup)
-#   env: SNIPPET_FILE=file to test another snippet instead of README.md's (the
+#   env: SNIPPET_FILE=file to test another snippet instead of docs/receive.md's (the
 #          file holds the snippet itself: no markers, no fence),
 #        BINARY=path (default .build/debug/txrecon), WORK=dir (default: mktemp -d),
 #        KEEP=1 (keep WORK), CACHE=dir for nginx (default /var/cache/txrecon-nginx-test),
@@ -50,7 +50,7 @@
 set -Eeuo pipefail
 
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
-README="$ROOT/README.md"
+SNIPPET_DOC="$ROOT/docs/receive.md"
 SNIPPET_FILE="${SNIPPET_FILE:-}"
 BINARY="${BINARY:-$ROOT/.build/debug/txrecon}"
 WORK="${WORK:-$(mktemp -d /tmp/txrecon-nginx-test.XXXXXX)}"
@@ -165,13 +165,13 @@ make_certificates() {
 }
 
 # ---------------------------------------------------------------- the snippet and nginx.conf
-# The snippet from README.md: the lines between the markers, without the ``` fence lines.
+# The snippet from docs/receive.md: the lines between the markers, without the ``` fence lines.
 readme_snippet() {
   local begins ends
-  begins=$(grep -c -x '<!-- nginx-snippet: begin -->' "$README" || true)
-  ends=$(grep -c -x '<!-- nginx-snippet: end -->' "$README" || true)
-  [ "$begins" = 1 ] && [ "$ends" = 1 ] || die "README.md must have each nginx-snippet marker once (begin: $begins, end: $ends)"
-  awk '/^<!-- nginx-snippet: begin -->$/ {on=1; next} /^<!-- nginx-snippet: end -->$/ {on=0} on && !/^```/' "$README"
+  begins=$(grep -c -x '<!-- nginx-snippet: begin -->' "$SNIPPET_DOC" || true)
+  ends=$(grep -c -x '<!-- nginx-snippet: end -->' "$SNIPPET_DOC" || true)
+  [ "$begins" = 1 ] && [ "$ends" = 1 ] || die "docs/receive.md must have each nginx-snippet marker once (begin: $begins, end: $ends)"
+  awk '/^<!-- nginx-snippet: begin -->$/ {on=1; next} /^<!-- nginx-snippet: end -->$/ {on=0} on && !/^```/' "$SNIPPET_DOC"
 }
 # substitute FROM-REGEX TO WHAT: sed -E on WORK/snippet.conf; the pattern must match.
 substitute() {
@@ -181,7 +181,7 @@ substitute() {
 write_nginx_conf() {
   if [ -n "$SNIPPET_FILE" ]; then
     [ -f "$SNIPPET_FILE" ] || die "SNIPPET_FILE=$SNIPPET_FILE: no such file"
-    log "snippet: $SNIPPET_FILE (SNIPPET_FILE), not README.md's"
+    log "snippet: $SNIPPET_FILE (SNIPPET_FILE), not docs/receive.md's"
     cp "$SNIPPET_FILE" "$WORK/snippet.readme"
   else
     readme_snippet > "$WORK/snippet.readme"
@@ -205,7 +205,7 @@ write_nginx_conf() {
     || die "nginx's workers (nobody) cannot reach $n/temp: is a directory above WORK closed to others?"
   {
     cat <<EOF
-# nginx.conf for Tests/nginx/run.sh: nothing but README.md's snippet (rewritten as shown above).
+# nginx.conf for Tests/nginx/run.sh: nothing but docs/receive.md's snippet (rewritten as shown above).
 daemon off;
 master_process on;
 worker_processes 1;

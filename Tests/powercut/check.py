@@ -84,7 +84,7 @@ def jws_payload(jws):
 
 
 def apple_identity(jws):
-    """(key, version tuple) as README "Keys, versions and supersede" defines them."""
+    """(key, version tuple) as docs/contract.md "Keys, versions and supersede" defines them."""
     notification = jws_payload(jws)
     data = notification.get("data") or {}
     if "signedTransactionInfo" in data:

@@ -2,13 +2,21 @@
 # check-docs.sh - checks the operator documentation with the tools that read it:
 #   * groff renders man/txrecon.8 and man/txrecon.conf.5 without a warning (-ww);
 #   * journalctl compiles systemd/txrecon.catalog, in a scratch root (never the
-#     host's catalog database), and lists one entry per "-- <id>" line.
+#     host's catalog database), and lists one entry per "-- <id>" line;
+#   * README.md is a front page of at most 25,000 bytes (the rest is in docs/);
+#   * every relative Markdown link in README.md and docs/*.md, [text](path) or
+#     [text](path#anchor) or [text](#anchor), names a file or directory that
+#     exists, and its anchor a heading of that file, by GitHub's rule: the
+#     heading's text lower-cased, spaces made '-', punctuation other than '-'
+#     and '_' removed, "-1", "-2" … added to repeats (code blocks and code
+#     spans are skipped; links with a scheme, http: and the like, are not
+#     followed).
 # That the catalog and MessageID.swift agree, that txrecon.conf.5 documents
 # every key with its real default, and that every README (or docs/) section a
 # message or document names exists, is checked by `swift test`
 # (JournalCatalogTests, ManualPageTests, DocumentationSectionTests).
 # Usage: Tests/systemd/check-docs.sh   (from anywhere; exit 0 = all passed)
-# Needs: groff, journalctl (Debian packages groff, systemd).
+# Needs: groff, journalctl, python3 (Debian packages groff, systemd, python3).
 set -uo pipefail
 
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -35,5 +43,97 @@ if output=$(journalctl --root="$scratch" --update-catalog 2>&1) && [ -z "$output
 else
   fail "journalctl --update-catalog: $output"
 fi
+
+readme_bytes=$(wc -c < "$ROOT/README.md")
+if [ "$readme_bytes" -le 25000 ]; then pass "README.md is $readme_bytes bytes (at most 25000)"
+else fail "README.md is $readme_bytes bytes, more than 25000: move a topic into docs/"; fi
+
+# The links: one PASS line per document whose links all resolve, one FAIL
+# line per broken link.
+links=$(python3 - "$ROOT" <<'PYTHON'
+import os, re, sys
+
+root = sys.argv[1]
+documents = ["README.md"] + sorted("docs/" + name for name in os.listdir(os.path.join(root, "docs"))
+                                   if name.endswith(".md") and not name.startswith("."))
+
+def prose_lines(text):
+    """(line number, line, the line with its code spans blanked) for the lines
+    outside fenced and indented code blocks."""
+    fence = None
+    previous_blank, in_indented = True, False
+    for number, line in enumerate(text.split("\n"), 1):
+        stripped = line.lstrip(" ")
+        if fence:
+            if stripped.startswith(fence):
+                fence = None
+            continue
+        if stripped.startswith("```") or stripped.startswith("~~~"):
+            fence = stripped[:3]
+            continue
+        if line.strip() == "":
+            previous_blank = True
+            continue
+        if (line.startswith("    ") or line.startswith("\t")) and (previous_blank or in_indented):
+            in_indented, previous_blank = True, False
+            continue
+        in_indented, previous_blank = False, False
+        yield number, line, re.sub(r"(`+)(.+?)\1", lambda m: " " * len(m.group(0)), line)
+
+def anchor(title):
+    """GitHub's anchor of a heading: its text (a link's text, no markup),
+    lower-cased, punctuation but '-' and '_' removed, spaces made '-'."""
+    title = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", title)
+    title = title.strip().lower()
+    return "".join("-" if ch == " " else ch for ch in title if ch.isalnum() or ch in "-_ ")
+
+anchors_of = {}
+def anchors(path):
+    if path not in anchors_of:
+        found, seen = set(), {}
+        with open(path, encoding="utf-8") as f:
+            for _, line, _ in prose_lines(f.read()):
+                m = re.match(r"^ {0,3}(#{1,6})\s+(.*?)(?:\s+#+)?\s*$", line)
+                if not m:
+                    continue
+                base = anchor(m.group(2))
+                count = seen.get(base, 0)
+                seen[base] = count + 1
+                found.add(base if count == 0 else f"{base}-{count}")
+        anchors_of[path] = found
+    return anchors_of[path]
+
+link = re.compile(r"\[(?:[^\]\[]|\[[^\]]*\])*\]\(\s*<?([^)\s>]*)>?(?:\s+\"[^\"]*\")?\s*\)")
+for document in documents:
+    path = os.path.join(root, document)
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    checked, broken = 0, 0
+    for number, line, blanked in prose_lines(text):
+        for m in link.finditer(blanked):
+            target = line[m.start(1):m.end(1)]
+            if not target or re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:", target):
+                continue
+            checked += 1
+            file_part, _, fragment = target.partition("#")
+            resolved = path if file_part == "" else os.path.normpath(os.path.join(os.path.dirname(path), file_part))
+            shown = os.path.relpath(resolved, root)
+            problem = None
+            if not os.path.exists(resolved):
+                problem = f"{shown} does not exist"
+            elif fragment and not resolved.endswith(".md"):
+                problem = f"an anchor into {shown}, which is not Markdown"
+            elif fragment and fragment not in anchors(resolved):
+                problem = f"{shown} has no heading with the anchor #{fragment}"
+            if problem:
+                broken += 1
+                print(f"FAIL: link {document}:{number}: ({target}): {problem}")
+    if not broken:
+        print(f"PASS: links: {document}: {checked} relative link(s) resolve")
+PYTHON
+); status=$?
+echo "$links"
+if [ "$status" != 0 ]; then fail "the link check itself failed (python3 exit $status)"; fi
+FAILS=$((FAILS + $(printf '%s\n' "$links" | grep -c '^FAIL: ' || true)))
 
 [ "$FAILS" = 0 ] || { echo "$FAILS check(s) failed"; exit 1; }

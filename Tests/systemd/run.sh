@@ -543,7 +543,7 @@ receive_checks() {
     test "$(prop MainPID "$rx")" != "$pid" -a "$(prop ActiveState "$rx")" = active
   check "... both were delivered" eval 'wait_until 10 delivered rx-inflight && wait_until 10 delivered rx-backlog'
 
-  # txrecon probe as the README says to run it; backend.py plays Apple and
+  # txrecon probe as docs/probe.md says to run it; backend.py plays Apple and
   # POSTs Apple's real Sandbox TEST notification to the receiver.
   cp "$ROOT/Examples/samples/05-notification-test.json" "$WORK/backend/test-notification.json"
   answer=$(in_ct systemd-run --quiet --pipe --wait --collect -p User=txrecon -p Group=txrecon \

@@ -1,6 +1,7 @@
 // Outcome: what one delivery attempt means for its item, mapped from the
-// backend's answer by `Outcome.init(_:)` (the response table of the README,
-// in one place). The engine acts on outcomes; it never looks at HTTP itself.
+// backend's answer by `Outcome.init(_:)` (the response table of
+// docs/contract.md "Delivery contract", in one place). The engine acts on
+// outcomes; it never looks at HTTP itself.
 
 /// What the transport saw of one exchange.
 package enum TransportResult: Sendable, Equatable {

@@ -8,7 +8,7 @@
 // Stream= and a sequence; any other is a failure with the reason (retried,
 // and counted against the destination). That the stream's own answer is
 // the only one that can name it is up to the NATS server's permissions
-// (README: who may subscribe to the subjects).
+// (docs/jetstream.md "Who may answer": who may subscribe to the subjects).
 // Reports nothing; the reason goes into the attempt's result.
 
 struct StreamAcknowledgement: Sendable, Equatable {

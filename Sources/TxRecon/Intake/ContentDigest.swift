@@ -1,7 +1,7 @@
 // ContentDigest: what a signed payload says, apart from when it was signed,
 // as one number: how `txrecon reconcile` and `import` tell a snapshot Apple
-// signed afresh but unchanged from one that changed (README "How do I
-// reconcile with Apple?").
+// signed afresh but unchanged from one that changed
+// (docs/reconcile.md "How do I reconcile with Apple?").
 //
 // Apple signs every answer of its API anew, so the same transaction comes
 // back with a new `signedDate` each time; nothing else in a transaction or

@@ -1,6 +1,6 @@
 // InputDecoder: the bytes of one spool file → one item, one transaction
-// history page, a receipt upload or a part of one, or a rejection (README
-// "Input formats", formats 1 to 6).
+// history page, a receipt upload or a part of one, or a rejection
+// (docs/input-formats.md "Input formats", formats 1 to 6).
 //
 // Runs on the intake hot path, so it works on bytes: no Foundation, one JSON
 // parse per document, base64url decoded by hand. Signatures are not checked
@@ -62,7 +62,7 @@ struct InputDecoder: Sendable {
             // `true`, `null`: JSON, but no format; anything else: neither.
             guard let value = try? JSONValue.parse(input) else {
                 throw Rejection(.notJSON, "the file is neither a compact JWS (format 1: three base64url "
-                    + "segments joined by '.') nor JSON (formats 2 to 5); see README \"Input formats\"")
+                    + "segments joined by '.') nor JSON (formats 2 to 5); see docs/input-formats.md \"Input formats\"")
             }
             throw InputDecoder.notAnObject(value)
         }
@@ -140,7 +140,7 @@ struct InputDecoder: Sendable {
                 + "a renewal info is delivered only together with its transaction (format 3)")
         }
         throw Rejection(.unknownFormat, "a JSON object with none of signedPayload, signedTransactionInfo, "
-            + "signedTransactions or id/version/payload; see README \"Input formats\"")
+            + "signedTransactions or id/version/payload; see docs/input-formats.md \"Input formats\"")
     }
 
     /// Format 2: `{"signedPayload": "<JWS>"}`, an App Store Server Notifications V2 body.
@@ -367,7 +367,7 @@ struct InputDecoder: Sendable {
 
     private static func notAnObject(_ value: JSONValue) -> Rejection {
         Rejection(.unknownFormat, "the file is JSON but \(value.typeDescription), not an object; formats 2 to 5 "
-            + "are JSON objects and format 1 is a bare compact JWS; see README \"Input formats\"")
+            + "are JSON objects and format 1 is a bare compact JWS; see docs/input-formats.md \"Input formats\"")
     }
 
     private static let byteOrderMark: [UInt8] = [0xEF, 0xBB, 0xBF]

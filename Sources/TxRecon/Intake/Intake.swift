@@ -483,10 +483,11 @@ final class Intake: Sendable {
     }
 
     /// A verified notification carries names this release does not know:
-    /// it is delivered all the same (README "Input formats": the
-    /// forward-compatibility rule); each name is warned about once, so that
-    /// the operator learns Apple added something, and counted in the
-    /// metrics every time (by `[Backend]`'s engine, as rejections are).
+    /// it is delivered all the same (the forward-compatibility rule of
+    /// docs/input-formats.md "Notifications, whatever Apple adds"); each
+    /// name is warned about once, so that the operator learns Apple added
+    /// something, and counted in the metrics every time (by `[Backend]`'s
+    /// engine, as rejections are).
     /// Rare: Apple adds a name a few times a year.
     private func report(_ novelties: [AppleNovelty], in item: Item, file: String) {
         let first = reportedNovelties.withLock { reported in novelties.filter { reported.insert($0).inserted } }
@@ -704,8 +705,9 @@ final class Intake: Sendable {
     }
 
     /// Why a delivered part of a receipt upload cannot be replayed: done/
-    /// may keep it longer than receipts/ keeps its receipt (README
-    /// "StoreKit 1 receipts"), and a copy naming none would only be held.
+    /// may keep it longer than receipts/ keeps its receipt
+    /// (docs/verification.md "StoreKit 1 receipts"), and a copy naming none
+    /// would only be held.
     /// nil for anything else, and for a part whose receipt is stored, which
     /// is then noted as used, so that it stays while the copy waits.
     private func receiptRefusal(of snapshot: DeliveredSnapshot, in spool: Spool) -> String? {

@@ -109,7 +109,7 @@ package final class ReceiptLibrary: Sendable {
         guard let bytes else {
             throw .rejected(Rejection(.receiptNotStored, "the receipt part names receipt \(name), which receipts/ does "
                 + "not hold: it holds only receipts txrecon split, while something names them "
-                + "(README \"StoreKit 1 receipts\"); upload the receipt itself"))
+                + "(docs/verification.md \"StoreKit 1 receipts\"); upload the receipt itself"))
         }
         guard ReceiptStore.name(of: bytes) == name else {
             throw .rejected(Rejection(.receiptNotStored, "receipts/\(name) does not hash to its name: the file is "

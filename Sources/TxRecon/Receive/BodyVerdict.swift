@@ -49,7 +49,7 @@ enum BodyVerdict: Equatable {
         }
         guard endpoint.accepts(decoded) else {
             return .refuse(ReceiveRefusal(400, RejectionCode.unknownFormat.rawValue, "\(endpoint.rawValue) takes "
-                + endpoint.formats + "; see README \"txrecon receive\""))
+                + endpoint.formats + "; see docs/receive.md \"txrecon receive\""))
         }
         return .spool(setAside: nil)
     }

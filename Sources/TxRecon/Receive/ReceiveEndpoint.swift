@@ -1,5 +1,5 @@
 // ReceiveEndpoint: the paths `txrecon receive` serves, part of the
-// operator's contract (README "txrecon receive"), and what each takes.
+// operator's contract (docs/receive.md "txrecon receive"), and what each takes.
 //
 //   POST /appstore/notifications   Apple's App Store Server Notifications V2 body (format 2)
 //   POST /appstore/notifications/NAME
@@ -33,7 +33,7 @@ enum ReceiveEndpoint: String, CaseIterable, Sendable {
         guard let endpoint = ReceiveEndpoint(rawValue: path), endpoint != .envelopes || acceptEnvelopes else {
             // The citation on one line: DocumentationSectionTests finds it there.
             return .failure(ReceiveRefusal(404, "not-found",
-                                           "nothing is served at this path; see README \"txrecon receive\" for the endpoints"))
+                                           "nothing is served at this path; see docs/receive.md \"Endpoints\""))
         }
         guard head.method == endpoint.method else {
             return .failure(ReceiveRefusal(405, "method-not-allowed", "\(endpoint.rawValue) takes \(endpoint.method)",

@@ -42,7 +42,7 @@ struct DeliveryDestination: Sendable {
             let name = LogText.escaped(place.name)
             log.write(LogEntry(.warning, "destinations/\(name)/ holds \(pending) items not delivered yet, but no "
                                + "destination \(name) is configured: they wait there until destinations/\(name).conf "
-                               + "is back (README: \"How do I remove a destination?\")",
+                               + "is back (docs/remove-destination.md: \"How do I remove a destination?\")",
                                fields: [("TXRECON_DESTINATION", place.name)]))
         }
     }

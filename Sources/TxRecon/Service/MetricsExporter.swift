@@ -103,7 +103,7 @@ final class MetricsExporter<Snapshot: Sendable>: Sendable {
             if firstFailure {
                 log.write(LogEntry(.warning, "cannot write the metrics file \(path): \(error); give the txrecon user "
                                    + "write access to the directory and list it in ReadWritePaths= "
-                                   + "(README: \"How do I scrape metrics?\"); retried with the next change"))
+                                   + "(docs/metrics.md: \"How do I scrape metrics?\"); retried with the next change"))
             }
             return
         }

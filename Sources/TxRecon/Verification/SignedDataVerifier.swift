@@ -1,6 +1,6 @@
 // SignedDataVerifier: decides whether a decoded App Store item may be
 // delivered, the way Apple's SignedDataVerifier does (Mode=appstore), and in
-// places more strictly (README "Signature verification").
+// places more strictly (docs/verification.md "Signature verification").
 //
 // Every signed string of the item is checked: a transaction, a renewal info,
 // a notification's outer signedPayload and each signed member nested in it

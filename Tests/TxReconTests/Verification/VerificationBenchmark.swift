@@ -7,7 +7,7 @@
 // real Apple transaction once its chain is cached (parse, cache look-up,
 // signature, claims), and their ratio; then the decoding alone, with the
 // header parsed and with it taken from the verifier's known headers, beside
-// an envelope's. README "Signature verification" quotes it.
+// an envelope's. docs/verification.md "Cost" quotes it.
 import Glibc
 import Testing
 import TxReconTestSupport
