@@ -18,22 +18,49 @@ struct ConfigurationKey: Sendable {
     let assign: @Sendable (_ value: String, _ configuration: inout Configuration) throws(InvalidValue) -> Void
     /// Puts the field's default back.
     let reset: @Sendable (_ configuration: inout Configuration) -> Void
+    /// Whether a reload leaves the running value in force until a restart:
+    /// what the program made at start from it (the spool's directory, the
+    /// ledger's writer, the curl workers, the listening socket) stays.
+    /// The manual says "Takes effect only at a restart" of exactly these
+    /// (ManualPageTests).
+    let restartOnly: Bool
+    /// Copies the field of `running` into `next` when they differ; returns
+    /// whether they did.
+    let keepRunning: @Sendable (_ running: Configuration, _ next: inout Configuration) -> Bool
 
     /// `Section.Key`, as errors and `Configuration.origins` name it.
     var qualifiedName: String { "\(section).\(name)" }
 
-    init<Value>(
+    init<Value: Equatable>(
         _ section: String, _ name: String,
         _ field: WritableKeyPath<Configuration, Value> & Sendable,
-        _ parse: @escaping SettingValue.Parser<Value>
+        _ parse: @escaping SettingValue.Parser<Value>,
+        restartOnly: Bool = false
     ) {
         self.section = section
         self.name = name
+        self.restartOnly = restartOnly
         assign = { value, configuration throws(InvalidValue) in
             configuration[keyPath: field] = try parse(value)
         }
         reset = { configuration in
             configuration[keyPath: field] = Configuration(path: configuration.path)[keyPath: field]
+        }
+        keepRunning = { running, next in
+            guard next[keyPath: field] != running[keyPath: field] else { return false }
+            next[keyPath: field] = running[keyPath: field]
+            return true
+        }
+    }
+
+    /// What a reload does with the keys that take effect only at a restart:
+    /// of those `reads` picks (the ones a program uses), each whose new value
+    /// differs keeps its running value in `next`; returns their names
+    /// (`Directory=`), for the log line that says they wait for a restart.
+    static func keepRunningValues(of running: Configuration, in next: inout Configuration,
+                                  reads: (ConfigurationKey) -> Bool) -> [String] {
+        all.filter { $0.restartOnly && reads($0) }.compactMap { key in
+            key.keepRunning(running, &next) ? key.name + "=" : nil
         }
     }
 }
@@ -41,12 +68,12 @@ struct ConfigurationKey: Sendable {
 extension ConfigurationKey {
     /// Every key, grouped by section in the order the sample file shows them.
     static let all: [ConfigurationKey] = [
-        ConfigurationKey("Spool", "Directory", \.spool.directory, SettingValue.absolutePath),
+        ConfigurationKey("Spool", "Directory", \.spool.directory, SettingValue.absolutePath, restartOnly: true),
         ConfigurationKey("Spool", "MaxFileSize", \.spool.maxFileSize,
                          SettingValue.size(in: 1...(1 << 30), limits: "between 1 and 1G")),
-        ConfigurationKey("Spool", "DoneRetention", \.spool.doneRetention, SettingValue.timeSpan),
-        ConfigurationKey("Spool", "LedgerFile", \.spool.ledgerFile, SettingValue.absolutePath),
-        ConfigurationKey("Spool", "LedgerRetention", \.spool.ledgerRetention, SettingValue.positiveTimeSpan),
+        ConfigurationKey("Spool", "DoneRetention", \.spool.doneRetention, SettingValue.timeSpan, restartOnly: true),
+        ConfigurationKey("Spool", "LedgerFile", \.spool.ledgerFile, SettingValue.absolutePath, restartOnly: true),
+        ConfigurationKey("Spool", "LedgerRetention", \.spool.ledgerRetention, SettingValue.positiveTimeSpan, restartOnly: true),
 
         ConfigurationKey("Backend", "URL", \.backend.url, SettingValue.destinationURL),
         ConfigurationKey("Backend", "Timeout", \.backend.timeout, SettingValue.positiveTimeSpan),
@@ -62,7 +89,7 @@ extension ConfigurationKey {
 
         ConfigurationKey("Delivery", "RetryDelays", \.delivery.retrySchedule, SettingValue.retrySchedule),
         ConfigurationKey("Delivery", "MaxConcurrentDeliveries", \.delivery.maxConcurrentDeliveries,
-                         SettingValue.integer(in: 1...64)),
+                         SettingValue.integer(in: 1...64), restartOnly: true),
 
         ConfigurationKey("Match", "Environment", \.match.environments, SettingValue.matchEnvironments),
         ConfigurationKey("Match", "Kind", \.match.kinds, SettingValue.matchKinds),
@@ -79,7 +106,7 @@ extension ConfigurationKey {
         ConfigurationKey("Verification", "Environment", \.verification.environments, SettingValue.signedDataEnvironments),
         ConfigurationKey("Verification", "AcceptEnvelopes", \.verification.acceptEnvelopes, SettingValue.boolean),
 
-        ConfigurationKey("Metrics", "TextfileDirectory", \.metrics.textfileDirectory, SettingValue.absolutePath),
+        ConfigurationKey("Metrics", "TextfileDirectory", \.metrics.textfileDirectory, SettingValue.absolutePath, restartOnly: true),
 
         ConfigurationKey("Sweep", "Environment", \.sweep.environment, SettingValue.appStoreEnvironment),
         ConfigurationKey("Sweep", "BundleID", \.sweep.bundleID, SettingValue.appStoreIdentifier),
@@ -99,13 +126,14 @@ extension ConfigurationKey {
         ConfigurationKey("Outbox", "ConsumptionDeadlineWarning", \.outbox.consumptionDeadlineWarning,
                          SettingValue.consumptionDeadlineWarning),
 
-        ConfigurationKey("Receive", "Listen", \.receive.listen, SettingValue.listenAddress),
+        ConfigurationKey("Receive", "Listen", \.receive.listen, SettingValue.listenAddress, restartOnly: true),
         ConfigurationKey("Receive", "UploadTokenFile", \.receive.uploadTokenFile, SettingValue.absolutePath),
-        ConfigurationKey("Receive", "MaxConnections", \.receive.maxConnections, SettingValue.integer(in: 1...65_536)),
+        ConfigurationKey("Receive", "MaxConnections", \.receive.maxConnections, SettingValue.integer(in: 1...65_536),
+                         restartOnly: true),
         ConfigurationKey("Receive", "MaxConnectionsPerAddress", \.receive.maxConnectionsPerAddress,
-                         SettingValue.integer(in: 1...65_536)),
-        ConfigurationKey("Receive", "IdleTimeout", \.receive.idleTimeout, SettingValue.positiveTimeSpan),
-        ConfigurationKey("Receive", "RequestTimeout", \.receive.requestTimeout, SettingValue.positiveTimeSpan),
+                         SettingValue.integer(in: 1...65_536), restartOnly: true),
+        ConfigurationKey("Receive", "IdleTimeout", \.receive.idleTimeout, SettingValue.positiveTimeSpan, restartOnly: true),
+        ConfigurationKey("Receive", "RequestTimeout", \.receive.requestTimeout, SettingValue.positiveTimeSpan, restartOnly: true),
         ConfigurationKey("Receive", "MaxRequestsPerSecondPerAddress", \.receive.maxRequestsPerSecondPerAddress,
                          SettingValue.integer(in: 0...1_000_000)),
         ConfigurationKey("Receive", "MaxInboxFiles", \.receive.maxInboxFiles, SettingValue.integer(in: 1...100_000_000)),

@@ -25,7 +25,7 @@ package enum Receiver {
         let health = SystemdNotifier(log: log)
         ProcessHardening.disableCoreDumps()
 
-        let configuration: Configuration
+        var configuration: Configuration
         let settings: Reception.Settings
         do {
             (configuration, settings) = try load(configurationPath)
@@ -116,14 +116,21 @@ package enum Receiver {
             case SIGHUP:
                 health.notify("RELOADING=1")
                 do {
-                    let (nextConfiguration, next) = try load(configurationPath)
+                    var (nextConfiguration, next) = try load(configurationPath)
+                    let waiting = ConfigurationKey.keepRunningValues(of: configuration, in: &nextConfiguration,
+                                                                     reads: Self.reads)
+                    next.receive = nextConfiguration.receive
                     redactor.replace(with: [next.uploadToken].compactMap { $0 })
                     warnOfUncheckedSignatures(nextConfiguration, log: log)
                     reception.reconfigure(next)
                     server.setMaximumBodySize(nextConfiguration.spool.maxFileSize)
-                    log.write(LogEntry(.info, "configuration reloaded from \(configurationPath) (the listening address, "
-                                       + "the connection limits and the timeouts take effect at a restart)",
-                                       messageID: MessageID.reloaded))
+                    configuration = nextConfiguration
+                    var message = "configuration reloaded from \(configurationPath)"
+                    if !waiting.isEmpty {
+                        message += "; \(waiting.joined(separator: ", ")) changed but take effect only at a restart "
+                            + "(systemctl restart txrecon-receive), the running values stay until then"
+                    }
+                    log.write(LogEntry(waiting.isEmpty ? .info : .notice, message, messageID: MessageID.reloaded))
                 } catch {
                     log.write(LogEntry(.error, "reload refused, the running configuration stays: \(error)",
                                        messageID: MessageID.reloadRefused))
@@ -144,6 +151,13 @@ package enum Receiver {
         let statistics = reporter.statistics
         log.write(LogEntry(.info, "stopped after \(statistics.requests) requests, \(statistics.spooled) spooled"))
         return Daemon.ExitStatus.success
+    }
+
+    /// The keys the receiver reads of those that take effect only at a
+    /// restart: its spool and its [Receive] (the socket, the limits and the
+    /// timeouts its server was made with).
+    static func reads(_ key: ConfigurationKey) -> Bool {
+        key.section == "Receive" || key.qualifiedName == "Spool.Directory"
     }
 
     /// The daemon's warning when signatures go unchecked (Mode=none, Xcode),

@@ -345,53 +345,34 @@ package enum Daemon {
     }
 
     /// Puts the running values of the settings a reload cannot change into
-    /// `next`; returns the keys whose new values wait for a restart.
+    /// `next`; returns the keys whose new values wait for a restart. Which
+    /// keys those are is ConfigurationKey's (`restartOnly`), of the sections
+    /// the daemon reads, for the main file and for each destination's file;
+    /// besides, a URL= that would switch between curl and libnats (the
+    /// transport is made at start).
     static func keepRestartOnlySettings(of current: Configuration, in next: inout Configuration) -> [String] {
-        var waiting: [String] = []
-        if next.spool.directory != current.spool.directory {
-            waiting.append("Directory=")
-            next.spool.directory = current.spool.directory
-        }
-        if next.spool.doneRetention != current.spool.doneRetention {
-            waiting.append("DoneRetention=")
-            next.spool.doneRetention = current.spool.doneRetention
-        }
-        // The ledger's writer is made at start with both.
-        if next.spool.ledgerFile != current.spool.ledgerFile {
-            waiting.append("LedgerFile=")
-            next.spool.ledgerFile = current.spool.ledgerFile
-        }
-        if next.spool.ledgerRetention != current.spool.ledgerRetention {
-            waiting.append("LedgerRetention=")
-            next.spool.ledgerRetention = current.spool.ledgerRetention
-        }
-        if next.delivery.maxConcurrentDeliveries != current.delivery.maxConcurrentDeliveries {
-            waiting.append("MaxConcurrentDeliveries=")
-            next.delivery.maxConcurrentDeliveries = current.delivery.maxConcurrentDeliveries
-        }
-        // The transport (curl or libnats) is made at start.
+        var waiting = ConfigurationKey.keepRunningValues(of: current, in: &next, reads: { daemonSections.contains($0.section) })
         if next.backend.isStream != current.backend.isStream {
             waiting.append("URL= (between http(s):// and nats:// or tls://)")
             next.backend.url = current.backend.url
         }
         for index in next.destinations.indices {
-            guard let running = current.destinations.first(where: { $0.name == next.destinations[index].name })?
-                .settings else { continue }
+            let name = next.destinations[index].name
+            guard let running = current.destinations.first(where: { $0.name == name })?.settings else { continue }
             if running.backend.isStream != next.destinations[index].settings.backend.isStream {
-                waiting.append("URL= of \(next.destinations[index].name) (between http(s):// and nats:// or tls://)")
+                waiting.append("URL= of \(name) (between http(s):// and nats:// or tls://)")
                 next.destinations[index].settings.backend.url = running.backend.url
             }
-            if running.delivery.maxConcurrentDeliveries != next.destinations[index].settings.delivery.maxConcurrentDeliveries {
-                waiting.append("MaxConcurrentDeliveries= of \(next.destinations[index].name)")
-                next.destinations[index].settings.delivery.maxConcurrentDeliveries = running.delivery.maxConcurrentDeliveries
-            }
-        }
-        if next.metrics != current.metrics {
-            waiting.append("TextfileDirectory=")
-            next.metrics = current.metrics
+            waiting += ConfigurationKey.keepRunningValues(of: running, in: &next.destinations[index].settings,
+                                                          reads: { ConfigurationLoader.destinationSections.contains($0.section) })
+                .map { "\($0) of \(name)" }
         }
         return waiting
     }
+
+    /// The sections whose keys the daemon reads.
+    private static let daemonSections: Set<String> = ["Spool", "Backend", "Delivery", "Match", "Verification", "Metrics",
+                                                       "Outbox"]
 
     // MARK: Pieces
 

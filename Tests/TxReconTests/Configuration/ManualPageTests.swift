@@ -14,6 +14,9 @@ private let manualPath = #filePath.split(separator: "/", omittingEmptySubsequenc
 private struct DocumentedKey {
     var qualifiedName: String
     var defaultValue: String?
+    /// Whether its text says "Takes effect only at a restart" (of the
+    /// daemon, or of the program it names).
+    var restartOnly = false
 }
 
 /// Reads the `.SH [Section] SECTION` parts: each `.TP` item opens with one
@@ -35,6 +38,9 @@ private func documentedKeys() throws -> [DocumentedKey] {
         if line.hasPrefix(".BI "), let name = line.dropFirst(4).split(separator: " ").first, name.hasSuffix("=") {
             keys.append(DocumentedKey(qualifiedName: "\(section).\(name.dropLast())"))
         }
+        if line.contains("Takes effect only at a restart") {
+            for item in itemStart..<keys.count { keys[item].restartOnly = true }
+        }
         if line == "Default:", index + 1 < lines.count {
             let value = macroArgument(lines[index + 1])
             for item in itemStart..<keys.count { keys[item].defaultValue = value }
@@ -55,6 +61,27 @@ private func macroArgument(_ line: Substring) -> String {
     @Test func theManualDocumentsEveryKeyUnderItsSection() throws {
         let documented = try documentedKeys().map(\.qualifiedName)
         #expect(documented.sorted() == ConfigurationKey.all.map(\.qualifiedName).sorted())
+    }
+
+    @Test func theManualSaysTakesEffectOnlyAtARestartOfExactlyTheRestartOnlyKeys() throws {
+        let documented = try documentedKeys().filter(\.restartOnly).map(\.qualifiedName)
+        #expect(documented.sorted() == ConfigurationKey.all.filter(\.restartOnly).map(\.qualifiedName).sorted())
+        #expect(documented.count >= 6)
+    }
+
+    @Test func aReloadKeepsTheRunningValueOfEachRestartOnlyKeyItReadsAndNamesIt() {
+        var running = Configuration(path: "/etc/txrecon/txrecon.conf")
+        running.spool.directory = "/srv/spool"
+        running.receive.idleTimeout = .seconds(5)
+        var next = running
+        next.spool.directory = "/srv/other"
+        next.spool.maxFileSize = 1 << 20
+        next.receive.idleTimeout = .seconds(9)
+        let waiting = ConfigurationKey.keepRunningValues(of: running, in: &next, reads: { $0.section == "Spool" })
+        #expect(waiting == ["Directory="])
+        #expect(next.spool.directory == "/srv/spool", "the running value stays")
+        #expect(next.spool.maxFileSize == 1 << 20, "a key a reload applies is applied")
+        #expect(next.receive.idleTimeout == .seconds(9), "a key this program does not read is left alone")
     }
 
     @Test func theDefaultsTheManualStatesAreTheActualDefaults() throws {

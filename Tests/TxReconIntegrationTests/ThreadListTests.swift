@@ -1,0 +1,76 @@
+// ThreadListTests: docs/threads.md lists every thread the daemon and the
+// receiver run. Each is started for real; every name in /proc/PID/task/*/comm
+// must be one the page's table for that program gives (`N` standing for a
+// number), and the curl workers are as many as the page says.
+import Glibc
+import Testing
+@testable import TxRecon
+import TxReconTestSupport
+
+@Suite(.serialized, .timeLimit(.minutes(2)))
+struct ThreadListTests {
+    /// The backticked names of the first column of the table under the
+    /// heading that starts with `heading`.
+    static func documentedNames(under heading: String) throws -> [String] {
+        let path = DaemonIntegrationTests.repositoryRoot + "/docs/threads.md"
+        let text = String(decoding: try SystemCall.readFile(path, limit: 1 << 20), as: UTF8.self)
+        var names: [String] = []
+        var inSection = false
+        for line in text.split(separator: "\n") {
+            if line.hasPrefix("## ") { inSection = line.dropFirst(3).hasPrefix(heading) }
+            guard inSection, line.hasPrefix("| "), let cell = line.dropFirst(2).split(separator: "|").first else { continue }
+            let parts = cell.split(separator: "`", omittingEmptySubsequences: false)
+            names += stride(from: 1, to: parts.count, by: 2).map { String(parts[$0]) }
+        }
+        return names
+    }
+
+    /// Whether `name` is `pattern`, with a trailing `N` for a number.
+    static func matches(_ name: String, _ pattern: String) -> Bool {
+        guard pattern.hasSuffix("N") else { return name == pattern }
+        let prefix = pattern.dropLast()
+        guard name.hasPrefix(prefix) else { return false }
+        let number = name.dropFirst(prefix.count)
+        return !number.isEmpty && number.allSatisfy(\.isNumber)
+    }
+
+    /// The comm of each of `pid`'s threads.
+    static func threadNames(of pid: pid_t) throws -> [String] {
+        try SystemCall.listDirectory("/proc/\(pid)/task").compactMap { task in
+            (try? SystemCall.readFile("/proc/\(pid)/task/\(task)/comm", limit: 64))
+                .map { String(decoding: $0.prefix { $0 != UInt8(ascii: "\n") }, as: UTF8.self) }
+        }
+    }
+
+    @Test func theMatcherTakesANumberForN() {
+        #expect(Self.matches("txrecon-curl-12", "txrecon-curl-N") && Self.matches("txrecon-intake2", "txrecon-intakeN"))
+        #expect(!Self.matches("txrecon-curl-", "txrecon-curl-N") && !Self.matches("txrecon-engine2", "txrecon-engine"))
+    }
+
+    @Test func everyThreadOfARunningDaemonIsOnThePage() async throws {
+        let documented = try Self.documentedNames(under: "txrecon run")
+        #expect(documented.contains("txrecon-engine") && documented.contains("txrecon-curl-N"))
+        let fixture = try DaemonFixture()
+        let daemon = try await fixture.start()
+        for id in ["t-1", "t-2", "t-3"] { try fixture.drop(fixture.envelope(id, version: 1)) }
+        #expect(await fixture.eventually { fixture.doneItems() == ["t-1", "t-2", "t-3"] })
+        let names = try Self.threadNames(of: daemon.pid)
+        let unknown = names.filter { name in !documented.contains { Self.matches(name, $0) } }
+        #expect(unknown.isEmpty, "not in docs/threads.md: \(unknown) (all: \(names.sorted()))")
+        #expect(names.filter { Self.matches($0, "txrecon-curl-N") }.count == DeliverySettings().maxConcurrentDeliveries,
+                "MaxConcurrentDeliveries= curl workers for the one HTTP destination: \(names.sorted())")
+        #expect(names.contains("txrecon-engine") && names.contains("txrecon-intake"))
+    }
+
+    @Test func everyThreadOfARunningReceiverIsOnThePage() async throws {
+        let documented = try Self.documentedNames(under: "txrecon receive")
+        let fixture = try ReceiverFixture()
+        let receiver = try await fixture.start()
+        let reply = try await fixture.post("/appstore/notifications", sample: "05-notification-test.json")
+        #expect(reply.status == 200)
+        let names = try Self.threadNames(of: receiver.pid)
+        let unknown = names.filter { name in !documented.contains { Self.matches(name, $0) } }
+        #expect(unknown.isEmpty, "not in docs/threads.md: \(unknown) (all: \(names.sorted()))")
+        #expect(names.contains("txrecon-commit") && names.contains("MHD-listen"))
+    }
+}
