@@ -4,6 +4,8 @@
 #   * journalctl compiles systemd/txrecon.catalog, in a scratch root (never the
 #     host's catalog database), and lists one entry per "-- <id>" line;
 #   * README.md is a front page of at most 25,000 bytes (the rest is in docs/);
+#   * each configuration key is documented once: one item in txrecon.conf(5),
+#     no table of keys in README.md or docs/;
 #   * every relative Markdown link in README.md and docs/*.md, [text](path) or
 #     [text](path#anchor) or [text](#anchor), names a file or directory that
 #     exists, and its anchor a heading of that file, by GitHub's rule: the
@@ -47,6 +49,37 @@ fi
 readme_bytes=$(wc -c < "$ROOT/README.md")
 if [ "$readme_bytes" -le 25000 ]; then pass "README.md is $readme_bytes bytes (at most 25000)"
 else fail "README.md is $readme_bytes bytes, more than 25000: move a topic into docs/"; fi
+
+# Each configuration key is documented once, in txrecon.conf(5) (whose
+# completeness and defaults ManualPageTests checks): once there, and in no
+# table of the README or docs/ that lists keys with their defaults again.
+keys=$(python3 - "$ROOT" <<'PYTHON'
+import os, re, sys
+root = sys.argv[1]
+manual = open(os.path.join(root, "man/txrecon.conf.5"), encoding="utf-8").read().split("\n")
+section, seen, problems = None, {}, []
+for line in manual:
+    if line.startswith(".SH "):
+        title = line[4:]
+        section = title[1:title.index("]")] if title.startswith("[") else None
+    match = re.match(r"\.BI (\w+)=", line)
+    if section and match:
+        name = section + "." + match.group(1)
+        seen[name] = seen.get(name, 0) + 1
+problems += ["man/txrecon.conf.5 documents %s %d times" % (name, count) for name, count in seen.items() if count != 1]
+documents = ["README.md"] + sorted("docs/" + name for name in os.listdir(os.path.join(root, "docs")) if name.endswith(".md"))
+for document in documents:
+    for number, line in enumerate(open(os.path.join(root, document), encoding="utf-8").read().split("\n"), 1):
+        # A row whose first cell is keys alone: `Key=`, or `A=`, `B=`.
+        if re.match(r"\| *(`[A-Z]\w*=`(, *)?)+ *\|", line):
+            problems.append("%s:%d: a table row for a key, which txrecon.conf(5) documents: %s" % (document, number, line[:60]))
+print("%d keys" % len(seen))
+for problem in problems:
+    print("FAIL " + problem)
+PYTHON
+)
+if ! printf '%s\n' "$keys" | grep -q '^FAIL '; then pass "each of the $(printf '%s\n' "$keys" | head -1) is documented once, in txrecon.conf(5)"
+else printf '%s\n' "$keys" | grep '^FAIL ' | sed 's/^FAIL //' | while read -r line; do fail "$line"; done; FAILS=$((FAILS + 1)); fi
 
 # The links: one PASS line per document whose links all resolve, one FAIL
 # line per broken link.
