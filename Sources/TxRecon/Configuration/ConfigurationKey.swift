@@ -31,7 +31,7 @@ struct ConfigurationKey: Sendable {
     /// `Section.Key`, as errors and `Configuration.origins` name it.
     var qualifiedName: String { "\(section).\(name)" }
 
-    init<Value: Equatable>(
+    init<Value: Equatable & Sendable>(
         _ section: String, _ name: String,
         _ field: WritableKeyPath<Configuration, Value> & Sendable,
         _ parse: @escaping SettingValue.Parser<Value>,
