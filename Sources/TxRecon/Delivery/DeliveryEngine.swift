@@ -136,17 +136,11 @@ package actor DeliveryEngine {
     private var isRunning: Bool { if case .running = phase { true } else { false } }
     private var isStarting: Bool { if case .starting = phase { true } else { false } }
     private var pending = PendingItems()
-    /// The keys done/ may hold a delivered snapshot of; nil when done/
-    /// keeps nothing, could not be listed or is still being listed (then
-    /// done/KEY is always read).
-    private var doneIndex: DoneIndex?
-    private var deliveredSinceIndexBuilt = 0
+    /// The keys done/ may hold a delivered snapshot of.
+    private var deliveredKeys = DeliveredKeys()
     private let buildDoneIndex: DoneIndexBuilder
-    /// The build of a new index while one runs.
+    /// The build of a new index while one runs (for `waitForDoneIndex`).
     private var indexing: Task<Void, Never>?
-    /// Keys delivered while `indexing` runs: its listing may have missed
-    /// them, so they are added to the new index when it arrives.
-    private var deliveredWhileIndexing: [ItemKey] = []
     private var active = 0
     private var timer: Task<Void, Never>?
     private var timerDeadline: Duration?
@@ -465,7 +459,7 @@ package actor DeliveryEngine {
             let placement = try pending.place(drop, freshKeyWaitsInInbox: freshKeysWaitInInbox) {
                 location throws(SpoolError) in
                 // done/ is read only where its index cannot rule the key out.
-                if location == .done, !(spool.keepsDone && (doneIndex?.mayContain(key) ?? true)) { return nil }
+                if location == .done, !(spool.keepsDone && deliveredKeys.mayHold(key)) { return nil }
                 return try storedVersion(location, key, against: drop.item.version)
             }
             // The earlier delivery's failure record goes beside it before the
@@ -513,8 +507,7 @@ package actor DeliveryEngine {
     /// Has a new index of done/ built from its names, off this thread; the
     /// current one (if any) serves until the new one arrives.
     private func rebuildDoneIndex() {
-        guard spool.keepsDone, indexing == nil else { return }
-        deliveredWhileIndexing = []
+        guard spool.keepsDone, deliveredKeys.buildStarts() else { return }
         let (spool, build) = (self.spool, buildDoneIndex)
         indexing = Task(executorPreference: executor) {
             let built = await build(spool)
@@ -524,19 +517,13 @@ package actor DeliveryEngine {
 
     private func adopt(_ built: sending Result<DoneIndex, SpoolError>) {
         indexing = nil
-        let missed = deliveredWhileIndexing
-        deliveredWhileIndexing = []
         switch built {
         case let .success(index):
-            for key in missed { index.add(key) }
-            doneIndex = index
-            deliveredSinceIndexBuilt = missed.count
+            deliveredKeys.built(index)
         case let .failure(error):
-            // An older index still never says "no" wrongly: keep it, and try
-            // listing again only after as many deliveries once more.
-            deliveredSinceIndexBuilt = 0
+            deliveredKeys.buildFailed()
             log.write(LogEntry(.warning, "cannot list done/: \(error); every new snapshot "
-                               + (doneIndex == nil ? "is" : "not in the older index is")
+                               + (deliveredKeys.index == nil ? "is" : "not in the older index is")
                                + " checked against done/ by reading it, which is slower"))
         }
     }
@@ -547,18 +534,7 @@ package actor DeliveryEngine {
     }
 
     /// Whether fresh drops are checked against an index of done/ (tests).
-    var hasDoneIndex: Bool { doneIndex != nil }
-
-    /// done/KEY now holds a delivered snapshot. After `DoneIndex.capacity`
-    /// additions the index is rebuilt from done/, which forgets what
-    /// DoneReaper removed meanwhile.
-    private func noteDelivered(_ key: ItemKey) {
-        if indexing != nil { deliveredWhileIndexing.append(key) }
-        guard let doneIndex else { return }
-        doneIndex.add(key)
-        deliveredSinceIndexBuilt += 1
-        if deliveredSinceIndexBuilt >= DoneIndex.capacity { rebuildDoneIndex() }
-    }
+    var hasDoneIndex: Bool { deliveredKeys.index != nil }
 
     /// The version of the snapshot stored for `key` in `location`, to
     /// compare with a drop of version `incoming`; nil when there is none.
@@ -610,7 +586,7 @@ package actor DeliveryEngine {
             active += 1
             // An earlier delivery of the key may have left its failure
             // record in done/; the index says when it cannot have.
-            let follows = spool.keepsDone && (doneIndex?.mayContain(first.key) ?? true)
+            let follows = spool.keepsDone && deliveredKeys.mayHold(first.key)
             let state = entry.state
             launch(first.key, attempt: state.attempts + 1, receivedAt: entry.receivedAt, cached: cached,
                    hasStateFile: entry.hasStateFile, followsDelivery: follows, inbox: entry.inbox,
@@ -783,7 +759,7 @@ package actor DeliveryEngine {
             pending.entries.remove(at: index)
             if entry.hasStateFile { untidied.add(key) }
             self.status.delivered += 1
-            noteDelivered(key)
+            if deliveredKeys.delivered(key) { rebuildDoneIndex() }
             ledger?.record(destination: destination, item: item, attempt: attempt, confirmation: confirmation,
                            at: clock.wallMilliseconds)
             let app = settings.apps.name(of: item)
