@@ -42,12 +42,8 @@ package struct AnswerReport: Sendable {
     /// `txrecon-answer.prom`: the outbox as the last run left it.
     var metrics: String {
         var text = PrometheusText()
-        text.family("txrecon_answer_last_run_timestamp_seconds", .gauge,
-                    help: "When the last txrecon answer run ended (UNIX seconds).")
-        text.sample("txrecon_answer_last_run_timestamp_seconds", PrometheusText.integer(finishedAt / 1000))
-        text.family("txrecon_answer_last_run_success", .gauge,
-                    help: "1 when the last txrecon answer run sent or set aside every entry it took.")
-        text.sample("txrecon_answer_last_run_success", exitStatus == 0 ? "1" : "0")
+        text.lastRun(of: "answer", finishedAt: finishedAt, succeeded: exitStatus == 0,
+                     success: "sent or set aside every entry it took")
         text.family("txrecon_outbox_entries", .gauge,
                     help: "Answers for Apple in the outbox when the last txrecon answer run ended: waiting (new/ "
                         + "and queue/), sent (kept 30 days in sent/), set aside (aside/).")

@@ -130,12 +130,8 @@ package struct ReconcileReport: Sendable, Equatable {
     /// `txrecon-reconcile.prom`: the last run, for node_exporter's textfile collector.
     var metrics: String {
         var text = PrometheusText()
-        text.family("txrecon_reconcile_last_run_timestamp_seconds", .gauge,
-                    help: "When the last txrecon reconcile run ended (UNIX seconds).")
-        text.sample("txrecon_reconcile_last_run_timestamp_seconds", PrometheusText.integer(finishedAt / 1000))
-        text.family("txrecon_reconcile_last_run_success", .gauge,
-                    help: "1 when the last txrecon reconcile run completed with nothing refused.")
-        text.sample("txrecon_reconcile_last_run_success", exitStatus == 0 ? "1" : "0")
+        text.lastRun(of: "reconcile", finishedAt: finishedAt, succeeded: exitStatus == 0,
+                     success: "completed with nothing refused")
         text.family("txrecon_reconcile_last_run_customers", .gauge,
                     help: "Customers the last txrecon reconcile run found due, checked, unknown to Apple, refused, failed.")
         text.sample("txrecon_reconcile_last_run_customers", labels: ["stage": "due"], PrometheusText.integer(dueTotal))

@@ -81,19 +81,19 @@ enum MetricsReport {
                             PrometheusText.integer(count))
             }
         }
-        text.family("txrecon_outbox_entries_written_total", .counter,
-                    help: "Answers for Apple written into the outbox since the daemon started, by the destination "
-                        + "whose confirmation wrote them (consumption information, Finish Transaction).")
-        for (name, status) in destinations {
-            text.sample("txrecon_outbox_entries_written_total", labels: ["destination": name],
-                        PrometheusText.integer(status.statistics.answersQueued))
+        func perDestination(_ family: String, help: String, _ count: (DeliveryStatistics) -> Int) {
+            text.family(family, .counter, help: help)
+            for (name, status) in destinations {
+                text.sample(family, labels: ["destination": name], PrometheusText.integer(count(status.statistics)))
+            }
         }
-        text.family("txrecon_consumption_deadline_warnings_total", .counter,
-                    help: "CONSUMPTION_REQUESTs still unconfirmed by the AnswersFrom= destination "
-                        + "ConsumptionDeadlineWarning= after Apple sent them, since the daemon started.")
-        for (name, status) in destinations {
-            text.sample("txrecon_consumption_deadline_warnings_total", labels: ["destination": name],
-                        PrometheusText.integer(status.statistics.consumptionDeadlineWarnings))
+        perDestination("txrecon_outbox_entries_written_total",
+                       help: "Answers for Apple written into the outbox since the daemon started, by the destination "
+                        + "whose confirmation wrote them (consumption information, Finish Transaction).") { $0.answersQueued }
+        perDestination("txrecon_consumption_deadline_warnings_total",
+                       help: "CONSUMPTION_REQUESTs still unconfirmed by the AnswersFrom= destination "
+                        + "ConsumptionDeadlineWarning= after Apple sent them, since the daemon started.") {
+            $0.consumptionDeadlineWarnings
         }
         if let ledger = daemon.ledger {
             text.family("txrecon_ledger_up", .gauge,

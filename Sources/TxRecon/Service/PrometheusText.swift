@@ -69,6 +69,17 @@ struct PrometheusText {
 
     // MARK: Values
 
+    /// A oneshot's two gauges of its last run: `txrecon_PROGRAM_last_run_timestamp_seconds`
+    /// (when it ended) and `txrecon_PROGRAM_last_run_success` (1 when
+    /// `succeeded`, whose meaning `success` words for the help line).
+    mutating func lastRun(of program: String, finishedAt milliseconds: Int64, succeeded: Bool, success: String) {
+        let prefix = "txrecon_\(program)_last_run_"
+        family(prefix + "timestamp_seconds", .gauge, help: "When the last txrecon \(program) run ended (UNIX seconds).")
+        sample(prefix + "timestamp_seconds", PrometheusText.integer(milliseconds / 1000))
+        family(prefix + "success", .gauge, help: "1 when the last txrecon \(program) run \(success).")
+        sample(prefix + "success", succeeded ? "1" : "0")
+    }
+
     static func integer(_ value: some BinaryInteger) -> String { "\(value)" }
 
     /// A duration in seconds as an exact decimal without trailing zeros:
