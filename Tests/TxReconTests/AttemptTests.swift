@@ -113,4 +113,25 @@ import TxReconTestSupport
         }
         #expect(sends == 0)
     }
+
+    @Test func aQueuedFileThatNoLongerDecodesIsHeldByTheAttemptWithoutBeingSent() throws {
+        try layout.createMissingDirectories()
+        _ = directory.write("not an item", to: "spool/queue/broken")
+        let attempt = Attempt(key: ItemKey("broken")!, number: 3, receivedAt: 0, cached: nil, hasStateFile: false,
+                              followsDelivery: false, inbox: nil, maximumSize: 1 << 20, now: 0)
+        var sends = 0
+        let exchange = attempt.run(send: { _ in sends += 1; return Self.answer(204) }, in: context())
+        guard case let .local(.undecodable(reason, holdError)) = exchange else {
+            Issue.record("not undecodable: \(exchange)")
+            return
+        }
+        #expect(sends == 0)
+        #expect(holdError == nil)
+        #expect(reason.hasPrefix("queued file no longer decodes or verifies: "))
+        #expect(try SystemCall.listDirectory(layout.hold).contains("broken"))
+        #expect(try !SystemCall.listDirectory(layout.queue).contains("broken"))
+        // The hold file names the attempts made before this one.
+        let record = String(decoding: try SystemCall.readFile(layout.hold + "/broken.reason", limit: 4096), as: UTF8.self)
+        #expect(record.contains("attempts: 2"))
+    }
 }

@@ -2,11 +2,13 @@
 // runs it on the transport's thread: read the item (or take intake's),
 // send it, map the answer to an Outcome, and commit that outcome to the
 // spool right there (a delivered or refused item out of queue/ or new/, a
-// failed first attempt's file from new/ into queue/). A delivered item's
+// failed first attempt's file from new/ into queue/, a queued file that no
+// longer decodes into hold/). A delivered item's
 // answers to Apple are made durable in the outbox first (AnswerTaker), so
 // that done/ never holds an item whose answer is not written. What the answer means
 // for the item is decided here once (Outcome, from the response table);
-// the engine learns it from the Exchange and never decides it again. The
+// the engine learns it from the Exchange, and AttemptVerdict alone says
+// what that means for the key. The
 // key is in flight while this runs, so nothing else touches its file.
 // Reports nothing; the engine logs what the exchange says.
 import Glibc
@@ -86,18 +88,34 @@ struct Attempt: Sendable {
         var outboxFailed = false
     }
 
+    /// How an attempt ended that sent nothing.
+    enum LocalEnd: Sendable, Equatable {
+        /// queue/KEY is gone.
+        case missing
+        /// queue/KEY no longer decodes or verifies; the attempt moved it
+        /// into hold/, or `holdError` says why that failed.
+        case undecodable(reason: String, holdError: SpoolError?)
+        case unreadable(SpoolError)
+    }
+
     /// What one exchange came to.
     enum Exchange: Sendable {
         /// It never reached the backend: the item could not be read.
-        case local(Preparation)
+        case local(LocalEnd)
         case answered(Item, Settlement)
     }
 
     /// Runs the attempt with `send` (the transport's, blocking) on the
     /// calling thread.
     func run(send: (DeliveryRequest) -> TransportResult, in context: Context) -> Exchange {
-        let preparation = prepare(context)
-        guard case .ready(let item, var request) = preparation else { return .local(preparation) }
+        let item: Item
+        var request: DeliveryRequest
+        switch prepare(context) {
+        case let .ready(prepared, preparedRequest): (item, request) = (prepared, preparedRequest)
+        case .missing: return .local(.missing)
+        case let .unreadable(error): return .local(.unreadable(error))
+        case let .undecodable(rejection): return .local(holdUndecodable(rejection, in: context))
+        }
         request.replayedAt = replayedAt
         request.keepsAnswer = context.answers?.readsAnswer(to: item, from: context.destination) ?? false
         let sentAt = context.clock.now
@@ -133,6 +151,22 @@ struct Attempt: Sendable {
             settlement.spoolError = error
         }
         return .answered(item, settlement)
+    }
+
+    /// Moves a queued file that no longer decodes or verifies into hold/.
+    /// A release reads the file and checks it again: only what made it
+    /// fail, put right, lets it go.
+    private func holdUndecodable(_ rejection: Rejection, in context: Context) -> LocalEnd {
+        let reason = "queued file no longer decodes or verifies: \(rejection)"
+        do {
+            try context.spool.hold(key, reason: reason, at: context.clock.wallMilliseconds, attempts: number - 1,
+                                   releaseWhen: "once the file or the settings that refuse it are put right (the "
+                                   + "file was changed after intake, or AcceptEnvelopes=, [Verification] or "
+                                   + "MaxFileSize= changed since), or remove hold/\(key.fileName) if it is not an item")
+            return .undecodable(reason: reason, holdError: nil)
+        } catch {
+            return .undecodable(reason: reason, holdError: error)
+        }
     }
 
     /// A 2xx answer's body, when the transport kept it.

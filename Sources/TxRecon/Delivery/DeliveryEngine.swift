@@ -702,116 +702,93 @@ package actor DeliveryEngine {
         transport.start { send in
             let exchange = attempt.run(send: send, in: context)
             executor.submit {
-                self.assumeIsolated { engine in
-                    switch exchange {
-                    case let .local(preparation): engine.attemptFailedLocally(key, preparation)
-                    case let .answered(item, settlement):
-                        engine.attemptEnded(key, item: item, attempt: number, settlement: settlement,
-                                            started: started)
-                    }
-                }
+                self.assumeIsolated { engine in engine.attemptEnded(key, exchange, attempt: number, started: started) }
             }
         }
     }
 
-    /// `started`: the engine clock's `now` when the attempt was launched.
-    private func attemptEnded(_ key: ItemKey, item: Item, attempt: Int, settlement: Attempt.Settlement,
-                              started: Duration) {
+    /// Performs what AttemptVerdict makes of an ended attempt: the key's
+    /// fate in memory, its events, the backend's health. `started`: the
+    /// engine clock's `now` when the attempt was launched.
+    private func attemptEnded(_ key: ItemKey, _ exchange: Attempt.Exchange, attempt: Int, started: Duration) {
         active -= 1
+        // Nothing was sent by a local end: the next probe goes with the next key.
         let wasProbe = endProbe(key)
-        status.statistics.attemptDurations.record(clock.now - started)
-        guard let index = pending.entries.index(forKey: key) else { return afterAttempt() }
-        var entry = pending.entries.values[index]
+        var item: Item?
+        var sentAt: Duration?
+        if case let .answered(answered, settlement) = exchange {
+            item = answered
+            sentAt = settlement.sentAt
+            status.statistics.attemptDurations.record(clock.now - started)
+        }
+        guard var entry = pending.entries[key] else { return afterAttempt() }
         entry.inFlight = false
-        entry.version = item.version
-        entry.kind = item.kind
+        let verdict: AttemptVerdict
+        switch exchange {
+        case let .local(end):
+            verdict = .local(key, end)
+        case let .answered(answered, settlement):
+            entry.version = answered.version
+            entry.kind = answered.kind
+            verdict = .answered(key, settlement, attempt: attempt, inbox: entry.inbox,
+                                metOutage: health.metOutage(sentAt: settlement.sentAt))
+        }
+        if let note = verdict.note { log.write(note) }
         let inbox = entry.inbox
-        if inbox != nil, settlement.spoolError == nil {
-            // Out of new/ now: done/, hold/, or queue/ for the next attempt.
+        if verdict.leftInbox {
             entry.forgetItem()
             pending.inboxCount -= 1
         }
-        switch settlement.outcome {
+        if verdict.acceptedFromInbox, let item, let inbox {
+            events.accepted(item, file: inbox, app: settings.apps.name(of: item))
+        }
+        switch verdict.fate {
         case let .delivered(confirmation):
-            if let error = settlement.spoolError {
-                backendAnswered(requestSent: settlement.sentAt)
-                if settlement.outboxFailed {
-                    log.write(LogEntry(.error, "\(key): delivered, but what it owes Apple could not be written into "
-                                       + "the outbox: \(error); it will be delivered again, and answered then"))
-                    pending.entries[key] = entry
-                    scheduleRetry(key, reason: "outbox: \(error)", status: nil, retryAfter: nil,
-                                  countsAgainstBackend: false)
-                    return afterAttempt()
-                }
-                if error.isPermanent {
-                    setAside(key, entry, item: item, because: "delivered on attempt \(attempt) (\(confirmation)), but "
-                             + "it cannot be moved into done/: \(error)")
-                    return afterAttempt()
-                }
-                // Delivered, but the move failed: it will be delivered again,
-                // which at-least-once allows; never lose it instead.
-                log.write(LogEntry(.error, "\(key): delivered but not moved to done/: \(error); it will be delivered again"))
-                pending.entries[key] = entry
-                scheduleRetry(key, reason: "spool: \(error)", status: nil, retryAfter: nil, countsAgainstBackend: false)
-                return afterAttempt()
-            }
-            // Nothing has changed the entries since `index` was found.
-            pending.entries.remove(at: index)
+            pending.entries[key] = nil
             if entry.hasStateFile { untidied.add(key) }
-            self.status.delivered += 1
+            status.delivered += 1
             if deliveredKeys.delivered(key) { rebuildDoneIndex() }
-            ledger?.record(destination: destination, item: item, attempt: attempt, confirmation: confirmation,
-                           at: clock.wallMilliseconds)
-            let app = settings.apps.name(of: item)
-            if let app { status.statistics.deliveredByApp[app, default: 0] += 1 }
-            events.delivered(key, kind: item.kind, version: item.version, attempt: attempt,
-                             confirmation: confirmation, file: inbox, app: app)
+            if let item {
+                ledger?.record(destination: destination, item: item, attempt: attempt, confirmation: confirmation,
+                               at: clock.wallMilliseconds)
+                let app = settings.apps.name(of: item)
+                if let app { status.statistics.deliveredByApp[app, default: 0] += 1 }
+                events.delivered(key, kind: item.kind, version: item.version, attempt: attempt,
+                                 confirmation: confirmation, file: inbox, app: app)
+            }
             deadlineWarned[key] = nil
-            if !settlement.outboxNotes.isEmpty { noteOutbox(key, settlement.outboxNotes) }
-            backendAnswered(requestSent: settlement.sentAt)
+            if case let .answered(_, settlement) = exchange, !settlement.outboxNotes.isEmpty {
+                noteOutbox(key, settlement.outboxNotes)
+            }
             if let parked = entry.parked?.value { placeParked(parked) }
-        case let .retryLater(reason, status, retryAfter):
-            if let inbox, let error = settlement.spoolError {
-                log.write(LogEntry(.warning, "\(key): new/\(LogText.escaped(inbox)) could not be moved to queue/: "
-                                   + "\(error); it stays in new/ and is retried on schedule (after a restart, at once)"))
-            } else if let inbox {
-                events.accepted(item, file: inbox, app: settings.apps.name(of: item))
-            }
-            pending.entries[key] = entry
-            // Sent before the backend came back and answered after: the key
-            // goes again at once, as every key waiting for the backend did
-            // when the outage ended, instead of waiting out its next step.
-            let metOutage = health.metOutage(sentAt: settlement.sentAt)
-            scheduleRetry(key, reason: reason, status: status, retryAfter: retryAfter,
-                          countsAgainstBackend: !metOutage, atOnce: metOutage, wasProbe: wasProbe)
-            watchDeadline(item, held: false)
-            if let parked = entry.parked?.value {
-                pending.entries[key]?.parked = nil
-                placeParked(parked)
-            }
-        case let .hold(reason, status):
-            if let error = settlement.spoolError, error.isPermanent {
-                backendAnswered(requestSent: settlement.sentAt)
-                setAside(key, entry, item: item, because: "the backend refused it on attempt \(attempt) "
-                         + "(\(LogText.singleLine(reason, limit: 200))), and it cannot be moved into hold/: \(error)")
-                return afterAttempt()
-            }
-            if let error = settlement.spoolError {
-                log.write(LogEntry(.error, "\(key): backend refused it (\(reason)) but it could not be moved to hold/: \(error)"))
-                pending.entries[key] = entry
-                scheduleRetry(key, reason: reason, status: status, retryAfter: nil, countsAgainstBackend: false)
-                return afterAttempt()
-            }
+        case let .refused(reason, httpStatus):
             pending.entries[key] = nil
             pending.held.insert(key)
-            self.status.statistics.held += 1
-            events.held(key, kind: item.kind, version: item.version, attempt: attempt, reason: reason, status: status,
-                        app: settings.apps.name(of: item))
-            watchDeadline(item, held: true)
-            // The backend answered; a refusal of one item says nothing about its health.
-            backendAnswered(requestSent: settlement.sentAt)
+            status.statistics.held += 1
+            if let item {
+                events.held(key, kind: item.kind, version: item.version, attempt: attempt, reason: reason,
+                            status: httpStatus, app: settings.apps.name(of: item))
+                watchDeadline(item, held: true)
+            }
             if let parked = entry.parked?.value { placeParked(parked) }
+        case .heldUndecodable:
+            pending.held.insert(key)
+            status.statistics.held += 1
+            if let parked = pending.forget(key) { placeParked(parked) }
+        case let .retry(retry):
+            let parked = retry.placesParked ? entry.parked?.value : nil
+            if parked != nil { entry.parked = nil }
+            pending.entries[key] = entry
+            scheduleRetry(key, reason: retry.reason, status: retry.status, retryAfter: retry.retryAfter,
+                          countsAgainstBackend: retry.countsAgainstBackend, atOnce: retry.atOnce, wasProbe: wasProbe)
+            if retry.watchesDeadline, let item { watchDeadline(item, held: false) }
+            if let parked { placeParked(parked) }
+        case let .setAside(because):
+            setAside(key, entry, item: item, because: because)
+        case .forgotten:
+            if let parked = pending.forget(key) { placeParked(parked) }
         }
+        if verdict.backendAnswered, let sentAt { backendAnswered(requestSent: sentAt) }
         afterAttempt()
     }
 
@@ -855,46 +832,6 @@ package actor DeliveryEngine {
                            messageID: MessageID.consumptionDeadline,
                            fields: [("TXRECON_ID", item.key.rawValue), ("TXRECON_AGE", age),
                                     ("TXRECON_DEADLINE", Timestamp.rfc3339(milliseconds: deadline))]))
-    }
-
-    private func attemptFailedLocally(_ key: ItemKey, _ preparation: Attempt.Preparation) {
-        active -= 1
-        // Nothing was sent: the next probe goes with the next key.
-        _ = endProbe(key)
-        guard pending.entries[key] != nil else { return afterAttempt() }
-        pending.entries[key]?.inFlight = false
-        switch preparation {
-        case .missing:
-            log.write(LogEntry(.warning, "\(key): queue/\(key.fileName) disappeared (removed by hand?); forgetting it"))
-            let parked = pending.forget(key)
-            if let parked { placeParked(parked) }
-        case let .undecodable(rejection):
-            let reason = "queued file no longer decodes or verifies: \(rejection)"
-            do {
-                // A release reads the file and checks it again: only what
-                // made it fail, put right, lets it go.
-                try spool.hold(key, reason: reason, at: clock.wallMilliseconds, attempts: pending.entries[key]!.state.attempts,
-                               releaseWhen: "once the file or the settings that refuse it are put right (the file was "
-                               + "changed after intake, or AcceptEnvelopes=, [Verification] or MaxFileSize= changed "
-                               + "since), or remove hold/\(key.fileName) if it is not an item")
-                pending.held.insert(key)
-                status.statistics.held += 1
-                let parked = pending.forget(key)
-                log.write(LogEntry(.error, "\(key): \(reason); moved to hold/"))
-                if let parked { placeParked(parked) }
-            } catch {
-                scheduleRetry(key, reason: reason, status: nil, retryAfter: nil, countsAgainstBackend: false)
-            }
-        case let .unreadable(error) where error.isPermanent:
-            if let entry = pending.entries[key] {
-                setAside(key, entry, item: nil, because: "its queued file cannot be read: \(error)")
-            }
-        case let .unreadable(error):
-            scheduleRetry(key, reason: "spool: \(error)", status: nil, retryAfter: nil, countsAgainstBackend: false)
-        case .ready:
-            preconditionFailure("attemptFailedLocally called for a prepared attempt")
-        }
-        afterAttempt()
     }
 
     /// An item whose spool move failed for a reason that will not go away
