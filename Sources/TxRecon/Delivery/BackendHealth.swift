@@ -48,6 +48,16 @@ struct BackendHealth: Sendable, Equatable {
     private(set) var nextProbeAt: Duration?
     /// Probes that failed in the current outage.
     private(set) var failedProbes = 0
+    /// While failing: the key whose attempt is the probe out now.
+    var probe: ItemKey?
+
+    /// Whether `key`'s attempt, which just ended, was the probe; it is
+    /// out no longer.
+    mutating func probeEnded(_ key: ItemKey) -> Bool {
+        guard probe == key else { return false }
+        probe = nil
+        return true
+    }
 
     var isFailing: Bool {
         if case .failing = condition { return true }

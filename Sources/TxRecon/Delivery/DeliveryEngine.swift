@@ -22,71 +22,6 @@
 import Glibc
 
 package actor DeliveryEngine {
-    /// The engine's part of the configuration; replaceable on reload.
-    package struct Settings: Sendable, Equatable {
-        var schedule: RetrySchedule
-        var maxConcurrentDeliveries: Int
-        /// Queue files larger than this are not read (they were checked at intake).
-        var maxFileSize: Int
-        /// How long `stop()` lets attempts in flight finish.
-        var stopGrace: Duration
-        /// Fresh keys at most this many wait for their first attempt in new/
-        /// with intake's decoded item in memory (see the header).
-        var inboxWindow: Int
-        /// How long intake waits for room in that window before it moves
-        /// further drops into queue/, and for room below `highWater` before
-        /// it leaves further drops in new/: short, for intake also executes
-        /// the operator's ctl/ requests.
-        var inboxWindowWait: Duration
-        /// Intake stops taking drops while this many keys are pending, and
-        /// reads new/ again once they have fallen below `lowWater`: a flood
-        /// waits in new/ instead of in memory.
-        var highWater: Int
-        var lowWater: Int
-        /// How often a failing backend is probed (BackendHealth).
-        var probeSchedule: RetrySchedule
-        /// Requests a second at most (RequestRate); nil: no limit.
-        var maxRate: Double?
-        /// AcceptEnvelopes= and the signature policy (nil with Mode=none):
-        /// what an item read back from the spool must still pass
-        /// (StoredItemReader), as at intake.
-        var acceptEnvelopes: Bool
-        var verification: SignedDataPolicy?
-        /// The apps, for the journal's TXRECON_APP and the metrics' `app`.
-        var apps = AppDirectory([])
-        /// While attempts are in flight, how long after a publication the
-        /// status an ended attempt changed may wait to be published (see
-        /// `publishStatusAfterAttempt`); zero publishes every change. The
-        /// daemon uses `busyStatusInterval`.
-        var statusInterval: Duration
-
-        package init(schedule: RetrySchedule = .standard, maxConcurrentDeliveries: Int = 8,
-                    maxFileSize: Int = 8 << 20, stopGrace: Duration = .seconds(10),
-                    inboxWindow: Int = 4096, inboxWindowWait: Duration = .seconds(1),
-                    highWater: Int = 100_000, lowWater: Int = 90_000,
-                    probeSchedule: RetrySchedule = .probing, maxRate: Double? = nil,
-                    acceptEnvelopes: Bool = true, verification: SignedDataPolicy? = nil,
-                    statusInterval: Duration = .zero) {
-            self.schedule = schedule
-            self.statusInterval = statusInterval
-            self.acceptEnvelopes = acceptEnvelopes
-            self.verification = verification
-            self.probeSchedule = probeSchedule
-            self.maxRate = maxRate
-            self.maxConcurrentDeliveries = maxConcurrentDeliveries
-            self.maxFileSize = maxFileSize
-            self.stopGrace = stopGrace
-            self.inboxWindow = inboxWindow
-            self.inboxWindowWait = inboxWindowWait
-            self.highWater = highWater
-            self.lowWater = lowWater
-        }
-
-        var limits: IntakeBackPressure.Limits {
-            IntakeBackPressure.Limits(inboxWindow: inboxWindow, highWater: highWater, lowWater: lowWater)
-        }
-    }
-
     /// Builds the HTTP request of one attempt: (item, attempt number,
     /// receivedAt ms, now ms) -> request. Pure; runs off the actor.
     package typealias RequestPreparer = @Sendable (Item, Int, Int64, Int64) -> DeliveryRequest
@@ -110,28 +45,25 @@ package actor DeliveryEngine {
     nonisolated let executor: ThreadExecutor
     package nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
 
-    private let spool: Spool
-    private let clock: any EngineClock
+    /// What every attempt runs with, and the engine with it: the spool,
+    /// the clock, the redactor (which takes the daemon's secrets out of the
+    /// reasons made of the backend's answers before anything stores or
+    /// shows them), the destination's name and what writes the answers
+    /// owed to Apple; rebuilt when the configuration is.
+    private var attemptContext: Attempt.Context
+    private var spool: Spool { attemptContext.spool }
+    private var clock: any EngineClock { attemptContext.clock }
+    private var destination: String { attemptContext.destination }
+    private var answers: AnswerTaker? { attemptContext.answers }
     private let events: ItemEvents
-    private let log: any LogSink
-    /// Takes the daemon's secrets out of the reasons made of the backend's
-    /// answers before anything stores or shows them.
-    private let redactor: SecretRedactor
+    private var log: any LogSink { events.sink }
     private let publish: @Sendable (EngineStatus) -> Void
     private var settings: Settings
     private var transport: any Transport
-    /// The destination's name, as the ledger records it.
-    private let destination: String
     /// Where confirmations go once their item is in done/ (the ledger).
     private let ledger: (any ConfirmationRecorder)?
-    /// What writes the answers owed to Apple (Attempt); nil in tests without one.
-    private let answers: AnswerTaker?
-    /// CONSUMPTION_REQUESTs warned about as near their deadline, by key,
-    /// with the request's signedDate: once per request and process.
-    private var deadlineWarned: [ItemKey: Int64] = [:]
-    /// What every attempt runs with; rebuilt when the configuration is.
-    private var attemptContext: Attempt.Context
-
+    /// CONSUMPTION_REQUESTs warned about as near their deadline.
+    private var deadlines = ConsumptionDeadlines()
     private var phase = Phase.starting
     private var isRunning: Bool { if case .running = phase { true } else { false } }
     private var isStarting: Bool { if case .starting = phase { true } else { false } }
@@ -142,13 +74,11 @@ package actor DeliveryEngine {
     /// The build of a new index while one runs (for `waitForDoneIndex`).
     private var indexing: Task<Void, Never>?
     private var active = 0
-    private var timer: Task<Void, Never>?
-    private var timerDeadline: Duration?
+    /// The sleep until the next start, and when it ends.
+    private var timer: (task: Task<Void, Never>, deadline: Duration)?
     private var status = EngineStatus()
-    /// When `status` was last published (the engine clock's `now`).
-    private var statusPublishedAt: Duration?
-    /// The publication of a status that changed too soon after the last.
-    private var statusFlush: Task<Void, Never>?
+    /// When a changed status is published (StatusCoalescing).
+    private var coalescing = StatusCoalescing()
     /// Intake waiting for room (see `offer`).
     private var room = RoomWaiters()
     /// Called when drops intake handed over earlier could not be taken
@@ -159,8 +89,6 @@ package actor DeliveryEngine {
     /// Whether the backend answers; status.backend and the failure streak
     /// in status.statistics mirror it.
     private var health = BackendHealth()
-    /// While the backend fails: the key whose attempt is the probe.
-    private var probe: ItemKey?
     /// MaxRate='s bucket; nil without a limit.
     private var rate: RequestRate?
     /// Keys delivered after failing, whose queue/KEY.state has not been
@@ -177,12 +105,8 @@ package actor DeliveryEngine {
          receipts: ReceiptLibrary? = nil, answers: AnswerTaker? = nil,
          publish: @escaping @Sendable (EngineStatus) -> Void) {
         self.executor = executor
-        self.answers = answers
-        self.destination = destination
         self.ledger = ledger
-        self.redactor = redactor
         self.buildDoneIndex = buildDoneIndex
-        self.spool = spool
         self.settings = settings
         status.apps = settings.apps.allNames
         self.transport = transport
@@ -190,8 +114,6 @@ package actor DeliveryEngine {
         self.attemptContext = Attempt.Context(spool: spool, storedItems: StoredItemReader(settings, receipts: receipts),
                                               prepare: prepare, redactor: redactor, clock: clock,
                                               destination: destination, answers: answers)
-        self.clock = clock
-        self.log = log
         self.events = ItemEvents(sink: log)
         self.publish = publish
         self.rate = settings.maxRate.map(RequestRate.init(perSecond:))
@@ -272,8 +194,8 @@ package actor DeliveryEngine {
             grace.cancel()
         }
         phase = .stopped
-        statusFlush?.cancel()
-        statusFlush = nil
+        coalescing.flush?.cancel()
+        coalescing.flush = nil
         // Left for the next start, they would be orphans it removes, and
         // the delivered items would lose their failure records.
         for key in untidied.all() { tidy(key) }
@@ -295,7 +217,7 @@ package actor DeliveryEngine {
         let stored = attemptContext.storedItems
         attemptContext = Attempt.Context(spool: spool, storedItems: StoredItemReader(settings, verifiers: stored.verifiers,
                                                                                    receipts: stored.receipts),
-                                         prepare: prepare, redactor: redactor, clock: clock,
+                                         prepare: prepare, redactor: attemptContext.redactor, clock: clock,
                                          destination: destination, answers: answers)
         dispatchDue()
     }
@@ -577,7 +499,7 @@ package actor DeliveryEngine {
             guard let index = pending.entries.index(forKey: first.key),
                   !pending.entries.values[index].inFlight,
                   pending.entries.values[index].deadline == first.deadline else { continue }
-            if health.isFailing { probe = first.key }
+            if health.isFailing { health.probe = first.key }
             rate?.take(now: now)
             let entry = pending.entries.values[index]
             let cached = entry.cachedItem
@@ -652,7 +574,7 @@ package actor DeliveryEngine {
         guard let first = pending.next(now: now) else { return nil }
         var start = first.deadline
         if health.isFailing {
-            guard probe == nil else { return nil }
+            guard health.probe == nil else { return nil }
             start = max(start, health.nextProbeAt ?? now)
         }
         if let allowed = rate?.nextRequest(now: now) { start = max(start, allowed) }
@@ -661,26 +583,24 @@ package actor DeliveryEngine {
 
     private func armTimer() {
         guard isRunning, active < outstandingLimit, let next = nextStart(now: clock.now) else { return cancelTimer() }
-        if timer != nil, let timerDeadline, timerDeadline <= next { return }
-        timer?.cancel()
-        timerDeadline = next
-        timer = Task(executorPreference: executor) { [clock] in
+        if let timer, timer.deadline <= next { return }
+        timer?.task.cancel()
+        let task = Task(executorPreference: executor) { [clock] in
             do { try await clock.sleep(until: next) } catch { return }
             await self.timerFired(next)
         }
+        timer = (task, next)
     }
 
     private func timerFired(_ deadline: Duration) {
-        guard timerDeadline == deadline else { return }
+        guard timer?.deadline == deadline else { return }
         timer = nil
-        timerDeadline = nil
         dispatchDue()
     }
 
     private func cancelTimer() {
-        timer?.cancel()
+        timer?.task.cancel()
         timer = nil
-        timerDeadline = nil
     }
 
     // MARK: Attempts
@@ -713,7 +633,7 @@ package actor DeliveryEngine {
     private func attemptEnded(_ key: ItemKey, _ exchange: Attempt.Exchange, attempt: Int, started: Duration) {
         active -= 1
         // Nothing was sent by a local end: the next probe goes with the next key.
-        let wasProbe = endProbe(key)
+        let wasProbe = health.probeEnded(key)
         var item: Item?
         var sentAt: Duration?
         if case let .answered(answered, settlement) = exchange {
@@ -756,9 +676,9 @@ package actor DeliveryEngine {
                 events.delivered(key, kind: item.kind, version: item.version, attempt: attempt,
                                  confirmation: confirmation, file: inbox, app: app)
             }
-            deadlineWarned[key] = nil
+            deadlines.delivered(key)
             if case let .answered(_, settlement) = exchange, !settlement.outboxNotes.isEmpty {
-                noteOutbox(key, settlement.outboxNotes)
+                status.statistics.answersQueued += events.outbox(key, settlement.outboxNotes)
             }
             if let parked = entry.parked?.value { placeParked(parked) }
         case let .refused(reason, httpStatus):
@@ -792,46 +712,14 @@ package actor DeliveryEngine {
         afterAttempt()
     }
 
-    /// Logs what a delivered item wrote into the outbox (AnswerTaker).
-    private func noteOutbox(_ key: ItemKey, _ notes: [OutboxNote]) {
-        for note in notes {
-            switch note {
-            case .wrote(let name):
-                status.statistics.answersQueued += 1
-                log.write(LogEntry(.info, "\(key): answer for Apple written to outbox/new/\(name)",
-                                   messageID: MessageID.answerQueued,
-                                   fields: [("TXRECON_ID", key.rawValue), ("TXRECON_OUTBOX_ENTRY", name)]))
-            case let .awaitingDestinations(name, missing):
-                log.write(LogEntry(.info, "\(key): confirmed here; \(name) is written once "
-                                   + "\(missing.joined(separator: ", ")) confirmed it too",
-                                   fields: [("TXRECON_ID", key.rawValue), ("TXRECON_OUTBOX_ENTRY", name)]))
-            case .ignored(let why):
-                log.write(LogEntry(.warning, "\(key): the answer to the CONSUMPTION_REQUEST was not taken for Apple: "
-                                   + "\(why); the backend must answer {\"consumptionInformation\": {…}} of at most "
-                                   + "\(ConsumptionAnswer.bodyLimit / 1024) KiB", fields: [("TXRECON_ID", key.rawValue)]))
-            }
-        }
-    }
-
     /// Warns, once per request, when a CONSUMPTION_REQUEST this
-    /// destination answers for is still unconfirmed (it failed again, or
-    /// was `held`) `ConsumptionDeadlineWarning=` after Apple signed it.
+    /// destination answers for is still unconfirmed (ConsumptionDeadlines).
     private func watchDeadline(_ item: Item, held: Bool) {
-        guard let answers, let warning = answers.deadlineWarning(for: item, from: destination) else { return }
-        let signed = item.version.secondary
-        let now = clock.wallMilliseconds
-        guard held || now - signed >= warning.milliseconds, deadlineWarned[item.key] != signed else { return }
-        deadlineWarned[item.key] = signed
+        guard let after = answers?.deadlineWarning(for: item, from: destination),
+              let warning = deadlines.warning(for: item, held: held, after: after, destination: destination,
+                                              now: clock.wallMilliseconds) else { return }
         status.statistics.consumptionDeadlineWarnings += 1
-        let deadline = signed + OutboxEntry.deadlineAfterRequest.milliseconds
-        let age = OperatorTime.age(milliseconds: max(0, now - signed))
-        let what = held ? "was held (hold/)" : "is still not confirmed"
-        log.write(LogEntry(.warning, "\(item.key): the CONSUMPTION_REQUEST Apple sent \(age) ago \(what); Apple "
-                           + "weighs consumption information only until \(Timestamp.rfc3339(milliseconds: deadline)): "
-                           + "bring \(destination) back or release it before then",
-                           messageID: MessageID.consumptionDeadline,
-                           fields: [("TXRECON_ID", item.key.rawValue), ("TXRECON_AGE", age),
-                                    ("TXRECON_DEADLINE", Timestamp.rfc3339(milliseconds: deadline))]))
+        log.write(warning)
     }
 
     /// An item whose spool move failed for a reason that will not go away
@@ -890,13 +778,6 @@ package actor DeliveryEngine {
                         reason: reason, status: httpStatus, nextAttemptAt: next)
         status.statistics.deferred += 1
         if countsAgainstBackend { backendFailed(key, reason, at: wall, retryAfter: retryAfter, wasProbe: wasProbe) }
-    }
-
-    /// Whether `key`'s attempt, which just ended, was the outage's probe.
-    private func endProbe(_ key: ItemKey) -> Bool {
-        guard probe == key else { return false }
-        probe = nil
-        return true
     }
 
     private func afterAttempt() {
@@ -978,30 +859,28 @@ package actor DeliveryEngine {
 
     // MARK: Status
 
-    /// In a drain attempts end thousands of times a second, and what reads
-    /// the status (STATUS=, the status file, the metrics) takes it at most
-    /// once a second: while attempts are in flight the status an attempt
-    /// changed is published at most every `Settings.statusInterval`, and at
-    /// once when the last one ends. Building and handing it on each time
-    /// was a few percent of a drain's instructions (bench/FINDINGS.md).
-    /// Only while running: `stop()` publishes as it begins, and from then on
-    /// every end is published, so the status the daemon leaves behind when
-    /// the grace runs out with attempts still hanging is the last one.
+    /// Publishes a status an ended attempt changed, or arms its publication
+    /// (StatusCoalescing). Only while running: `stop()` publishes as it
+    /// begins, and from then on every end is published, so the status the
+    /// daemon leaves behind when the grace runs out with attempts still
+    /// hanging is the last one.
     private func publishStatusAfterAttempt() {
-        guard isRunning, active > 0, let statusPublishedAt else { return publishStatus() }
-        let due = statusPublishedAt + settings.statusInterval
-        guard clock.now < due else { return publishStatus() }
-        // Published by then even if no attempt ends meanwhile (they may all
-        // hang until Timeout=).
-        guard statusFlush == nil else { return }
-        statusFlush = Task(executorPreference: executor) { [clock] in
-            do { try await clock.sleep(until: due) } catch { return }
-            await self.flushStatus()
+        switch coalescing.decide(at: clock.now, attemptsInFlight: isRunning && active > 0,
+                                 interval: settings.statusInterval) {
+        case .publishNow:
+            publishStatus()
+        case let .flush(due):
+            coalescing.flush = Task(executorPreference: executor) { [clock] in
+                do { try await clock.sleep(until: due) } catch { return }
+                await self.flushStatus()
+            }
+        case .wait:
+            break
         }
     }
 
     private func flushStatus() {
-        statusFlush = nil
+        coalescing.flush = nil
         publishStatus()
     }
 
@@ -1009,14 +888,14 @@ package actor DeliveryEngine {
     static let busyStatusInterval: Duration = .milliseconds(100)
 
     private func publishStatus() {
-        statusPublishedAt = clock.now
+        coalescing.published(at: clock.now)
         status.queued = pending.entries.count
         status.delivering = active
         status.held = pending.held.count
         var nextRetry: Int64?
         // The next probe's start (now while one is out); none when nothing waits.
         let now = clock.now
-        if health.isFailing, let start = probe != nil ? now : nextStart(now: now) {
+        if health.isFailing, let start = health.probe != nil ? now : nextStart(now: now) {
             nextRetry = clock.wallMilliseconds + max(0, (start - now).milliseconds)
         }
         status.nextRetryAt = nextRetry

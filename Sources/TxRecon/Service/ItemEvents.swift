@@ -13,6 +13,30 @@ enum ItemOutcome: String, Sendable {
 struct ItemEvents: Sendable {
     let sink: any LogSink
 
+    /// What a delivered item wrote into the outbox (AnswerTaker); the
+    /// number of answers written.
+    func outbox(_ key: ItemKey, _ notes: [OutboxNote]) -> Int {
+        var written = 0
+        for note in notes {
+            switch note {
+            case .wrote(let name):
+                written += 1
+                sink.write(LogEntry(.info, "\(key): answer for Apple written to outbox/new/\(name)",
+                                    messageID: MessageID.answerQueued,
+                                    fields: [("TXRECON_ID", key.rawValue), ("TXRECON_OUTBOX_ENTRY", name)]))
+            case let .awaitingDestinations(name, missing):
+                sink.write(LogEntry(.info, "\(key): confirmed here; \(name) is written once "
+                                    + "\(missing.joined(separator: ", ")) confirmed it too",
+                                    fields: [("TXRECON_ID", key.rawValue), ("TXRECON_OUTBOX_ENTRY", name)]))
+            case .ignored(let why):
+                sink.write(LogEntry(.warning, "\(key): the answer to the CONSUMPTION_REQUEST was not taken for Apple: "
+                                    + "\(why); the backend must answer {\"consumptionInformation\": {…}} of at most "
+                                    + "\(ConsumptionAnswer.bodyLimit / 1024) KiB", fields: [("TXRECON_ID", key.rawValue)]))
+            }
+        }
+        return written
+    }
+
     /// `app`: the name of the item's app (TXRECON_APP), nil when it names
     /// none configured.
     func accepted(_ item: Item, file: String, app: String?) {

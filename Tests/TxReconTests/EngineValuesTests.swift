@@ -1,0 +1,73 @@
+// The small values the delivery engine keeps and consults, each decided
+// without the engine: when a changed status is published
+// (StatusCoalescing), when a CONSUMPTION_REQUEST near its deadline is
+// warned about (ConsumptionDeadlines), and which attempt is the outage's
+// probe (BackendHealth.probe).
+import Testing
+@testable import TxRecon
+
+@Suite struct StatusCoalescingTests {
+    @Test func aChangeIsPublishedAtOnceWithoutAttemptsInFlightOrBeforeTheFirstPublication() {
+        var coalescing = StatusCoalescing()
+        #expect(coalescing.decide(at: .seconds(1), attemptsInFlight: true, interval: .milliseconds(100)) == .publishNow)
+        coalescing.published(at: .seconds(1))
+        #expect(coalescing.decide(at: .seconds(1), attemptsInFlight: false, interval: .milliseconds(100)) == .publishNow)
+    }
+
+    @Test func aChangeTooSoonAfterAPublicationIsFlushedAtTheDueTimeOnce() {
+        var coalescing = StatusCoalescing()
+        coalescing.published(at: .seconds(1))
+        let soon = Duration.seconds(1) + .milliseconds(30)
+        #expect(coalescing.decide(at: soon, attemptsInFlight: true, interval: .milliseconds(100))
+                == .flush(at: .seconds(1) + .milliseconds(100)))
+        coalescing.flush = Task {}
+        #expect(coalescing.decide(at: soon, attemptsInFlight: true, interval: .milliseconds(100)) == .wait)
+        #expect(coalescing.decide(at: .seconds(1) + .milliseconds(100), attemptsInFlight: true,
+                                  interval: .milliseconds(100)) == .publishNow)
+    }
+}
+
+@Suite struct ConsumptionDeadlinesTests {
+    static let signed: Int64 = 1_700_000_000_000
+    let request: Item = {
+        var fields = ItemFields()
+        fields.notificationType = "CONSUMPTION_REQUEST"
+        return Item(key: ItemKey("n-1")!, version: ItemVersion(primary: 1, secondary: signed), kind: .notification,
+                    fields: fields)
+    }()
+
+    @Test func aFailingRequestIsWarnedAboutOnceAfterTheWarningTimeAndAgainOnlyAfterADelivery() {
+        var deadlines = ConsumptionDeadlines()
+        let hour: Int64 = 3_600_000
+        #expect(deadlines.warning(for: request, held: false, after: .seconds(7200), destination: "main",
+                                  now: Self.signed + hour) == nil)
+        let warning = deadlines.warning(for: request, held: false, after: .seconds(7200), destination: "main",
+                                        now: Self.signed + 3 * hour)
+        #expect(warning?.priority == .warning && warning?.messageID == MessageID.consumptionDeadline)
+        #expect(warning?.message.contains("is still not confirmed") == true)
+        #expect(warning?.message.contains("bring main back") == true)
+        #expect(deadlines.warning(for: request, held: false, after: .seconds(7200), destination: "main",
+                                  now: Self.signed + 4 * hour) == nil)
+        deadlines.delivered(request.key)
+        #expect(deadlines.warning(for: request, held: false, after: .seconds(7200), destination: "main",
+                                  now: Self.signed + 5 * hour) != nil)
+    }
+
+    @Test func aHeldRequestIsWarnedAboutAtOnce() {
+        var deadlines = ConsumptionDeadlines()
+        let warning = deadlines.warning(for: request, held: true, after: .seconds(7200), destination: "main",
+                                        now: Self.signed + 1)
+        #expect(warning?.message.contains("was held (hold/)") == true)
+    }
+}
+
+@Suite struct BackendProbeTests {
+    @Test func onlyTheProbesOwnAttemptEndsTheProbe() {
+        var health = BackendHealth()
+        health.probe = ItemKey("p")!
+        let otherWasProbe = health.probeEnded(ItemKey("other")!)
+        #expect(!otherWasProbe && health.probe == ItemKey("p")!)
+        let probeWasProbe = health.probeEnded(ItemKey("p")!)
+        #expect(probeWasProbe && health.probe == nil)
+    }
+}
