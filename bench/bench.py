@@ -699,9 +699,11 @@ class Daemon:
         self.spool = Spool(os.path.join(root, "spool"))
         self.config = os.path.join(root, "txrecon.conf")
         self.log_path = os.path.join(root, "txrecon.log")
-        # Beside the spool, one per daemon: a run never sees another's keys.
+        # Beside the spool, one per daemon: a run never sees another's keys
+        # (nor a ledger at the default /var/lib/txrecon/ left by another run).
         # A reference binary from before the ledger knows no LedgerFile=.
-        ledger_line = [] if binary else [f"LedgerFile={ledger or self.spool.root + '.ledger.sqlite3'}"]
+        ledger_line = ([f"LedgerFile={ledger or self.spool.root + '.ledger.sqlite3'}"]
+                       if bench.knows_ledger(binary or bench.binary) else [])
         lines = ["[Spool]", f"Directory={self.spool.root}", f"DoneRetention={bench.args.done_retention}",
                  *ledger_line, "",
                  "[Backend]", f"URL={url}", "",
@@ -882,6 +884,7 @@ class Bench:
         self.rows = []
         self.notes = []
         self.kernel_shares = []
+        self.ledger_known = {}
         self.work = tempfile.mkdtemp(prefix="txrecon-bench-", dir=args.work_dir)
         # nginx's workers run as nobody when we are root: let them reach the flag.
         os.chmod(self.work, 0o711)
@@ -910,6 +913,20 @@ class Bench:
         self.add(Row(metric, f"error: {error}", target, False))
 
     # -- probing the configuration the daemon accepts --------------------
+
+    def knows_ledger(self, binary):
+        """Whether `binary` takes [Spool] LedgerFile= (a reference from before
+        the ledger, 00ce5c2, does not): asked of its check-config, once."""
+        known = self.ledger_known.get(binary)
+        if known is None:
+            with tempfile.TemporaryDirectory(dir=self.work) as directory:
+                config = os.path.join(directory, "probe.conf")
+                with open(config, "w") as out:
+                    out.write(f"[Spool]\nDirectory={directory}/spool\nLedgerFile={directory}/ledger.sqlite3\n"
+                              "[Backend]\nURL=http://127.0.0.1:9/\n[Verification]\nMode=none\nAcceptEnvelopes=yes\n")
+                completed = subprocess.run([binary, "check-config", "--config", config], capture_output=True)
+                known = self.ledger_known[binary] = completed.returncode == 0
+        return known
 
     def accepts(self, verification_lines):
         """Whether `txrecon check-config` takes a [Verification] section."""
