@@ -13,7 +13,7 @@
 // hands the parts over itself; none is written for what every destination
 // already confirmed or has pending (ReceiptSplitPlan). Files in
 // queue/ have passed this; the engine only decodes them again. Requests in
-// ctl/ are executed by the engine; their answers are written beside them.
+// ctl/ are read and answered by ControlChannel, on this thread between drops.
 //
 // With further destinations (several routes), each verified drop is linked
 // into the inbox of every destination whose [Match] takes it and removed
@@ -40,7 +40,6 @@
 // of drops waits in new/, not in memory.
 // Reports: one log entry per rejection; errors reading the spool; intake
 // paused and resumed (MessageID.intakePaused, .intakeResumed, and STATUS).
-import Dispatch
 import Glibc
 import Synchronization
 
@@ -92,6 +91,8 @@ final class Intake: Sendable {
     /// (ConfirmedVersions); unless one is given, the ledger's answer, else
     /// done/'s (DoneConfirmations).
     private let confirmations: ConfirmationSource
+    /// The operator's requests in ctl/, executed on this thread between drops.
+    private let control: ControlChannel
 
     convenience init(spool: Spool, engine: DeliveryEngine, watcher: InboxWatcher, settings: Settings, log: any LogSink) {
         self.init(spool: spool, routes: [DeliveryRoute(name: Destination.primaryName, engine: engine, spool: spool)],
@@ -112,6 +113,7 @@ final class Intake: Sendable {
         self.receipts = receipts ?? ReceiptLibrary(store: ReceiptStore(layout: spool.layout))
         self.receipts.store.limitReads(to: settings.maximumFileSize)
         self.confirmations = confirmations ?? DoneConfirmations.source(routes, ledger: confirmedVersion)
+        self.control = ControlChannel(spool: spool, routes: routes, events: events, receipts: self.receipts)
     }
 
     func reconfigure(_ settings: Settings) {
@@ -206,7 +208,7 @@ final class Intake: Sendable {
                     }
                     finish(take(others, settling: false, &backlog, examiners), fullScan: false, &backlog)
                 case let .controls(names):
-                    let (failures, requeued) = execute(names)
+                    let (failures, requeued) = control.execute(names)
                     finish(failures, fullScan: false, &backlog)
                     // Requeued files are linked into new/, which raises no
                     // event intake takes at once: read new/ again now.
@@ -265,7 +267,7 @@ final class Intake: Sendable {
         backlog.awaitsRoom = false
         do throws(SpoolError) {
             let names = try SystemCall.listDirectory(spool.layout.ctl)
-            let (executed, _) = execute(names)
+            let (executed, _) = control.execute(names)
             failures.count += executed.count
             failures.space = failures.space ?? executed.space
             // Read a part, take it, read on: stops early when the engine is
@@ -541,231 +543,11 @@ final class Intake: Sendable {
         return offered.full
     }
 
-    // MARK: ctl/
-
-    /// Executes requests in ctl/: answer in NAME.result, then NAME removed.
-    /// A request that ran is removed even when its answer cannot be written
-    /// (a directory a producer put at NAME.result, a full disk): run again
-    /// at every scan, a replay would send done/ again each time, and a
-    /// `release --all` would release what was held since. `requeued` tells
-    /// whether rejected files went back into new/.
-    private func execute(_ names: [String]) -> (failures: IntakeBacklog.Failures, requeued: Bool) {
-        var failures = IntakeBacklog.Failures()
-        var requeued = false
-        let directory = spool.layout.ctl
-        for name in names where !name.hasPrefix(".") && !name.hasSuffix(".result") {
-            let path = directory + "/" + name
-            let contents: RegularFile.Contents
-            do {
-                contents = try RegularFile.read(path, limit: Intake.maximumRequestSize, followingLinks: false)
-            } catch .missing {
-                continue
-            } catch {
-                failures.count += setAsideRequest(name, because: "\(error)") ? 0 : 1
-                continue
-            }
-            var result = ControlResult()
-            let request = ControlRequest(json: contents.bytes)
-            if let destination = request?.destination, !routes.contains(where: { $0.name == destination }) {
-                result.skipped.append((destination, "no such destination; the destinations are "
-                                       + routes.map(\.name).joined(separator: ", ")))
-            } else if let request {
-                let routes = self.routes.filter { request.destination == nil || $0.name == request.destination }
-                let engine = self.engine
-                if request.command == .replay {
-                    result = replay(request, askedBy: contents, name: name)
-                } else if request.command == .requeueRejected {
-                    result = RejectedRequeue.perform(request, spool: spool, events: events)
-                    let count = result.applied.count
-                    if count > 0 {
-                        requeued = true
-                        waitFor { await engine.noteRequeued(count: count) }
-                    }
-                } else {
-                    result = waitFor {
-                        var results: [ControlResult] = []
-                        for route in routes { results.append(await route.engine.perform(request)) }
-                        return ControlResult(merging: results)
-                    }
-                }
-                log.write(LogEntry(.notice, "operator request \(request.command.rawValue): applied to \(result.applied.count), "
-                                   + "skipped \(result.skipped.count)"))
-            } else {
-                result.skipped.append((name, "not a request this txrecon understands"))
-                log.write(LogEntry(.warning, "ctl/\(LogText.escaped(name)) is not a valid request; answered and removed"))
-            }
-            do {
-                // 0640: an answer group txrecon could write (or link, under
-                // fs.protected_hardlinks) could be made into another one.
-                try SystemCall.replaceFile(path + ".result", result.json.serialized,
-                                           temporaryName: directory + "/.tmp-" + name, sync: false, mode: 0o640)
-                try SystemCall.unlinkIfPresent(path)
-            } catch {
-                let removed = unlink(path) == 0 || errno == ENOENT
-                let what = request.map { "the \($0.command.rawValue)" } ?? "the request"
-                log.write(LogEntry(.error, "cannot answer ctl/\(LogText.escaped(name)): \(error); \(what) ran "
-                                   + "(\(result.applied.count) applied, \(result.skipped.count) skipped) and its request "
-                                   + (removed ? "is removed so that it does not run again"
-                                      : "could not be removed either: remove ctl/\(LogText.escaped(name)) by hand, or it runs again")))
-                failures.record(error)
-            }
-        }
-        return (failures, requeued)
-    }
-
-    /// Executes a replay: only root may ask for one (a replay can send a
-    /// great deal, and producers in group txrecon can write ctl/). The
-    /// request file's owner is who created it: the kernel sets it, and only
-    /// root can chown a file to root. It must also be writable by root
-    /// alone and have one name: a root file that group txrecon can write
-    /// could be rewritten into a replay, and one with a second name (a link
-    /// a producer kept, which fs.protected_hardlinks allows to whoever can
-    /// read and write the file) could be put back into ctl/. The snapshots
-    /// are selected in done/ and copied into queue/ under a temporary name
-    /// here, off the engine's thread, and handed to the engine in batches,
-    /// so that deliveries go on in between; queue/ is synced after each.
-    private func replay(_ request: ControlRequest, askedBy file: RegularFile.Contents, name: String) -> ControlResult {
-        var result = ControlResult()
-        let refusal: String? = if file.owner != 0 {
-            "ctl/\(name) belongs to uid \(file.owner)"
-        } else if file.mode & 0o022 != 0 {
-            "ctl/\(name) is writable by others than root (mode \(String(file.mode & 0o777, radix: 8)))"
-        } else if file.links != 1 {
-            "ctl/\(name) has \(file.links) names"
-        } else {
-            nil
-        }
-        if let refusal {
-            result.skipped.append(("replay", "only root may ask for a replay; \(refusal)"))
-            log.write(LogEntry(.warning, "ctl/\(LogText.escaped(name)): a replay not asked for by root alone "
-                               + "(\(refusal)); refused"))
-            return result
-        }
-        for target in request.targets where !ControlRequest.isValid(target, for: .replay) {
-            result.skipped.append((target, ControlRequest.invalidTargetReason))
-        }
-        let keys = request.all ? nil : request.targets.compactMap { ItemKey($0) }
-        var results: [ControlResult] = []
-        for route in routes where request.destination == nil || route.name == request.destination {
-            results.append(replay(keys, request, on: route))
-        }
-        let merged = ControlResult(merging: results)
-        result.applied += merged.applied
-        result.skipped += merged.skipped
-        return result
-    }
-
-    /// A replay's part on one destination: its done/, its engine.
-    private func replay(_ keys: [ItemKey]?, _ request: ControlRequest, on route: DeliveryRoute) -> ControlResult {
-        var result = ControlResult()
-        let (spool, engine) = (route.spool, route.engine)
-        let selection: (found: [DeliveredSnapshot], missing: [ItemKey])
-        do {
-            selection = try spool.deliveredSnapshots(of: keys, since: request.since, until: request.until)
-        } catch {
-            result.skipped.append(("replay", "\(spool.layout.relative(.done))/ cannot be read: \(error)"))
-            return result
-        }
-        for key in selection.missing {
-            result.skipped.append((key.rawValue, "not in done/: never delivered, or delivered longer ago than "
-                                   + "DoneRetention= keeps"))
-        }
-        var start = 0
-        while start < selection.found.count {
-            let end = min(start + Intake.replayBatch, selection.found.count)
-            // The copies (and their fsyncs) are made here; the engine only names them.
-            var staged: [DeliveredSnapshot] = []
-            for snapshot in selection.found[start..<end] {
-                if let refusal = receiptRefusal(of: snapshot, in: spool) {
-                    result.skipped.append((snapshot.key.rawValue, refusal))
-                    continue
-                }
-                do {
-                    staged.append(try spool.stageReplay(snapshot))
-                } catch {
-                    result.skipped.append((snapshot.key.rawValue, "its copy from done/ failed: \(error)"))
-                }
-            }
-            start = end
-            let batch = staged
-            guard !batch.isEmpty else { continue }
-            let answer = waitFor { await engine.replay(batch) }
-            result.applied += answer.applied
-            result.skipped += answer.skipped
-            if !answer.applied.isEmpty {
-                do {
-                    try spool.syncQueue()
-                } catch {
-                    log.write(LogEntry(.warning, "replay: queue/ could not be synced (\(error)); a crash now may "
-                                       + "lose the copies queued, not what done/ holds: replay again after one"))
-                }
-            }
-        }
-        return result
-    }
-
-    /// Why a delivered part of a receipt upload cannot be replayed: done/
-    /// may keep it longer than receipts/ keeps its receipt
-    /// (docs/verification.md "StoreKit 1 receipts"), and a copy naming none
-    /// would only be held.
-    /// nil for anything else, and for a part whose receipt is stored, which
-    /// is then noted as used, so that it stays while the copy waits.
-    private func receiptRefusal(of snapshot: DeliveredSnapshot, in spool: Spool) -> String? {
-        guard let receipt = ReceiptReaper.receiptNamed(by: spool.path(.done, snapshot.key)),
-              !receipts.store.noteUse(receipt) else { return nil }
-        return "it names the receipt \(receipt), which receipts/ no longer holds (it goes DoneRetention= after its "
-            + "last use); upload the receipt again: what the destination has not confirmed is delivered"
-    }
-
-    /// Snapshots a replay hands the engine at a time.
-    static let replayBatch = 1000
-
-    /// A request is a command and a list of names: a few KiB, or 8,000
-    /// keys in 1 MiB.
-    static let maximumRequestSize = 1 << 20
-
-    /// A name in ctl/ that cannot be read as a request (a directory, a
-    /// symbolic link, a FIFO, larger than 1 MiB, unreadable) is answered,
-    /// so a waiting `txrecon` command learns why, and renamed to
-    /// ctl/.rejected-NAME, which no pass reads again, for a person to look
-    /// at. Returns false when that failed (it is tried at the next scan).
-    private func setAsideRequest(_ name: String, because problem: String) -> Bool {
-        let directory = spool.layout.ctl
-        let base = ".rejected-" + Spool.prefix(of: name, maximumBytes: 200)
-        var aside = base
-        var result = ControlResult()
-        result.skipped.append((name, "not a request txrecon can read: it \(problem)"))
-        do throws(SpoolError) {
-            var count = 0
-            while !(try SystemCall.renameNoReplace(directory + "/" + name, directory + "/" + aside)) {
-                count += 1
-                aside = base + ".\(count)"
-            }
-            try SystemCall.replaceFile(directory + "/" + name + ".result", result.json.serialized,
-                                       temporaryName: directory + "/.tmp-" + aside, sync: false, mode: 0o640)
-        } catch {
-            log.write(LogEntry(.error, "ctl/\(LogText.escaped(name)) \(problem) and cannot be set aside: \(error); "
-                               + "it is tried again shortly"))
-            return false
-        }
-        log.write(LogEntry(.warning, "ctl/\(LogText.escaped(name)) is not a request txrecon can read (it \(problem)); "
-                           + "answered and set aside as ctl/\(LogText.escaped(aside))"))
-        return true
-    }
-
     /// Runs async work and blocks this (dedicated) thread until it is done.
     /// The task starts on the engine's thread, where its work goes anyway,
     /// not on the global executor (see ThreadExecutor).
     func waitFor<T: Sendable>(_ work: @escaping @Sendable () async -> T) -> T {
-        let result = Mutex<T?>(nil)
-        let done = DispatchSemaphore(value: 0)
-        Task(executorPreference: routes[0].engine.executor) {
-            let value = await work()
-            result.withLock { $0 = value }
-            done.signal()
-        }
-        done.wait()
-        return result.withLock { $0! }
+        routes[0].engine.executor.runBlocking(work)
     }
 }
 

@@ -20,6 +20,7 @@
 // pings and systemd restarts the daemon. While idle the thread sleeps until
 // the next tick: one wake-up per tick and none otherwise.
 // Reports: nothing; `tick` does the notifying.
+import Dispatch
 import Glibc
 import Synchronization
 
@@ -105,5 +106,23 @@ package final class ThreadExecutor: SerialExecutor, TaskExecutor {
                 nextTick = clock.now + interval
             }
         }
+    }
+}
+
+extension ThreadExecutor {
+    /// Runs async work with this executor preferred and blocks the calling
+    /// thread until it is done: for a dedicated thread of blocking work
+    /// (intake's) that calls into an actor on this executor. The task starts
+    /// here, where its work goes anyway, not on the global executor.
+    func runBlocking<T: Sendable>(_ work: @escaping @Sendable () async -> T) -> T {
+        let result = Mutex<T?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        Task(executorPreference: self) {
+            let value = await work()
+            result.withLock { $0 = value }
+            done.signal()
+        }
+        done.wait()
+        return result.withLock { $0! }
     }
 }
