@@ -1,31 +1,9 @@
 // The small values the delivery engine keeps and consults, each decided
-// without the engine: when a changed status is published
-// (StatusCoalescing), when a CONSUMPTION_REQUEST near its deadline is
+// without the engine: when a CONSUMPTION_REQUEST near its deadline is
 // warned about (ConsumptionDeadlines), and which attempt is the outage's
 // probe (BackendHealth.probe).
 import Testing
 @testable import TxRecon
-
-@Suite struct StatusCoalescingTests {
-    @Test func aChangeIsPublishedAtOnceWithoutAttemptsInFlightOrBeforeTheFirstPublication() {
-        var coalescing = StatusCoalescing()
-        #expect(coalescing.decide(at: .seconds(1), attemptsInFlight: true, interval: .milliseconds(100)) == .publishNow)
-        coalescing.published(at: .seconds(1))
-        #expect(coalescing.decide(at: .seconds(1), attemptsInFlight: false, interval: .milliseconds(100)) == .publishNow)
-    }
-
-    @Test func aChangeTooSoonAfterAPublicationIsFlushedAtTheDueTimeOnce() {
-        var coalescing = StatusCoalescing()
-        coalescing.published(at: .seconds(1))
-        let soon = Duration.seconds(1) + .milliseconds(30)
-        #expect(coalescing.decide(at: soon, attemptsInFlight: true, interval: .milliseconds(100))
-                == .flush(at: .seconds(1) + .milliseconds(100)))
-        coalescing.flush = Task {}
-        #expect(coalescing.decide(at: soon, attemptsInFlight: true, interval: .milliseconds(100)) == .wait)
-        #expect(coalescing.decide(at: .seconds(1) + .milliseconds(100), attemptsInFlight: true,
-                                  interval: .milliseconds(100)) == .publishNow)
-    }
-}
 
 @Suite struct ConsumptionDeadlinesTests {
     static let signed: Int64 = 1_700_000_000_000

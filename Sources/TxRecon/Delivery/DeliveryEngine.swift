@@ -77,8 +77,9 @@ package actor DeliveryEngine {
     /// The sleep until the next start, and when it ends.
     private var timer: (task: Task<Void, Never>, deadline: Duration)?
     private var status = EngineStatus()
-    /// When a changed status is published (StatusCoalescing).
-    private var coalescing = StatusCoalescing()
+    /// When a status an ended attempt changed is published (see
+    /// `publishStatusAfterAttempt`), and the flush armed for one not yet.
+    private var statusWrites: (coalescer: UpdateCoalescer, flush: Task<Void, Never>?)
     /// Intake waiting for room (see `offer`).
     private var room = RoomWaiters()
     /// Called when drops intake handed over earlier could not be taken
@@ -108,6 +109,7 @@ package actor DeliveryEngine {
         self.ledger = ledger
         self.buildDoneIndex = buildDoneIndex
         self.settings = settings
+        self.statusWrites = (UpdateCoalescer(interval: settings.statusInterval), nil)
         status.apps = settings.apps.allNames
         self.transport = transport
         let receipts = receipts ?? ReceiptLibrary(store: ReceiptStore(layout: spool.layout))
@@ -194,8 +196,8 @@ package actor DeliveryEngine {
             grace.cancel()
         }
         phase = .stopped
-        coalescing.flush?.cancel()
-        coalescing.flush = nil
+        statusWrites.flush?.cancel()
+        statusWrites.flush = nil
         // Left for the next start, they would be orphans it removes, and
         // the delivered items would lose their failure records.
         for key in untidied.all() { tidy(key) }
@@ -211,6 +213,9 @@ package actor DeliveryEngine {
     /// transport they started with.
     func reconfigure(settings: Settings, transport: any Transport, prepare: @escaping RequestPreparer) {
         if settings.maxRate != self.settings.maxRate { rate = settings.maxRate.map(RequestRate.init(perSecond:)) }
+        if settings.statusInterval != self.settings.statusInterval {
+            statusWrites.coalescer = UpdateCoalescer(interval: settings.statusInterval)
+        }
         self.settings = settings
         status.apps = settings.apps.allNames
         self.transport = transport
@@ -859,28 +864,30 @@ package actor DeliveryEngine {
 
     // MARK: Status
 
-    /// Publishes a status an ended attempt changed, or arms its publication
-    /// (StatusCoalescing). Only while running: `stop()` publishes as it
-    /// begins, and from then on every end is published, so the status the
-    /// daemon leaves behind when the grace runs out with attempts still
-    /// hanging is the last one.
+    /// In a drain attempts end thousands of times a second, and what reads
+    /// the status (STATUS=, the status file, the metrics) takes it at most
+    /// once a second: while attempts are in flight the status an attempt
+    /// changed is published at most every `Settings.statusInterval`
+    /// (UpdateCoalescer, as the status and metrics files are written), and
+    /// at once when the last one ends; an armed flush publishes it even if
+    /// every attempt hangs until Timeout=. Building and handing it on each
+    /// time was a few percent of a drain's instructions (bench/FINDINGS.md).
+    /// Only while running: `stop()` publishes as it begins, and from then
+    /// on every end is published, so the status the daemon leaves behind
+    /// when the grace runs out with attempts still hanging is the last one.
     private func publishStatusAfterAttempt() {
-        switch coalescing.decide(at: clock.now, attemptsInFlight: isRunning && active > 0,
-                                 interval: settings.statusInterval) {
-        case .publishNow:
-            publishStatus()
-        case let .flush(due):
-            coalescing.flush = Task(executorPreference: executor) { [clock] in
-                do { try await clock.sleep(until: due) } catch { return }
-                await self.flushStatus()
-            }
-        case .wait:
-            break
+        guard isRunning, active > 0 else { return publishStatus() }
+        guard statusWrites.flush == nil, let wait = statusWrites.coalescer.changed(at: clock.now) else { return }
+        guard wait > .zero else { return publishStatus() }
+        let due = clock.now + wait
+        statusWrites.flush = Task(executorPreference: executor) { [clock] in
+            do { try await clock.sleep(until: due) } catch { return }
+            await self.flushStatus()
         }
     }
 
     private func flushStatus() {
-        coalescing.flush = nil
+        statusWrites.flush = nil
         publishStatus()
     }
 
@@ -888,7 +895,7 @@ package actor DeliveryEngine {
     static let busyStatusInterval: Duration = .milliseconds(100)
 
     private func publishStatus() {
-        coalescing.published(at: clock.now)
+        statusWrites.coalescer.wrote(at: clock.now)
         status.queued = pending.entries.count
         status.delivering = active
         status.held = pending.held.count
