@@ -132,35 +132,9 @@ package actor DeliveryEngine {
     package func start() throws(SpoolError) {
         guard case .starting = phase else { preconditionFailure("DeliveryEngine.start() called twice") }
         let restored = try spool.restoreQueue()
-        let queued = restored.items
-        for name in restored.foreign {
-            log.write(LogEntry(.warning, "queue/\(LogText.escaped(name)) is not an item txrecon wrote; left alone"))
-        }
-        for key in restored.delivered {
-            log.write(LogEntry(.notice, "\(key): delivered before the last stop, which interrupted its move into "
-                               + "done/; its name in queue/ removed"))
-        }
-        for key in restored.lostRecords {
-            log.write(LogEntry(.notice, "\(key): its failure record queue/\(key.fileName).state was empty or "
-                               + "unreadable (a power cut during its write, which is not fsynced) and is removed: "
-                               + "it is tried at once, its attempts counted from 1 again; nothing is lost",
-                               fields: [("TXRECON_ID", key.rawValue)]))
-        }
-        let now = clock.now
-        let wall = clock.wallMilliseconds
-        let longest = settings.schedule.longestDelay
-        pending.entries.reserveCapacity(queued.count)
-        for file in queued {
-            let state = file.state ?? DeliveryState()
-            var deadline = now
-            if let next = state.nextAttemptAt, next > wall {
-                let planned = state.delayMilliseconds.map { Duration.milliseconds($0) } ?? longest
-                deadline = now + min(.milliseconds(next - wall), planned, longest)
-            }
-            pending.add(file.key, PendingItems.Entry(state: state, deadline: deadline, receivedAt: file.receivedAt,
-                                                     hasStateFile: file.state != nil,
-                                                     waitsForBackend: state.attempts > 0))
-        }
+        for note in restored.notes { log.write(note) }
+        pending.restore(restored.items, now: clock.now, wall: clock.wallMilliseconds,
+                        longestDelay: settings.schedule.longestDelay)
         pending.held = Set(try spool.restoreHold())
         status.rejected = try spool.restoreRejected()
         rebuildDoneIndex()
@@ -756,17 +730,12 @@ package actor DeliveryEngine {
     private func scheduleRetry(_ key: ItemKey, reason: String, status httpStatus: Int?, retryAfter: Duration?,
                                countsAgainstBackend: Bool, atOnce: Bool = false, wasProbe: Bool = false) {
         guard var entry = pending.entries[key] else { return }
-        entry.state.attempts += 1
-        let delay = atOnce ? .zero
-            : settings.schedule.delay(afterFailedAttempts: entry.state.attempts, retryAfter: retryAfter)
         let wall = clock.wallMilliseconds
+        let delay = atOnce ? .zero
+            : settings.schedule.delay(afterFailedAttempts: entry.state.attempts + 1, retryAfter: retryAfter)
+        entry.failed(reason: reason, status: httpStatus, nextAfter: delay, now: clock.now, wall: wall,
+                     waitsForBackend: countsAgainstBackend)
         let next = wall + delay.milliseconds
-        entry.deadline = clock.now + delay
-        entry.state.nextAttemptAt = next
-        entry.state.delayMilliseconds = delay.milliseconds
-        entry.state.lastError = reason
-        entry.state.lastStatus = httpStatus
-        entry.waitsForBackend = countsAgainstBackend
         // A file still in new/ has no queue/KEY.state beside it.
         if entry.inbox == nil {
             entry.hasStateFile = true
@@ -807,13 +776,7 @@ package actor DeliveryEngine {
         guard case let .outageEnded(since) = change else { return }
         let seconds = (clock.wallMilliseconds - since) / 1000
         let now = clock.now
-        var woken = 0
-        for (key, entry) in pending.entries where entry.waitsForBackend && !entry.inFlight && entry.deadline > now {
-            pending.entries[key]?.deadline = now
-            pending.entries[key]?.waitsForBackend = false
-            pending.schedule(key, at: now)
-            woken += 1
-        }
+        let woken = pending.wakeWaitingForBackend(now: now)
         log.write(LogEntry(.notice, "backend recovered after failing for \(seconds)s; "
                            + "\(woken) waiting item(s) are due now", messageID: MessageID.backendRecovered))
     }

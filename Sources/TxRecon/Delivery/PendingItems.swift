@@ -88,6 +88,25 @@ struct PendingItems {
         mutating func keep(_ item: Item, inbox: String?) { intaken = Boxed(Intaken(item: item, inbox: inbox)) }
 
         mutating func forgetItem() { intaken = nil }
+
+        /// An attempt failed with `reason` (and the HTTP `status`, if
+        /// any): one more attempt counted, the next one `delay` from now
+        /// (`now`: the engine clock; `wall`: ms since 1970), as its failure
+        /// record will say. `waitsForBackend`: the backend failed it (the
+        /// key is due at once when the backend recovers).
+        mutating func failed(reason: String, status: Int?, nextAfter delay: Duration, now: Duration, wall: Int64,
+                             waitsForBackend: Bool) {
+            // One write of the boxed state, not one per field.
+            var failures = state
+            failures.attempts += 1
+            failures.nextAttemptAt = wall + delay.milliseconds
+            failures.delayMilliseconds = delay.milliseconds
+            failures.lastError = reason
+            failures.lastStatus = status
+            state = failures
+            deadline = now + delay
+            self.waitsForBackend = waitsForBackend
+        }
     }
 
     private struct Intaken: Sendable {
@@ -310,6 +329,40 @@ struct PendingItems {
 
     /// Adds a key restored from the spool or released by the operator, due
     /// at its entry's deadline.
+    /// The keys queue/ held at start, each due at its persisted next
+    /// attempt: a restart neither forgets nor resets the backoff. A time
+    /// further away than the delay planned for it (or, for states that do
+    /// not record it, than `longestDelay`), as after the wall clock jumped
+    /// back, is pulled in. `now`: the engine clock; `wall`: ms since 1970.
+    mutating func restore(_ files: [QueuedFile], now: Duration, wall: Int64, longestDelay: Duration) {
+        entries.reserveCapacity(entries.count + files.count)
+        for file in files {
+            let state = file.state ?? DeliveryState()
+            var deadline = now
+            if let next = state.nextAttemptAt, next > wall {
+                let planned = state.delayMilliseconds.map { Duration.milliseconds($0) } ?? longestDelay
+                deadline = now + min(.milliseconds(next - wall), planned, longestDelay)
+            }
+            add(file.key, Entry(state: state, deadline: deadline, receivedAt: file.receivedAt,
+                                hasStateFile: file.state != nil, waitsForBackend: state.attempts > 0))
+        }
+    }
+
+    /// The backend answered again: every key that waits only because it
+    /// failed is due `now` instead of at its next step. Returns how many.
+    mutating func wakeWaitingForBackend(now: Duration) -> Int {
+        var woken: [ItemKey] = []
+        for (key, entry) in entries where entry.waitsForBackend && !entry.inFlight && entry.deadline > now {
+            woken.append(key)
+        }
+        for key in woken {
+            entries[key]?.deadline = now
+            entries[key]?.waitsForBackend = false
+            schedule(key, at: now)
+        }
+        return woken.count
+    }
+
     mutating func add(_ key: ItemKey, _ entry: Entry) {
         entries[key] = entry
         schedule(key, at: entry.deadline)

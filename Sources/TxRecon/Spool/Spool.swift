@@ -67,6 +67,20 @@ struct RestoredQueue {
     /// caught its write, which is not fsynced): removed, the item restored
     /// as never tried.
     var lostRecords: [ItemKey] = []
+
+    /// What the operator is told about what a start found in queue/.
+    var notes: [LogEntry] {
+        foreign.map { LogEntry(.warning, "queue/\(LogText.escaped($0)) is not an item txrecon wrote; left alone") }
+            + delivered.map {
+                LogEntry(.notice, "\($0): delivered before the last stop, which interrupted its move into done/; "
+                         + "its name in queue/ removed")
+            }
+            + lostRecords.map {
+                LogEntry(.notice, "\($0): its failure record queue/\($0.fileName).state was empty or unreadable (a "
+                         + "power cut during its write, which is not fsynced) and is removed: it is tried at once, "
+                         + "its attempts counted from 1 again; nothing is lost", fields: [("TXRECON_ID", $0.rawValue)])
+            }
+    }
 }
 
 /// The spool's file operations. Thread-safe: the only mutable state is a
