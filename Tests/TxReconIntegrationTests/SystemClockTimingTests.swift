@@ -1,31 +1,46 @@
-// SystemClock.sleep against the real clock, which the engine's retry timer
-// uses: it must not return before its deadline, and must end at once when
-// its task is cancelled (a retry pulled in early).
+// SystemClock's timers against the real clock, which the engine's retry
+// timer, status flush and stop grace use (kept by the engine's thread,
+// ThreadExecutor.schedule): a timer must not fire before its deadline, one
+// in the past fires at once, and a cancelled one never fires (a retry
+// pulled in early leaves no wake-up behind at the old time).
+import Synchronization
 import Testing
 @testable import TxRecon
 
 @Suite struct SystemClockTimingTests {
-    @Test func aSleepDoesNotEndBeforeItsDeadline() async throws {
-        let clock = SystemClock()
+    let clock = SystemClock()
+
+    /// Waits until the timer set for `deadline` fires; the clock then.
+    func fire(at deadline: Duration, on executor: ThreadExecutor) async -> Duration {
+        await withCheckedContinuation { (fired: CheckedContinuation<Duration, Never>) in
+            _ = clock.schedule(at: deadline, on: executor) { [clock] in fired.resume(returning: clock.now) }
+        }
+    }
+
+    @Test func aTimerDoesNotFireBeforeItsDeadline() async throws {
+        let executor = try ThreadExecutor(name: "txr-test-clock")
+        defer { executor.shutdown() }
         let deadline = clock.now + .milliseconds(100)
-        try await clock.sleep(until: deadline)
-        #expect(clock.now >= deadline)
+        #expect(await fire(at: deadline, on: executor) >= deadline)
     }
 
-    @Test func aSleepInThePastReturnsAtOnce() async throws {
-        let clock = SystemClock()
+    @Test func aTimerInThePastFiresAtOnce() async throws {
+        let executor = try ThreadExecutor(name: "txr-test-clock")
+        defer { executor.shutdown() }
         let started = clock.now
-        try await clock.sleep(until: started - .seconds(1))
-        #expect(clock.now - started < .seconds(1))
+        #expect(await fire(at: started - .seconds(1), on: executor) - started < .seconds(1))
     }
 
-    @Test func cancellingASleepEndsItAtOnceWithCancellationError() async {
-        let clock = SystemClock()
-        let started = clock.now
-        let sleeper = Task { try await clock.sleep(until: clock.now + .seconds(60)) }
-        sleeper.cancel()
-        let result = await sleeper.result
-        #expect(throws: CancellationError.self) { try result.get() }
-        #expect(clock.now - started < .seconds(30))
+    @Test func aCancelledTimerNeverFiresWhileALaterOneDoes() async throws {
+        let executor = try ThreadExecutor(name: "txr-test-clock")
+        defer { executor.shutdown() }
+        let fired = Atomic<Bool>(false)
+        let cancelled = clock.schedule(at: clock.now + .milliseconds(20), on: executor) {
+            fired.store(true, ordering: .relaxed)
+        }
+        cancelled.cancel()
+        _ = await fire(at: clock.now + .milliseconds(60), on: executor)
+        let wasFired = fired.load(ordering: .relaxed)
+        #expect(!wasFired)
     }
 }

@@ -74,6 +74,31 @@ package final class ManualClock: EngineClock {
         }
     }
 
+    /// The engine's timers, as sleepers of this clock (so `advance` fires
+    /// them and `waitForSleeper` sees them): a task on `executor` that
+    /// sleeps until `deadline`, then runs `action` there unless the timer
+    /// was cancelled meanwhile (on the executor's thread, as the engine
+    /// cancels, so the check and the cancel never race).
+    package func schedule(at deadline: Duration, on executor: ThreadExecutor,
+                          _ action: @escaping @Sendable () -> Void) -> EngineTimer {
+        let cancelled = CancelFlag()
+        let task = Task(executorPreference: executor) {
+            do { try await self.sleep(until: deadline) } catch { return }
+            guard !cancelled.isSet else { return }
+            action()
+        }
+        return EngineTimer {
+            cancelled.set()
+            task.cancel()
+        }
+    }
+
+    private final class CancelFlag: Sendable {
+        private let value = Atomic<Bool>(false)
+        var isSet: Bool { value.load(ordering: .acquiring) }
+        func set() { value.store(true, ordering: .releasing) }
+    }
+
     /// Moves both clocks forward and wakes every sleeper now due.
     /// Returns how many were woken.
     @discardableResult

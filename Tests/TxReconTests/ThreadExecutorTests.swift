@@ -3,6 +3,7 @@
 // watchdog ticks stop when the engine is wedged is shown with the real
 // daemon in DaemonIntegrationTests.)
 import Glibc
+import Synchronization
 import Testing
 @testable import TxRecon
 
@@ -66,6 +67,56 @@ struct ThreadExecutorTests {
         await counter.append(51)
         #expect(await counter.values == Array(1...51))
         #expect(await counter.thread == "txr-test-call")
+    }
+
+    @Test func timersFireOnTheThreadInDeadlineOrderNotBeforeTheirDeadlineAndACancelledOneNever() async throws {
+        let executor = try ThreadExecutor(name: "txr-test-timer")
+        defer { executor.shutdown() }
+        let counter = Counter(executor: executor)
+        let clock = SystemClock()
+        let start = clock.now
+        let firedAt = Mutex<[Int: Duration]>([:])
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            // Set from this thread (not the executor's): each earliest one
+            // must wake the thread, which was waiting without a deadline.
+            let deadlines = [3: start + .milliseconds(30), 1: start + .milliseconds(10), 2: start + .milliseconds(20)]
+            for (value, deadline) in deadlines.sorted(by: { $0.key > $1.key }) {
+                _ = executor.schedule(at: deadline) {
+                    firedAt.withLock { $0[value] = clock.now }
+                    counter.assumeIsolated { $0.append(value) }
+                    if value == 3 { done.resume() }
+                }
+            }
+            let cancelled = executor.schedule(at: start + .milliseconds(15)) {
+                counter.assumeIsolated { $0.append(99) }
+            }
+            cancelled.cancel()
+        }
+        #expect(await counter.values == [1, 2, 3])
+        #expect(await counter.thread == "txr-test-timer")
+        let fired = firedAt.withLock { $0 }
+        #expect(fired[1]! >= start + .milliseconds(10))
+        #expect(fired[2]! >= start + .milliseconds(20))
+        #expect(fired[3]! >= start + .milliseconds(30))
+    }
+
+    @Test func aTimerCancelledOnTheThreadBeforeItsDeadlineNeverRunsAndTheNextStillDoes() async throws {
+        let executor = try ThreadExecutor(name: "txr-test-cancel")
+        defer { executor.shutdown() }
+        let counter = Counter(executor: executor)
+        let clock = SystemClock()
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            executor.submit {
+                let first = executor.schedule(at: clock.now) { counter.assumeIsolated { $0.append(1) } }
+                _ = executor.schedule(at: clock.now + .milliseconds(5)) {
+                    counter.assumeIsolated { $0.append(2) }
+                    done.resume()
+                }
+                // Due already, but the thread runs timers only between calls.
+                first.cancel()
+            }
+        }
+        #expect(await counter.values == [2])
     }
 
     /// Off the executor's thread, taking its actor as isolated must stop

@@ -75,11 +75,11 @@ package actor DeliveryEngine {
     private var indexing: Task<Void, Never>?
     private var active = 0
     /// The sleep until the next start, and when it ends.
-    private var timer: (task: Task<Void, Never>, deadline: Duration)?
+    private var timer: (timer: EngineTimer, deadline: Duration)?
     private var status = EngineStatus()
     /// When a status an ended attempt changed is published (see
     /// `publishStatusAfterAttempt`), and the flush armed for one not yet.
-    private var statusWrites: (coalescer: UpdateCoalescer, flush: Task<Void, Never>?)
+    private var statusWrites: (coalescer: UpdateCoalescer, flush: EngineTimer?)
     /// Intake waiting for room (see `offer`).
     private var room = RoomWaiters()
     /// Called when drops intake handed over earlier could not be taken
@@ -155,10 +155,7 @@ package actor DeliveryEngine {
         resumeRoomWaiters()
         publishStatus()
         if active > 0 {
-            let grace = Task(executorPreference: executor) { [clock, settings] in
-                try? await clock.sleep(until: clock.now + settings.stopGrace)
-                await self.endDrain()
-            }
+            let grace = after(clock.now + settings.stopGrace) { $0.endDrain() }
             // The task can be queued again before the closure runs: when
             // the caller's task prefers another executor than the engine's
             // thread (as the daemon's does), the runtime re-queues it at
@@ -240,7 +237,7 @@ package actor DeliveryEngine {
     func offer(_ drops: [Drop], waitsForWindow: Bool = true, whenWaiting: @Sendable () -> Void = {}) async -> Offered {
         var offered = Offered()
         let giveUp = clock.now + settings.inboxWindowWait
-        var waitTimer: Task<Void, Never>?
+        var waitTimer: EngineTimer?
         defer { waitTimer?.cancel() }
         // Room for the whole batch first: placed into a window with room for
         // part of it, the rest would go to queue/ (a rename here on the
@@ -273,13 +270,10 @@ package actor DeliveryEngine {
     /// attempt, or by `timer` at `giveUp`. `calls`: `room.calls` when the
     /// caller found no room. Each `await` on the way here may re-queue the
     /// task (see `stop`), and a call to look again made meanwhile counts.
-    private func waitForRoom(since calls: Int, until giveUp: Duration, timer: inout Task<Void, Never>?,
+    private func waitForRoom(since calls: Int, until giveUp: Duration, timer: inout EngineTimer?,
                              whenWaiting: @Sendable () -> Void) async {
         if timer == nil {
-            timer = Task(executorPreference: executor) { [clock] in
-                do { try await clock.sleep(until: giveUp) } catch { return }
-                await self.resumeRoomWaiters()
-            }
+            timer = after(giveUp) { $0.resumeRoomWaiters() }
         }
         whenWaiting()
         await withCheckedContinuation { continuation in room.wait(continuation, since: calls) }
@@ -563,12 +557,15 @@ package actor DeliveryEngine {
     private func armTimer() {
         guard isRunning, active < outstandingLimit, let next = nextStart(now: clock.now) else { return cancelTimer() }
         if let timer, timer.deadline <= next { return }
-        timer?.task.cancel()
-        let task = Task(executorPreference: executor) { [clock] in
-            do { try await clock.sleep(until: next) } catch { return }
-            await self.timerFired(next)
-        }
-        timer = (task, next)
+        timer?.timer.cancel()
+        timer = (after(next) { $0.timerFired(next) }, next)
+    }
+
+    /// Runs `action` on the engine at `deadline`, unless cancelled first: a
+    /// timer of the engine's thread (EngineClock.schedule), no task per wait.
+    private func after(_ deadline: Duration, _ action: @escaping @Sendable (isolated DeliveryEngine) -> Void)
+        -> EngineTimer {
+        clock.schedule(at: deadline, on: executor) { self.assumeIsolated { action($0) } }
     }
 
     private func timerFired(_ deadline: Duration) {
@@ -578,7 +575,7 @@ package actor DeliveryEngine {
     }
 
     private func cancelTimer() {
-        timer?.task.cancel()
+        timer?.timer.cancel()
         timer = nil
     }
 
@@ -843,10 +840,7 @@ package actor DeliveryEngine {
         guard statusWrites.flush == nil, let wait = statusWrites.coalescer.changed(at: clock.now) else { return }
         guard wait > .zero else { return publishStatus() }
         let due = clock.now + wait
-        statusWrites.flush = Task(executorPreference: executor) { [clock] in
-            do { try await clock.sleep(until: due) } catch { return }
-            await self.flushStatus()
-        }
+        statusWrites.flush = after(due) { $0.flushStatus() }
     }
 
     private func flushStatus() {

@@ -17,8 +17,12 @@
 //
 // The thread can also carry a periodic `tick` between jobs: the engine's
 // watchdog ping, so a job that never returns (a wedged engine) stops the
-// pings and systemd restarts the daemon. While idle the thread sleeps until
-// the next tick: one wake-up per tick and none otherwise.
+// pings and systemd restarts the daemon. And it keeps its own timers
+// (`schedule`): a call run on the thread at a deadline, with no task,
+// continuation or libdispatch source per wait, as an event loop keeps them
+// (swift-nio's scheduled tasks, sd-event's timer sources). While idle the
+// thread sleeps until the next tick or timer: one wake-up each and none
+// otherwise.
 // Reports: nothing; `tick` does the notifying.
 import Dispatch
 import Glibc
@@ -39,6 +43,7 @@ package final class ThreadExecutor: SerialExecutor, TaskExecutor {
     private let thread = Atomic<UInt>(0)
     private let tickInterval: Duration?
     private let tick: @Sendable () -> Void
+    private let timers = Mutex(Timers())
 
     /// Starts the thread `name`. `tick` runs on it every `tickInterval` (nil: never).
     package init(name: String, tickInterval: Duration? = nil,
@@ -59,6 +64,18 @@ package final class ThreadExecutor: SerialExecutor, TaskExecutor {
     /// isolated (see `checkIsolated`): it may `assumeIsolated` one.
     package func submit(_ call: @escaping @Sendable () -> Void) {
         _ = work.put(.call(call))
+    }
+
+    /// Runs `action` on the thread, as `submit` does, once the monotonic
+    /// clock (SystemClock's `now`) reaches `deadline`, unless the returned
+    /// timer is cancelled first. Cancelled on the thread before it fired,
+    /// it never runs.
+    package func schedule(at deadline: Duration, _ action: @escaping @Sendable () -> Void) -> EngineTimer {
+        let (id, earliest) = timers.withLock { $0.add(deadline, action) }
+        // The thread computes its wait before it sleeps: a timer set from
+        // elsewhere that is now the earliest wakes it to wait anew.
+        if earliest, pthread_self() != thread.load(ordering: .acquiring) { submit {} }
+        return EngineTimer { [self] in timers.withLock { $0.remove(id) } }
     }
 
     /// Anything running on the thread runs alone and in order, so it is
@@ -91,7 +108,19 @@ package final class ThreadExecutor: SerialExecutor, TaskExecutor {
         let clock = SystemClock()
         var nextTick = tickInterval.map { clock.now + $0 }
         while true {
-            switch work.take(timeout: nextTick.map { max(.zero, $0 - clock.now) }) {
+            // One look at the timers per job: a lock and a clock reading.
+            var wake = timers.withLock { $0.earliest }
+            if let earliest = wake, earliest <= clock.now {
+                let now = clock.now
+                while let due = timers.withLock({ $0.takeDue(now: now) }) { due() }
+                wake = timers.withLock { $0.earliest }
+            }
+            if let due = nextTick, let interval = tickInterval, clock.now >= due {
+                tick()
+                nextTick = clock.now + interval
+            }
+            if let tick = nextTick { wake = min(wake ?? tick, tick) }
+            switch work.take(timeout: wake.map { max(.zero, $0 - clock.now) }) {
             case let .element(.job(job)):
                 job.runSynchronously(isolatedTo: serial, taskExecutor: task)
             case let .element(.call(call)):
@@ -101,11 +130,47 @@ package final class ThreadExecutor: SerialExecutor, TaskExecutor {
             case .timedOut:
                 break
             }
-            if let due = nextTick, let interval = tickInterval, clock.now >= due {
-                tick()
-                nextTick = clock.now + interval
-            }
         }
+    }
+
+    /// The thread's timers, earliest first. An array kept in order rather
+    /// than a heap: the engine has a handful at a time (the next start, a
+    /// status flush, a stop's grace, intake's wait for room), where an
+    /// insertion into a short array costs less than a heap's upkeep.
+    private struct Timers {
+        private var pending: [(deadline: Duration, id: UInt64, action: @Sendable () -> Void)] = []
+        private var nextID: UInt64 = 0
+
+        var earliest: Duration? { pending.first?.deadline }
+
+        /// Adds a timer; returns its id and whether it is now the earliest.
+        mutating func add(_ deadline: Duration, _ action: @escaping @Sendable () -> Void) -> (UInt64, Bool) {
+            nextID &+= 1
+            // After the timers with the same deadline: equal deadlines fire in the order set.
+            let index = pending.firstIndex { $0.deadline > deadline } ?? pending.endIndex
+            pending.insert((deadline, nextID, action), at: index)
+            return (nextID, index == 0)
+        }
+
+        mutating func remove(_ id: UInt64) {
+            if let index = pending.firstIndex(where: { $0.id == id }) { pending.remove(at: index) }
+        }
+
+        /// The earliest timer's action if it is due at `now`, taken out.
+        mutating func takeDue(now: Duration) -> (@Sendable () -> Void)? {
+            guard let first = pending.first, first.deadline <= now else { return nil }
+            return pending.removeFirst().action
+        }
+    }
+}
+
+/// A timer a clock set (EngineClock.schedule); `cancel` stops it from
+/// firing if it has not yet, and is harmless after.
+package struct EngineTimer: Sendable {
+    package let cancel: @Sendable () -> Void
+
+    package init(cancel: @escaping @Sendable () -> Void) {
+        self.cancel = cancel
     }
 }
 
