@@ -4,54 +4,49 @@
 // `txrecon-receive.prom` when [Metrics] TextfileDirectory= is set.
 //
 // Connection threads record each answer under a lock; the writes happen on a
-// queue of their own, coalesced to at most one a second (a burst of a
-// thousand requests is one write), and only between a change and its write:
-// an idle receiver does not wake up. `stop` writes the last counts with
-// `running` false.
+// queue of their own, coalesced to at most one a second (CoalescedWriter: a
+// burst of a thousand requests is one write), and only between a change and
+// its write: an idle receiver does not wake up. `stop` writes the last counts
+// with `running` false.
 // Reports: a warning when the status file cannot be written (once, until a
 // write succeeds again).
-import Dispatch
 import Glibc
-import Synchronization
 
 final class ReceiveReporter: Sendable {
-    private struct State {
-        var statistics = ReceiveStatistics()
-        var coalescer = UpdateCoalescer(interval: ReceiveReporter.interval)
-        var running = true
-        var lastLine = ""
-        var failing = false
-    }
-
     static let interval: Duration = .seconds(1)
 
     /// Where it listens, for people: `127.0.0.1:8081`, `the socket systemd passed`.
     let listening: String
-    private let directory: ReceiverStateDirectory
     private let metrics: MetricsExporter<ReceiveStatistics>?
-    private let health: any HealthNotifier
-    private let log: any LogSink
-    private let startedAt: Int64
-    private let queue = DispatchQueue(label: "txrecon.receive-status")
-    private let state = Mutex(State())
+    private let writer: CoalescedWriter<ReceiveStatistics>
 
     init(listening: String, directory: ReceiverStateDirectory, metricsDirectory: String?, version: String,
          health: any HealthNotifier, log: any LogSink) {
         let startedAt = Timestamp.nowMilliseconds()
         self.listening = listening
-        self.directory = directory
-        self.health = health
-        self.log = log
-        self.startedAt = startedAt
         metrics = metricsDirectory.map {
             MetricsExporter(directory: $0, fileName: ReceiveMetricsReport.fileName, log: log) {
                 ReceiveMetricsReport.render($0, startedAt: startedAt, version: version, running: $1)
             }
         }
+        writer = CoalescedWriter(
+            label: "txrecon.receive-status", interval: Self.interval, initial: ReceiveStatistics(), log: log,
+            failed: { error in
+                LogEntry(.warning, "cannot write the receiver's status file: \(error); `txrecon status` shows older "
+                         + "counts until it can (retried with the next request)")
+            },
+            recovered: LogEntry(.notice, "the receiver's status file \(directory.statusPath) is written again")
+        ) { statistics, running, written in
+            let line = Self.line(statistics, listening: listening)
+            if running, line != written { health.notify("STATUS=" + line) }
+            try directory.writeStatus(Self.document(statistics, line: line, running: running, listening: listening,
+                                                    startedAt: startedAt))
+            written = line
+        }
     }
 
     /// The counts so far.
-    var statistics: ReceiveStatistics { state.withLock { $0.statistics } }
+    var statistics: ReceiveStatistics { writer.latest ?? ReceiveStatistics() }
 
     func answered(_ status: Int, after latency: Duration) {
         changed { $0.answered(status, after: latency) }
@@ -72,13 +67,12 @@ final class ReceiveReporter: Sendable {
 
     /// Writes the counts now (at READY=1).
     func flushNow() {
-        queue.sync { flush() }
+        writer.flushNow()
     }
 
     /// Writes the last counts as no longer running, waiting for the writes.
     func stop() {
-        state.withLock { $0.running = false }
-        flushNow()
+        writer.stop()
         metrics?.stop(final: statistics)
     }
 
@@ -94,50 +88,20 @@ final class ReceiveReporter: Sendable {
     }
 
     private func changed(_ change: (inout ReceiveStatistics) -> Void) {
-        let now = SystemClock().now
-        let delay = state.withLock { state -> Duration? in
-            change(&state.statistics)
-            // Under the lock: the connection threads' counts reach the
-            // exporter in the order they were made, so that the file's
+        writer.update { latest in
+            guard var statistics = latest else { return }
+            change(&statistics)
+            latest = statistics
+            // Under the writer's lock: the connection threads' counts reach
+            // the exporter in the order they were made, so that the file's
             // counters never go back (which Prometheus reads as a reset).
             // The exporter only stores the snapshot; it never calls back.
-            metrics?.publish(state.statistics)
-            return state.running ? state.coalescer.changed(at: now) : nil
-        }
-        guard let delay else { return }
-        queue.asyncAfter(deadline: .now() + .milliseconds(Int(delay.milliseconds) + 1)) { self.flush() }
-    }
-
-    private func flush() {
-        let now = SystemClock().now
-        let (statistics, running) = state.withLock { state in
-            state.coalescer.wrote(at: now)
-            return (state.statistics, state.running)
-        }
-        let line = Self.line(statistics, listening: listening)
-        if running, line != state.withLock({ $0.lastLine }) {
-            health.notify("STATUS=" + line)
-        }
-        do {
-            try directory.writeStatus(document(statistics, line: line, running: running))
-            let recovered = state.withLock { state in
-                defer { state.failing = false; state.lastLine = line }
-                return state.failing
-            }
-            if recovered { log.write(LogEntry(.notice, "the receiver's status file \(directory.statusPath) is written again")) }
-        } catch {
-            let first = state.withLock { state in
-                defer { state.failing = true }
-                return !state.failing
-            }
-            if first {
-                log.write(LogEntry(.warning, "cannot write the receiver's status file: \(error); `txrecon status` "
-                                   + "shows older counts until it can (retried with the next request)"))
-            }
+            metrics?.publish(statistics)
         }
     }
 
-    private func document(_ statistics: ReceiveStatistics, line: String, running: Bool) -> JSONValue {
+    private static func document(_ statistics: ReceiveStatistics, line: String, running: Bool, listening: String,
+                                 startedAt: Int64) -> JSONValue {
         let answers = statistics.answers.sorted { $0.key < $1.key }.map { (String($0.key), JSONValue.integer($0.value)) }
         return .object([
             ("pid", .integer(getpid())), ("running", .bool(running)), ("listening", .string(listening)),

@@ -79,7 +79,7 @@ package enum Daemon {
         }
 
         let startedAt = Timestamp.nowMilliseconds()
-        let publisher = StatusPublisher(health: health, statusFile: layout.statusFile, startedAt: startedAt)
+        let publisher = StatusPublisher(health: health, statusFile: layout.statusFile, startedAt: startedAt, log: log)
         let metrics = configuration.metrics.textfileDirectory.map {
             MetricsExporter(directory: $0, startedAt: startedAt, version: version, log: log)
         }

@@ -1,69 +1,48 @@
 // StatusPublisher: turns the engine's status into the STATUS= line (sd_notify)
 // and the status file `txrecon status` reads. Under load the status changes
 // with every item, so updates are coalesced to at most one per second; the
-// last change is always published. While nothing changes nothing runs: the
-// coalescing timer exists only between a change and its publication.
-// Reports: nothing; a failed status-file write is retried with the next change.
-import Dispatch
+// last change is always published (CoalescedWriter). While nothing changes
+// nothing runs: the coalescing timer exists only between a change and its
+// publication.
+// Reports: a warning when the status file cannot be written (once, until a
+// write succeeds again, then a notice); the write is retried with the next
+// change.
 import Glibc
-import Synchronization
 
 final class StatusPublisher: Sendable {
-    private struct State {
-        var latest: DaemonStatus?
-        var lastLine = ""
-        var coalescer = UpdateCoalescer(interval: StatusPublisher.interval)
-    }
-
     static let interval: Duration = .seconds(1)
 
-    private let health: any HealthNotifier
-    private let statusFile: String
-    private let startedAt: Int64
-    private let queue = DispatchQueue(label: "txrecon.status")
-    private let state = Mutex(State())
+    private let writer: CoalescedWriter<DaemonStatus>
 
-    init(health: any HealthNotifier, statusFile: String, startedAt: Int64) {
-        self.health = health
-        self.statusFile = statusFile
-        self.startedAt = startedAt
+    init(health: any HealthNotifier, statusFile: String, startedAt: Int64, log: any LogSink) {
+        writer = CoalescedWriter(
+            label: "txrecon.status", interval: Self.interval, log: log,
+            failed: { error in
+                LogEntry(.warning, "cannot write the status file \(statusFile): \(error); `txrecon status` shows "
+                         + "older figures until it can (retried with the next change)")
+            },
+            recovered: LogEntry(.notice, "the status file \(statusFile) is written again")
+        ) { status, _, written in
+            let line = status.line
+            guard line != written else { return }
+            health.notify("STATUS=" + line)
+            try Self.writeStatusFile(status, to: statusFile, startedAt: startedAt)
+            written = line
+        }
     }
 
     /// Records the newest status; publishes now or within `interval`.
     func publish(_ status: DaemonStatus) {
-        let now = SystemClock().now
-        let delay = state.withLock { state -> Duration? in
-            state.latest = status
-            return state.coalescer.changed(at: now)
-        }
-        guard let delay else { return }
-        if delay == .zero {
-            queue.async { self.flush() }
-        } else {
-            queue.asyncAfter(deadline: .now() + .milliseconds(Int(delay.milliseconds) + 1)) { self.flush() }
-        }
+        writer.publish(status)
     }
 
     /// Publishes the latest status at once (before READY=1 and when stopping).
     func flushNow() {
-        queue.sync { self.flush() }
+        writer.flushNow()
     }
 
-    private func flush() {
-        let now = SystemClock().now
-        let (status, changed) = state.withLock { state -> (DaemonStatus?, Bool) in
-            state.coalescer.wrote(at: now)
-            guard let latest = state.latest else { return (nil, false) }
-            let line = latest.line
-            defer { state.lastLine = line }
-            return (latest, line != state.lastLine)
-        }
-        guard let status, changed else { return }
-        health.notify("STATUS=" + status.line)
-        writeStatusFile(status)
-    }
-
-    private func writeStatusFile(_ daemon: DaemonStatus) {
+    private static func writeStatusFile(_ daemon: DaemonStatus, to statusFile: String,
+                                        startedAt: Int64) throws(SpoolError) {
         let status = daemon.totals
         var members: [(String, JSONValue)] = [
             ("pid", .integer(getpid())), ("startedAt", .string(Timestamp.rfc3339(milliseconds: startedAt))),
@@ -84,8 +63,8 @@ final class StatusPublisher: Sendable {
                     + (entry.status.intakeWaitsBelow.map { [("takesMoreBelow", JSONValue.integer($0))] } ?? []))
         })))
         if let ledger = daemon.ledger { members.append(("ledger", Self.ledger(ledger))) }
-        try? SystemCall.replaceFile(statusFile, JSONValue.object(members).serialized,
-                                    temporaryName: statusFile + ".tmp", sync: false)
+        try SystemCall.replaceFile(statusFile, JSONValue.object(members).serialized,
+                                   temporaryName: statusFile + ".tmp", sync: false)
     }
 
     /// The ledger for `txrecon status`: path, rows, bytes, lag, and why it
