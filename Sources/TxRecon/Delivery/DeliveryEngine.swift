@@ -51,8 +51,11 @@ package actor DeliveryEngine {
     /// shows them), the destination's name and what writes the answers
     /// owed to Apple; rebuilt when the configuration is.
     private var attemptContext: Attempt.Context
-    private var spool: Spool { attemptContext.spool }
-    private var clock: any EngineClock { attemptContext.clock }
+    /// The spool and the clock of the context, kept here too: read several
+    /// times per item, a stored `let` costs no reference counting through
+    /// the context.
+    private let spool: Spool
+    private let clock: any EngineClock
     private var destination: String { attemptContext.destination }
     private var answers: AnswerTaker? { attemptContext.answers }
     private let events: ItemEvents
@@ -106,6 +109,8 @@ package actor DeliveryEngine {
          receipts: ReceiptLibrary? = nil, answers: AnswerTaker? = nil,
          publish: @escaping @Sendable (EngineStatus) -> Void) {
         self.executor = executor
+        self.spool = spool
+        self.clock = clock
         self.ledger = ledger
         self.buildDoneIndex = buildDoneIndex
         self.settings = settings
@@ -617,7 +622,10 @@ package actor DeliveryEngine {
             sentAt = settlement.sentAt
             status.statistics.attemptDurations.record(clock.now - started)
         }
-        guard var entry = pending.entries[key] else { return afterAttempt() }
+        // One look-up: nothing changes the entries before the fate is
+        // performed, so `index` holds until then.
+        guard let index = pending.entries.index(forKey: key) else { return afterAttempt() }
+        var entry = pending.entries.values[index]
         entry.inFlight = false
         let verdict: AttemptVerdict
         switch exchange {
@@ -640,7 +648,7 @@ package actor DeliveryEngine {
         }
         switch verdict.fate {
         case let .delivered(confirmation):
-            pending.entries[key] = nil
+            pending.entries.remove(at: index)
             if entry.hasStateFile { untidied.add(key) }
             status.delivered += 1
             if deliveredKeys.delivered(key) { rebuildDoneIndex() }
@@ -658,7 +666,7 @@ package actor DeliveryEngine {
             }
             if let parked = entry.parked?.value { placeParked(parked) }
         case let .refused(reason, httpStatus):
-            pending.entries[key] = nil
+            pending.entries.remove(at: index)
             pending.held.insert(key)
             status.statistics.held += 1
             if let item {
@@ -674,7 +682,7 @@ package actor DeliveryEngine {
         case let .retry(retry):
             let parked = retry.placesParked ? entry.parked?.value : nil
             if parked != nil { entry.parked = nil }
-            pending.entries[key] = entry
+            pending.entries.values[index] = entry
             scheduleRetry(key, reason: retry.reason, status: retry.status, retryAfter: retry.retryAfter,
                           countsAgainstBackend: retry.countsAgainstBackend, atOnce: retry.atOnce, wasProbe: wasProbe)
             if retry.watchesDeadline, let item { watchDeadline(item, held: false) }
