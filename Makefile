@@ -48,7 +48,7 @@ DEB_ARCH := $(shell dpkg --print-architecture 2>/dev/null)
 DEB_STAGE = .build/deb/txrecon_$(VERSION)_$(DEB_ARCH)
 
 .PHONY: all deps nats-server deps-docs deps-systemd-test build release test test-loaded demo metrics-check clean install install-files \
-        deb check-docs systemd-test bench bench-long bench-profile bench-journal soak fuzz sanitize \
+        deb check-docs systemd-test bench bench-long bench-profile bench-journal bench-instructions soak fuzz sanitize \
         deps-powercut powercut powercut-control nginx-test
 
 all: build
@@ -316,3 +316,13 @@ bench-profile: deps
 
 bench-journal: deps
 	python3 bench/bench.py --only journal $(BENCH_FLAGS)
+
+# Instructions per delivered envelope, counted by callgrind (bench/instructions.py):
+# the release binary, and each of REFERENCES (release binaries of other commits,
+# e.g. .build/bench/reference-COMMIT/.build/release/txrecon), alternated run by run.
+# Far steadier than CPU time on a shared host; minutes per run.
+REFERENCES ?=
+
+bench-instructions: deps release
+	command -v valgrind >/dev/null || apt-get install -y --no-install-recommends valgrind
+	python3 bench/instructions.py $(CURDIR)/.build/release/txrecon $(REFERENCES)

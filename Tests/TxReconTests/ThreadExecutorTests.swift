@@ -119,6 +119,29 @@ struct ThreadExecutorTests {
         #expect(await counter.values == [2])
     }
 
+    @Test func aDueTimerFiresWhileTheQueueNeverRunsDry() async throws {
+        let executor = try ThreadExecutor(name: "txr-test-busy")
+        defer { executor.shutdown() }
+        let clock = SystemClock()
+        let fired = Atomic<Bool>(false)
+        let callsBeforeFiring = Atomic<Int>(0)
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            executor.submit {
+                _ = executor.schedule(at: clock.now) { fired.store(true, ordering: .relaxed) }
+                // Each call puts the next before it returns: the queue is
+                // never empty until the timer has fired.
+                @Sendable func busy() {
+                    if fired.load(ordering: .relaxed) { return done.resume() }
+                    callsBeforeFiring.add(1, ordering: .relaxed)
+                    executor.submit(busy)
+                }
+                executor.submit(busy)
+            }
+        }
+        let calls = callsBeforeFiring.load(ordering: .relaxed)
+        #expect(calls <= 64)
+    }
+
     /// Off the executor's thread, taking its actor as isolated must stop
     /// the process rather than race with the thread.
     @Test func assumingItsActorIsolatedOnAnotherThreadStopsTheProcess() async {

@@ -76,24 +76,28 @@ final class HandoffQueue<Element: Sendable>: @unchecked Sendable {
     }
 
     /// Like `take`, but returns `.timedOut` once `timeout` has passed; nil
-    /// waits for ever. Call only from a dedicated thread.
-    func take(timeout: Duration?) -> Taken {
+    /// waits for ever. `timeout` is asked only when there is nothing to
+    /// take (so that a busy consumer reads no clock), with the queue's lock
+    /// held: it must not use the queue. Call only from a dedicated thread.
+    func take(timeout: () -> Duration?) -> Taken {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
-        var deadline = timespec()
-        if let timeout {
-            clock_gettime(CLOCK_MONOTONIC, &deadline)
-            let nanoseconds = Int64(deadline.tv_nsec) + timeout.components.attoseconds / 1_000_000_000
-            deadline.tv_sec += time_t(timeout.components.seconds + nanoseconds / 1_000_000_000)
-            deadline.tv_nsec = Int(nanoseconds % 1_000_000_000)
-        }
-        while head == elements.count && !closed {
-            guard timeout != nil else {
-                pthread_cond_wait(condition, mutex)
-                continue
-            }
-            if pthread_cond_timedwait(condition, mutex, &deadline) == ETIMEDOUT, head == elements.count {
-                return .timedOut
+        if head == elements.count && !closed {
+            if let wait = timeout() {
+                guard wait > .zero else { return .timedOut }
+                var deadline = timespec()
+                clock_gettime(CLOCK_MONOTONIC, &deadline)
+                let (seconds, attoseconds) = wait.components
+                let nanoseconds = Int64(deadline.tv_nsec) + attoseconds / 1_000_000_000
+                deadline.tv_sec += time_t(seconds + nanoseconds / 1_000_000_000)
+                deadline.tv_nsec = Int(nanoseconds % 1_000_000_000)
+                while head == elements.count && !closed {
+                    if pthread_cond_timedwait(condition, mutex, &deadline) == ETIMEDOUT, head == elements.count {
+                        return .timedOut
+                    }
+                }
+            } else {
+                while head == elements.count && !closed { pthread_cond_wait(condition, mutex) }
             }
         }
         guard !closed else { return .closed }

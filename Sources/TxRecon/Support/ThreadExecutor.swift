@@ -107,20 +107,19 @@ package final class ThreadExecutor: SerialExecutor, TaskExecutor {
         thread.store(pthread_self(), ordering: .releasing)
         let clock = SystemClock()
         var nextTick = tickInterval.map { clock.now + $0 }
+        // Timers and the tick are looked at when the queue runs dry (its
+        // wait is cut to the earliest of them, zero when one is due) and
+        // every `jobsPerLook` jobs while it does not: a busy thread reads
+        // no clock per job (a Duration's arithmetic is hundreds of
+        // instructions), and a timer waits a few jobs at most.
+        var jobsSinceLook = 0
         while true {
-            // One look at the timers per job: a lock and a clock reading.
-            var wake = timers.withLock { $0.earliest }
-            if let earliest = wake, earliest <= clock.now {
-                let now = clock.now
-                while let due = timers.withLock({ $0.takeDue(now: now) }) { due() }
-                wake = timers.withLock { $0.earliest }
+            let taken = work.take {
+                var wake = timers.withLock { $0.earliest }
+                if let tick = nextTick { wake = min(wake ?? tick, tick) }
+                return wake.map { max(.zero, $0 - clock.now) }
             }
-            if let due = nextTick, let interval = tickInterval, clock.now >= due {
-                tick()
-                nextTick = clock.now + interval
-            }
-            if let tick = nextTick { wake = min(wake ?? tick, tick) }
-            switch work.take(timeout: wake.map { max(.zero, $0 - clock.now) }) {
+            switch taken {
             case let .element(.job(job)):
                 job.runSynchronously(isolatedTo: serial, taskExecutor: task)
             case let .element(.call(call)):
@@ -128,10 +127,22 @@ package final class ThreadExecutor: SerialExecutor, TaskExecutor {
             case .element(.end), .closed:
                 return
             case .timedOut:
-                break
+                jobsSinceLook = Self.jobsPerLook
+            }
+            jobsSinceLook += 1
+            guard jobsSinceLook >= Self.jobsPerLook else { continue }
+            jobsSinceLook = 0
+            let now = clock.now
+            while let due = timers.withLock({ $0.takeDue(now: now) }) { due() }
+            if let due = nextTick, let interval = tickInterval, now >= due {
+                tick()
+                nextTick = clock.now + interval
             }
         }
     }
+
+    /// See `run`.
+    private static let jobsPerLook = 64
 
     /// The thread's timers, earliest first. An array kept in order rather
     /// than a heap: the engine has a handful at a time (the next start, a
