@@ -1,40 +1,58 @@
-// StatusRecorder: collects every status the engine publishes and lets a test
-// wait until one satisfies a condition (the engine has processed an answer),
-// instead of sleeping.
+// Recorded: collects every value a component publishes (the engine's status,
+// the ledger's) and lets a test wait until one satisfies a condition (the
+// engine has processed an answer, the writer has written), instead of
+// sleeping.
 import Synchronization
 import TxRecon
 
-package final class StatusRecorder: Sendable {
+package typealias StatusRecorder = Recorded<EngineStatus>
+
+package final class Recorded<Value: Sendable>: Sendable {
+    private struct Waiter {
+        var predicate: @Sendable (Value) -> Bool
+        var continuation: CheckedContinuation<Value, Never>
+    }
+
     private struct State {
-        var history: [EngineStatus] = []
-        var waiters: [(predicate: @Sendable (EngineStatus) -> Bool, continuation: CheckedContinuation<EngineStatus, Never>)] = []
+        var history: [Value] = []
+        var waiters: [Waiter] = []
     }
 
     private let state = Mutex(State())
 
     package init() {}
 
-    package var latest: EngineStatus? { state.withLock { $0.history.last } }
-    package var history: [EngineStatus] { state.withLock { $0.history } }
+    package var latest: Value? { state.withLock { $0.history.last } }
+    package var history: [Value] { state.withLock { $0.history } }
+    /// How many values were recorded so far.
+    package var count: Int { state.withLock { $0.history.count } }
 
-    package func record(_ status: EngineStatus) {
-        let woken = state.withLock { state -> [CheckedContinuation<EngineStatus, Never>] in
-            state.history.append(status)
-            let ready = state.waiters.filter { $0.predicate(status) }.map(\.continuation)
-            state.waiters.removeAll { $0.predicate(status) }
+    package func record(_ value: Value) {
+        let woken = state.withLock { state -> [CheckedContinuation<Value, Never>] in
+            state.history.append(value)
+            let ready = state.waiters.filter { $0.predicate(value) }.map(\.continuation)
+            state.waiters.removeAll { $0.predicate(value) }
             return ready
         }
-        for continuation in woken { continuation.resume(returning: status) }
+        for continuation in woken { continuation.resume(returning: value) }
     }
 
-    /// Returns the first published status (the latest one included) that
+    /// Returns the first recorded value (the latest one included) that
     /// satisfies `predicate`.
     @discardableResult
-    package func waitFor(_ predicate: @escaping @Sendable (EngineStatus) -> Bool) async -> EngineStatus {
+    package func waitFor(_ predicate: @escaping @Sendable (Value) -> Bool) async -> Value {
+        await waitFor(after: nil, predicate)
+    }
+
+    /// Returns the first value recorded after the first `count` (nil: the
+    /// latest one included) that satisfies `predicate`.
+    @discardableResult
+    package func waitFor(after count: Int?, _ predicate: @escaping @Sendable (Value) -> Bool) async -> Value {
         await withCheckedContinuation { continuation in
-            let now = state.withLock { state -> EngineStatus? in
-                if let latest = state.history.last, predicate(latest) { return latest }
-                state.waiters.append((predicate, continuation))
+            let now = state.withLock { state -> Value? in
+                let candidates = count.map { state.history.dropFirst($0) } ?? state.history.suffix(1)
+                if let found = candidates.first(where: predicate) { return found }
+                state.waiters.append(Waiter(predicate: predicate, continuation: continuation))
                 return nil
             }
             if let now { continuation.resume(returning: now) }

@@ -261,6 +261,11 @@ final class LedgerService: Sendable {
                 return true
             }
             if idle {
+                // The status shows the writer's backlog as the engines last
+                // published it; once they go quiet nothing else would tell
+                // it that the backlog is written (`txrecon status` showed
+                // "pending" for good after a drain).
+                observe(status)
                 // A flush that found the writer busy waits for this.
                 endRound()
                 wake.wait()

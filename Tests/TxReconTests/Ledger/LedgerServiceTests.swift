@@ -51,6 +51,29 @@ import TxReconTestSupport
         #expect(ledger.durableThrough > 0, "the reaper may remove what the ledger holds")
     }
 
+    /// After a drain the engines go quiet; the status must still learn
+    /// that the writer's backlog is written, from the writer itself.
+    @Test(.timeLimit(.minutes(1)))
+    func theWriterTellsTheStatusWhenItsBacklogIsWritten() async throws {
+        let observed = Recorded<LedgerService.Status>()
+        let ledger = LedgerService(settings: LedgerService.Settings(
+            path: directory.path + "/state/ledger.sqlite3", retention: .seconds(86_400),
+            destinations: [(Destination.primaryName, spool)],
+            reader: StoredItemReader(acceptEnvelopes: true, policy: nil,
+                                     receipts: ReceiptLibrary(store: ReceiptStore(layout: SpoolLayout(root: "/nonexistent")))),
+            maximumFileSize: 1 << 20), log: log, observe: { observed.record($0) })
+        try ledger.start()
+        defer { ledger.stop() }
+        _ = await observed.waitFor { !$0.catchingUp && $0.pending == 0 }
+        let before = observed.count
+        for index in 0..<50 {
+            ledger.record(destination: "backend", item: Self.envelope("k\(index)", version: 1), attempt: 1,
+                          confirmation: .http(status: 204), at: Timestamp.nowMilliseconds())
+        }
+        let written = await observed.waitFor(after: before) { $0.pending == 0 && $0.lagMilliseconds == 0 }
+        #expect(written.unavailable == nil)
+    }
+
     @Test func theIdempotencyKeyTheLedgerShowsIsTheOneTheRequestCarried() throws {
         let ledger = service()
         try ledger.start()
