@@ -7,9 +7,7 @@
 // parks, and what main must do on the main thread before any other starts
 // (block the daemon's signals, see DaemonSignals) would miss it.
 // Reports: a thread that cannot be started, on stderr, as exit status 1.
-import Dispatch
 import Glibc
-import Synchronization
 
 package enum CommandThread {
     /// Runs `command` with a thread named "txrecon-main" as its preferred
@@ -25,14 +23,6 @@ package enum CommandThread {
             return Daemon.ExitStatus.failure
         }
         defer { executor.shutdown() }
-        let status = Mutex<Int32>(Daemon.ExitStatus.failure)
-        let done = DispatchSemaphore(value: 0)
-        Task(executorPreference: executor) {
-            let result = await command()
-            status.withLock { $0 = result }
-            done.signal()
-        }
-        done.wait()
-        return status.withLock { $0 }
+        return executor.runBlocking(command)
     }
 }
