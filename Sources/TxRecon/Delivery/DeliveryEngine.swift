@@ -615,13 +615,13 @@ package actor DeliveryEngine {
         active -= 1
         // Nothing was sent by a local end: the next probe goes with the next key.
         let wasProbe = health.probeEnded(key)
-        var item: Item?
-        var sentAt: Duration?
-        if case let .answered(answered, settlement) = exchange {
-            item = answered
-            sentAt = settlement.sentAt
+        // What was sent, if anything: the item and what the worker settled.
+        var answered: (item: Item, settlement: Attempt.Settlement)?
+        if case let .answered(item, settlement) = exchange {
+            answered = (item, settlement)
             status.statistics.attemptDurations.record(clock.now - started)
         }
+        let item = answered?.item
         // One look-up: nothing changes the entries before the fate is
         // performed, so `index` holds until then.
         guard let index = pending.entries.index(forKey: key) else { return afterAttempt() }
@@ -631,9 +631,9 @@ package actor DeliveryEngine {
         switch exchange {
         case let .local(end):
             verdict = .local(key, end)
-        case let .answered(answered, settlement):
-            entry.version = answered.version
-            entry.kind = answered.kind
+        case let .answered(item, settlement):
+            entry.version = item.version
+            entry.kind = item.kind
             verdict = .answered(key, settlement, attempt: attempt, inbox: entry.inbox,
                                 metOutage: health.metOutage(sentAt: settlement.sentAt))
         }
@@ -661,8 +661,8 @@ package actor DeliveryEngine {
                                  confirmation: confirmation, file: inbox, app: app)
             }
             deadlines.delivered(key)
-            if case let .answered(_, settlement) = exchange, !settlement.outboxNotes.isEmpty {
-                status.statistics.answersQueued += events.outbox(key, settlement.outboxNotes)
+            if let notes = answered?.settlement.outboxNotes, !notes.isEmpty {
+                status.statistics.answersQueued += events.outbox(key, notes)
             }
             if let parked = entry.parked?.value { placeParked(parked) }
         case let .refused(reason, httpStatus):
@@ -692,7 +692,7 @@ package actor DeliveryEngine {
         case .forgotten:
             if let parked = pending.forget(key) { placeParked(parked) }
         }
-        if verdict.backendAnswered, let sentAt { backendAnswered(requestSent: sentAt) }
+        if verdict.backendAnswered, let sentAt = answered?.settlement.sentAt { backendAnswered(requestSent: sentAt) }
         afterAttempt()
     }
 

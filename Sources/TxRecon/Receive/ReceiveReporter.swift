@@ -89,9 +89,11 @@ final class ReceiveReporter: Sendable {
 
     private func changed(_ change: (inout ReceiveStatistics) -> Void) {
         writer.update { latest in
-            guard var statistics = latest else { return }
-            change(&statistics)
-            latest = statistics
+            // Changed in place: a copy would copy the counts' dictionaries
+            // at every request.
+            guard latest != nil else { return }
+            change(&latest!)
+            let statistics = latest!
             // Under the writer's lock: the connection threads' counts reach
             // the exporter in the order they were made, so that the file's
             // counters never go back (which Prometheus reads as a reset).
