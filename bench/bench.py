@@ -43,7 +43,12 @@ Measurements (each on a fresh spool under a temporary directory):
               it (goal 75 %) and its CPU per item as a multiple of the
               reference's (goal 1.5×). The ratio against the reference's
               own clock (its threads' start to their end, the measure
-              before 2026-12-05) is shown beside it.
+              before 2026-12-05) is shown beside it. And issue 44's
+              single-threaded reference (bench/curlmulti.c): the same per
+              file work on one thread driving the same number of
+              connections through libcurl's multi interface, timed the
+              same way; txrecon's rate as a fraction of it (goal 90 %) and
+              its CPU per item as a multiple of it (goal 1.3×).
  3. latency   a steady 200 drops/s into the running daemon; per item the
               time from rename(2) returning in this script (CLOCK_REALTIME)
               to nginx's $msec for that request's Idempotency-Key. $msec is
@@ -896,6 +901,7 @@ class Bench:
                                      text=True).stdout.strip()
         self.binary = build_txrecon(args)
         self.curlclient = build_c_tool("curlclient", ["-lcurl", "-lpthread"], self.tools)
+        self.curlmulti = build_c_tool("curlmulti", ["-lcurl"], self.tools)
         self.nginx = Nginx(find_nginx(os.path.join(self.tools, "nginx")), os.path.join(self.work, "nginx"),
                            args.nginx_workers)
         self.notify = NotifySocket(os.path.join(self.work, "notify.sock"))
@@ -1084,6 +1090,29 @@ class Bench:
             return (count / (end - start), float(fields["process_cpu_seconds"]) / count * 1e6,
                     float(fields["rate"]), float(fields["cpu_seconds"]) / count * 1e6)
 
+    def single_threaded_reference(self, run, count):
+        """Issue 44's reference (bench/curlmulti.c: list, open, read, POST
+        through libcurl's multi interface on one thread, rename on 2xx) over
+        `count` envelopes in new/, timed as the per-file reference is.
+        (rate, µs of CPU per file of the whole process)."""
+        with self.reference_spool(f"multi-{run}-", count) as spool:
+            new = os.path.join(spool, "new")
+            start = time.monotonic()
+            child = PROCESSES.start([self.curlmulti, self.nginx.url(self.nginx.fast_port), spool,
+                                     str(self.args.connections)], stdout=subprocess.PIPE, text=True)
+            deadline = start + self.drain_timeout(count)
+            while not directory_is_empty(new) and child.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.01)
+            end = time.monotonic()
+            output, _ = child.communicate(timeout=600)
+            PROCESSES.end(child)
+            if child.returncode != 0 or not directory_is_empty(new):
+                raise BenchError(f"single-threaded reference failed (status {child.returncode}): {output.strip()}")
+            fields = dict(part.split("=") for part in output.split())
+            if int(fields["items"]) != count:
+                raise BenchError(f"single-threaded reference listed {fields['items']} files, not {count}")
+            return count / (end - start), float(fields["process_cpu_seconds"]) / count * 1e6
+
     def measure_drain_and_limit(self):
         count, runs = self.args.items, self.args.runs
         bodies_path = os.path.join(self.work, "bodies.jsonl")
@@ -1092,6 +1121,7 @@ class Bench:
                 out.write(request_body(name) + "\n")
         txrecon, txrecon_cpu, curl, curl_cpu, renaming, renaming_cpu = [], [], [], [], [], []
         per_file, per_file_cpu, own_clock, own_clock_cpu = [], [], [], []
+        single, single_cpu = [], []
         self.kernel_shares = []
         self.ready_times = []
         try:
@@ -1119,6 +1149,11 @@ class Bench:
                 own_clock_cpu.append(own_cpu)
                 log(f"  per-file reference {rate:,.0f}/s, {cpu:.0f} µs CPU per file "
                     f"(by its own clock {own_rate:,.0f}/s, {own_cpu:.0f} µs)")
+                log(f"single-threaded reference (curl multi), run {run + 1}/{runs}: {count} files")
+                rate, cpu = self.single_threaded_reference(run, count)
+                single.append(rate)
+                single_cpu.append(cpu)
+                log(f"  single-threaded reference {rate:,.0f}/s, {cpu:.0f} µs CPU per file")
         except BenchError as error:
             self.fail_row(f"1. Drain, {count:,} envelopes in new/ at start", "≥ 10,000/s", error)
             return
@@ -1163,6 +1198,17 @@ class Bench:
                      + ", ".join(f"{f:.1%}" for f in own_clock_fractions) + ")"))
         self.add(Row("2. txrecon / per-file reference: CPU per item", f"{median(cpu_ratios):.2f}×", "≤ 1.5×",
                      median(cpu_ratios) <= 1.5, ", ".join(f"{r:.2f}×" for r in cpu_ratios)))
+        # Issue 44's speed goal: against one thread doing the same per file
+        # with libcurl's multi interface (no hand-over, no lock, one poll).
+        single_fractions = [t / r for t, r in zip(txrecon, single)]
+        single_cpu_ratios = [t / r for t, r in zip(txrecon_cpu, single_cpu)]
+        self.add(Row("2. Single-threaded reference (curl multi: list, open, read, POST, rename on 2xx)",
+                     f"{fmt_rate(median(single))}; {median(single_cpu):.0f} µs CPU per file", "reference", None,
+                     runs_note(single, "/s") + "; " + runs_note(single_cpu, " µs")))
+        self.add(Row("2. txrecon / single-threaded reference: rate (same run)", f"{median(single_fractions):.1%}",
+                     "≥ 90%", median(single_fractions) >= 0.9, ", ".join(f"{f:.1%}" for f in single_fractions)))
+        self.add(Row("2. txrecon / single-threaded reference: CPU per item", f"{median(single_cpu_ratios):.2f}×",
+                     "≤ 1.3×", median(single_cpu_ratios) <= 1.3, ", ".join(f"{r:.2f}×" for r in single_cpu_ratios)))
         self.add(Row(f"5. Start-up with {count:,} in new/: exec → READY=1", f"{median(self.ready_times):.2f} s",
                      "≤ 2 s", median(self.ready_times) <= 2.0, runs_note(self.ready_times, " s")))
         os.unlink(bodies_path)
