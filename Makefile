@@ -43,7 +43,7 @@ SYSTEMD_TEST_PACKAGES := $(DOCS_PACKAGES) systemd-container debootstrap dpkg-dev
 
 RELEASE_BINARY := .build/release/txrecon
 # TxReconVersion.current, the version the binary reports.
-VERSION  := $(shell sed -n 's/.*static let current = "\(.*\)".*/\1/p' Sources/TxRecon/Support/CommandLineSupport.swift 2>/dev/null)
+VERSION  := $(shell sed -n 's/.*static let current = "\(.*\)".*/\1/p' Sources/TxRecon/Service/CommandLineSupport.swift 2>/dev/null)
 DEB_ARCH := $(shell dpkg --print-architecture 2>/dev/null)
 DEB_STAGE = .build/deb/txrecon_$(VERSION)_$(DEB_ARCH)
 

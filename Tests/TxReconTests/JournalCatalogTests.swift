@@ -52,7 +52,7 @@ private func catalogEntries() throws -> [CatalogEntry] {
     /// Guards against a constant added to MessageID but forgotten in `all`,
     /// which would then escape the two checks above.
     @Test func everyIDLiteralInMessageIDIsListedInAll() throws {
-        let source = try readText("Sources/TxRecon/Service/MessageID.swift")
+        let source = try readText("Sources/TxRecon/Log/MessageID.swift")
         let parts: [Substring] = source.split(separator: "\"")
         let literals = parts.filter { $0.count == 32 && $0.allSatisfy(\.isHexDigit) }.map(String.init)
         #expect(Set(literals) == Set(MessageID.all))

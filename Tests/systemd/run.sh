@@ -83,7 +83,7 @@ restarted_since() { [ "$(prop NRestarts)" -gt "$1" ] && state_is active/running;
 explained() { in_ct journalctl -x -u "$UNIT" --no-pager -n 1 MESSAGE_ID="$(message_id "$1")" | contains "$2"; }
 # message_id NAME: the id MessageID.swift gives NAME.
 message_id() {
-  sed -n "s/.*static let $1 = \"\([0-9a-f]\{32\}\)\".*/\1/p" "$ROOT/Sources/TxRecon/Service/MessageID.swift"
+  sed -n "s/.*static let $1 = \"\([0-9a-f]\{32\}\)\".*/\1/p" "$ROOT/Sources/TxRecon/Log/MessageID.swift"
 }
 
 # ---------------------------------------------------------------- containers
