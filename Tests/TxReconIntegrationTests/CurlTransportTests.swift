@@ -104,19 +104,21 @@ import TxReconTestSupport
         let (otherResults, otherEnded) = AsyncStream.makeStream(of: TransportResult.self)
         server.setHandler { request in
             guard request.bodyText == "hang" else { return .status(204) }
-            transport.start { send in
-                let result = send(otherRequest)
-                ended.note("other")
-                otherEnded.yield(result)
-            }
+            transport.start(TransportExchange {
+                .send(otherRequest) { result in
+                    ended.note("other")
+                    otherEnded.yield(result)
+                }
+            })
             return .hang
         }
         let hung = await withCheckedContinuation { (continuation: CheckedContinuation<TransportResult, Never>) in
-            transport.start { send in
-                let result = send(hangRequest)
-                ended.note("hung")
-                continuation.resume(returning: result)
-            }
+            transport.start(TransportExchange {
+                .send(hangRequest) { result in
+                    ended.note("hung")
+                    continuation.resume(returning: result)
+                }
+            })
         }
         var others = otherResults.makeAsyncIterator()
         #expect(await others.next() == .response(status: 204, retryAfter: nil, bodyPrefix: []))

@@ -141,14 +141,14 @@ package final class ScriptedTransport: Transport {
 
     /// Runs the exchange on a thread of its own (it blocks, as on a real
     /// transport's worker), with a `send` that answers from the script.
-    package func start(_ exchange: @escaping @Sendable (_ send: (DeliveryRequest) -> TransportResult) -> Void) {
+    package func start(_ exchange: TransportExchange) {
         // In line on the engine's thread, in its order, not the new thread's.
         let turn = lineUp()
         do {
             try DedicatedThread.start(name: "txrecon-test-send") {
                 turn?.wait()
                 defer { self.finishTurn() }
-                exchange { request in self.answer(request) }
+                exchange.run { request in self.answer(request) }
                 let woken = self.state.withLock { state in
                     state.finished += 1
                     return state.finishWaiters.satisfied(by: state.finished)

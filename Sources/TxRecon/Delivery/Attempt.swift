@@ -105,9 +105,37 @@ struct Attempt: Sendable {
         case answered(Item, Settlement)
     }
 
-    /// Runs the attempt with `send` (the transport's, blocking) on the
-    /// calling thread.
+    /// The attempt as the transport runs it: `prepare` reads the item and
+    /// builds its request (or ends here and reports, having sent nothing),
+    /// and the answer is settled where the transport hands it back;
+    /// `report` gets the end either way, once.
+    func exchange(in context: Context, report: @escaping @Sendable (Exchange) -> Void) -> TransportExchange {
+        TransportExchange {
+            switch begin(in: context) {
+            case let .local(end):
+                report(.local(end))
+                return .ended
+            case let .send(item, request, sentAt):
+                return .send(request) { result in report(settle(item, result, sentAt: sentAt, in: context)) }
+            }
+        }
+    }
+
+    /// Runs the attempt with `send` (blocking) on the calling thread.
     func run(send: (DeliveryRequest) -> TransportResult, in context: Context) -> Exchange {
+        switch begin(in: context) {
+        case let .local(end): return .local(end)
+        case let .send(item, request, sentAt): return settle(item, send(request), sentAt: sentAt, in: context)
+        }
+    }
+
+    /// What the attempt sends, or how it ended without sending.
+    private enum Beginning {
+        case local(LocalEnd)
+        case send(Item, DeliveryRequest, sentAt: Duration)
+    }
+
+    private func begin(in context: Context) -> Beginning {
         let item: Item
         var request: DeliveryRequest
         switch prepare(context) {
@@ -118,8 +146,11 @@ struct Attempt: Sendable {
         }
         request.replayedAt = replayedAt
         request.keepsAnswer = context.answers?.readsAnswer(to: item, from: context.destination) ?? false
-        let sentAt = context.clock.now
-        let result = send(request)
+        return .send(item, request, sentAt: context.clock.now)
+    }
+
+    /// Maps the transport's `result` to an Outcome and commits it to the spool.
+    private func settle(_ item: Item, _ result: TransportResult, sentAt: Duration, in context: Context) -> Exchange {
         let wall = context.clock.wallMilliseconds
         let outcome = Outcome(result, now: Double(wall) / 1000, redactor: context.redactor)
         var settlement = Settlement(outcome: outcome, sentAt: sentAt)

@@ -71,11 +71,11 @@ package final class CurlTransport: Transport {
     /// that worker's connection. A send waits at most `Timeout=`. After
     /// `shutdown()`, exchanges still run (on a thread of their own, so that
     /// what they commit stays consistent) with a `send` that fails at once.
-    package func start(_ exchange: @escaping @Sendable (_ send: (DeliveryRequest) -> TransportResult) -> Void) {
+    package func start(_ exchange: TransportExchange) {
         let options = self.options.withLock { $0 }
         // The worker refuses a header that holds a line break or NUL
         // (CurlHeaderList), before anything is sent.
-        if let refused = jobs.put(CurlJob(options: options, execute: exchange)) { refused.refuse() }
+        if let refused = jobs.put(CurlJob(options: options, exchange: exchange)) { refused.refuse() }
     }
 
     /// Uses `settings` and `tls` for every attempt that starts after this call.
@@ -110,10 +110,10 @@ enum CurlLibrary {
 /// One attempt waiting for a worker.
 struct CurlJob: Sendable {
     var options: CurlOptions
-    var execute: @Sendable (_ send: (DeliveryRequest) -> TransportResult) -> Void
+    var exchange: TransportExchange
 
     func refuse() {
-        TransportRefusal.run(execute)
+        TransportRefusal.run(exchange)
     }
 }
 
@@ -123,11 +123,11 @@ struct CurlJob: Sendable {
 enum TransportRefusal {
     private static let shutDownResult = TransportResult.failure(TransportFailure(.other, "transport shut down"))
 
-    static func run(_ execute: @escaping @Sendable (_ send: (DeliveryRequest) -> TransportResult) -> Void) {
+    static func run(_ exchange: TransportExchange) {
         do {
-            try DedicatedThread.start(name: "txrecon-refused") { execute { _ in shutDownResult } }
+            try DedicatedThread.start(name: "txrecon-refused") { exchange.run { _ in shutDownResult } }
         } catch {
-            execute { _ in shutDownResult }
+            exchange.run { _ in shutDownResult }
         }
     }
 }

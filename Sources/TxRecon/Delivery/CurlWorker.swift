@@ -38,7 +38,7 @@ final class CurlWorker {
     /// dedicated thread only.
     func run(_ jobs: HandoffQueue<CurlJob>) {
         while let job = jobs.take() {
-            job.execute { request in attempt(request, with: job.options) }
+            job.exchange.run { request in attempt(request, with: job.options) }
         }
     }
 

@@ -586,10 +586,10 @@ package actor DeliveryEngine {
 
     // MARK: Attempts
 
-    /// Runs one attempt as an exchange on the transport's own thread (see
-    /// Attempt: read, send, commit the outcome right there; the key is in
+    /// Runs one attempt as the transport's exchange (see Attempt: read,
+    /// send, commit the outcome where the answer arrives; the key is in
     /// flight, so nothing else touches its file, and no blocking call runs
-    /// on the actor or the cooperative pool). Then hands the result to the
+    /// on the cooperative pool). Then hands the result to the
     /// engine's thread as a plain call: an attempt costs no task, no
     /// continuation and no actor hop, which at thousands of attempts a
     /// second is a tenth of the daemon's CPU (bench/FINDINGS.md).
@@ -600,12 +600,11 @@ package actor DeliveryEngine {
                               maximumSize: settings.maxFileSize, now: clock.wallMilliseconds, replayedAt: replayedAt)
         let context = attemptContext
         let executor = self.executor, started = clock.now
-        transport.start { send in
-            let exchange = attempt.run(send: send, in: context)
+        transport.start(attempt.exchange(in: context) { exchange in
             executor.submit {
                 self.assumeIsolated { engine in engine.attemptEnded(key, exchange, attempt: number, started: started) }
             }
-        }
+        })
     }
 
     /// Performs what AttemptVerdict makes of an ended attempt: the key's

@@ -58,7 +58,7 @@ final class JetStreamTransport: DestinationTransport {
 
     private struct Job: Sendable {
         var options: Options
-        var execute: @Sendable (_ send: (DeliveryRequest) -> TransportResult) -> Void
+        var exchange: TransportExchange
     }
 
     private let jobs = HandoffQueue<Job>()
@@ -96,7 +96,7 @@ final class JetStreamTransport: DestinationTransport {
             do {
                 try DedicatedThread.start(name: "txrecon-nats-\(index)") { [self] in
                     while let job = jobs.take() {
-                        job.execute { request in publish(request, with: job.options) }
+                        job.exchange.run { request in publish(request, with: job.options) }
                     }
                 }
             } catch {
@@ -106,8 +106,8 @@ final class JetStreamTransport: DestinationTransport {
         }
     }
 
-    func start(_ exchange: @escaping @Sendable (_ send: (DeliveryRequest) -> TransportResult) -> Void) {
-        let job = Job(options: options.withLock { $0 }, execute: exchange)
+    func start(_ exchange: TransportExchange) {
+        let job = Job(options: options.withLock { $0 }, exchange: exchange)
         if let refused = jobs.put(job) { Self.refuse(refused) }
     }
 
@@ -130,7 +130,7 @@ final class JetStreamTransport: DestinationTransport {
     }
 
     private static func refuse(_ job: Job) {
-        TransportRefusal.run(job.execute)
+        TransportRefusal.run(job.exchange)
     }
 
     /// The shared session for `options`: the current one, or a new

@@ -38,20 +38,45 @@ package struct DeliveryRequest: Sendable, Equatable {
     }
 }
 
-/// Sends requests to the configured backend URL, on threads of its own.
+/// One exchange as the engine hands it to a transport: `prepare` reads the
+/// item and builds the request (or ends the exchange without sending, and
+/// reports that itself); `then` commits what the answer means and reports
+/// it. Both may make short blocking file-system calls, so a transport runs
+/// them on a thread of its own or on the engine's event loop, never on
+/// Swift's cooperative pool.
+package struct TransportExchange: Sendable {
+    /// What `prepare` asks of the transport.
+    package enum Step: Sendable {
+        /// Nothing to send: the exchange ended (and reported) already.
+        case ended
+        /// Send the request, then hand its result to the closure.
+        case send(DeliveryRequest, then: @Sendable (TransportResult) -> Void)
+    }
+
+    package let prepare: @Sendable () -> Step
+
+    package init(prepare: @escaping @Sendable () -> Step) {
+        self.prepare = prepare
+    }
+
+    /// Runs the whole exchange on the calling thread with a blocking `send`.
+    package func run(sending send: (DeliveryRequest) -> TransportResult) {
+        if case let .send(request, then) = prepare() { then(send(request)) }
+    }
+}
+
+/// Sends requests to the configured backend URL.
 ///
-/// Contract: `start` returns at once and runs `exchange` later on one of
-/// the transport's own threads, where blocking is allowed: the engine reads
-/// the queued item, sends it with the `send` function it is given, commits
-/// the outcome to the spool, and hands the result back to itself, so that
-/// no file-system call of an attempt runs on Swift's cooperative pool.
-/// `send` blocks until the exchange ends or `Timeout=` passes and reports
-/// every problem as `.failure`; it never throws. Every exchange handed over
-/// runs exactly once, also after the transport shut down (with a `send`
-/// that fails at once). At most `MaxConcurrentDeliveries=` exchanges run at
-/// once.
+/// Contract: `start` returns at once and runs the exchange later: its
+/// `prepare`, then (when it asks to send) the request, then its `then` with
+/// the result, all where blocking file-system calls are allowed (a
+/// transport's own thread, or the engine's event loop). Sending reports
+/// every problem as `.failure` and never throws; it ends by `Timeout=` at
+/// the latest. Every exchange handed over runs exactly once, also after
+/// the transport shut down (with a result that fails at once). At most
+/// `MaxConcurrentDeliveries=` requests are in flight at once.
 package protocol Transport: Sendable {
-    func start(_ exchange: @escaping @Sendable (_ send: (DeliveryRequest) -> TransportResult) -> Void)
+    func start(_ exchange: TransportExchange)
 }
 
 extension Transport {
@@ -59,7 +84,7 @@ extension Transport {
     /// suspends the caller (never blocking its thread) until it is answered.
     nonisolated(nonsending) package func send(_ request: DeliveryRequest) async -> TransportResult {
         await withCheckedContinuation { continuation in
-            start { send in continuation.resume(returning: send(request)) }
+            start(TransportExchange { .send(request) { continuation.resume(returning: $0) } })
         }
     }
 }
