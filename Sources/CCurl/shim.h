@@ -33,4 +33,22 @@ static inline CURLcode txr_curl_setopt_data_callback(CURL *h, CURLoption o, txr_
 static inline CURLcode txr_curl_getinfo_long(CURL *h, CURLINFO i, long *v) {
     return curl_easy_getinfo(h, i, v);
 }
+/* curl_multi_setopt is variadic as well: the multi interface's socket and
+ * timer callbacks (with their data pointer), and its long options. */
+typedef int (*txr_curl_socket_callback)(CURL *, curl_socket_t, int, void *, void *);
+static inline CURLMcode txr_curl_multi_setopt_socket(CURLM *m, txr_curl_socket_callback f, void *data) {
+    CURLMcode code = curl_multi_setopt(m, CURLMOPT_SOCKETFUNCTION, f);
+    return code != CURLM_OK ? code : curl_multi_setopt(m, CURLMOPT_SOCKETDATA, data);
+}
+typedef int (*txr_curl_timer_callback)(CURLM *, long, void *);
+static inline CURLMcode txr_curl_multi_setopt_timer(CURLM *m, txr_curl_timer_callback f, void *data) {
+    CURLMcode code = curl_multi_setopt(m, CURLMOPT_TIMERFUNCTION, f);
+    return code != CURLM_OK ? code : curl_multi_setopt(m, CURLMOPT_TIMERDATA, data);
+}
+static inline CURLMcode txr_curl_multi_setopt_long(CURLM *m, CURLMoption o, long v) {
+    return curl_multi_setopt(m, o, v);
+}
+static inline CURLcode txr_curl_getinfo_pointer(CURL *h, CURLINFO i, void **v) {
+    return curl_easy_getinfo(h, i, v);
+}
 #endif

@@ -1,10 +1,13 @@
 /* CGlibcExtras: glibc functions Swift's Glibc module leaves out: malloc_trim,
- * to hand memory freed after start-up back to the kernel, renameat2, syncfs
- * and O_PATH, declared here because glibc declares them only under
+ * to hand memory freed after start-up back to the kernel, epoll(7) and
+ * eventfd(2) for the engine's event loop (ThreadExecutor), renameat2, syncfs
+ * and O_PATH, the last three declared here because glibc declares them only under
  * _GNU_SOURCE, which the Glibc module is built without. No logic lives here. */
 #ifndef TXRECON_CGLIBCEXTRAS_SHIM_H
 #define TXRECON_CGLIBCEXTRAS_SHIM_H
 #include <malloc.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 
 /* renameat2(2), glibc 2.28 and later; fails with EEXIST under
  * RENAME_NOREPLACE when the new path exists, EINVAL where the file system

@@ -29,7 +29,7 @@ import TxReconTestSupport
         let body = String(repeating: "a", count: limit + 100)
         for status in [422, 200] {
             let server = try LoopbackHTTPServer { _ in .status(status, body: body) }
-            let transport = try CurlTransport(settings: settings(server.url), tls: .init(), workers: 1)
+            let transport = try CurlTransport(settings: settings(server.url), tls: .init(), connections: 1, loop: TestLoop.shared)
             defer { transport.shutdown() }
             let result = await transport.send(request())
             let kept = status == 422 ? Array(repeating: UInt8(ascii: "a"), count: limit) : []
@@ -48,7 +48,7 @@ import TxReconTestSupport
 
     @Test func requestArrivesAsAPostWithItsHeadersAndBodyAndWithoutExpect() async throws {
         let server = try LoopbackHTTPServer()
-        let transport = try CurlTransport(settings: settings(server.url), tls: .init(), workers: 1)
+        let transport = try CurlTransport(settings: settings(server.url), tls: .init(), connections: 1, loop: TestLoop.shared)
         defer { transport.shutdown() }
         _ = await transport.send(request(#"{"id":"42"}"#))
         let received = try #require(server.requests.first)
@@ -61,7 +61,7 @@ import TxReconTestSupport
 
     @Test func retryAfterHeaderIsCaptured() async throws {
         let server = try LoopbackHTTPServer { _ in .status(503, headers: [("Retry-After", " 120 ")]) }
-        let transport = try CurlTransport(settings: settings(server.url), tls: .init(), workers: 1)
+        let transport = try CurlTransport(settings: settings(server.url), tls: .init(), connections: 1, loop: TestLoop.shared)
         defer { transport.shutdown() }
         #expect(await transport.send(request()) == .response(status: 503, retryAfter: "120", bodyPrefix: []))
     }
@@ -69,7 +69,7 @@ import TxReconTestSupport
     @Test func redirectIsReportedAndNotFollowed() async throws {
         let target = try LoopbackHTTPServer()
         let server = try LoopbackHTTPServer { _ in .status(307, headers: [("Location", target.url)]) }
-        let transport = try CurlTransport(settings: settings(server.url), tls: .init(), workers: 1)
+        let transport = try CurlTransport(settings: settings(server.url), tls: .init(), connections: 1, loop: TestLoop.shared)
         defer { transport.shutdown() }
         #expect(await transport.send(request()) == .response(status: 307, retryAfter: nil, bodyPrefix: []))
         #expect(target.requests.isEmpty)
@@ -77,7 +77,7 @@ import TxReconTestSupport
 
     @Test func refusedConnectionIsAConnectFailure() async throws {
         let port = try ClosedPort()
-        let transport = try CurlTransport(settings: settings("http://127.0.0.1:\(port.number)/"), tls: .init(), workers: 1)
+        let transport = try CurlTransport(settings: settings("http://127.0.0.1:\(port.number)/"), tls: .init(), connections: 1, loop: TestLoop.shared)
         defer { transport.shutdown() }
         #expect(failureKind(await transport.send(request())) == .connect)
     }
@@ -87,7 +87,7 @@ import TxReconTestSupport
         // 10 s rather than 1 s: on a loaded machine (a virtual machine
         // emulated beside the suite) the other request must comfortably
         // finish while the hung one still waits; 3 s was seen to be short.
-        let transport = try CurlTransport(settings: settings(server.url, timeout: .seconds(10)), tls: .init(), workers: 2)
+        let transport = try CurlTransport(settings: settings(server.url, timeout: .seconds(10)), tls: .init(), connections: 2, loop: TestLoop.shared)
         defer { transport.shutdown() }
         let clock = ContinuousClock()
         let start = clock.now
@@ -130,28 +130,28 @@ import TxReconTestSupport
 
     @Test func garbageAnswerIsAProtocolError() async throws {
         let server = try LoopbackHTTPServer { _ in .garbage("SSH-2.0-OpenSSH_9.2\r\n\r\n") }
-        let transport = try CurlTransport(settings: settings(server.url), tls: .init(), workers: 1)
+        let transport = try CurlTransport(settings: settings(server.url), tls: .init(), connections: 1, loop: TestLoop.shared)
         defer { transport.shutdown() }
         #expect(failureKind(await transport.send(request())) == .protocolError)
     }
 
     @Test func truncatedAnswerIsAProtocolError() async throws {
         let server = try LoopbackHTTPServer { _ in .truncated }
-        let transport = try CurlTransport(settings: settings(server.url), tls: .init(), workers: 1)
+        let transport = try CurlTransport(settings: settings(server.url), tls: .init(), connections: 1, loop: TestLoop.shared)
         defer { transport.shutdown() }
         #expect(failureKind(await transport.send(request())) == .protocolError)
     }
 
     @Test func connectionClosedWithoutAnswerIsAProtocolError() async throws {
         let server = try LoopbackHTTPServer { _ in .close }
-        let transport = try CurlTransport(settings: settings(server.url), tls: .init(), workers: 1)
+        let transport = try CurlTransport(settings: settings(server.url), tls: .init(), connections: 1, loop: TestLoop.shared)
         defer { transport.shutdown() }
         #expect(failureKind(await transport.send(request())) == .protocolError)
     }
 
     @Test func sequentialRequestsShareOneConnection() async throws {
         let server = try LoopbackHTTPServer()
-        let transport = try CurlTransport(settings: settings(server.url), tls: .init(), workers: 1)
+        let transport = try CurlTransport(settings: settings(server.url), tls: .init(), connections: 1, loop: TestLoop.shared)
         defer { transport.shutdown() }
         for _ in 1...5 {
             #expect(await transport.send(request()) == .response(status: 204, retryAfter: nil, bodyPrefix: []))
@@ -168,7 +168,7 @@ import TxReconTestSupport
             server.waitForRequests(count: 3, timeout: .seconds(5)) ? .status(204) : .status(500)
         }
         defer { server.stop() }
-        let transport = try CurlTransport(settings: settings(server.url, timeout: .seconds(10)), tls: .init(), workers: 3)
+        let transport = try CurlTransport(settings: settings(server.url, timeout: .seconds(10)), tls: .init(), connections: 3, loop: TestLoop.shared)
         defer { transport.shutdown() }
         let results = await withTaskGroup(of: TransportResult.self) { group in
             for _ in 1...3 { group.addTask { await transport.send(self.request()) } }
@@ -180,7 +180,7 @@ import TxReconTestSupport
 
     @Test func overlongBodyIsCutOffAndTheStatusStillReported() async throws {
         let server = try LoopbackHTTPServer { _ in .status(409, body: String(repeating: "b", count: 3 << 20)) }
-        let transport = try CurlTransport(settings: settings(server.url, timeout: .seconds(5)), tls: .init(), workers: 1)
+        let transport = try CurlTransport(settings: settings(server.url, timeout: .seconds(5)), tls: .init(), connections: 1, loop: TestLoop.shared)
         defer { transport.shutdown() }
         let result = await transport.send(request())
         #expect(result == .response(status: 409, retryAfter: nil, bodyPrefix: Array(repeating: UInt8(ascii: "b"),
@@ -190,7 +190,7 @@ import TxReconTestSupport
     @Test func updatedSettingsApplyToTheNextAttempt() async throws {
         let first = try LoopbackHTTPServer()
         let second = try LoopbackHTTPServer { _ in .status(201) }
-        let transport = try CurlTransport(settings: settings(first.url), tls: .init(), workers: 1)
+        let transport = try CurlTransport(settings: settings(first.url), tls: .init(), connections: 1, loop: TestLoop.shared)
         defer { transport.shutdown() }
         _ = await transport.send(request())
         transport.update(settings: settings(second.url), tls: .init())
@@ -200,7 +200,7 @@ import TxReconTestSupport
     }
 
     @Test func urlWithAnotherSchemeIsRefusedWithoutAnAttempt() async throws {
-        let transport = try CurlTransport(settings: settings("ftp://127.0.0.1/"), tls: .init(), workers: 1)
+        let transport = try CurlTransport(settings: settings("ftp://127.0.0.1/"), tls: .init(), connections: 1, loop: TestLoop.shared)
         defer { transport.shutdown() }
         let result = await transport.send(request())
         #expect(result == .failure(TransportFailure(.other, "URL= must start with http:// or https://")))
@@ -208,7 +208,7 @@ import TxReconTestSupport
 
     @Test func headerWithALineBreakIsRefusedWithoutSending() async throws {
         let server = try LoopbackHTTPServer()
-        let transport = try CurlTransport(settings: settings(server.url), tls: .init(), workers: 1)
+        let transport = try CurlTransport(settings: settings(server.url), tls: .init(), connections: 1, loop: TestLoop.shared)
         defer { transport.shutdown() }
         let smuggling = DeliveryRequest(headers: [("X-Key", "a\r\nX-Evil: 1")], body: [])
         #expect(failureKind(await transport.send(smuggling)) == .other)
@@ -217,7 +217,7 @@ import TxReconTestSupport
 
     @Test func sendAfterShutdownFailsAtOnce() async throws {
         let server = try LoopbackHTTPServer()
-        let transport = try CurlTransport(settings: settings(server.url), tls: .init(), workers: 2)
+        let transport = try CurlTransport(settings: settings(server.url), tls: .init(), connections: 2, loop: TestLoop.shared)
         transport.shutdown()
         #expect(failureKind(await transport.send(request())) == .other)
         #expect(server.requests.isEmpty)

@@ -9,7 +9,7 @@ import TxReconTestSupport
         var settings = BackendSettings()
         settings.url = server.url
         settings.timeout = timeout
-        return try CurlTransport(settings: settings, tls: .init(), workers: 1)
+        return try CurlTransport(settings: settings, tls: .init(), connections: 1, loop: TestLoop.shared)
     }
 
     @Test func delayedAnswerArrivesAfterItsDelay() async throws {

@@ -1,7 +1,7 @@
 // ThreadListTests: docs/threads.md lists every thread the daemon and the
 // receiver run. Each is started for real; every name in /proc/PID/task/*/comm
 // must be one the page's table for that program gives (`N` standing for a
-// number), and the curl workers are as many as the page says.
+// number); and the daemon's threads do not grow with MaxConcurrentDeliveries=.
 import Glibc
 import Testing
 @testable import TxRecon
@@ -47,19 +47,36 @@ struct ThreadListTests {
         #expect(!Self.matches("txrecon-curl-", "txrecon-curl-N") && !Self.matches("txrecon-engine2", "txrecon-engine"))
     }
 
-    @Test func everyThreadOfARunningDaemonIsOnThePage() async throws {
-        let documented = try Self.documentedNames(under: "txrecon run")
-        #expect(documented.contains("txrecon-engine") && documented.contains("txrecon-curl-N"))
-        let fixture = try DaemonFixture()
+    /// The threads of a daemon started with `extraConfig` once it has
+    /// delivered three items.
+    static func threadsOfADaemonThatDelivered(_ extraConfig: String = "") async throws -> [String] {
+        let fixture = try DaemonFixture(extraConfig: extraConfig)
         let daemon = try await fixture.start()
         for id in ["t-1", "t-2", "t-3"] { try fixture.drop(fixture.envelope(id, version: 1)) }
         #expect(await fixture.eventually { fixture.doneItems() == ["t-1", "t-2", "t-3"] })
-        let names = try Self.threadNames(of: daemon.pid)
+        return try threadNames(of: daemon.pid)
+    }
+
+    @Test func everyThreadOfARunningDaemonIsOnThePage() async throws {
+        let documented = try Self.documentedNames(under: "txrecon run")
+        #expect(documented.contains("txrecon-engine") && !documented.contains { $0.hasPrefix("txrecon-curl") })
+        let names = try await Self.threadsOfADaemonThatDelivered()
         let unknown = names.filter { name in !documented.contains { Self.matches(name, $0) } }
         #expect(unknown.isEmpty, "not in docs/threads.md: \(unknown) (all: \(names.sorted()))")
-        #expect(names.filter { Self.matches($0, "txrecon-curl-N") }.count == DeliverySettings().maxConcurrentDeliveries,
-                "MaxConcurrentDeliveries= curl workers for the one HTTP destination: \(names.sorted())")
         #expect(names.contains("txrecon-engine") && names.contains("txrecon-intake"))
+    }
+
+    /// The HTTP transport sends from the engine's event loop (libcurl's
+    /// multi interface): more deliveries in flight start no thread.
+    @Test func moreConcurrentDeliveriesStartNoThread() async throws {
+        // Those that come and go: start-up's helpers, libdispatch's workers.
+        func lasting(_ names: [String]) -> [String] {
+            names.filter { $0.hasPrefix("txrecon") && $0 != "txrecon-index" && $0 != "txrecon-ledger-" }.sorted()
+        }
+        let few = lasting(try await Self.threadsOfADaemonThatDelivered("[Delivery]\nMaxConcurrentDeliveries=1"))
+        let many = lasting(try await Self.threadsOfADaemonThatDelivered("[Delivery]\nMaxConcurrentDeliveries=32"))
+        #expect(few == many, "1 delivery at a time: \(few); 32: \(many)")
+        #expect(!many.isEmpty && !many.contains { $0.hasPrefix("txrecon-curl") })
     }
 
     @Test func everyThreadOfARunningReceiverIsOnThePage() async throws {

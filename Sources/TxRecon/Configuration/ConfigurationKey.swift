@@ -20,7 +20,7 @@ struct ConfigurationKey: Sendable {
     let reset: @Sendable (_ configuration: inout Configuration) -> Void
     /// Whether a reload leaves the running value in force until a restart:
     /// what the program made at start from it (the spool's directory, the
-    /// ledger's writer, the curl workers, the listening socket) stays.
+    /// ledger's writer, the transport's connections, the listening socket) stays.
     /// The manual says "Takes effect only at a restart" of exactly these
     /// (ManualPageTests).
     let restartOnly: Bool

@@ -1,5 +1,6 @@
 // Attempt: one delivery attempt of one key, as a value, and the code that
-// runs it on the transport's thread: read the item (or take intake's),
+// runs it where the transport runs its exchanges (the engine's event loop
+// for HTTP, a JetStream transport's thread): read the item (or take intake's),
 // send it, map the answer to an Outcome, and commit that outcome to the
 // spool right there (a delivered or refused item out of queue/ or new/, a
 // failed first attempt's file from new/ into queue/, a queued file that no
@@ -36,7 +37,7 @@ struct Attempt: Sendable {
 
     /// What the attempt needs from the daemon. One object the attempts
     /// share: each attempt captures it on the engine's thread and lets it go
-    /// on a curl thread, and one reference counted there costs less than the
+    /// where it is settled, and one reference counted there costs less than the
     /// half dozen inside it, each a shared counter.
     final class Context: Sendable {
         let spool: Spool
@@ -78,7 +79,7 @@ struct Attempt: Sendable {
         var spoolError: SpoolError?
         /// When the request went out (engine clock), which orders answers
         /// around the end of an outage better than the launch: an attempt
-        /// may wait for a free curl thread.
+        /// may wait for a free connection.
         var sentAt: Duration
         /// What the outbox got from a delivered item, for the log.
         var outboxNotes: [OutboxNote] = []

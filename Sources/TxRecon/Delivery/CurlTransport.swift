@@ -1,12 +1,15 @@
-// CurlTransport: the production `Transport`, libcurl's easy interface on a
-// fixed set of dedicated threads.
+// CurlTransport: the production `Transport`, libcurl's multi interface on
+// the engine's event loop.
 //
-// One worker thread per allowed concurrent delivery (MaxConcurrentDeliveries=),
-// each owning one curl handle for its whole life, so connections to the backend
-// stay open between attempts. `start` hands an exchange to the workers through
-// a `HandoffQueue` and returns: the exchange (the engine's spool reads and
-// commits, and the transfer) runs on the worker, no blocking call ever runs
-// on the cooperative pool, and idle workers sleep without waking.
+// `MaxConcurrentDeliveries=` easy handles, each kept for the transport's
+// life so that its connection to the backend stays open between attempts,
+// driven by one curl multi handle whose sockets and timeout live in the
+// event loop of the engine's thread (ThreadExecutor's epoll and timers;
+// CurlMultiDriver). An exchange's halves (read the item and build the
+// request; commit what the answer means) run on that thread too, as in the
+// single-threaded reference program of bench/curlmulti.c: no thread per
+// connection, no hand-over per attempt, and the number of threads does not
+// grow with the deliveries in flight or the destinations.
 //
 // Touches no spool state itself. Every transfer problem, including a shut-down
 // transport, is reported as a `TransportResult.failure`; only starting the
@@ -14,7 +17,7 @@
 import CCurl
 import Synchronization
 
-/// Sends delivery requests with libcurl, at most `workerCount` at a time.
+/// Sends delivery requests with libcurl, at most `connectionCount` at a time.
 ///
 /// TLS: the CA bundle and the client identity come as the bytes the
 /// configuration's loader read and checked (`BackendSecrets.tls`) and are
@@ -24,58 +27,49 @@ import Synchronization
 ///
 /// Reload: `update(settings:tls:)` replaces URL, timeout and TLS material for every
 /// attempt that starts afterwards (attempts already running finish with the
-/// old ones). The number of workers is fixed at start; a reload that changes
+/// old ones). The number of connections is fixed at start; a reload that changes
 /// `MaxConcurrentDeliveries=` needs a new transport (shut the old one down once
 /// its attempts have finished).
 package final class CurlTransport: Transport {
-    /// The number of worker threads, hence of attempts in flight at once.
-    package let workerCount: Int
-    private let jobs = HandoffQueue<CurlJob>()
+    /// The number of easy handles, hence of requests in flight at once.
+    package let connectionCount: Int
+    private let loop: ThreadExecutor
+    private let driver: CurlMultiDriver
     private let options: Mutex<CurlOptions>
 
-    /// Starts `workers` threads (at least 1) that POST to `settings.url`.
-    /// Only `url` and `timeout` of `settings` are used; `tls` holds what
-    /// its CAFile=, ClientCertificateFile= and ClientKeyFile= name.
-    package init(settings: BackendSettings, tls: BackendSecrets.TLSMaterial,
-                workers: Int) throws(StartError) {
-        precondition(workers >= 1, "CurlTransport needs at least one worker, got \(workers)")
+    /// Makes `connections` handles (at least 1) that POST to `settings.url`,
+    /// driven on `loop`. Only `url` and `timeout` of `settings` are used;
+    /// `tls` holds what its CAFile=, ClientCertificateFile= and
+    /// ClientKeyFile= name.
+    package init(settings: BackendSettings, tls: BackendSecrets.TLSMaterial, connections: Int,
+                 loop: ThreadExecutor) throws(StartError) {
+        precondition(connections >= 1, "CurlTransport needs at least one connection, got \(connections)")
         let initialization = CurlLibrary.initialization
         guard initialization == CURLE_OK else {
             throw StartError("curl_global_init failed: \(String(cString: curl_easy_strerror(initialization)))")
         }
-        workerCount = workers
+        connectionCount = connections
+        self.loop = loop
         options = Mutex(CurlOptions(settings, tls: tls))
-        for index in 1...workers {
-            // On failure, closing the queue ends the workers already started.
-            let worker: CurlWorker
-            do {
-                worker = try CurlWorker()
-            } catch {
-                _ = jobs.close()
-                throw error
-            }
-            do {
-                try DedicatedThread.start(name: "txrecon-curl-\(index)") { [jobs] in worker.run(jobs) }
-            } catch {
-                _ = jobs.close()
-                throw StartError(error.description)
-            }
-        }
+        driver = try CurlMultiDriver(connections: connections, loop: loop)
     }
 
     deinit {
         shutdown()
     }
 
-    /// Runs `exchange` on the next free worker, with a `send` that POSTs on
-    /// that worker's connection. A send waits at most `Timeout=`. After
-    /// `shutdown()`, exchanges still run (on a thread of their own, so that
-    /// what they commit stays consistent) with a `send` that fails at once.
+    /// Runs `exchange` on the event loop: its `prepare` at once when a
+    /// connection is free (else when one frees, in the order handed over),
+    /// its request on that connection, its `then` when the answer is in. A
+    /// transfer ends by `Timeout=` at the latest. After `shutdown()`,
+    /// exchanges still run, with a result that fails at once.
     package func start(_ exchange: TransportExchange) {
         let options = self.options.withLock { $0 }
-        // The worker refuses a header that holds a line break or NUL
-        // (CurlHeaderList), before anything is sent.
-        if let refused = jobs.put(CurlJob(options: options, exchange: exchange)) { refused.refuse() }
+        if loop.isCurrent {
+            driver.start(exchange, options: options)
+        } else {
+            loop.submit { [driver] in driver.start(exchange, options: options) }
+        }
     }
 
     /// Uses `settings` and `tls` for every attempt that starts after this call.
@@ -84,10 +78,14 @@ package final class CurlTransport: Transport {
         options.withLock { $0 = replacement }
     }
 
-    /// Stops the workers: attempts already running finish, waiting ones and
-    /// later ones fail at once. Does not wait for the threads; idempotent.
+    /// Stops sending: requests in flight finish, waiting exchanges and
+    /// later ones end at once with a failure. Does not wait; idempotent.
     package func shutdown() {
-        for job in jobs.close() { job.refuse() }
+        if loop.isCurrent {
+            driver.shutdown()
+        } else {
+            loop.submit { [driver] in driver.shutdown() }
+        }
     }
 
     /// The transport could not start; the daemon cannot deliver without it.
@@ -105,31 +103,6 @@ enum CurlLibrary {
     /// curl_global_init's result. Swift runs a static initializer exactly
     /// once and thread-safely, before the first handle is made.
     static let initialization: CURLcode = curl_global_init(Int(CURL_GLOBAL_DEFAULT))
-}
-
-/// One attempt waiting for a worker.
-struct CurlJob: Sendable {
-    var options: CurlOptions
-    var exchange: TransportExchange
-
-    func refuse() {
-        TransportRefusal.run(exchange)
-    }
-}
-
-/// An exchange handed over after its transport shut down still runs once,
-/// as the Transport contract wants, with a send that fails at once; on a
-/// thread of its own, since the caller may be the engine's.
-enum TransportRefusal {
-    private static let shutDownResult = TransportResult.failure(TransportFailure(.other, "transport shut down"))
-
-    static func run(_ exchange: TransportExchange) {
-        do {
-            try DedicatedThread.start(name: "txrecon-refused") { exchange.run { _ in shutDownResult } }
-        } catch {
-            exchange.run { _ in shutDownResult }
-        }
-    }
 }
 
 final class CurlOptions: Sendable {

@@ -460,9 +460,9 @@ package actor DeliveryEngine {
 
     // MARK: Scheduling
 
-    /// Attempts handed to the transport at once: twice its workers, so a
-    /// worker that finishes finds the next attempt waiting instead of idling
-    /// through the round trip to this actor. The transport still sends at
+    /// Attempts handed to the transport at once: twice its connections, so
+    /// a connection that finishes finds the next attempt waiting instead of
+    /// idling until this actor has settled the last one. The transport still sends at
     /// most MaxConcurrentDeliveries at a time, and one key never has two.
     private var outstandingLimit: Int { settings.maxConcurrentDeliveries * 2 }
 

@@ -311,6 +311,21 @@ final class JetStreamTransport: DestinationTransport {
     }
 }
 
+/// An exchange handed over after its transport shut down still runs once,
+/// as the Transport contract wants, with a send that fails at once; on a
+/// thread of its own, since the caller may be the engine's.
+enum TransportRefusal {
+    private static let shutDownResult = TransportResult.failure(TransportFailure(.other, "transport shut down"))
+
+    static func run(_ exchange: TransportExchange) {
+        do {
+            try DedicatedThread.start(name: "txrecon-refused") { exchange.run { _ in shutDownResult } }
+        } catch {
+            exchange.run { _ in shutDownResult }
+        }
+    }
+}
+
 /// A destination's transport: HTTP or JetStream, chosen by URL='s scheme.
 protocol DestinationTransport: Transport {
     /// New settings (and secrets) from a reload, for the attempts after it.
@@ -328,13 +343,14 @@ extension CurlTransport: DestinationTransport {
 }
 
 enum DestinationTransports {
-    /// `settings`' transport, with `workers` threads.
+    /// `settings`' transport: HTTP with `workers` connections on `loop`, JetStream with
+    /// `workers` threads.
     /// `log` hears what a stream's client library says of its connection.
-    static func make(_ settings: BackendSettings, secrets: BackendSecrets, workers: Int,
+    static func make(_ settings: BackendSettings, secrets: BackendSecrets, workers: Int, loop: ThreadExecutor,
                      log: any LogSink) throws -> any DestinationTransport {
         if settings.isStream {
             return try JetStreamTransport(settings: settings, secrets: secrets, workers: workers, log: log)
         }
-        return try CurlTransport(settings: settings, tls: secrets.tls, workers: workers)
+        return try CurlTransport(settings: settings, tls: secrets.tls, connections: workers, loop: loop)
     }
 }

@@ -378,8 +378,8 @@ final class LedgerService: Sendable {
         }
         // What was reported before this batch was taken is in it; a
         // confirmation reported later has its done/ rename later too. The
-        // margin covers the wall clock of the curl thread that renamed the
-        // file against the engine's that reported it.
+        // margin covers the wall clock read when the file was renamed
+        // against the one read when it was reported.
         let mark = min(batch.map(\.at).min() ?? now, lostSince ?? .max) - Self.catchUpMargin
         noteKeys(records)
         do {

@@ -15,7 +15,8 @@
 // A failure to write throws, and the attempt keeps the item (it is
 // delivered again, then answered): a crash or a full disk between the
 // backend's 2xx and the entry costs a redelivery, never the answer.
-// Called on curl threads; reports nothing (the engine logs the notes).
+// Called where an attempt is settled (the engine's event loop, or a
+// JetStream transport's thread); reports nothing (the engine logs the notes).
 import Synchronization
 
 /// What taking an answer did, for the engine's log.

@@ -136,7 +136,7 @@ package enum Daemon {
             do {
                 transport = try DestinationTransports.make(settings.backend, secrets: secret,
                                                            workers: settings.delivery.maxConcurrentDeliveries,
-                                                           log: destinationLog)
+                                                           loop: executor, log: destinationLog)
             } catch {
                 log.write(LogEntry(.error, "cannot set up the client of \(name): \(error)"))
                 return ExitStatus.failure

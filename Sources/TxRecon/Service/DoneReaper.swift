@@ -5,7 +5,7 @@
 // Runs on its own dispatch queue (directory scans block).
 //
 // A delivered snapshot, done/KEY, is the supersede rule's record of the
-// key's last delivery, and a curl thread may rename a fresh delivery onto
+// key's last delivery, and the engine's thread may rename a fresh delivery onto
 // the name between the scan's look at it and its removal: it is therefore
 // renamed aside (done/.reaping-KEY) first and put back when what went aside
 // is not the file judged expired (another inode, or the same inode number

@@ -43,6 +43,15 @@ final class CurlHeaderList {
     /// `body`.
     func withList<Result>(_ headers: [(name: String, value: String)], then lines: [StaticString] = [],
                           _ body: (UnsafeMutablePointer<curl_slist>?) -> Result) throws(UnsafeHeader) -> Result {
+        let list = try build(headers, then: lines)
+        return withExtendedLifetime(self) { body(list) }
+    }
+
+    /// The list `withList` hands its body, for a transfer that outlives a
+    /// call (curl's multi interface): valid until the next `build` or
+    /// `withList` on this object, and while the object lives.
+    func build(_ headers: [(name: String, value: String)],
+               then lines: [StaticString] = []) throws(UnsafeHeader) -> UnsafeMutablePointer<curl_slist>? {
         var length = 0
         for (name, value) in headers { length += name.utf8.count + value.utf8.count + 3 }
         for line in lines { length += line.utf8CodeUnitCount + 1 }
@@ -78,7 +87,7 @@ final class CurlHeaderList {
             link(count, to: start)
             count += 1
         }
-        return withExtendedLifetime(self) { body(count == 0 ? nil : nodes) }
+        return count == 0 ? nil : nodes
     }
 
     /// Makes node `index` point at the line starting at `offset`, the last

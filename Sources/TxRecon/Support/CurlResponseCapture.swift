@@ -9,7 +9,7 @@
 import Glibc
 
 /// The parts of a response the engine needs. Not Sendable on purpose: it
-/// belongs to one `CurlWorker` and its thread.
+/// belongs to one curl handle (`CurlConnection`) and its thread.
 final class CurlResponseCapture {
     /// How much of the body is kept for hold reasons: 16 KiB, of which the
     /// reason keeps 512 bytes (`Outcome.reasonBodyLimit`) once the secrets

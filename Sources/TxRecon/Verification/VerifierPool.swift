@@ -1,5 +1,5 @@
 // VerifierPool: SignedDataVerifiers for threads that verify at once (the
-// receiver's connection threads, the delivery engine's curl threads), one
+// receiver's connection threads, the delivery engine's event loop), one
 // thread per verifier at a time: a verifier holds OpenSSL state and a chain
 // cache without locks. A verifier is made when none of the asked policy is
 // idle, so the pool holds at most as many as threads ever verified at once.

@@ -1,5 +1,6 @@
-// CurlWorker: one dedicated thread's curl handle and the loop that runs
-// attempts on it, one at a time.
+// CurlConnection: one curl easy handle of the HTTP transport, and what one
+// transfer on it needs: the request's header list and body, the answer's
+// capture, and curl's error message.
 //
 // The handle is reused for every attempt so libcurl keeps the connection to
 // the backend alive; it is reset and reconfigured only when the settings
@@ -7,23 +8,28 @@
 // `TransportFailure` (see `CurlFailure`), with curl's own error message.
 import CCurl
 
-/// A curl easy handle and what it writes into. Not Sendable on purpose: it is
-/// made by `CurlTransport.init` and then owned by exactly one worker thread.
-final class CurlWorker {
-    private let handle: UnsafeMutableRawPointer
+/// A curl easy handle and what it reads and writes during a transfer. Not
+/// Sendable on purpose: CurlMultiDriver owns it, on the event loop's thread.
+final class CurlConnection {
+    let handle: UnsafeMutableRawPointer
     /// curl writes its detailed message for a failed transfer here.
     private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE))
     /// Keeps one byte past the longest answer taken, to tell it too long.
     private let response = CurlResponseCapture(keeping: max(CurlResponseCapture.bodyPrefixLimit,
                                                             ConsumptionAnswer.bodyLimit + 1))
     private let headers = CurlHeaderList()
+    /// The request's body, which curl reads during the transfer.
+    private var body: UnsafeMutableRawBufferPointer = .allocate(byteCount: 4096, alignment: 1)
+    /// Whether a 2xx answer's body is kept (DeliveryRequest.keepsAnswer).
+    private var keepsAnswer = false
     /// The settings the handle is configured with; nil before the first
-    /// attempt and after a failed configuration.
+    /// transfer and after a failed configuration.
     private var configured: CurlOptions?
 
     init() throws(CurlTransport.StartError) {
         guard let handle = curl_easy_init() else {
             errorBuffer.deallocate()
+            body.deallocate()
             throw CurlTransport.StartError("curl_easy_init failed (out of memory?)")
         }
         self.handle = handle
@@ -32,34 +38,45 @@ final class CurlWorker {
     deinit {
         curl_easy_cleanup(handle)
         errorBuffer.deallocate()
+        body.deallocate()
     }
 
-    /// Runs attempts from `jobs` until the queue is closed. Blocks: call on a
-    /// dedicated thread only.
-    func run(_ jobs: HandoffQueue<CurlJob>) {
-        while let job = jobs.take() {
-            job.exchange.run { request in attempt(request, with: job.options) }
-        }
-    }
-
-    private func attempt(_ request: DeliveryRequest, with options: CurlOptions) -> TransportResult {
+    /// Sets the handle up to POST `request` with `options`: the handle is
+    /// then ready for curl_multi_add_handle. Returns the failure when it
+    /// cannot be sent (an option curl refuses, a header with a line break).
+    func prepare(_ request: DeliveryRequest, with options: CurlOptions) -> TransportFailure? {
         if configured !== options {
             configured = nil
-            if let failure = configure(options) { return .failure(failure) }
+            if let failure = configure(options) { return failure }
             configured = options
         }
-        // "Expect:" sends the body at once; waiting for "100 Continue" costs a round trip.
         errorBuffer[0] = 0
         response.reset()
-        let code: CURLcode
+        keepsAnswer = request.keepsAnswer
+        let list: UnsafeMutablePointer<curl_slist>?
         do {
-            code = try headers.withList(request.headers, then: ["Expect:"]) { list in
-                CurlEasy.post(handle, body: request.body, headers: list)
-            }
+            // "Expect:" sends the body at once; waiting for "100 Continue" costs a round trip.
+            list = try headers.build(request.headers, then: ["Expect:"])
         } catch {
-            return .failure(TransportFailure(.other, "header \(error.name) contains a line break or NUL; not sent"))
+            return TransportFailure(.other, "header \(error.name) contains a line break or NUL; not sent")
         }
+        // Copied: curl reads the body during the transfer, after this call.
+        if request.body.count > body.count {
+            body.deallocate()
+            body = .allocate(byteCount: max(request.body.count, 2 * body.count), alignment: 1)
+        }
+        request.body.withUnsafeBytes { body.copyMemory(from: $0) }
+        _ = txr_curl_setopt_off(handle, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(request.body.count))
+        _ = txr_curl_setopt_pointer(handle, CURLOPT_POSTFIELDS, body.baseAddress)
+        _ = txr_curl_setopt_slist(handle, CURLOPT_HTTPHEADER, list)
+        return nil
+    }
 
+    /// What the transfer that ended with `code` came to; leaves nothing on
+    /// the handle that points at the request.
+    func result(_ code: CURLcode) -> TransportResult {
+        _ = txr_curl_setopt_slist(handle, CURLOPT_HTTPHEADER, nil)
+        _ = txr_curl_setopt_pointer(handle, CURLOPT_POSTFIELDS, nil)
         if code == CURLE_OK || (code == CURLE_WRITE_ERROR && response.bodyTooLong) {
             var status = 0
             _ = txr_curl_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &status)
@@ -70,7 +87,7 @@ final class CurlWorker {
             if (400...499).contains(status) {
                 body = Array(response.bodyPrefix.prefix(CurlResponseCapture.bodyPrefixLimit))
             } else {
-                body = request.keepsAnswer && (200...299).contains(status) ? response.bodyPrefix : []
+                body = keepsAnswer && (200...299).contains(status) ? response.bodyPrefix : []
             }
             return .response(status: status, retryAfter: response.retryAfter, bodyPrefix: body)
         }
@@ -96,6 +113,8 @@ final class CurlWorker {
         codes += CurlEasy.setPostOptions(handle, timeoutMilliseconds: options.timeoutMilliseconds,
                                          connectTimeoutMilliseconds: options.connectTimeoutMilliseconds,
                                          errorBuffer: errorBuffer, response: response)
+        codes.append(("PRIVATE", txr_curl_setopt_pointer(handle, CURLOPT_PRIVATE,
+                                                         Unmanaged.passUnretained(self).toOpaque())))
         if !options.proxyFromEnvironment {
             codes.append(("PROXY", txr_curl_setopt_string(handle, CURLOPT_PROXY, "")))
             codes.append(("NOPROXY", txr_curl_setopt_string(handle, CURLOPT_NOPROXY, "")))
