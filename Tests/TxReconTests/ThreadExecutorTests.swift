@@ -142,6 +142,73 @@ struct ThreadExecutorTests {
         #expect(calls <= 64)
     }
 
+    /// What a watched pipe's handler saw: the thread it ran on, per pipe.
+    final class PipeWatch: Sendable {
+        let seen = Mutex<[(pipe: String, thread: String)]>([])
+        let waiting = Mutex<(count: Int, continuation: CheckedContinuation<Void, Never>)?>(nil)
+
+        /// Records a call; resumes the wait once `count` calls were seen.
+        func note(_ pipe: String) {
+            let resumed = seen.withLock { seen -> Int in
+                seen.append((pipe, ThreadExecutorTests.currentThreadName()))
+                return seen.count
+            }
+            let continuation = waiting.withLock { waiting -> CheckedContinuation<Void, Never>? in
+                guard let (count, continuation) = waiting, resumed >= count else { return nil }
+                waiting = nil
+                return continuation
+            }
+            continuation?.resume()
+        }
+
+        func wait(forCalls count: Int, after start: () -> Void) async {
+            await withCheckedContinuation { continuation in
+                waiting.withLock { $0 = (count, continuation) }
+                start()
+            }
+        }
+    }
+
+    /// A descriptor watched on the thread has its handler run there when it
+    /// is ready, while the thread sleeps in its epoll_wait, and no more once
+    /// unwatched: the unwatched pipe is written before the watched one, so
+    /// it is ready at the same wait that wakes the thread for the other.
+    @Test func aWatchedDescriptorsHandlerRunsOnTheThreadUntilItIsUnwatched() async throws {
+        let executor = try ThreadExecutor(name: "txr-test-watch")
+        defer { executor.shutdown() }
+        var first: [Int32] = [0, 0], second: [Int32] = [0, 0]
+        #expect(pipe(&first) == 0 && pipe(&second) == 0)
+        defer { for fd in first + second { close(fd) } }
+        let (firstRead, firstWrite, secondRead, secondWrite) = (first[0], first[1], second[0], second[1])
+        let watch = PipeWatch()
+        let epollIn: UInt32 = 0x001
+        @Sendable func drain(_ fd: Int32) {
+            var byte: UInt8 = 0
+            _ = read(fd, &byte, 1)
+        }
+        await watch.wait(forCalls: 1) {
+            executor.submit {
+                executor.watch(firstRead, events: epollIn) { _ in drain(firstRead); watch.note("first") }
+                executor.watch(secondRead, events: epollIn) { _ in drain(secondRead); watch.note("second") }
+            }
+            executor.submit { _ = write(firstWrite, "x", 1) }
+        }
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            executor.submit {
+                executor.unwatch(firstRead)
+                done.resume()
+            }
+        }
+        await watch.wait(forCalls: 2) {
+            _ = write(firstWrite, "y", 1)
+            _ = write(secondWrite, "z", 1)
+        }
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in executor.submit { done.resume() } }
+        let seen = watch.seen.withLock { $0 }
+        #expect(seen.map(\.pipe) == ["first", "second"])
+        #expect(seen.allSatisfy { $0.thread == "txr-test-watch" })
+    }
+
     /// Off the executor's thread, taking its actor as isolated must stop
     /// the process rather than race with the thread.
     @Test func assumingItsActorIsolatedOnAnotherThreadStopsTheProcess() async {

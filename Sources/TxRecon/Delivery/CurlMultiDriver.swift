@@ -31,6 +31,8 @@ final class CurlMultiDriver: @unchecked Sendable {
     /// The sockets curl asked the loop to watch.
     private var watched: Set<Int32> = []
     private var timer: EngineTimer?
+    /// Whether a call to curl's timeout action is queued on the loop.
+    private var isKicked = false
     private var isShutDown = false
     private var isCleanedUp = false
 
@@ -137,11 +139,22 @@ final class CurlMultiDriver: @unchecked Sendable {
     }
 
     /// CURLMOPT_TIMERFUNCTION: call curl back in `milliseconds` (-1: never).
-    /// Never calls curl from here (curl forbids it); the loop's timer does.
+    /// Never calls curl from here (curl forbids it): the loop does, as a
+    /// call queued behind the work at hand when curl wants it at once (a
+    /// request just added is sent then, not when the loop next looks at
+    /// its timers), else at the loop's timer.
     private func timerChanged(_ milliseconds: Int) {
         timer?.cancel()
         timer = nil
         guard milliseconds >= 0 else { return }
+        guard milliseconds > 0 else {
+            guard !isKicked else { return }
+            isKicked = true
+            return loop.submit { [self] in
+                isKicked = false
+                act(on: Self.timeoutSocket, events: 0)
+            }
+        }
         timer = loop.schedule(at: SystemClock().now + .milliseconds(milliseconds)) { [self] in
             timer = nil
             act(on: Self.timeoutSocket, events: 0)

@@ -279,8 +279,9 @@ package final class ThreadExecutor: SerialExecutor, TaskExecutor {
 
     private static let eventsPerWait = 64
 
-    /// See `run`.
-    private static let jobsPerLook = 64
+    /// See `run`: often enough that a socket's answer waits a few jobs at
+    /// most, seldom enough that the look costs little per job.
+    private static let jobsPerLook = 16
 
     /// The thread's timers, earliest first. An array kept in order rather
     /// than a heap: the engine has a handful at a time (the next start, a
