@@ -48,6 +48,11 @@ static inline CURLMcode txr_curl_multi_setopt_timer(CURLM *m, txr_curl_timer_cal
 static inline CURLMcode txr_curl_multi_setopt_long(CURLM *m, CURLMoption o, long v) {
     return curl_multi_setopt(m, o, v);
 }
+/* curl_version_info's argument is a macro (CURLVERSION_NOW), which Swift
+ * does not import. */
+static inline curl_version_info_data *txr_curl_version_info(void) {
+    return curl_version_info(CURLVERSION_NOW);
+}
 static inline CURLcode txr_curl_getinfo_pointer(CURL *h, CURLINFO i, void **v) {
     return curl_easy_getinfo(h, i, v);
 }

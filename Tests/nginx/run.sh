@@ -10,7 +10,12 @@
 #   itself (413) without reaching the receiver while one of exactly 8 MiB (the
 #   receiver's MaxFileSize=) reaches it, /healthz and /appstore/transactions
 #   proxied, and nothing outside the snippet's locations proxied (nginx's own
-#   404). Negative controls: SNIPPET_FILE= with client_max_body_size 16m fails
+#   404). And the daemon's HTTPVersion= (man txrecon.conf) against nginx as a
+#   backend, in server blocks of the test's own beside the snippet: with
+#   HTTPVersion=2 every delivery arrives as HTTP/2, multiplexed over one
+#   connection, over https:// (ALPN) and over http:// (h2c, prior knowledge;
+#   refused at check-config where libcurl is older than 7.89, whose reuse of
+#   such a connection fails, curl issue 10634); with 1.1 as HTTP/1.1. Negative controls: SNIPPET_FILE= with client_max_body_size 16m fails
 #   the 413 check; with ssl_protocols TLSv1.1 (and SECLEVEL=0) the TLS 1.1 one.
 #
 # The snippet is changed in three places only, each of which must be found:
@@ -156,7 +161,7 @@ make_certificates() {
     -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign" 2>>"$WORK/openssl.log"
   openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
     -subj "/CN=$HOST" -keyout "$d/server.key" -out "$d/server.csr" 2>>"$WORK/openssl.log"
-  printf '%s\n' "subjectAltName=DNS:$HOST" "basicConstraints=critical,CA:FALSE" \
+  printf '%s\n' "subjectAltName=DNS:$HOST,IP:127.0.0.1" "basicConstraints=critical,CA:FALSE" \
     "keyUsage=critical,digitalSignature" "extendedKeyUsage=serverAuth" > "$d/server.ext"
   openssl x509 -req -in "$d/server.csr" -CA "$d/ca.pem" -CAkey "$d/ca.key" -CAcreateserial \
     -days 2 -extfile "$d/server.ext" -out "$d/server.pem" 2>>"$WORK/openssl.log"
@@ -225,6 +230,29 @@ http {
 EOF
     cat "$WORK/snippet.conf"
     echo "# ---- end of the snippet"
+    cat <<EOF
+# ---- backends for the daemon's HTTP/2 deliveries (the test's own, not the snippet's).
+# Each reads the whole request body before it answers, as a backend does, by passing the
+# request on to a server that answers 204 (an answer before the body would reset the stream).
+    log_format delivery '\$server_protocol \$connection \$http_idempotency_key';
+    server {
+        listen 127.0.0.1:$H2PORT ssl http2;
+        ssl_certificate $WORK/pki/server.pem;
+        ssl_certificate_key $WORK/pki/server.key;
+        access_log $n/delivery.log delivery;
+        location / { proxy_pass http://127.0.0.1:$ANSWERPORT; }
+    }
+    server {
+        listen 127.0.0.1:$H2CPORT http2;
+        access_log $n/delivery.log delivery;
+        location / { proxy_pass http://127.0.0.1:$ANSWERPORT; }
+    }
+    server {
+        listen 127.0.0.1:$ANSWERPORT;
+        access_log off;
+        location / { return 204; }
+    }
+EOF
     echo "}"
   } > "$n/nginx.conf"
 }
@@ -415,12 +443,100 @@ check_tls() {
   done
 }
 
+# deliver_through NAME URL HTTPVERSION: a daemon of its own (spool WORK/NAME) delivers 24
+#   envelopes to URL with HTTPVersion=HTTPVERSION and MaxConcurrentDeliveries=8; prints
+#   "PROTOCOLS CONNECTIONS": the protocols nginx logged for its keys, and on how many connections.
+deliver_through() {
+  local name=$1 url=$2 version=$3 spool="$WORK/$1/spool" pid i
+  mkdir -p "$WORK/$name"
+  cat > "$WORK/$name/txrecon.conf" <<EOF
+[Spool]
+Directory=$spool
+LedgerFile=$WORK/$name/ledger.sqlite3
+
+[Backend]
+URL=$url
+CAFile=$CA
+HTTPVersion=$version
+
+[Delivery]
+MaxConcurrentDeliveries=8
+
+[Verification]
+Mode=none
+AcceptEnvelopes=yes
+EOF
+  "$BINARY" run --config "$WORK/$name/txrecon.conf" 2> "$WORK/$name/daemon.log" &
+  pid=$!; DAEMON_PID=$pid
+  wait_until "$START_TIMEOUT" grep -q ' ready: ' "$WORK/$name/daemon.log" \
+    || { cat "$WORK/$name/daemon.log" >&2; die "txrecon run ($name) did not get ready"; }
+  for i in $(seq -w 1 24); do
+    printf '{"id":"%s-%s","version":1,"payload":{"n":%d}}' "$name" "$i" "$((10#$i))" > "$spool/tmp/$name-$i"
+  done
+  # One burst (one mv), so that the deliveries overlap.
+  mv "$spool/tmp/$name"-* "$spool/new/"
+  # Delivered: no item left in new/ or queue/ (done/ holds a retried item's record beside it).
+  wait_until 60 eval "[ -z \"\$(ls -A '$spool/new')\$(ls -A '$spool/queue')\" ]" \
+    || { tail -5 "$WORK/$name/daemon.log" >&2; log "    $name: not all delivered within 60 s" >&2; }
+  stop "$pid" "txrecon run ($name)"; DAEMON_PID=
+  echo "$(awk -v p="$name-" 'index($3, p) == 1 {print $1}' "$WORK/nginx/delivery.log" | sort -u | tr '\n' ',')" \
+       "$(awk -v p="$name-" 'index($3, p) == 1 {print $2}' "$WORK/nginx/delivery.log" | sort -u | wc -l)"
+}
+# curl_reuses_h2c: whether the host's libcurl is 7.89 or later.
+curl_reuses_h2c() {
+  local v major minor; v=$(curl -V | head -1 | sed -n 's/.*libcurl\/\([0-9]*\)\.\([0-9]*\).*/\1 \2/p')
+  read -r major minor <<< "$v"
+  [ "${major:-0}" -gt 7 ] || { [ "${major:-0}" = 7 ] && [ "${minor:-0}" -ge 89 ]; }
+}
+check_h2c_refused() {
+  local url=$1 rc=0
+  mkdir -p "$WORK/h2c"
+  printf '[Spool]\nDirectory=%s\n[Backend]\nURL=%s\nHTTPVersion=2\n[Verification]\nMode=none\nAcceptEnvelopes=yes\n' \
+    "$WORK/h2c/spool" "$url" > "$WORK/h2c/txrecon.conf"
+  "$BINARY" check-config --config "$WORK/h2c/txrecon.conf" > "$WORK/h2c/check.log" 2>&1 || rc=$?
+  if [ "$rc" = 78 ] && grep -q 'needs libcurl 7.89 or later' "$WORK/h2c/check.log"; then
+    pass "HTTPVersion=2 to $url: refused at check-config (exit 78) on this libcurl ($(curl -V | head -1 | grep -o 'libcurl/[0-9.]*'), curl issue 10634)"
+  else
+    fail "HTTPVersion=2 to $url on libcurl < 7.89: expected check-config to refuse it with exit 78, got $rc: $(head -c 300 "$WORK/h2c/check.log")"
+  fi
+}
+check_http2_deliveries() {
+  local spec name url version expected result lines protocols connections
+  for spec in "h2-tls https://127.0.0.1:$H2PORT/deliver 2 HTTP/2.0," \
+              "h2c http://127.0.0.1:$H2CPORT/deliver 2 HTTP/2.0," \
+              "h1-tls https://127.0.0.1:$H2PORT/deliver 1.1 HTTP/1.1,"; do
+    read -r name url version expected <<< "$spec"
+    # Cleartext HTTP/2 needs libcurl 7.89 or later (curl issue 10634): refused before, at check-config.
+    if [ "$name" = h2c ] && ! curl_reuses_h2c; then
+      check_h2c_refused "$url"; continue
+    fi
+    result=$(deliver_through "$name" "$url" "$version")
+    read -r protocols connections <<< "$result"
+    lines=$(awk -v p="$name-" 'index($3, p) == 1' "$WORK/nginx/delivery.log" | wc -l)
+    # Exactly 24: a request that failed and was sent again would show as more.
+    # HTTP/2: one connection; HTTP/1.1: one per concurrent delivery at most (MaxConcurrentDeliveries=8).
+    if [ "$lines" = 24 ] && [ "$protocols" = "$expected" ] \
+       && { [ "$version" != 2 ] || [ "$connections" = 1 ]; } && [ "$connections" -le 8 ]; then
+      pass "HTTPVersion=$version to $url: $lines deliveries as ${protocols%,} over $connections connection(s)"
+    else
+      fail "HTTPVersion=$version to $url: expected 24 requests, each delivered at its first attempt, as ${expected%,}$([ "$version" != 2 ] && echo ' over at most 8 connections' || echo ' over one connection'); nginx logged $lines as ${protocols%,} over $connections connection(s)"
+    fi
+  done
+}
+
 # ---------------------------------------------------------------- main
 ensure_binary
 prepare_nginx
 make_certificates
 PORT=$(free_port); RPORT=$(free_port)
 while [ "$RPORT" = "$PORT" ]; do RPORT=$(free_port); done
+H2PORT=$(free_port)
+while [ "$H2PORT" = "$PORT" ] || [ "$H2PORT" = "$RPORT" ]; do H2PORT=$(free_port); done
+H2CPORT=$(free_port)
+while [ "$H2CPORT" = "$PORT" ] || [ "$H2CPORT" = "$RPORT" ] || [ "$H2CPORT" = "$H2PORT" ]; do H2CPORT=$(free_port); done
+ANSWERPORT=$(free_port)
+while [ "$ANSWERPORT" = "$PORT" ] || [ "$ANSWERPORT" = "$RPORT" ] || [ "$ANSWERPORT" = "$H2PORT" ] \
+      || [ "$ANSWERPORT" = "$H2CPORT" ]; do ANSWERPORT=$(free_port); done
 write_nginx_conf
 write_receiver_conf
 create_spool
@@ -434,6 +550,7 @@ check_too_big
 check_tls
 check_not_proxied
 check_uploads_proxied
+check_http2_deliveries
 
 if grep -q '\[emerg\]\|\[alert\]\|\[crit\]' "$WORK/nginx/error.log"; then
   log "nginx's error log has serious entries:"; grep '\[emerg\]\|\[alert\]\|\[crit\]' "$WORK/nginx/error.log" | sed 's/^/    /'

@@ -142,6 +142,9 @@ package struct BackendSettings: Sendable, Equatable {
     package var url = ""
     /// `Timeout=`: the whole exchange, connect included. Default 10 s.
     package var timeout: Duration = .seconds(10)
+    /// `HTTPVersion=`: `1.1` (the default), or `2` for many deliveries
+    /// multiplexed over one connection (http:// and https:// only).
+    package var httpVersion = HTTPVersion.http1_1
     /// `BearerTokenFile=`: a file holding the token sent as
     /// `Authorization: Bearer`. When unset, the systemd credential
     /// `backend-token` is used if `$CREDENTIALS_DIRECTORY` has it.

@@ -347,7 +347,7 @@ package enum ConfigurationLoader {
         let backend = configuration.backend
         let tlsKeys = ["CAFile", "ClientCertificateFile", "ClientKeyFile"]
         let misplaced = backend.isStream
-            ? ["SigningSecretFile"] + (backend.streamRequiresTLS ? [] : tlsKeys)
+            ? ["SigningSecretFile", "HTTPVersion"] + (backend.streamRequiresTLS ? [] : tlsKeys)
             : (backend.subject == BackendSettings().subject ? [] : ["Subject"]) + ["Stream"]
         if let key = misplaced.first(where: { configuration.origins["Backend.\($0)"] != nil }) {
             let origin = configuration.origins["Backend.\(key)"]
@@ -355,6 +355,8 @@ package enum ConfigurationLoader {
             case (true, true):
                 "applies to a NATS server over TLS: make URL= tls://HOST:PORT (with nats:// libnats uses TLS only "
                     + "when the server asks for it, checked against the system's CAs), or remove it"
+            case (true, false) where key == "HTTPVersion":
+                "applies only to an http:// or https:// destination (a JetStream destination speaks NATS); remove it"
             case (true, false):
                 "does not apply to a JetStream destination (messages carry no webhook signature; the connection "
                     + "is authenticated by a token from BearerTokenFile=); remove it"
@@ -368,6 +370,18 @@ package enum ConfigurationLoader {
         // and nothing is published before it is found capturing the
         // subjects: without a name, any reply shaped like an acknowledgement
         // would do, from anyone who may subscribe to them.
+        // libcurl 7.88 (Debian 12's) fails every request after the first on
+        // a reused cleartext HTTP/2 connection (curl issue 10634, fixed in
+        // 7.89): refused here rather than retried for ever at run time.
+        if backend.httpVersion == .http2, backend.url.lowercased().hasPrefix("http://"),
+           !CurlLibrary.reusesPriorKnowledgeConnections {
+            let origin = configuration.origins["Backend.HTTPVersion"]
+            throw ConfigurationError(
+                file: origin?.file ?? configuration.path, line: origin?.line, key: "Backend.HTTPVersion",
+                message: "2 over http:// needs libcurl 7.89 or later; this one (\(CurlLibrary.version)) fails every "
+                    + "request after the first on a cleartext HTTP/2 connection (curl issue 10634). Use an https:// "
+                    + "URL= (HTTP/2 by ALPN), or HTTPVersion=1.1")
+        }
         if configuration.backend.isStream, configuration.backend.stream == nil {
             let url = configuration.origins["Backend.URL"]
             throw ConfigurationError(

@@ -52,6 +52,7 @@ package enum ConfigurationSummary {
         if let caFile = backend.caFile { lines.append("CAFile=\(caFile)") }
         if let certificate = backend.clientCertificateFile { lines.append("ClientCertificateFile=\(certificate)") }
         if let key = backend.clientKeyFile { lines.append("ClientKeyFile=\(key)") }
+        if !backend.isStream { lines.append("HTTPVersion=\(backend.httpVersion.rawValue)") }
         if backend.isStream {
             lines.append("Subject=\(backend.subject)")
             lines.append("Stream=\(backend.stream ?? "none")")

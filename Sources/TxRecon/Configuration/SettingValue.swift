@@ -115,6 +115,14 @@ enum SettingValue {
         return schedule
     }
 
+    /// `1.1` or `2`.
+    static func httpVersion(_ text: String) throws(InvalidValue) -> HTTPVersion {
+        guard let version = HTTPVersion(rawValue: text) else {
+            throw InvalidValue(message: "\(quoted(text)) is not an HTTP version txrecon speaks; give 1.1 or 2")
+        }
+        return version
+    }
+
     /// An http:// or https:// URL with a host, as POST requests go to it.
     static func backendURL(_ text: String) throws(InvalidValue) -> String {
         let accepted = #"an http:// or https:// URL with a host, such as "https://backend.example/transactions""#

@@ -113,6 +113,18 @@ final class CurlConnection {
         codes += CurlEasy.setPostOptions(handle, timeoutMilliseconds: options.timeoutMilliseconds,
                                          connectTimeoutMilliseconds: options.connectTimeoutMilliseconds,
                                          errorBuffer: errorBuffer, response: response)
+        // Stated either way: libcurl's own default over https:// is HTTP/2
+        // when the server offers it. With 2, a request waits for a
+        // connection that multiplexes rather than opening one more
+        // (PIPEWAIT), so the deliveries in flight share one connection.
+        switch options.httpVersion {
+        case .http1_1:
+            codes.append(("HTTP_VERSION", txr_curl_setopt_long(handle, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_1_1)))
+        case .http2:
+            let version = scheme == "https" ? CURL_HTTP_VERSION_2TLS : CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE
+            codes.append(("HTTP_VERSION", txr_curl_setopt_long(handle, CURLOPT_HTTP_VERSION, version)))
+            codes.append(("PIPEWAIT", txr_curl_setopt_long(handle, CURLOPT_PIPEWAIT, 1)))
+        }
         codes.append(("PRIVATE", txr_curl_setopt_pointer(handle, CURLOPT_PRIVATE,
                                                          Unmanaged.passUnretained(self).toOpaque())))
         if !options.proxyFromEnvironment {

@@ -103,6 +103,15 @@ enum CurlLibrary {
     /// curl_global_init's result. Swift runs a static initializer exactly
     /// once and thread-safely, before the first handle is made.
     static let initialization: CURLcode = curl_global_init(Int(CURL_GLOBAL_DEFAULT))
+
+    /// The version of the libcurl loaded, e.g. `7.88.1`.
+    static var version: String { String(cString: txr_curl_version_info().pointee.version) }
+
+    /// Whether a cleartext HTTP/2 connection (prior knowledge) can carry a
+    /// second request: not in 7.88 (curl issue 10634, fixed in 7.89.0).
+    static var reusesPriorKnowledgeConnections: Bool {
+        txr_curl_version_info().pointee.version_num >= 0x075900
+    }
 }
 
 final class CurlOptions: Sendable {
@@ -111,6 +120,8 @@ final class CurlOptions: Sendable {
     static let connectTimeoutCap: Duration = .seconds(10)
 
     let url: String
+    /// `HTTPVersion=`.
+    let httpVersion: HTTPVersion
     /// `Timeout=` in milliseconds (at least 1): the whole exchange.
     let timeoutMilliseconds: Int
     /// min(`Timeout=`, `connectTimeoutCap`) in milliseconds.
@@ -127,6 +138,7 @@ final class CurlOptions: Sendable {
     init(_ settings: BackendSettings, tls: BackendSecrets.TLSMaterial,
          environment: [String: String] = ProcessEnvironment.current) {
         url = settings.url
+        httpVersion = settings.httpVersion
         timeoutMilliseconds = Self.milliseconds(settings.timeout)
         connectTimeoutMilliseconds = Self.milliseconds(min(settings.timeout, Self.connectTimeoutCap))
         self.tls = tls

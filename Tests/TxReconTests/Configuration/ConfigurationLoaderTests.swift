@@ -47,8 +47,9 @@ private let minimal = """
             LedgerFile=/srv/state/ledger.sqlite3
             LedgerRetention=400d
             [Backend]
-            URL=http://[::1]:8080/in?source=txrecon
+            URL=https://[::1]:8080/in?source=txrecon
             Timeout=1min 30s
+            HTTPVersion=2
             BearerTokenFile=/etc/txrecon/token
             SigningSecretFile=/etc/txrecon/whsec
             CAFile=/etc/txrecon/ca.pem
@@ -106,8 +107,9 @@ private let minimal = """
         #expect(configuration.spool.doneRetention == .zero)
         #expect(configuration.spool.ledgerFile == "/srv/state/ledger.sqlite3")
         #expect(configuration.spool.ledgerRetention == .seconds(400 * 86_400))
-        #expect(configuration.backend.url == "http://[::1]:8080/in?source=txrecon")
+        #expect(configuration.backend.url == "https://[::1]:8080/in?source=txrecon")
         #expect(configuration.backend.timeout == .seconds(90))
+        #expect(configuration.backend.httpVersion == .http2)
         #expect(configuration.backend.bearerTokenFile == "/etc/txrecon/token")
         #expect(configuration.backend.signingSecretFile == "/etc/txrecon/whsec")
         #expect(configuration.backend.caFile == "/etc/txrecon/ca.pem")

@@ -202,6 +202,8 @@ import TxReconTestSupport
          "applies to a NATS server over TLS"),
         ("URL=tls://127.0.0.1\nSigningSecretFile=/etc/txrecon/whsec\n", "does not apply to a JetStream destination"),
         ("URL=https://backend.example/\nSubject=x\n", "applies only to a JetStream destination"),
+        ("URL=nats://127.0.0.1\nStream=ITEMS\nHTTPVersion=2\n", "applies only to an http:// or https:// destination"),
+        ("URL=https://backend.example/\nHTTPVersion=3\n", "is not an HTTP version txrecon speaks; give 1.1 or 2"),
     ])
     func whatAStreamDestinationCannotUseIsRefused(backend: String, message: String) {
         #expect {
@@ -209,5 +211,21 @@ import TxReconTestSupport
         } throws: { error in
             (error as? ConfigurationError)?.message.contains(message) == true
         }
+    }
+
+    /// HTTPVersion=2 over http:// is refused where libcurl cannot reuse a
+    /// cleartext HTTP/2 connection (7.88, curl issue 10634), taken where it can.
+    @Test func cleartextHTTP2DependsOnTheLibcurlThatRunsIt() throws {
+        let backend = "URL=http://backend.example/\nHTTPVersion=2\n"
+        if CurlLibrary.reusesPriorKnowledgeConnections {
+            #expect(try load(backend).backend.httpVersion == .http2)
+        } else {
+            #expect {
+                try load(backend)
+            } throws: { error in
+                (error as? ConfigurationError)?.message.contains("2 over http:// needs libcurl 7.89 or later") == true
+            }
+        }
+        #expect(try load("URL=https://backend.example/\nHTTPVersion=2\n").backend.httpVersion == .http2)
     }
 }

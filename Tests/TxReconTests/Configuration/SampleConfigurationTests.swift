@@ -46,7 +46,7 @@ private func assignment(in line: Substring) -> (key: Substring, value: Substring
 
         var spelledOut = try ConfigurationLoader.load(path: path)
         var sample = try ConfigurationLoader.load(path: samplePath)
-        #expect(spelledOut.origins.count == 34)
+        #expect(spelledOut.origins.count == 35)
         spelledOut.origins = [:]
         sample.origins = [:]
         sample.path = path
