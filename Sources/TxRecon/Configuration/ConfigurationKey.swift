@@ -77,7 +77,7 @@ extension ConfigurationKey {
 
         ConfigurationKey("Backend", "URL", \.backend.url, SettingValue.destinationURL),
         ConfigurationKey("Backend", "Timeout", \.backend.timeout, SettingValue.positiveTimeSpan),
-        ConfigurationKey("Backend", "HTTPVersion", \.backend.httpVersion, SettingValue.httpVersion),
+        ConfigurationKey("Backend", "HTTPVersion", \.backend.httpVersion, SettingValue.httpVersion, restartOnly: true),
         ConfigurationKey("Backend", "BearerTokenFile", \.backend.bearerTokenFile, SettingValue.absolutePath),
         ConfigurationKey("Backend", "SigningSecretFile", \.backend.signingSecretFile, SettingValue.absolutePath),
         ConfigurationKey("Backend", "CAFile", \.backend.caFile, SettingValue.absolutePath),
