@@ -192,14 +192,15 @@ powercut-control: deps-powercut
 # Built with swiftc from the decoder's own sources: SwiftPM cannot link one
 # target with the fuzzer's main.
 FUZZ_SECONDS ?= 60
-FUZZ_SOURCES := $(addprefix Sources/TxRecon/Intake/,InputDecoder.swift CompactJWS.swift Base64URL.swift Item.swift \
-	Rejection.swift RejectionCode.swift PayloadReader.swift AppStorePayloads.swift JSONValueDescription.swift \
-	ParsedSignedStrings.swift KnownJOSEHeaders.swift DERReader.swift AppReceipt.swift Base64.swift \
-	InputDecoder+Receipt.swift ReceiptSplit.swift ReceiptItems.swift SignedDataKind.swift NotificationType.swift \
-	ContentDigest.swift) \
-	Sources/TxRecon/Support/JSONValue.swift Sources/TxRecon/Support/JSONStringScan.swift \
-	Sources/TxRecon/Support/ByteWord.swift Sources/TxRecon/Support/StringBytes.swift \
-	Sources/TxRecon/Support/SHA256Digest.swift Tests/Fuzz/InputDecoderFuzzer.swift
+FUZZ_SOURCES := $(addprefix Sources/TxRecon/Intake/,InputDecoder.swift CompactJWS.swift DecodedInput.swift \
+	PayloadReader.swift AppStorePayloads.swift JSONValueDescription.swift \
+	ParsedSignedStrings.swift KnownJOSEHeaders.swift DERReader.swift AppReceipt.swift \
+	InputDecoder+Receipt.swift ReceiptSplit.swift ReceiptItems.swift ContentDigest.swift) \
+	$(addprefix Sources/TxRecon/Item/,Item.swift Rejection.swift RejectionCode.swift SignedDataKind.swift \
+	NotificationType.swift) \
+	$(addprefix Sources/TxRecon/Support/,JSONValue.swift JSONStringScan.swift ByteWord.swift StringBytes.swift \
+	SHA256Digest.swift Base64.swift Base64URL.swift) \
+	Tests/Fuzz/InputDecoderFuzzer.swift
 
 .build/fuzz/input-decoder: $(FUZZ_SOURCES)
 	mkdir -p .build/fuzz
