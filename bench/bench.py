@@ -266,7 +266,10 @@ def build_reference(commit):
 def build_c_tool(name, libraries, out_dir):
     source = os.path.join(BENCH_DIR, name + ".c")
     binary = os.path.join(out_dir, name)
-    if not os.path.exists(binary) or os.path.getmtime(binary) < os.path.getmtime(source):
+    # The tool's own source and the headers beside it (spoolref.h).
+    newest = max([os.path.getmtime(source)] + [os.path.getmtime(os.path.join(BENCH_DIR, name))
+                                                for name in os.listdir(BENCH_DIR) if name.endswith(".h")])
+    if not os.path.exists(binary) or os.path.getmtime(binary) < newest:
         run_checked(["gcc", "-O2", "-Wall", "-Wextra", "-o", binary, source] + libraries)
     return binary
 
@@ -1065,16 +1068,16 @@ class Bench:
         with self.reference_spool(f"curl-renames-{run}-", count) as spool:
             return self.limit(bodies_path, spool)
 
-    def per_file_reference(self, run, count):
-        """The per-file reference over `count` envelopes in new/, timed as
-        the daemon's drain is: from its exec until new/ is seen empty by
-        the same 10 ms poll. (rate, µs of CPU per file of the whole process,
-        rate by its own clock, µs of CPU per file in that span)."""
-        with self.reference_spool(f"per-file-{run}-", count) as spool:
+    def timed_reference(self, name, prefix, count, command):
+        """Runs a reference program over `count` envelopes in a fresh
+        new/, timed as the daemon's drain is: from its exec until new/ is
+        seen empty by the same 10 ms poll. `command` takes the spool's
+        path. (seconds, the program's own fields: items, rate, cpu_seconds,
+        process_cpu_seconds)."""
+        with self.reference_spool(prefix, count) as spool:
             new = os.path.join(spool, "new")
             start = time.monotonic()
-            child = PROCESSES.start([self.curlclient, self.nginx.url(self.nginx.fast_port), "-",
-                                     str(self.args.connections), spool, "read"], stdout=subprocess.PIPE, text=True)
+            child = PROCESSES.start(command(spool), stdout=subprocess.PIPE, text=True)
             deadline = start + self.drain_timeout(count)
             while not directory_is_empty(new) and child.poll() is None and time.monotonic() < deadline:
                 time.sleep(0.01)
@@ -1082,36 +1085,32 @@ class Bench:
             output, _ = child.communicate(timeout=600)
             PROCESSES.end(child)
             if child.returncode != 0 or not directory_is_empty(new):
-                raise BenchError(f"per-file reference failed (status {child.returncode}): {output.strip()}")
+                raise BenchError(f"{name} failed (status {child.returncode}): {output.strip()}")
             fields = dict(part.split("=") for part in output.split())
-            items = int(fields["items"])
-            if items != count:
-                raise BenchError(f"per-file reference listed {items} files, not {count}")
-            return (count / (end - start), float(fields["process_cpu_seconds"]) / count * 1e6,
-                    float(fields["rate"]), float(fields["cpu_seconds"]) / count * 1e6)
+            if int(fields["items"]) != count:
+                raise BenchError(f"{name} listed {fields['items']} files, not {count}")
+            return end - start, fields
+
+    def per_file_reference(self, run, count):
+        """The per-file reference over `count` envelopes in new/ (see
+        timed_reference). (rate, µs of CPU per file of the whole process,
+        rate by its own clock, µs of CPU per file in that span)."""
+        seconds, fields = self.timed_reference(
+            "per-file reference", f"per-file-{run}-", count,
+            lambda spool: [self.curlclient, self.nginx.url(self.nginx.fast_port), "-", str(self.args.connections),
+                           spool, "read"])
+        return (count / seconds, float(fields["process_cpu_seconds"]) / count * 1e6,
+                float(fields["rate"]), float(fields["cpu_seconds"]) / count * 1e6)
 
     def single_threaded_reference(self, run, count):
         """Issue 44's reference (bench/curlmulti.c: list, open, read, POST
         through libcurl's multi interface on one thread, rename on 2xx) over
-        `count` envelopes in new/, timed as the per-file reference is.
-        (rate, µs of CPU per file of the whole process)."""
-        with self.reference_spool(f"multi-{run}-", count) as spool:
-            new = os.path.join(spool, "new")
-            start = time.monotonic()
-            child = PROCESSES.start([self.curlmulti, self.nginx.url(self.nginx.fast_port), spool,
-                                     str(self.args.connections)], stdout=subprocess.PIPE, text=True)
-            deadline = start + self.drain_timeout(count)
-            while not directory_is_empty(new) and child.poll() is None and time.monotonic() < deadline:
-                time.sleep(0.01)
-            end = time.monotonic()
-            output, _ = child.communicate(timeout=600)
-            PROCESSES.end(child)
-            if child.returncode != 0 or not directory_is_empty(new):
-                raise BenchError(f"single-threaded reference failed (status {child.returncode}): {output.strip()}")
-            fields = dict(part.split("=") for part in output.split())
-            if int(fields["items"]) != count:
-                raise BenchError(f"single-threaded reference listed {fields['items']} files, not {count}")
-            return count / (end - start), float(fields["process_cpu_seconds"]) / count * 1e6
+        `count` envelopes in new/ (see timed_reference). (rate, µs of CPU
+        per file of the whole process)."""
+        seconds, fields = self.timed_reference(
+            "single-threaded reference", f"multi-{run}-", count,
+            lambda spool: [self.curlmulti, self.nginx.url(self.nginx.fast_port), spool, str(self.args.connections)])
+        return count / seconds, float(fields["process_cpu_seconds"]) / count * 1e6
 
     def measure_drain_and_limit(self):
         count, runs = self.args.items, self.args.runs

@@ -46,6 +46,8 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include "spoolref.h"
+
 struct body {
     char *text;
     size_t length;
@@ -71,20 +73,9 @@ static size_t discard(char *data, size_t size, size_t count, void *context) {
     return size * count;
 }
 
-/* The value of "id" in a body, as the Idempotency-Key txrecon would send. */
+/* The Idempotency-Key txrecon would send for a body. */
 static void make_idempotency_header(struct body *body) {
-    const char *id = strstr(body->text, "\"id\":\"");
-    const char *version = strstr(body->text, "\"versionToken\":\"");
-    if (id == NULL || version == NULL) {
-        snprintf(body->idempotency_header, sizeof body->idempotency_header, "Idempotency-Key: unknown");
-        return;
-    }
-    id += 6;
-    version += 16;
-    int id_length = (int)(strchr(id, '"') - id);
-    int version_length = (int)(strchr(version, '"') - version);
-    snprintf(body->idempotency_header, sizeof body->idempotency_header, "Idempotency-Key: %.*s:%.*s",
-             id_length, id, version_length, version);
+    idempotency_header(body->text, body->idempotency_header, sizeof body->idempotency_header);
 }
 
 /* SPOOL/new/NAME whole into *buffer (grown as needed, one byte kept for a
@@ -110,17 +101,6 @@ static size_t read_file(const char *spool, const char *name, char **buffer, size
     fclose(file);
     (*buffer)[length] = '\0';
     return length;
-}
-
-/* new/NAME -> done/NAME, as txrecon finishes a delivered item. */
-static void finish(const char *spool, const char *name) {
-    char from[4096], to[4096];
-    snprintf(from, sizeof from, "%s/new/%s", spool, name);
-    snprintf(to, sizeof to, "%s/done/%s", spool, name);
-    if (rename(from, to) != 0) {
-        perror(from);
-        exit(2);
-    }
 }
 
 static void *post_bodies(void *argument) {
@@ -173,30 +153,6 @@ static void *post_bodies(void *argument) {
     return NULL;
 }
 
-/* The names in SPOOL/new/ (but . and ..) into *names; returns how many. */
-static size_t list_new(const char *spool, char ***names) {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/new", spool);
-    DIR *directory = opendir(path);
-    if (directory == NULL) {
-        perror(path);
-        exit(2);
-    }
-    size_t capacity = 1024, count = 0;
-    *names = malloc(capacity * sizeof **names);
-    struct dirent *entry;
-    while ((entry = readdir(directory)) != NULL) {
-        if (strcmp(entry->d_name, ".") == 0 || strcmp(entry->d_name, "..") == 0) continue;
-        if (count == capacity) {
-            capacity *= 2;
-            *names = realloc(*names, capacity * sizeof **names);
-        }
-        (*names)[count++] = strdup(entry->d_name);
-    }
-    closedir(directory);
-    return count;
-}
-
 /* Reads BODIES into memory, one body per line; returns the number read. */
 static size_t read_bodies(const char *path, struct body **bodies) {
     FILE *file = fopen(path, "r");
@@ -224,19 +180,6 @@ static size_t read_bodies(const char *path, struct body **bodies) {
     free(line);
     fclose(file);
     return count;
-}
-
-static double seconds_now(void) {
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return (double)now.tv_sec + (double)now.tv_nsec / 1e9;
-}
-
-static double cpu_seconds(void) {
-    struct rusage usage;
-    getrusage(RUSAGE_SELF, &usage);
-    return (double)(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec)
-         + (double)(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
 }
 
 int main(int argc, char **argv) {

@@ -39,6 +39,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "spoolref.h"
+
 /* One connection's easy handle and what it is sending. */
 struct slot {
     CURL *handle;
@@ -57,30 +59,6 @@ static size_t discard(char *data, size_t size, size_t count, void *context) {
     (void)data;
     (void)context;
     return size * count;
-}
-
-/* The names in SPOOL/new/ (but . and ..); returns how many. */
-static size_t list_new(void) {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/new", spool);
-    DIR *directory = opendir(path);
-    if (directory == NULL) {
-        perror(path);
-        exit(2);
-    }
-    size_t capacity = 1024, count = 0;
-    names = malloc(capacity * sizeof *names);
-    struct dirent *entry;
-    while ((entry = readdir(directory)) != NULL) {
-        if (strcmp(entry->d_name, ".") == 0 || strcmp(entry->d_name, "..") == 0) continue;
-        if (count == capacity) {
-            capacity *= 2;
-            names = realloc(names, capacity * sizeof *names);
-        }
-        names[count++] = strdup(entry->d_name);
-    }
-    closedir(directory);
-    return count;
 }
 
 /* SPOOL/new/NAME whole into the slot's buffer (open, fstat, read); its length. */
@@ -117,27 +95,11 @@ static size_t read_file(struct slot *slot, const char *name) {
     return length;
 }
 
-/* The Idempotency-Key txrecon would send: "id" and "versionToken". */
-static void make_idempotency_header(struct slot *slot) {
-    const char *id = strstr(slot->body, "\"id\":\"");
-    const char *version = strstr(slot->body, "\"versionToken\":\"");
-    if (id == NULL || version == NULL) {
-        snprintf(slot->idempotency_header, sizeof slot->idempotency_header, "Idempotency-Key: unknown");
-        return;
-    }
-    id += 6;
-    version += 16;
-    int id_length = (int)(strchr(id, '"') - id);
-    int version_length = (int)(strchr(version, '"') - version);
-    snprintf(slot->idempotency_header, sizeof slot->idempotency_header, "Idempotency-Key: %.*s:%.*s",
-             id_length, id, version_length, version);
-}
-
 /* Reads file `index` into the slot and adds its request to the multi handle. */
 static void send_file(CURLM *multi, struct slot *slot, size_t index) {
     slot->name = index;
     size_t length = read_file(slot, names[index]);
-    make_idempotency_header(slot);
+    idempotency_header(slot->body, slot->idempotency_header, sizeof slot->idempotency_header);
     slot->headers = curl_slist_append(NULL, "Content-Type: application/json");
     slot->headers = curl_slist_append(slot->headers, "User-Agent: curlmulti/1");
     slot->headers = curl_slist_append(slot->headers, slot->idempotency_header);
@@ -148,30 +110,6 @@ static void send_file(CURLM *multi, struct slot *slot, size_t index) {
     curl_multi_add_handle(multi, slot->handle);
 }
 
-/* new/NAME -> done/NAME, as txrecon finishes a delivered item. */
-static void finish(const char *name) {
-    char from[4096], to[4096];
-    snprintf(from, sizeof from, "%s/new/%s", spool, name);
-    snprintf(to, sizeof to, "%s/done/%s", spool, name);
-    if (rename(from, to) != 0) {
-        perror(from);
-        exit(2);
-    }
-}
-
-static double seconds_now(void) {
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return (double)now.tv_sec + (double)now.tv_nsec / 1e9;
-}
-
-static double cpu_seconds(void) {
-    struct rusage usage;
-    getrusage(RUSAGE_SELF, &usage);
-    return (double)(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec)
-         + (double)(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
-}
-
 int main(int argc, char **argv) {
     if (argc != 4 || atoi(argv[3]) < 1) {
         fprintf(stderr, "usage: curlmulti URL SPOOL CONNECTIONS\n");
@@ -180,7 +118,7 @@ int main(int argc, char **argv) {
     const char *url = argv[1];
     spool = argv[2];
     size_t connections = (size_t)atoi(argv[3]);
-    size_t count = list_new();
+    size_t count = list_new(spool, &names);
     curl_global_init(CURL_GLOBAL_DEFAULT);
     CURLM *multi = curl_multi_init();
     curl_multi_setopt(multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, (long)connections);
@@ -215,7 +153,7 @@ int main(int argc, char **argv) {
             slot->headers = NULL;
             running--;
             if (code == CURLE_OK && status >= 200 && status <= 299) {
-                finish(names[slot->name]);
+                finish(spool, names[slot->name]);
             } else if (errors++ == 0) {
                 fprintf(stderr, "curlmulti: %s: %s, HTTP status %ld\n", url, curl_easy_strerror(code), status);
             }
