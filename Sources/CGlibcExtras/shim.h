@@ -1,6 +1,7 @@
 /* CGlibcExtras: glibc functions Swift's Glibc module leaves out: malloc_trim,
- * to hand memory freed after start-up back to the kernel, epoll(7) and
- * eventfd(2) for the engine's event loop (ThreadExecutor), renameat2, syncfs
+ * to hand memory freed after start-up back to the kernel, epoll(7),
+ * eventfd(2) and signalfd(2) for the event loops (ThreadExecutor,
+ * DaemonSignals), renameat2, syncfs
  * and O_PATH, the last three declared here because glibc declares them only under
  * _GNU_SOURCE, which the Glibc module is built without. No logic lives here. */
 #ifndef TXRECON_CGLIBCEXTRAS_SHIM_H
@@ -8,6 +9,7 @@
 #include <malloc.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/signalfd.h>
 
 /* renameat2(2), glibc 2.28 and later; fails with EEXIST under
  * RENAME_NOREPLACE when the new path exists, EINVAL where the file system

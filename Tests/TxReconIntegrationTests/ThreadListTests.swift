@@ -47,13 +47,20 @@ struct ThreadListTests {
         #expect(!Self.matches("txrecon-curl-", "txrecon-curl-N") && !Self.matches("txrecon-engine2", "txrecon-engine"))
     }
 
-    /// The threads of a daemon started with `extraConfig` once it has
+    /// The threads of a daemon started with `extraConfig` (and as many
+    /// more destinations, each posting to the same server) once it has
     /// delivered three items.
-    static func threadsOfADaemonThatDelivered(_ extraConfig: String = "") async throws -> [String] {
+    static func threadsOfADaemonThatDelivered(_ extraConfig: String = "",
+                                              moreDestinations: Int = 0) async throws -> [String] {
         let fixture = try DaemonFixture(extraConfig: extraConfig)
+        for index in 0..<moreDestinations {
+            _ = fixture.directory.write("[Backend]\nURL=\(fixture.server.url)more\(index)\n\n\(extraConfig)\n",
+                                        to: "destinations/more\(index).conf")
+        }
         let daemon = try await fixture.start()
         for id in ["t-1", "t-2", "t-3"] { try fixture.drop(fixture.envelope(id, version: 1)) }
-        #expect(await fixture.eventually { fixture.doneItems() == ["t-1", "t-2", "t-3"] })
+        // Each destination's copies: three requests each at the one server.
+        #expect(fixture.server.waitForRequests(count: 3 * (1 + moreDestinations), timeout: .seconds(20)))
         return try threadNames(of: daemon.pid)
     }
 
@@ -67,16 +74,21 @@ struct ThreadListTests {
     }
 
     /// The HTTP transport sends from the engine's event loop (libcurl's
-    /// multi interface): more deliveries in flight start no thread.
-    @Test func moreConcurrentDeliveriesStartNoThread() async throws {
+    /// multi interface) and signals are read there too: more deliveries in
+    /// flight or more destinations start no thread, and the daemon's own
+    /// lasting threads are six besides the examiners (one per further core).
+    @Test func moreConcurrentDeliveriesOrDestinationsStartNoThread() async throws {
         // Those that come and go: start-up's helpers, libdispatch's workers.
         func lasting(_ names: [String]) -> [String] {
             names.filter { $0.hasPrefix("txrecon") && $0 != "txrecon-index" && $0 != "txrecon-ledger-" }.sorted()
         }
         let few = lasting(try await Self.threadsOfADaemonThatDelivered("[Delivery]\nMaxConcurrentDeliveries=1"))
-        let many = lasting(try await Self.threadsOfADaemonThatDelivered("[Delivery]\nMaxConcurrentDeliveries=32"))
-        #expect(few == many, "1 delivery at a time: \(few); 32: \(many)")
+        let many = lasting(try await Self.threadsOfADaemonThatDelivered("[Delivery]\nMaxConcurrentDeliveries=32",
+                                                                         moreDestinations: 3))
+        #expect(few == many, "1 destination, 1 delivery at a time: \(few); 4 destinations, 32 each: \(many)")
         #expect(!many.isEmpty && !many.contains { $0.hasPrefix("txrecon-curl") })
+        let own = many.filter { !Self.matches($0, "txrecon-intakeN") }
+        #expect(own.count <= 6, "the daemon's own threads: \(own)")
     }
 
     @Test func everyThreadOfARunningReceiverIsOnThePage() async throws {

@@ -83,7 +83,10 @@ package enum Receiver {
 
         let (signals, signalInput) = AsyncStream.makeStream(of: Int32.self)
         do {
-            try DaemonSignals.startWaiting { signalInput.yield($0) }
+            guard let commandLoop = CommandThread.loop else {
+                preconditionFailure("Receiver.run outside CommandThread.run: no loop to watch signals on")
+            }
+            try DaemonSignals.watch(on: commandLoop) { signalInput.yield($0) }
             try server.start(listening: listener.socket)
             if let interval = health.watchdogPingInterval {
                 // No ping while a body has waited longer than a ping interval

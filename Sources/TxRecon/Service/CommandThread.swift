@@ -23,6 +23,11 @@ package enum CommandThread {
             return Daemon.ExitStatus.failure
         }
         defer { executor.shutdown() }
-        return executor.runBlocking(command)
+        return executor.runBlocking { await $loop.withValue(executor) { await command() } }
     }
+
+    /// The running command's own thread, an event loop (ThreadExecutor):
+    /// set for the command's task by `run`, nil outside one. The daemon and
+    /// the receiver watch their signals there (DaemonSignals).
+    @TaskLocal package static var loop: ThreadExecutor?
 }

@@ -208,8 +208,11 @@ package enum Daemon {
         let (signals, signalInput) = AsyncStream.makeStream(of: Signal.self)
         let allowFreeze = environment["TXRECON_TEST_FREEZE"] == "1"
         signal(SIGPIPE, SIG_IGN)
-        do throws(ThreadStartError) {
-            try DaemonSignals.startWaiting { number in
+        guard let commandLoop = CommandThread.loop else {
+            preconditionFailure("Daemon.run outside CommandThread.run: no loop to watch signals on")
+        }
+        do throws(DaemonSignals.WatchError) {
+            try DaemonSignals.watch(on: commandLoop) { number in
                 switch number {
                 case SIGTERM: signalInput.yield(.stop("SIGTERM"))
                 case SIGINT: signalInput.yield(.stop("SIGINT"))
