@@ -506,7 +506,8 @@ package actor DeliveryEngine {
     private func tidyWhenIdle() {
         guard !untidied.isEmpty, !untidied.scheduled, mayTidy else { return }
         untidied.scheduled = true
-        Task(executorPreference: executor) { await self.tidyBatch() }
+        // A plain call queued behind the work at hand: no task per batch.
+        executor.submit { self.assumeIsolated { $0.tidyBatch() } }
     }
 
     private func tidyBatch() {
