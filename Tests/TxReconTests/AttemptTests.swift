@@ -2,6 +2,7 @@
 // a temporary directory and a `send` the test answers: what the answer
 // means for the item is decided and committed by the attempt itself.
 import Glibc
+import Synchronization
 import Testing
 @testable import TxRecon
 import TxReconTestSupport
@@ -133,5 +134,15 @@ import TxReconTestSupport
         // The hold file names the attempts made before this one.
         let record = String(decoding: try SystemCall.readFile(layout.hold + "/broken.reason", limit: 4096), as: UTF8.self)
         #expect(record.contains("attempts: 2"))
+    }
+}
+
+extension Attempt {
+    /// The attempt run whole on the calling thread with `send`, as a
+    /// threaded transport runs its exchange; what it reported.
+    func run(send: (DeliveryRequest) -> TransportResult, in context: Context) -> Exchange {
+        let ended = Mutex<Exchange?>(nil)
+        exchange(in: context) { exchange in ended.withLock { $0 = exchange } }.run(sending: send)
+        return ended.withLock { $0! }
     }
 }

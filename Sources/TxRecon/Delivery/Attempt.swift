@@ -122,14 +122,6 @@ struct Attempt: Sendable {
         }
     }
 
-    /// Runs the attempt with `send` (blocking) on the calling thread.
-    func run(send: (DeliveryRequest) -> TransportResult, in context: Context) -> Exchange {
-        switch begin(in: context) {
-        case let .local(end): return .local(end)
-        case let .send(item, request, sentAt): return settle(item, send(request), sentAt: sentAt, in: context)
-        }
-    }
-
     /// What the attempt sends, or how it ended without sending.
     private enum Beginning {
         case local(LocalEnd)

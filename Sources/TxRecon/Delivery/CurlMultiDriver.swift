@@ -14,9 +14,12 @@ import CGlibcExtras
 import Glibc
 
 /// `@unchecked Sendable`: every member is used on `loop`'s thread only.
-/// CurlTransport calls in through `loop.submit` (or directly when it runs
-/// there already), and curl calls back from inside the calls made here;
-/// each entry point checks the thread (`loop.checkIsolated`).
+/// CurlTransport calls `start` and `shutdown` through `loop.submit` (or
+/// directly when it runs there already), and both check the thread
+/// (`loop.checkIsolated`); everything else runs from the loop's own socket
+/// handlers and timers, or from curl's callbacks inside the calls made
+/// there. Only `deinit` may run elsewhere: after the loop has ended, when
+/// nothing else holds the driver.
 final class CurlMultiDriver: @unchecked Sendable {
     private let loop: ThreadExecutor
     private let multi: UnsafeMutableRawPointer

@@ -22,14 +22,7 @@ final class HandoffQueue<Element: Sendable>: @unchecked Sendable {
 
     init() {
         pthread_mutex_init(mutex, nil)
-        // Timed waits count on CLOCK_MONOTONIC, so a wall-clock step neither
-        // delays nor hastens them (glibc's condition variables take only
-        // REALTIME or MONOTONIC).
-        var attributes = pthread_condattr_t()
-        pthread_condattr_init(&attributes)
-        pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
-        pthread_cond_init(condition, &attributes)
-        pthread_condattr_destroy(&attributes)
+        pthread_cond_init(condition, nil)
     }
 
     deinit {
@@ -66,48 +59,6 @@ final class HandoffQueue<Element: Sendable>: @unchecked Sendable {
             head = 0
         }
         return element
-    }
-
-    /// What `take(timeout:)` found.
-    enum Taken {
-        case element(Element)
-        case timedOut
-        case closed
-    }
-
-    /// Like `take`, but returns `.timedOut` once `timeout` has passed; nil
-    /// waits for ever. `timeout` is asked only when there is nothing to
-    /// take (so that a busy consumer reads no clock), with the queue's lock
-    /// held: it must not use the queue. Call only from a dedicated thread.
-    func take(timeout: () -> Duration?) -> Taken {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        if head == elements.count && !closed {
-            if let wait = timeout() {
-                guard wait > .zero else { return .timedOut }
-                var deadline = timespec()
-                clock_gettime(CLOCK_MONOTONIC, &deadline)
-                let (seconds, attoseconds) = wait.components
-                let nanoseconds = Int64(deadline.tv_nsec) + attoseconds / 1_000_000_000
-                deadline.tv_sec += time_t(seconds + nanoseconds / 1_000_000_000)
-                deadline.tv_nsec = Int(nanoseconds % 1_000_000_000)
-                while head == elements.count && !closed {
-                    if pthread_cond_timedwait(condition, mutex, &deadline) == ETIMEDOUT, head == elements.count {
-                        return .timedOut
-                    }
-                }
-            } else {
-                while head == elements.count && !closed { pthread_cond_wait(condition, mutex) }
-            }
-        }
-        guard !closed else { return .closed }
-        let element = elements[head].take()!
-        head += 1
-        if head == elements.count {
-            elements.removeAll(keepingCapacity: true)
-            head = 0
-        }
-        return .element(element)
     }
 
     /// Closes the queue: every waiting and future `take` returns nil and
