@@ -16,7 +16,7 @@
 // here: the first probe one step after the outage began, the next one step
 // after each failed probe, later when the backend's `Retry-After` asks for
 // it. The engine sends the probe no earlier than its item's own next
-// attempt either (`DeliveryEngine.nextStart`).
+// attempt either (`StartPacing.start`).
 // Reports: nothing; the engine logs the changes it returns.
 
 struct BackendHealth: Sendable, Equatable {

@@ -1,8 +1,22 @@
 // DeliveryEngine.Settings: the engine's part of the configuration, made
 // from a destination's settings (DeliveryDestination) and replaceable on
-// reload (DeliveryEngine.reconfigure).
+// reload (DeliveryEngine.reconfigure), and DeliveryEngine.Configured, what
+// a configuration makes of the engine.
 
 extension DeliveryEngine {
+    /// What the configuration makes of the engine, replaced together on
+    /// reload: its settings, the transport, and what every attempt runs
+    /// with (the spool, the clock, the redactor, which takes the daemon's
+    /// secrets out of the reasons made of the backend's answers before
+    /// anything stores or shows them, the destination's name and what
+    /// writes the answers owed to Apple). Attempts in flight keep the
+    /// transport and context they started with.
+    struct Configured {
+        var settings: Settings
+        var transport: any Transport
+        var context: Attempt.Context
+    }
+
     /// The engine's part of the configuration; replaceable on reload.
     package struct Settings: Sendable, Equatable {
         var schedule: RetrySchedule
@@ -37,7 +51,7 @@ extension DeliveryEngine {
         var apps = AppDirectory([])
         /// While attempts are in flight, how long after a publication the
         /// status an ended attempt changed may wait to be published (see
-        /// `publishStatusAfterAttempt`); zero publishes every change. The
+        /// StatusPublication); zero publishes every change. The
         /// daemon uses `busyStatusInterval`.
         var statusInterval: Duration
 

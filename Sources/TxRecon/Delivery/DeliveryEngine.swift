@@ -1,11 +1,13 @@
 // DeliveryEngine: the one place that decides what happens next to an item.
 //
-// It keeps, per key, the one pending snapshot and its delivery state; starts
-// attempts for due keys up to MaxConcurrentDeliveries (never two for one key);
-// maps each attempt's result to an Outcome and commits it in the spool
-// (queue/ -> done/ | queue/ later | hold/); and makes the spool moves the
-// supersede rule (PendingItems.place) returns for every new drop. The spool
-// on disk is the truth: `start()` rebuilds all of this from queue/ and hold/.
+// It keeps, per key, the one pending snapshot and its delivery state
+// (PendingItems); starts attempts for due keys up to MaxConcurrentDeliveries
+// (never two for one key); performs what AttemptVerdict makes of each ended
+// attempt, whose commit in the spool (queue/ -> done/ | queue/ later |
+// hold/) the attempt made where its answer arrived; and makes the spool
+// moves the supersede rule (PendingItems.place) returns for every new drop.
+// The spool on disk is the truth: `start()` rebuilds all of this from
+// queue/ and hold/.
 //
 // A fresh key (none pending, none held) is not moved into queue/ while the
 // backend answers: its first attempt sends intake's verified item and moves
@@ -14,11 +16,20 @@
 // new/ like this; intake waits briefly for room before further drops go to
 // queue/. A crash leaves such a file in new/, read again at start.
 //
+// What it keeps besides is in owned values, each in a file of its own:
+// whether and when the next attempt may start (StartPacing), what it knows
+// of done/ (DoneUpkeep), its status and when that is handed on
+// (StatusPublication), what it writes down (DeliveryReports), its link with
+// intake (IntakeLink), and what the configuration made of it (Configured).
+// What its callers call is in extensions: intake's half
+// (DeliveryEngine+Intake) and the operator's (DeliveryEngine+Operator).
+//
 // Time comes from an injected EngineClock: a timer is armed only while some
 // key waits for its next attempt, so an idle engine never wakes up.
 // Spool work here is a handful of short local syscalls per item (rename,
-// small reads); network I/O happens in the Transport, off the actor.
-// Reports: one log entry per item event (ItemEvents), the status on change.
+// small reads); the network is the Transport's, never waited for here
+// (docs/threads.md). Reports: one log entry per item event, the status on
+// change.
 import Glibc
 
 package actor DeliveryEngine {
@@ -45,59 +56,30 @@ package actor DeliveryEngine {
     nonisolated let executor: ThreadExecutor
     package nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
 
-    /// What every attempt runs with, and the engine with it: the spool,
-    /// the clock, the redactor (which takes the daemon's secrets out of the
-    /// reasons made of the backend's answers before anything stores or
-    /// shows them), the destination's name and what writes the answers
-    /// owed to Apple; rebuilt when the configuration is.
-    private var attemptContext: Attempt.Context
-    /// The spool and the clock of the context, kept here too: read several
-    /// times per item, a stored `let` costs no reference counting through
-    /// the context.
-    private let spool: Spool
-    private let clock: any EngineClock
-    private var destination: String { attemptContext.destination }
-    private var answers: AnswerTaker? { attemptContext.answers }
-    private let events: ItemEvents
-    private var log: any LogSink { events.sink }
-    private let publish: @Sendable (EngineStatus) -> Void
-    private var settings: Settings
-    private var transport: any Transport
-    /// Where confirmations go once their item is in done/ (the ledger).
-    private let ledger: (any ConfirmationRecorder)?
-    /// CONSUMPTION_REQUESTs warned about as near their deadline.
-    private var deadlines = ConsumptionDeadlines()
+    // The state below is internal (not private) only where the engine's
+    // extensions in other files use it (the intake half, the operator's
+    // commands); it is isolated to the engine all the same, so nothing
+    // outside reaches it without a hop onto its thread.
+
+    /// The spool and the clock of the attempts' context, kept here too:
+    /// read several times per item, a stored `let` costs no reference
+    /// counting through the context.
+    let spool: Spool
+    let clock: any EngineClock
+    private var configured: Configured
+    var settings: Settings { configured.settings }
+    private var destination: String { configured.context.destination }
+    var reports: DeliveryReports
+    var events: ItemEvents { reports.events }
+    var log: any LogSink { reports.log }
     private var phase = Phase.starting
-    private var isRunning: Bool { if case .running = phase { true } else { false } }
-    private var isStarting: Bool { if case .starting = phase { true } else { false } }
-    private var pending = PendingItems()
-    /// The keys done/ may hold a delivered snapshot of.
-    private var deliveredKeys = DeliveredKeys()
-    private let buildDoneIndex: DoneIndexBuilder
-    /// The build of a new index while one runs (for `waitForDoneIndex`).
-    private var indexing: Task<Void, Never>?
-    private var active = 0
-    /// The sleep until the next start, and when it ends.
-    private var timer: (timer: EngineTimer, deadline: Duration)?
-    private var status = EngineStatus()
-    /// When a status an ended attempt changed is published (see
-    /// `publishStatusAfterAttempt`), and the flush armed for one not yet.
-    private var statusWrites: (coalescer: UpdateCoalescer, flush: EngineTimer?)
-    /// Intake waiting for room (see `offer`).
-    private var room = RoomWaiters()
-    /// Called when drops intake handed over earlier could not be taken
-    /// after all and stay in new/ (see `place`), or when intake left drops
-    /// there at the high-water mark (`status.intakeWaitsBelow`) and there is
-    /// room again, so that intake reads new/ again.
-    private var inboxNeedsRescan: @Sendable () -> Void = {}
-    /// Whether the backend answers; status.backend and the failure streak
-    /// in status.statistics mirror it.
-    private var health = BackendHealth()
-    /// MaxRate='s bucket; nil without a limit.
-    private var rate: RequestRate?
-    /// Keys delivered after failing, whose queue/KEY.state has not been
-    /// moved beside done/KEY yet (see `tidyWhenIdle`).
-    private var untidied = UntidiedRecords()
+    var isRunning: Bool { if case .running = phase { true } else { false } }
+    var isStarting: Bool { if case .starting = phase { true } else { false } }
+    var pending = PendingItems()
+    var done: DoneUpkeep
+    var published: StatusPublication
+    var pacing: StartPacing
+    var intake = IntakeLink()
 
     /// `receipts`: receipts/, which the parts of receipt uploads name (the
     /// daemon shares one between intake and every engine); by default the
@@ -111,19 +93,16 @@ package actor DeliveryEngine {
         self.executor = executor
         self.spool = spool
         self.clock = clock
-        self.ledger = ledger
-        self.buildDoneIndex = buildDoneIndex
-        self.settings = settings
-        self.statusWrites = (UpdateCoalescer(interval: settings.statusInterval), nil)
-        status.apps = settings.apps.allNames
-        self.transport = transport
+        self.reports = DeliveryReports(log: log, ledger: ledger)
+        self.done = DoneUpkeep(build: buildDoneIndex)
+        self.published = StatusPublication(interval: settings.statusInterval, publish: publish)
+        published.status.apps = settings.apps.allNames
+        self.pacing = StartPacing(maxRate: settings.maxRate)
         let receipts = receipts ?? ReceiptLibrary(store: ReceiptStore(layout: spool.layout))
-        self.attemptContext = Attempt.Context(spool: spool, storedItems: StoredItemReader(settings, receipts: receipts),
-                                              prepare: prepare, redactor: redactor, clock: clock,
-                                              destination: destination, answers: answers)
-        self.events = ItemEvents(sink: log)
-        self.publish = publish
-        self.rate = settings.maxRate.map(RequestRate.init(perSecond:))
+        let context = Attempt.Context(spool: spool, storedItems: StoredItemReader(settings, receipts: receipts),
+                                      prepare: prepare, redactor: redactor, clock: clock,
+                                      destination: destination, answers: answers)
+        self.configured = Configured(settings: settings, transport: transport, context: context)
     }
 
     // MARK: Lifecycle
@@ -141,10 +120,10 @@ package actor DeliveryEngine {
         pending.restore(restored.items, now: clock.now, wall: clock.wallMilliseconds,
                         longestDelay: settings.schedule.longestDelay)
         pending.held = Set(try spool.restoreHold())
-        status.rejected = try spool.restoreRejected()
+        published.status.rejected = try spool.restoreRejected()
         rebuildDoneIndex()
         phase = .running
-        status.phase = "running"
+        published.status.phase = "running"
         dispatchDue()
         publishStatus()
     }
@@ -155,11 +134,11 @@ package actor DeliveryEngine {
     func stop() async {
         guard isRunning || isStarting else { return }
         phase = .draining(waiter: nil)
-        status.phase = "stopping"
+        published.status.phase = "stopping"
         cancelTimer()
         resumeRoomWaiters()
         publishStatus()
-        if active > 0 {
+        if pacing.active > 0 {
             let grace = after(clock.now + settings.stopGrace) { $0.endDrain() }
             // The task can be queued again before the closure runs: when
             // the caller's task prefers another executor than the engine's
@@ -167,16 +146,15 @@ package actor DeliveryEngine {
             // this await. The last attempt can end meanwhile, and its
             // `endDrain` then found no waiter.
             await withCheckedContinuation { continuation in
-                if active == 0 { continuation.resume() } else { phase = .draining(waiter: Boxed(continuation)) }
+                if pacing.active == 0 { continuation.resume() } else { phase = .draining(waiter: Boxed(continuation)) }
             }
             grace.cancel()
         }
         phase = .stopped
-        statusWrites.flush?.cancel()
-        statusWrites.flush = nil
+        published.endFlush()
         // Left for the next start, they would be orphans it removes, and
         // the delivered items would lose their failure records.
-        for key in untidied.all() { tidy(key) }
+        for key in done.untidied.all() { tidy(key) }
     }
 
     private func endDrain() {
@@ -188,18 +166,15 @@ package actor DeliveryEngine {
     /// Applies a reloaded configuration. Attempts in flight finish on the
     /// transport they started with.
     func reconfigure(settings: Settings, transport: any Transport, prepare: @escaping RequestPreparer) {
-        if settings.maxRate != self.settings.maxRate { rate = settings.maxRate.map(RequestRate.init(perSecond:)) }
-        if settings.statusInterval != self.settings.statusInterval {
-            statusWrites.coalescer = UpdateCoalescer(interval: settings.statusInterval)
-        }
-        self.settings = settings
-        status.apps = settings.apps.allNames
-        self.transport = transport
-        let stored = attemptContext.storedItems
-        attemptContext = Attempt.Context(spool: spool, storedItems: StoredItemReader(settings, verifiers: stored.verifiers,
-                                                                                   receipts: stored.receipts),
-                                         prepare: prepare, redactor: attemptContext.redactor, clock: clock,
-                                         destination: destination, answers: answers)
+        pacing.setMaxRate(settings.maxRate, was: self.settings.maxRate)
+        published.setInterval(settings.statusInterval)
+        published.status.apps = settings.apps.allNames
+        let old = configured.context, stored = old.storedItems
+        let context = Attempt.Context(spool: spool, storedItems: StoredItemReader(settings, verifiers: stored.verifiers,
+                                                                                receipts: stored.receipts),
+                                      prepare: prepare, redactor: old.redactor, clock: clock,
+                                      destination: old.destination, answers: old.answers)
+        configured = Configured(settings: settings, transport: transport, context: context)
         dispatchDue()
     }
 
@@ -211,160 +186,27 @@ package actor DeliveryEngine {
         while true { Glibc.sleep(3600) }
     }
 
-    var currentStatus: EngineStatus { status }
+    var currentStatus: EngineStatus { published.status }
 
-    // MARK: Intake
-
-    /// What became of the drops of one `offer`.
-    struct Offered: Sendable {
-        /// Drops that could not be taken (they stay in new/), with the
-        /// spool's error; intake logs them and looks again later.
-        var refused: [(name: String, error: SpoolError)] = []
-        /// True when `highWater` keys are pending: intake must take no more
-        /// drops until the engine asks it to read new/ again.
-        var full = false
-    }
-
-    /// Takes decoded drops from new/, applying the supersede rule to each,
-    /// once the window has room for all of them, then waits while the window
-    /// or the engine is full (intake back-pressure); both waits together last
-    /// at most `inboxWindowWait`, and `whenWaiting` is called before each:
-    /// intake's start-up scan sends READY=1 then, so a backlog in new/ never
-    /// holds READY until it is delivered. The wait is short because intake
-    /// also executes the operator's ctl/ requests: when the engine is still
-    /// full, the answer says so, and `inboxNeedsRescan` follows once the
-    /// pending keys have fallen below `lowWater`. A batch of bulk drops
-    /// (`waitsForWindow` false: a receipt's thousands of parts) does not wait
-    /// for the window: what finds no room goes to queue/ at once, so intake
-    /// is not held up, and the drops behind it with it, until a slow
-    /// destination has delivered the thousands before it.
-    @discardableResult
-    func offer(_ drops: [Drop], waitsForWindow: Bool = true, whenWaiting: @Sendable () -> Void = {}) async -> Offered {
-        var offered = Offered()
-        let giveUp = clock.now + settings.inboxWindowWait
-        var waitTimer: EngineTimer?
-        defer { waitTimer?.cancel() }
-        // Room for the whole batch first: placed into a window with room for
-        // part of it, the rest would go to queue/ (a rename here on the
-        // engine's thread each, and a second one when delivered).
-        while isRunning, waitsForWindow, windowLacksRoom(for: drops.count), clock.now < giveUp {
-            await waitForRoom(since: room.calls, until: giveUp, timer: &waitTimer, whenWaiting: whenWaiting)
-        }
-        for drop in drops where isRunning || isStarting {
-            if let error = place(drop) { offered.refused.append((drop.name, error)) }
-        }
-        dispatchDue()
-        publishStatus()
-        while isRunning {
-            let isFull = IntakeBackPressure.isFull(load, settings.limits)
-            guard isFull || (waitsForWindow && windowLacksRoom(for: 1)) else { break }
-            guard clock.now < giveUp else {
-                if isFull {
-                    offered.full = true
-                    status.intakeWaitsBelow = settings.lowWater
-                    publishStatus()
-                }
-                break
-            }
-            await waitForRoom(since: room.calls, until: giveUp, timer: &waitTimer, whenWaiting: whenWaiting)
-        }
-        return offered
-    }
-
-    /// One wait of `offer` for room, ended by `resumeRoomWaiters`: after an
-    /// attempt, or by `timer` at `giveUp`. `calls`: `room.calls` when the
-    /// caller found no room. Each `await` on the way here may re-queue the
-    /// task (see `stop`), and a call to look again made meanwhile counts.
-    private func waitForRoom(since calls: Int, until giveUp: Duration, timer: inout EngineTimer?,
-                             whenWaiting: @Sendable () -> Void) async {
-        if timer == nil {
-            timer = after(giveUp) { $0.resumeRoomWaiters() }
-        }
-        whenWaiting()
-        await withCheckedContinuation { continuation in room.wait(continuation, since: calls) }
-    }
-
-    /// What intake's back-pressure is decided on.
-    private var load: IntakeBackPressure.Load {
-        IntakeBackPressure.Load(pending: pending.entries.count, inbox: pending.inboxCount, backendFailing: backendIsFailing)
-    }
-
-    private var freshKeysWaitInInbox: Bool { IntakeBackPressure.freshKeyWaitsInInbox(load, settings.limits) }
-
-    private func windowLacksRoom(for count: Int) -> Bool {
-        IntakeBackPressure.windowLacksRoom(for: count, load, settings.limits)
-    }
-
-    private var backendIsFailing: Bool { health.isFailing }
-
-    private func resumeRoomWaiters() {
-        room.resumeAll()
-    }
-
-    /// Sets what to call when a drop parked during an attempt could not be
-    /// taken once the attempt ended; it is still in new/ and intake must
-    /// read it again. Default: nothing.
-    func onInboxNeedsRescan(_ hook: @escaping @Sendable () -> Void) {
-        inboxNeedsRescan = hook
-    }
-
-    /// The version pending here for each of `keys` whose version is known
-    /// (a snapshot parked behind an attempt counts: it is newer), for a
-    /// receipt's split to skip what is on its way already. A key restored
-    /// at start and not read yet, or held, has none: its part is written,
-    /// and the supersede rule decides.
-    func pendingVersions(of keys: [ItemKey]) -> [ItemKey: ItemVersion] {
-        var versions: [ItemKey: ItemVersion] = [:]
-        guard !pending.entries.isEmpty else { return versions }
-        for key in keys {
-            guard let entry = pending.entries[key] else { continue }
-            if let version = entry.parked?.value.item.version ?? entry.version { versions[key] = version }
-        }
-        return versions
-    }
-
-    /// Counts files intake has moved to rejected/.
-    func noteRejected(count: Int) {
-        status.rejected += count
-        status.statistics.rejected += count
-        publishStatus()
-    }
-
-    /// Intake took a verified notification carrying `novelties`.
-    func noteNovelties(_ novelties: [AppleNovelty]) {
-        for novelty in novelties { status.statistics.novelties[novelty, default: 0] += 1 }
-        publishStatus()
-    }
-
-    /// Intake moved `count` rejected files back into new/.
-    func noteRequeued(count: Int) {
-        status.rejected -= count
-        publishStatus()
-    }
-
-    /// Records whether intake is paused (and why), for STATUS.
-    func noteIntakePaused(_ reason: String?) {
-        status.intakePausedBecause = reason
-        publishStatus()
-    }
+    // MARK: Placement
 
     /// Places a drop by the supersede rule (PendingItems.place): makes
     /// the spool moves it returns, in order, then its change. Returns the
     /// spool's error when the drop could not be taken; it then stays in new/.
     @discardableResult
-    private func place(_ drop: Drop) -> SpoolError? {
+    func place(_ drop: Drop) -> SpoolError? {
         let key = drop.item.key
-        defer { status.held = pending.held.count }
+        defer { published.status.held = pending.held.count }
         do {
             let placement = try pending.place(drop, freshKeyWaitsInInbox: freshKeysWaitInInbox) {
                 location throws(SpoolError) in
                 // done/ is read only where its index cannot rule the key out.
-                if location == .done, !(spool.keepsDone && deliveredKeys.mayHold(key)) { return nil }
+                if location == .done, !(spool.keepsDone && done.mayHold(key)) { return nil }
                 return try storedVersion(location, key, against: drop.item.version)
             }
             // The earlier delivery's failure record goes beside it before the
             // new snapshot can be queued, fail, or be delivered in its turn.
-            if case .fresh = placement.change, !untidied.isEmpty, untidied.take(key) { tidy(key) }
+            if case .fresh = placement.change, !done.untidied.isEmpty, done.untidied.take(key) { tidy(key) }
             for move in placement.moves { try make(move, placing: drop) }
             pending.apply(placement.change, now: clock.now)
             return nil
@@ -386,7 +228,7 @@ package actor DeliveryEngine {
                 try spool.supersede(.hold, key: old.key, version: old.version)
                 pending.held.remove(old.key)
             }
-            status.superseded += 1
+            published.status.superseded += 1
             events.superseded(old.key, kind: old.kind, version: old.version, by: old.by, file: old.inboxName)
         case let .accept(name, key):
             try spool.accept(drop: name, as: key)
@@ -401,40 +243,27 @@ package actor DeliveryEngine {
         guard let error = place(drop) else { return }
         log.write(LogEntry(.error, "new/\(LogText.escaped(drop.name)) (\(drop.item.key)) not taken: \(error); "
                            + "it stays in new/ and intake reads it again"))
-        inboxNeedsRescan()
+        intake.readInboxAgain()
     }
 
     /// Has a new index of done/ built from its names, off this thread; the
     /// current one (if any) serves until the new one arrives.
     private func rebuildDoneIndex() {
-        guard spool.keepsDone, deliveredKeys.buildStarts() else { return }
-        let (spool, build) = (self.spool, buildDoneIndex)
-        indexing = Task(executorPreference: executor) {
-            let built = await build(spool)
-            await self.adopt(built)
-        }
+        guard spool.keepsDone else { return }
+        done.rebuild(from: spool, on: executor) { built in await self.adoptDoneIndex(built) }
     }
 
-    private func adopt(_ built: sending Result<DoneIndex, SpoolError>) {
-        indexing = nil
-        switch built {
-        case let .success(index):
-            deliveredKeys.built(index)
-        case let .failure(error):
-            deliveredKeys.buildFailed()
-            log.write(LogEntry(.warning, "cannot list done/: \(error); every new snapshot "
-                               + (deliveredKeys.index == nil ? "is" : "not in the older index is")
-                               + " checked against done/ by reading it, which is slower"))
-        }
+    private func adoptDoneIndex(_ built: sending Result<DoneIndex, SpoolError>) {
+        if let warning = done.built(built) { log.write(warning) }
     }
 
     /// Waits until a build of the index that is running has arrived (tests).
     func waitForDoneIndex() async {
-        await indexing?.value
+        await done.runningBuild?.value
     }
 
     /// Whether fresh drops are checked against an index of done/ (tests).
-    var hasDoneIndex: Bool { deliveredKeys.index != nil }
+    var hasDoneIndex: Bool { done.keys.index != nil }
 
     /// The version of the snapshot stored for `key` in `location`, to
     /// compare with a drop of version `incoming`; nil when there is none.
@@ -455,7 +284,7 @@ package actor DeliveryEngine {
             return nil
         }
         guard let bytes else { return nil }
-        return attemptContext.storedItems.version(bytes, key: key, against: incoming)
+        return configured.context.storedItems.version(bytes, key: key, against: incoming)
     }
 
     // MARK: Scheduling
@@ -468,25 +297,23 @@ package actor DeliveryEngine {
 
     /// Starts attempts for due keys while there is capacity, then arms the
     /// timer for the next start (or disarms it when nothing waits).
-    private func dispatchDue() {
+    func dispatchDue() {
         guard isRunning else { return }
         let now = clock.now
-        while active < outstandingLimit, let start = nextStart(now: now), start <= now,
+        while pacing.active < outstandingLimit, let start = nextStart(now: now), start <= now,
               let first = pending.popNext(now: now) {
             // One lookup: the entry is changed where it is stored.
             guard let index = pending.entries.index(forKey: first.key),
                   !pending.entries.values[index].inFlight,
                   pending.entries.values[index].deadline == first.deadline else { continue }
-            if health.isFailing { health.probe = first.key }
-            rate?.take(now: now)
+            pacing.started(first.key, now: now)
             let entry = pending.entries.values[index]
             let cached = entry.cachedItem
             pending.entries.values[index].inFlight = true
             if entry.inbox == nil { pending.entries.values[index].forgetItem() }
-            active += 1
             // An earlier delivery of the key may have left its failure
             // record in done/; the index says when it cannot have.
-            let follows = spool.keepsDone && deliveredKeys.mayHold(first.key)
+            let follows = spool.keepsDone && done.mayHold(first.key)
             let state = entry.state
             launch(first.key, attempt: state.attempts + 1, receivedAt: entry.receivedAt, cached: cached,
                    hasStateFile: entry.hasStateFile, followsDelivery: follows, inbox: entry.inbox,
@@ -504,20 +331,20 @@ package actor DeliveryEngine {
     /// it, a crash leaves an orphan that the next start removes, and a new
     /// snapshot of the key moves it first (`place`).
     private func tidyWhenIdle() {
-        guard !untidied.isEmpty, !untidied.scheduled, mayTidy else { return }
-        untidied.scheduled = true
+        guard !done.untidied.isEmpty, !done.untidied.scheduled, mayTidy else { return }
+        done.untidied.scheduled = true
         // A plain call queued behind the work at hand: no task per batch.
         executor.submit { self.assumeIsolated { $0.tidyBatch() } }
     }
 
     private func tidyBatch() {
-        untidied.scheduled = false
+        done.untidied.scheduled = false
         guard mayTidy else { return }
-        for key in untidied.nextBatch() { tidy(key) }
+        for key in done.untidied.nextBatch() { tidy(key) }
         tidyWhenIdle()
     }
 
-    private func tidy(_ key: ItemKey) {
+    func tidy(_ key: ItemKey) {
         do {
             try spool.retireState(key)
         } catch {
@@ -531,58 +358,42 @@ package actor DeliveryEngine {
     private var mayTidy: Bool {
         guard isRunning else { return false }
         let now = clock.now
-        return (nextStart(now: now).map { $0 > now } ?? true) || untidied.overLimit
+        return (nextStart(now: now).map { $0 > now } ?? true) || done.untidied.overLimit
     }
 
     /// When the next attempt may start, for the key PendingItems puts
-    /// next (a due bulk attempt only when nothing else is due); nil when
-    /// none waits. While the backend fails it is spared: one probe at
-    /// a time, at the probe schedule's time or the key's own next attempt,
-    /// whichever is later (the probe is the key due first: a failing
-    /// backend never makes a key go earlier than its schedule). Attempts sent before the outage began are not
-    /// waited for: they end on their own (by `Timeout=` at the latest), and
-    /// a hung one must not keep the probe from seeing the backend return.
-    /// `MaxRate=` may put any start off.
-    /// `now`: the caller's reading of the clock. One reading throughout: a
-    /// clock read again here is later than the caller's, and with MaxRate=
-    /// "a token now" would be a start just after the caller's `now`, never
-    /// due, and the timer armed for it would fire and find the same again,
-    /// for ever.
+    /// next (a due bulk attempt only when nothing else is due), as
+    /// StartPacing allows it; nil when none waits or may start. `now`: the
+    /// caller's reading of the clock (see StartPacing.start).
     private func nextStart(now: Duration) -> Duration? {
         pending.dropOutdatedDeadlines()
         guard let first = pending.next(now: now) else { return nil }
-        var start = first.deadline
-        if health.isFailing {
-            guard health.probe == nil else { return nil }
-            start = max(start, health.nextProbeAt ?? now)
-        }
-        if let allowed = rate?.nextRequest(now: now) { start = max(start, allowed) }
-        return start
+        return pacing.start(due: first.deadline, now: now)
     }
 
     private func armTimer() {
-        guard isRunning, active < outstandingLimit, let next = nextStart(now: clock.now) else { return cancelTimer() }
-        if let timer, timer.deadline <= next { return }
-        timer?.timer.cancel()
-        timer = (after(next) { $0.timerFired(next) }, next)
+        guard isRunning, pacing.active < outstandingLimit, let next = nextStart(now: clock.now) else { return cancelTimer() }
+        if let timer = pacing.timer, timer.deadline <= next { return }
+        pacing.timer?.timer.cancel()
+        pacing.timer = (after(next) { $0.timerFired(next) }, next)
     }
 
     /// Runs `action` on the engine at `deadline`, unless cancelled first: a
     /// timer of the engine's thread (EngineClock.schedule), no task per wait.
-    private func after(_ deadline: Duration, _ action: @escaping @Sendable (isolated DeliveryEngine) -> Void)
+    func after(_ deadline: Duration, _ action: @escaping @Sendable (isolated DeliveryEngine) -> Void)
         -> EngineTimer {
         clock.schedule(at: deadline, on: executor) { self.assumeIsolated { action($0) } }
     }
 
     private func timerFired(_ deadline: Duration) {
-        guard timer?.deadline == deadline else { return }
-        timer = nil
+        guard pacing.timer?.deadline == deadline else { return }
+        pacing.timer = nil
         dispatchDue()
     }
 
     private func cancelTimer() {
-        timer?.timer.cancel()
-        timer = nil
+        pacing.timer?.timer.cancel()
+        pacing.timer = nil
     }
 
     // MARK: Attempts
@@ -599,9 +410,9 @@ package actor DeliveryEngine {
         let attempt = Attempt(key: key, number: number, receivedAt: receivedAt, cached: cached,
                               hasStateFile: hasStateFile, followsDelivery: followsDelivery, inbox: inbox,
                               maximumSize: settings.maxFileSize, now: clock.wallMilliseconds, replayedAt: replayedAt)
-        let context = attemptContext
+        let context = configured.context
         let executor = self.executor, started = clock.now
-        transport.start(attempt.exchange(in: context) { exchange in
+        configured.transport.start(attempt.exchange(in: context) { exchange in
             executor.submit {
                 self.assumeIsolated { engine in engine.attemptEnded(key, exchange, attempt: number, started: started) }
             }
@@ -609,17 +420,17 @@ package actor DeliveryEngine {
     }
 
     /// Performs what AttemptVerdict makes of an ended attempt: the key's
-    /// fate in memory, its events, the backend's health. `started`: the
+    /// fate in memory, its events, the backend's pacing.health. `started`: the
     /// engine clock's `now` when the attempt was launched.
     private func attemptEnded(_ key: ItemKey, _ exchange: Attempt.Exchange, attempt: Int, started: Duration) {
-        active -= 1
+        pacing.active -= 1
         // Nothing was sent by a local end: the next probe goes with the next key.
-        let wasProbe = health.probeEnded(key)
+        let wasProbe = pacing.health.probeEnded(key)
         // What was sent, if anything: the item and what the worker settled.
         var answered: (item: Item, settlement: Attempt.Settlement)?
         if case let .answered(item, settlement) = exchange {
             answered = (item, settlement)
-            status.statistics.attemptDurations.record(clock.now - started)
+            published.status.statistics.attemptDurations.record(clock.now - started)
         }
         let item = answered?.item
         // One look-up: nothing changes the entries before the fate is
@@ -635,7 +446,7 @@ package actor DeliveryEngine {
             entry.version = item.version
             entry.kind = item.kind
             verdict = .answered(key, settlement, attempt: attempt, inbox: entry.inbox,
-                                metOutage: health.metOutage(sentAt: settlement.sentAt))
+                                metOutage: pacing.health.metOutage(sentAt: settlement.sentAt))
         }
         if let note = verdict.note { log.write(note) }
         let inbox = entry.inbox
@@ -649,26 +460,21 @@ package actor DeliveryEngine {
         switch verdict.fate {
         case let .delivered(confirmation):
             pending.entries.remove(at: index)
-            if entry.hasStateFile { untidied.add(key) }
-            status.delivered += 1
-            if deliveredKeys.delivered(key) { rebuildDoneIndex() }
-            if let item {
-                ledger?.record(destination: destination, item: item, attempt: attempt, confirmation: confirmation,
-                               at: clock.wallMilliseconds)
-                let app = settings.apps.name(of: item)
-                if let app { status.statistics.deliveredByApp[app, default: 0] += 1 }
-                events.delivered(key, kind: item.kind, version: item.version, attempt: attempt,
-                                 confirmation: confirmation, file: inbox, app: app)
-            }
-            deadlines.delivered(key)
+            if entry.hasStateFile { done.untidied.add(key) }
+            published.status.delivered += 1
+            if done.delivered(key) { rebuildDoneIndex() }
+            let app = item.flatMap { settings.apps.name(of: $0) }
+            if let app { published.status.statistics.deliveredByApp[app, default: 0] += 1 }
+            reports.delivered(key, item: item, attempt: attempt, confirmation: confirmation, destination: destination,
+                              at: clock.wallMilliseconds, inbox: inbox, app: app)
             if let notes = answered?.settlement.outboxNotes, !notes.isEmpty {
-                status.statistics.answersQueued += events.outbox(key, notes)
+                published.status.statistics.answersQueued += events.outbox(key, notes)
             }
             if let parked = entry.parked?.value { placeParked(parked) }
         case let .refused(reason, httpStatus):
             pending.entries.remove(at: index)
             pending.held.insert(key)
-            status.statistics.held += 1
+            published.status.statistics.held += 1
             if let item {
                 events.held(key, kind: item.kind, version: item.version, attempt: attempt, reason: reason,
                             status: httpStatus, app: settings.apps.name(of: item))
@@ -677,7 +483,7 @@ package actor DeliveryEngine {
             if let parked = entry.parked?.value { placeParked(parked) }
         case .heldUndecodable:
             pending.held.insert(key)
-            status.statistics.held += 1
+            published.status.statistics.held += 1
             if let parked = pending.forget(key) { placeParked(parked) }
         case let .retry(retry):
             let parked = retry.placesParked ? entry.parked?.value : nil
@@ -699,11 +505,10 @@ package actor DeliveryEngine {
     /// Warns, once per request, when a CONSUMPTION_REQUEST this
     /// destination answers for is still unconfirmed (ConsumptionDeadlines).
     private func watchDeadline(_ item: Item, held: Bool) {
-        guard let after = answers?.deadlineWarning(for: item, from: destination),
-              let warning = deadlines.warning(for: item, held: held, after: after, destination: destination,
-                                              now: clock.wallMilliseconds) else { return }
-        status.statistics.consumptionDeadlineWarnings += 1
-        log.write(warning)
+        let after = configured.context.answers?.deadlineWarning(for: item, from: destination)
+        guard reports.watchDeadline(item, held: held, after: after, destination: destination,
+                                    now: clock.wallMilliseconds) else { return }
+        published.status.statistics.consumptionDeadlineWarnings += 1
     }
 
     /// An item whose spool move failed for a reason that will not go away
@@ -717,8 +522,8 @@ package actor DeliveryEngine {
             let name = try spool.setAside(key, inbox: entry.inbox, because: rejection, at: clock.wallMilliseconds)
             let parked = entry.parked?.value
             pending.forget(key)
-            status.rejected += 1
-            status.statistics.rejected += 1
+            published.status.rejected += 1
+            published.status.statistics.rejected += 1
             events.setAside(key, kind: item?.kind ?? entry.kind, version: item?.version ?? entry.version,
                             reason: detail, movedTo: name)
             if let parked { placeParked(parked) }
@@ -755,19 +560,19 @@ package actor DeliveryEngine {
         pending.schedule(key, at: entry.deadline)
         events.deferred(key, kind: entry.kind, version: entry.version, attempt: entry.state.attempts,
                         reason: reason, status: httpStatus, nextAttemptAt: next)
-        status.statistics.deferred += 1
+        published.status.statistics.deferred += 1
         if countsAgainstBackend { backendFailed(key, reason, at: wall, retryAfter: retryAfter, wasProbe: wasProbe) }
     }
 
     private func afterAttempt() {
         dispatchDue()
-        if let below = status.intakeWaitsBelow, pending.entries.count < below {
-            status.intakeWaitsBelow = nil
-            inboxNeedsRescan()
+        if let below = published.status.intakeWaitsBelow, pending.entries.count < below {
+            published.status.intakeWaitsBelow = nil
+            intake.readInboxAgain()
         }
         publishStatusAfterAttempt()
         if IntakeBackPressure.hasRoomAgain(load, settings.limits) { resumeRoomWaiters() }
-        if case .draining = phase, active == 0 { endDrain() }
+        if case .draining = phase, pacing.active == 0 { endDrain() }
     }
 
     /// An answer from the backend (delivered or refused for good). After an
@@ -776,7 +581,7 @@ package actor DeliveryEngine {
     /// it is no reason to keep a recovered backend waiting up to 5 minutes.
     /// `requestSent`: when the request that got the answer went out.
     private func backendAnswered(requestSent: Duration) {
-        let change = health.answered(requestSent: requestSent)
+        let change = pacing.health.answered(requestSent: requestSent)
         mirrorHealth()
         guard case let .outageEnded(since) = change else { return }
         let seconds = (clock.wallMilliseconds - since) / 1000
@@ -787,7 +592,7 @@ package actor DeliveryEngine {
     }
 
     private func backendFailed(_ key: ItemKey, _ reason: String, at wall: Int64, retryAfter: Duration?, wasProbe: Bool) {
-        let change = health.failed(key, reason, at: wall, now: clock.now, retryAfter: retryAfter, wasProbe: wasProbe,
+        let change = pacing.health.failed(key, reason, at: wall, now: clock.now, retryAfter: retryAfter, wasProbe: wasProbe,
                                    probes: settings.probeSchedule)
         mirrorHealth()
         guard change == .outageBegan else { return }
@@ -799,79 +604,45 @@ package actor DeliveryEngine {
     }
 
     private func mirrorHealth() {
-        status.backend = health.condition
-        status.statistics.consecutiveBackendFailures = health.consecutiveFailures
-    }
-
-    // MARK: Operator commands
-
-    /// Executes one request from ctl/ (OperatorCommands).
-    func perform(_ request: ControlRequest) -> ControlResult {
-        let result = OperatorCommands(spool: spool, events: events)
-            .perform(request, on: &pending, now: clock.now, wall: clock.wallMilliseconds)
-        // A failing backend is only probed: the retry is the next probe, at once.
-        if request.command == .retry, !result.applied.isEmpty { health.probeNow(clock.now) }
-        dispatchDue()
-        publishStatus()
-        return result
-    }
-
-    /// Queues delivered snapshots again for `txrecon replay`
-    /// (OperatorCommands.replay); intake selected them in done/.
-    func replay(_ snapshots: [DeliveredSnapshot]) -> ControlResult {
-        // A key's earlier failure record goes beside its delivered snapshot
-        // before the copy is queued, as for a new snapshot (`place`).
-        for snapshot in snapshots where !untidied.isEmpty && untidied.take(snapshot.key) { tidy(snapshot.key) }
-        let result = OperatorCommands(spool: spool, events: events)
-            .replay(snapshots, on: &pending, now: clock.now, wall: clock.wallMilliseconds, limit: settings.highWater)
-        status.statistics.replayed += result.applied.count
-        dispatchDue()
-        publishStatus()
-        return result
+        published.status.backend = pacing.health.condition
+        published.status.statistics.consecutiveBackendFailures = pacing.health.consecutiveFailures
     }
 
     // MARK: Status
 
-    /// In a drain attempts end thousands of times a second, and what reads
-    /// the status (STATUS=, the status file, the metrics) takes it at most
-    /// once a second: while attempts are in flight the status an attempt
-    /// changed is published at most every `Settings.statusInterval`
-    /// (UpdateCoalescer, as the status and metrics files are written), and
-    /// at once when the last one ends; an armed flush publishes it even if
-    /// every attempt hangs until Timeout=. Building and handing it on each
-    /// time was a few percent of a drain's instructions (bench/FINDINGS.md).
-    /// Only while running: `stop()` publishes as it begins, and from then
-    /// on every end is published, so the status the daemon leaves behind
-    /// when the grace runs out with attempts still hanging is the last one.
+    /// Hands on the status an ended attempt changed, as StatusPublication
+    /// coalesces it. Only while running: `stop()` publishes as it begins,
+    /// and from then on every end is published, so the status the daemon
+    /// leaves behind when the grace runs out with attempts still hanging
+    /// is the last one.
     private func publishStatusAfterAttempt() {
-        guard isRunning, active > 0 else { return publishStatus() }
-        guard statusWrites.flush == nil, let wait = statusWrites.coalescer.changed(at: clock.now) else { return }
+        guard isRunning, pacing.active > 0 else { return publishStatus() }
+        let now = clock.now
+        guard let wait = published.changedByAttempt(at: now) else { return }
         guard wait > .zero else { return publishStatus() }
-        let due = clock.now + wait
-        statusWrites.flush = after(due) { $0.flushStatus() }
+        published.armed(after(now + wait) { $0.flushStatus() })
     }
 
     private func flushStatus() {
-        statusWrites.flush = nil
+        published.endFlush()
         publishStatus()
     }
 
     /// The daemon's `Settings.statusInterval`.
     static let busyStatusInterval: Duration = .milliseconds(100)
 
-    private func publishStatus() {
-        statusWrites.coalescer.wrote(at: clock.now)
-        status.queued = pending.entries.count
-        status.delivering = active
-        status.held = pending.held.count
+    func publishStatus() {
+        let now = clock.now
+        published.status.queued = pending.entries.count
+        published.status.delivering = pacing.active
+        published.status.held = pending.held.count
         var nextRetry: Int64?
         // The next probe's start (now while one is out); none when nothing waits.
-        let now = clock.now
-        if health.isFailing, let start = health.probe != nil ? now : nextStart(now: now) {
+        if pacing.health.isFailing, let start = pacing.health.probe != nil ? now : nextStart(now: now) {
             nextRetry = clock.wallMilliseconds + max(0, (start - now).milliseconds)
         }
-        status.nextRetryAt = nextRetry
-        status.oldestQueuedAt = pending.oldestReceivedAt()
-        publish(status)
+        published.status.nextRetryAt = nextRetry
+        published.status.oldestQueuedAt = pending.oldestReceivedAt()
+        published.publish(at: now)
     }
 }

@@ -69,3 +69,13 @@ struct RoomWaiters {
         waiters.removeAll()
     }
 }
+
+/// The engine's side of its link with intake: intake's waits for room, and
+/// the call that has intake read new/ again (drops it handed over could not
+/// be taken after all and stay there, or it left drops there at the
+/// high-water mark and there is room again). Used on the engine's executor
+/// only.
+struct IntakeLink {
+    var room = RoomWaiters()
+    var readInboxAgain: @Sendable () -> Void = {}
+}

@@ -1,0 +1,31 @@
+// DeliveryEngine's operator half: the requests of ctl/ (retry, release,
+// forget…; OperatorCommands decides and makes the spool moves) and the
+// delivered snapshots `txrecon replay` queues again, each followed by a
+// look at what is due and a published status.
+
+extension DeliveryEngine {
+    /// Executes one request from ctl/ (OperatorCommands).
+    func perform(_ request: ControlRequest) -> ControlResult {
+        let result = OperatorCommands(spool: spool, events: events)
+            .perform(request, on: &pending, now: clock.now, wall: clock.wallMilliseconds)
+        // A failing backend is only probed: the retry is the next probe, at once.
+        if request.command == .retry, !result.applied.isEmpty { pacing.health.probeNow(clock.now) }
+        dispatchDue()
+        publishStatus()
+        return result
+    }
+
+    /// Queues delivered snapshots again for `txrecon replay`
+    /// (OperatorCommands.replay); intake selected them in done/.
+    func replay(_ snapshots: [DeliveredSnapshot]) -> ControlResult {
+        // A key's earlier failure record goes beside its delivered snapshot
+        // before the copy is queued, as for a new snapshot (`place`).
+        for snapshot in snapshots where !done.untidied.isEmpty && done.untidied.take(snapshot.key) { tidy(snapshot.key) }
+        let result = OperatorCommands(spool: spool, events: events)
+            .replay(snapshots, on: &pending, now: clock.now, wall: clock.wallMilliseconds, limit: settings.highWater)
+        published.status.statistics.replayed += result.applied.count
+        dispatchDue()
+        publishStatus()
+        return result
+    }
+}
