@@ -21,8 +21,12 @@
 // of done/ (DoneUpkeep), its status and when that is handed on
 // (StatusPublication), what it writes down (DeliveryReports), its link with
 // intake (IntakeLink), and what the configuration made of it (Configured).
-// What its callers call is in extensions: intake's half
-// (DeliveryEngine+Intake) and the operator's (DeliveryEngine+Operator).
+// The engine is one type in several files, one concern each, as Postfix's
+// queue manager is one program in several: this one (lifecycle, starting
+// attempts, performing their verdicts, the status), the placement of drops
+// (+Placement), the upkeep of done/ (+Done), the backend's health
+// (+Backend), and what its callers call: intake (+Intake) and the operator
+// (+Operator).
 //
 // Time comes from an injected EngineClock: a timer is armed only while some
 // key waits for its next attempt, so an idle engine never wakes up.
@@ -66,7 +70,7 @@ package actor DeliveryEngine {
     /// counting through the context.
     let spool: Spool
     let clock: any EngineClock
-    private var configured: Configured
+    private(set) var configured: Configured
     var settings: Settings { configured.settings }
     private var destination: String { configured.context.destination }
     var reports: DeliveryReports
@@ -188,105 +192,6 @@ package actor DeliveryEngine {
 
     var currentStatus: EngineStatus { published.status }
 
-    // MARK: Placement
-
-    /// Places a drop by the supersede rule (PendingItems.place): makes
-    /// the spool moves it returns, in order, then its change. Returns the
-    /// spool's error when the drop could not be taken; it then stays in new/.
-    @discardableResult
-    func place(_ drop: Drop) -> SpoolError? {
-        let key = drop.item.key
-        defer { published.status.held = pending.held.count }
-        do {
-            let placement = try pending.place(drop, freshKeyWaitsInInbox: freshKeysWaitInInbox) {
-                location throws(SpoolError) in
-                // done/ is read only where its index cannot rule the key out.
-                if location == .done, !(spool.keepsDone && done.mayHold(key)) { return nil }
-                return try storedVersion(location, key, against: drop.item.version)
-            }
-            // The earlier delivery's failure record goes beside it before the
-            // new snapshot can be queued, fail, or be delivered in its turn.
-            if case .fresh = placement.change, !done.untidied.isEmpty, done.untidied.take(key) { tidy(key) }
-            for move in placement.moves { try make(move, placing: drop) }
-            pending.apply(placement.change, now: clock.now)
-            return nil
-        } catch where spool.isGoneFromInbox(drop.name, after: error) {
-            // Read twice (the second time by a scan) and taken meanwhile.
-            return nil
-        } catch {
-            return error
-        }
-    }
-
-    private func make(_ move: PendingItems.SpoolMove, placing drop: Drop) throws(SpoolError) {
-        switch move {
-        case let .supersede(old):
-            switch old.location {
-            case let .inbox(name): try spool.supersede(drop: name, key: old.key, version: old.version)
-            case .queue: try spool.supersede(.queue, key: old.key, version: old.version)
-            case .hold:
-                try spool.supersede(.hold, key: old.key, version: old.version)
-                pending.held.remove(old.key)
-            }
-            published.status.superseded += 1
-            events.superseded(old.key, kind: old.kind, version: old.version, by: old.by, file: old.inboxName)
-        case let .accept(name, key):
-            try spool.accept(drop: name, as: key)
-            events.accepted(drop.item, file: name, app: settings.apps.name(of: drop.item))
-        }
-    }
-
-    /// Places a drop that waited for its key's attempt to end. Intake is
-    /// not waiting for an answer, so a failure is logged here and intake is
-    /// asked to read new/ again.
-    private func placeParked(_ drop: Drop) {
-        guard let error = place(drop) else { return }
-        log.write(LogEntry(.error, "new/\(LogText.escaped(drop.name)) (\(drop.item.key)) not taken: \(error); "
-                           + "it stays in new/ and intake reads it again"))
-        intake.readInboxAgain()
-    }
-
-    /// Has a new index of done/ built from its names, off this thread; the
-    /// current one (if any) serves until the new one arrives.
-    private func rebuildDoneIndex() {
-        guard spool.keepsDone else { return }
-        done.rebuild(from: spool, on: executor) { built in await self.adoptDoneIndex(built) }
-    }
-
-    private func adoptDoneIndex(_ built: sending Result<DoneIndex, SpoolError>) {
-        if let warning = done.built(built) { log.write(warning) }
-    }
-
-    /// Waits until a build of the index that is running has arrived (tests).
-    func waitForDoneIndex() async {
-        await done.runningBuild?.value
-    }
-
-    /// Whether fresh drops are checked against an index of done/ (tests).
-    var hasDoneIndex: Bool { done.keys.index != nil }
-
-    /// The version of the snapshot stored for `key` in `location`, to
-    /// compare with a drop of version `incoming`; nil when there is none.
-    /// A file that no longer decodes or verifies has the lowest version, so
-    /// any new snapshot is newer (delivering too much is safe, too little is
-    /// not) and replaces it. What stands at the key's name and cannot be
-    /// read for good (a directory, say) holds no snapshot: the drop is
-    /// placed as if the name were free, and a move onto it sets the item
-    /// aside. StoredItemReader.version decides what is checked.
-    private func storedVersion(_ location: SpoolLocation, _ key: ItemKey,
-                               against incoming: ItemVersion) throws(SpoolError) -> ItemVersion? {
-        let bytes: [UInt8]?
-        do {
-            bytes = try spool.read(location, key, maximumSize: settings.maxFileSize)
-        } catch where error.isPermanent || error.code == EFBIG {
-            // EFBIG: larger than a MaxFileSize= lowered since; it will not
-            // be read again either.
-            return nil
-        }
-        guard let bytes else { return nil }
-        return configured.context.storedItems.version(bytes, key: key, against: incoming)
-    }
-
     // MARK: Scheduling
 
     /// Attempts handed to the transport at once: twice its connections, so
@@ -323,49 +228,11 @@ package actor DeliveryEngine {
         tidyWhenIdle()
     }
 
-    // MARK: Failure records of delivered items
-
-    /// A retried item's failure record follows it into done/ here (see
-    /// UntidiedRecords), in batches on this thread while no attempt is due.
-    /// Until then it is a record of a key no longer queued: nothing reads
-    /// it, a crash leaves an orphan that the next start removes, and a new
-    /// snapshot of the key moves it first (`place`).
-    private func tidyWhenIdle() {
-        guard !done.untidied.isEmpty, !done.untidied.scheduled, mayTidy else { return }
-        done.untidied.scheduled = true
-        // A plain call queued behind the work at hand: no task per batch.
-        executor.submit { self.assumeIsolated { $0.tidyBatch() } }
-    }
-
-    private func tidyBatch() {
-        done.untidied.scheduled = false
-        guard mayTidy else { return }
-        for key in done.untidied.nextBatch() { tidy(key) }
-        tidyWhenIdle()
-    }
-
-    func tidy(_ key: ItemKey) {
-        do {
-            try spool.retireState(key)
-        } catch {
-            log.write(LogEntry(.warning, "\(key): its failure record queue/\(key.fileName).state could not be moved "
-                               + "into done/: \(error); the next start removes it"))
-        }
-    }
-
-    /// Running, and no attempt may start now (waiting for room or about
-    /// to start), unless too many records wait.
-    private var mayTidy: Bool {
-        guard isRunning else { return false }
-        let now = clock.now
-        return (nextStart(now: now).map { $0 > now } ?? true) || done.untidied.overLimit
-    }
-
     /// When the next attempt may start, for the key PendingItems puts
     /// next (a due bulk attempt only when nothing else is due), as
     /// StartPacing allows it; nil when none waits or may start. `now`: the
     /// caller's reading of the clock (see StartPacing.start).
-    private func nextStart(now: Duration) -> Duration? {
+    func nextStart(now: Duration) -> Duration? {
         pending.dropOutdatedDeadlines()
         guard let first = pending.next(now: now) else { return nil }
         return pacing.start(due: first.deadline, now: now)
@@ -420,7 +287,7 @@ package actor DeliveryEngine {
     }
 
     /// Performs what AttemptVerdict makes of an ended attempt: the key's
-    /// fate in memory, its events, the backend's pacing.health. `started`: the
+    /// fate in memory, its events, the backend's health. `started`: the
     /// engine clock's `now` when the attempt was launched.
     private func attemptEnded(_ key: ItemKey, _ exchange: Attempt.Exchange, attempt: Int, started: Duration) {
         pacing.active -= 1
@@ -573,39 +440,6 @@ package actor DeliveryEngine {
         publishStatusAfterAttempt()
         if IntakeBackPressure.hasRoomAgain(load, settings.limits) { resumeRoomWaiters() }
         if case .draining = phase, pacing.active == 0 { endDrain() }
-    }
-
-    /// An answer from the backend (delivered or refused for good). After an
-    /// outage, every key that waits only because the backend failed is due
-    /// at once: the schedule paced the retries while the backend was down,
-    /// it is no reason to keep a recovered backend waiting up to 5 minutes.
-    /// `requestSent`: when the request that got the answer went out.
-    private func backendAnswered(requestSent: Duration) {
-        let change = pacing.health.answered(requestSent: requestSent)
-        mirrorHealth()
-        guard case let .outageEnded(since) = change else { return }
-        let seconds = (clock.wallMilliseconds - since) / 1000
-        let now = clock.now
-        let woken = pending.wakeWaitingForBackend(now: now)
-        log.write(LogEntry(.notice, "backend recovered after failing for \(seconds)s; "
-                           + "\(woken) waiting item(s) are due now", messageID: MessageID.backendRecovered))
-    }
-
-    private func backendFailed(_ key: ItemKey, _ reason: String, at wall: Int64, retryAfter: Duration?, wasProbe: Bool) {
-        let change = pacing.health.failed(key, reason, at: wall, now: clock.now, retryAfter: retryAfter, wasProbe: wasProbe,
-                                   probes: settings.probeSchedule)
-        mirrorHealth()
-        guard change == .outageBegan else { return }
-        // Intake no longer waits for the window (see windowLacksRoom).
-        resumeRoomWaiters()
-        log.write(LogEntry(.warning, "backend failing: \(LogText.singleLine(reason, limit: 200)); "
-                           + "items stay queued; one probe at a time goes to it until it answers",
-                           messageID: MessageID.backendFailing, fields: [("TXRECON_REASON", reason)]))
-    }
-
-    private func mirrorHealth() {
-        published.status.backend = pacing.health.condition
-        published.status.statistics.consecutiveBackendFailures = pacing.health.consecutiveFailures
     }
 
     // MARK: Status
