@@ -1,5 +1,6 @@
 // The delivery engine against a manual clock and a scripted transport: no
 // test here sleeps; time moves only when a test advances the clock.
+import Dispatch
 import Glibc
 import Synchronization
 import Testing
@@ -267,6 +268,25 @@ struct DeliveryEngineTests {
         let status = await engine.currentStatus
         #expect(status.intakeWaitsBelow == 2)
         #expect(status.line.hasSuffix("; new/ waits until fewer than 2 are queued"), "\(status.line)")
+    }
+
+    @Test func intakesReportsArePostedWithoutWaitingForTheEngineAndCountedInOrder() async throws {
+        let harness = try EngineHarness(settings: DeliveryEngine.Settings(),
+                                        transport: ScriptedTransport(default: .hang, workers: 1))
+        let engine = try await harness.startedEngine()
+        // The engine's thread is held busy: posting must not wait for it
+        // (if it did, this test would never reach `signal` and hit its
+        // suite's time limit).
+        let busy = DispatchSemaphore(value: 0)
+        engine.executor.submit { busy.wait() }
+        engine.post { $0.noteRejected(count: 2) }
+        engine.post { $0.noteIntakePaused("the spool is full") }
+        engine.post { $0.noteRequeued(count: 1) }
+        busy.signal()
+        // A look at the engine queued after the posts sees them all.
+        let status = await engine.currentStatus
+        #expect(status.rejected == 1 && status.statistics.rejected == 2)
+        #expect(status.intakePausedBecause == "the spool is full")
     }
 
     @Test func theEngineAsksIntakeToReadNewAgainOnceBelowTheLowWaterMark() async throws {

@@ -58,7 +58,7 @@ struct ControlChannel: Sendable {
                     let count = result.applied.count
                     if count > 0 {
                         requeued = true
-                        waitFor { await engine.noteRequeued(count: count) }
+                        engine.post { $0.noteRequeued(count: count) }
                     }
                 } else {
                     result = waitFor {

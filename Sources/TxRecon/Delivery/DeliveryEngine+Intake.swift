@@ -5,6 +5,17 @@
 // status. The engine's side of the link is IntakeLink.
 
 extension DeliveryEngine {
+    /// Sends the engine a call that runs on its thread in its turn, without
+    /// waiting for it: intake's reports (the counts of its own moves, a
+    /// pause, the hook to read new/ again) go this way, so that intake's
+    /// thread does not wait behind the engine's work to say them. The
+    /// thread runs calls and jobs in the order they were queued
+    /// (ThreadExecutor), so what intake posts before an offer is done
+    /// before the offer is.
+    nonisolated func post(_ call: @escaping @Sendable (isolated DeliveryEngine) -> Void) {
+        executor.submit { self.assumeIsolated(call) }
+    }
+
     /// What became of the drops of one `offer`.
     struct Offered: Sendable {
         /// Drops that could not be taken (they stay in new/), with the

@@ -30,8 +30,8 @@ extension Intake {
                 note(error, name: drop.name, failures: &failures)
             }
         }
-        let engine = self.engine, count = rejected
-        if count > 0 { waitFor { await engine.noteRejected(count: count) } }
+        let count = rejected
+        if count > 0 { engine.post { $0.noteRejected(count: count) } }
         do throws(SpoolError) {
             try spool.completeFanOut(of: fanned, into: routes.indices.filter { !copies[$0].isEmpty }
                 .map { routes[$0].spool.layout.new })

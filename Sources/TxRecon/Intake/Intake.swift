@@ -37,7 +37,11 @@
 // Everything here blocks (file reads, chain validation, waiting for the
 // engine to take a batch), which is why it runs on a dedicated thread and never on Swift's
 // cooperative pool. Waiting for the engine is also the back-pressure: a flood
-// of drops waits in new/, not in memory.
+// of drops waits in new/, not in memory. What intake only tells the engine
+// (the counts of its own moves, a pause, the hook to read new/ again) goes
+// by message (DeliveryEngine.post) and waits for nothing; an offer, a
+// receipt split's look at the pending versions and the operator's requests
+// wait for the engine's answer.
 // Reports: one log entry per rejection; errors reading the spool; intake
 // paused and resumed (MessageID.intakePaused, .intakeResumed, and STATUS).
 import Glibc
@@ -171,9 +175,7 @@ final class Intake: Sendable {
     /// until `stop()` or until new/ or ctl/ is lost.
     private func follow(_ examiners: Examiners, ready: OneShot, lost: @escaping @Sendable (String) -> Void) {
         let routes = self.routes, watcher = self.watcher
-        waitFor {
-            for route in routes { await route.engine.onInboxNeedsRescan { watcher.requestRescan() } }
-        }
+        for route in routes { route.engine.post { $0.onInboxNeedsRescan { watcher.requestRescan() } } }
         var backlog = IntakeBacklog()
         if let problem = scan(&backlog, examiners, whenWaiting: ready.fire) {
             // `lost` first: the daemon then exits right after start-up.
@@ -305,17 +307,16 @@ final class Intake: Sendable {
     /// Logs and publishes a pause or a resumption.
     private func finish(_ failures: IntakeBacklog.Failures, fullScan: Bool, _ backlog: inout IntakeBacklog) {
         guard let transition = backlog.finished(failures, fullScan: fullScan, now: clock.now) else { return }
-        let engine = self.engine
         switch transition {
         case let .paused(reason):
             log.write(LogEntry(.error, "intake paused: \(reason); new drops wait in new/ and are taken once "
                                + "the spool can be written again (free space in \(spool.layout.root))",
                                messageID: MessageID.intakePaused, fields: [("TXRECON_REASON", reason)]))
-            waitFor { await engine.noteIntakePaused(reason) }
+            engine.post { $0.noteIntakePaused(reason) }
         case let .resumed(after):
             log.write(LogEntry(.notice, "intake resumed after \(after.milliseconds / 1000)s paused",
                                messageID: MessageID.intakeResumed))
-            waitFor { await engine.noteIntakePaused(nil) }
+            engine.post { $0.noteIntakePaused(nil) }
         }
     }
 
@@ -502,8 +503,7 @@ final class Intake: Sendable {
                                fields: [("TXRECON_ID", item.key.rawValue), ("TXRECON_FILE", file),
                                         ("TXRECON_UNKNOWN", novelty.what + " " + novelty.name)]))
         }
-        let engine = self.engine
-        waitFor { await engine.noteNovelties(novelties) }
+        engine.post { $0.noteNovelties(novelties) }
     }
 
     func reject(_ name: String, _ rejection: Rejection, rejected: inout Int) throws(SpoolError) {
@@ -534,11 +534,9 @@ final class Intake: Sendable {
         for index in drops.indices { drops[index].confirmed = confirmedVersion(primary, drops[index].item.key) }
         let engine = self.engine, taken = drops, count = rejected
         let bulk = !drops.isEmpty && drops.allSatisfy(\.bulk)
-        let offered = waitFor {
-            if count > 0 { await engine.noteRejected(count: count) }
-            return taken.isEmpty ? DeliveryEngine.Offered()
-                : await engine.offer(taken, waitsForWindow: !bulk, whenWaiting: whenWaiting)
-        }
+        if count > 0 { engine.post { $0.noteRejected(count: count) } }
+        guard !taken.isEmpty else { return false }
+        let offered = waitFor { await engine.offer(taken, waitsForWindow: !bulk, whenWaiting: whenWaiting) }
         for (name, error) in offered.refused { note(error, name: name, failures: &failures) }
         return offered.full
     }
