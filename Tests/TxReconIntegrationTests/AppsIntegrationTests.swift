@@ -4,6 +4,7 @@
 // taking every app's notifications on one URL; `txrecon sweep` walking each
 // app against its own stand-in of Apple's API with its own checkpoint.
 import Glibc
+import Synchronization
 import Testing
 @testable import TxRecon
 import TxReconTestSupport
@@ -17,7 +18,8 @@ private final class ThreeApps {
     let fixture: DaemonFixture
     let alphaBackend: LoopbackHTTPServer
 
-    init(extra: String = "") throws {
+    init(extra: String = "", alphaAnswers: @escaping @Sendable (LoopbackHTTPServer.Request) -> LoopbackHTTPServer.Reply
+            = { _ in .status(200) }) throws {
         fixture = try DaemonFixture()
         let roots = try SystemCall.readFile(AppStoreSamples.directory + "/AppleRootCA-G3.pem", limit: 1 << 20)
             + SystemCall.readFile(TestPKI.path("root"), limit: 1 << 20)
@@ -30,7 +32,7 @@ private final class ThreeApps {
             """)
         _ = fixture.directory.write("[Verification]\nBundleID=\(Self.alpha)\n", to: "apps/alpha.conf")
         _ = fixture.directory.write("[Verification]\nBundleID=\(Self.beta)\n", to: "apps/beta.conf")
-        alphaBackend = try LoopbackHTTPServer(handler: { _ in .status(200) })
+        alphaBackend = try LoopbackHTTPServer(handler: alphaAnswers)
         _ = fixture.directory.write("[Backend]\nURL=\(alphaBackend.url)alpha\n[Match]\nApp=alpha\n",
                                     to: "destinations/alpha.conf")
     }
@@ -50,6 +52,34 @@ private final class ThreeApps {
 
 @Suite(.serialized, .timeLimit(.minutes(2)))
 struct AppsIntegrationTests {
+    @Test func aRetryAStaleCopyAndTheirJournalLinesNameTheApp() async throws {
+        // alpha's destination fails its first request, then takes everything.
+        let answered = Mutex(0)
+        let apps = try ThreeApps(alphaAnswers: { _ in
+            answered.withLock { count in
+                count += 1
+                return count == 1 ? .status(503) : .status(200)
+            }
+        })
+        let fixture = apps.fixture
+        try await fixture.start()
+        let transaction = ThreeApps.transaction("4000000000000011", bundleId: ThreeApps.alpha)
+        try fixture.drop(transaction, name: "alpha-first")
+        #expect(await fixture.eventually { fixture.doneItems() == ["4000000000000011"] })
+        let alphaDone = fixture.layout.destination("alpha").done
+        #expect(await fixture.eventually { ((try? SystemCall.listDirectory(alphaDone)) ?? []).contains("4000000000000011") })
+        // The same snapshot again: not newer than the delivered one.
+        try fixture.drop(transaction, name: "alpha-again")
+        func lines(_ needle: String) -> [Substring] {
+            (fixture.daemon?.stderr ?? "").split(separator: "\n").filter { $0.contains(needle) }
+        }
+        #expect(await fixture.eventually { lines("4000000000000011: version").count >= 1 })
+        #expect(lines("4000000000000011: attempt 1 failed").contains { $0.contains("TXRECON_APP=alpha") },
+                "\(lines("4000000000000011"))")
+        #expect(lines("4000000000000011: version").allSatisfy { $0.contains("TXRECON_APP=alpha") },
+                "\(lines("superseded"))")
+    }
+
     @Test func oneDaemonDeliversThreeAppsRoutesByAppAndSetsAFourthAside() async throws {
         let apps = try ThreeApps()
         let fixture = apps.fixture

@@ -45,7 +45,8 @@ extension DeliveryEngine {
                 pending.held.remove(old.key)
             }
             published.status.superseded += 1
-            events.superseded(old.key, kind: old.kind, version: old.version, by: old.by, file: old.inboxName)
+            events.superseded(old.key, kind: old.kind, version: old.version, by: old.by, file: old.inboxName,
+                              app: settings.apps.name(of: drop.item))
         case let .accept(name, key):
             try spool.accept(drop: name, as: key)
             events.accepted(drop.item, file: name, app: settings.apps.name(of: drop.item))

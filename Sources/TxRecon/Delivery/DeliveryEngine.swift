@@ -357,7 +357,8 @@ package actor DeliveryEngine {
             if parked != nil { entry.parked = nil }
             pending.entries.values[index] = entry
             scheduleRetry(key, reason: retry.reason, status: retry.status, retryAfter: retry.retryAfter,
-                          countsAgainstBackend: retry.countsAgainstBackend, atOnce: retry.atOnce, wasProbe: wasProbe)
+                          countsAgainstBackend: retry.countsAgainstBackend, atOnce: retry.atOnce, wasProbe: wasProbe,
+                          app: item.flatMap { settings.apps.name(of: $0) })
             if retry.watchesDeadline, let item { watchDeadline(item, held: false) }
             if let parked { placeParked(parked) }
         case let .setAside(because):
@@ -392,20 +393,23 @@ package actor DeliveryEngine {
             published.status.rejected += 1
             published.status.statistics.rejected += 1
             events.setAside(key, kind: item?.kind ?? entry.kind, version: item?.version ?? entry.version,
-                            reason: detail, movedTo: name)
+                            reason: detail, movedTo: name, app: item.flatMap { settings.apps.name(of: $0) })
             if let parked { placeParked(parked) }
         } catch {
             log.write(LogEntry(.error, "\(key): \(detail); setting it aside in rejected/ failed too (\(error)); "
                                + "it is tried again on schedule"))
             pending.entries[key] = entry
-            scheduleRetry(key, reason: "spool: \(detail)", status: nil, retryAfter: nil, countsAgainstBackend: false)
+            scheduleRetry(key, reason: "spool: \(detail)", status: nil, retryAfter: nil, countsAgainstBackend: false,
+                          app: item.flatMap { settings.apps.name(of: $0) })
         }
     }
 
     /// Keeps the item and arms its next attempt per the schedule (`atOnce`:
-    /// now); persists the state so a restart keeps the backoff.
+    /// now); persists the state so a restart keeps the backoff. `app`: the
+    /// item's, when the attempt read it.
     private func scheduleRetry(_ key: ItemKey, reason: String, status httpStatus: Int?, retryAfter: Duration?,
-                               countsAgainstBackend: Bool, atOnce: Bool = false, wasProbe: Bool = false) {
+                               countsAgainstBackend: Bool, atOnce: Bool = false, wasProbe: Bool = false,
+                               app: String? = nil) {
         guard var entry = pending.entries[key] else { return }
         let wall = clock.wallMilliseconds
         let delay = atOnce ? .zero
@@ -426,7 +430,7 @@ package actor DeliveryEngine {
         pending.entries[key] = entry
         pending.schedule(key, at: entry.deadline)
         events.deferred(key, kind: entry.kind, version: entry.version, attempt: entry.state.attempts,
-                        reason: reason, status: httpStatus, nextAttemptAt: next)
+                        reason: reason, status: httpStatus, nextAttemptAt: next, app: app)
         published.status.statistics.deferred += 1
         if countsAgainstBackend { backendFailed(key, reason, at: wall, retryAfter: retryAfter, wasProbe: wasProbe) }
     }

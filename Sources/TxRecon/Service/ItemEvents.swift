@@ -87,9 +87,10 @@ struct ItemEvents: Sendable {
     }
 
     func deferred(_ key: ItemKey, kind: ItemKind?, version: ItemVersion?, attempt: Int, reason: String,
-                  status: Int?, nextAttemptAt: Int64) {
+                  status: Int?, nextAttemptAt: Int64, app: String? = nil) {
         var extra = [("TXRECON_ATTEMPT", String(attempt)), ("TXRECON_REASON", reason),
                      ("TXRECON_NEXT_ATTEMPT_USEC", String(nextAttemptAt * 1000))]
+        if let app { extra.append(("TXRECON_APP", app)) }
         if let status { extra.append(("TXRECON_HTTP_STATUS", String(status))) }
         write(.info, "\(key): attempt \(attempt) failed (\(LogText.singleLine(reason, limit: 200))), next attempt at "
               + Timestamp.rfc3339(milliseconds: nextAttemptAt), MessageID.deferred, .deferred,
@@ -107,10 +108,12 @@ struct ItemEvents: Sendable {
               key: key, kind: kind, version: version, extra: extra)
     }
 
-    func superseded(_ key: ItemKey, kind: ItemKind?, version: ItemVersion, by newer: ItemVersion?, file: String?) {
+    func superseded(_ key: ItemKey, kind: ItemKind?, version: ItemVersion, by newer: ItemVersion?, file: String?,
+                    app: String? = nil) {
         let why = newer.map { "replaced by newer version \($0)" } ?? "not newer than the pending or delivered snapshot"
         var extra: [(String, String)] = []
         if let file { extra.append(("TXRECON_FILE", file)) }
+        if let app { extra.append(("TXRECON_APP", app)) }
         write(.notice, "\(key): version \(version) superseded (\(why))", MessageID.superseded, .superseded,
               key: key, kind: kind, version: version, extra: extra)
     }
@@ -123,11 +126,13 @@ struct ItemEvents: Sendable {
 
     /// An item the spool could not keep under its key, moved to rejected/
     /// (`Spool.setAside`): an error, for a person has to look at the cause.
-    func setAside(_ key: ItemKey, kind: ItemKind?, version: ItemVersion?, reason: String, movedTo: String) {
+    func setAside(_ key: ItemKey, kind: ItemKind?, version: ItemVersion?, reason: String, movedTo: String,
+                  app: String? = nil) {
+        var extra = [("TXRECON_FILE", movedTo), ("TXRECON_REASON", reason)]
+        if let app { extra.append(("TXRECON_APP", app)) }
         write(.error, "\(key): \(LogText.singleLine(reason, limit: 300)); set aside in rejected/\(LogText.escaped(movedTo)), "
               + "see its .reason; `txrecon requeue-rejected \(LogText.escaped(movedTo))` takes it again after a fix",
-              MessageID.setAside, .setAside, key: key, kind: kind, version: version,
-              extra: [("TXRECON_FILE", movedTo), ("TXRECON_REASON", reason)])
+              MessageID.setAside, .setAside, key: key, kind: kind, version: version, extra: extra)
     }
 
     func operatorAction(_ outcome: ItemOutcome, key: ItemKey) {
