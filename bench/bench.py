@@ -902,7 +902,13 @@ class Bench:
         # edits made while the bench runs do not change what was measured.
         self.commit = subprocess.run(["git", "describe", "--always", "--dirty"], cwd=REPO, capture_output=True,
                                      text=True).stdout.strip()
-        self.binary = build_txrecon(args)
+        # A copy in the work directory: what a build started while the
+        # bench runs writes into .build/release is not what it measures
+        # (until 2026-12-06 the ledger row's own `swift test -c release`
+        # relinked it without --static-swift-stdlib, and every row after it
+        # measured that binary).
+        self.binary = os.path.join(self.work, "txrecon")
+        shutil.copy2(build_txrecon(args), self.binary)
         self.curlclient = build_c_tool("curlclient", ["-lcurl", "-lpthread"], self.tools)
         self.curlmulti = build_c_tool("curlmulti", ["-lcurl"], self.tools)
         self.nginx = Nginx(find_nginx(os.path.join(self.tools, "nginx")), os.path.join(self.work, "nginx"),
@@ -1696,8 +1702,12 @@ class Bench:
         log(f"ledger: LedgerBenchmark at {rows:,} rows ({ledger}; building it the first time takes minutes)")
         environment = dict(os.environ, TXRECON_BENCH="1", TXRECON_LEDGER_BENCH_FILE=ledger,
                            TXRECON_LEDGER_BENCH_ROWS=str(rows))
-        result = subprocess.run(["swift", "test", "-c", "release", "--filter", "LedgerBenchmark"], cwd=REPO,
-                                env=environment, capture_output=True, text=True)
+        # A build directory of its own: in .build it would relink
+        # .build/release/txrecon without --static-swift-stdlib.
+        scratch = os.path.join(directory, "ledger-benchmark-build")
+        result = subprocess.run(["swift", "test", "-c", "release", "--scratch-path", scratch,
+                                 "--filter", "LedgerBenchmark"], cwd=REPO, env=environment, capture_output=True,
+                                text=True)
         lines = [line for line in result.stdout.splitlines() if line.startswith("ledger-bench:")]
         for line in lines:
             log("  " + line)
