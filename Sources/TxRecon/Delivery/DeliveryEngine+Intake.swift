@@ -33,8 +33,8 @@ extension DeliveryEngine {
     /// intake's start-up scan sends READY=1 then, so a backlog in new/ never
     /// holds READY until it is delivered. The wait is short because intake
     /// also executes the operator's ctl/ requests: when the engine is still
-    /// full, the answer says so, and `onInboxNeedsRescan`'s hook is called once the
-    /// pending keys have fallen below `lowWater`. A batch of bulk drops
+    /// full, the answer says so, and `onInboxNeedsRescan`'s hook is called
+    /// once the pending keys have fallen below `lowWater`. A batch of bulk drops
     /// (`waitsForWindow` false: a receipt's thousands of parts) does not wait
     /// for the window: what finds no room goes to queue/ at once, so intake
     /// is not held up, and the drops behind it with it, until a slow
@@ -73,8 +73,8 @@ extension DeliveryEngine {
     }
 
     /// One wait of `offer` for room, ended by `resumeRoomWaiters`: after an
-    /// attempt, or by `timer` at `giveUp`. `calls`: `intake.room.calls` when the
-    /// caller found no room. Each `await` on the way here may re-queue the
+    /// attempt, or by `timer` at `giveUp`. `calls`: `intake.room.calls` when
+    /// the caller found no room. Each `await` on the way here may re-queue the
     /// task (see `stop`), and a call to look again made meanwhile counts.
     private func waitForRoom(since calls: Int, until giveUp: Duration, timer: inout EngineTimer?,
                              whenWaiting: @Sendable () -> Void) async {
