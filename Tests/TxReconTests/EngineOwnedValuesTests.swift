@@ -151,13 +151,9 @@ import TxReconTestSupport
         }
     }
 
-    static let signed: Int64 = 1_700_000_000_000
-    let request: Item = {
-        var fields = ItemFields()
-        fields.notificationType = "CONSUMPTION_REQUEST"
-        return Item(key: ItemKey("n-1")!, version: ItemVersion(primary: 1, secondary: signed), kind: .notification,
-                    fields: fields)
-    }()
+    /// The CONSUMPTION_REQUEST ConsumptionDeadlinesTests warns about, signed then.
+    static let signed = ConsumptionDeadlinesTests.signed
+    let request = ConsumptionDeadlinesTests().request
 
     @Test func aDeliveryIsLoggedAndRecordedInTheLedgerOnlyWhenItsItemWasRead() {
         let log = RecordingLogSink(), ledger = Recorder()
