@@ -61,9 +61,10 @@ package actor DeliveryEngine {
     package nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
 
     // The state below is internal (not private) only where the engine's
-    // extensions in other files use it (the intake half, the operator's
-    // commands); it is isolated to the engine all the same, so nothing
-    // outside reaches it without a hop onto its thread.
+    // extensions in other files use it (placement, done/, the backend's
+    // health, intake's and the operator's halves); it is isolated to the
+    // engine all the same, so nothing outside reaches it without a hop
+    // onto its thread.
 
     /// The spool and the clock of the attempts' context, kept here too:
     /// read several times per item, a stored `let` costs no reference

@@ -50,9 +50,15 @@ package final class SQLiteDatabase {
     let path: String
     private var handle: OpaquePointer?
 
+    /// SQLite's process-wide settings, made once before the first
+    /// connection opens (a static's initializer runs once, thread-safely):
+    /// no memory statistics. Their cost, measured: bench/FINDINGS.md.
+    private static let configuredOnce: Void = { _ = txrecon_sqlite_disable_memory_statistics() }()
+
     /// Opens `path`. `busyTimeout`: how long a statement waits for another
     /// connection's lock before failing with SQLITE_BUSY.
     init(path: String, access: Access, busyTimeout: Duration = .seconds(5)) throws(LedgerError) {
+        _ = Self.configuredOnce
         self.path = path
         var flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_PRIVATECACHE
         switch access {
