@@ -22,26 +22,25 @@ import TxReconTestSupport
         #expect(clock.now - start >= .milliseconds(300))
     }
 
-    @Test func stoppingEndsAHangingConnectionAtOnce() async throws {
+    @Test func stoppingTheServerEndsAHangingRequestBeforeItsTimeout() async throws {
         let server = try LoopbackHTTPServer { _ in .hang }
         // The request may reach the server late: its task needs one of the
         // two pool threads, which the suite's other tests keep busy (it once
         // took over 5 s). The 60 s timeout leaves the stop 30 s or more.
         let transport = try transport(for: server, timeout: .seconds(60))
         defer { transport.shutdown() }
-        let clock = ContinuousClock()
         async let result = transport.send(DeliveryRequest(headers: [], body: []))
         #expect(await server.waitForRequests(count: 1, timeout: .seconds(30)))
-        let stopped = clock.now
         server.stop()
         guard case let .failure(failure) = await result else {
             Issue.record("a hanging request got an answer")
             return
         }
-        #expect(failure.kind == .protocolError)
-        // Bounded well under the timeout, not tightly: under ThreadSanitizer
-        // on 2 cores the failure's way back took 5.1 s.
-        #expect(clock.now - stopped < .seconds(20), "ended by the stop, before the 60 s timeout")
+        // Ended by the stop, not by the 60 s timeout: that would be a
+        // `.timeout` failure. What kind it is says so whatever the host's
+        // load; how long its way back takes does not (5.1 s under
+        // ThreadSanitizer, 22 s once in `make test-loaded`, both on 2 cores).
+        #expect(failure.kind == .protocolError, "\(failure)")
     }
 
     @Test func requestsRecordTheirConnection() async throws {
