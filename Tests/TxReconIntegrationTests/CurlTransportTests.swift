@@ -225,13 +225,15 @@ import TxReconTestSupport
 }
 
 /// A port on 127.0.0.1 that is bound but not listening while the value
-/// lives, so connecting to it is refused and nobody else can take it.
-private final class ClosedPort {
+/// lives (or until `release`), so connecting to it is refused and nobody
+/// else can take it.
+final class ClosedPort {
     let number: UInt16
-    private let socket: Int32
+    private var socket: Int32
 
     init() throws {
-        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        // Close-on-exec: a daemon the test starts must not keep it bound.
+        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr = in_addr(s_addr: UInt32(0x7F00_0001).bigEndian)
@@ -246,9 +248,14 @@ private final class ClosedPort {
         try #require(bound, "cannot bind a port on 127.0.0.1: errno \(errno)")
     }
 
-    deinit {
+    /// Frees the port, for a server that is to listen on it.
+    func release() {
+        guard socket >= 0 else { return }
         close(socket)
+        socket = -1
     }
+
+    deinit { release() }
 }
 
 /// The order in which exchanges ended, noted on the threads they ran on.

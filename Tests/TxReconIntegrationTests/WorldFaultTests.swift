@@ -59,8 +59,8 @@ struct WorldFaultTests {
         // A port held bound but not listening refuses every connection, and
         // no other test's server can take it meanwhile (a port merely freed
         // could be, and then answered in the backend's place).
-        let refusing = try #require(RefusingPort())
-        let port = refusing.port
+        let refusing = try ClosedPort()
+        let port = refusing.number
         try fixture.writeConfig("", url: "http://127.0.0.1:\(port)/transactions", delays: "200ms 400ms")
         try await fixture.start()
         try fixture.drop(fixture.envelope("refused", version: 1))
@@ -188,42 +188,4 @@ extension DaemonProcess {
         let status = await process.wait(timeout: .seconds(60)) ?? -1
         return (status, process.stdout, process.stderr)
     }
-}
-
-/// A loopback TCP port bound and never listened on: a connection to it is
-/// refused (RST) until `release`.
-private final class RefusingPort {
-    let port: UInt16
-    private var descriptor: Int32
-
-    init?() {
-        let socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard socketFD >= 0 else { return nil }
-        var reuse: Int32 = 1
-        setsockopt(socketFD, SOL_SOCKET, SO_REUSEADDR, &reuse, socklen_t(MemoryLayout<Int32>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr = in_addr(s_addr: UInt32(0x7F00_0001).bigEndian)
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(socketFD, $0, length) == 0 && getsockname(socketFD, $0, &length) == 0
-            }
-        }
-        guard bound else {
-            close(socketFD)
-            return nil
-        }
-        descriptor = socketFD
-        port = UInt16(bigEndian: address.sin_port)
-    }
-
-    /// Frees the port for the backend that comes back.
-    func release() {
-        guard descriptor >= 0 else { return }
-        close(descriptor)
-        descriptor = -1
-    }
-
-    deinit { release() }
 }
