@@ -1,13 +1,17 @@
 // SystemClock's timers against the real clock, which the engine's retry
 // timer, status flush and stop grace use (kept by the engine's thread,
-// ThreadExecutor.schedule): a timer must not fire before its deadline, one
-// in the past fires at once, and a cancelled one never fires (a retry
-// pulled in early leaves no wake-up behind at the old time).
+// ThreadExecutor.schedule, which waits for them in epoll_wait): a timer
+// must not fire before its deadline (the loop sleeps until it, where a
+// loop that spins burns a core while idle), one in the past fires at
+// once, a cancelled one never fires (a retry pulled in early leaves no
+// wake-up behind at the old time), and work put while the loop waits for
+// a late timer runs at once.
 import Synchronization
 import Testing
 @testable import TxRecon
 
-@Suite struct SystemClockTimingTests {
+@Suite(.timeLimit(.minutes(1)))
+struct SystemClockTimingTests {
     let clock = SystemClock()
 
     /// Waits until the timer set for `deadline` fires; the clock then.
@@ -42,5 +46,17 @@ import Testing
         _ = await fire(at: clock.now + .milliseconds(60), on: executor)
         let wasFired = fired.load(ordering: .relaxed)
         #expect(!wasFired)
+    }
+
+    @Test func workPutWhileTheLoopWaitsForALateTimerRunsAtOnce() async throws {
+        let loop = try ThreadExecutor(name: "txr-test-wake")
+        defer { loop.shutdown() }
+        let timerFired = Atomic<Bool>(false)
+        let timer = loop.schedule(at: clock.now + .seconds(30)) { timerFired.store(true, ordering: .relaxed) }
+        defer { timer.cancel() }
+        // The suite's time limit fails this if the loop slept on to its timer.
+        await withCheckedContinuation { (ran: CheckedContinuation<Void, Never>) in loop.submit { ran.resume() } }
+        let fired = timerFired.load(ordering: .relaxed)
+        #expect(!fired)
     }
 }
