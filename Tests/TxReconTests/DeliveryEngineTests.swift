@@ -777,6 +777,28 @@ struct DeliveryEngineTests {
         await harness.status.waitFor { $0.delivered == 1 }
     }
 
+    @Test func aReplayAskedForWhileItsKeyIsInFlightIsDecidedWhenTheAttemptEnds() async throws {
+        // done/k holds version 1 when the replay's copy is made; version 2
+        // is in flight and delivered onto done/k before the copy is queued.
+        let harness = try EngineHarness()
+        let engine = try await harness.startedEngine()
+        await engine.offer([try harness.envelope("k", version: 1)])
+        await harness.status.waitFor { $0.delivered == 1 }
+        harness.transport.setDefault(.hang)
+        await engine.offer([try harness.envelope("k", version: 2)])
+        await harness.transport.waitForRequests(2)
+        let staged = try harness.spool.stageReplay(DeliveredSnapshot(key: try #require(ItemKey("k")), receivedAt: 0))
+        let answer = await engine.replay([staged])
+        #expect(answer.applied == ["k"] && answer.skipped.isEmpty, "answered now, decided at the attempt's end")
+        harness.transport.releaseHeld(with: .status(200))
+        let status = await harness.status.waitFor { $0.delivered == 2 }
+        #expect(status.statistics.replayed == 0)
+        #expect(harness.transport.requestedKeys == ["k", "k"], "version 1 never goes out after version 2")
+        #expect(harness.names(in: "queue") == [], "the copy is removed")
+        #expect(harness.log.entries.contains { $0.message.hasPrefix("k: the replay asked for while it was being delivered "
+                                                                     + "is not queued: delivered again") })
+    }
+
     @Test func theBackendCountsAsFailingOnceThreeKeysFailInARowAndStatusSaysSince() async throws {
         let harness = try EngineHarness(transport: ScriptedTransport(default: .status(503)))
         let engine = try await harness.startedEngine()

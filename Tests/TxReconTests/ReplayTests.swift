@@ -54,8 +54,9 @@ import TxReconTestSupport
         var pending = PendingItems()
         let snapshots = try spool.deliveredSnapshots(of: nil, since: nil, until: nil).found
             .map { snapshot throws(SpoolError) in try spool.stageReplay(snapshot) }  // as intake does
-        let result = commands.replay(snapshots, on: &pending, now: .seconds(9), wall: 1_800_000_000_000, limit: 100)
-        #expect(result.applied == ["k1"])
+        let (result, queued) = commands.replay(snapshots, on: &pending, now: .seconds(9), wall: 1_800_000_000_000,
+                                              limit: 100)
+        #expect(result.applied == ["k1"] && queued == 1)
         let key = try #require(ItemKey("k1"))
         let entry = try #require(pending.entries[key])
         #expect(entry.deadline == .seconds(9) && entry.receivedAt == 1_500_000)
@@ -79,7 +80,7 @@ import TxReconTestSupport
         let snapshots = try ["queued", "held", "one", "two"].map {
             try spool.stageReplay(DeliveredSnapshot(key: try #require(ItemKey($0)), receivedAt: 1_000))  // as intake does
         }
-        let result = commands.replay(snapshots, on: &pending, now: .zero, wall: 1_800_000_000_000, limit: 2)
+        let result = commands.replay(snapshots, on: &pending, now: .zero, wall: 1_800_000_000_000, limit: 2).result
         #expect(result.applied == ["one"])
         #expect(try SystemCall.listDirectory(layout.queue).sorted() == ["one", "one.state"],
                 "the copies not taken are removed; the one taken has its replay recorded")
@@ -99,10 +100,72 @@ import TxReconTestSupport
         _ = directory.write(#"{"id":"k","version":4,"payload":{}}"#, to: "spool/queue/k")
         try SystemCall.rename(layout.queue + "/k", layout.done + "/k")
         var pending = PendingItems()
-        let result = commands.replay([staged], on: &pending, now: .zero, wall: 1_800_000_000_000, limit: 100)
+        let result = commands.replay([staged], on: &pending, now: .zero, wall: 1_800_000_000_000, limit: 100).result
         #expect(result.applied.isEmpty && pending.entries.isEmpty)
         #expect(result.skipped.first?.reason.hasPrefix("delivered again while the replay was copied") == true)
         #expect(try SystemCall.listDirectory(layout.queue).isEmpty, "the stale copy is removed, not queued")
         #expect(try SystemCall.readFile(layout.done + "/k", limit: 4096) == Array(#"{"id":"k","version":4,"payload":{}}"#.utf8))
+    }
+
+    /// A pending entry of `key`, in flight, as the engine has it while an attempt runs.
+    func inFlight(_ key: ItemKey) -> PendingItems {
+        var pending = PendingItems()
+        var entry = PendingItems.Entry(state: DeliveryState(), deadline: .zero, receivedAt: 0)
+        entry.inFlight = true
+        pending.add(key, entry)
+        return pending
+    }
+
+    @Test func aReplayOfAKeyInFlightWhoseAttemptDeliveredWhatWasCopiedIsQueuedWhenTheAttemptHasEnded() throws {
+        // The attempt renamed its snapshot onto done/k; the engine has not
+        // yet learnt that it ended when the replay, asked for after the
+        // operator saw k in done/, arrives.
+        try delivered("k", receivedAt: 1_000)
+        let key = try #require(ItemKey("k"))
+        var pending = inFlight(key)
+        let staged = try spool.stageReplay(DeliveredSnapshot(key: key, receivedAt: 1_000))
+        let (answer, queued) = commands.replay([staged], on: &pending, now: .zero, wall: 1_800_000_000_000, limit: 100)
+        #expect(answer.applied == ["k"] && answer.skipped.isEmpty && queued == 0, "answered, decided later")
+        #expect(pending.replaysAwaitingAttempt[key] == staged)
+        #expect(try !SystemCall.listDirectory(layout.queue).contains("k"), "not queued beside the attempt")
+
+        // The engine performs the attempt's fate (delivered), then decides.
+        pending.forget(key)
+        let replayed = commands.replayAwaitingAttempt(of: key, on: &pending, now: .seconds(3), wall: 1_800_000_000_000,
+                                                      limit: 100)
+        #expect(replayed && pending.replaysAwaitingAttempt.isEmpty)
+        #expect(pending.entries[key]?.deadline == .seconds(3) && pending.entries[key]?.inFlight == false)
+        #expect(try SystemCall.readFile(layout.queue + "/k", limit: 4096) == SystemCall.readFile(layout.done + "/k", limit: 4096))
+        #expect(log.entries.contains { $0.messageID == MessageID.replayed })
+        #expect(!commands.replayAwaitingAttempt(of: key, on: &pending, now: .seconds(4), wall: 0, limit: 100),
+                "decided once")
+    }
+
+    @Test func aReplayThatWaitedForAnAttemptWhichFailedOrDeliveredANewerSnapshotIsNotQueuedAndSaysWhy() throws {
+        try delivered("k", receivedAt: 1_000)
+        let key = try #require(ItemKey("k"))
+
+        // The attempt failed: its snapshot is pending again and goes out anyway.
+        var pending = inFlight(key)
+        let first = try spool.stageReplay(DeliveredSnapshot(key: key, receivedAt: 1_000))
+        _ = commands.replay([first], on: &pending, now: .zero, wall: 1_800_000_000_000, limit: 100)
+        pending.entries[key]?.inFlight = false
+        #expect(!commands.replayAwaitingAttempt(of: key, on: &pending, now: .zero, wall: 0, limit: 100))
+        #expect(try SystemCall.listDirectory(layout.queue).isEmpty, "the copy is removed")
+        #expect(log.entries.last?.message == "k: the replay asked for while it was being delivered is not queued: "
+                + "queued: its pending snapshot is delivered anyway")
+
+        // The attempt delivered version 4 onto done/k after the copy of 3 was made.
+        pending.entries[key]?.inFlight = true
+        let second = try spool.stageReplay(DeliveredSnapshot(key: key, receivedAt: 1_000))
+        _ = commands.replay([second], on: &pending, now: .zero, wall: 1_800_000_000_000, limit: 100)
+        _ = directory.write(#"{"id":"k","version":4,"payload":{}}"#, to: "spool/queue/k")
+        try SystemCall.rename(layout.queue + "/k", layout.done + "/k")
+        pending.forget(key)
+        #expect(!commands.replayAwaitingAttempt(of: key, on: &pending, now: .zero, wall: 0, limit: 100))
+        #expect(pending.entries.isEmpty && pending.replaysAwaitingAttempt.isEmpty)
+        #expect(try SystemCall.listDirectory(layout.queue).isEmpty)
+        #expect(log.entries.last?.message.hasSuffix("is not queued: delivered again while the replay was copied from "
+                                                   + "done/: the destination has its newest snapshot") == true)
     }
 }

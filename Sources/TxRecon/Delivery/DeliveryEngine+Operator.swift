@@ -21,11 +21,23 @@ extension DeliveryEngine {
         // A key's earlier failure record goes beside its delivered snapshot
         // before the copy is queued, as for a new snapshot (`place`).
         for snapshot in snapshots where !done.untidied.isEmpty && done.untidied.take(snapshot.key) { tidy(snapshot.key) }
-        let result = OperatorCommands(spool: spool, events: events)
+        let (result, queued) = OperatorCommands(spool: spool, events: events)
             .replay(snapshots, on: &pending, now: clock.now, wall: clock.wallMilliseconds, limit: settings.highWater)
-        published.status.statistics.replayed += result.applied.count
+        published.status.statistics.replayed += queued
         dispatchDue()
         publishStatus()
         return result
+    }
+
+    /// Decides a replay asked for while `key` was in flight, now that its
+    /// attempt has ended (OperatorCommands.replayAwaitingAttempt); the
+    /// attempt's end dispatches what is due afterwards.
+    func replayAwaitingAttempt(of key: ItemKey) {
+        guard pending.replaysAwaitingAttempt[key] != nil else { return }
+        if OperatorCommands(spool: spool, events: events)
+            .replayAwaitingAttempt(of: key, on: &pending, now: clock.now, wall: clock.wallMilliseconds,
+                                   limit: settings.highWater) {
+            published.status.statistics.replayed += 1
+        }
     }
 }

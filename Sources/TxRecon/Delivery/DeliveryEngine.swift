@@ -303,7 +303,7 @@ package actor DeliveryEngine {
         let item = answered?.item
         // One look-up: nothing changes the entries before the fate is
         // performed, so `index` holds until then.
-        guard let index = pending.entries.index(forKey: key) else { return afterAttempt() }
+        guard let index = pending.entries.index(forKey: key) else { return afterAttempt(of: key) }
         var entry = pending.entries.values[index]
         entry.inFlight = false
         let verdict: AttemptVerdict
@@ -368,7 +368,7 @@ package actor DeliveryEngine {
             if let parked = pending.forget(key) { placeParked(parked) }
         }
         if verdict.backendAnswered, let sentAt = answered?.settlement.sentAt { backendAnswered(requestSent: sentAt) }
-        afterAttempt()
+        afterAttempt(of: key)
     }
 
     /// Warns, once per request, when a CONSUMPTION_REQUEST this
@@ -436,7 +436,8 @@ package actor DeliveryEngine {
         if countsAgainstBackend { backendFailed(key, reason, at: wall, retryAfter: retryAfter, wasProbe: wasProbe) }
     }
 
-    private func afterAttempt() {
+    private func afterAttempt(of key: ItemKey) {
+        if !pending.replaysAwaitingAttempt.isEmpty { replayAwaitingAttempt(of: key) }
         dispatchDue()
         if let below = published.status.intakeWaitsBelow, pending.entries.count < below {
             published.status.intakeWaitsBelow = nil

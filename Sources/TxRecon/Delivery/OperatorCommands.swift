@@ -43,12 +43,23 @@ struct OperatorCommands {
     /// held is left alone (what it has is newer, or waits for a person),
     /// and none is queued beyond `limit` pending keys (the engine's
     /// high-water mark): the rest are skipped with a reason and their
-    /// copies removed.
+    /// copies removed. A key in flight is answered as replayed and decided
+    /// when its attempt has ended (`replayAwaitingAttempt`): the attempt
+    /// writes done/ before the engine learns how it ended, so the copy may
+    /// be of the very snapshot it has just delivered, which a replay asked
+    /// for after seeing it in done/ must send again. `queued`: the keys
+    /// queued now.
     func replay(_ snapshots: [DeliveredSnapshot], on pending: inout PendingItems, now: Duration,
-                wall: Int64, limit: Int) -> ControlResult {
+                wall: Int64, limit: Int) -> (result: ControlResult, queued: Int) {
         var result = ControlResult()
+        var queued = 0
         for snapshot in snapshots {
             let key = snapshot.key
+            if pending.entries[key]?.inFlight == true {
+                pending.replaysAwaitingAttempt[key] = snapshot
+                result.applied.append(key.rawValue)
+                continue
+            }
             let fate = spool.fate(ofStaged: snapshot)
             let refusal: String? = if pending.entries[key] != nil {
                 "queued: its pending snapshot is delivered anyway"
@@ -78,12 +89,29 @@ struct OperatorCommands {
                     pending.add(key, entry)
                     events.operatorAction(.replayed, key: key)
                     result.applied.append(key.rawValue)
+                    queued += 1
                 } catch {
                     result.skipped.append((key.rawValue, "\(error)"))
                 }
             }
         }
-        return result
+        return (result, queued)
+    }
+
+    /// Decides the replay that waited for `key`'s attempt, which has ended
+    /// and whose fate is performed, as `replay` decides any: queued if the
+    /// copy is of what done/ now holds, skipped (and logged, as the
+    /// operator was answered before) if a snapshot is pending again, or
+    /// done/ has a newer one. Returns whether one was queued.
+    func replayAwaitingAttempt(of key: ItemKey, on pending: inout PendingItems, now: Duration, wall: Int64,
+                               limit: Int) -> Bool {
+        guard let snapshot = pending.replaysAwaitingAttempt.removeValue(forKey: key) else { return false }
+        let (result, queued) = replay([snapshot], on: &pending, now: now, wall: wall, limit: limit)
+        for (_, reason) in result.skipped {
+            events.sink.write(LogEntry(.notice, "\(key): the replay asked for while it was being delivered is not "
+                                       + "queued: \(reason)"))
+        }
+        return queued > 0
     }
 
     private func release(_ key: ItemKey, on pending: inout PendingItems, now: Duration, wall: Int64,

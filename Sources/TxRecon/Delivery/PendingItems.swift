@@ -179,6 +179,9 @@ struct PendingItems {
     var arrivals = ArrivalOrder()
     /// Entries with `inbox` set; whoever clears an entry's inbox counts it.
     var inboxCount = 0
+    /// Replays asked for while their key was in flight, decided when its
+    /// attempt has ended (OperatorCommands.replay).
+    var replaysAwaitingAttempt: [ItemKey: DeliveredSnapshot] = [:]
 
     var count: Int { entries.count }
 
