@@ -1,6 +1,7 @@
 // Intake against an engine that is full (too many keys pending), in-process
 // with real inotify and threads: drops wait in new/, the operator's ctl/
-// requests are still answered, and new/ is read again once there is room.
+// requests are still answered, and new/ is read again once there is room;
+// during the scan of a backlog, a request waits for one batch, not for all.
 import Glibc
 import Synchronization
 import Testing
@@ -45,5 +46,40 @@ struct IntakeBackPressureTests {
         await harness.status.waitFor { $0.delivered == count }
         #expect(harness.names(in: "new").isEmpty)
         #expect(harness.names(in: "queue").isEmpty)
+    }
+
+    @Test func aRequestWrittenDuringTheScanOfABacklogIsExecutedBeforeTheNextBatch() async throws {
+        // A window of one batch and one attempt at a time, which hangs: the
+        // start-up scan's first batch fills the window, and intake waits (on
+        // the engine's manual clock) for room before the next of four.
+        let settings = DeliveryEngine.Settings(maxConcurrentDeliveries: 1, inboxWindow: Intake.batchSize,
+                                               inboxWindowWait: .seconds(1))
+        let harness = try EngineHarness(settings: settings, transport: ScriptedTransport(default: .hang))
+        let engine = try await harness.startedEngine()
+        let count = Intake.batchSize * 4
+        for index in 1...count { _ = try harness.envelope("k\(index)", version: 1, name: "d\(index)") }
+        let intake = Intake(spool: harness.spool, engine: engine, watcher: try InboxWatcher(layout: harness.layout),
+                            settings: Intake.Settings(maximumFileSize: 1 << 20, acceptEnvelopes: true, verification: nil),
+                            log: harness.log)
+        try intake.start(ready: {}, lost: { Issue.record("intake lost: \($0)") })
+        defer { intake.stop() }
+        await harness.transport.waitForRequests(1)
+        await harness.clock.waitForSleeper(until: harness.clock.now + .seconds(1))
+
+        // The operator asks while the scan waits; the backend then fails
+        // every attempt, which empties the window into queue/ and keeps
+        // every key pending, so the request's answer names what was pending
+        // when it ran.
+        let request = ControlRequest(.retry, all: true).json.serialized
+        try SystemCall.writeNewFile(harness.layout.ctl + "/r1", request, sync: false)
+        harness.transport.setDefault(.status(503))
+        harness.transport.releaseHeld(with: .status(503))
+        #expect(await eventually { harness.exists("ctl/r1.result") })
+        let answer = try #require(ControlResult(json: try SystemCall.readFile(harness.layout.ctl + "/r1.result",
+                                                                             limit: 1 << 20)))
+        let named = answer.applied.count + answer.skipped.count
+        #expect(named == Intake.batchSize, "executed after the first batch, before the second: it named \(named)")
+        // The scan went on after the request: every drop is taken.
+        await harness.status.waitFor { $0.queued == count }
     }
 }

@@ -5,9 +5,11 @@
 // done/ and staged into queue/ here, off the engines' thread; a
 // requeue of rejected files is made here (RejectedRequeue). What cannot be
 // read as a request is answered and set aside. Intake calls `execute` on
-// its thread when ctl/ changes and at every scan (its watcher watches
-// ctl/ beside new/), so a request waits at most for the batch of drops
-// intake is handing over.
+// its thread when ctl/ changes, at every scan (its watcher watches ctl/
+// beside new/) and after each whole batch of drops it hands over, so a
+// request waits at most for the batch intake is handing over (and that
+// batch's wait for room in the engine, a second at most), not for
+// a backlog.
 // Reports: one notice per request executed; warnings for what is refused
 // or set aside; errors when an answer cannot be written.
 import Glibc

@@ -13,7 +13,8 @@
 // hands the parts over itself; none is written for what every destination
 // already confirmed or has pending (ReceiptSplitPlan). Files in
 // queue/ have passed this; the engine only decodes them again. Requests in
-// ctl/ are read and answered by ControlChannel, on this thread between drops.
+// ctl/ are read and answered by ControlChannel, on this thread between
+// batches of drops (executeWaitingRequests) and when inotify reports them.
 //
 // With further destinations (several routes), each verified drop is linked
 // into the inbox of every destination whose [Match] takes it and removed
@@ -95,7 +96,7 @@ final class Intake: Sendable {
     /// (ConfirmedVersions); unless one is given, the ledger's answer, else
     /// done/'s (DoneConfirmations).
     private let confirmations: ConfirmationSource
-    /// The operator's requests in ctl/, executed on this thread between drops.
+    /// The operator's requests in ctl/, executed on this thread between batches of drops.
     private let control: ControlChannel
 
     convenience init(spool: Spool, engine: DeliveryEngine, watcher: InboxWatcher, settings: Settings, log: any LogSink) {
@@ -217,7 +218,8 @@ final class Intake: Sendable {
                     if requeued, let problem = scan(&backlog, examiners) { return lost(problem) }
                 case .rescan:
                     log.write(LogEntry(.info, "rescanning new/ and ctl/: inotify's event queue overflowed, "
-                                       + "a drop was left in new/, or the engine has room again"))
+                                       + "a drop was left in new/, rejected files were requeued, "
+                                       + "or the engine has room again"))
                     examiners.splitter.forgetClaims()
                     if let problem = scan(&backlog, examiners) { return lost(problem) }
                 case .timedOut:
@@ -362,6 +364,7 @@ final class Intake: Sendable {
                     rejected = 0
                     // What was examined but not handed over is still in new/.
                     if full { return leaveRestInInbox(failures, &backlog) }
+                    executeWaitingRequests(&failures)
                 }
             }
         }
@@ -370,6 +373,24 @@ final class Intake: Sendable {
             return leaveRestInInbox(failures, &backlog)
         }
         return failures
+    }
+
+    /// Executes the requests waiting in ctl/ after a whole batch of drops:
+    /// the scan of a backlog of a million drops, or a burst inotify reports
+    /// at once, hands over thousands of batches before this thread reads
+    /// inotify's events again, and an operator's request must not wait for
+    /// all of them. One listing of ctl/ (empty but for answers, as a rule)
+    /// per batch of 256; a smaller take ends soon and leaves them to the
+    /// events. A listing that fails is left to the next scan,
+    /// which reports it; rejected files requeued into new/ are read by a
+    /// rescan, asked for here, not by a scan inside this one.
+    private func executeWaitingRequests(_ failures: inout IntakeBacklog.Failures) {
+        guard let names = try? SystemCall.listDirectory(spool.layout.ctl),
+              names.contains(where: { !$0.hasPrefix(".") && !$0.hasSuffix(".result") }) else { return }
+        let (executed, requeued) = control.execute(names)
+        failures.count += executed.count
+        failures.space = failures.space ?? executed.space
+        if requeued { watcher.requestRescan() }
     }
 
     /// The engine is full: drops wait in new/ until it asks for a scan.
