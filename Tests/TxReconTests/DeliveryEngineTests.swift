@@ -114,21 +114,31 @@ struct DeliveryEngineTests {
         #expect(harness.names(in: "done") == ["a"])
     }
 
+    // MARK: Intake's hand-over (IntakeHandOff): credit, waits, their end
+
+    /// Intake's side of a hand-over, which blocks: on a thread of its own.
+    func handOver(_ drops: [Drop], to sender: IntakeHandOff, waitsForWindow: Bool = true,
+                  whenWaiting: @escaping @Sendable () -> Void = {}) -> Task<DeliveryEngine.Offered, Never> {
+        Task { await BlockingWork.run { sender.offer(drops, waitsForWindow: waitsForWindow, whenWaiting: whenWaiting) } }
+    }
+
     @Test func freshKeysBeyondTheWindowGoToQueueAfterIntakeWaitedBriefly() async throws {
         let settings = DeliveryEngine.Settings(maxConcurrentDeliveries: 1, inboxWindow: 2, inboxWindowWait: .seconds(1))
         let harness = try EngineHarness(settings: settings, transport: ScriptedTransport(default: .hang))
         let engine = try await harness.startedEngine()
+        let sender = try IntakeHandOff(engine: engine, sender: "test")
         let start = harness.clock.now
         let returned = Mutex(false)
+        let drops = try (1...3).map { try harness.envelope("k\($0)", version: 1) }
         let offer = Task {
-            _ = await engine.offer(try (1...3).map { try harness.envelope("k\($0)", version: 1) })
+            _ = await handOver(drops, to: sender).value
             returned.withLock { $0 = true }
         }
         await harness.clock.waitForSleeper(until: start + .seconds(1))
         #expect(harness.names(in: "queue") == ["k3"], "the window holds two; the third went to queue/")
         #expect(!returned.withLock { $0 }, "intake waits for room while the window is full")
         harness.clock.advance(by: .seconds(1))
-        try await offer.value
+        await offer.value
         #expect(returned.withLock { $0 })
         #expect(harness.names(in: "new").count == 2)
     }
@@ -143,7 +153,7 @@ struct DeliveryEngineTests {
         let engine = try await harness.startedEngine()
         var history = try (1...20).map { try harness.envelope("h\($0)", version: 1) }
         for index in history.indices { history[index].bulk = true }
-        await engine.offer(history, waitsForWindow: false)
+        await engine.offer(history)
         await transport.waitForRequests(1)
         await engine.offer([try harness.envelope("news", version: 1)])
         transport.setDefault(.status(204))
@@ -162,9 +172,11 @@ struct DeliveryEngineTests {
         let engine = try await harness.startedEngine()
         var history = try (1...3).map { try harness.envelope("k\($0)", version: 1) }
         for index in history.indices { history[index].bulk = true }
-        let offer = Task { await engine.offer(history, waitsForWindow: false) }
+        let sender = try IntakeHandOff(engine: engine, sender: "test")
+        let offer = handOver(history, to: sender, waitsForWindow: false)
         #expect(await harness.endsWithoutTheClock(Task { _ = await offer.value }, unstick: .seconds(1)),
                 "intake is not held up waiting for room")
+        #expect(await BlockingWork.run { sender.settle() }.isEmpty, "the engine took the batch")
         #expect(harness.names(in: "queue") == ["k3"], "the window holds two; the third went to queue/ at once")
         harness.transport.releaseHeld(with: .status(204))
     }
@@ -208,37 +220,38 @@ struct DeliveryEngineTests {
         let settings = DeliveryEngine.Settings(maxConcurrentDeliveries: 1, inboxWindow: 2, inboxWindowWait: .seconds(1))
         let harness = try EngineHarness(settings: settings, transport: ScriptedTransport(default: .hang))
         let engine = try await harness.startedEngine()
+        let sender = try IntakeHandOff(engine: engine, sender: "test")
         let waits = Mutex(0)
-        await engine.offer([try harness.envelope("k1", version: 1)], whenWaiting: { waits.withLock { $0 += 1 } })
+        let count: @Sendable () -> Void = { waits.withLock { $0 += 1 } }
+        // The first offer may wait for the engine's first word (its load);
+        // that is no wait for room, and not said.
+        _ = await handOver([try harness.envelope("k1", version: 1)], to: sender, whenWaiting: count).value
         #expect(waits.withLock { $0 } == 0, "one drop fits the window: no wait")
         let start = harness.clock.now
-        let offer = Task {
-            await engine.offer([try harness.envelope("k2", version: 1)], whenWaiting: { waits.withLock { $0 += 1 } })
-        }
+        let offer = handOver([try harness.envelope("k2", version: 1)], to: sender, whenWaiting: count)
         await harness.clock.waitForSleeper(until: start + .seconds(1))
         #expect(waits.withLock { $0 } == 1, "told before it waits, while the window is full")
         harness.clock.advance(by: .seconds(1))
-        _ = try await offer.value
+        _ = await offer.value
     }
 
     @Test func aBatchWaitsForRoomForAllOfItsDropsInsteadOfSpillingIntoQueue() async throws {
         let settings = DeliveryEngine.Settings(maxConcurrentDeliveries: 1, inboxWindow: 4, inboxWindowWait: .seconds(1))
         let harness = try EngineHarness(settings: settings, transport: ScriptedTransport(default: .hang))
         let engine = try await harness.startedEngine()
+        let sender = try IntakeHandOff(engine: engine, sender: "test")
         await engine.offer(try (1...3).map { try harness.envelope("k\($0)", version: 1) })
         await harness.transport.waitForRequests(1)
         let start = harness.clock.now
         let waits = Mutex(0)
-        let offer = Task {
-            await engine.offer(try (4...5).map { try harness.envelope("k\($0)", version: 1) },
-                               whenWaiting: { waits.withLock { $0 += 1 } })
-        }
+        let offer = handOver(try (4...5).map { try harness.envelope("k\($0)", version: 1) }, to: sender,
+                             whenWaiting: { waits.withLock { $0 += 1 } })
         await harness.clock.waitForSleeper(until: start + .seconds(1))
         #expect(waits.withLock { $0 } == 1, "room for one of the two: it waits before placing either")
         #expect(harness.names(in: "queue") == [], "neither went to queue/")
         harness.transport.setDefault(.status(204))
         harness.transport.releaseHeld(with: .status(204))
-        _ = try await offer.value
+        _ = await offer.value
         await harness.status.waitFor { $0.delivered == 5 }
         #expect(harness.log.entries(withMessageID: MessageID.accepted).isEmpty,
                 "every key waited in new/ and was delivered from there")
@@ -253,17 +266,17 @@ struct DeliveryEngineTests {
         let engine = try await harness.startedEngine()
         let first = await engine.offer(try (1...2).map { try harness.envelope("k\($0)", version: 1) })
         #expect(!first.full, "two pending keys: room")
+        let sender = try IntakeHandOff(engine: engine, sender: "test")
         let start = harness.clock.now
         let waits = Mutex(0)
-        let offer = Task {
-            await engine.offer([try harness.envelope("k3", version: 1)], whenWaiting: { waits.withLock { $0 += 1 } })
-        }
+        let offer = handOver([try harness.envelope("k3", version: 1)], to: sender,
+                             whenWaiting: { waits.withLock { $0 += 1 } })
         // It waits (intake also executes ctl/ requests, so not for ever) ...
         await harness.clock.waitForSleeper(until: start + .seconds(1))
         #expect(waits.withLock { $0 } == 1)
         harness.clock.advance(by: .seconds(1))
         // ... and then tells intake to take no more drops for now.
-        #expect(try await offer.value.full)
+        #expect(await offer.value.full)
         #expect(harness.names(in: "queue").filter { !$0.hasSuffix(".state") } == ["k1", "k2", "k3"])
         let status = await engine.currentStatus
         #expect(status.intakeWaitsBelow == 2)
@@ -298,10 +311,11 @@ struct DeliveryEngineTests {
         let engine = try await harness.startedEngine()
         let rescans = Mutex(0)
         await engine.onInboxNeedsRescan { rescans.withLock { $0 += 1 } }
-        let offer = Task { await engine.offer(try (1...3).map { try harness.envelope("k\($0)", version: 1) }) }
+        let sender = try IntakeHandOff(engine: engine, sender: "test")
+        let offer = handOver(try (1...3).map { try harness.envelope("k\($0)", version: 1) }, to: sender)
         await harness.clock.waitForSleeper(until: harness.clock.now + .seconds(1))
         harness.clock.advance(by: .seconds(1))
-        #expect(try await offer.value.full)
+        #expect(await offer.value.full)
         // 3 -> 2 pending: not below the low-water mark yet.
         await harness.transport.waitForRequests(1)
         harness.transport.releaseHeld(with: .status(204))
@@ -337,36 +351,41 @@ struct DeliveryEngineTests {
         let settings = DeliveryEngine.Settings(maxConcurrentDeliveries: 1, inboxWindow: 2, inboxWindowWait: .seconds(1))
         let harness = try EngineHarness(settings: settings, transport: ScriptedTransport(default: .hang))
         let engine = try await harness.startedEngine()
-        let offer = Task { _ = await engine.offer(try (1...2).map { try harness.envelope("k\($0)", version: 1) }) }
+        let sender = try IntakeHandOff(engine: engine, sender: "test")
+        let offer = handOver(try (1...2).map { try harness.envelope("k\($0)", version: 1) }, to: sender)
         await harness.transport.waitForRequests(1)
         harness.transport.setDefault(.status(204))
         harness.transport.releaseHeld(with: .status(204))
         // Returns with the manual clock never advanced: room, not the wait's end.
-        try await offer.value
+        _ = await offer.value
         await harness.status.waitFor { $0.delivered == 2 }
     }
 
-    /// Intake's wait for room suspends on its way to waiting; an attempt
-    /// can end right then, and the room it makes must still count.
+    /// Intake decides to wait on the load it was last told; the attempts
+    /// that make room can end right then, before it sleeps, and the room
+    /// they make must still wake it.
     @Test func intakeSeesRoomMadeJustAsItBeginsToWait() async throws {
         let settings = DeliveryEngine.Settings(maxConcurrentDeliveries: 1, inboxWindow: 2, inboxWindowWait: .seconds(1))
         let harness = try EngineHarness(settings: settings, transport: ScriptedTransport(default: .hang))
         let engine = try await harness.startedEngine()
-        let drops = try (1...2).map { try harness.envelope("k\($0)", version: 1) }
-        let first = Task { await engine.offer(drops) }  // returns once there is room again
+        let sender = try IntakeHandOff(engine: engine, sender: "test")
+        await engine.offer(try (1...2).map { try harness.envelope("k\($0)", version: 1) })
         await harness.transport.waitForRequests(2)
-        let third = try harness.envelope("k3", version: 1)
-        let (offering, release) = await EngineHarness.holdingEngineThread { await engine.offer([third]) }
+        // The engine's thread is held: the sender finds the window full on
+        // the load it has, posts its batch and waits; the attempts' ends
+        // queue up behind the hold, after the batch.
+        let (held, release) = await EngineHarness.holdingEngineThread { await engine.currentStatus }
+        let offering = handOver([try harness.envelope("k3", version: 1)], to: sender)
         harness.transport.setDefault(.status(204))
         harness.transport.releaseHeld(with: .status(204))
         await harness.transport.waitForFinishedExchanges(2)
         release()
+        _ = await held.value
         // The window had room again: the offer returns with the manual
         // clock never advanced, unless it missed the attempts' end and
         // waits out its timer.
-        #expect(await harness.endsWithoutTheClock(offering, unstick: settings.inboxWindowWait),
+        #expect(await harness.endsWithoutTheClock(Task { _ = await offering.value }, unstick: settings.inboxWindowWait),
                 "intake waited out inboxWindowWait although the window had room")
-        _ = await first.value
         await harness.status.waitFor { $0.delivered == 3 }
     }
 

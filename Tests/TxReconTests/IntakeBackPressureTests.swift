@@ -1,6 +1,5 @@
-// Intake's back-pressure as rules on the engine's load, and the waits that
-// a call to look again ends, a call made while a waiter was on its way in
-// included.
+// Intake's back-pressure as rules on the engine's load; the waits on them
+// are IntakeHandOff's (DeliveryEngineTests, "intake's hand-over").
 import Testing
 @testable import TxRecon
 
@@ -37,32 +36,4 @@ import Testing
                 "a quarter of the window free first: batches, not single drops")
         #expect(IntakeBackPressure.hasRoomAgain(load(pending: 899, inbox: 100, failing: true), limits))
     }
-
-    @Test func aCallToLookAgainEndsEveryWaitAndOneMadeMeanwhileIsNotMissed() async {
-        let waiters = RoomBox()
-        let seen = await waiters.calls()
-        await waiters.resumeAll()  // made while the waiter below was "on its way in"
-        await waiters.wait(since: seen)  // returns at once: the call is not missed
-        let waiting = Task { await waiters.wait(since: await waiters.calls()) }
-        while await waiters.waiting == 0 { await Task.yield() }
-        await waiters.resumeAll()
-        await waiting.value
-        #expect(await waiters.calls() == 2)
-    }
-}
-
-/// RoomWaiters on an actor of its own, as the engine keeps it on its executor.
-private actor RoomBox {
-    private var room = RoomWaiters()
-    private(set) var waiting = 0
-
-    func calls() -> Int { room.calls }
-
-    func wait(since calls: Int) async {
-        waiting += 1
-        await withCheckedContinuation { continuation in room.wait(continuation, since: calls) }
-        waiting -= 1
-    }
-
-    func resumeAll() { room.resumeAll() }
 }

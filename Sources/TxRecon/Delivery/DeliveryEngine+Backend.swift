@@ -27,7 +27,7 @@ extension DeliveryEngine {
         mirrorHealth()
         guard change == .outageBegan else { return }
         // Intake no longer waits for the window (see windowLacksRoom).
-        resumeRoomWaiters()
+        publishLoad(wakes: true)
         log.write(LogEntry(.warning, "backend failing: \(LogText.singleLine(reason, limit: 200)); "
                            + "items stay queued; one probe at a time goes to it until it answers",
                            messageID: MessageID.backendFailing, fields: [("TXRECON_REASON", reason)]))

@@ -1,8 +1,9 @@
-// DeliveryEngine's intake half: what intake calls. It offers decoded drops
-// from new/ (placed by the supersede rule, with back-pressure: intake waits
-// briefly for room, see IntakeBackPressure), asks which versions are pending
-// for a receipt's split, and reports the counts of its own moves for the
-// status. The engine's side of the link is IntakeLink.
+// DeliveryEngine's intake half: what intake sends and asks. Intake's senders
+// post batches of decoded drops (IntakeHandOff: placed here by the
+// supersede rule; the load is sent back as credit, and waiting senders are
+// woken when there is room again, see IntakeBackPressure), ask which
+// versions are pending for a receipt's split, and report the counts of
+// their own moves for the status. The engine's side of the link is IntakeLink.
 
 extension DeliveryEngine {
     /// Sends the engine a call that runs on its thread in its turn, without
@@ -26,63 +27,65 @@ extension DeliveryEngine {
         var full = false
     }
 
-    /// Takes decoded drops from new/, applying the supersede rule to each,
-    /// once the window has room for all of them, then waits while the window
-    /// or the engine is full (intake back-pressure); both waits together last
-    /// at most `inboxWindowWait`, and `whenWaiting` is called before each:
-    /// intake's start-up scan sends READY=1 then, so a backlog in new/ never
-    /// holds READY until it is delivered. The wait is short because intake
-    /// also executes the operator's ctl/ requests: when the engine is still
-    /// full, the answer says so, and `onInboxNeedsRescan`'s hook is called
-    /// once the pending keys have fallen below `lowWater`. A batch of bulk drops
-    /// (`waitsForWindow` false: a receipt's thousands of parts) does not wait
-    /// for the window: what finds no room goes to queue/ at once, so intake
-    /// is not held up, and the drops behind it with it, until a slow
-    /// destination has delivered the thousands before it.
+    /// Places decoded drops from new/ by the supersede rule, at once, and
+    /// tells intake's senders the load: what tests hand over directly.
+    /// `full`: `highWater` keys are pending now.
     @discardableResult
-    func offer(_ drops: [Drop], waitsForWindow: Bool = true, whenWaiting: @Sendable () -> Void = {}) async -> Offered {
+    func offer(_ drops: [Drop]) -> Offered {
+        let offered = placeBatch(drops)
+        publishLoad(wakes: false)
+        return offered
+    }
+
+    /// A batch `sender` posted (IntakeHandOff.offer): placed, its refusals
+    /// and the load afterwards sent back, and the other senders told the load.
+    func take(_ drops: [Drop], from sender: IntakeHandOff) {
+        let offered = placeBatch(drops)
+        sender.took(drops.count, refused: offered.refused, load: load, limits: settings.limits)
+        for other in intake.senders where other !== sender { other.publish(load, settings.limits, wakes: false) }
+    }
+
+    private func placeBatch(_ drops: [Drop]) -> Offered {
         var offered = Offered()
-        let giveUp = clock.now + settings.inboxWindowWait
-        var waitTimer: EngineTimer?
-        defer { waitTimer?.cancel() }
-        // Room for the whole batch first: placed into a window with room for
-        // part of it, the rest would go to queue/ (a rename here on the
-        // engine's thread each, and a second one when delivered).
-        while isRunning, waitsForWindow, windowLacksRoom(for: drops.count), clock.now < giveUp {
-            await waitForRoom(since: intake.room.calls, until: giveUp, timer: &waitTimer, whenWaiting: whenWaiting)
-        }
         for drop in drops where isRunning || isStarting {
             if let error = place(drop) { offered.refused.append((drop.name, error)) }
         }
         dispatchDue()
         publishStatus()
-        while isRunning {
-            let isFull = IntakeBackPressure.isFull(load, settings.limits)
-            guard isFull || (waitsForWindow && windowLacksRoom(for: 1)) else { break }
-            guard clock.now < giveUp else {
-                if isFull {
-                    offered.full = true
-                    published.status.intakeWaitsBelow = settings.lowWater
-                    publishStatus()
-                }
-                break
-            }
-            await waitForRoom(since: intake.room.calls, until: giveUp, timer: &waitTimer, whenWaiting: whenWaiting)
-        }
+        offered.full = IntakeBackPressure.isFull(load, settings.limits)
         return offered
     }
 
-    /// One wait of `offer` for room, ended by `resumeRoomWaiters`: after an
-    /// attempt, or by `timer` at `giveUp`. `calls`: `intake.room.calls` when
-    /// the caller found no room. Each `await` on the way here may re-queue the
-    /// task (see `stop`), and a call to look again made meanwhile counts.
-    private func waitForRoom(since calls: Int, until giveUp: Duration, timer: inout EngineTimer?,
-                             whenWaiting: @Sendable () -> Void) async {
-        if timer == nil {
-            timer = after(giveUp) { $0.resumeRoomWaiters() }
+    /// A sender intake made (IntakeHandOff.init): it is told the load from
+    /// now on, and woken when there is room again.
+    func register(_ sender: IntakeHandOff) {
+        intake.senders.append(sender)
+        guard isRunning || isStarting else { return sender.engineStopped() }
+        sender.publish(load, settings.limits, wakes: true)
+    }
+
+    /// Times the waits of a sender's offer `number`: `inboxWindowWait` from
+    /// now on this engine's clock, the sender's previous timer cancelled.
+    func timeIntakeWait(of sender: IntakeHandOff, offer number: Int) {
+        let id = ObjectIdentifier(sender)
+        intake.waitTimers[id]?.cancel()
+        intake.waitTimers[id] = after(clock.now + settings.inboxWindowWait) { engine in
+            engine.intake.waitTimers[id] = nil
+            sender.giveUp(offer: number)
         }
-        whenWaiting()
-        await withCheckedContinuation { continuation in intake.room.wait(continuation, since: calls) }
+    }
+
+    /// A sender found the engine still full when its wait ran out: intake
+    /// takes no more drops until fewer than `lowWater` are pending, which
+    /// STATUS says; if they already are, intake reads new/ again now.
+    func intakeStoppedTaking() {
+        guard isRunning else { return }
+        published.status.intakeWaitsBelow = settings.lowWater
+        if pending.entries.count < settings.lowWater {
+            published.status.intakeWaitsBelow = nil
+            intake.readInboxAgain()
+        }
+        publishStatus()
     }
 
     /// What intake's back-pressure is decided on.
@@ -92,12 +95,18 @@ extension DeliveryEngine {
 
     var freshKeysWaitInInbox: Bool { IntakeBackPressure.freshKeyWaitsInInbox(load, settings.limits) }
 
-    private func windowLacksRoom(for count: Int) -> Bool {
-        IntakeBackPressure.windowLacksRoom(for: count, load, settings.limits)
+    /// Tells each sender the load now, and wakes those waiting when `wakes`.
+    func publishLoad(wakes: Bool) {
+        guard !intake.senders.isEmpty else { return }
+        let load = self.load, limits = settings.limits
+        for sender in intake.senders { sender.publish(load, limits, wakes: wakes) }
     }
 
-    func resumeRoomWaiters() {
-        intake.room.resumeAll()
+    /// Ends every sender's wait for good: the engine stops.
+    func releaseSenders() {
+        for sender in intake.senders { sender.engineStopped() }
+        for timer in intake.waitTimers.values { timer.cancel() }
+        intake.waitTimers.removeAll()
     }
 
     /// Sets what to call when a drop parked during an attempt could not be

@@ -141,7 +141,7 @@ package actor DeliveryEngine {
         phase = .draining(waiter: nil)
         published.status.phase = "stopping"
         cancelTimer()
-        resumeRoomWaiters()
+        releaseSenders()
         publishStatus()
         if pacing.active > 0 {
             let grace = after(clock.now + settings.stopGrace) { $0.endDrain() }
@@ -181,6 +181,7 @@ package actor DeliveryEngine {
                                       destination: old.destination, answers: old.answers)
         configured = Configured(settings: settings, transport: transport, context: context)
         dispatchDue()
+        publishLoad(wakes: true)
     }
 
     /// Wedges the engine on purpose, for the real-systemd test that the
@@ -444,7 +445,7 @@ package actor DeliveryEngine {
             intake.readInboxAgain()
         }
         publishStatusAfterAttempt()
-        if IntakeBackPressure.hasRoomAgain(load, settings.limits) { resumeRoomWaiters() }
+        publishLoad(wakes: IntakeBackPressure.hasRoomAgain(load, settings.limits))
         if case .draining = phase, pacing.active == 0 { endDrain() }
     }
 

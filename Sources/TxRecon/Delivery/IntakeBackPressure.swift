@@ -1,6 +1,6 @@
 // IntakeBackPressure: when intake must wait before it hands the engine more
-// drops, decided from the engine's load and limits alone (pure), and
-// RoomWaiters, the waits themselves.
+// drops, decided from the engine's load and limits alone (pure); the waits
+// themselves are intake's (IntakeHandOff).
 //
 // At most `inboxWindow` fresh keys wait in new/ for their first attempt (a
 // key beyond it goes to queue/, a rename each); intake waits for room in
@@ -49,33 +49,13 @@ enum IntakeBackPressure {
     }
 }
 
-/// Intake's waits for room, and the calls that end them. `calls` counts the
-/// calls: a wait that was re-queued on its way in (each `await` may) and
-/// finds it changed since it looked resumes at once instead of missing the
-/// call. Used on the engine's executor only.
-struct RoomWaiters {
-    private var waiters: [CheckedContinuation<Void, Never>] = []
-    private(set) var calls = 0
-
-    /// Waits with `continuation` unless a call came since `calls` was read.
-    mutating func wait(_ continuation: CheckedContinuation<Void, Never>, since calls: Int) {
-        if self.calls != calls { continuation.resume() } else { waiters.append(continuation) }
-    }
-
-    /// Ends every wait.
-    mutating func resumeAll() {
-        calls &+= 1
-        for waiter in waiters { waiter.resume() }
-        waiters.removeAll()
-    }
-}
-
-/// The engine's side of its link with intake: intake's waits for room, and
-/// the call that has intake read new/ again (drops it handed over could not
-/// be taken after all and stay there, or it left drops there at the
-/// high-water mark and there is room again). Used on the engine's executor
-/// only.
+/// The engine's side of its link with intake: the senders it tells its
+/// load and wakes (IntakeHandOff), the timers of their waits, and the call
+/// that has intake read new/ again (drops it handed over could not be taken
+/// after all and stay there, or it left drops there at the high-water mark
+/// and there is room again). Used on the engine's executor only.
 struct IntakeLink {
-    var room = RoomWaiters()
+    var senders: [IntakeHandOff] = []
+    var waitTimers: [ObjectIdentifier: EngineTimer] = [:]
     var readInboxAgain: @Sendable () -> Void = {}
 }

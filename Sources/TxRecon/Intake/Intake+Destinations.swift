@@ -10,8 +10,8 @@ extension Intake {
     /// removes it from new/ once those are durable (Spool+FanOut), then
     /// offers each engine its copies. Returns false: new/ never waits for
     /// one full destination (see `offer`).
-    func fanOut(_ drops: [Drop], rejected: Int, failures: inout IntakeBacklog.Failures,
-                        whenWaiting: @escaping @Sendable () -> Void) -> Bool {
+    func fanOut(_ drops: [Drop], via senders: [IntakeHandOff], rejected: Int, failures: inout IntakeBacklog.Failures,
+                whenWaiting: @escaping @Sendable () -> Void) -> Bool {
         let matches = settings.withLock { $0.matches }
         var rejected = rejected
         var copies = Array(repeating: [Drop](), count: routes.count)
@@ -41,7 +41,7 @@ extension Intake {
             note(error, name: fanned.first?.name ?? "", failures: &failures)
             return false
         }
-        offer(copies, failures: &failures, whenWaiting: whenWaiting)
+        offer(copies, via: senders, failures: &failures, whenWaiting: whenWaiting)
         return false
     }
 
@@ -49,23 +49,16 @@ extension Intake {
     /// (HighWater pending) is not offered any: its copies wait in its inbox,
     /// on disk, until it asks for a scan, so that it never holds up the
     /// others. A copy an engine could not take stays there too.
-    private func offer(_ copies: [[Drop]], failures: inout IntakeBacklog.Failures,
+    private func offer(_ copies: [[Drop]], via senders: [IntakeHandOff], failures: inout IntakeBacklog.Failures,
                        whenWaiting: @escaping @Sendable () -> Void) {
         for (index, (route, copies)) in zip(routes, copies).enumerated() where !copies.isEmpty {
             guard !fullRoutes.withLock({ $0.contains(index) }) else { continue }
-            var withConfirmed = copies
-            for drop in withConfirmed.indices {
-                withConfirmed[drop].confirmed = confirmedVersion(route.name, withConfirmed[drop].item.key)
+            var drops = copies
+            for drop in drops.indices {
+                drops[drop].confirmed = confirmedVersion(route.name, drops[drop].item.key)
             }
-            let engine = route.engine, drops = withConfirmed
-            let bulk = drops.allSatisfy(\.bulk)
-            let offered = waitFor { await engine.offer(drops, waitsForWindow: !bulk, whenWaiting: whenWaiting) }
-            for (name, error) in offered.refused {
-                log.write(LogEntry(.error, "\(route.spool.layout.relative(nil))/\(LogText.escaped(name)) not taken: "
-                                   + "\(error); it stays there and is tried again shortly",
-                                   fields: [("TXRECON_FILE", name), ("TXRECON_DESTINATION", route.name)]))
-                failures.record(error)
-            }
+            let offered = senders[index].offer(drops, waitsForWindow: !drops.allSatisfy(\.bulk), whenWaiting: whenWaiting)
+            noteRefused(offered.refused, route: index, failures: &failures)
             if offered.full, fullRoutes.withLock({ $0.insert(index).inserted }) {
                 log.write(LogEntry(.notice, "\(route.name) has too many items pending: its copies wait in "
                                    + "\(route.spool.layout.relative(nil))/ until it has delivered some; the other "
@@ -78,7 +71,7 @@ extension Intake {
     /// again: at start, after a crash, when an engine could not take one,
     /// or when a full one has room again. Read a part at a time and offered
     /// a batch at a time, until the inbox is empty or the engine is full.
-    func takeCopies(whenWaiting: @escaping @Sendable () -> Void) -> IntakeBacklog.Failures {
+    func takeCopies(via senders: [IntakeHandOff], whenWaiting: @escaping @Sendable () -> Void) -> IntakeBacklog.Failures {
         var failures = IntakeBacklog.Failures()
         let decoder = InputDecoder(acceptEnvelopes: true)
         let maximumSize = settings.withLock { $0.maximumFileSize }
@@ -112,7 +105,7 @@ extension Intake {
                         guard !fullRoutes.withLock({ $0.contains(index) }) else { break }
                         var batch = Array(repeating: [Drop](), count: routes.count)
                         batch[index] = Array(drops[start..<min(start + Intake.batchSize, drops.count)])
-                        offer(batch, failures: &failures, whenWaiting: whenWaiting)
+                        offer(batch, via: senders, failures: &failures, whenWaiting: whenWaiting)
                     }
                 }
             } catch {
@@ -121,6 +114,7 @@ extension Intake {
                 failures.record(error)
             }
         }
+        settle(senders, &failures)
         return failures
     }
 

@@ -35,14 +35,15 @@
 // not take stays in new/ and is retried; lack of space pauses intake until a
 // scan succeeds again (IntakeBacklog).
 //
-// Everything here blocks (file reads, chain validation, waiting for the
-// engine to take a batch), which is why it runs on a dedicated thread and never on Swift's
-// cooperative pool. Waiting for the engine is also the back-pressure: a flood
-// of drops waits in new/, not in memory. What intake only tells the engine
-// (the counts of its own moves, a pause, the hook to read new/ again) goes
-// by message (DeliveryEngine.post) and waits for nothing; an offer, a
-// receipt split's look at the pending versions and the operator's requests
-// wait for the engine's answer.
+// Everything here blocks (file reads, chain validation, waiting for credit),
+// which is why it runs on a dedicated thread and never on Swift's
+// cooperative pool. Batches go to the engine by message with credit
+// (IntakeHandOff): intake waits only while the engine's load and what is in
+// transit leave no room, which is the back-pressure: a flood of drops waits
+// in new/, not in memory. What intake only tells the engine (the counts of
+// its own moves, a pause, the hook to read new/ again) is posted too
+// (DeliveryEngine.post); a receipt split's look at the pending versions and
+// the operator's requests wait for the engine's answer.
 // Reports: one log entry per rejection; errors reading the spool; intake
 // paused and resumed (MessageID.intakePaused, .intakeResumed, and STATUS).
 import Glibc
@@ -138,13 +139,21 @@ final class Intake: Sendable {
     /// inaccessible, after which the thread ends.
     func start(ready: @escaping @Sendable () -> Void, lost: @escaping @Sendable (String) -> Void) throws(ThreadStartError) {
         let ready = OneShot(ready)
+        // Each thread that hands drops over has its own link to each engine.
+        let senders = try routes.map { route throws(ThreadStartError) in
+            try IntakeHandOff(engine: route.engine, sender: "txrecon-intake")
+        }
+        let splitSenders = try routes.map { route throws(ThreadStartError) in
+            try IntakeHandOff(engine: route.engine, sender: "txrecon-split")
+        }
         let pool = try ExaminerPool(helpers: ExaminerPool.defaultHelperCount)
         let uploads = ReceiptUploads(
             spool: spool, receipts: receipts, destinations: routes.map(\.name), events: events, log: log,
             confirmations: confirmations,
             hand: { [unowned self] drops, rejected in
                 var failures = IntakeBacklog.Failures()
-                let full = hand(drops, rejected: rejected, failures: &failures, whenWaiting: {})
+                let full = hand(drops, via: splitSenders, rejected: rejected, failures: &failures, whenWaiting: {})
+                settle(splitSenders, &failures)
                 return ReceiptUploads.HandOff(full: full, failures: failures)
             },
             pendingVersions: { [unowned self] keys in pendingVersions(of: keys) })
@@ -163,7 +172,8 @@ final class Intake: Sendable {
                     pool.close()
                     splitter.close()
                 }
-                follow(Examiners(pool: pool, uploads: uploads, splitter: splitter), ready: ready, lost: lost)
+                follow(Examiners(pool: pool, uploads: uploads, splitter: splitter, senders: senders), ready: ready,
+                       lost: lost)
             }
         } catch {
             pool.close()
@@ -292,7 +302,7 @@ final class Intake: Sendable {
             }
             // Then the destinations' copies left in their inboxes.
             if fansOut {
-                let copies = takeCopies(whenWaiting: whenWaiting)
+                let copies = takeCopies(via: examiners.senders, whenWaiting: whenWaiting)
                 failures.count += copies.count
                 failures.space = failures.space ?? copies.space
             }
@@ -330,6 +340,14 @@ final class Intake: Sendable {
     /// new/ until the engine asks for a scan (`backlog.awaitsRoom`).
     private func take(_ names: [String], settling: Bool, _ backlog: inout IntakeBacklog, _ examiners: Examiners,
                       whenWaiting: @escaping @Sendable () -> Void = {}) -> IntakeBacklog.Failures {
+        var failures = takeBatches(names, settling: settling, &backlog, examiners, whenWaiting: whenWaiting)
+        settle(examiners.senders, &failures)
+        return failures
+    }
+
+    /// `take`'s work, up to the last batch posted.
+    private func takeBatches(_ names: [String], settling: Bool, _ backlog: inout IntakeBacklog, _ examiners: Examiners,
+                             whenWaiting: @escaping @Sendable () -> Void) -> IntakeBacklog.Failures {
         let settings = self.settings.withLock { $0 }
         let decoder = InputDecoder(acceptEnvelopes: settings.acceptEnvelopes)
         let verifier = examiners.verifiers.verifier(for: settings.verification)
@@ -358,8 +376,8 @@ final class Intake: Sendable {
                 // receipt can make: the engine takes a batch once its inbox
                 // window has room for all of it.
                 while batch.count >= Intake.batchSize {
-                    let full = hand(Array(batch.prefix(Intake.batchSize)), rejected: rejected, failures: &failures,
-                                    whenWaiting: whenWaiting)
+                    let full = hand(Array(batch.prefix(Intake.batchSize)), via: examiners.senders, rejected: rejected,
+                                    failures: &failures, whenWaiting: whenWaiting)
                     batch.removeFirst(Intake.batchSize)
                     rejected = 0
                     // What was examined but not handed over is still in new/.
@@ -369,7 +387,7 @@ final class Intake: Sendable {
             }
         }
         if !batch.isEmpty || rejected > 0,
-           hand(batch, rejected: rejected, failures: &failures, whenWaiting: whenWaiting) {
+           hand(batch, via: examiners.senders, rejected: rejected, failures: &failures, whenWaiting: whenWaiting) {
             return leaveRestInInbox(failures, &backlog)
         }
         return failures
@@ -534,10 +552,13 @@ final class Intake: Sendable {
     }
 
     /// Hands `drops` to the engine (or, with several destinations, to each
-    /// whose match takes it); returns whether an engine is full.
-    private func hand(_ drops: [Drop], rejected: Int, failures: inout IntakeBacklog.Failures,
-                      whenWaiting: @escaping @Sendable () -> Void) -> Bool {
-        if fansOut { return fanOut(drops, rejected: rejected, failures: &failures, whenWaiting: whenWaiting) }
+    /// whose match takes it) through the calling thread's `senders`, one
+    /// per route; returns whether an engine is full.
+    private func hand(_ drops: [Drop], via senders: [IntakeHandOff], rejected: Int,
+                      failures: inout IntakeBacklog.Failures, whenWaiting: @escaping @Sendable () -> Void) -> Bool {
+        if fansOut {
+            return fanOut(drops, via: senders, rejected: rejected, failures: &failures, whenWaiting: whenWaiting)
+        }
         // One destination: its [Match] still narrows what it gets.
         let match = settings.withLock { $0.matches[0] }
         var rejected = rejected
@@ -553,13 +574,38 @@ final class Intake: Sendable {
         }
         let primary = routes[0].name
         for index in drops.indices { drops[index].confirmed = confirmedVersion(primary, drops[index].item.key) }
-        let engine = self.engine, taken = drops, count = rejected
+        let count = rejected
         let bulk = !drops.isEmpty && drops.allSatisfy(\.bulk)
         if count > 0 { engine.post { $0.noteRejected(count: count) } }
-        guard !taken.isEmpty else { return false }
-        let offered = waitFor { await engine.offer(taken, waitsForWindow: !bulk, whenWaiting: whenWaiting) }
-        for (name, error) in offered.refused { note(error, name: name, failures: &failures) }
+        guard !drops.isEmpty else { return false }
+        let offered = senders[0].offer(drops, waitsForWindow: !bulk, whenWaiting: whenWaiting)
+        noteRefused(offered.refused, route: 0, failures: &failures)
         return offered.full
+    }
+
+    /// Waits until each engine has taken what `senders` posted, and notes
+    /// what it could not take.
+    func settle(_ senders: [IntakeHandOff], _ failures: inout IntakeBacklog.Failures) {
+        for (index, sender) in senders.enumerated() {
+            noteRefused(sender.settle(), route: index, failures: &failures)
+        }
+    }
+
+    /// Drops (copies, with several destinations) route `index`'s engine
+    /// could not take: they stay where they are and are tried again.
+    func noteRefused(_ refused: [(name: String, error: SpoolError)], route index: Int,
+                     failures: inout IntakeBacklog.Failures) {
+        guard fansOut else {
+            for (name, error) in refused { note(error, name: name, failures: &failures) }
+            return
+        }
+        let route = routes[index]
+        for (name, error) in refused {
+            log.write(LogEntry(.error, "\(route.spool.layout.relative(nil))/\(LogText.escaped(name)) not taken: "
+                               + "\(error); it stays there and is tried again shortly",
+                               fields: [("TXRECON_FILE", name), ("TXRECON_DESTINATION", route.name)]))
+            failures.record(error)
+        }
     }
 
     /// Runs async work and blocks this (dedicated) thread until it is done.
@@ -577,5 +623,7 @@ private struct Examiners {
     let pool: ExaminerPool
     let uploads: ReceiptUploads
     let splitter: ReceiptSplitter
+    /// This thread's links to the engines, one per route.
+    let senders: [IntakeHandOff]
     let verifiers = VerifierSlot()
 }
