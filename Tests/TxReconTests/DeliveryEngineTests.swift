@@ -283,6 +283,25 @@ struct DeliveryEngineTests {
         #expect(status.line.hasSuffix("; new/ waits until fewer than 2 are queued"), "\(status.line)")
     }
 
+    @Test func anOfferWhoseWaitRanOutIsFullOnlyByTheEnginesOwnCount() async throws {
+        // The window (two) is full and two keys are pending, one below the
+        // high-water mark (three). A newer snapshot of a pending key waits
+        // for the window, gives up, and goes over: counted as a new key in
+        // transit it would make three, but it only replaces one.
+        let settings = DeliveryEngine.Settings(maxConcurrentDeliveries: 1, inboxWindow: 2,
+                                               inboxWindowWait: .seconds(1), highWater: 3, lowWater: 2)
+        let harness = try EngineHarness(settings: settings, transport: ScriptedTransport(default: .hang))
+        let engine = try await harness.startedEngine()
+        let sender = try IntakeHandOff(engine: engine, sender: "test")
+        await engine.offer(try (1...2).map { try harness.envelope("k\($0)", version: 1) })
+        let start = harness.clock.now
+        let offer = handOver([try harness.envelope("k2", version: 2)], to: sender)
+        await harness.clock.waitForSleeper(until: start + .seconds(1))
+        harness.clock.advance(by: .seconds(1))
+        #expect(await !offer.value.full, "two keys pending, as the engine counts them")
+        #expect(await engine.currentStatus.intakeWaitsBelow == nil)
+    }
+
     @Test func intakesReportsArePostedWithoutWaitingForTheEngineAndCountedInOrder() async throws {
         let harness = try EngineHarness(settings: DeliveryEngine.Settings(),
                                         transport: ScriptedTransport(default: .hang, workers: 1))

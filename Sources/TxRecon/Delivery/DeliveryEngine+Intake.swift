@@ -69,21 +69,30 @@ extension DeliveryEngine {
     func timeIntakeWait(of sender: IntakeHandOff, offer number: Int) {
         let id = ObjectIdentifier(sender)
         intake.waitTimers[id]?.cancel()
+        intake.waitTimerOffers[id] = number
         intake.waitTimers[id] = after(clock.now + settings.inboxWindowWait) { engine in
             engine.intake.waitTimers[id] = nil
             sender.giveUp(offer: number)
         }
     }
 
+    /// Ends the timer of a sender's offer `number`, whose waits are over.
+    func endIntakeWait(of sender: IntakeHandOff, offer number: Int) {
+        let id = ObjectIdentifier(sender)
+        guard intake.waitTimerOffers[id] == number else { return }
+        intake.waitTimers.removeValue(forKey: id)?.cancel()
+    }
+
     /// A sender found the engine still full when its wait ran out: intake
     /// takes no more drops until fewer than `lowWater` are pending, which
-    /// STATUS says; if they already are, intake reads new/ again now.
+    /// STATUS says; if they already are (attempts ended since the engine
+    /// last told the sender), intake reads new/ again now.
     func intakeStoppedTaking() {
         guard isRunning else { return }
-        published.status.intakeWaitsBelow = settings.lowWater
         if pending.entries.count < settings.lowWater {
-            published.status.intakeWaitsBelow = nil
             intake.readInboxAgain()
+        } else {
+            published.status.intakeWaitsBelow = settings.lowWater
         }
         publishStatus()
     }
@@ -102,11 +111,14 @@ extension DeliveryEngine {
         for sender in intake.senders { sender.publish(load, limits, wakes: wakes) }
     }
 
-    /// Ends every sender's wait for good: the engine stops.
+    /// Ends every sender's wait for good and lets them go: the engine
+    /// stops (a sender made later is told so when it registers).
     func releaseSenders() {
         for sender in intake.senders { sender.engineStopped() }
+        intake.senders.removeAll()
         for timer in intake.waitTimers.values { timer.cancel() }
         intake.waitTimers.removeAll()
+        intake.waitTimerOffers.removeAll()
     }
 
     /// Sets what to call when a drop parked during an attempt could not be

@@ -13,9 +13,17 @@
 // takes a batch this sender posted, sees the backend fail, or stops; or
 // when the engine's timer of the wait, `inboxWindowWait` on the engine's
 // clock, gives up (so the tests' manual clock times it, as it times
-// everything the engine does). Given up while the engine is full, the
-// sender tells the engine that intake takes no more (`intakeStoppedTaking`)
-// and the caller leaves the rest in new/ until the engine asks for a scan.
+// everything the engine does). Given up while the engine is full (by its
+// own word: the sender first waits for the engine to take what is in
+// transit, which may only replace keys already pending), the sender tells
+// the engine that intake takes no more (`intakeStoppedTaking`) and the
+// caller leaves the rest in new/ until the engine asks for a scan.
+//
+// Each sender counts only its own drops in transit: a batch of the
+// splitter's bulk parts, or a replay, may take room in the window between
+// intake's look and its batch's arrival. Then that batch's fresh keys
+// beyond the window go to queue/ (a rename each), as when a wait gives up:
+// a cost, never a loss.
 //
 // Nothing waits for the engine's answer to a batch: the drops it could not
 // take (they stay in new/) come back here and are returned by the next
@@ -118,15 +126,20 @@ final class IntakeHandOff: Sendable {
         while true {
             let verdict = state.withLock { state -> (wait: Bool, forRoom: Bool, full: Bool) in
                 guard !state.stopped else { return (false, false, false) }
-                let load = state.projected
-                let full = state.limits.map { IntakeBackPressure.isFull(load, $0) } ?? false
-                let wait = state.limits.map { limits in
-                    full || (waitsForWindow && IntakeBackPressure.windowLacksRoom(for: 1, load, limits))
+                var full = false
+                let lacksRoom = state.limits.map { limits in
+                    let load = state.projected
+                    full = IntakeBackPressure.isFull(load, limits)
+                    return full || (waitsForWindow && IntakeBackPressure.windowLacksRoom(for: 1, load, limits))
                 } ?? true
+                // Room, or none and the wait is over: decided on the
+                // engine's own word, never on the estimate of what is in
+                // transit (a batch of keys already pending adds none).
+                let decided = !lacksRoom || (state.gaveUp && state.isTold)
                 // Said under the lock that decided it: a wake-up the
                 // engine sends from now on is not missed.
-                state.waiting = wait && !state.gaveUp
-                return (state.waiting, state.isTold, wait && state.gaveUp && full)
+                state.waiting = !decided
+                return (state.waiting, state.isTold, decided && lacksRoom && full)
             }
             if verdict.full {
                 offered.full = true
@@ -135,6 +148,8 @@ final class IntakeHandOff: Sendable {
             guard verdict.wait else { break }
             wait(forRoom: verdict.forRoom)
         }
+        // A wait that ended before its timer: the timer goes too.
+        if armed { engine.post { [self] in $0.endIntakeWait(of: self, offer: number) } }
         offered.refused = takeRefused()
         return offered
     }
