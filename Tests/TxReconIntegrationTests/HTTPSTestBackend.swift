@@ -39,10 +39,10 @@ final class HTTPSTestBackend {
         secondClientCertificateFile = directory.path + "/client-2.pem"
         secondClientKeyFile = directory.path + "/client-2.key"
         let serverKey = directory.path + "/server.key"
-        try Self.makeCertificate(commonName: "127.0.0.1", certificate: certificateFile, key: serverKey)
-        try Self.makeCertificate(commonName: "txrecon-test-client", certificate: clientCertificateFile,
+        try await Self.makeCertificate(commonName: "127.0.0.1", certificate: certificateFile, key: serverKey)
+        try await Self.makeCertificate(commonName: "txrecon-test-client", certificate: clientCertificateFile,
                                  key: clientKeyFile)
-        try Self.makeCertificate(commonName: "txrecon-test-client-2", certificate: secondClientCertificateFile,
+        try await Self.makeCertificate(commonName: "txrecon-test-client-2", certificate: secondClientCertificateFile,
                                  key: secondClientKeyFile)
         // Both self-signed client certificates are the server's client CAs.
         let clients = directory.path + "/clients.pem"
@@ -81,18 +81,25 @@ final class HTTPSTestBackend {
 
     /// A self-signed P-256 certificate for `commonName` and `subjectAltName`
     /// (the IP address 127.0.0.1 unless told), made with the `openssl`
-    /// command; the key's file mode 0600.
+    /// command; the key's file mode 0600. The command is waited for on a
+    /// thread of its own (BlockingWork): waited for on one of the
+    /// cooperative pool's two threads, it held up every other test (found
+    /// with gdb in a full run, where a test of three `txrecon --help` took
+    /// 15 to 60 s).
     static func makeCertificate(commonName: String, subjectAltName: String = "IP:127.0.0.1", certificate: String,
-                                key: String) throws {
-        let openssl = Process()
-        openssl.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        openssl.arguments = ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-                             "-nodes", "-days", "1", "-subj", "/CN=\(commonName)",
-                             "-addext", "subjectAltName=\(subjectAltName)", "-keyout", key, "-out", certificate]
-        openssl.standardError = FileHandle.nullDevice
-        try openssl.run()
-        openssl.waitUntilExit()
-        try #require(openssl.terminationStatus == 0, "openssl req failed for \(commonName)")
+                                key: String) async throws {
+        let status = await BlockingWork.run { () -> Int32? in
+            let openssl = Process()
+            openssl.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            openssl.arguments = ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+                                 "-nodes", "-days", "1", "-subj", "/CN=\(commonName)",
+                                 "-addext", "subjectAltName=\(subjectAltName)", "-keyout", key, "-out", certificate]
+            openssl.standardError = FileHandle.nullDevice
+            guard (try? openssl.run()) != nil else { return nil }
+            openssl.waitUntilExit()
+            return openssl.terminationStatus
+        }
+        try #require(status == 0, "openssl req failed for \(commonName): \(status.map(String.init) ?? "not started")")
         try #require(chmod(key, 0o600) == 0)
     }
 

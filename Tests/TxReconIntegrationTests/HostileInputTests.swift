@@ -249,16 +249,20 @@ struct InboxBurstTests {
         // Newest first, so that every later file is superseded at once:
         // the test measures intake, not thousands of HTTP round trips.
         let keys = 100, versions = max(1, InboxBurstTests.fileCount / 100)
-        var names: [String] = []
-        names.reserveCapacity(keys * versions)
+        // Thousands of files written on a thread of their own: on one of the
+        // cooperative pool's two threads, they held up every other test.
+        var files: [(name: String, text: String)] = []
+        files.reserveCapacity(keys * versions)
         for version in stride(from: versions, through: 1, by: -1) {
             for key in 0..<keys {
-                let name = "burst-\(key)-\(version)"
-                _ = fixture.directory.write(fixture.envelope("burst-\(key)", version: version), to: "spool/tmp/" + name,
-                                            mode: 0o640)
-                names.append(name)
+                files.append(("burst-\(key)-\(version)", fixture.envelope("burst-\(key)", version: version)))
             }
         }
+        let directory = fixture.directory, written = files
+        await BlockingWork.run {
+            for file in written { _ = directory.write(file.text, to: "spool/tmp/" + file.name, mode: 0o640) }
+        }
+        let names = files.map(\.name)
         // Stopped, the daemon reads no events while all arrive at once: the
         // kernel's queue overflows for any burst larger than it.
         daemon.signal(SIGSTOP)

@@ -152,9 +152,9 @@ struct JetStreamIntegrationTests {
         init(serverName: String = "IP:127.0.0.1") async throws {
             fixture = try DaemonFixture()
             let path = fixture.directory.path
-            try HTTPSTestBackend.makeCertificate(commonName: "nats", subjectAltName: serverName,
+            try await HTTPSTestBackend.makeCertificate(commonName: "nats", subjectAltName: serverName,
                                                  certificate: path + "/nats.pem", key: path + "/nats.key")
-            try HTTPSTestBackend.makeCertificate(commonName: "txrecon-test-client", certificate: path + "/client.pem",
+            try await HTTPSTestBackend.makeCertificate(commonName: "txrecon-test-client", certificate: path + "/client.pem",
                                                  key: path + "/client.key")
             files = (path + "/nats.pem", path + "/client.pem", path + "/client.key")
             nats = try await NATSServerProcess(directory: path, tls: .init(certificate: path + "/nats.pem",

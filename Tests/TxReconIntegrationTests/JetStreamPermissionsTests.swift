@@ -34,12 +34,12 @@ struct JetStreamPermissionsTests {
     @Test func theDocumentedPermissionsLetTxreconDeliverAndKeepEveryoneElseOffItsSubjects() async throws {
         let fixture = try DaemonFixture()
         let path = fixture.directory.path
-        try HTTPSTestBackend.makeCertificate(commonName: "nats", certificate: path + "/server.pem",
+        try await HTTPSTestBackend.makeCertificate(commonName: "nats", certificate: path + "/server.pem",
                                              key: path + "/server.key")
         var clients: [String: (ca: String, certificate: String, key: String)] = [:]
         var bundle = ""
         for user in ["txrecon", "appstore-consumer", "other"] {
-            try HTTPSTestBackend.makeCertificate(commonName: user, certificate: path + "/\(user).pem",
+            try await HTTPSTestBackend.makeCertificate(commonName: user, certificate: path + "/\(user).pem",
                                                  key: path + "/\(user).key")
             clients[user] = (path + "/server.pem", path + "/\(user).pem", path + "/\(user).key")
             bundle += String(decoding: try SystemCall.readFile(path + "/\(user).pem", limit: 1 << 16), as: UTF8.self)

@@ -205,13 +205,20 @@ struct ReceiptIntegrationTests {
         })
         let name = ReceiptStore.name(of: der)
         var kinds: [String: Int] = [:]
+        var deliveries: [String: Int] = [:]
         var carryingTheReceipt = 0
         for body in Self.bodies(server) {
             kinds[body["kind"]?.stringValue ?? "?", default: 0] += 1
+            deliveries[body["id"]?.stringValue ?? "?", default: 0] += 1
             if body["receipt"] != nil { carryingTheReceipt += 1 }
             #expect(body["receiptSha256"] == .string(name))
         }
-        #expect(kinds == ["appstore.receipt": 5_000, "appstore.receipt-file": 1])
+        // Sent more than once: which, and what the daemon said of them.
+        let repeated = deliveries.filter { $0.value > 1 }.keys.sorted()
+        let lines = (fixture.daemon.daemon?.stderr ?? "").split(separator: "\n")
+            .filter { line in repeated.contains { line.contains($0) } }.prefix(20)
+        #expect(kinds == ["appstore.receipt": 5_000, "appstore.receipt-file": 1],
+                "sent more than once: \(repeated.prefix(10)); the daemon: \(lines.joined(separator: " | "))")
         #expect(carryingTheReceipt == 1, "the receipt goes out once")
         let spool = Self.spoolBytes(fixture.layout.root)
         #expect(spool.bytes <= 2 * upload.count + 5_001 * 256,
