@@ -3,7 +3,7 @@
 import Testing
 import TxReconTestSupport
 
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(2)))
 struct CommandLineUsageTests {
     @Test func noCommandPrintsTheOverviewToStandardErrorAndExits2() async throws {
         let directory = TemporaryDirectory("txrecon-usage")

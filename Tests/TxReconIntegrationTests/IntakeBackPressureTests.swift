@@ -8,7 +8,7 @@ import Testing
 @testable import TxRecon
 import TxReconTestSupport
 
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(2)))
 struct IntakeBackPressureTests {
     @Test func whileTheEngineIsFullControlRequestsAreAnsweredAndDropsWaitInNew() async throws {
         // Three pending keys at most, one attempt at a time, which hangs.
