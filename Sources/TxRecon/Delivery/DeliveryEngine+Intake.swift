@@ -59,8 +59,8 @@ extension DeliveryEngine {
     /// A sender intake made (IntakeHandOff.init): it is told the load from
     /// now on, and woken when there is room again.
     func register(_ sender: IntakeHandOff) {
-        intake.senders.append(sender)
         guard isRunning || isStarting else { return sender.engineStopped() }
+        intake.senders.append(sender)
         sender.publish(load, settings.limits, wakes: true)
     }
 
