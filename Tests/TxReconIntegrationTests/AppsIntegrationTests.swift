@@ -80,6 +80,19 @@ struct AppsIntegrationTests {
                 "\(lines("superseded"))")
     }
 
+    @Test func aVerifiedDropNoDestinationTakesIsRejectedUnderItsAppsName() async throws {
+        // [Backend] takes main's items only, alpha's destination alpha's:
+        // beta's transaction verifies, and nothing takes it.
+        let apps = try ThreeApps(extra: "[Match]\nApp=main\n")
+        let fixture = apps.fixture
+        try await fixture.start()
+        try fixture.drop(ThreeApps.transaction("4000000000000021", bundleId: ThreeApps.beta), name: "beta-unrouted")
+        #expect(await fixture.eventually { fixture.names("rejected") == ["beta-unrouted", "beta-unrouted.reason"] })
+        let rejected = (fixture.daemon?.stderr ?? "").split(separator: "\n")
+            .filter { $0.contains("new/beta-unrouted rejected: no-destination") }
+        #expect(rejected.count == 1 && rejected.allSatisfy { $0.contains("TXRECON_APP=beta") }, "\(rejected)")
+    }
+
     @Test func oneDaemonDeliversThreeAppsRoutesByAppAndSetsAFourthAside() async throws {
         let apps = try ThreeApps()
         let fixture = apps.fixture

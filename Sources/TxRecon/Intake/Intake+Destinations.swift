@@ -12,7 +12,7 @@ extension Intake {
     /// one full destination (see `offer`).
     func fanOut(_ drops: [Drop], via senders: [IntakeHandOff], rejected: Int, failures: inout IntakeBacklog.Failures,
                 whenWaiting: @escaping @Sendable () -> Void) -> Bool {
-        let matches = settings.withLock { $0.matches }
+        let (matches, apps) = settings.withLock { ($0.matches, $0.apps) }
         var rejected = rejected
         var copies = Array(repeating: [Drop](), count: routes.count)
         var fanned: [(name: String, file: FileIdentity)] = []
@@ -20,7 +20,8 @@ extension Intake {
             let targets = routes.indices.filter { matches[$0].accepts(drop.item) }
             do throws(SpoolError) {
                 guard !targets.isEmpty else {
-                    try reject(drop.name, Intake.noDestination(drop.item), rejected: &rejected)
+                    let app = apps.name(of: drop.item)
+                    try reject(drop.name, Intake.noDestination(drop.item), app: app, rejected: &rejected)
                     continue
                 }
                 let file = try spool.fanOut(drop: drop.name, into: targets.map { routes[$0].spool.layout.new })
@@ -57,7 +58,8 @@ extension Intake {
             for drop in drops.indices {
                 drops[drop].confirmed = confirmedVersion(route.name, drops[drop].item.key)
             }
-            let offered = senders[index].offer(drops, waitsForWindow: !drops.allSatisfy(\.bulk), whenWaiting: whenWaiting)
+            let offered = senders[index].offer(drops, waitsForWindow: !drops.allSatisfy(\.bulk),
+                                               whenWaiting: whenWaiting)
             noteRefused(offered.refused, route: index, failures: &failures)
             if offered.full, fullRoutes.withLock({ $0.insert(index).inserted }) {
                 log.write(LogEntry(.notice, "\(route.name) has too many items pending: its copies wait in "

@@ -58,6 +58,9 @@ final class Intake: Sendable {
         var verification: SignedDataPolicy?
         /// Which drops each route takes, in the order of the routes.
         var matches: [DestinationMatch] = [DestinationMatch()]
+        /// The apps, for the journal's entry of a verified drop no
+        /// destination takes.
+        var apps = AppDirectory([])
     }
 
     /// Drops handed to the engine at once: large enough to amortize the hop
@@ -545,9 +548,11 @@ final class Intake: Sendable {
         engine.post { $0.noteNovelties(novelties) }
     }
 
-    func reject(_ name: String, _ rejection: Rejection, rejected: inout Int) throws(SpoolError) {
+    /// `app`: the app of a verified drop rejected all the same (no
+    /// destination takes it), for the journal.
+    func reject(_ name: String, _ rejection: Rejection, app: String? = nil, rejected: inout Int) throws(SpoolError) {
         let movedTo = try spool.reject(drop: name, because: rejection, at: Timestamp.nowMilliseconds())
-        events.rejected(file: name, rejection: rejection, movedTo: movedTo)
+        events.rejected(file: name, rejection: rejection, movedTo: movedTo, app: app)
         rejected += 1
     }
 
@@ -560,13 +565,14 @@ final class Intake: Sendable {
             return fanOut(drops, via: senders, rejected: rejected, failures: &failures, whenWaiting: whenWaiting)
         }
         // One destination: its [Match] still narrows what it gets.
-        let match = settings.withLock { $0.matches[0] }
+        let (match, apps) = settings.withLock { ($0.matches[0], $0.apps) }
         var rejected = rejected
         var drops = drops
         drops.removeAll { drop in
             guard !match.accepts(drop.item) else { return false }
             do throws(SpoolError) {
-                try reject(drop.name, Intake.noDestination(drop.item), rejected: &rejected)
+                let app = apps.name(of: drop.item)
+                try reject(drop.name, Intake.noDestination(drop.item), app: app, rejected: &rejected)
             } catch {
                 note(error, name: drop.name, failures: &failures)
             }

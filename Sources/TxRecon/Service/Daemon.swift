@@ -428,7 +428,8 @@ package enum Daemon {
     static func intakeSettings(_ configuration: Configuration, verification: SignedDataPolicy?) -> Intake.Settings {
         Intake.Settings(maximumFileSize: configuration.spool.maxFileSize,
                         acceptEnvelopes: configuration.verification.acceptEnvelopes, verification: verification,
-                        matches: configuration.deliveryConfigurations.map(\.configuration.match))
+                        matches: configuration.deliveryConfigurations.map(\.configuration.match),
+                        apps: configuration.appDirectory)
     }
 
     static func preparer(version: String, secrets: BackendSecrets) -> DeliveryEngine.RequestPreparer {

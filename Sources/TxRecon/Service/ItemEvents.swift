@@ -118,10 +118,13 @@ struct ItemEvents: Sendable {
               key: key, kind: kind, version: version, extra: extra)
     }
 
-    func rejected(file: String, rejection: Rejection, movedTo: String) {
+    /// `app`: the app of a verified drop (none for what did not verify).
+    func rejected(file: String, rejection: Rejection, movedTo: String, app: String? = nil) {
+        var extra = [("TXRECON_FILE", file), ("TXRECON_REASON", rejection.code)]
+        if let app { extra.append(("TXRECON_APP", app)) }
         write(rejection.logPriority, "new/\(LogText.escaped(file)) rejected: \(rejection.code): \(rejection.detail); "
               + "see rejected/\(LogText.escaped(movedTo)).reason", MessageID.rejected, .rejected, key: nil, kind: nil,
-              version: nil, extra: [("TXRECON_FILE", file), ("TXRECON_REASON", rejection.code)])
+              version: nil, extra: extra)
     }
 
     /// An item the spool could not keep under its key, moved to rejected/
