@@ -69,18 +69,17 @@ extension DeliveryEngine {
     func timeIntakeWait(of sender: IntakeHandOff, offer number: Int) {
         let id = ObjectIdentifier(sender)
         intake.waitTimers[id]?.cancel()
-        intake.waitTimerOffers[id] = number
         intake.waitTimers[id] = after(clock.now + settings.inboxWindowWait) { engine in
             engine.intake.waitTimers[id] = nil
             sender.giveUp(offer: number)
         }
     }
 
-    /// Ends the timer of a sender's offer `number`, whose waits are over.
-    func endIntakeWait(of sender: IntakeHandOff, offer number: Int) {
-        let id = ObjectIdentifier(sender)
-        guard intake.waitTimerOffers[id] == number else { return }
-        intake.waitTimers.removeValue(forKey: id)?.cancel()
+    /// Ends the timer of a sender's offer, whose waits are over. The
+    /// sender posts this before its next offer can arm another, and this
+    /// thread runs posts in order: the timer there is that offer's.
+    func endIntakeWait(of sender: IntakeHandOff) {
+        intake.waitTimers.removeValue(forKey: ObjectIdentifier(sender))?.cancel()
     }
 
     /// A sender found the engine still full when its wait ran out: intake
@@ -118,7 +117,6 @@ extension DeliveryEngine {
         intake.senders.removeAll()
         for timer in intake.waitTimers.values { timer.cancel() }
         intake.waitTimers.removeAll()
-        intake.waitTimerOffers.removeAll()
     }
 
     /// Sets what to call when a drop parked during an attempt could not be

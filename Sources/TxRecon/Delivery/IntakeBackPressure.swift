@@ -57,7 +57,5 @@ enum IntakeBackPressure {
 struct IntakeLink {
     var senders: [IntakeHandOff] = []
     var waitTimers: [ObjectIdentifier: EngineTimer] = [:]
-    /// The offer each sender's timer is for.
-    var waitTimerOffers: [ObjectIdentifier: Int] = [:]
     var readInboxAgain: @Sendable () -> Void = {}
 }

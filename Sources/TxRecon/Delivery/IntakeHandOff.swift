@@ -149,7 +149,7 @@ final class IntakeHandOff: Sendable {
             wait(forRoom: verdict.forRoom)
         }
         // A wait that ended before its timer: the timer goes too.
-        if armed { engine.post { [self] in $0.endIntakeWait(of: self, offer: number) } }
+        if armed { engine.post { [self] in $0.endIntakeWait(of: self) } }
         offered.refused = takeRefused()
         return offered
     }
@@ -200,47 +200,43 @@ final class IntakeHandOff: Sendable {
     /// `wakes` (there is room again, the backend failed, or the limits
     /// changed).
     func publish(_ load: IntakeBackPressure.Load, _ limits: IntakeBackPressure.Limits, wakes: Bool) {
-        let wake = state.withLock { state in
+        change(waking: wakes) { state in
             state.load = load
             state.limits = limits
-            return wakes && state.waiting
         }
-        if wake { wakeUp() }
     }
 
     /// The engine took a batch of `count` drops, all but `refused`.
     func took(_ count: Int, refused: [(name: String, error: SpoolError)], load: IntakeBackPressure.Load,
               limits: IntakeBackPressure.Limits) {
-        let wake = state.withLock { state in
+        change { state in
             state.inTransit -= count
             state.refused += refused
             state.load = load
             state.limits = limits
-            return state.waiting
         }
-        if wake { wakeUp() }
     }
 
     /// The engine's timer of offer `number`'s waits ran out.
     func giveUp(offer number: Int) {
-        let wake = state.withLock { state in
-            guard state.offer == number else { return false }
-            state.gaveUp = true
-            return state.waiting
+        change { state in
+            if state.offer == number { state.gaveUp = true }
         }
-        if wake { wakeUp() }
     }
 
     /// The engine stops: no wait lasts, and nothing posted is taken.
     func engineStopped() {
-        let wake = state.withLock { state in
-            state.stopped = true
-            return state.waiting
-        }
-        if wake { wakeUp() }
+        change { $0.stopped = true }
     }
 
-    private func wakeUp() {
+    /// Makes `update` under the lock, then wakes the sender if it waits
+    /// (and `waking`): it looks again at what changed.
+    private func change(waking: Bool = true, _ update: (inout State) -> Void) {
+        let wake = state.withLock { state in
+            update(&state)
+            return waking && state.waiting
+        }
+        guard wake else { return }
         var one: UInt64 = 1
         _ = write(wakeFD, &one, 8)
     }
