@@ -105,6 +105,8 @@ final class LedgerService: Sendable {
 
     let settings: Settings
     private let log: any LogSink
+    /// The wall clock (ms since 1970), as done/'s change times are dated.
+    private let now: @Sendable () -> Int64
     /// Told the status when it changes: opened, failed, caught up, counted.
     private let observe: @Sendable (Status) -> Void
     private let state: Mutex<State>
@@ -118,9 +120,11 @@ final class LedgerService: Sendable {
     /// recorded asks no SQLite; nil while the ledger is unavailable.
     private let keys = Mutex<LedgerKeyFilter?>(nil)
 
-    init(settings: Settings, log: any LogSink, observe: @escaping @Sendable (Status) -> Void = { _ in }) {
+    init(settings: Settings, log: any LogSink, observe: @escaping @Sendable (Status) -> Void = { _ in },
+         now: @escaping @Sendable () -> Int64 = { Timestamp.nowMilliseconds() }) {
         self.settings = settings
         self.log = log
+        self.now = now
         self.observe = observe
         state = Mutex(State(status: Status(path: settings.path)))
     }
@@ -359,7 +363,7 @@ final class LedgerService: Sendable {
             defer { state.pending.removeAll(keepingCapacity: true) }
             return (state.pending, state.lostSince)
         }
-        let now = Timestamp.nowMilliseconds()
+        let now = self.now()
         guard !batch.isEmpty else {
             state.withLock { state in
                 if lostSince == nil, !state.status.catchingUp {
@@ -393,7 +397,7 @@ final class LedgerService: Sendable {
         state.withLock { state in
             if lostSince == nil, !state.status.catchingUp { state.durableThrough = max(state.durableThrough, mark) }
             state.status.pending = state.pending.count
-            state.status.lagMilliseconds = state.pending.first.map { max(0, Timestamp.nowMilliseconds() - $0.at) } ?? 0
+            state.status.lagMilliseconds = state.pending.first.map { max(0, self.now() - $0.at) } ?? 0
         }
         try refreshStatus(ledger, force: false)
     }
@@ -401,7 +405,7 @@ final class LedgerService: Sendable {
     /// Rows and size for status: counted at most once a minute, and only
     /// after a write (an idle daemon does no work for it).
     private func refreshStatus(_ ledger: SQLiteLedger, force: Bool) throws(LedgerError) {
-        let now = Timestamp.nowMilliseconds()
+        let now = self.now()
         guard force || state.withLock({ now - $0.countedAt >= 60_000 }) else { return }
         let statistics = try ledger.statistics()
         let status = state.withLock { state in
@@ -415,7 +419,7 @@ final class LedgerService: Sendable {
 
     /// LedgerRetention=: at start, then at most once a day while written to.
     private func maintain(_ ledger: SQLiteLedger) throws(LedgerError) {
-        let now = Timestamp.nowMilliseconds()
+        let now = self.now()
         guard state.withLock({ now - $0.prunedAt >= 86_400_000 }) else { return }
         let removed = try ledger.prune(confirmedBefore: now - settings.retention.milliseconds)
         state.withLock { $0.prunedAt = now }
@@ -465,7 +469,7 @@ final class LedgerService: Sendable {
     private func catchUpIfNeeded(_ ledger: SQLiteLedger) throws(LedgerError) {
         guard state.withLock({ $0.status.catchingUp || $0.lostSince != nil }) else { return }
         let mark = try ledger.catchUpMark()
-        let startedAt = Timestamp.nowMilliseconds()
+        let startedAt = now()
         // What was let go before now is in done/ and read below.
         state.withLock { $0.lostSince = nil }
         var recorded = 0
@@ -489,29 +493,31 @@ final class LedgerService: Sendable {
     }
 
     /// Records `spool`'s delivered snapshots changed at or after `since`
-    /// and before `before` (ms since 1970) for `destination`; returns how
-    /// many. One delivered since `before` was handed to `record` after its
-    /// rename into done/, so it is pending here already: reading it again
-    /// would only chase a done/ that grows as fast as the engine delivers.
+    /// (ms since 1970) for `destination`; returns how many. One changed
+    /// since `before`, when the catch-up began, is read only when no report
+    /// of its key waits here: what this process delivered is reported
+    /// after its rename into done/, and reading those again would chase a
+    /// done/ that grows as fast as the engines deliver. Its change time is
+    /// no proof that this process delivered it: a fan-out's copies are
+    /// links to one inode, so another destination's move of its own link
+    /// (a delivery during the catch-up) changes this one's ctime too, and
+    /// a wall clock stepped back across a restart dates a file delivered
+    /// before it "later".
     private func catchUp(_ ledger: SQLiteLedger, destination: String, spool: Spool,
                          since: Int64, before: Int64) throws(LedgerError) -> Int {
         var batch: [LedgerRecord] = []
         var recorded = 0
         var failure: LedgerError?
         var unreadable: [(name: String, why: String)] = []
+        var changedSinceStart: [(key: ItemKey, changed: Int64)] = []
         let done = spool.layout.done
-        try? SystemCall.forEachName(in: done) { bytes in
-            guard failure == nil, !bytes.contains(UInt8(ascii: ".")),
-                  let name = String(validating: bytes, as: UTF8.self), let key = ItemKey(fileName: name),
-                  let info = try? SystemCall.linkStatus(done + "/" + name) else { return }
-            let changed = Int64(info.st_ctim.tv_sec) * 1000 + Int64(info.st_ctim.tv_nsec) / 1_000_000
-            guard changed >= since, changed < before else { return }
+        func add(_ key: ItemKey, changed: Int64) {
             let item: Item
             do {
                 guard let read = try spool.read(.done, key, maximumSize: settings.maximumFileSize) else { return }
                 item = try settings.reader.item(read, key: key)
             } catch {
-                unreadable.append((name, "\(error)"))
+                unreadable.append((key.fileName, "\(error)"))
                 return
             }
             batch.append(LedgerRecord(destination: destination, key: item.key, version: item.version,
@@ -527,6 +533,26 @@ final class LedgerService: Sendable {
             } catch {
                 failure = error
             }
+        }
+        try? SystemCall.forEachName(in: done) { bytes in
+            guard failure == nil, !bytes.contains(UInt8(ascii: ".")),
+                  let name = String(validating: bytes, as: UTF8.self), let key = ItemKey(fileName: name),
+                  let info = try? SystemCall.linkStatus(done + "/" + name) else { return }
+            let changed = Int64(info.st_ctim.tv_sec) * 1000 + Int64(info.st_ctim.tv_nsec) / 1_000_000
+            guard changed >= since else { return }
+            if changed >= before {
+                changedSinceStart.append((key, changed))
+            } else {
+                add(key, changed: changed)
+            }
+        }
+        // Taken after the walk: a rename the walk saw was reported by now,
+        // or is read (twice recorded at one version is harmless).
+        let reported = state.withLock { state in
+            Set(state.pending.lazy.filter { $0.destination == destination }.map(\.key))
+        }
+        for (key, changed) in changedSinceStart where failure == nil && !reported.contains(key) {
+            add(key, changed: changed)
         }
         if let failure { throw failure }
         noteKeys(batch)

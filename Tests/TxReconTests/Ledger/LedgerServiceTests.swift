@@ -114,6 +114,40 @@ import TxReconTestSupport
         #expect(lost.confirmation == "recorded from done/" && lost.attempt == 0)
     }
 
+    /// A fan-out's copies are links to one inode: the primary destination's
+    /// delivery of its copy during the catch-up changes the ctime of the
+    /// further destination's done/ entry, which a cut left unrecorded. Seen
+    /// in the two-destination power-cut test: the catch-up took that change
+    /// time for "delivered by this process, reported already" and skipped
+    /// it, for good. A clock that reads an hour early dates both files
+    /// after the catch-up began, as that delivery (or a wall clock stepped
+    /// back across a restart) does.
+    @Test func aDeliveredSnapshotChangedSinceTheCatchUpBeganIsRecordedUnlessItsReportWaits() throws {
+        let second = layout.destination("second")
+        try second.createMissingDestinationDirectories()
+        let cut = directory.write(#"{"id":"cut","version":1,"payload":{}}"#, to: "spool/destinations/second/done/cut")
+        #expect(link(cut, layout.queue + "/cut") == 0, "the primary destination's copy, pending")
+        _ = directory.write(#"{"id":"reported","version":2,"payload":{}}"#,
+                            to: "spool/destinations/second/done/reported")
+        let ledger = LedgerService(settings: LedgerService.Settings(
+            path: directory.path + "/state/ledger.sqlite3", retention: .seconds(86_400),
+            destinations: [(Destination.primaryName, spool), ("second", Spool(layout: second))],
+            reader: StoredItemReader(acceptEnvelopes: true, policy: nil,
+                                     receipts: ReceiptLibrary(store: ReceiptStore(layout: SpoolLayout(root: "/nonexistent")))),
+            maximumFileSize: 1 << 20), log: log, now: { Timestamp.nowMilliseconds() - 3_600_000 })
+        // Delivered by this process: its report waits for the writer.
+        ledger.record(destination: "second", item: Self.envelope("reported", version: 2), attempt: 1,
+                      confirmation: .http(status: 204), at: Timestamp.nowMilliseconds())
+        try ledger.start()
+        defer { ledger.stop() }
+        ledger.flush()
+        #expect(ledger.confirmedVersion(at: "second", of: ItemKey("cut")!) == ItemVersion(primary: 1))
+        #expect(ledger.confirmedVersion(at: "second", of: ItemKey("reported")!) == ItemVersion(primary: 2))
+        let caughtUp = log.entries.filter { $0.message.contains("the ledger caught up from done/") }.map(\.message)
+        #expect(caughtUp.count == 1 && caughtUp[0].contains(": 1 delivered snapshot(s)"),
+                "the reported one is not read again: \(caughtUp)")
+    }
+
     @Test func aDamagedLedgerIsSetAsideAndRebuiltFromDoneWithAnError() throws {
         _ = directory.write(String(repeating: "damaged ", count: 1024), to: "state/ledger.sqlite3")
         delivered("k", version: 9)
