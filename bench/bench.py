@@ -149,6 +149,7 @@ import platform
 import re
 import shutil
 import signal
+import sqlite3
 import socket
 import statistics
 import struct
@@ -710,8 +711,8 @@ class Daemon:
         # Beside the spool, one per daemon: a run never sees another's keys
         # (nor a ledger at the default /var/lib/txrecon/ left by another run).
         # A reference binary from before the ledger knows no LedgerFile=.
-        ledger_line = ([f"LedgerFile={ledger or self.spool.root + '.ledger.sqlite3'}"]
-                       if bench.knows_ledger(binary or bench.binary) else [])
+        self.ledger = (ledger or self.spool.root + '.ledger.sqlite3') if bench.knows_ledger(binary or bench.binary) else None
+        ledger_line = [f"LedgerFile={self.ledger}"] if self.ledger else []
         lines = ["[Spool]", f"Directory={self.spool.root}", f"DoneRetention={bench.args.done_retention}",
                  *ledger_line, "",
                  "[Backend]", f"URL={url}", "",
@@ -761,6 +762,26 @@ class Daemon:
 
     def alive(self):
         return self.process.poll() is None
+
+    def wait_ledger(self, rows, timeout, poll=0.02):
+        """Returns once the ledger (if this binary keeps one) holds `rows`
+        rows: its writer batches confirmations (up to a second), and a
+        drain's CPU per item read before then would leave out the writes
+        of the drain's last items. The file is read as `sqlite3` reads it."""
+        if self.ledger is None:
+            return
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                with contextlib.closing(sqlite3.connect(f"file:{self.ledger}?mode=ro", uri=True, timeout=1)) as db:
+                    if db.execute("SELECT count(*) FROM confirmations").fetchone()[0] >= rows:
+                        return
+            except sqlite3.Error:
+                pass        # not created yet, or being checkpointed
+            if not self.alive():
+                raise BenchError(f"txrecon exited with status {self.process.returncode}; see {self.log_path}")
+            time.sleep(poll)
+        raise BenchError(f"the ledger {self.ledger} did not hold {rows} rows within {timeout:.0f} s")
 
     def wait_empty(self, timeout, poll=0.01, items_only=False):
         """Time at which new/ and queue/ are both empty; with `items_only`,
@@ -979,6 +1000,7 @@ class Bench:
                 end = self.sample_until_empty(daemon, samples, timeout=self.drain_timeout(count))
             else:
                 end = daemon.wait_empty(self.drain_timeout(count))
+            daemon.wait_ledger(count, timeout=30)
             user, system = proc_cpu_split_ticks(daemon.pid)
             cpu = (user + system) / CLOCK_TICKS
             self.kernel_shares.append(system / max(1, user + system))
@@ -1963,6 +1985,10 @@ class Bench:
                                ("self time by thread and library", ["--no-children", "--sort", "comm,dso"]),
                                ("self time by symbol on the intake threads",
                                 ["--no-children", "--comms", "txrecon-intake,txrecon-intake2", "--sort", "dso,symbol"]),
+                               ("self time by symbol on the ledger's writer",
+                                ["--no-children", "--comms", "txrecon-ledger", "--sort", "dso,symbol"]),
+                               ("time including callees on the ledger's writer",
+                                ["--children", "--comms", "txrecon-ledger", "--sort", "symbol"]),
                                ("time including callees", ["--children", "--sort", "symbol"])):
             report = subprocess.run([perf, "report", "-i", data, "--stdio", "-g", "none", "--percent-limit", "0.4",
                                      *options], capture_output=True, text=True).stdout
