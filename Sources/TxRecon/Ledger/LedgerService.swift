@@ -60,10 +60,19 @@ final class LedgerService: Sendable {
 
     /// How long a failed ledger waits before it is tried again.
     static let retryInterval: Duration = .seconds(60)
-    /// The least time between two batches while confirmations keep coming:
-    /// each commit is an fsync and a few pages of WAL, which batches of a
-    /// drain's thousands a second share (at most this much more lag).
-    static let batchInterval: Duration = .milliseconds(100)
+    /// The least time between two batches while confirmations keep coming.
+    /// Each commit is an fsync and, in the WAL, a copy of every page the
+    /// batch changed: keys arrive in no order (notifications are keyed by
+    /// a random UUID, a backlog by new/'s hash order), so a batch of a few
+    /// hundred rows rewrites nearly a page per row, and a larger batch
+    /// shares the pages (bench/FINDINGS.md, "The ledger's batches"). At
+    /// most this much more lag; a crash loses at most this much of the
+    /// ledger, which the catch-up reads back from done/.
+    static let batchInterval: Duration = .seconds(1)
+    /// A batch this large is written without waiting for the interval:
+    /// it bounds the memory the waiting confirmations take and keeps a
+    /// fast drain well below `pendingLimit`.
+    static let batchLimit = 4_096
     /// done/ files changed this long before the catch-up mark are read
     /// again at start: the wall clock may have been stepped back a little.
     static let catchUpMargin: Int64 = 60_000
@@ -86,12 +95,24 @@ final class LedgerService: Sendable {
         var at: Int64
     }
 
+    /// What the writer thread is doing, so that the callers wake it only
+    /// when it waits for what they bring.
+    private enum WriterPhase {
+        /// Writing, or about to: it looks at what is pending before it waits.
+        case working
+        /// Letting a batch gather until `batchInterval` has passed since
+        /// the last one: a full batch, a flush or stop ends it early.
+        case gathering
+        /// Nothing pending: the next confirmation or flush wakes it.
+        case idle
+    }
+
     private struct State {
         var pending: [Waiting] = []
         /// The earliest confirmation let go unwritten (ms since 1970): the
         /// marks stay before it, and a catch-up from done/ records it.
         var lostSince: Int64?
-        var writerIdle = false
+        var writer = WriterPhase.working
         var stopping = false
         var status: Status
         /// Every delivered snapshot in done/ that changed before this (ms
@@ -167,8 +188,12 @@ final class LedgerService: Sendable {
             state.pending.append(Waiting(destination: destination, key: item.key, version: item.version,
                                          kind: item.kind, fields: item.fields, attempt: attempt,
                                          confirmation: confirmation, at: at))
-            guard state.writerIdle else { return false }
-            state.writerIdle = false
+            switch state.writer {
+            case .working: return false
+            case .gathering: guard state.pending.count >= Self.batchLimit else { return false }
+            case .idle: break
+            }
+            state.writer = .working
             return true
         }
         if signal { wake.signal() }
@@ -198,14 +223,15 @@ final class LedgerService: Sendable {
         while true {
             let done = state.withLock { state in
                 state.status.unavailable != nil || (state.pending.isEmpty && !state.status.catchingUp
-                                                    && state.writerIdle)
+                                                    && state.writer == .idle)
             }
             if done { return }
             let round = DispatchSemaphore(value: 0)
             rounds.withLock { $0.append(round) }
             let signal = state.withLock { state -> Bool in
-                defer { state.writerIdle = false }
-                return state.writerIdle
+                guard state.writer != .working else { return false }
+                state.writer = .working
+                return true
             }
             if signal { wake.signal() }
             round.wait()
@@ -232,10 +258,16 @@ final class LedgerService: Sendable {
         while true {
             if ledger == nil { ledger = open() }
             if ledger != nil {
-                // Busy: let the next batch gather (stop cuts the wait short).
+                // Busy: let the next batch gather.
                 let next = committed + Self.batchInterval
-                if next > .now, !state.withLock({ $0.stopping }) {
+                let gathers = next > .now && state.withLock { state -> Bool in
+                    guard !state.stopping, state.pending.count < Self.batchLimit else { return false }
+                    state.writer = .gathering
+                    return true
+                }
+                if gathers {
                     _ = wake.wait(timeout: .now() + .milliseconds(Int((next - .now).milliseconds) + 1))
+                    state.withLock { $0.writer = .working }
                 }
                 committed = .now
             }
@@ -261,7 +293,7 @@ final class LedgerService: Sendable {
             }
             let idle = state.withLock { state -> Bool in
                 guard state.pending.isEmpty, !state.stopping else { return false }
-                state.writerIdle = true
+                state.writer = .idle
                 return true
             }
             if idle {

@@ -165,8 +165,16 @@ package final class SQLiteLedger: Ledger {
         var replacingEqual: Bool
     }
 
+    /// Writes `records` in one transaction, in the table's key order: keys
+    /// come in no order, and in order each page of the B-tree is changed
+    /// once by the rows that fall into it, and is not spilled from the
+    /// page cache into the WAL before a later row changes it again. Rows
+    /// of one key keep their order (the later one is the last word).
     func record(_ records: [LedgerRecord], replacingEqual: Bool = true) throws(LedgerError) {
         guard !records.isEmpty else { return }
+        let records = records.indices.sorted { a, b in
+            (records[a].destination, records[a].key.rawValue, a) < (records[b].destination, records[b].key.rawValue, b)
+        }.map { records[$0] }
         try database.transaction { () throws(LedgerError) in
             var start = records.startIndex
             while start < records.endIndex {

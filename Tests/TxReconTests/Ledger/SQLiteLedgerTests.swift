@@ -69,6 +69,22 @@ import TxReconTestSupport
         #expect(try ledger.records(of: ItemKey("k")!).map(\.confirmedAt) == [9_000], "a replay counts for retention")
     }
 
+    /// A batch is written in key order (pages changed once each), which
+    /// must not reorder the confirmations of one key: the later of two at
+    /// one version is the key's last, in any run of the upsert.
+    @Test func withinABatchTheLaterConfirmationOfAnEqualVersionIsTheLastWord() throws {
+        let ledger = try SQLiteLedger(path: path)
+        // 100 rows, keys out of order, each key confirmed ten times at one version.
+        let batch = (0..<100).map { index in
+            Self.record("k\((index * 7) % 10)", version: 20, at: 1_000 + Int64(index))
+        }
+        try ledger.record(batch)
+        for key in 0..<10 {
+            let last = try #require(batch.last { $0.key.rawValue == "k\(key)" })
+            #expect(try ledger.records(of: ItemKey("k\(key)")!).map(\.confirmedAt) == [last.confirmedAt])
+        }
+    }
+
     @Test func historyFindsACustomerByEachIdentityAndWindow() throws {
         let ledger = try SQLiteLedger(path: path)
         try ledger.record([
