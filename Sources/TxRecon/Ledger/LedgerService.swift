@@ -217,8 +217,9 @@ final class LedgerService: Sendable {
 
     /// Returns once everything reported before the call is committed and
     /// the start-up catch-up is done; at once while the ledger is
-    /// unavailable (there is nothing to wait for). For tests and `txrecon
-    /// show` right after a delivery; blocks the caller.
+    /// unavailable (there is nothing to wait for). Cuts a batch's gathering
+    /// short. For tests, which read the ledger right after a delivery;
+    /// blocks the caller.
     func flush() {
         while true {
             let done = state.withLock { state in
