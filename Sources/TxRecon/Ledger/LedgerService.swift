@@ -40,6 +40,8 @@ final class LedgerService: Sendable {
         var reader: StoredItemReader
         /// Items read from done/ larger than this are skipped (MaxFileSize=).
         var maximumFileSize: Int
+        /// `LedgerService.batchInterval`; tests lengthen it.
+        var batchInterval: Duration = LedgerService.batchInterval
     }
 
     /// The ledger as status, check-config and the metrics show it.
@@ -255,12 +257,12 @@ final class LedgerService: Sendable {
 
     private func run() {
         var ledger: SQLiteLedger?
-        var committed = ContinuousClock.now - Self.batchInterval
+        var committed = ContinuousClock.now - settings.batchInterval
         while true {
             if ledger == nil { ledger = open() }
             if ledger != nil {
                 // Busy: let the next batch gather.
-                let next = committed + Self.batchInterval
+                let next = committed + settings.batchInterval
                 let gathers = next > .now && state.withLock { state -> Bool in
                     guard !state.stopping, state.pending.count < Self.batchLimit else { return false }
                     state.writer = .gathering

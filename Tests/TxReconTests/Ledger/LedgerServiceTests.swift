@@ -3,7 +3,9 @@
 // takes a real confirmation's place), the rebuild of a damaged ledger, a
 // ledger that cannot be opened (delivery's side goes on), and the
 // watermark DoneReaper waits for.
+import Dispatch
 import Glibc
+import Synchronization
 import Testing
 import TxReconTestSupport
 @testable import TxRecon
@@ -72,6 +74,43 @@ import TxReconTestSupport
         }
         let written = await observed.waitFor(after: before) { $0.pending == 0 && $0.lagMilliseconds == 0 }
         #expect(written.unavailable == nil)
+    }
+
+    /// A batch that reaches `batchLimit` is written without waiting out
+    /// the interval (an hour here): what waits in memory stays bounded.
+    /// Waits on the writer's word that it went idle, at most 30 s, so that
+    /// a writer that does wait out the hour fails the test, not hangs it.
+    @Test func aFullBatchIsWrittenWithoutWaitingForTheInterval() throws {
+        let idle = DispatchSemaphore(value: 0)
+        let recording = Atomic<Bool>(false)
+        var settings = LedgerService.Settings(
+            path: directory.path + "/state/ledger.sqlite3", retention: .seconds(86_400),
+            destinations: [(Destination.primaryName, spool)],
+            reader: StoredItemReader(acceptEnvelopes: true, policy: nil,
+                                     receipts: ReceiptLibrary(store: ReceiptStore(layout: SpoolLayout(root: "/nonexistent")))),
+            maximumFileSize: 1 << 20)
+        settings.batchInterval = .seconds(3_600)
+        let ledger = LedgerService(settings: settings, log: log, observe: { status in
+            // The writer tells the status each time it goes idle.
+            if recording.load(ordering: .acquiring), status.pending == 0 { idle.signal() }
+        })
+        try ledger.start()
+        defer { ledger.stop() }
+        ledger.flush()
+        recording.store(true, ordering: .releasing)
+        for index in 0..<LedgerService.batchLimit {
+            ledger.record(destination: "backend", item: Self.envelope("k\(index)", version: 1), attempt: 1,
+                          confirmation: .http(status: 204), at: Timestamp.nowMilliseconds())
+        }
+        // Each time the writer goes idle (the start's own round may say so
+        // late), look.
+        let last = ItemKey("k\(LedgerService.batchLimit - 1)")!
+        let deadline = DispatchTime.now() + 30
+        var written = false
+        while !written, idle.wait(timeout: deadline) == .success {
+            written = ledger.confirmedVersion(at: "backend", of: last) == ItemVersion(primary: 1)
+        }
+        #expect(written, "the writer waits out the interval")
     }
 
     @Test func theIdempotencyKeyTheLedgerShowsIsTheOneTheRequestCarried() throws {
