@@ -158,6 +158,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.parse
 import zlib
 
 BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -773,7 +774,8 @@ class Daemon:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             try:
-                with contextlib.closing(sqlite3.connect(f"file:{self.ledger}?mode=ro", uri=True, timeout=1)) as db:
+                with contextlib.closing(sqlite3.connect(f"file:{urllib.parse.quote(self.ledger)}?mode=ro", uri=True,
+                                                     timeout=1)) as db:
                     if db.execute("SELECT count(*) FROM confirmations").fetchone()[0] >= rows:
                         return
             except sqlite3.Error:
