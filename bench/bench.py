@@ -768,22 +768,28 @@ class Daemon:
         """Returns once the ledger (if this binary keeps one) holds `rows`
         rows: its writer batches confirmations (up to a second), and a
         drain's CPU per item read before then would leave out the writes
-        of the drain's last items. The file is read as `sqlite3` reads it."""
+        of the drain's last items. The file is read as `sqlite3` reads it.
+        For a drain into a new ledger of one destination whose keys are
+        all distinct (as the drain rows make it): a row per drained item."""
         if self.ledger is None:
             return
         deadline = time.monotonic() + timeout
+        last_error = "no ledger file yet"
         while time.monotonic() < deadline:
             try:
                 with contextlib.closing(sqlite3.connect(f"file:{urllib.parse.quote(self.ledger)}?mode=ro", uri=True,
                                                      timeout=1)) as db:
-                    if db.execute("SELECT count(*) FROM confirmations").fetchone()[0] >= rows:
+                    held = db.execute("SELECT count(*) FROM confirmations").fetchone()[0]
+                    if held >= rows:
                         return
-            except sqlite3.Error:
-                pass        # not created yet, or being checkpointed
+                    last_error = f"{held} rows"
+            except sqlite3.Error as error:
+                last_error = str(error)     # not created yet, or being checkpointed
             if not self.alive():
                 raise BenchError(f"txrecon exited with status {self.process.returncode}; see {self.log_path}")
             time.sleep(poll)
-        raise BenchError(f"the ledger {self.ledger} did not hold {rows} rows within {timeout:.0f} s")
+        raise BenchError(f"the ledger {self.ledger} did not hold {rows} rows within {timeout:.0f} s "
+                         f"(last read: {last_error})")
 
     def wait_empty(self, timeout, poll=0.01, items_only=False):
         """Time at which new/ and queue/ are both empty; with `items_only`,

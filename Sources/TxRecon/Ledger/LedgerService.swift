@@ -62,19 +62,20 @@ final class LedgerService: Sendable {
 
     /// How long a failed ledger waits before it is tried again.
     static let retryInterval: Duration = .seconds(60)
-    /// The least time between two batches while confirmations keep coming.
-    /// Each commit is an fsync and, in the WAL, a copy of every page the
-    /// batch changed: keys arrive in no order (notifications are keyed by
-    /// a random UUID, a backlog by new/'s hash order), so a batch of a few
-    /// hundred rows rewrites nearly a page per row, and a larger batch
-    /// shares the pages (bench/FINDINGS.md, "The ledger's batches"). At
-    /// most this much more lag; a crash loses at most this much of the
-    /// ledger, which the catch-up reads back from done/.
+    /// The least time between two batches while confirmations keep coming
+    /// (the first after a quiet spell is written at once). Each commit is
+    /// an fsync and, in the WAL, a copy of every page the batch changed:
+    /// keys arrive in no order (notifications are keyed by a random UUID,
+    /// a backlog by new/'s hash order), so a batch of a few hundred rows
+    /// rewrites nearly a page per row, and a larger batch shares the pages
+    /// (bench/FINDINGS.md, "The ledger's batches"). While it gathers, a
+    /// crash loses that much of the ledger, which the catch-up reads back
+    /// from done/.
     static let batchInterval: Duration = .seconds(1)
-    /// A batch this large is written without waiting for the interval:
-    /// it bounds the memory the waiting confirmations take and keeps a
-    /// fast drain well below `pendingLimit`.
-    static let batchLimit = 4_096
+    /// A batch this large is written without waiting out the interval: a
+    /// drain's batches stay at about this size, and so does the memory
+    /// they take while gathering (a few hundred bytes a confirmation).
+    static let batchLimit = 1_024
     /// done/ files changed this long before the catch-up mark are read
     /// again at start: the wall clock may have been stepped back a little.
     static let catchUpMargin: Int64 = 60_000
@@ -115,6 +116,9 @@ final class LedgerService: Sendable {
         /// marks stay before it, and a catch-up from done/ records it.
         var lostSince: Int64?
         var writer = WriterPhase.working
+        /// A flush waits for what was reported before it: the writer does
+        /// not let the next batch gather (cleared when a batch is taken).
+        var flushRequested = false
         var stopping = false
         var status: Status
         /// Every delivered snapshot in done/ that changed before this (ms
@@ -232,6 +236,7 @@ final class LedgerService: Sendable {
             let round = DispatchSemaphore(value: 0)
             rounds.withLock { $0.append(round) }
             let signal = state.withLock { state -> Bool in
+                state.flushRequested = true
                 guard state.writer != .working else { return false }
                 state.writer = .working
                 return true
@@ -264,7 +269,9 @@ final class LedgerService: Sendable {
                 // Busy: let the next batch gather.
                 let next = committed + settings.batchInterval
                 let gathers = next > .now && state.withLock { state -> Bool in
-                    guard !state.stopping, state.pending.count < Self.batchLimit else { return false }
+                    guard !state.stopping, !state.flushRequested, state.pending.count < Self.batchLimit else {
+                        return false
+                    }
                     state.writer = .gathering
                     return true
                 }
@@ -395,7 +402,10 @@ final class LedgerService: Sendable {
     /// Takes what the engines reported and commits it with the new mark.
     private func writePending(_ ledger: SQLiteLedger) throws(LedgerError) {
         let (batch, lostSince) = state.withLock { state -> ([Waiting], Int64?) in
-            defer { state.pending.removeAll(keepingCapacity: true) }
+            defer {
+                state.pending.removeAll(keepingCapacity: true)
+                state.flushRequested = false
+            }
             return (state.pending, state.lostSince)
         }
         let now = self.now()
@@ -583,8 +593,9 @@ final class LedgerService: Sendable {
         }
         // Taken after the walk: a rename the walk saw was reported by now,
         // or is read (twice recorded at one version is harmless).
-        let reported = state.withLock { state in
-            Set(state.pending.lazy.filter { $0.destination == destination }.map(\.key))
+        let candidates = Set(changedSinceStart.map(\.key))
+        let reported = candidates.isEmpty ? [] : state.withLock { state in
+            Set(state.pending.lazy.filter { $0.destination == destination && candidates.contains($0.key) }.map(\.key))
         }
         for (key, changed) in changedSinceStart where failure == nil && !reported.contains(key) {
             add(key, changed: changed)

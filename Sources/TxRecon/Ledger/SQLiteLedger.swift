@@ -172,21 +172,23 @@ package final class SQLiteLedger: Ledger {
     /// of one key keep their order (the later one is the last word).
     func record(_ records: [LedgerRecord], replacingEqual: Bool = true) throws(LedgerError) {
         guard !records.isEmpty else { return }
-        let records = records.indices.sorted { a, b in
-            (records[a].destination, records[a].key.rawValue, a) < (records[b].destination, records[b].key.rawValue, b)
-        }.map { records[$0] }
+        // The order as indices: a sorted copy of the records would hold a
+        // second batch in memory while it is written.
+        let order = records.indices.sorted { a, b in
+            (records[a].destination, records[a].key, a) < (records[b].destination, records[b].key, b)
+        }
         try database.transaction { () throws(LedgerError) in
-            var start = records.startIndex
-            while start < records.endIndex {
-                let rows = records.endIndex - start >= Self.rowsPerRun ? Self.rowsPerRun : 1
+            var start = order.startIndex
+            while start < order.endIndex {
+                let rows = order.endIndex - start >= Self.rowsPerRun ? Self.rowsPerRun : 1
                 let shape = UpsertShape(rows: rows, replacingEqual: replacingEqual)
                 let upsert: SQLiteDatabase.Statement
                 if let prepared = upserts[shape] { upsert = prepared } else { upsert = try upsertStatement(shape) }
-                let run = records[start..<start + rows]
+                let run = order[start..<start + rows]
                 upsert.reset()
-                upsert.reserveText(run.reduce(0) { $0 + Self.textBytes(of: $1) })
-                for (row, record) in run.enumerated() {
-                    bind(record, to: upsert, from: Int32(row * Self.columnNames.count))
+                upsert.reserveText(run.reduce(0) { $0 + Self.textBytes(of: records[$1]) })
+                for (row, index) in run.enumerated() {
+                    bind(records[index], to: upsert, from: Int32(row * Self.columnNames.count))
                 }
                 try upsert.run()
                 start += rows
