@@ -20,8 +20,7 @@ extension Intake {
             let targets = routes.indices.filter { matches[$0].accepts(drop.item) }
             do throws(SpoolError) {
                 guard !targets.isEmpty else {
-                    let app = apps.name(of: drop.item)
-                    try reject(drop.name, Intake.noDestination(drop.item), app: app, rejected: &rejected)
+                    try rejectUnrouted(drop, apps: apps, rejected: &rejected)
                     continue
                 }
                 let file = try spool.fanOut(drop: drop.name, into: targets.map { routes[$0].spool.layout.new })

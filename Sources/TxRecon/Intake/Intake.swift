@@ -548,12 +548,17 @@ final class Intake: Sendable {
         engine.post { $0.noteNovelties(novelties) }
     }
 
-    /// `app`: the app of a verified drop rejected all the same (no
-    /// destination takes it), for the journal.
+    /// `app`: the app of a verified drop rejected all the same, for the journal.
     func reject(_ name: String, _ rejection: Rejection, app: String? = nil, rejected: inout Int) throws(SpoolError) {
         let movedTo = try spool.reject(drop: name, because: rejection, at: Timestamp.nowMilliseconds())
         events.rejected(file: name, rejection: rejection, movedTo: movedTo, app: app)
         rejected += 1
+    }
+
+    /// Rejects a verified drop no destination's [Match] takes, under its
+    /// app's name.
+    func rejectUnrouted(_ drop: Drop, apps: AppDirectory, rejected: inout Int) throws(SpoolError) {
+        try reject(drop.name, Intake.noDestination(drop.item), app: apps.name(of: drop.item), rejected: &rejected)
     }
 
     /// Hands `drops` to the engine (or, with several destinations, to each
@@ -571,8 +576,7 @@ final class Intake: Sendable {
         drops.removeAll { drop in
             guard !match.accepts(drop.item) else { return false }
             do throws(SpoolError) {
-                let app = apps.name(of: drop.item)
-                try reject(drop.name, Intake.noDestination(drop.item), app: app, rejected: &rejected)
+                try rejectUnrouted(drop, apps: apps, rejected: &rejected)
             } catch {
                 note(error, name: drop.name, failures: &failures)
             }

@@ -22,12 +22,20 @@ import TxReconTestSupport
         spool = Spool(layout: layout)
     }
 
-    func service(path: String? = nil, retention: Duration = .seconds(2 * 365 * 86_400)) -> LedgerService {
-        LedgerService(settings: LedgerService.Settings(
+    /// The service's settings on this suite's spool (its one destination
+    /// unless `destinations` says otherwise).
+    func settings(path: String? = nil, retention: Duration = .seconds(2 * 365 * 86_400),
+                  destinations: [(name: String, spool: Spool)]? = nil) -> LedgerService.Settings {
+        LedgerService.Settings(
             path: path ?? directory.path + "/state/ledger.sqlite3", retention: retention,
-            destinations: [(Destination.primaryName, spool)],
+            destinations: destinations ?? [(Destination.primaryName, spool)],
             reader: StoredItemReader(acceptEnvelopes: true, policy: nil,
-                                     receipts: ReceiptLibrary(store: ReceiptStore(layout: SpoolLayout(root: "/nonexistent")))), maximumFileSize: 1 << 20), log: log)
+                                     receipts: ReceiptLibrary(store: ReceiptStore(layout: SpoolLayout(root: "/nonexistent")))),
+            maximumFileSize: 1 << 20)
+    }
+
+    func service(path: String? = nil, retention: Duration = .seconds(2 * 365 * 86_400)) -> LedgerService {
+        LedgerService(settings: settings(path: path, retention: retention), log: log)
     }
 
     static func envelope(_ id: String, version: Int64) -> Item {
@@ -58,12 +66,8 @@ import TxReconTestSupport
     @Test(.timeLimit(.minutes(1)))
     func theWriterTellsTheStatusWhenItsBacklogIsWritten() async throws {
         let observed = Recorded<LedgerService.Status>()
-        let ledger = LedgerService(settings: LedgerService.Settings(
-            path: directory.path + "/state/ledger.sqlite3", retention: .seconds(86_400),
-            destinations: [(Destination.primaryName, spool)],
-            reader: StoredItemReader(acceptEnvelopes: true, policy: nil,
-                                     receipts: ReceiptLibrary(store: ReceiptStore(layout: SpoolLayout(root: "/nonexistent")))),
-            maximumFileSize: 1 << 20), log: log, observe: { observed.record($0) })
+        let ledger = LedgerService(settings: settings(retention: .seconds(86_400)), log: log,
+                                   observe: { observed.record($0) })
         try ledger.start()
         defer { ledger.stop() }
         _ = await observed.waitFor { !$0.catchingUp && $0.pending == 0 }
@@ -83,12 +87,7 @@ import TxReconTestSupport
     @Test func aFullBatchIsWrittenWithoutWaitingForTheInterval() throws {
         let idle = DispatchSemaphore(value: 0)
         let recording = Atomic<Bool>(false)
-        var settings = LedgerService.Settings(
-            path: directory.path + "/state/ledger.sqlite3", retention: .seconds(86_400),
-            destinations: [(Destination.primaryName, spool)],
-            reader: StoredItemReader(acceptEnvelopes: true, policy: nil,
-                                     receipts: ReceiptLibrary(store: ReceiptStore(layout: SpoolLayout(root: "/nonexistent")))),
-            maximumFileSize: 1 << 20)
+        var settings = settings(retention: .seconds(86_400))
         settings.batchInterval = .seconds(3_600)
         let ledger = LedgerService(settings: settings, log: log, observe: { status in
             // The writer tells the status each time it goes idle.
@@ -168,12 +167,10 @@ import TxReconTestSupport
         #expect(link(cut, layout.queue + "/cut") == 0, "the primary destination's copy, pending")
         _ = directory.write(#"{"id":"reported","version":2,"payload":{}}"#,
                             to: "spool/destinations/second/done/reported")
-        let ledger = LedgerService(settings: LedgerService.Settings(
-            path: directory.path + "/state/ledger.sqlite3", retention: .seconds(86_400),
-            destinations: [(Destination.primaryName, spool), ("second", Spool(layout: second))],
-            reader: StoredItemReader(acceptEnvelopes: true, policy: nil,
-                                     receipts: ReceiptLibrary(store: ReceiptStore(layout: SpoolLayout(root: "/nonexistent")))),
-            maximumFileSize: 1 << 20), log: log, now: { Timestamp.nowMilliseconds() - 3_600_000 })
+        let ledger = LedgerService(
+            settings: settings(retention: .seconds(86_400),
+                               destinations: [(Destination.primaryName, spool), ("second", Spool(layout: second))]),
+            log: log, now: { Timestamp.nowMilliseconds() - 3_600_000 })
         // Delivered by this process: its report waits for the writer.
         ledger.record(destination: "second", item: Self.envelope("reported", version: 2), attempt: 1,
                       confirmation: .http(status: 204), at: Timestamp.nowMilliseconds())
