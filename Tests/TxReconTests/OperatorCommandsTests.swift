@@ -106,7 +106,7 @@ import TxReconTestSupport
         }
         let result = commands.perform(ControlRequest(.retry, all: true), on: &pending, now: .seconds(1), wall: 0)
         #expect(result.applied == ["a", "b", "c"])
-        #expect(pending.entries.values.allSatisfy { $0.deadline == .seconds(1) })
+        #expect(pending.entries.allSatisfy { $0.1.deadline == .seconds(1) })
         #expect(log.entries.isEmpty, "the CLI's answer reports --all")
     }
 }

@@ -210,14 +210,14 @@ package actor DeliveryEngine {
         while pacing.active < outstandingLimit, let start = nextStart(now: now), start <= now,
               let first = pending.popNext(now: now) {
             // One lookup: the entry is changed where it is stored.
-            guard let index = pending.entries.index(forKey: first.key),
-                  !pending.entries.values[index].inFlight,
-                  pending.entries.values[index].deadline == first.deadline else { continue }
+            guard let index = pending.entries.position(of: first.key),
+                  !pending.entries[position: index].inFlight,
+                  pending.entries[position: index].deadline == first.deadline else { continue }
             pacing.started(first.key, now: now)
-            let entry = pending.entries.values[index]
+            let entry = pending.entries[position: index]
             let cached = entry.cachedItem
-            pending.entries.values[index].inFlight = true
-            if entry.inbox == nil { pending.entries.values[index].forgetItem() }
+            pending.entries[position: index].inFlight = true
+            if entry.inbox == nil { pending.entries[position: index].forgetItem() }
             // An earlier delivery of the key may have left its failure
             // record in done/; the index says when it cannot have.
             let follows = spool.keepsDone && done.mayHold(first.key)
@@ -304,8 +304,8 @@ package actor DeliveryEngine {
         let item = answered?.item
         // One look-up: nothing changes the entries before the fate is
         // performed, so `index` holds until then.
-        guard let index = pending.entries.index(forKey: key) else { return afterAttempt(of: key) }
-        var entry = pending.entries.values[index]
+        guard let index = pending.entries.position(of: key) else { return afterAttempt(of: key) }
+        var entry = pending.entries[position: index]
         entry.inFlight = false
         let verdict: AttemptVerdict
         switch exchange {
@@ -357,7 +357,7 @@ package actor DeliveryEngine {
         case let .retry(retry):
             let parked = retry.placesParked ? entry.parked?.value : nil
             if parked != nil { entry.parked = nil }
-            pending.entries.values[index] = entry
+            pending.entries[position: index] = entry
             scheduleRetry(key, reason: retry.reason, status: retry.status, retryAfter: retry.retryAfter,
                           countsAgainstBackend: retry.countsAgainstBackend, atOnce: retry.atOnce, wasProbe: wasProbe,
                           app: item.flatMap { settings.apps.name(of: $0) })

@@ -25,9 +25,9 @@ struct PendingItems {
     /// memory stays small.
     static let itemCacheLimit = 4096
 
-    /// One pending key. Kept small (a backlog may hold 100,000, and the
-    /// dictionary holding the entries reserves room for up to twice their
-    /// count): what is large or rare is boxed, and the stored properties are
+    /// One pending key. Kept small (a backlog may hold 100,000; the table
+    /// holding the entries, a DenseDictionary, keeps room for at most twice
+    /// their count): what is large or rare is boxed, and the stored properties are
     /// declared in the order that leaves no padding (Swift lays a struct out
     /// in declaration order: the one-byte ones after `version`'s flag, then
     /// the words), 72 bytes where 96 were at 00ce5c2.
@@ -169,7 +169,7 @@ struct PendingItems {
     /// or done/), nil when there is none; asked only where the rule needs it.
     typealias StoredVersion = (SpoolLocation) throws(SpoolError) -> ItemVersion?
 
-    var entries: [ItemKey: Entry] = [:]
+    var entries = DenseDictionary<ItemKey, Entry>()
     var held = Set<ItemKey>()
     /// Next attempts, earliest first; lazily pruned (see `isCurrent`). The
     /// bulk lane's are in `bulkReady`; `schedule` picks the lane, `next`
