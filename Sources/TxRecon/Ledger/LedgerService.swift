@@ -120,6 +120,9 @@ final class LedgerService: Sendable {
         /// not let the next batch gather (cleared when a batch is taken).
         var flushRequested = false
         var stopping = false
+        /// The writer thread has ended (after `stop`): nothing more is
+        /// written, and a flush has nothing to wait for.
+        var ended = false
         var status: Status
         /// Every delivered snapshot in done/ that changed before this (ms
         /// since 1970) is durable in the ledger; 0 until the start-up
@@ -163,6 +166,9 @@ final class LedgerService: Sendable {
         state.withLock { $0.status.catchingUp = true }
         try DedicatedThread.start(name: "txrecon-ledger") { [self] in
             run()
+            state.withLock { $0.ended = true }
+            // A flush that began as the writer ended waits for a round.
+            endRound()
             finished.signal()
         }
     }
@@ -223,23 +229,28 @@ final class LedgerService: Sendable {
 
     /// Returns once everything reported before the call is committed and
     /// the start-up catch-up is done; at once while the ledger is
-    /// unavailable (there is nothing to wait for). Cuts a batch's gathering
-    /// short. For tests, which read the ledger right after a delivery;
-    /// blocks the caller.
+    /// unavailable or stopped (there is nothing to wait for). Cuts a
+    /// batch's gathering short. For tests, which read the ledger right
+    /// after a delivery; blocks the caller.
     func flush() {
         while true {
-            let done = state.withLock { state in
-                state.status.unavailable != nil || (state.pending.isEmpty && !state.status.catchingUp
-                                                    && state.writer == .idle)
-            }
-            if done { return }
             let round = DispatchSemaphore(value: 0)
+            // Listed before the look below: a writer that ends or finishes
+            // a round after it wakes this one.
             rounds.withLock { $0.append(round) }
-            let signal = state.withLock { state -> Bool in
+            let signal = state.withLock { state -> Bool? in
+                if state.ended || state.status.unavailable != nil
+                    || (state.pending.isEmpty && !state.status.catchingUp && state.writer == .idle) {
+                    return nil
+                }
                 state.flushRequested = true
                 guard state.writer != .working else { return false }
                 state.writer = .working
                 return true
+            }
+            guard let signal else {
+                rounds.withLock { $0.removeAll { $0 === round } }
+                return
             }
             if signal { wake.signal() }
             round.wait()

@@ -112,6 +112,23 @@ import TxReconTestSupport
         #expect(written, "the writer waits out the interval")
     }
 
+    /// A flush once the writer has ended has nothing to wait for: it
+    /// returns (it waited for a round no writer would end). Bounded: a
+    /// flush that still waits fails the test after 30 s, not hangs it.
+    @Test func aFlushAfterStopReturns() throws {
+        let ledger = service()
+        try ledger.start()
+        ledger.record(destination: "backend", item: Self.envelope("k1", version: 1), attempt: 1,
+                      confirmation: .http(status: 204), at: Timestamp.nowMilliseconds())
+        ledger.stop()
+        let returned = DispatchSemaphore(value: 0)
+        try DedicatedThread.start(name: "test-flush") {
+            ledger.flush()
+            returned.signal()
+        }
+        #expect(returned.wait(timeout: .now() + 30) == .success, "flush waits for a writer that has ended")
+    }
+
     @Test func theIdempotencyKeyTheLedgerShowsIsTheOneTheRequestCarried() throws {
         let ledger = service()
         try ledger.start()
