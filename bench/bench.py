@@ -98,7 +98,10 @@ Measurements (each on a fresh spool under a temporary directory):
     ledger-drain  the drain of 1 against the release binary of the commit
               before the ledger (00ce5c2, built once from `git archive` into
               .build/bench, or --reference-binary), alternated run by run:
-              rate and CPU per item within 5 %.
+              rate and CPU per item within 5 %. Beside it, as reference
+              lines, against this binary with its ledger unavailable
+              (LedgerFile= under /dev/null: it delivers as without one):
+              the ledger's own cost on today's engine.
     receive   `txrecon receive` on loopback (generic envelopes at /envelopes):
               the durable receive rate with --receive-clients (32) clients,
               curlclient's keep-alive connections, each POST answered 200
@@ -250,6 +253,10 @@ def build_txrecon(args):
 
 # The commit before the ledger (9cddbe9's parent): ledger-drain's reference.
 LEDGER_REFERENCE_COMMIT = "00ce5c2"
+# A LedgerFile= that cannot be created (its directory is a file): the daemon
+# logs an error and delivers without a ledger, as it does when its ledger is
+# lost; the ledger-drain row's second reference (the ledger's own cost).
+UNAVAILABLE_LEDGER = "/dev/null/txrecon-bench-ledger.sqlite3"
 
 
 def build_reference(commit):
@@ -995,11 +1002,11 @@ class Bench:
     # -- 1 and 2: drain and the libcurl limit ------------------------------
 
     def drain_prefilled(self, run, count, url=None, fill=write_envelopes, verification=None, sample_rss=False,
-                        binary=None):
+                        binary=None, ledger=None):
         """Exec with `count` drops waiting in new/; (rate, cpu µs/item, rss samples); the kernel's
-        share of that CPU in self.kernel_shares."""
+        share of that CPU in self.kernel_shares. `ledger`: LedgerFile= (default: one beside the spool)."""
         daemon = Daemon(self, f"drain-{run}", url or self.nginx.url(self.nginx.fast_port), verification=verification,
-                        binary=binary)
+                        binary=binary, ledger=ledger)
         try:
             names = keys(f"d{run}", count)
             fill(daemon.spool.path("new"), names)
@@ -1011,7 +1018,8 @@ class Bench:
                 end = self.sample_until_empty(daemon, samples, timeout=self.drain_timeout(count))
             else:
                 end = daemon.wait_empty(self.drain_timeout(count))
-            daemon.wait_ledger(count, timeout=30)
+            if ledger != UNAVAILABLE_LEDGER:
+                daemon.wait_ledger(count, timeout=30)
             user, system = proc_cpu_split_ticks(daemon.pid)
             cpu = (user + system) / CLOCK_TICKS
             self.kernel_shares.append(system / max(1, user + system))
@@ -1803,16 +1811,20 @@ class Bench:
         reference = self.args.reference_binary or build_reference(LEDGER_REFERENCE_COMMIT)
         label = "--reference-binary" if self.args.reference_binary else LEDGER_REFERENCE_COMMIT
         metric = f"2. Drain of {self.args.items:,} envelopes with the ledger, against {label}"
-        ours, theirs = [], []
+        ours, theirs, without = [], [], []
         try:
             for run in range(self.args.runs):
-                log(f"ledger drain run {run + 1}/{self.args.runs}: the reference, then this txrecon")
+                log(f"ledger drain run {run + 1}/{self.args.runs}: the reference, this txrecon, "
+                    "this txrecon with its ledger unavailable")
                 rate, cpu, _ = self.drain_prefilled(f"ref-{run}", self.args.items, binary=reference)
                 theirs.append((rate, cpu))
                 log(f"  reference {rate:,.0f}/s, {cpu:.0f} µs CPU per item")
                 rate, cpu, _ = self.drain_prefilled(f"ledger-{run}", self.args.items)
                 ours.append((rate, cpu))
                 log(f"  this txrecon {rate:,.0f}/s, {cpu:.0f} µs CPU per item")
+                rate, cpu, _ = self.drain_prefilled(f"noledger-{run}", self.args.items, ledger=UNAVAILABLE_LEDGER)
+                without.append((rate, cpu))
+                log(f"  this txrecon, its ledger unavailable: {rate:,.0f}/s, {cpu:.0f} µs CPU per item")
         except BenchError as error:
             return self.fail_row(metric, "within 5 %", error)
         rates = [a[0] / b[0] for a, b in zip(ours, theirs)]
@@ -1821,6 +1833,14 @@ class Bench:
                      runs_note([r * 100 for r in rates], " %")))
         self.add(Row(metric + ": CPU per item", f"{median(cpus):.3f}×", "≤ 1.05×", median(cpus) <= 1.05,
                      runs_note(cpus, "×")))
+        # The ledger's own cost on this engine: the same binary, its ledger
+        # unavailable (it then delivers as without one).
+        rates = [a[0] / b[0] for a, b in zip(ours, without)]
+        cpus = [a[1] / b[1] for a, b in zip(ours, without)]
+        self.add(Row("2. … against this txrecon with its ledger unavailable (the ledger's own cost): rate",
+                     f"{median(rates) * 100:.1f} %", "reference", None, runs_note([r * 100 for r in rates], " %")))
+        self.add(Row("2. … against this txrecon with its ledger unavailable: CPU per item",
+                     f"{median(cpus):.3f}×", "reference", None, runs_note(cpus, "×")))
 
     def sample_until_empty(self, daemon, samples, timeout):
         """Samples (seconds since exec, RSS KiB, delivered) every 0.25 s until drained."""
