@@ -30,30 +30,53 @@ import Testing
         }
     }
 
+    /// Random operations on keys from a small range (the table stays
+    /// small), then a wide one (it grows past the size at which it
+    /// shrinks), then every wide key removed (it shrinks on the way), then
+    /// the small range again.
     @Test func randomInsertionsUpdatesAndRemovalsLeaveWhatADictionaryWould() {
         var generator = Seeded(state: 42)
         var dense = DenseDictionary<String, Int>()
         var model: [String: Int] = [:]
-        for step in 0..<20_000 {
-            let key = "k\(Int.random(in: 0..<500, using: &generator))"
-            switch Int.random(in: 0..<6, using: &generator) {
-            case 0, 1, 2:
-                dense[key] = step
-                model[key] = step
-            case 3:
-                #expect(dense.removeValue(forKey: key) == model.removeValue(forKey: key))
-            case 4:
-                dense[key] = nil
-                model[key] = nil
-            default:
-                if let position = dense.position(of: key) {
-                    #expect(dense.remove(at: position) == model.removeValue(forKey: key))
-                } else {
-                    #expect(model[key] == nil)
+        func randomSteps(_ steps: Range<Int>, keysBelow range: Int) {
+            for step in steps {
+                let key = "k\(Int.random(in: 0..<range, using: &generator))"
+                switch Int.random(in: 0..<6, using: &generator) {
+                case 0, 1, 2:
+                    dense[key] = step
+                    model[key] = step
+                case 3:
+                    #expect(dense.removeValue(forKey: key) == model.removeValue(forKey: key))
+                case 4:
+                    dense[key] = nil
+                    model[key] = nil
+                default:
+                    if let position = dense.position(of: key) {
+                        #expect(dense.remove(at: position) == model.removeValue(forKey: key))
+                    } else {
+                        #expect(model[key] == nil)
+                    }
                 }
+                if step % 5_000 == 0 { Self.expectSame(dense, model) }
             }
-            if step % 1_000 == 0 { Self.expectSame(dense, model) }
         }
+        randomSteps(0..<20_000, keysBelow: 500)
+        Self.expectSame(dense, model)
+        randomSteps(20_000..<40_000, keysBelow: 20_000)
+        Self.expectSame(dense, model)
+        let grown = dense.storageCapacity
+        #expect(grown > 8_192, "the wide range grew the table past the size at which it shrinks")
+        for (index, key) in model.keys.filter({ Int($0.dropFirst())! >= 500 }).enumerated() {
+            if index % 2 == 0 {
+                #expect(dense.removeValue(forKey: key) == model.removeValue(forKey: key))
+            } else {
+                let position = dense.position(of: key)
+                #expect(position.map { dense.remove(at: $0) } == model.removeValue(forKey: key))
+            }
+        }
+        Self.expectSame(dense, model)
+        #expect(dense.storageCapacity < grown, "the table shrank as the wide keys left")
+        randomSteps(40_000..<60_000, keysBelow: 500)
         Self.expectSame(dense, model)
     }
 
@@ -69,17 +92,24 @@ import Testing
         #expect(dense["k0"] == nil && dense["k9"] == 9 && dense["k3"] == 33 && dense.count == 9)
     }
 
-    @Test func aLargeTableThatEmptiesGivesItsStorageBackASmallOneKeepsIt() {
+    @Test func aLargeTableThatFallsToAQuarterGivesItsStorageBackASmallOneKeepsIt() {
         var large = DenseDictionary<String, Int>()
-        for index in 0..<10_000 { large["k\(index)"] = index }
-        #expect(large.capacity >= 10_000)
-        for index in 0..<10_000 { large["k\(index)"] = nil }
-        #expect(large.isEmpty && large.capacity < 10_000)
+        for index in 0..<100_000 { large["k\(index)"] = index }
+        #expect(large.storageCapacity >= 100_000)
+        // A backlog drained but for a few keys left retrying.
+        for index in 10..<100_000 { large["k\(index)"] = nil }
+        // Shrinking stops at 4,096 entries' room (a dictionary of 6,144).
+        #expect(large.count == 10 && large.storageCapacity < 10_000)
+        let left = (0..<10).map { large["k\($0)"] }
+        #expect(left == (0..<10).map { $0 })
+        for index in 0..<10 { large["k\(index)"] = nil }
+        #expect(large.isEmpty)
 
         var small = DenseDictionary<String, Int>()
         for index in 0..<100 { small["k\(index)"] = index }
+        let room = small.storageCapacity
         for index in 0..<100 { small["k\(index)"] = nil }
-        #expect(small.isEmpty && small.capacity >= 100)
+        #expect(small.isEmpty && small.storageCapacity == room)
         small["again"] = 1
         #expect(small["again"] == 1 && small.count == 1)
     }

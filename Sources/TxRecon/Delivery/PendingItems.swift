@@ -25,9 +25,10 @@ struct PendingItems {
     /// memory stays small.
     static let itemCacheLimit = 4096
 
-    /// One pending key. Kept small (a backlog may hold 100,000; the table
-    /// holding the entries, a DenseDictionary, keeps room for at most twice
-    /// their count): what is large or rare is boxed, and the stored properties are
+    /// One pending key. Kept small (a backlog may hold 100,000; the
+    /// DenseDictionary holding the entries keeps room for up to twice their
+    /// count while it grows, four times while it shrinks): what is large or
+    /// rare is boxed, and the stored properties are
     /// declared in the order that leaves no padding (Swift lays a struct out
     /// in declaration order: the one-byte ones after `version`'s flag, then
     /// the words), 72 bytes where 96 were at 00ce5c2.

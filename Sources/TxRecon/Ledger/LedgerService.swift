@@ -164,12 +164,15 @@ final class LedgerService: Sendable {
     /// holds up READY.
     func start() throws(ThreadStartError) {
         state.withLock { $0.status.catchingUp = true }
-        try DedicatedThread.start(name: "txrecon-ledger") { [self] in
-            run()
-            state.withLock { $0.ended = true }
-            // A flush that began as the writer ended waits for a round.
-            endRound()
-            finished.signal()
+        do {
+            try DedicatedThread.start(name: "txrecon-ledger") { [self] in
+                run()
+                ended()
+            }
+        } catch {
+            // No writer: flush and stop have nothing to wait for.
+            ended()
+            throw error
         }
     }
 
@@ -330,6 +333,14 @@ final class LedgerService: Sendable {
         }
         reader.withLock { $0 = nil }
         endRound()
+    }
+
+    /// The writer is gone (or never started): wakes a flush that began as
+    /// it ended, and `stop`.
+    private func ended() {
+        state.withLock { $0.ended = true }
+        endRound()
+        finished.signal()
     }
 
     /// Wakes the callers of `flush` waiting for the writer's round to end.

@@ -3,14 +3,16 @@
 //
 // Swift's Dictionary stores a key and a value per bucket and keeps at most
 // three quarters of a power of two of buckets in use, so n entries reserve
-// room for between 4n/3 and 8n/3 values. PendingItems' 72-byte entries,
-// one per pending key, took 262,144 buckets at 100,000 keys: 22 MiB, the
-// largest part of the daemon's memory with a backlog (bench/FINDINGS.md,
-// "The pending keys' table"). Here the dictionary maps each key to a 4-byte
-// position, and the keys and values sit in two arrays of the count (whose
-// capacity grows by doubling, as an array's does); a removal moves the last
-// entry into the hole. A table that empties after it was large gives its
-// memory back.
+// room for between 4n/3 and 8n/3 values, and it never shrinks.
+// PendingItems' 72-byte entries, one per pending key, took 262,144 buckets
+// at 100,000 keys: 22 MiB, the largest part of the daemon's memory with a
+// backlog, kept for good once the backlog was gone (bench/FINDINGS.md,
+// "The pending keys' table"). Here the dictionary maps each key to a
+// 4-byte position, and the keys and values sit in two arrays of the count
+// (whose capacity grows by doubling, as an array's does); a removal moves
+// the last entry into the hole. A large table that falls to a quarter of
+// its room is copied into one of half the room (amortized O(1) per
+// removal), so a drained backlog gives its memory back.
 //
 // Positions change on insertion and removal: one from `position(of:)` is
 // valid until the next of either. Iteration order is arbitrary, as a
@@ -21,9 +23,9 @@ struct DenseDictionary<Key: Hashable, Value> {
     private var keyList: [Key] = []
     private var values: [Value] = []
 
-    /// Below this capacity an emptied table keeps its storage: a drain that
-    /// empties it after every item must not allocate it again each time.
-    private static var releasedAbove: Int { 4_096 }
+    /// Below this room a table keeps its storage when it empties: a drain
+    /// that empties it after every item must not allocate it each time.
+    private static var shrinksAbove: Int { 4_096 }
 
     init() {}
 
@@ -31,8 +33,9 @@ struct DenseDictionary<Key: Hashable, Value> {
     var isEmpty: Bool { keyList.isEmpty }
     /// The keys, in the table's (arbitrary) order.
     var keys: [Key] { keyList }
-    /// How many entries it has room for before its arrays grow.
-    var capacity: Int { Swift.min(keyList.capacity, values.capacity) }
+    /// The most entries any of its stores has room for (what its memory
+    /// is sized by).
+    var storageCapacity: Int { Swift.max(positions.capacity, keyList.capacity, values.capacity) }
 
     subscript(key: Key) -> Value? {
         get { positions[key].map { values[Int($0)] } }
@@ -53,19 +56,23 @@ struct DenseDictionary<Key: Hashable, Value> {
         _modify { yield &values[position] }
     }
 
-    /// Stores `value` under `key`: a new key costs one look-up, as in a
-    /// Dictionary (the position is stored as it is looked for).
+    /// Stores `value` under `key`, in one look-up: a Dictionary's
+    /// default subscript stores the next position if the key is new.
     private mutating func store(_ value: Value, forKey key: Key) {
         precondition(keyList.count < Int(Int32.max), "DenseDictionary holds at most Int32.max entries")
-        if let position = positions.updateValue(Int32(keyList.count), forKey: key) {
-            // Already there: it keeps its position.
-            positions[key] = position
-            values[Int(position)] = value
-        } else {
+        let end = Int32(keyList.count)
+        let position = Self.value(of: &positions[key, default: end])
+        if position == end {
             keyList.append(key)
             values.append(value)
+        } else {
+            values[Int(position)] = value
         }
     }
+
+    /// Reads through `inout`, so that the default subscript's modify
+    /// accessor (which inserts the default) is the one used.
+    private static func value(of position: inout Int32) -> Int32 { position }
 
     /// Removes `key`'s entry; returns its value, if it had one.
     @discardableResult
@@ -98,8 +105,16 @@ struct DenseDictionary<Key: Hashable, Value> {
         }
         keyList.removeLast()
         let value = values.removeLast()
-        if keyList.isEmpty, keyList.capacity > Self.releasedAbove { self = DenseDictionary() }
+        if keyList.count <= keyList.capacity / 4, keyList.capacity > Self.shrinksAbove { shrink() }
         return value
+    }
+
+    /// Copies the entries into stores of twice their count.
+    private mutating func shrink() {
+        var smaller = DenseDictionary()
+        smaller.reserveCapacity(keyList.count * 2)
+        for (key, value) in zip(keyList, values) { smaller.store(value, forKey: key) }
+        self = smaller
     }
 }
 
