@@ -23,8 +23,9 @@ struct DenseDictionary<Key: Hashable, Value> {
     private var keyList: [Key] = []
     private var values: [Value] = []
 
-    /// Below this room a table keeps its storage when it empties: a drain
-    /// that empties it after every item must not allocate it each time.
+    /// A table with room for at most this many keeps its storage however
+    /// few it holds: a drain that empties it after every item must not
+    /// allocate it each time.
     private static var shrinksAbove: Int { 4_096 }
 
     init() {}
