@@ -1,22 +1,11 @@
 // DenseDictionary against Swift's Dictionary: the same operations, seeded
 // and random, must leave the same contents; positions stay valid until the
-// next change; an emptied large table gives its storage back.
+// next change; a large table that falls to a quarter of its room gives it back.
 import Testing
+import TxReconTestSupport
 @testable import TxRecon
 
 @Suite struct DenseDictionaryTests {
-    /// SplitMix64: the same sequence on every run.
-    struct Seeded: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     static func expectSame(_ dense: DenseDictionary<String, Int>, _ model: [String: Int]) {
         #expect(dense.count == model.count)
         #expect(dense.isEmpty == model.isEmpty)
@@ -35,7 +24,7 @@ import Testing
     /// shrinks), then every wide key removed (it shrinks on the way), then
     /// the small range again.
     @Test func randomInsertionsUpdatesAndRemovalsLeaveWhatADictionaryWould() {
-        var generator = Seeded(state: 42)
+        var generator = SeededGenerator(seed: 42)
         var dense = DenseDictionary<String, Int>()
         var model: [String: Int] = [:]
         func randomSteps(_ steps: Range<Int>, keysBelow range: Int) {
