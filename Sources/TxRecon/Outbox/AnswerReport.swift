@@ -15,6 +15,9 @@ package struct AnswerReport: Sendable {
     /// theirs, or their app's key cannot be used (each also logged); sent
     /// once their app's file or key is right.
     var waitingForApp = 0
+    /// Purchases several destinations take, given up because one of them
+    /// did not confirm within 30 days of the first (each also logged).
+    var givenUp = 0
     /// What the outbox holds at the end, for the metrics.
     var counts = Outbox.Counts()
     var stop: SweepStop?
@@ -27,9 +30,10 @@ package struct AnswerReport: Sendable {
     var logEntry: LogEntry {
         var message = "answer: \(sent) sent, \(setAside) set aside, \(waiting) waiting"
         if waitingForApp > 0 { message += " (\(waitingForApp) for an app not configured or without a usable key)" }
+        if givenUp > 0 { message += ", \(givenUp) not finished (not confirmed by every destination within 30 days)" }
         if let stop { message += "; stopped: \(stop.reason)" }
         let priority: LogPriority = switch stop?.kind {
-        case nil: waitingForApp > 0 ? .warning : .info
+        case nil: waitingForApp > 0 || givenUp > 0 ? .warning : .info
         case .temporary?: .warning
         case .configuration?, .failed?: .error
         }

@@ -17,7 +17,10 @@
 //
 // An entry reaches Apple once when nothing crashes: it moves to sent/ right
 // after Apple took it; a kill in between sends it again (at most one
-// duplicate; both calls are idempotent at Apple). Runs on its own thread;
+// duplicate; both calls are idempotent at Apple). Last, it removes what
+// waits for nothing: sent/ entries older than 30 days, and the markers in
+// confirmed/ of a purchase answered already or given up (30 days without
+// every destination's confirmation). Runs on its own thread;
 // one log entry per entry sent or set aside and one per run.
 import Glibc
 
@@ -111,6 +114,8 @@ package enum AnswerRun {
             report.stop = error
         }
         prune(outbox.sent, olderThan: clock.wallMilliseconds - Outbox.sentRetention.milliseconds, log: log)
+        reapConfirmations(outbox, givingUpBefore: clock.wallMilliseconds - Outbox.confirmationRetention.milliseconds,
+                          log: log, report: &report)
     }
 
     /// Moves what the daemon wrote into queue/; returns what queue/ holds.
@@ -122,6 +127,39 @@ package enum AnswerRun {
             return try outbox.entries(in: outbox.queue)
         } catch {
             throw SweepStop(kind: .failed, reason: "cannot take the entries of \(outbox.new): \(error)")
+        }
+    }
+
+    /// Removes the markers in confirmed/ that wait for nothing: those of a
+    /// purchase whose entry is written (the daemon's clearing was cut
+    /// short), and those of a purchase whose first confirmation is older
+    /// than `limit` (ms since 1970): given up, with a warning naming it.
+    private static func reapConfirmations(_ outbox: Outbox, givingUpBefore limit: Int64, log: any LogSink,
+                                          report: inout AnswerReport) {
+        let purchases: [Outbox.Confirmations]
+        do {
+            purchases = try outbox.confirmations()
+        } catch {
+            log.write(LogEntry(.warning, "cannot read \(outbox.confirmed): \(error)"))
+            return
+        }
+        for purchase in purchases {
+            let written = outbox.pastNew(purchase.name) != nil || !SystemCall.isMissing(outbox.new + "/" + purchase.name)
+            guard written || purchase.since < limit else { continue }
+            do {
+                try outbox.clearConfirmations(purchase.name, of: purchase.destinations)
+            } catch {
+                log.write(LogEntry(.warning, "cannot remove the markers of \(purchase.name) in \(outbox.confirmed): \(error)"))
+                continue
+            }
+            guard !written else { continue }
+            report.givenUp += 1
+            let confirmedBy = purchase.destinations.joined(separator: ", ")
+            log.write(LogEntry(.warning, "answer: \(purchase.name) is not finished at Apple: \(confirmedBy) confirmed "
+                               + "it (first at \(Timestamp.rfc3339(milliseconds: purchase.since))), another destination "
+                               + "that takes it did not within 30 days; see with txrecon show why it did not (held, "
+                               + "dropped, [Match] or destination changed) and finish it from the backend if it should be",
+                               fields: [("TXRECON_OUTBOX_ENTRY", purchase.name), ("TXRECON_CONFIRMED_BY", confirmedBy)]))
         }
     }
 

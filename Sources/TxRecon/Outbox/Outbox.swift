@@ -13,7 +13,8 @@
 //                      each with NAME.reason; a person looks at them
 //   outbox/confirmed/  for a purchase several destinations take: one marker
 //                      per destination that confirmed it, NAME.DESTINATION,
-//                      until the last one writes the entry
+//                      until the last one writes the entry (or `txrecon
+//                      answer` gives the purchase up after 30 days)
 //
 // The daemon writes into tmp/, confirmed/ and new/; `txrecon answer` moves
 // entries on from new/. Both run as the user txrecon. Blocks on disk I/O;
@@ -32,6 +33,14 @@ package struct Outbox: Sendable {
     /// How long sent/ keeps an entry: 30 days, longer than any redelivery
     /// of the item it answers is likely to take.
     package static let sentRetention: Duration = .seconds(30 * 86_400)
+
+    /// How long a purchase several destinations take waits in confirmed/
+    /// for the last of them: 30 days, far beyond any outage a destination's
+    /// retries ride out. Past it the purchase is given up (never finished
+    /// at Apple, with a warning): a destination removed, its `[Match]`
+    /// changed, or the item dropped by an operator would otherwise leave
+    /// its markers there for ever.
+    package static let confirmationRetention: Duration = .seconds(30 * 86_400)
 
     /// The outbox of the spool at `spool`.
     package init(spool: String) {
@@ -104,6 +113,35 @@ package struct Outbox: Sendable {
         for destination in destinations {
             try SystemCall.unlinkIfPresent(confirmed + "/" + name + "." + destination)
         }
+    }
+
+    /// The markers in confirmed/ of one purchase: its finish entry's name,
+    /// the destinations that confirmed it, and when the first of them did
+    /// (ms since 1970: a marker is written once and never touched again).
+    package struct Confirmations: Sendable, Equatable {
+        package var name: String
+        package var destinations: [String]
+        package var since: Int64
+    }
+
+    /// Every purchase with markers in confirmed/, in entry name order.
+    /// Anything there not shaped `ENTRY.DESTINATION` is left alone.
+    package func confirmations() throws(SpoolError) -> [Confirmations] {
+        var byName: [String: Confirmations] = [:]
+        for marker in try SystemCall.listDirectory(confirmed) {
+            // A destination's name has no dot: the entry's name ends at the
+            // last one.
+            guard let dot = marker.lastIndex(of: ".") else { continue }
+            let name = String(marker[..<dot]), destination = String(marker[marker.index(after: dot)...])
+            guard OutboxEntry.isEntryName(name), !destination.isEmpty,
+                  let info = try? SystemCall.linkStatus(confirmed + "/" + marker) else { continue }
+            let written = Int64(info.st_mtim.tv_sec) * 1000 + Int64(info.st_mtim.tv_nsec) / 1_000_000
+            byName[name, default: Confirmations(name: name, destinations: [], since: written)].destinations
+                .append(destination)
+            byName[name]!.since = min(byName[name]!.since, written)
+        }
+        return byName.values.map { var purchase = $0; purchase.destinations.sort(); return purchase }
+            .sorted { $0.name < $1.name }
     }
 
     /// The entry names in `directory`, oldest name first.

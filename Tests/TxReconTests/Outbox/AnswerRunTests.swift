@@ -1,7 +1,9 @@
 // AnswerRunTests: `txrecon answer` with a manual clock against the stand-in
 // of Apple's API: a run that Apple keeps failing gives up within its budget
 // (no real waiting) and exits 75 with the entry kept for the next run; and
-// the API each environment's entries go to.
+// the API each environment's entries go to; and the markers of purchases
+// several destinations take, cleared once answered, given up after 30 days.
+import Glibc
 import Testing
 import TxReconTestSupport
 @testable import TxRecon
@@ -87,6 +89,75 @@ import TxReconTestSupport
         #expect(try outbox.entries(in: outbox.queue).sorted() == [three, nobody].sorted())
         #expect(report.exitStatus == 78 && report.stop?.reason.contains("/nonexistent/key.p8") == true,
                 "\(String(describing: report.stop))")
+    }
+
+    @Test func markersWaitingLongerThan30DaysAreGivenUpAndThoseOfAWrittenEntryCleared() throws {
+        let directory = TemporaryDirectory("txrecon-answer-markers")
+        let clock = ManualSweepClock(wallMilliseconds: SweepHarness.start)
+        let key = TestSigningKey()
+        let api = try MockAppStoreServerAPI(identity: MockAppStoreServerAPI.Identity(key: key), entries: [],
+                                            now: { clock.wallMilliseconds })
+        let keyPath = directory.write(key.pkcs8PEM, to: "appstore-key.p8", mode: 0o600)
+        let path = directory.write("""
+            [Spool]
+            Directory=\(directory.path)/spool
+            [Backend]
+            URL=http://127.0.0.1:9/
+            \(api.sweepSection(privateKeyFile: keyPath))
+            """, to: "txrecon.conf")
+        let outbox = Outbox(spool: directory.path + "/spool")
+        directory.makeDirectory("spool", mode: 0o750)
+        try outbox.prepare()
+        // Each marker written when the run's clock says, less its age.
+        func mark(_ name: String, by destination: String, daysAgo: Int64) throws {
+            try outbox.markConfirmed(name, by: destination)
+            let written = clock.wallMilliseconds - daysAgo * 86_400_000
+            var times = [timespec](repeating: timespec(tv_sec: Int(written / 1000), tv_nsec: 0), count: 2)
+            #expect(utimensat(AT_FDCWD, outbox.confirmed + "/" + name + "." + destination, &times, 0) == 0)
+        }
+        let abandoned = "finish.Sandbox.6201.json", waiting = "finish.Sandbox.6202.json"
+        let answered = "finish.Sandbox.6203.json"
+        try mark(abandoned, by: "backend", daysAgo: 31)
+        try mark(abandoned, by: "analytics", daysAgo: 30)
+        try mark(waiting, by: "backend", daysAgo: 29)
+        try mark(answered, by: "backend", daysAgo: 1)
+        // Its last destination wrote the entry, and a crash cut the
+        // clearing of the markers short; Apple took it already.
+        let entry = OutboxEntry(kind: .finish, transactionId: "6203", environment: .sandbox, bundleId: nil,
+                                requestedAt: nil, confirmedAt: clock.wallMilliseconds, destination: "analytics",
+                                consumptionInformation: nil)
+        #expect(entry.fileName == answered)
+        _ = try outbox.write(entry)
+        directory.write("not a marker", to: "spool/outbox/confirmed/notes.txt")
+        let log = RecordingLogSink()
+
+        let report = AnswerRun.perform(configurationPath: path, environment: [:], clock: clock, log: log)
+        #expect(report.exitStatus == 0 && report.sent == 1, "\(String(describing: report.stop))")
+        #expect(report.givenUp == 1)
+        #expect(try outbox.confirmations().map(\.name) == [waiting], "29 days still wait; the others are gone")
+        #expect(try SystemCall.listDirectory(outbox.confirmed).sorted() == ["\(waiting).backend", "notes.txt"])
+        let warnings = log.entries.filter { $0.fields.contains { $0 == ("TXRECON_OUTBOX_ENTRY", abandoned) } }
+        #expect(warnings.count == 1 && warnings.first?.priority == .warning)
+        #expect(warnings.first?.fields.contains { $0 == ("TXRECON_CONFIRMED_BY", "analytics, backend") } == true)
+        #expect(warnings.first?.message.contains("not finished at Apple") == true)
+        #expect(report.logEntry.priority == .warning && report.logEntry.message.contains("1 not finished"))
+        #expect(api.answers.map(\.transactionId) == ["6203"], "a purchase given up is never sent")
+    }
+
+    @Test func markersAreReadByPurchaseWithTheirFirstConfirmation() throws {
+        let directory = TemporaryDirectory("txrecon-outbox-markers")
+        directory.makeDirectory("spool", mode: 0o750)
+        let outbox = Outbox(spool: directory.path + "/spool")
+        try outbox.prepare()
+        try outbox.markConfirmed("finish.Production.7.json", by: "b")
+        try outbox.markConfirmed("finish.Production.7.json", by: "a")
+        try outbox.markConfirmed("finish.Sandbox.1.2.json", by: "backend-2")
+        directory.write("", to: "spool/outbox/confirmed/finish.Sandbox.9.json")
+        directory.write("", to: "spool/outbox/confirmed/finish.Sandbox.9.json.")
+        let purchases = try outbox.confirmations()
+        #expect(purchases.map(\.name) == ["finish.Production.7.json", "finish.Sandbox.1.2.json"])
+        #expect(purchases.map(\.destinations) == [["a", "b"], ["backend-2"]])
+        #expect(purchases.allSatisfy { abs($0.since - SystemSweepClock().wallMilliseconds) < 600_000 })
     }
 
     @Test func eachEntryGoesToTheAPIOfItsOwnEnvironmentUnlessBaseURLIsSet() {
