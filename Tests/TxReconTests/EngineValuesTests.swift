@@ -31,6 +31,26 @@ import Testing
                                   now: Self.signed + 5 * hour) != nil)
     }
 
+    @Test func aRequestIsWarnedAboutOnlyBeforeItsDeadlineAndForgottenAfterIt() {
+        var deadlines = ConsumptionDeadlines()
+        let hour: Int64 = 3_600_000
+        #expect(deadlines.warning(for: request, held: true, after: .seconds(7200), destination: "main",
+                                  now: Self.signed + 12 * hour) == nil, "too late to bring anything back")
+        #expect(deadlines.warning(for: request, held: true, after: .seconds(7200), destination: "main",
+                                  now: Self.signed + 11 * hour) != nil)
+        #expect(deadlines.count == 1)
+        // Never delivered (dropped, say): another request's failure past
+        // the first one's deadline lets it go.
+        var other = request
+        other.key = ItemKey("n-2")!
+        other.version = ItemVersion(primary: 1, secondary: Self.signed + 10 * hour)
+        #expect(deadlines.warning(for: other, held: false, after: .seconds(7200), destination: "main",
+                                  now: Self.signed + 12 * hour) != nil)
+        #expect(deadlines.count == 1, "the first request is forgotten")
+        #expect(deadlines.warning(for: request, held: true, after: .seconds(7200), destination: "main",
+                                  now: Self.signed + 13 * hour) == nil, "and not warned about again")
+    }
+
     @Test func aHeldRequestIsWarnedAboutAtOnce() {
         var deadlines = ConsumptionDeadlines()
         let warning = deadlines.warning(for: request, held: true, after: .seconds(7200), destination: "main",

@@ -3,8 +3,12 @@
 // per process, and the warning itself. Apple weighs consumption information
 // only for OutboxEntry.deadlineAfterRequest after it signed the request; a
 // destination that answers for them and keeps failing one, or held it, is
-// told about it `ConsumptionDeadlineWarning=` after the signing. A value the
-// engine keeps; pure: the caller passes the time and logs the entry.
+// told about it `ConsumptionDeadlineWarning=` after the signing, until the
+// deadline: past it there is nothing left to bring back in time (the outbox
+// sets a late answer aside), and the request is forgotten, so that what a
+// destination never delivers (dropped, superseded) is not kept for the
+// daemon's life. A value the engine keeps; pure: the caller passes the time
+// and logs the entry.
 
 struct ConsumptionDeadlines {
     /// Warned-about requests by key, with the request's signedDate.
@@ -13,14 +17,16 @@ struct ConsumptionDeadlines {
     /// The warning for `item`, a CONSUMPTION_REQUEST whose destination
     /// `destination` answers for it with `warning` (ConsumptionDeadlineWarning=),
     /// when it failed again (`held` false) or was refused into hold/; nil
-    /// when it is too early or the request was warned about already.
-    /// `now`: the wall clock, ms since 1970.
+    /// when it is too early or too late, or the request was warned about
+    /// already. `now`: the wall clock, ms since 1970.
     mutating func warning(for item: Item, held: Bool, after warning: Duration, destination: String,
                           now: Int64) -> LogEntry? {
-        let signed = item.version.secondary
-        guard held || now - signed >= warning.milliseconds, warned[item.key] != signed else { return nil }
+        warned = warned.filter { now < Self.deadline(signed: $0.value) }
+        let signed = item.version.secondary, deadline = Self.deadline(signed: signed)
+        guard held || now - signed >= warning.milliseconds, now < deadline, warned[item.key] != signed else {
+            return nil
+        }
         warned[item.key] = signed
-        let deadline = signed + OutboxEntry.deadlineAfterRequest.milliseconds
         let age = OperatorTime.age(milliseconds: max(0, now - signed))
         let what = held ? "was held (hold/)" : "is still not confirmed"
         return LogEntry(.warning, "\(item.key): the CONSUMPTION_REQUEST Apple sent \(age) ago \(what); Apple "
@@ -30,6 +36,11 @@ struct ConsumptionDeadlines {
                         fields: [("TXRECON_ID", item.key.rawValue), ("TXRECON_AGE", age),
                                  ("TXRECON_DEADLINE", Timestamp.rfc3339(milliseconds: deadline))])
     }
+
+    /// Warned-about requests remembered: those whose deadline is to come.
+    var count: Int { warned.count }
+
+    private static func deadline(signed: Int64) -> Int64 { signed + OutboxEntry.deadlineAfterRequest.milliseconds }
 
     /// `key` was delivered: a later request under it is warned about anew.
     mutating func delivered(_ key: ItemKey) {
