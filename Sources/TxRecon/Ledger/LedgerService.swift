@@ -74,29 +74,17 @@ final class LedgerService: Sendable {
     static let batchInterval: Duration = .seconds(1)
     /// A batch this large is written without waiting out the interval: a
     /// drain's batches stay at about this size, and so does the memory
-    /// they take while gathering (a few hundred bytes a confirmation).
-    static let batchLimit = 1_024
+    /// they take while gathering (about 300 bytes a confirmation, twice
+    /// while a batch is written). Below it a drain's batches rewrite more
+    /// pages per row (bench/FINDINGS.md, "The ledger's batches").
+    static let batchLimit = 4_096
     /// done/ files changed this long before the catch-up mark are read
     /// again at start: the wall clock may have been stepped back a little.
     static let catchUpMargin: Int64 = 60_000
     /// Confirmations kept in memory while the ledger cannot take them
-    /// (a few hundred bytes each); beyond, the oldest are let go, and done/,
+    /// (about 300 bytes each); beyond, the oldest are let go, and done/,
     /// which DoneReaper keeps until the watermark passes, is read for them.
     static let pendingLimit = 10_000
-
-    /// A confirmation as the ledger records it: the item's key, version,
-    /// kind and decoded fields, not the item, whose signed strings and
-    /// payload (kilobytes) would stay in memory as long as it waits.
-    private struct Waiting: Sendable {
-        var destination: String
-        var key: ItemKey
-        var version: ItemVersion
-        var kind: ItemKind
-        var fields: ItemFields
-        var attempt: Int
-        var confirmation: Confirmation
-        var at: Int64
-    }
 
     /// What the writer thread is doing, so that the callers wake it only
     /// when it waits for what they bring.
@@ -111,7 +99,11 @@ final class LedgerService: Sendable {
     }
 
     private struct State {
-        var pending: [Waiting] = []
+        /// Confirmations waiting for the writer, each as its row will be:
+        /// the item's identity, not the item, whose signed strings and
+        /// payload (kilobytes) would stay in memory as long as it waits,
+        /// nor all its decoded fields.
+        var pending: [LedgerRecord] = []
         /// The earliest confirmation let go unwritten (ms since 1970): the
         /// marks stay before it, and a catch-up from done/ records it.
         var lostSince: Int64?
@@ -197,12 +189,13 @@ final class LedgerService: Sendable {
         let signal = state.withLock { state -> Bool in
             if state.pending.count >= Self.pendingLimit {
                 let letGo = state.pending.prefix(state.pending.count / 10)
-                state.lostSince = min(state.lostSince ?? .max, letGo.map(\.at).min() ?? at)
+                state.lostSince = min(state.lostSince ?? .max, letGo.map(\.confirmedAt).min() ?? at)
                 state.pending.removeFirst(letGo.count)
             }
-            state.pending.append(Waiting(destination: destination, key: item.key, version: item.version,
-                                         kind: item.kind, fields: item.fields, attempt: attempt,
-                                         confirmation: confirmation, at: at))
+            state.pending.append(LedgerRecord(destination: destination, key: item.key, version: item.version,
+                                              confirmedAt: at, attempt: attempt,
+                                              confirmation: confirmation.description, kind: item.kind,
+                                              identity: LedgerRecord.Identity(item.fields)))
             switch state.writer {
             case .working: return false
             case .gathering: guard state.pending.count >= Self.batchLimit else { return false }
@@ -423,7 +416,7 @@ final class LedgerService: Sendable {
 
     /// Takes what the engines reported and commits it with the new mark.
     private func writePending(_ ledger: SQLiteLedger) throws(LedgerError) {
-        let (batch, lostSince) = state.withLock { state -> ([Waiting], Int64?) in
+        let (records, lostSince) = state.withLock { state -> ([LedgerRecord], Int64?) in
             defer {
                 state.pending.removeAll(keepingCapacity: true)
                 state.flushRequested = false
@@ -431,7 +424,7 @@ final class LedgerService: Sendable {
             return (state.pending, state.lostSince)
         }
         let now = self.now()
-        guard !batch.isEmpty else {
+        guard !records.isEmpty else {
             state.withLock { state in
                 if lostSince == nil, !state.status.catchingUp {
                     state.durableThrough = max(state.durableThrough, now - Self.catchUpMargin)
@@ -441,30 +434,24 @@ final class LedgerService: Sendable {
             }
             return
         }
-        let records = batch.map { waiting in
-            LedgerRecord(destination: waiting.destination, key: waiting.key, version: waiting.version,
-                         confirmedAt: waiting.at, attempt: waiting.attempt,
-                         confirmation: waiting.confirmation.description, kind: waiting.kind,
-                         identity: LedgerRecord.Identity(waiting.fields))
-        }
         // What was reported before this batch was taken is in it; a
         // confirmation reported later has its done/ rename later too. The
         // margin covers the wall clock read when the file was renamed
         // against the one read when it was reported.
-        let mark = min(batch.map(\.at).min() ?? now, lostSince ?? .max) - Self.catchUpMargin
+        let mark = min(records.map(\.confirmedAt).min() ?? now, lostSince ?? .max) - Self.catchUpMargin
         noteKeys(records)
         do {
             try ledger.record(records, replacingEqual: true)
             if lostSince == nil { try ledger.setCatchUpMark(max(mark, try ledger.catchUpMark())) }
         } catch {
             // Put them back for the next try, in front of what came since.
-            state.withLock { state in state.pending.insert(contentsOf: batch, at: 0) }
+            state.withLock { state in state.pending.insert(contentsOf: records, at: 0) }
             throw error
         }
         state.withLock { state in
             if lostSince == nil, !state.status.catchingUp { state.durableThrough = max(state.durableThrough, mark) }
             state.status.pending = state.pending.count
-            state.status.lagMilliseconds = state.pending.first.map { max(0, self.now() - $0.at) } ?? 0
+            state.status.lagMilliseconds = state.pending.first.map { max(0, self.now() - $0.confirmedAt) } ?? 0
         }
         try refreshStatus(ledger, force: false)
     }
