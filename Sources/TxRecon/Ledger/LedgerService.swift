@@ -120,8 +120,6 @@ final class LedgerService: Sendable {
         /// since 1970) is durable in the ledger; 0 until the start-up
         /// catch-up is done.
         var durableThrough: Int64 = 0
-        /// When rows were last counted (the count scans an index).
-        var countedAt: Int64 = 0
         var prunedAt: Int64 = 0
     }
 
@@ -354,7 +352,7 @@ final class LedgerService: Sendable {
                 log.write(LogEntry(.notice, "the ledger \(settings.path) is in use again (it was not: \(reason)); "
                                    + "what was confirmed meanwhile is caught up from done/"))
             }
-            try refreshStatus(ledger, force: true)
+            try refreshStatus(ledger)
             buildKeyFilter(holding: Int(state.withLock { $0.status.rows } ?? 0))
             return ledger
         } catch {
@@ -453,17 +451,15 @@ final class LedgerService: Sendable {
             state.status.pending = state.pending.count
             state.status.lagMilliseconds = state.pending.first.map { max(0, self.now() - $0.confirmedAt) } ?? 0
         }
-        try refreshStatus(ledger, force: false)
+        try refreshStatus(ledger)
     }
 
-    /// Rows and size for status: counted at most once a minute, and only
-    /// after a write (an idle daemon does no work for it).
-    private func refreshStatus(_ ledger: SQLiteLedger, force: Bool) throws(LedgerError) {
-        let now = self.now()
-        guard force || state.withLock({ now - $0.countedAt >= 60_000 }) else { return }
+    /// Rows and size for status, at open and after each write (an idle
+    /// daemon does no work for it): the rows are counted at open, then
+    /// kept by the writer's connection as it writes.
+    private func refreshStatus(_ ledger: SQLiteLedger) throws(LedgerError) {
         let statistics = try ledger.statistics()
         let status = state.withLock { state in
-            state.countedAt = now
             state.status.rows = statistics.rows
             state.status.bytes = statistics.bytes
             return state.status
@@ -480,7 +476,7 @@ final class LedgerService: Sendable {
         if removed > 0 {
             log.write(LogEntry(.info, "the ledger forgot \(removed) key(s) last confirmed more than "
                                + "\(TimeSpan.format(settings.retention)) ago (LedgerRetention=)"))
-            try refreshStatus(ledger, force: true)
+            try refreshStatus(ledger)
         }
     }
 

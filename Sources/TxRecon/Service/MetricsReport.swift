@@ -104,7 +104,7 @@ enum MetricsReport {
             text.sample("txrecon_ledger_lag_seconds", PrometheusText.seconds(.milliseconds(ledger.lagMilliseconds)))
             if let rows = ledger.rows, let bytes = ledger.bytes {
                 text.family("txrecon_ledger_rows", .gauge,
-                            help: "Destination-and-key rows in the ledger, counted at most once a minute.")
+                            help: "Destination-and-key rows in the ledger, as of its last write.")
                 text.sample("txrecon_ledger_rows", PrometheusText.integer(rows))
                 text.family("txrecon_ledger_bytes", .gauge, help: "The ledger's size on disk, its write-ahead log included.")
                 text.sample("txrecon_ledger_bytes", PrometheusText.integer(bytes))

@@ -114,6 +114,37 @@ import TxReconTestSupport
         #expect(try ledger.statistics().rows == 1)
     }
 
+    /// The writer counts the rows once and keeps the count as it writes:
+    /// checked against a reader's count after every batch of seeded random
+    /// keys, new ones, held ones at older, equal and newer versions, one
+    /// key twice in a run, full runs and single rows, and after pruning.
+    @Test func theRowCountKeptByTheWriterIsTheTablesCount() throws {
+        do {
+            let earlier = try SQLiteLedger(path: path)
+            try earlier.record([Self.record("held", version: 5)])
+        }
+        let ledger = try SQLiteLedger(path: path)
+        let reader = try SQLiteLedger(path: path, access: .readOnly)
+        #expect(try ledger.statistics().rows == 1, "counted at the first look")
+        var generator = SeededGenerator(seed: 42)
+        var most: Int64 = 0
+        for round in 0..<40 {
+            let batch = (0..<Int.random(in: 1...80, using: &generator)).map { _ in
+                Self.record("k\(Int.random(in: 0..<150, using: &generator))",
+                            version: Int64.random(in: 1...4, using: &generator),
+                            destination: Bool.random(using: &generator) ? "backend" : "analytics",
+                            at: Int64(round) * 1_000)
+            }
+            try ledger.record(batch, replacingEqual: Bool.random(using: &generator))
+            if round % 10 == 9 { _ = try ledger.prune(confirmedBefore: Int64(round - 5) * 1_000) }
+            let counted = try reader.statistics().rows
+            #expect(try ledger.statistics().rows == counted, "round \(round)")
+            most = max(most, counted)
+        }
+        let left = try reader.statistics().rows
+        #expect(most > 100 && left < most, "keys written again and pruned, enough to tell")
+    }
+
     @Test func theFileIsMadeReadableByItsOwnerAloneAndSurvivesAReopen() throws {
         do {
             let ledger = try SQLiteLedger(path: path)
