@@ -16,7 +16,8 @@ package struct AnswerReport: Sendable {
     /// once their app's file or key is right.
     var waitingForApp = 0
     /// Purchases several destinations take, given up because one of them
-    /// did not confirm within 30 days of the first (each also logged).
+    /// did not confirm within 30 days of the first: set aside, each also
+    /// logged.
     var givenUp = 0
     /// What the outbox holds at the end, for the metrics.
     var counts = Outbox.Counts()
@@ -30,7 +31,7 @@ package struct AnswerReport: Sendable {
     var logEntry: LogEntry {
         var message = "answer: \(sent) sent, \(setAside) set aside, \(waiting) waiting"
         if waitingForApp > 0 { message += " (\(waitingForApp) for an app not configured or without a usable key)" }
-        if givenUp > 0 { message += ", \(givenUp) not finished (not confirmed by every destination within 30 days)" }
+        if givenUp > 0 { message += ", \(givenUp) given up (not confirmed by every destination within 30 days)" }
         if let stop { message += "; stopped: \(stop.reason)" }
         let priority: LogPriority = switch stop?.kind {
         case nil: waitingForApp > 0 || givenUp > 0 ? .warning : .info
@@ -39,7 +40,7 @@ package struct AnswerReport: Sendable {
         }
         return LogEntry(priority, message, messageID: MessageID.answerFinished, fields: [
             ("TXRECON_SENT", String(sent)), ("TXRECON_SET_ASIDE", String(setAside)),
-            ("TXRECON_WAITING", String(waiting)),
+            ("TXRECON_WAITING", String(waiting)), ("TXRECON_GIVEN_UP", String(givenUp)),
         ] + (stop.map { [("TXRECON_REASON", $0.reason), ("TXRECON_STOP", $0.kind.rawValue)] } ?? []))
     }
 

@@ -18,9 +18,10 @@
 // An entry reaches Apple once when nothing crashes: it moves to sent/ right
 // after Apple took it; a kill in between sends it again (at most one
 // duplicate; both calls are idempotent at Apple). Last, it removes what
-// waits for nothing: sent/ entries older than 30 days, and the markers in
-// confirmed/ of a purchase answered already or given up (30 days without
-// every destination's confirmation). Runs on its own thread;
+// waits for nothing: the markers in confirmed/ of a purchase answered
+// already, and those of a purchase not confirmed by every destination
+// within 30 days, which is given up (its entry set aside, a warning of its
+// own); then sent/ entries older than 30 days. Runs on its own thread;
 // one log entry per entry sent or set aside and one per run.
 import Glibc
 
@@ -113,9 +114,11 @@ package enum AnswerRun {
         } catch {
             report.stop = error
         }
-        prune(outbox.sent, olderThan: clock.wallMilliseconds - Outbox.sentRetention.milliseconds, log: log)
+        // Markers first: those of an entry about to leave sent/ are
+        // cleared as answered, not given up once it is gone.
         reapConfirmations(outbox, givingUpBefore: clock.wallMilliseconds - Outbox.confirmationRetention.milliseconds,
-                          log: log, report: &report)
+                          now: clock.wallMilliseconds, log: log, report: &report)
+        prune(outbox.sent, olderThan: clock.wallMilliseconds - Outbox.sentRetention.milliseconds, log: log)
     }
 
     /// Moves what the daemon wrote into queue/; returns what queue/ holds.
@@ -133,34 +136,41 @@ package enum AnswerRun {
     /// Removes the markers in confirmed/ that wait for nothing: those of a
     /// purchase whose entry is written (the daemon's clearing was cut
     /// short), and those of a purchase whose first confirmation is older
-    /// than `limit` (ms since 1970): given up, with a warning naming it.
-    private static func reapConfirmations(_ outbox: Outbox, givingUpBefore limit: Int64, log: any LogSink,
-                                          report: inout AnswerReport) {
-        let purchases: [Outbox.Confirmations]
+    /// than `limit` (ms since 1970), which is given up: its entry set aside
+    /// with the reason, a warning naming it. Under the confirmations' lock,
+    /// so that the daemon records no confirmation meanwhile.
+    private static func reapConfirmations(_ outbox: Outbox, givingUpBefore limit: Int64, now: Int64,
+                                          log: any LogSink, report: inout AnswerReport) {
         do {
-            purchases = try outbox.confirmations()
-        } catch {
-            log.write(LogEntry(.warning, "cannot read \(outbox.confirmed): \(error)"))
-            return
-        }
-        for purchase in purchases {
-            let written = outbox.pastNew(purchase.name) != nil || !SystemCall.isMissing(outbox.new + "/" + purchase.name)
-            guard written || purchase.since < limit else { continue }
-            do {
-                try outbox.clearConfirmations(purchase.name, of: purchase.destinations)
-            } catch {
-                log.write(LogEntry(.warning, "cannot remove the markers of \(purchase.name) in \(outbox.confirmed): \(error)"))
-                continue
+            try outbox.withConfirmationsLocked { () throws(SpoolError) in
+                for purchase in try outbox.confirmedPurchases() {
+                    let written = outbox.pastNew(purchase.name) != nil
+                        || !SystemCall.isMissing(outbox.new + "/" + purchase.name)
+                    if written {
+                        try outbox.clearConfirmations(purchase.name, of: purchase.destinations)
+                    } else if purchase.since < limit {
+                        try giveUp(purchase, in: outbox, now: now, log: log)
+                        report.givenUp += 1
+                    }
+                }
             }
-            guard !written else { continue }
-            report.givenUp += 1
-            let confirmedBy = purchase.destinations.joined(separator: ", ")
-            log.write(LogEntry(.warning, "answer: \(purchase.name) is not finished at Apple: \(confirmedBy) confirmed "
-                               + "it (first at \(Timestamp.rfc3339(milliseconds: purchase.since))), another destination "
-                               + "that takes it did not within 30 days; see with txrecon show why it did not (held, "
-                               + "dropped, [Match] or destination changed) and finish it from the backend if it should be",
-                               fields: [("TXRECON_OUTBOX_ENTRY", purchase.name), ("TXRECON_CONFIRMED_BY", confirmedBy)]))
+        } catch {
+            log.write(LogEntry(.warning, "answer: cannot look after the markers in \(outbox.confirmed): \(error); "
+                               + "the next run tries again"))
         }
+    }
+
+    private static func giveUp(_ purchase: Outbox.ConfirmedPurchase, in outbox: Outbox, now: Int64,
+                               log: any LogSink) throws(SpoolError) {
+        let confirmedBy = purchase.destinations.joined(separator: ", ")
+        let reason = "not finished at Apple: \(confirmedBy) confirmed it (first at "
+            + "\(Timestamp.rfc3339(milliseconds: purchase.since))), another destination that takes it did not within "
+            + "30 days; see with txrecon show why it did not (held, dropped, [Match] or destination changed) and "
+            + "finish it from the backend if it should be"
+        try outbox.giveUp(purchase, reason: reason, at: now)
+        log.write(LogEntry(.warning, "answer: \(purchase.name) set aside in \(outbox.aside): \(reason)",
+                           fields: [("TXRECON_OUTBOX_ENTRY", purchase.name), ("TXRECON_CONFIRMED_BY", confirmedBy),
+                                    ("TXRECON_REASON", reason)]))
     }
 
     /// Removes the entries of `directory` last changed before `limit` (ms since 1970).

@@ -148,14 +148,19 @@ package final class AnswerTaker: Sendable {
         guard outbox.pastNew(name) == nil else { return nil }
         guard !others.isEmpty else { return try Self.note(outbox.write(entry), entry) }
         return try confirmations.withLock { _ throws(SpoolError) -> OutboxNote? in
-            let missing = others.filter { !outbox.isConfirmed(name, by: $0) }
-            guard missing.isEmpty else {
-                try outbox.markConfirmed(name, by: destination)
-                return .awaitingDestinations(name, missing)
+            try outbox.withConfirmationsLocked { () throws(SpoolError) -> OutboxNote? in
+                // Given up by `txrecon answer` since the look above (set
+                // aside): not waited for again.
+                guard outbox.pastNew(name) == nil else { return nil }
+                let missing = others.filter { !outbox.isConfirmed(name, by: $0) }
+                guard missing.isEmpty else {
+                    try outbox.markConfirmed(name, by: destination)
+                    return .awaitingDestinations(name, missing)
+                }
+                let note = try Self.note(outbox.write(entry), entry)
+                try outbox.clearConfirmations(name, of: takers)
+                return note
             }
-            let note = try Self.note(outbox.write(entry), entry)
-            try outbox.clearConfirmations(name, of: takers)
-            return note
         }
     }
 

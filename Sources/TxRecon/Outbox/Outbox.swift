@@ -14,11 +14,13 @@
 //   outbox/confirmed/  for a purchase several destinations take: one marker
 //                      per destination that confirmed it, NAME.DESTINATION,
 //                      until the last one writes the entry (or `txrecon
-//                      answer` gives the purchase up after 30 days)
+//                      answer` gives the purchase up after 30 days and sets
+//                      its entry aside)
 //
 // The daemon writes into tmp/, confirmed/ and new/; `txrecon answer` moves
-// entries on from new/. Both run as the user txrecon. Blocks on disk I/O;
-// reports nothing.
+// entries on from new/ and removes markers. Both run as the user txrecon,
+// and both look at and change confirmed/ only under outbox/confirmed.lock
+// (`withConfirmationsLocked`). Blocks on disk I/O; reports nothing.
 import Glibc
 
 package struct Outbox: Sendable {
@@ -51,6 +53,21 @@ package struct Outbox: Sendable {
         sent = root + "/sent"
         aside = root + "/aside"
         confirmed = root + "/confirmed"
+    }
+
+    /// Runs `body` holding outbox/confirmed.lock, an flock(2) the daemon
+    /// (recording a confirmation) and `txrecon answer` (removing markers)
+    /// both take: neither sees confirmed/ half changed by the other. Waits
+    /// for the other side, which holds it for a few file operations.
+    package func withConfirmationsLocked<T>(_ body: () throws(SpoolError) -> T) throws(SpoolError) -> T {
+        let path = root + "/confirmed.lock"
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o640)
+        guard fd >= 0 else { throw SpoolError("open", path) }
+        defer { close(fd) }
+        while flock(fd, LOCK_EX) != 0 {
+            guard errno == EINTR else { throw SpoolError("flock", path) }
+        }
+        return try body()
     }
 
     /// Makes the directories that are missing (0750: the entries name
@@ -108,17 +125,18 @@ package struct Outbox: Sendable {
         !SystemCall.isMissing(confirmed + "/" + name + "." + destination)
     }
 
-    /// Removes the markers of `name` once its entry is written.
+    /// Removes the markers of `name`: its entry is written, or it was
+    /// given up.
     package func clearConfirmations(_ name: String, of destinations: [String]) throws(SpoolError) {
         for destination in destinations {
             try SystemCall.unlinkIfPresent(confirmed + "/" + name + "." + destination)
         }
     }
 
-    /// The markers in confirmed/ of one purchase: its finish entry's name,
-    /// the destinations that confirmed it, and when the first of them did
-    /// (ms since 1970: a marker is written once and never touched again).
-    package struct Confirmations: Sendable, Equatable {
+    /// A purchase with markers in confirmed/: its finish entry's name, the
+    /// destinations that confirmed it, and when the first of them did (ms
+    /// since 1970: a marker is written once and never touched again).
+    package struct ConfirmedPurchase: Sendable, Equatable {
         package var name: String
         package var destinations: [String]
         package var since: Int64
@@ -126,8 +144,8 @@ package struct Outbox: Sendable {
 
     /// Every purchase with markers in confirmed/, in entry name order.
     /// Anything there not shaped `ENTRY.DESTINATION` is left alone.
-    package func confirmations() throws(SpoolError) -> [Confirmations] {
-        var byName: [String: Confirmations] = [:]
+    package func confirmedPurchases() throws(SpoolError) -> [ConfirmedPurchase] {
+        var byName: [String: ConfirmedPurchase] = [:]
         for marker in try SystemCall.listDirectory(confirmed) {
             // A destination's name has no dot: the entry's name ends at the
             // last one.
@@ -136,7 +154,7 @@ package struct Outbox: Sendable {
             guard OutboxEntry.isEntryName(name), !destination.isEmpty,
                   let info = try? SystemCall.linkStatus(confirmed + "/" + marker) else { continue }
             let written = Int64(info.st_mtim.tv_sec) * 1000 + Int64(info.st_mtim.tv_nsec) / 1_000_000
-            byName[name, default: Confirmations(name: name, destinations: [], since: written)].destinations
+            byName[name, default: ConfirmedPurchase(name: name, destinations: [], since: written)].destinations
                 .append(destination)
             byName[name]!.since = min(byName[name]!.since, written)
         }
@@ -159,6 +177,20 @@ package struct Outbox: Sendable {
     package func move(_ name: String, from source: String, to target: String) throws(SpoolError) {
         try SystemCall.rename(source + "/" + name, target + "/" + name)
         try SystemCall.syncDirectory(target)
+    }
+
+    /// Gives `purchase` up: its finish entry, made from its name, set aside
+    /// with `reason`, so that a destination confirming it later finds it
+    /// answered and leaves no marker; then its markers go. The caller
+    /// holds the confirmations' lock.
+    package func giveUp(_ purchase: ConfirmedPurchase, reason: String, at now: Int64) throws(SpoolError) {
+        if let entry = OutboxEntry(finishNamed: purchase.name, confirmedAt: purchase.since,
+                                   by: purchase.destinations.joined(separator: ", ")) {
+            try SystemCall.unlinkIfPresent(tmp + "/" + purchase.name)
+            try SystemCall.writeNewFile(tmp + "/" + purchase.name, entry.json, mode: 0o640, sync: true)
+            try setAside(purchase.name, from: tmp, reason: reason, at: now)
+        }
+        try clearConfirmations(purchase.name, of: purchase.destinations)
     }
 
     /// Moves `name` from `source` into aside/ with `reason` beside it

@@ -63,6 +63,21 @@ package struct OutboxEntry: Sendable, Equatable {
         }
     }
 
+    /// The finish entry whose file name is `name` (`finish.ENV.TXID.json`),
+    /// confirmed by `destination` at `confirmedAt`; nil when `name` is not
+    /// one `fileName` gives a finish. Its bundle id is not in the name.
+    package init?(finishNamed name: String, confirmedAt: Int64, by destination: String) {
+        let prefix = Kind.finish.rawValue + ".", suffix = ".json"
+        guard name.hasPrefix(prefix), name.hasSuffix(suffix) else { return nil }
+        let middle = name.dropFirst(prefix.count).dropLast(suffix.count)
+        guard let dot = middle.firstIndex(of: "."),
+              let environment = AppStoreEnvironment(rawValue: String(middle[..<dot])),
+              let key = ItemKey(fileName: String(middle[middle.index(after: dot)...])) else { return nil }
+        self.init(kind: .finish, transactionId: key.rawValue, environment: environment, bundleId: nil,
+                  requestedAt: nil, confirmedAt: confirmedAt, destination: destination, consumptionInformation: nil)
+        guard fileName == name else { return nil }
+    }
+
     /// Whether `name` is shaped like an entry's file name (what `list` and
     /// `answer` read; anything else in the outbox is left alone).
     package static func isEntryName(_ name: String) -> Bool {

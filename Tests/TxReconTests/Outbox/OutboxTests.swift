@@ -205,6 +205,35 @@ private let information: JSONValue = .object([
         #expect(try SystemCall.listDirectory(outbox.confirmed).isEmpty, "the markers are cleared")
     }
 
+    @Test func aPurchaseGivenUpIsSetAsideAndALateConfirmationLeavesNoMarker() throws {
+        let directory = TemporaryDirectory()
+        let (taker, outbox) = try taker(directory, finish: true, destinations: ["backend", "crm"])
+        let name = "finish.Sandbox.2000000123456789.json"
+        #expect(try taker.take(try purchase(), confirmedBy: "crm", body: [], at: 1)
+            == [.awaitingDestinations(name, ["backend"])])
+        let waiting = try #require(try outbox.confirmedPurchases().first)
+        try outbox.withConfirmationsLocked { () throws(SpoolError) in
+            try outbox.giveUp(waiting, reason: "not confirmed by every destination", at: 5)
+        }
+        let entry = try OutboxEntry(json: outbox.read(name, in: outbox.aside))
+        #expect(entry.fileName == name && entry.transactionId == "2000000123456789" && entry.destination == "crm")
+        #expect(outbox.reason(of: name) == "not confirmed by every destination")
+        // Released from hold/ a month later, say: answered (set aside), so
+        // neither an entry nor a marker of a new wait.
+        #expect(try taker.take(try purchase(), confirmedBy: "backend", body: [], at: 6).isEmpty)
+        #expect(try outbox.entries(in: outbox.new).isEmpty)
+        #expect(try SystemCall.listDirectory(outbox.confirmed).isEmpty)
+    }
+
+    @Test func aFinishEntryIsMadeBackFromItsNameAlone() {
+        let entry = OutboxEntry(kind: .finish, transactionId: "a/b c", environment: .production, bundleId: nil,
+                                requestedAt: nil, confirmedAt: 7, destination: "crm", consumptionInformation: nil)
+        #expect(OutboxEntry(finishNamed: entry.fileName, confirmedAt: 7, by: "crm") == entry)
+        #expect(OutboxEntry(finishNamed: "finish.Sandbox.json", confirmedAt: 7, by: "crm") == nil)
+        #expect(OutboxEntry(finishNamed: "consumption.Sandbox.1.2.json", confirmedAt: 7, by: "crm") == nil)
+        #expect(OutboxEntry(finishNamed: "finish.Staging.1.json", confirmedAt: 7, by: "crm") == nil)
+    }
+
     @Test func aDestinationWhoseMatchRefusesThePurchaseIsNotWaitedFor() throws {
         let directory = TemporaryDirectory()
         let outbox = Outbox(spool: directory.path)
