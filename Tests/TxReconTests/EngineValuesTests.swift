@@ -38,7 +38,7 @@ import Testing
                                   now: Self.signed + 12 * hour) == nil, "too late to bring anything back")
         #expect(deadlines.warning(for: request, held: true, after: .seconds(7200), destination: "main",
                                   now: Self.signed + 11 * hour) != nil)
-        #expect(deadlines.count == 1)
+        #expect(deadlines.warned.count == 1)
         // Never delivered (dropped, say): another request's failure past
         // the first one's deadline lets it go.
         var other = request
@@ -46,7 +46,7 @@ import Testing
         other.version = ItemVersion(primary: 1, secondary: Self.signed + 10 * hour)
         #expect(deadlines.warning(for: other, held: false, after: .seconds(7200), destination: "main",
                                   now: Self.signed + 12 * hour) != nil)
-        #expect(deadlines.count == 1, "the first request is forgotten")
+        #expect(deadlines.warned.count == 1, "the first request is forgotten")
         #expect(deadlines.warning(for: request, held: true, after: .seconds(7200), destination: "main",
                                   now: Self.signed + 13 * hour) == nil, "and not warned about again")
     }

@@ -11,8 +11,9 @@
 // and logs the entry.
 
 struct ConsumptionDeadlines {
-    /// Warned-about requests by key, with the request's signedDate.
-    private var warned: [ItemKey: Int64] = [:]
+    /// Warned-about requests by key, with the request's signedDate: those
+    /// whose deadline is to come.
+    private(set) var warned: [ItemKey: Int64] = [:]
 
     /// The warning for `item`, a CONSUMPTION_REQUEST whose destination
     /// `destination` answers for it with `warning` (ConsumptionDeadlineWarning=),
@@ -21,7 +22,9 @@ struct ConsumptionDeadlines {
     /// already. `now`: the wall clock, ms since 1970.
     mutating func warning(for item: Item, held: Bool, after warning: Duration, destination: String,
                           now: Int64) -> LogEntry? {
-        warned = warned.filter { now < Self.deadline(signed: $0.value) }
+        if warned.values.contains(where: { now >= Self.deadline(signed: $0) }) {
+            warned = warned.filter { now < Self.deadline(signed: $0.value) }
+        }
         let signed = item.version.secondary, deadline = Self.deadline(signed: signed)
         guard held || now - signed >= warning.milliseconds, now < deadline, warned[item.key] != signed else {
             return nil
@@ -36,9 +39,6 @@ struct ConsumptionDeadlines {
                         fields: [("TXRECON_ID", item.key.rawValue), ("TXRECON_AGE", age),
                                  ("TXRECON_DEADLINE", Timestamp.rfc3339(milliseconds: deadline))])
     }
-
-    /// Warned-about requests remembered: those whose deadline is to come.
-    var count: Int { warned.count }
 
     private static func deadline(signed: Int64) -> Int64 { signed + OutboxEntry.deadlineAfterRequest.milliseconds }
 

@@ -184,16 +184,16 @@ final class LedgerService: Sendable {
     /// `destination` confirmed `item` on `attempt` at `at` (ms since 1970),
     /// and it is in done/. Never blocks: the writer takes it.
     func record(destination: String, item: Item, attempt: Int, confirmation: Confirmation, at: Int64) {
+        let record = LedgerRecord(destination: destination, key: item.key, version: item.version, confirmedAt: at,
+                                  attempt: attempt, confirmation: confirmation.description, kind: item.kind,
+                                  identity: LedgerRecord.Identity(item.fields))
         let signal = state.withLock { state -> Bool in
             if state.pending.count >= Self.pendingLimit {
                 let letGo = state.pending.prefix(state.pending.count / 10)
                 state.lostSince = min(state.lostSince ?? .max, letGo.map(\.confirmedAt).min() ?? at)
                 state.pending.removeFirst(letGo.count)
             }
-            state.pending.append(LedgerRecord(destination: destination, key: item.key, version: item.version,
-                                              confirmedAt: at, attempt: attempt,
-                                              confirmation: confirmation.description, kind: item.kind,
-                                              identity: LedgerRecord.Identity(item.fields)))
+            state.pending.append(record)
             switch state.writer {
             case .working: return false
             case .gathering: guard state.pending.count >= Self.batchLimit else { return false }

@@ -7,10 +7,11 @@
 // searches by (only rows that have them pay), and one on the confirmation
 // time for --since/--until and LedgerRetention=. Writes are upserts that
 // never move a key back to an older version, 32 rows a run. A row keeps no
-// idempotency key: it follows from key and version (LedgerRecord). The
-// writer's connection counts the rows once and then keeps the count as it
-// writes (a count reads a whole index: at ten million rows 0.2 s from the
-// OS's cache, seconds from disk, and it ran once a minute).
+// idempotency key: it follows from key and version (LedgerRecord). A
+// connection counts the rows once and then keeps the count as it writes,
+// counting again only when another connection committed meanwhile (a count
+// reads a whole index: at ten million rows 0.2 s from the OS's cache,
+// seconds from disk, and the writer ran it once a minute).
 // synchronous=FULL: a committed batch is on disk when `record` returns,
 // which is what lets DoneReaper remove the done/ files it covers. The page
 // cache is bounded per connection (`Cache`: 2 MiB for the writer, 1 MiB for
@@ -49,11 +50,10 @@ package final class SQLiteLedger: Ledger {
     private var upserts: [UpsertShape: SQLiteDatabase.Statement] = [:]
     /// Inserts of new keys only, by rows per run.
     private var inserts: [Int: SQLiteDatabase.Statement] = [:]
-    /// The rows the table holds, once counted on a connection that writes:
-    /// kept by `record` and `prune`, the only writers while it is open
-    /// (the daemon's writer holds the ledger's lock file).
-    private var rowCount: Int64?
-    private let writes: Bool
+    /// The rows the table holds, once counted: kept by `record` and
+    /// `prune`, and counted again when `PRAGMA data_version` says another
+    /// connection committed since (an operator's `sqlite3`, say).
+    private var rowCount: (rows: Int64, dataVersion: Int64)?
     private var lookup: SQLiteDatabase.Statement?
 
     /// Opens (creating it, mode 0600, when `access` allows) the ledger at
@@ -61,7 +61,6 @@ package final class SQLiteLedger: Ledger {
     package init(path: String, access: SQLiteDatabase.Access = .readWriteCreate,
                  cache: Cache = .command) throws(LedgerError) {
         self.path = path
-        writes = access == .readWriteCreate
         if access == .readWriteCreate { try SQLiteLedger.createPrivately(path) }
         database = try SQLiteDatabase(path: path, access: access)
         try database.execute("PRAGMA cache_size = -\(cache.rawValue); PRAGMA mmap_size = 0;")
@@ -207,7 +206,7 @@ package final class SQLiteLedger: Ledger {
                 start += rows
             }
         }
-        if let count = rowCount { rowCount = count + inserted }
+        rowCount?.rows += inserted
     }
 
     /// Runs `statement` once with the rows `run` picks out of `records`.
@@ -279,30 +278,30 @@ package final class SQLiteLedger: Ledger {
     }
 
     /// Binds `record` to the parameters after `offset` (its row's in a run).
-    private func bind(_ record: LedgerRecord, to upsert: SQLiteDatabase.Statement, from offset: Int32) {
-        upsert.bind(offset + 1, record.destination)
-        upsert.bind(offset + 2, record.key.rawValue)
-        upsert.bind(offset + 3, record.version.primary)
-        upsert.bind(offset + 4, record.version.revoked ? 1 : 0)
-        upsert.bind(offset + 5, record.version.secondary)
-        upsert.bind(offset + 6, record.confirmedAt)
-        upsert.bind(offset + 7, Int64(record.attempt))
-        upsert.bind(offset + 8, record.confirmation)
-        upsert.bind(offset + 9, record.kind.rawValue)
+    private func bind(_ record: LedgerRecord, to statement: SQLiteDatabase.Statement, from offset: Int32) {
+        statement.bind(offset + 1, record.destination)
+        statement.bind(offset + 2, record.key.rawValue)
+        statement.bind(offset + 3, record.version.primary)
+        statement.bind(offset + 4, record.version.revoked ? 1 : 0)
+        statement.bind(offset + 5, record.version.secondary)
+        statement.bind(offset + 6, record.confirmedAt)
+        statement.bind(offset + 7, Int64(record.attempt))
+        statement.bind(offset + 8, record.confirmation)
+        statement.bind(offset + 9, record.kind.rawValue)
         let identity = record.identity
-        upsert.bind(offset + 10, identity.transactionId)
-        upsert.bind(offset + 11, identity.originalTransactionId)
-        upsert.bind(offset + 12, identity.appTransactionId)
-        upsert.bind(offset + 13, identity.appAccountToken)
-        upsert.bind(offset + 14, identity.productId)
-        upsert.bind(offset + 15, identity.bundleId)
-        upsert.bind(offset + 16, identity.environment)
-        upsert.bind(offset + 17, identity.expiresDate)
-        upsert.bind(offset + 18, identity.webOrderLineItemId)
-        upsert.bind(offset + 19, identity.notificationType)
-        upsert.bind(offset + 20, identity.subtype)
-        upsert.bind(offset + 21, identity.transactionDigest)
-        upsert.bind(offset + 22, identity.renewalDigest)
+        statement.bind(offset + 10, identity.transactionId)
+        statement.bind(offset + 11, identity.originalTransactionId)
+        statement.bind(offset + 12, identity.appTransactionId)
+        statement.bind(offset + 13, identity.appAccountToken)
+        statement.bind(offset + 14, identity.productId)
+        statement.bind(offset + 15, identity.bundleId)
+        statement.bind(offset + 16, identity.environment)
+        statement.bind(offset + 17, identity.expiresDate)
+        statement.bind(offset + 18, identity.webOrderLineItemId)
+        statement.bind(offset + 19, identity.notificationType)
+        statement.bind(offset + 20, identity.subtype)
+        statement.bind(offset + 21, identity.transactionDigest)
+        statement.bind(offset + 22, identity.renewalDigest)
     }
 
     func confirmedVersion(at destination: String, of key: ItemKey) throws(LedgerError) -> ItemVersion? {
@@ -416,20 +415,24 @@ package final class SQLiteLedger: Ledger {
         delete.bind(1, before)
         try delete.run()
         let removed = database.changes
-        if let count = rowCount { rowCount = count - Int64(removed) }
+        rowCount?.rows -= Int64(removed)
         return removed
     }
 
     package func statistics() throws(LedgerError) -> LedgerStatistics {
+        // Read before the count: a commit between the two is counted
+        // again next time, never missed.
+        let version = try statement("PRAGMA data_version")
+        let dataVersion = try version.step() ? version.int64(0) : 0
+        version.reset()
         let rows: Int64
-        if let rowCount {
-            rows = rowCount
+        if let kept = rowCount, kept.dataVersion == dataVersion {
+            rows = kept.rows
         } else {
             let count = try statement("SELECT count(*) FROM confirmations")
             defer { count.reset() }
             rows = try count.step() ? count.int64(0) : 0
-            // Another process may write a ledger this connection only reads.
-            if writes { rowCount = rows }
+            rowCount = (rows, dataVersion)
         }
         var bytes: Int64 = 0
         for file in [path, path + "-wal"] {

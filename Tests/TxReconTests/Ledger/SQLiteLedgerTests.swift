@@ -117,7 +117,8 @@ import TxReconTestSupport
     /// The writer counts the rows once and keeps the count as it writes:
     /// checked against a reader's count after every batch of seeded random
     /// keys, new ones, held ones at older, equal and newer versions, one
-    /// key twice in a run, full runs and single rows, and after pruning.
+    /// key twice in a run, full runs and single rows, after pruning, and
+    /// after another connection deleted rows.
     @Test func theRowCountKeptByTheWriterIsTheTablesCount() throws {
         do {
             let earlier = try SQLiteLedger(path: path)
@@ -143,6 +144,11 @@ import TxReconTestSupport
         }
         let left = try reader.statistics().rows
         #expect(most > 100 && left < most, "keys written again and pruned, enough to tell")
+        // Another connection's commit (an operator's sqlite3, say) is counted again.
+        let other = try SQLiteLedger(path: path)
+        #expect(try other.prune(confirmedBefore: .max) == Int(left))
+        #expect(try ledger.statistics().rows == reader.statistics().rows)
+        #expect(try ledger.statistics().rows == 0 && left > 0)
     }
 
     @Test func theFileIsMadeReadableByItsOwnerAloneAndSurvivesAReopen() throws {
