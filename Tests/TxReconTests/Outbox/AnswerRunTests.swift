@@ -9,23 +9,38 @@ import TxReconTestSupport
 @testable import TxRecon
 
 @Suite struct AnswerRunTests {
-    @Test func aRunAppleKeepsFailingGivesUpWithinItsBudgetAndKeepsTheEntry() throws {
-        let directory = TemporaryDirectory("txrecon-answer")
+    /// A configuration of one app whose [Sweep] goes to a stand-in of
+    /// Apple's API, and its spool's outbox, made.
+    struct OneApp {
+        let directory: TemporaryDirectory
         let clock = ManualSweepClock(wallMilliseconds: SweepHarness.start)
-        let key = TestSigningKey()
-        let api = try MockAppStoreServerAPI(identity: MockAppStoreServerAPI.Identity(key: key), entries: [],
+        let api: MockAppStoreServerAPI
+        let path: String
+        let outbox: Outbox
+
+        init(_ name: String) throws {
+            directory = TemporaryDirectory(name)
+            let key = TestSigningKey()
+            let clock = self.clock
+            api = try MockAppStoreServerAPI(identity: MockAppStoreServerAPI.Identity(key: key), entries: [],
                                             now: { clock.wallMilliseconds })
-        let keyPath = directory.write(key.pkcs8PEM, to: "appstore-key.p8", mode: 0o600)
-        let path = directory.write("""
-            [Spool]
-            Directory=\(directory.path)/spool
-            [Backend]
-            URL=http://127.0.0.1:9/
-            \(api.sweepSection(privateKeyFile: keyPath))
-            """, to: "txrecon.conf")
-        let outbox = Outbox(spool: directory.path + "/spool")
-        directory.makeDirectory("spool", mode: 0o750)
-        try outbox.prepare()
+            let keyPath = directory.write(key.pkcs8PEM, to: "appstore-key.p8", mode: 0o600)
+            path = directory.write("""
+                [Spool]
+                Directory=\(directory.path)/spool
+                [Backend]
+                URL=http://127.0.0.1:9/
+                \(api.sweepSection(privateKeyFile: keyPath))
+                """, to: "txrecon.conf")
+            outbox = Outbox(spool: directory.path + "/spool")
+            directory.makeDirectory("spool", mode: 0o750)
+            try outbox.prepare()
+        }
+    }
+
+    @Test func aRunAppleKeepsFailingGivesUpWithinItsBudgetAndKeepsTheEntry() throws {
+        let run = try OneApp("txrecon-answer")
+        let (clock, api, path, outbox) = (run.clock, run.api, run.path, run.outbox)
         let entry = OutboxEntry(kind: .finish, transactionId: "6100", environment: .sandbox, bundleId: nil,
                                 requestedAt: nil, confirmedAt: clock.wallMilliseconds, destination: "backend",
                                 consumptionInformation: nil)
@@ -92,22 +107,8 @@ import TxReconTestSupport
     }
 
     @Test func markersWaitingLongerThan30DaysAreGivenUpAndThoseOfAWrittenEntryCleared() throws {
-        let directory = TemporaryDirectory("txrecon-answer-markers")
-        let clock = ManualSweepClock(wallMilliseconds: SweepHarness.start)
-        let key = TestSigningKey()
-        let api = try MockAppStoreServerAPI(identity: MockAppStoreServerAPI.Identity(key: key), entries: [],
-                                            now: { clock.wallMilliseconds })
-        let keyPath = directory.write(key.pkcs8PEM, to: "appstore-key.p8", mode: 0o600)
-        let path = directory.write("""
-            [Spool]
-            Directory=\(directory.path)/spool
-            [Backend]
-            URL=http://127.0.0.1:9/
-            \(api.sweepSection(privateKeyFile: keyPath))
-            """, to: "txrecon.conf")
-        let outbox = Outbox(spool: directory.path + "/spool")
-        directory.makeDirectory("spool", mode: 0o750)
-        try outbox.prepare()
+        let run = try OneApp("txrecon-answer-markers")
+        let (clock, api, path, outbox) = (run.clock, run.api, run.path, run.outbox)
         // Each marker written when the run's clock says, less its age.
         func mark(_ name: String, by destination: String, daysAgo: Int64) throws {
             try outbox.markConfirmed(name, by: destination)
@@ -128,7 +129,7 @@ import TxReconTestSupport
                                 consumptionInformation: nil)
         #expect(entry.fileName == answered)
         _ = try outbox.write(entry)
-        directory.write("not a marker", to: "spool/outbox/confirmed/notes.txt")
+        run.directory.write("not a marker", to: "spool/outbox/confirmed/notes.txt")
         let log = RecordingLogSink()
 
         let report = AnswerRun.perform(configurationPath: path, environment: [:], clock: clock, log: log)
