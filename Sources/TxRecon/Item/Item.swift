@@ -52,8 +52,18 @@ package struct ItemKey: Hashable, Sendable, Comparable, CustomStringConvertible 
         rawValue.withUTF8Bytes { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
     }
 
+    /// By the UTF-8 bytes, as SQLite's BINARY collation orders the
+    /// ledger's keys (its writer sorts each batch this way): compared with
+    /// memcmp, which the UTF8View's iterator took several times as long for.
     package static func < (lhs: ItemKey, rhs: ItemKey) -> Bool {
-        lhs.rawValue.utf8.lexicographicallyPrecedes(rhs.rawValue.utf8)
+        let ordered = lhs.rawValue.utf8.withContiguousStorageIfAvailable { left in
+            rhs.rawValue.utf8.withContiguousStorageIfAvailable { right -> Bool in
+                let common = min(left.count, right.count)
+                let order = common == 0 ? 0 : memcmp(left.baseAddress!, right.baseAddress!, common)
+                return order != 0 ? order < 0 : left.count < right.count
+            }
+        }
+        return (ordered ?? nil) ?? lhs.rawValue.utf8.lexicographicallyPrecedes(rhs.rawValue.utf8)
     }
 
     /// The longest file name a key is given: `=` and the unpadded
