@@ -235,6 +235,11 @@ final class LedgerService: Sendable {
             let signal = state.withLock { state -> Bool? in
                 if state.ended || state.status.unavailable != nil
                     || (state.pending.isEmpty && !state.status.catchingUp && state.writer == .idle) {
+                    // Nothing left to cut short: a request made by an
+                    // earlier look of this loop, while the writer was
+                    // finishing its round, would have the next batch
+                    // written at its first confirmation.
+                    state.flushRequested = false
                     return nil
                 }
                 state.flushRequested = true
