@@ -441,7 +441,7 @@ final class LedgerService: Sendable {
         // confirmation reported later has its done/ rename later too. The
         // margin covers the wall clock read when the file was renamed
         // against the one read when it was reported.
-        let mark = min(records.map(\.confirmedAt).min() ?? now, lostSince ?? .max) - Self.catchUpMargin
+        let mark = min(records.lazy.map(\.confirmedAt).min() ?? now, lostSince ?? .max) - Self.catchUpMargin
         noteKeys(records)
         do {
             try ledger.record(records, replacingEqual: true)

@@ -9,8 +9,9 @@
 //     every destination that matches it confirmed it: a finish entry. A
 //     destination that is not the last leaves a marker (outbox/confirmed/)
 //     instead; the last one writes the entry. The check and the marker are
-//     made under one lock, so two destinations confirming at once cannot
-//     each take the other for the one still missing.
+//     made under outbox/confirmed.lock (`txrecon answer` takes it too), so
+//     two destinations confirming at once cannot each take the other for
+//     the one still missing.
 //
 // A failure to write throws, and the attempt keeps the item (it is
 // delivered again, then answered): a crash or a full disk between the
@@ -64,8 +65,6 @@ package final class AnswerTaker: Sendable {
     }
 
     private let settings: Mutex<Settings>
-    /// Held while a purchase's confirmations are checked and recorded.
-    private let confirmations = Mutex<Void>(())
 
     package init(_ settings: Settings) {
         self.settings = Mutex(settings)
@@ -147,20 +146,20 @@ package final class AnswerTaker: Sendable {
         // Answered already (a redelivery): no marker to wait for others.
         guard outbox.pastNew(name) == nil else { return nil }
         guard !others.isEmpty else { return try Self.note(outbox.write(entry), entry) }
-        return try confirmations.withLock { _ throws(SpoolError) -> OutboxNote? in
-            try outbox.withConfirmationsLocked { () throws(SpoolError) -> OutboxNote? in
-                // Given up by `txrecon answer` since the look above (set
-                // aside): not waited for again.
-                guard outbox.pastNew(name) == nil else { return nil }
-                let missing = others.filter { !outbox.isConfirmed(name, by: $0) }
-                guard missing.isEmpty else {
-                    try outbox.markConfirmed(name, by: destination)
-                    return .awaitingDestinations(name, missing)
-                }
-                let note = try Self.note(outbox.write(entry), entry)
-                try outbox.clearConfirmations(name, of: takers)
-                return note
+        // The flock excludes the daemon's other threads too (each call
+        // opens the file anew), not only `txrecon answer`.
+        return try outbox.withConfirmationsLocked { () throws(SpoolError) -> OutboxNote? in
+            // Given up by `txrecon answer` since the look above (set
+            // aside): not waited for again.
+            guard outbox.pastNew(name) == nil else { return nil }
+            let missing = others.filter { !outbox.isConfirmed(name, by: $0) }
+            guard missing.isEmpty else {
+                try outbox.markConfirmed(name, by: destination)
+                return .awaitingDestinations(name, missing)
             }
+            let note = try Self.note(outbox.write(entry), entry)
+            try outbox.clearConfirmations(name, of: takers)
+            return note
         }
     }
 

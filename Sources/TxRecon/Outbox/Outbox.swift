@@ -92,9 +92,7 @@ package struct Outbox: Sendable {
     package func write(_ entry: OutboxEntry) throws(SpoolError) -> Written {
         let name = entry.fileName
         if let past = pastNew(name) { return .alreadyIn(past) }
-        let temporary = tmp + "/" + name
-        try SystemCall.unlinkIfPresent(temporary)
-        try SystemCall.writeNewFile(temporary, entry.json, mode: 0o640, sync: true)
+        let temporary = try writeTemporary(entry)
         do {
             try SystemCall.rename(temporary, new + "/" + name)
         } catch {
@@ -103,6 +101,14 @@ package struct Outbox: Sendable {
         }
         try SystemCall.syncDirectory(new)
         return .written
+    }
+
+    /// Writes `entry` into tmp/ under its name, fsynced; its path there.
+    private func writeTemporary(_ entry: OutboxEntry) throws(SpoolError) -> String {
+        let temporary = tmp + "/" + entry.fileName
+        try SystemCall.unlinkIfPresent(temporary)
+        try SystemCall.writeNewFile(temporary, entry.json, mode: 0o640, sync: true)
+        return temporary
     }
 
     /// Where the entry `name` is once `txrecon answer` took it (queue,
@@ -186,8 +192,7 @@ package struct Outbox: Sendable {
     package func giveUp(_ purchase: ConfirmedPurchase, reason: String, at now: Int64) throws(SpoolError) {
         if let entry = OutboxEntry(finishNamed: purchase.name, confirmedAt: purchase.since,
                                    by: purchase.destinations.joined(separator: ", ")) {
-            try SystemCall.unlinkIfPresent(tmp + "/" + purchase.name)
-            try SystemCall.writeNewFile(tmp + "/" + purchase.name, entry.json, mode: 0o640, sync: true)
+            _ = try writeTemporary(entry)
             try setAside(purchase.name, from: tmp, reason: reason, at: now)
         }
         try clearConfirmations(purchase.name, of: purchase.destinations)
