@@ -134,8 +134,9 @@ final class LedgerService: Sendable {
     private let finished = DispatchSemaphore(value: 0)
     /// Callers of `flush`, woken after each round of the writer.
     private let rounds = Mutex<[DispatchSemaphore]>([])
-    /// The connection intake's look-ups use; nil while the ledger is unavailable.
-    private let reader = Mutex<SQLiteLedger?>(nil)
+    /// Intake's look-ups, on a connection of their own; closed while the
+    /// ledger is unavailable.
+    private let lookups: LedgerLookups
     /// What the ledger may hold, so that a look-up of a key it never
     /// recorded asks no SQLite; nil while the ledger is unavailable.
     private let keys = Mutex<LedgerKeyFilter?>(nil)
@@ -146,6 +147,7 @@ final class LedgerService: Sendable {
         self.log = log
         self.now = now
         self.observe = observe
+        lookups = LedgerLookups(path: settings.path, log: log, now: now)
         state = Mutex(State(status: Status(path: settings.path)))
     }
 
@@ -209,16 +211,7 @@ final class LedgerService: Sendable {
     /// ledger knows; nil when it does not, or cannot say now.
     func confirmedVersion(at destination: String, of key: ItemKey) -> ItemVersion? {
         if let filter = keys.withLock({ $0 }), !filter.mayHold(destination: destination, key: key) { return nil }
-        return reader.withLock { ledger in
-            guard let current = ledger else { return nil }
-            do {
-                return try current.confirmedVersion(at: destination, of: key)
-            } catch {
-                // The writer notices too and reopens; until then, done/ answers.
-                ledger = nil
-                return nil
-            }
-        }
+        return lookups.confirmedVersion(at: destination, of: key)
     }
 
     /// Returns once everything reported before the call is committed and
@@ -327,7 +320,7 @@ final class LedgerService: Sendable {
                 wake.wait()
             }
         }
-        reader.withLock { $0 = nil }
+        lookups.close()
         endRound()
     }
 
@@ -348,7 +341,7 @@ final class LedgerService: Sendable {
     private func open() -> SQLiteLedger? {
         do {
             let ledger = try openOrRebuild()
-            reader.withLock { $0 = try? SQLiteLedger(path: settings.path, cache: .lookup) }
+            lookups.open()
             let wasUnavailable = state.withLock { state -> String? in
                 defer { state.status.unavailable = nil }
                 return state.status.unavailable
@@ -395,7 +388,7 @@ final class LedgerService: Sendable {
     }
 
     private func fail(_ error: LedgerError) {
-        reader.withLock { $0 = nil }
+        lookups.close()
         keys.withLock { $0 = nil }
         let first = state.withLock { state -> Bool in
             defer {

@@ -233,6 +233,34 @@ import TxReconTestSupport
         #expect(log.entries.filter { $0.priority == .error && $0.message.contains("cannot be used") }.count == 1)
     }
 
+    @Test func aLookUpThatFailsCostsDoneAloneOnlyUntilTheConnectionIsOpenedAgain() throws {
+        let clock = ManualClock()
+        let path = directory.path + "/state/ledger.sqlite3"
+        let ledger = LedgerService(settings: settings(), log: log, now: { clock.wallMilliseconds })
+        try ledger.start()
+        defer { ledger.stop() }
+        let key = ItemKey("k")!
+        ledger.record(destination: "backend", item: Self.envelope("k", version: 3), attempt: 1,
+                      confirmation: .http(status: 200), at: clock.wallMilliseconds)
+        ledger.flush()
+        #expect(ledger.waitForKeyFilter(timeout: .seconds(60)), "the filter sends the look-ups of k to SQLite")
+        #expect(ledger.confirmedVersion(at: "backend", of: key) == ItemVersion(primary: 3))
+
+        // An operator's sqlite3 takes the table away: every connection's look-up fails.
+        let operatorShell = try SQLiteDatabase(path: path, access: .readWriteCreate)
+        try operatorShell.execute("ALTER TABLE confirmations RENAME TO held")
+        #expect(ledger.confirmedVersion(at: "backend", of: key) == nil, "not known: done/ answers")
+        #expect(log.entries.filter { $0.priority == .error && $0.message.contains("a look-up in the ledger") }.count == 1)
+        try operatorShell.execute("ALTER TABLE held RENAME TO confirmations")
+        #expect(ledger.confirmedVersion(at: "backend", of: key) == nil, "not asked again before the retry interval")
+
+        clock.jumpWallClock(by: LedgerLookups.retryInterval)
+        #expect(ledger.confirmedVersion(at: "backend", of: key) == ItemVersion(primary: 3),
+                "the writer never failed, yet look-ups work again")
+        #expect(log.entries.contains { $0.priority == .notice && $0.message.contains("work again") })
+        #expect(log.entries.filter { $0.priority == .error }.count == 1, "one error for the whole spell")
+    }
+
     @Test func keysLastConfirmedBeforeTheRetentionAreForgottenAtStart() throws {
         do {
             let first = service()

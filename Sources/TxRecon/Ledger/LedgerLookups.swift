@@ -1,0 +1,117 @@
+// LedgerLookups: intake's connection to the ledger, for the supersede
+// rule's "what did this destination last confirm?", and what happens when
+// a look-up fails.
+//
+// A look-up that fails answers "not known", and the supersede rule reads
+// done/ alone, which forgets what is older than DoneRetention=: a stale
+// snapshot of a key whose done/ entry is reaped would go out as new. So a
+// failure must cost as few look-ups as possible, and never all of them:
+// the failed one is asked again on a fresh connection at once (a transient
+// error, a connection left in a bad state), and when that fails too the
+// connection is reopened by the first look-up `retryInterval` later. The
+// writer's own failures are not this type's: while the ledger is
+// unavailable (LedgerService.fail) it is closed, and the writer's next
+// open opens it again.
+// Reports: an error entry when look-ups stop working, a notice when they
+// work again.
+import Synchronization
+
+final class LedgerLookups: Sendable {
+    /// How long look-ups answer "not known" after a connection failed
+    /// twice in a row, before the next one opens it again.
+    static let retryInterval: Int64 = 5_000
+
+    private enum Connection {
+        /// The writer has no ledger: the writer's next open opens this.
+        case closed
+        case open(SQLiteLedger)
+        /// Failed at `since` (ms since 1970) for `reason`.
+        case failed(since: Int64, reason: String)
+    }
+
+    private let path: String
+    private let log: any LogSink
+    private let now: @Sendable () -> Int64
+    // A Mutex holds the non-Sendable connection: one look-up at a time uses it.
+    private let connection = Mutex(Connection.closed)
+
+    init(path: String, log: any LogSink, now: @escaping @Sendable () -> Int64) {
+        self.path = path
+        self.log = log
+        self.now = now
+    }
+
+    /// Opens the connection (the writer opened the ledger).
+    func open() {
+        connection.withLock { connection in
+            if case .open = connection { return }
+            switch connect() {
+            case .success(let ledger): connection = .open(ledger)
+            case .failure(let error): connection = failed(error)
+            }
+        }
+    }
+
+    /// Closes it (the writer lost the ledger, or stopped).
+    func close() {
+        connection.withLock { $0 = .closed }
+    }
+
+    /// The last version `destination` confirmed for `key`, as far as the
+    /// ledger knows; nil when it does not, or cannot say now.
+    func confirmedVersion(at destination: String, of key: ItemKey) -> ItemVersion? {
+        connection.withLock { connection -> ItemVersion? in
+            let ledger: SQLiteLedger
+            switch connection {
+            case .closed:
+                return nil
+            case .open(let open):
+                ledger = open
+            case .failed(let since, let reason):
+                let now = self.now()
+                // A wall clock stepped back is no reason to wait longer.
+                guard now - since >= Self.retryInterval || now < since else { return nil }
+                guard case .success(let reopened) = connect() else {
+                    connection = .failed(since: now, reason: reason)
+                    return nil
+                }
+                log.write(LogEntry(.notice, "look-ups in the ledger \(path) work again (they did not: \(reason))"))
+                connection = .open(reopened)
+                ledger = reopened
+            }
+            do throws(LedgerError) {
+                return try ledger.confirmedVersion(at: destination, of: key)
+            } catch {
+                // Asked once more on a fresh connection before done/ answers alone.
+                do throws(LedgerError) {
+                    let fresh = try connect().get()
+                    let answer = try fresh.confirmedVersion(at: destination, of: key)
+                    log.write(LogEntry(.warning, "a look-up in the ledger \(path) failed (\(error.message)) and was "
+                                       + "answered on a new connection", fields: [("TXRECON_REASON", error.message)]))
+                    connection = .open(fresh)
+                    return answer
+                } catch {
+                    connection = failed(error)
+                    return nil
+                }
+            }
+        }
+    }
+
+    private func connect() -> Result<SQLiteLedger, LedgerError> {
+        do {
+            return .success(try SQLiteLedger(path: path, cache: .lookup))
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    /// `.failed`, logged.
+    private func failed(_ error: LedgerError) -> Connection {
+        log.write(LogEntry(.error, "a look-up in the ledger \(path) failed: \(error.message). Until it works again "
+                           + "(tried every \(Self.retryInterval / 1000) s), the supersede rule reads done/ alone, "
+                           + "which forgets what is older than DoneRetention=",
+                           fields: [("TXRECON_REASON", error.message)]))
+        return .failed(since: now(), reason: error.message)
+    }
+}
