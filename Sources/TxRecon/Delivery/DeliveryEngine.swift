@@ -337,7 +337,7 @@ package actor DeliveryEngine {
             reports.delivered(key, item: item, attempt: attempt, confirmation: confirmation, destination: destination,
                               at: clock.wallMilliseconds, inbox: inbox, app: app)
             if let notes = answered?.settlement.outboxNotes, !notes.isEmpty {
-                published.status.statistics.answersQueued += events.outbox(key, notes)
+                published.status.statistics.answersQueued += events.outbox(key, notes, app: app)
             }
             if let parked = entry.parked?.value { placeParked(parked) }
         case let .refused(reason, httpStatus):

@@ -205,6 +205,8 @@ struct AnswerSender {
         }
 
         var bundleID: String? { settings.apps.first?.bundleID ?? settings.sweep.bundleID }
+        /// Its name (TXRECON_APP); nil for a configuration without apps.
+        var name: String? { settings.apps.first?.name }
     }
 
     private let apps: [App]
@@ -239,25 +241,25 @@ struct AnswerSender {
         do {
             entry = try OutboxEntry(json: try outbox.read(name, in: outbox.queue))
         } catch let error as OutboxEntryError {
-            return try setAside(name, because: "not an outbox entry: \(error)", report: &report)
+            return try setAside(name, because: "not an outbox entry: \(error)", app: nil, report: &report)
         } catch {
             throw SweepStop(kind: .failed, reason: "cannot read \(outbox.queue)/\(name): \(error)")
         }
+        let appName = app(for: entry)?.name
         if let refusal = Self.refusalBeforeSending(entry, now: clock.wallMilliseconds) {
-            return try setAside(name, because: refusal, report: &report)
+            return try setAside(name, because: refusal, app: appName, report: &report)
         }
         guard let app = app(for: entry), case let .success(tokens) = app.tokens else {
             if let app = app(for: entry), case let .failure(problem) = app.tokens {
                 log.write(LogEntry(.warning, "answer: \(name) waits in \(outbox.queue): its app's key cannot be used "
-                                   + "(\(problem))", fields: [("TXRECON_OUTBOX_ENTRY", name),
-                                                              ("TXRECON_ID", entry.transactionId)]))
+                                   + "(\(problem))", fields: Self.fields(name, entry, app: appName)))
                 report.waitingForApp += 1
                 return
             }
             // Never set aside: the app's file may be back by the next run.
             log.write(LogEntry(.warning, "answer: \(name) waits in \(outbox.queue): it is for \(entry.bundleId ?? "no app"), "
                                + "which no app of the configuration is; add its app file (apps/NAME.conf)",
-                               fields: [("TXRECON_OUTBOX_ENTRY", name), ("TXRECON_ID", entry.transactionId)]))
+                               fields: Self.fields(name, entry, app: nil)))
             report.waitingForApp += 1
             return
         }
@@ -275,13 +277,20 @@ struct AnswerSender {
             }
             report.sent += 1
             log.write(LogEntry(.info, "answer: \(name) sent to Apple (\(entry.environment.rawValue))",
-                               fields: [("TXRECON_OUTBOX_ENTRY", name), ("TXRECON_ID", entry.transactionId)]))
+                               fields: Self.fields(name, entry, app: appName)))
         case .unknown:
             try setAside(name, because: "Apple does not know transaction \(entry.transactionId) in "
-                         + entry.environment.rawValue, report: &report)
+                         + entry.environment.rawValue, app: appName, report: &report)
         case .failed(let why):
-            try setAside(name, because: why, report: &report)
+            try setAside(name, because: why, app: appName, report: &report)
         }
+    }
+
+    /// The journal fields of an entry's log entry.
+    private static func fields(_ name: String, _ entry: OutboxEntry, app: String?) -> [(String, String)] {
+        var fields = [("TXRECON_OUTBOX_ENTRY", name), ("TXRECON_ID", entry.transactionId)]
+        if let app { fields.append(("TXRECON_APP", app)) }
+        return fields
     }
 
     /// Why `entry` is not sent at all, or nil: Apple would refuse it.
@@ -312,7 +321,9 @@ struct AnswerSender {
         }
     }
 
-    private func setAside(_ name: String, because reason: String, report: inout AnswerReport) throws(SweepStop) {
+    /// `app`: the entry's app's name, when it was read and names one.
+    private func setAside(_ name: String, because reason: String, app: String?,
+                          report: inout AnswerReport) throws(SweepStop) {
         do {
             try outbox.setAside(name, from: outbox.queue, reason: reason, at: clock.wallMilliseconds)
         } catch {
@@ -321,6 +332,7 @@ struct AnswerSender {
         report.setAside += 1
         log.write(LogEntry(.error, "answer: \(name) set aside in \(outbox.aside): \(reason); it is not sent again",
                            messageID: MessageID.answerSetAside,
-                           fields: [("TXRECON_OUTBOX_ENTRY", name), ("TXRECON_REASON", reason)]))
+                           fields: [("TXRECON_OUTBOX_ENTRY", name), ("TXRECON_REASON", reason)]
+                               + (app.map { [("TXRECON_APP", $0)] } ?? [])))
     }
 }

@@ -13,25 +13,26 @@ enum ItemOutcome: String, Sendable {
 struct ItemEvents: Sendable {
     let sink: any LogSink
 
-    /// What a delivered item wrote into the outbox (AnswerTaker); the
-    /// number of answers written.
-    func outbox(_ key: ItemKey, _ notes: [OutboxNote]) -> Int {
+    /// What a delivered item of `app` (TXRECON_APP) wrote into the outbox
+    /// (AnswerTaker); the number of answers written.
+    func outbox(_ key: ItemKey, _ notes: [OutboxNote], app: String?) -> Int {
         var written = 0
+        let appField = app.map { [("TXRECON_APP", $0)] } ?? []
         for note in notes {
             switch note {
             case .wrote(let name):
                 written += 1
                 sink.write(LogEntry(.info, "\(key): answer for Apple written to outbox/new/\(name)",
                                     messageID: MessageID.answerQueued,
-                                    fields: [("TXRECON_ID", key.rawValue), ("TXRECON_OUTBOX_ENTRY", name)]))
+                                    fields: [("TXRECON_ID", key.rawValue), ("TXRECON_OUTBOX_ENTRY", name)] + appField))
             case let .awaitingDestinations(name, missing):
                 sink.write(LogEntry(.info, "\(key): confirmed here; \(name) is written once "
                                     + "\(missing.joined(separator: ", ")) confirmed it too",
-                                    fields: [("TXRECON_ID", key.rawValue), ("TXRECON_OUTBOX_ENTRY", name)]))
+                                    fields: [("TXRECON_ID", key.rawValue), ("TXRECON_OUTBOX_ENTRY", name)] + appField))
             case .ignored(let why):
                 sink.write(LogEntry(.warning, "\(key): the answer to the CONSUMPTION_REQUEST was not taken for Apple: "
                                     + "\(why); the backend must answer {\"consumptionInformation\": {…}} of at most "
-                                    + "\(ConsumptionAnswer.bodyLimit / 1024) KiB", fields: [("TXRECON_ID", key.rawValue)]))
+                                    + "\(ConsumptionAnswer.bodyLimit / 1024) KiB", fields: [("TXRECON_ID", key.rawValue)] + appField))
             }
         }
         return written

@@ -97,8 +97,17 @@ import TxReconTestSupport
         let three = try finish("7003", "com.example.three")
         let nobody = try finish("7004", "com.example.nobody")
 
-        let report = AnswerRun.perform(configurationPath: path, environment: [:], clock: clock, log: RecordingLogSink())
+        let log = RecordingLogSink()
+        let report = AnswerRun.perform(configurationPath: path, environment: [:], clock: clock, log: log)
         #expect(main.answers.map(\.transactionId) == ["7001"] && two.answers.map(\.transactionId) == ["7002"])
+        /// The TXRECON_APP of the entries naming `entry`.
+        func apps(of entry: String) -> [String?] {
+            log.entries.filter { $0.fields.contains { $0 == ("TXRECON_OUTBOX_ENTRY", entry) } }
+                .map { entry in entry.fields.first { $0.0 == "TXRECON_APP" }?.1 }
+        }
+        #expect(apps(of: "finish.Sandbox.7001.json") == ["main"] && apps(of: "finish.Sandbox.7002.json") == ["two"],
+                "the journal tells the apps' answers apart")
+        #expect(apps(of: three) == ["three"] && apps(of: nobody) == [nil])
         #expect(main.problems == [] && two.problems == [], "each with its own app's token")
         #expect(report.sent == 2 && report.waitingForApp == 2)
         #expect(try outbox.entries(in: outbox.queue).sorted() == [three, nobody].sorted())
