@@ -288,6 +288,18 @@ import TxReconTestSupport
         #expect(elsewhere.version(part, key: key, against: ItemVersion(primary: 0)) == ItemVersion(primary: .min))
     }
 
+    /// `txrecon list` with several apps names each row's app from its
+    /// bundle id: a receipt's purchase has it only in its receipt.
+    @Test func theInspectorReadsAQueuedPurchasesBundleIDThroughItsStoredReceipt() throws {
+        let receipt = TestReceipt.sign(TestReceipt.payload(purchases: Self.two))
+        let store = try Store(holding: receipt)
+        let part = ReceiptSplit.part(receiptSha256: ReceiptStore.name(of: receipt), entry: "1000000000000001", context: nil)
+        try SystemCall.writeNewFile(store.layout.queue + "/1000000000000001", part, sync: false)
+        let inspector = SpoolInspector(layout: store.layout)
+        #expect(inspector.bundleID(ofItemNamed: "1000000000000001", in: .queue) == "com.example.app")
+        #expect(try inspector.show(ItemKey("1000000000000001")!)?.item?.fields.bundleId == "com.example.app")
+    }
+
     @Test func aPartAnEarlierReleaseWroteIsStillThatPurchaseCarryingItsReceipt() throws {
         let receipt = TestReceipt.sign(TestReceipt.payload(purchases: Self.two))
         let legacy = TestReceipt.upload(receipt, context: [("txreconReceiptEntry", .string("1000000000000002"))])

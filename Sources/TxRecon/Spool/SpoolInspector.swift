@@ -26,8 +26,12 @@ package struct SpoolInspector: Sendable {
     }
 
     package let layout: SpoolLayout
+    private let receipts: ReceiptLibrary
 
-    package init(layout: SpoolLayout) { self.layout = layout }
+    package init(layout: SpoolLayout) {
+        self.layout = layout
+        receipts = ReceiptLibrary(store: ReceiptStore(layout: layout))
+    }
 
     package func list(_ directory: Listable) throws(SpoolError) -> [Row] {
         let path = self.path(directory)
@@ -133,15 +137,7 @@ package struct SpoolInspector: Sendable {
         for location in [SpoolLocation.queue, .hold, .done] {
             let path = self.path(location) + "/" + key.fileName
             guard let bytes = try? SystemCall.readFile(path, limit: 16 << 20) else { continue }
-            // Decoded, not verified (the daemon verified it); a part of a
-            // receipt upload with the receipt it names in receipts/.
-            let item: Item? = switch try? InputDecoder(acceptEnvelopes: true).decode(bytes) {
-            case let .item(decoded)?: decoded
-            case let .receiptPart(part)?:
-                try? ReceiptLibrary(store: ReceiptStore(layout: layout)).item(for: part, verifier: nil)
-            default: nil
-            }
-            var report = Report(key: key, location: location, path: path, item: item)
+            var report = Report(key: key, location: location, path: path, item: item(decoding: bytes))
             // In done/, the failures before this delivery (none: it went at once).
             if location != .hold { report.state = readState(key.fileName, in: self.path(location)) }
             if location == .hold, let reason = try? SystemCall.readFile(path + ".reason", limit: 1 << 20) {
@@ -153,13 +149,26 @@ package struct SpoolInspector: Sendable {
     }
 
     /// The bundle id the item `name` of `directory` (a key, as `list`
-    /// gives it) names, decoded as `show` decodes it; nil when it names
-    /// none (an envelope, a receipt's purchase) or cannot be read.
+    /// gives it) names, decoded as `show` decodes it (a receipt's purchase
+    /// with its receipt); nil when it names none (an envelope) or cannot
+    /// be read.
     package func bundleID(ofItemNamed name: String, in directory: Listable) -> String? {
         guard directory != .rejected, let key = ItemKey(name),
-              let bytes = try? SystemCall.readFile(path(directory) + "/" + key.fileName, limit: 16 << 20),
-              case let .item(item)? = try? InputDecoder(acceptEnvelopes: true).decode(bytes) else { return nil }
-        return item.fields.bundleId
+              let bytes = try? SystemCall.readFile(path(directory) + "/" + key.fileName, limit: 16 << 20) else {
+            return nil
+        }
+        return item(decoding: bytes)?.fields.bundleId
+    }
+
+    /// A stored item's file decoded, not verified (the daemon verified
+    /// it); a part of a receipt upload with the receipt it names in
+    /// receipts/ (each receipt parsed once per inspector).
+    private func item(decoding bytes: [UInt8]) -> Item? {
+        switch try? InputDecoder(acceptEnvelopes: true).decode(bytes) {
+        case let .item(decoded)?: decoded
+        case let .receiptPart(part)?: try? receipts.item(for: part, verifier: nil)
+        default: nil
+        }
     }
 
     /// Whether a daemon runs, and the status it wrote.
