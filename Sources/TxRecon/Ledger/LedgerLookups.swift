@@ -61,40 +61,46 @@ final class LedgerLookups: Sendable {
     /// ledger knows; nil when it does not, or cannot say now.
     func confirmedVersion(at destination: String, of key: ItemKey) -> ItemVersion? {
         connection.withLock { connection -> ItemVersion? in
-            let ledger: SQLiteLedger
             switch connection {
             case .closed:
                 return nil
-            case .open(let open):
-                ledger = open
+            case .open(let ledger):
+                do throws(LedgerError) {
+                    return try ledger.confirmedVersion(at: destination, of: key)
+                } catch {
+                    // Asked once more on a new connection before done/ answers alone.
+                    guard case .success(let answer) = askAnew(destination, key, into: &connection) else {
+                        connection = failed(error)
+                        return nil
+                    }
+                    log.write(LogEntry(.warning, "a look-up in the ledger \(path) failed (\(error.message)) and was "
+                                       + "answered on a new connection", fields: [("TXRECON_REASON", error.message)]))
+                    return answer
+                }
             case .failed(let since, let reason):
                 let now = self.now()
                 // A wall clock stepped back is no reason to wait longer.
                 guard now - since >= Self.retryInterval || now < since else { return nil }
-                guard case .success(let reopened) = connect() else {
+                guard case .success(let answer) = askAnew(destination, key, into: &connection) else {
                     connection = .failed(since: now, reason: reason)
                     return nil
                 }
                 log.write(LogEntry(.notice, "look-ups in the ledger \(path) work again (they did not: \(reason))"))
-                connection = .open(reopened)
-                ledger = reopened
+                return answer
             }
-            do throws(LedgerError) {
-                return try ledger.confirmedVersion(at: destination, of: key)
-            } catch {
-                // Asked once more on a fresh connection before done/ answers alone.
-                do throws(LedgerError) {
-                    let fresh = try connect().get()
-                    let answer = try fresh.confirmedVersion(at: destination, of: key)
-                    log.write(LogEntry(.warning, "a look-up in the ledger \(path) failed (\(error.message)) and was "
-                                       + "answered on a new connection", fields: [("TXRECON_REASON", error.message)]))
-                    connection = .open(fresh)
-                    return answer
-                } catch {
-                    connection = failed(error)
-                    return nil
-                }
-            }
+        }
+    }
+
+    /// Asks on a new connection, which becomes `connection` when it answers.
+    private func askAnew(_ destination: String, _ key: ItemKey,
+                         into connection: inout Connection) -> Result<ItemVersion?, LedgerError> {
+        do throws(LedgerError) {
+            let fresh = try connect().get()
+            let answer = try fresh.confirmedVersion(at: destination, of: key)
+            connection = .open(fresh)
+            return .success(answer)
+        } catch {
+            return .failure(error)
         }
     }
 

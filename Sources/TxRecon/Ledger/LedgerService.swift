@@ -7,7 +7,8 @@
 // The ordering (docs/crash-consistency.md, "The ledger"): an item is
 // finished by its rename into done/ (the commit point, as before); the
 // engine then hands its confirmation here, and the writer commits it
-// (synchronous=FULL) with the catch-up mark in the same transaction. A
+// (synchronous=FULL), then the catch-up mark (a crash between the two
+// leaves the older mark, which only reads more at the next start). A
 // crash loses at most the confirmations not yet committed, never claims
 // one: the next start reads the delivered snapshots in done/ changed since
 // the mark and records them. DoneReaper removes a delivered snapshot only
@@ -42,6 +43,8 @@ final class LedgerService: Sendable {
         var maximumFileSize: Int
         /// `LedgerService.batchInterval`; tests lengthen it.
         var batchInterval: Duration = LedgerService.batchInterval
+        /// The least room a key filter is built with; tests make it small.
+        var keyFilterCapacity = 1 << 20
     }
 
     /// The ledger as status, check-config and the metrics show it.
@@ -438,7 +441,9 @@ final class LedgerService: Sendable {
         noteKeys(records)
         do {
             try ledger.record(records, replacingEqual: true)
-            if lostSince == nil { try ledger.setCatchUpMark(max(mark, try ledger.catchUpMark())) }
+            // Never kept above this batch's: a mark set before the wall
+            // clock was stepped back would pass what is delivered after.
+            if lostSince == nil { try ledger.setCatchUpMark(mark) }
         } catch {
             // Put them back for the next try, in front of what came since.
             state.withLock { state in state.pending.insert(contentsOf: records, at: 0) }
@@ -486,7 +491,13 @@ final class LedgerService: Sendable {
     private func noteKeys(_ records: [LedgerRecord]) {
         guard let filter = keys.withLock({ $0 }) else { return }
         for record in records { filter.add(destination: record.destination, key: record.key) }
-        if filter.isFull { buildKeyFilter(holding: filter.capacity) }
+        guard filter.isFull else { return }
+        buildKeyFilter(holding: filter.capacity)
+        // The new filter's scan may read the ledger before these are
+        // committed: without them it would answer "never recorded" for
+        // keys the ledger holds, for the rest of the run.
+        guard let bigger = keys.withLock({ $0 }), bigger !== filter else { return }
+        for record in records { bigger.add(destination: record.destination, key: record.key) }
     }
 
     /// Installs a new filter with room for `rows` and half as many again
@@ -494,7 +505,7 @@ final class LedgerService: Sendable {
     /// its own; the writer adds what it commits meanwhile.
     private func buildKeyFilter(holding rows: Int) {
         // Without its memory look-ups ask SQLite, as before it existed.
-        guard let filter = LedgerKeyFilter(capacity: max(1 << 20, rows + rows / 2)) else { return }
+        guard let filter = LedgerKeyFilter(capacity: max(settings.keyFilterCapacity, rows + rows / 2)) else { return }
         keys.withLock { $0 = filter }
         let path = settings.path
         do {
@@ -519,14 +530,28 @@ final class LedgerService: Sendable {
         let mark = try ledger.catchUpMark()
         let startedAt = now()
         // What was let go before now is in done/ and read below.
-        state.withLock { $0.lostSince = nil }
-        var recorded = 0
-        for (name, spool) in settings.destinations {
-            recorded += try catchUp(ledger, destination: name, spool: spool, since: mark - Self.catchUpMargin,
-                                    before: startedAt)
+        let lostSince = state.withLock { state in
+            defer { state.lostSince = nil }
+            return state.lostSince
         }
-        // Everything in done/ that changed before the catch-up began is in.
-        try ledger.setCatchUpMark(max(mark, startedAt - Self.catchUpMargin))
+        // A mark later than now was set before the wall clock was stepped
+        // back: what was delivered since is dated before it, by how much
+        // nobody knows, so all of done/ is read. (A batch written after a
+        // step moves the mark back with the clock: writePending.)
+        let since = mark - Self.catchUpMargin > startedAt ? 0
+            : min(mark, lostSince ?? .max) - Self.catchUpMargin
+        var recorded = 0
+        do {
+            for (name, spool) in settings.destinations {
+                recorded += try catchUp(ledger, destination: name, spool: spool, since: since, before: startedAt)
+            }
+            // Everything in done/ that changed before the catch-up began is in.
+            try ledger.setCatchUpMark(startedAt - Self.catchUpMargin)
+        } catch {
+            // The next catch-up reads from there again.
+            if let lostSince { state.withLock { $0.lostSince = min($0.lostSince ?? .max, lostSince) } }
+            throw error
+        }
         let status = state.withLock { state in
             state.status.catchingUp = false
             state.durableThrough = max(state.durableThrough, startedAt - Self.catchUpMargin)
@@ -582,17 +607,25 @@ final class LedgerService: Sendable {
                 failure = error
             }
         }
-        try? SystemCall.forEachName(in: done) { bytes in
-            guard failure == nil, !bytes.contains(UInt8(ascii: ".")),
-                  let name = String(validating: bytes, as: UTF8.self), let key = ItemKey(fileName: name),
-                  let info = try? SystemCall.linkStatus(done + "/" + name) else { return }
-            let changed = Int64(info.st_ctim.tv_sec) * 1000 + Int64(info.st_ctim.tv_nsec) / 1_000_000
-            guard changed >= since else { return }
-            if changed >= before {
-                changedSinceStart.append((key, changed))
-            } else {
-                add(key, changed: changed)
+        do {
+            try SystemCall.forEachName(in: done) { bytes in
+                guard failure == nil, !bytes.contains(UInt8(ascii: ".")),
+                      let name = String(validating: bytes, as: UTF8.self), let key = ItemKey(fileName: name),
+                      let info = try? SystemCall.linkStatus(done + "/" + name) else { return }
+                let changed = Int64(info.st_ctim.tv_sec) * 1000 + Int64(info.st_ctim.tv_nsec) / 1_000_000
+                guard changed >= since else { return }
+                if changed >= before {
+                    changedSinceStart.append((key, changed))
+                } else {
+                    add(key, changed: changed)
+                }
             }
+        } catch where error.code == ENOENT {
+            // No done/ (a destination added since the daemon started): nothing to read.
+        } catch {
+            // Unread, it is not caught up: the mark and the watermark must
+            // not pass what it holds, which the reaper would then remove.
+            throw LedgerError(operation: "catch up from", path: done, code: 0, message: error.description)
         }
         // Taken after the walk: a rename the walk saw was reported by now,
         // or is read (twice recorded at one version is harmless).

@@ -251,6 +251,9 @@ import TxReconTestSupport
         try operatorShell.execute("ALTER TABLE confirmations RENAME TO held")
         #expect(ledger.confirmedVersion(at: "backend", of: key) == nil, "not known: done/ answers")
         #expect(log.entries.filter { $0.priority == .error && $0.message.contains("a look-up in the ledger") }.count == 1)
+        clock.jumpWallClock(by: LedgerLookups.retryInterval)
+        #expect(ledger.confirmedVersion(at: "backend", of: key) == nil, "tried again, and still failing")
+        #expect(!log.entries.contains { $0.message.contains("work again") })
         try operatorShell.execute("ALTER TABLE held RENAME TO confirmations")
         #expect(ledger.confirmedVersion(at: "backend", of: key) == nil, "not asked again before the retry interval")
 
@@ -259,6 +262,88 @@ import TxReconTestSupport
                 "the writer never failed, yet look-ups work again")
         #expect(log.entries.contains { $0.priority == .notice && $0.message.contains("work again") })
         #expect(log.entries.filter { $0.priority == .error }.count == 1, "one error for the whole spell")
+    }
+
+    /// A mark written while the wall clock ran ten minutes ahead, then the
+    /// clock stepped back: what was delivered after the step is dated
+    /// before the mark, and a crash took its confirmation.
+    @Test func aMarkSetBeforeTheClockWasSteppedBackDoesNotHideWhatWasDeliveredAfter() throws {
+        do {
+            let ahead = LedgerService(settings: settings(), log: log,
+                                      now: { Timestamp.nowMilliseconds() + 600_000 })
+            try ahead.start()
+            ahead.record(destination: "backend", item: Self.envelope("before", version: 1), attempt: 1,
+                         confirmation: .http(status: 200), at: Timestamp.nowMilliseconds() + 600_000)
+            ahead.flush()
+            ahead.stop()
+        }
+        delivered("after", version: 7)
+        let second = service()
+        try second.start()
+        defer { second.stop() }
+        second.flush()
+        #expect(second.confirmedVersion(at: "backend", of: ItemKey("after")!) == ItemVersion(primary: 7))
+    }
+
+    /// A batch written after the step moves the mark back with the clock,
+    /// so a crash later still finds what it took in done/.
+    @Test func aBatchWrittenAfterTheClockWasSteppedBackMovesTheMarkBack() throws {
+        let clock = ManualClock()
+        let path = directory.path + "/state/ledger.sqlite3"
+        let ledger = LedgerService(settings: settings(), log: log, now: { clock.wallMilliseconds })
+        try ledger.start()
+        defer { ledger.stop() }
+        ledger.flush()
+        #expect(try SQLiteLedger(path: path, access: .readOnly).catchUpMark() > clock.wallMilliseconds - 120_000)
+        clock.jumpWallClock(by: -600_000)
+        ledger.record(destination: "backend", item: Self.envelope("k", version: 1), attempt: 1,
+                      confirmation: .http(status: 200), at: clock.wallMilliseconds)
+        ledger.flush()
+        #expect(try SQLiteLedger(path: path, access: .readOnly).catchUpMark()
+                <= clock.wallMilliseconds - LedgerService.catchUpMargin)
+    }
+
+    /// done/ that cannot be listed (here: not a directory) is not caught
+    /// up, so neither the mark nor the watermark may pass it.
+    @Test func aDoneThatCannotBeReadHoldsTheMarkAndTheWatermark() throws {
+        delivered("lost", version: 7)
+        #expect(rename(layout.done, layout.done + ".away") == 0)
+        _ = directory.write("not a directory", to: "spool/done")
+        do {
+            let ledger = service()
+            try ledger.start()
+            ledger.flush()
+            #expect(ledger.durableThrough == 0, "the reaper removes nothing the catch-up did not read")
+            #expect(ledger.status.unavailable?.contains("done") == true, "\(String(describing: ledger.status))")
+            ledger.stop()
+        }
+        #expect(unlink(layout.done) == 0 && rename(layout.done + ".away", layout.done) == 0)
+        let second = service()
+        try second.start()
+        defer { second.stop() }
+        second.flush()
+        #expect(second.confirmedVersion(at: "backend", of: ItemKey("lost")!) == ItemVersion(primary: 7))
+    }
+
+    /// A key filter that outgrows its room is built again from the ledger,
+    /// whose scan may run before the batch that filled it is committed.
+    @Test func theBatchThatOutgrowsTheKeyFilterIsInTheNextOne() throws {
+        var small = settings()
+        small.keyFilterCapacity = 64
+        let ledger = LedgerService(settings: small, log: log)
+        try ledger.start()
+        defer { ledger.stop() }
+        ledger.flush()
+        #expect(ledger.waitForKeyFilter(timeout: .seconds(60)))
+        let keys = (0..<200).map { "key-\($0)" }
+        for key in keys {
+            ledger.record(destination: "backend", item: Self.envelope(key, version: 2), attempt: 1,
+                          confirmation: .http(status: 200), at: Timestamp.nowMilliseconds())
+        }
+        ledger.flush()
+        #expect(ledger.waitForKeyFilter(timeout: .seconds(60)))
+        let unknown = keys.filter { ledger.confirmedVersion(at: "backend", of: ItemKey($0)!) != ItemVersion(primary: 2) }
+        #expect(unknown.isEmpty, "answered \"never recorded\": \(unknown.prefix(5))")
     }
 
     @Test func keysLastConfirmedBeforeTheRetentionAreForgottenAtStart() throws {
