@@ -233,6 +233,67 @@ struct ReconcileIntegrationTests {
         #expect(fixture.api.statusRequests == ["3000", "3010", "3000"])
     }
 
+    /// An --all run goes on from one that was stopped (here: killed), and
+    /// says so; one that went through its customers, a refused one among
+    /// them, leaves nothing to go on from; nor does one stopped longer ago
+    /// than FullCycle=: an --all after an incident asks everyone.
+    @Test func anAllRunGoesOnOnlyFromARecentOneThatStopped() async throws {
+        let fixture = try ReconcileFixture()
+        try await fixture.daemon.start()
+        for (customer, original, transaction) in [("7004", "3000", "3400"), ("7005", "3010", "3410")] {
+            try await fixture.deliver(ReconcileFixture.transaction(transaction, original: original, customer: customer,
+                                                                   expiresIn: -7_200_000),
+                                      renewal: ReconcileFixture.renewal(original))
+        }
+        fixture.stopDaemon()
+        func answer(_ original: String, _ transaction: String, customer: String, forged: Bool = false) {
+            fixture.api.setCustomer([original], subscriptions: [
+                .init(originalTransactionId: original,
+                      transaction: ReconcileFixture.transaction(transaction, original: original, customer: customer,
+                                                                expiresIn: 86_400_000),
+                      forged: forged),
+            ])
+        }
+        answer("3000", "3401", customer: "7004", forged: true)
+        answer("3010", "3411", customer: "7005")
+        let refused = try await fixture.reconcile("--all")
+        #expect(refused.status == 1, "stderr: \(refused.stderr)")
+        answer("3000", "3401", customer: "7004")
+        let again = try await fixture.reconcile("--all")
+        #expect(again.status == 0, "stderr: \(again.stderr)")
+        #expect(fixture.api.statusRequests == ["3000", "3010", "3000", "3010"],
+                "the second --all asks everyone: the first went through its customers")
+        #expect(!again.stderr.contains("going on with"), "\(again.stderr)")
+
+        // Killed at its second request: the next --all goes on with the second customer only.
+        fixture.api.holdStatusRequest(6)
+        let process = try DaemonProcess(["reconcile", "--all", "--config", fixture.daemon.configPath],
+                                        stderrPath: fixture.daemon.directory.path + "/killed.err")
+        #expect(fixture.api.waitUntilHolding(timeout: .seconds(60)), "the second request arrived")
+        process.signal(SIGKILL)
+        #expect(await process.wait(timeout: .seconds(20)) != nil)
+        fixture.api.releaseHeldRequest()
+        let resumed = try await fixture.reconcile("--all")
+        #expect(resumed.status == 0 && resumed.stderr.contains("going on with the --all run begun at"),
+                "\(resumed.stderr)")
+        #expect(Array(fixture.api.statusRequests.dropFirst(4)) == ["3000", "3010", "3010"])
+
+        // The same kill, its mark then dated before FullCycle= (7 days): everyone again.
+        fixture.api.holdStatusRequest(9)
+        let killed = try DaemonProcess(["reconcile", "--all", "--config", fixture.daemon.configPath],
+                                       stderrPath: fixture.daemon.directory.path + "/killed-again.err")
+        #expect(fixture.api.waitUntilHolding(timeout: .seconds(60)))
+        killed.signal(SIGKILL)
+        #expect(await killed.wait(timeout: .seconds(20)) != nil)
+        fixture.api.releaseHeldRequest()
+        let state = try SQLiteDatabase(path: ReconcileStateDirectory.path(of: fixture.daemon.layout) + "/state.sqlite3",
+                                       access: .readWriteCreate)
+        try state.execute("UPDATE marks SET value = value - 8 * 86400000 WHERE name = 'all-started'")
+        let stale = try await fixture.reconcile("--all")
+        #expect(stale.status == 0 && !stale.stderr.contains("going on with"), "\(stale.stderr)")
+        #expect(Array(fixture.api.statusRequests.dropFirst(7)) == ["3000", "3010", "3000", "3010"])
+    }
+
     @Test func aCustomerAppleDoesNotKnowIsCountedAndTheRunCompletes() async throws {
         let fixture = try ReconcileFixture()
         try await fixture.daemon.start()

@@ -16,6 +16,9 @@ package struct ReconcileReport: Sendable, Equatable {
     var environment: AppStoreEnvironment?
     var dryRun: Bool
     var all: Bool
+    /// An --all run that went on with an earlier one stopped at this time
+    /// (ms since 1970): customers checked since were not asked again.
+    var goesOnFrom: Int64?
     /// Wall clock, ms since 1970.
     var startedAt: Int64
     var finishedAt: Int64
@@ -70,6 +73,10 @@ package struct ReconcileReport: Sendable, Equatable {
         var text = dryRun ? "reconcile dry run" : "reconcile"
         if let environment { text += " (\(environment.rawValue))" }
         if all { text += " of every subscription" }
+        if let goesOnFrom {
+            text += " (going on with the --all run begun at \(Timestamp.rfc3339(milliseconds: goesOnFrom)), which "
+                + "stopped: customers checked since were not asked again)"
+        }
         if let stop {
             text += " stopped: \(stop.reason); \(counts)"
         } else {
@@ -123,6 +130,7 @@ package struct ReconcileReport: Sendable, Equatable {
             ("failed", .integer(Int64(failed))),
         ]
         if let environment { members.append(("environment", .string(environment.rawValue))) }
+        if let goesOnFrom { members.append(("goesOnFrom", .string(Timestamp.rfc3339(milliseconds: goesOnFrom)))) }
         if let reason = stop?.reason ?? firstRefusal ?? firstFailure { members.append(("reason", .string(reason))) }
         return .object(members)
     }

@@ -18,8 +18,12 @@
 // the ledger (SnapshotJudge) and the changed ones dropped as format 3
 // (durable in new/); then the customer is marked checked. A kill at any
 // instant leaves the customer unmarked and due again. An --all run marks its
-// start, so that a run started again after a kill goes on with the
-// customers not yet checked since, rather than from the first.
+// start, so that a run started again after a kill or a stop goes on with
+// the customers not yet checked since, rather than from the first; one that
+// went through its customers (refused or failed ones included: the exit
+// status says so, and the schedule asks them when they are due) clears it, and a mark older than FullCycle= is not
+// gone on from: `--all` after an incident must ask everyone, not those
+// unchecked since an --all that stopped weeks ago.
 //
 // The reconcile only produces: the daemon verifies again, keys, supersedes
 // and delivers what it drops. In a dry run nothing is dropped or marked;
@@ -65,12 +69,12 @@ final class Reconciler {
         let now = clock.wallMilliseconds
         var report = ReconcileReport(environment: sweep.environment, dryRun: dryRun, all: all, startedAt: now)
         do throws(SweepStop) {
-            let customers = try customersDue(now: now)
+            let customers = try customersDue(now: now, report: &report)
             for customer in customers { report.due[customer.reason, default: 0] += 1 }
             for customer in customers {
                 try check(customer, report: &report)
             }
-            if all, !dryRun, report.refused == 0, report.failed == 0 { try state.setMark("all-started", nil) }
+            if all, !dryRun { try state.setMark("all-started", nil) }
         } catch {
             report.stop = error
         }
@@ -80,7 +84,7 @@ final class Reconciler {
 
     /// The customers the schedule finds due at `now` (every one with --all,
     /// but those an interrupted --all run already checked).
-    func customersDue(now: Int64) throws(SweepStop) -> [Customer] {
+    func customersDue(now: Int64, report: inout ReconcileReport) throws(SweepStop) -> [Customer] {
         let firstRun: Int64
         if let mark = try state.mark("first-run") {
             firstRun = mark
@@ -90,7 +94,12 @@ final class Reconciler {
         }
         var allSince: Int64?
         if all {
-            allSince = try state.mark("all-started") ?? now
+            if let started = try state.mark("all-started"), now - started < fullCycle.milliseconds, started <= now {
+                allSince = started
+                report.goesOnFrom = started
+            } else {
+                allSince = now
+            }
             if !dryRun { try state.setMark("all-started", allSince) }
         }
         let schedule = ReconcileSchedule(fullCycle: fullCycle.milliseconds, firstRun: firstRun, gaps: gaps)
