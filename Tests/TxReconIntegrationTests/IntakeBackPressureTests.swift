@@ -48,6 +48,46 @@ struct IntakeBackPressureTests {
         #expect(harness.names(in: "queue").isEmpty)
     }
 
+    /// A file created in place while intake waits for room is remembered
+    /// as such, so the scan made once there is room leaves it to its
+    /// writer, however long the writer pauses, rather than reject half of it.
+    @Test func aFileWrittenInPlaceWhileTheEngineIsFullWaitsForItsWriter() async throws {
+        let settings = DeliveryEngine.Settings(maxConcurrentDeliveries: 1, inboxWindow: 0,
+                                               inboxWindowWait: .seconds(1), highWater: 3, lowWater: 2)
+        let harness = try EngineHarness(settings: settings, transport: ScriptedTransport(default: .hang))
+        let engine = try await harness.startedEngine()
+        let count = Intake.batchSize + 44
+        for index in 1...count { _ = try harness.envelope("k\(index)", version: 1, name: "d\(index)") }
+        let intake = Intake(spool: harness.spool, engine: engine, watcher: try InboxWatcher(layout: harness.layout),
+                            settings: Intake.Settings(maximumFileSize: 1 << 20, acceptEnvelopes: true, verification: nil),
+                            log: harness.log)
+        let ready = Mutex(false)
+        try intake.start(ready: { ready.withLock { $0 = true } }, lost: { Issue.record("intake lost: \($0)") })
+        defer { intake.stop() }
+        await harness.clock.waitForSleeper(until: harness.clock.now + .seconds(1))
+        harness.clock.advance(by: .seconds(1))
+        #expect(await eventually { ready.withLock { $0 } })
+        #expect(await eventually { harness.names(in: "new").count == 44 }, "intake waits for room")
+
+        let bytes = Array(#"{"id":"paused","version":1,"payload":{}}"#.utf8)
+        let writer = open(harness.layout.new + "/paused-writer", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o640)
+        #expect(writer >= 0)
+        _ = write(writer, bytes, bytes.count / 2)
+        // Twice the settle time a file found by a scan gets: the writer
+        // pausing is the case under test, not a wait for intake.
+        try await Task.sleep(for: .seconds(2) * Int(IntakeBacklog.settleTime.components.seconds))
+        harness.transport.setDefault(.status(204))
+        harness.transport.releaseHeld(with: .status(204))
+        await harness.status.waitFor { $0.delivered == count }
+        #expect(harness.names(in: "rejected").isEmpty, "half a file is not rejected while its writer holds it")
+        #expect(harness.names(in: "new") == ["paused-writer"])
+
+        _ = bytes[(bytes.count / 2)...].withUnsafeBytes { write(writer, $0.baseAddress, $0.count) }
+        close(writer)
+        await harness.status.waitFor { $0.delivered == count + 1 }
+        #expect(harness.names(in: "rejected").isEmpty)
+    }
+
     @Test func aRequestWrittenDuringTheScanOfABacklogIsExecutedBeforeTheNextBatch() async throws {
         // A window of one batch and one attempt at a time, which hangs: the
         // start-up scan's first batch fills the window, and intake waits (on

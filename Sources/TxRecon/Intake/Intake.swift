@@ -207,12 +207,16 @@ final class Intake: Sendable {
                     let names = names.filter { !examiners.splitter.releaseOwnPart($0) }
                     finish(take(names, settling: false, &backlog, examiners), fullScan: false, &backlog)
                 case let .created(names):
-                    guard !backlog.isPaused, !backlog.awaitsRoom else { continue }
                     // A regular file created in place is taken when its
                     // writer closes it, however long it pauses; one linked
                     // in (never written here) once it has settled; anything
                     // else at once. A name a scan deferred already (a file
                     // requeue-rejected linked back in) keeps its place.
+                    // Paused or waiting for room, intake takes nothing, but
+                    // still notes what is written in place: the scan made
+                    // once it goes on must not take a writer's pause for a
+                    // finished file and reject half of it.
+                    let taking = !backlog.isPaused && !backlog.awaitsRoom
                     let now = clock.now
                     var others: [String] = []
                     for name in names where !backlog.isDeferred(name) && !examiners.splitter.releaseOwnPart(name) {
@@ -222,6 +226,7 @@ final class Intake: Sendable {
                         case nil: others.append(name)
                         }
                     }
+                    guard taking else { continue }
                     finish(take(others, settling: false, &backlog, examiners), fullScan: false, &backlog)
                 case let .controls(names):
                     let (failures, requeued) = control.execute(names)
