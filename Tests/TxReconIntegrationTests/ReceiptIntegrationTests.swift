@@ -122,6 +122,38 @@ struct ReceiptIntegrationTests {
         #expect(fixture.names("done").filter { $0.hasPrefix("2000001092134138.superseded-") }.count == 1)
     }
 
+    /// A further destination's copy of a purchase is read with its stored
+    /// receipt; one that cannot be read just now (here: MaxFileSize= was
+    /// lowered below its size) leaves the copy waiting, as a drop in new/
+    /// would, never rejected as a copy that "no longer decodes".
+    @Test func aCopyWhoseReceiptCannotBeReadNowWaitsAndIsDeliveredOnceItCanBe() async throws {
+        let fixture = try fixture()
+        let analytics = try LoopbackHTTPServer { _ in .status(204) }
+        defer { analytics.stop() }
+        let verification = try String(contentsOfFile: fixture.configPath, encoding: .utf8)
+        _ = fixture.directory.write("[Backend]\nURL=\(analytics.url)analytics\nTimeout=2s\n",
+                                    to: "destinations/analytics.conf")
+        let der = try ReceiptSamples.der(Self.real)
+        let name = ReceiptStore.name(of: der)
+        try fixture.layout.createMissingDirectories()
+        try ReceiptStore(layout: fixture.layout).store(der, name: name)
+        let copies = fixture.layout.destination("analytics")
+        try copies.createMissingDestinationDirectories()
+        _ = fixture.directory.write(#"{"receiptSha256":"\#(name)","txreconReceiptEntry":"\#(Self.purchases[0])"}"#,
+                                    to: "spool/destinations/analytics/new/upload.1")
+        _ = fixture.directory.write(verification + "\n[Spool]\nMaxFileSize=\(der.count - 1)\n", to: "txrecon.conf")
+
+        let daemon = try await fixture.start()
+        #expect(await fixture.eventually { daemon.stderr.contains("upload.1 not taken") }, "\(daemon.stderr)")
+        #expect(((try? SystemCall.listDirectory(copies.rejected)) ?? []).isEmpty, "not rejected for a passing fault")
+        #expect(((try? SystemCall.listDirectory(copies.new)) ?? []) == ["upload.1"])
+
+        _ = fixture.directory.write(verification, to: "txrecon.conf")
+        daemon.signal(SIGHUP)
+        #expect(await analytics.waitForRequests(count: 1, timeout: .seconds(60)), "\(daemon.stderr)")
+        #expect(Self.bodies(analytics).first?["transactionId"]?.stringValue == Self.purchases[0])
+    }
+
     @Test func aPurchaseWhoseReceiptIsNoLongerStoredIsNotReplayedAndTheAnswerSaysWhy() async throws {
         let fixture = try fixture()
         try await fixture.start()

@@ -135,20 +135,29 @@ extension Intake {
         }
         guard let (bytes, receivedAt) = read else { return nil }
         // Verified before it was copied; a part is read with its stored
-        // receipt, checked against its name.
-        let item: Item? = switch try? decoder.decode(bytes) {
-        case let .item(item)?: item
-        case let .receiptPart(part)?: try? receipts.item(for: part, verifier: nil)
-        default: nil
+        // receipt, checked against its name. A receipt that cannot be read
+        // just now (EIO, EMFILE, …) leaves the copy where it is: tried
+        // again shortly, as a drop in new/ would be.
+        var rejection = Rejection("undecodable-copy", "the copy intake made of a verified drop no longer "
+                                  + "decodes; look at it, then requeue it")
+        switch try? decoder.decode(bytes) {
+        case let .item(item)?:
+            return Drop(name: name, item: item, receivedAt: receivedAt)
+        case let .receiptPart(part)?:
+            do throws(ItemReadFailure) {
+                return Drop(name: name, item: try receipts.item(for: part, verifier: nil), receivedAt: receivedAt)
+            } catch {
+                switch error {
+                case let .unreadable(failure): throw failure
+                case let .rejected(why): rejection = why
+                }
+            }
+        default:
+            break
         }
-        guard let item else {
-            let rejection = Rejection("undecodable-copy", "the copy intake made of a verified drop no longer "
-                                      + "decodes; look at it, then requeue it")
-            events.rejected(file: name, rejection: rejection,
-                            movedTo: try route.spool.reject(drop: name, because: rejection, at: Timestamp.nowMilliseconds()))
-            return nil
-        }
-        return Drop(name: name, item: item, receivedAt: receivedAt)
+        events.rejected(file: name, rejection: rejection,
+                        movedTo: try route.spool.reject(drop: name, because: rejection, at: Timestamp.nowMilliseconds()))
+        return nil
     }
 
     /// Why a drop that no destination's [Match] takes is rejected.
