@@ -1,5 +1,7 @@
 // The spool's moves on a real temporary directory.
+import Dispatch
 import Glibc
+import Synchronization
 import Testing
 @testable import TxRecon
 import TxReconTestSupport
@@ -47,6 +49,41 @@ import TxReconTestSupport
         #expect(try text(layout.new + "/other") == "second")
         var status = stat()
         #expect(lstat(layout.new + "/other", &status) == 0 && status.st_nlink == 1, "moved, never linked")
+    }
+
+    /// The daemon's own moves into new/ (the receipt splitter's parts, on
+    /// a thread of its own) are one step: a scan that reads new/ meanwhile
+    /// never finds the file under two names, which it refuses as
+    /// `hard-linked`. Another thread looks at the name as fast as it can
+    /// while the file moves back and forth.
+    @Test func theDaemonsOwnMoveNeverShowsAFileUnderTwoNames() throws {
+        try layout.createMissingDirectories()
+        let (from, to) = (layout.tmp + "/part", layout.new + "/part")
+        _ = directory.write("a part", to: "spool/tmp/part")
+        final class Watch: Sendable {
+            let done = Atomic(false)
+            let sawTwoNames = Atomic(false)
+        }
+        let watch = Watch()
+        let watcher = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            var status = stat()
+            while !watch.done.load(ordering: .relaxed) {
+                if lstat(to, &status) == 0, status.st_nlink > 1 { watch.sawTwoNames.store(true, ordering: .relaxed) }
+            }
+            watcher.signal()
+        }
+        for _ in 0..<5_000 {
+            #expect(try SystemCall.renameNoReplace(from, to))
+            #expect(rename(to, from) == 0)
+        }
+        watch.done.store(true, ordering: .relaxed)
+        watcher.wait()
+        let sawTwoNames = watch.sawTwoNames.load(ordering: .relaxed)
+        #expect(!sawTwoNames, "seen under two names")
+        _ = directory.write("taken", to: "spool/new/part")
+        #expect(try !SystemCall.renameNoReplace(from, to), "a name taken is never replaced")
+        #expect(try SystemCall.readFile(to, limit: 100) == Array("taken".utf8))
     }
 
     @Test(arguments: [EINVAL, ENOSYS])

@@ -119,14 +119,23 @@ package enum SystemCall {
         }
     }
 
-    /// Moves `from` to `to` unless `to` exists (then returns false): link(2)
-    /// then unlink(2). A crash in between leaves both names, a duplicate and
-    /// never a loss. For an instant the file has two names, which intake
-    /// would refuse in new/: this serves the daemon's own moves, made on the
-    /// thread that examines new/ (a producer's drop uses renameToNewName).
-    /// What cannot be linked (a directory) is renamed (no producer makes
-    /// one under the same name at the same instant).
+    /// Moves `from` to `to` unless `to` exists (then returns false):
+    /// renameat2's RENAME_NOREPLACE, one step, so that the file never has
+    /// two names, which intake refuses in new/ (`hard-linked`): the
+    /// receipt splitter moves its parts into new/ on a thread of its own
+    /// while a scan may read it, and a crash between two steps would leave
+    /// both names for good. Where the flag is not taken (EINVAL: NFS, some
+    /// FUSE; ENOSYS), link(2) then unlink(2): a crash in between leaves
+    /// both names, a duplicate and never a loss. What cannot be linked (a
+    /// directory) is renamed then (no producer makes one under the same
+    /// name at the same instant).
     static func renameNoReplace(_ from: String, _ to: String) throws(SpoolError) -> Bool {
+        guard renameat2(AT_FDCWD, from, AT_FDCWD, to, UInt32(TXR_RENAME_NOREPLACE)) != 0 else { return true }
+        switch errno {
+        case EEXIST: return false
+        case EINVAL, ENOSYS: break
+        default: throw SpoolError("rename to \(to) from", from)
+        }
         switch try link(from, to) {
         case .linked:
             try unlinkIfPresent(from)
