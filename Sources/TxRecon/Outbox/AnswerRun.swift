@@ -122,9 +122,17 @@ package enum AnswerRun {
     }
 
     /// Moves what the daemon wrote into queue/; returns what queue/ holds.
+    /// An entry sent or set aside already is removed from new/, as the
+    /// daemon's `write` would not have written it: it can be there when the
+    /// daemon looked before a run moved its twin out of new/ and renamed
+    /// it in after.
     private static func take(_ outbox: Outbox) throws(SweepStop) -> [String] {
         do {
             for name in try outbox.entries(in: outbox.new) {
+                if let past = outbox.pastNew(name), past != "queue" {
+                    try SystemCall.unlinkIfPresent(outbox.new + "/" + name)
+                    continue
+                }
                 try outbox.move(name, from: outbox.new, to: outbox.queue)
             }
             return try outbox.entries(in: outbox.queue)

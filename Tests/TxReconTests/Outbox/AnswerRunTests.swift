@@ -58,6 +58,25 @@ import TxReconTestSupport
         #expect(api.problems == [])
     }
 
+    /// The daemon looked for the entry past new/ just before a run moved
+    /// its twin out of new/, then renamed it in: sent already, it is not
+    /// sent again.
+    @Test func anEntrySentAlreadyIsNotSentAgainWhenItTurnsUpInNew() throws {
+        let run = try OneApp("txrecon-answer-twice")
+        let entry = OutboxEntry(kind: .finish, transactionId: "6200", environment: .sandbox, bundleId: nil,
+                                requestedAt: nil, confirmedAt: run.clock.wallMilliseconds, destination: "backend",
+                                consumptionInformation: nil)
+        _ = try run.outbox.write(entry)
+        let first = AnswerRun.perform(configurationPath: run.path, environment: [:], clock: run.clock,
+                                      log: RecordingLogSink())
+        #expect(first.sent == 1 && run.api.answers.count == 1)
+        _ = run.directory.write(String(decoding: entry.json, as: UTF8.self), to: "spool/outbox/new/" + entry.fileName)
+        let second = AnswerRun.perform(configurationPath: run.path, environment: [:], clock: run.clock,
+                                       log: RecordingLogSink())
+        #expect(second.sent == 0 && run.api.answers.count == 1, "Apple is not asked twice")
+        #expect(try run.outbox.entries(in: run.outbox.new).isEmpty && run.outbox.pastNew(entry.fileName) == "sent")
+    }
+
     @Test func eachEntryGoesWithItsAppsTokenAndAnAppWhoseKeyFailsWaitsAlone() throws {
         let directory = TemporaryDirectory("txrecon-answer-apps")
         let clock = ManualSweepClock(wallMilliseconds: SweepHarness.start)
