@@ -202,7 +202,12 @@ final class Intake: Sendable {
             for event in watcher.next(timeout: timeout) {
                 switch event {
                 case let .drops(names):
-                    guard !backlog.isPaused, !backlog.awaitsRoom else { continue }
+                    guard !backlog.isPaused, !backlog.awaitsRoom else {
+                        // Taken by the scan once intake goes on, as any
+                        // file: a writer that closed its file is done.
+                        for name in names { backlog.writerClosed(name) }
+                        continue
+                    }
                     // A receipt's parts the splitter moved in (and handed over itself) are let go.
                     let names = names.filter { !examiners.splitter.releaseOwnPart($0) }
                     finish(take(names, settling: false, &backlog, examiners), fullScan: false, &backlog)

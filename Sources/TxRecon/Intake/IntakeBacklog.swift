@@ -102,6 +102,12 @@ struct IntakeBacklog {
         !writtenInPlace.isEmpty && writtenInPlace.contains(name)
     }
 
+    /// `name`'s writer closed it (seen while intake took nothing): a scan
+    /// judges it as any file it finds, no longer as one still written.
+    mutating func writerClosed(_ name: String) {
+        if !writtenInPlace.isEmpty { writtenInPlace.remove(name) }
+    }
+
     /// How recently a file must have changed to be left alone when it does
     /// not decode: `inPlaceLimit` for one seen created in place, else
     /// `settleTime`.

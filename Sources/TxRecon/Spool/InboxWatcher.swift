@@ -168,9 +168,12 @@ final class InboxWatcher: Sendable {
                 }
             }
         }
+        // Creations before closes and moves: a file created and closed
+        // within one read is known as written in place before its close
+        // is seen, as when the two come in reads of their own.
         if !controls.isEmpty { result.insert(.controls(controls), at: 0) }
-        if !created.isEmpty { result.insert(.created(created), at: 0) }
         if !drops.isEmpty { result.insert(.drops(drops), at: 0) }
+        if !created.isEmpty { result.insert(.created(created), at: 0) }
         return result
     }
 }
