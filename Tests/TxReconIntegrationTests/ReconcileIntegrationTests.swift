@@ -201,6 +201,42 @@ struct ReconcileIntegrationTests {
                 "the gap that ended before the run is settled; this hour's stays until it has ended")
     }
 
+    /// A customer whose answer keeps being refused holds back the gaps it
+    /// was live in, and only those: the others are settled and removed, so
+    /// that gaps/ does not grow for as long as it fails.
+    @Test func aCustomerLeftDueKeepsOnlyTheGapsItWasLiveIn() async throws {
+        let fixture = try ReconcileFixture()
+        try await fixture.daemon.start()
+        // 3000 expired five hours ago; 3010 runs for another day.
+        for (customer, original, transaction, expiresIn) in [("7004", "3000", "3400", Int64(-18_000_000)),
+                                                              ("7005", "3010", "3410", Int64(86_400_000))] {
+            try await fixture.deliver(ReconcileFixture.transaction(transaction, original: original, customer: customer,
+                                                                   expiresIn: expiresIn),
+                                      renewal: ReconcileFixture.renewal(original))
+        }
+        fixture.stopDaemon()
+        fixture.api.setCustomer(["3000"], subscriptions: [
+            .init(originalTransactionId: "3000",
+                  transaction: ReconcileFixture.transaction("3400", original: "3000", customer: "7004",
+                                                            expiresIn: -18_000_000),
+                  forged: true),
+        ])
+        fixture.api.setCustomer(["3010"], subscriptions: [
+            .init(originalTransactionId: "3010",
+                  transaction: ReconcileFixture.transaction("3410", original: "3010", customer: "7005",
+                                                            expiresIn: 86_400_000)),
+        ])
+        let now = WallTime.nowMilliseconds
+        let bothLive = ReconcileGap(source: "sweep", from: now - 8 * 3_600_000, to: now - 7 * 3_600_000)
+        let onlyTheGenuine = ReconcileGap(source: "sweep", from: now - 2 * 3_600_000, to: now - 3_600_000)
+        try ReconcileGaps.report(bothLive, layout: fixture.daemon.layout)
+        try ReconcileGaps.report(onlyTheGenuine, layout: fixture.daemon.layout)
+        let run = try await fixture.reconcile()
+        #expect(run.status == 1 && run.stderr.contains("1 answers refused"), "\(run.stderr)")
+        #expect(ReconcileGaps.read(layout: fixture.daemon.layout) == [bothLive],
+                "the gap the refused customer was live in stays; the other is settled")
+    }
+
     @Test func aForgedAnswerIsNeverSpooledAndTheRunFailsNamingItAfterCheckingTheOthers() async throws {
         let fixture = try ReconcileFixture()
         try await fixture.daemon.start()

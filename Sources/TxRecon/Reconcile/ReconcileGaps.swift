@@ -76,9 +76,15 @@ package enum ReconcileGaps {
             .sorted { ($0.from, $0.to, $0.source) < ($1.from, $1.to, $1.source) }
     }
 
-    /// The gaps a run that started at `runStart` settles when it completes.
-    static func settled(_ gaps: [ReconcileGap], runStart: Int64) -> [ReconcileGap] {
-        gaps.filter { $0.to <= runStart }
+    /// The gaps a run that started at `runStart` settles when it completes:
+    /// those that ended before it, but for one a customer it left due
+    /// (`leftDue`: each one's expiry dates; refused or failed) was live
+    /// in, which stays until that customer is checked. One customer that
+    /// keeps failing holds back only its own gaps.
+    static func settled(_ gaps: [ReconcileGap], runStart: Int64, leftDue: [[Int64]]) -> [ReconcileGap] {
+        gaps.filter { gap in
+            gap.to <= runStart && !leftDue.contains { ReconcileSchedule.isLive($0, in: gap, now: runStart) }
+        }
     }
 
     static func remove(_ gaps: [ReconcileGap], layout: SpoolLayout) {

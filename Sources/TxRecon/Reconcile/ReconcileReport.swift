@@ -38,6 +38,9 @@ package struct ReconcileReport: Sendable, Equatable {
     /// 429); left due, as the refused ones.
     var failed = 0
     var firstFailure: String?
+    /// The expiry dates of each customer refused or failed, left due: the
+    /// gaps they were live in stay (ReconcileGaps.settled).
+    var leftDue: [[Int64]] = []
     /// Why the run ended early; nil when it completed.
     package var stop: SweepStop?
 

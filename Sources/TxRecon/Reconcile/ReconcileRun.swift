@@ -72,8 +72,9 @@ package enum ReconcileRun {
         let reconciler = Reconciler(session: session, state: state, all: all, gaps: gaps, listing: listing)
         report = reconciler.run()
         guard let directory else { return report }
-        if report.stop == nil, report.refused == 0, report.failed == 0 {
-            ReconcileGaps.remove(ReconcileGaps.settled(gaps, runStart: report.startedAt), layout: layout)
+        if report.stop == nil {
+            ReconcileGaps.remove(ReconcileGaps.settled(gaps, runStart: report.startedAt, leftDue: report.leftDue),
+                                 layout: layout)
         }
         do {
             try directory.saveLastRun(report)

@@ -53,13 +53,19 @@ struct ReconcileSchedule: Sendable {
                 return .expiry
             }
         }
-        let candidates = expiresDates.filter { now - $0 <= Self.expiredCandidacy }
-        guard !candidates.isEmpty else { return nil }
-        for gap in gaps where checked < gap.to && candidates.contains(where: { $0 >= gap.from }) {
+        guard expiresDates.contains(where: { now - $0 <= Self.expiredCandidacy }) else { return nil }
+        for gap in gaps where checked < gap.to && Self.isLive(expiresDates, in: gap, now: now) {
             return .gap
         }
         let due = lastChecked.map { $0 + fullCycle } ?? firstRun + Self.phase(of: customer, in: fullCycle)
         return now >= due ? .cycle : nil
+    }
+
+    /// Whether a customer whose subscriptions expire at `expiresDates` was
+    /// live during `gap`, as a candidate at `now`: what Apple sent about it
+    /// then may not have reached txrecon.
+    static func isLive(_ expiresDates: [Int64], in gap: ReconcileGap, now: Int64) -> Bool {
+        expiresDates.contains { now - $0 <= expiredCandidacy && $0 >= gap.from }
     }
 
     /// Where in a cycle `customer`'s first check falls: FNV-1a of its id

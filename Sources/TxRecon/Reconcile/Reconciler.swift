@@ -163,6 +163,7 @@ final class Reconciler {
         case .failed(let why):
             // Left due: the next run asks again; the others go on.
             report.failed += 1
+            report.leftDue.append(customer.subscriptions.map(\.expiresDate))
             if report.firstFailure == nil { report.firstFailure = "\(customer.id): \(why)" }
             return
         }
@@ -174,6 +175,7 @@ final class Reconciler {
                 // Nothing of this customer is spooled: a forged answer may
                 // sit beside genuine ones, and the next run asks again.
                 report.refused += 1
+                report.leftDue.append(customer.subscriptions.map(\.expiresDate))
                 if report.firstRefusal == nil {
                     report.firstRefusal = "the answer for originalTransactionId \(snapshot.originalTransactionId) "
                         + "(\(customer.id)): \(error)"

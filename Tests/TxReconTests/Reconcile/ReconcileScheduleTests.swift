@@ -82,7 +82,11 @@ import TxReconTestSupport
         #expect(ReconcileGap(fileName: gap.fileName) == gap)
         #expect(ReconcileGap(fileName: "sweep-2-1") == nil && ReconcileGap(fileName: "notes.txt") == nil)
         let later = ReconcileGap(source: "receive", from: 1_700_000_000_000, to: 1_700_003_600_000)
-        #expect(ReconcileGaps.settled([gap, later], runStart: 1_700_000_100_000) == [gap])
+        #expect(ReconcileGaps.settled([gap, later], runStart: 1_700_000_100_000, leftDue: []) == [gap])
+        // A customer the run left due (refused, failed) holds back the gap it was live in.
+        #expect(ReconcileGaps.settled([gap], runStart: 1_700_000_100_000, leftDue: [[gap.from + 1]]) == [])
+        #expect(ReconcileGaps.settled([gap], runStart: 1_700_000_100_000, leftDue: [[gap.from - 1]]) == [gap],
+                "expired before the gap: not live in it")
         #expect(ReconcileGaps.receiverGap(at: 1_700_000_123_456)
                 == ReconcileGap(source: "receive", from: 1_699_999_200_000, to: 1_700_002_800_000))
     }
