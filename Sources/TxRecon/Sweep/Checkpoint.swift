@@ -4,7 +4,7 @@
 //   {"format":1,
 //    "completedThrough":1760000000000,            full pass: everything before is in the spool
 //    "pending":{"start":…,"end":…,"paginationToken":"…"},   a window half paged (a shortcut only)
-//    "spooled":{"<notificationUUID>":<signedDate ms>,…}}     recently dropped notifications
+//    "spooled":{"<notificationUUID>":<signedDate ms>,…}}     recently dropped by the failures pass
 //
 // `completedThrough` moves past a window only once every notification of
 // that window is durably in new/, so a crash or kill at any instant means the
@@ -12,9 +12,10 @@
 // from the page after the last spooled one; Apple may have expired the token
 // by then, and the window simply starts over. `spooled` keeps the sweep from
 // dropping the same notification again on every run while it stays in the
-// 8-day failures pass (the daemon would absorb the copies, but only while
-// the delivered one is still in done/); entries older than anything a later
-// run can fetch are forgotten. Losing the file loses none of the spool's
+// 8-day failures pass (the daemon would absorb the copies, but each costs a
+// verification and a log line); entries older than anything a later run can
+// fetch are forgotten. The full pass reads each window once and remembers
+// nothing of it here: the file stays as small as the failures are few. Losing the file loses none of the spool's
 // state: the next run starts 8 days back.
 //
 // Pure: `SweepStateDirectory` reads and writes the file. A file that is not

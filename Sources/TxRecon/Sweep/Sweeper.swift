@@ -159,7 +159,14 @@ package final class Sweeper {
             if pass == .failures, let date = notification.signedDate {
                 undelivered = min(undelivered?.lowerBound ?? date, date)...max(undelivered?.upperBound ?? date, date)
             }
-            if let uuid = notification.notificationUUID {
+            // Only the failures pass, which reads the same 8 days every run,
+            // remembers what it dropped. The full pass reads each window
+            // once: remembering all it dropped made the checkpoint, written
+            // whole after every page, hold every notification of 9 days (a
+            // busy app's: tens of megabytes a page, and past 64 MiB a file
+            // no run could read). One that fails after the full pass took it
+            // is dropped once more, which the supersede rule absorbs.
+            if pass == .failures, let uuid = notification.notificationUUID {
                 checkpoint.spooled[uuid] = notification.signedDate ?? clock.wallMilliseconds
             }
         }
