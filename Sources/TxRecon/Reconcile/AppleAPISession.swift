@@ -76,13 +76,21 @@ final class AppleAPISession {
     /// says after anything else; `what` names the answer expected, `resume`
     /// what the next run does if this one gives up. Throws only what ends
     /// the run (401, Apple or the network failing on and on).
-    func ask<Value>(_ request: () -> APIAnswer<Value>, what: String, resume: String) throws(SweepStop) -> Asked<Value> {
-        try Self.ask(request, limiter: limiter, clock: clock, what: what, resume: resume)
+    /// `retriesConcernThisOne`: Apple's "not found, retry" answers
+    /// (4040002, 4040004, 4040006) are about the one account or
+    /// transaction asked for; past the backoff budget they fail this
+    /// request (`.failed`), not the run, for a caller that keeps what
+    /// failed due and goes on with the others (reconcile).
+    func ask<Value>(_ request: () -> APIAnswer<Value>, what: String, resume: String,
+                    retriesConcernThisOne: Bool = false) throws(SweepStop) -> Asked<Value> {
+        try Self.ask(request, limiter: limiter, clock: clock, what: what, resume: resume,
+                     retriesConcernThisOne: retriesConcernThisOne)
     }
 
     /// `ask` paced by `limiter`: also what `txrecon answer` sends its entries with.
     static func ask<Value>(_ request: () -> APIAnswer<Value>, limiter: RateLimiter, clock: any SweepClock,
-                           what: String, resume: String) throws(SweepStop) -> Asked<Value> {
+                           what: String, resume: String,
+                           retriesConcernThisOne: Bool = false) throws(SweepStop) -> Asked<Value> {
         while true {
             limiter.awaitTurn()
             let answer = request()
@@ -97,7 +105,18 @@ final class AppleAPISession {
                 break
             }
             let disposition = AnswerDisposition.after(answer, what: what, nowMilliseconds: clock.wallMilliseconds)
-            if try limiter.wait(after: disposition, resume: resume) { continue }
+            do {
+                if try limiter.wait(after: disposition, resume: resume) { continue }
+            } catch {
+                guard retriesConcernThisOne, case .refused(let refusal) = answer,
+                      let code = refusal.errorCode, AnswerDisposition.ErrorCode.notFoundRetryable.contains(code) else {
+                    throw error
+                }
+                // The next one asked starts with the whole budget.
+                limiter.succeeded()
+                return .failed("Apple kept asking to retry (\(refusal.summary)), "
+                               + "\(RateLimiter.maximumBackoffs + 1) times in a row")
+            }
             switch disposition {
             case .waitAndRetry, .backOffAndRetry:
                 continue  // waited out above

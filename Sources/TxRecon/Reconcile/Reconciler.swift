@@ -150,7 +150,8 @@ final class Reconciler {
         let id = customer.subscriptions[0].originalTransactionId
         let asked = try session.ask({ session.client.subscriptionStatuses(id) },
                                     what: "a subscription status answer",
-                                    resume: "the next run checks \(customer.id) and the customers after it")
+                                    resume: "the next run checks \(customer.id) and the customers after it",
+                                    retriesConcernThisOne: true)
         report.customers += 1
         let statuses: SubscriptionStatuses
         switch asked {

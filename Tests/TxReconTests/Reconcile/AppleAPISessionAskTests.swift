@@ -1,0 +1,55 @@
+// AppleAPISessionAskTests: how one request to Apple's API ends, with a
+// manual clock: Apple's "not found, retry" answers about one customer fail
+// that customer's request once the backoff budget is spent, when the caller
+// says they concern it alone (reconcile), and the next customer starts with
+// the whole budget; anything else spent ends the run as before.
+import Testing
+import TxReconTestSupport
+@testable import TxRecon
+
+@Suite struct AppleAPISessionAskTests {
+    private let start: Int64 = 1_767_225_600_000
+
+    private static func refusal(_ status: Int, errorCode: Int64) -> APIAnswer<Int> {
+        .refused(AppStoreAPIError(status: status, body: Array(#"{"errorCode":\#(errorCode),"errorMessage":"x"}"#.utf8),
+                                  retryAfter: nil))
+    }
+
+    private func ask(_ answer: APIAnswer<Int>, limiter: RateLimiter, clock: ManualSweepClock,
+                     retriesConcernThisOne: Bool) throws(SweepStop) -> (Asked<Int>, requests: Int) {
+        var requests = 0
+        let asked = try AppleAPISession.ask({ requests += 1; return answer }, limiter: limiter, clock: clock,
+                                            what: "a number", resume: "again", retriesConcernThisOne: retriesConcernThisOne)
+        return (asked, requests)
+    }
+
+    @Test func aRetryAnswerAboutOneCustomerFailsItsRequestAndTheNextHasTheWholeBudget() throws {
+        let clock = ManualSweepClock(wallMilliseconds: start)
+        let limiter = RateLimiter(maxRequestsPerSecond: 5, clock: clock, jitter: { 1 })
+        for _ in 0..<2 {
+            let (asked, requests) = try ask(Self.refusal(404, errorCode: 4_040_006), limiter: limiter, clock: clock,
+                                            retriesConcernThisOne: true)
+            guard case .failed(let why) = asked else {
+                Issue.record("not failed: \(asked)")
+                return
+            }
+            #expect(why.contains("4040006"))
+            #expect(requests == RateLimiter.maximumBackoffs + 1)
+        }
+    }
+
+    @Test func aRetryAnswerEndsTheRunForACallerThatDoesNotSayItConcernsOneAndAnOutageAlways() {
+        let clock = ManualSweepClock(wallMilliseconds: start)
+        let limiter = RateLimiter(maxRequestsPerSecond: 5, clock: clock, jitter: { 1 })
+        let stopped = #expect(throws: SweepStop.self) {
+            try ask(Self.refusal(404, errorCode: 4_040_006), limiter: limiter, clock: clock, retriesConcernThisOne: false)
+        }
+        #expect(stopped?.kind == .temporary)
+        let outage = #expect(throws: SweepStop.self) {
+            try ask(Self.refusal(500, errorCode: 5_000_001), limiter: RateLimiter(maxRequestsPerSecond: 5, clock: clock,
+                                                                                jitter: { 1 }),
+                    clock: clock, retriesConcernThisOne: true)
+        }
+        #expect(outage?.kind == .temporary, "Apple failing is not about one customer")
+    }
+}
