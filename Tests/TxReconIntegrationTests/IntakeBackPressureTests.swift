@@ -10,13 +10,16 @@ import TxReconTestSupport
 
 @Suite(.timeLimit(.minutes(2)))
 struct IntakeBackPressureTests {
-    @Test func whileTheEngineIsFullControlRequestsAreAnsweredAndDropsWaitInNew() async throws {
-        // Three pending keys at most, one attempt at a time, which hangs.
+    /// An engine of three pending keys at most and one attempt at a time,
+    /// which hangs, and an intake started on more than one batch of drops
+    /// (it hands over 256 at a time): the start-up scan's first batch fills
+    /// the engine, and intake waits (on the engine's manual clock) for room
+    /// that does not come, the second batch in new/. Stop the intake.
+    private func fullEngine() async throws -> (harness: EngineHarness, intake: Intake, count: Int) {
         let settings = DeliveryEngine.Settings(maxConcurrentDeliveries: 1, inboxWindow: 0,
                                                inboxWindowWait: .seconds(1), highWater: 3, lowWater: 2)
         let harness = try EngineHarness(settings: settings, transport: ScriptedTransport(default: .hang))
         let engine = try await harness.startedEngine()
-        // More than one batch: intake hands over 256 drops at a time.
         let count = Intake.batchSize + 44
         for index in 1...count { _ = try harness.envelope("k\(index)", version: 1, name: "d\(index)") }
         let intake = Intake(spool: harness.spool, engine: engine, watcher: try InboxWatcher(layout: harness.layout),
@@ -24,15 +27,17 @@ struct IntakeBackPressureTests {
                             log: harness.log)
         let ready = Mutex(false)
         try intake.start(ready: { ready.withLock { $0 = true } }, lost: { Issue.record("intake lost: \($0)") })
-        defer { intake.stop() }
-
-        // The start-up scan's first batch fills the engine; it waits (on the
-        // engine's manual clock) for room that does not come, then stops.
         await harness.clock.waitForSleeper(until: harness.clock.now + .seconds(1))
         harness.clock.advance(by: .seconds(1))
         #expect(await eventually { ready.withLock { $0 } })
         #expect(await eventually { harness.names(in: "queue").count == Intake.batchSize })
         #expect(harness.names(in: "new").count == 44, "the second batch waits in new/")
+        return (harness, intake, count)
+    }
+
+    @Test func whileTheEngineIsFullControlRequestsAreAnsweredAndDropsWaitInNew() async throws {
+        let (harness, intake, count) = try await fullEngine()
+        defer { intake.stop() }
 
         // An operator request is executed meanwhile.
         let request = ControlRequest(.retry, all: true).json.serialized
@@ -52,22 +57,8 @@ struct IntakeBackPressureTests {
     /// as such, so the scan made once there is room leaves it to its
     /// writer, however long the writer pauses, rather than reject half of it.
     @Test func aFileWrittenInPlaceWhileTheEngineIsFullWaitsForItsWriter() async throws {
-        let settings = DeliveryEngine.Settings(maxConcurrentDeliveries: 1, inboxWindow: 0,
-                                               inboxWindowWait: .seconds(1), highWater: 3, lowWater: 2)
-        let harness = try EngineHarness(settings: settings, transport: ScriptedTransport(default: .hang))
-        let engine = try await harness.startedEngine()
-        let count = Intake.batchSize + 44
-        for index in 1...count { _ = try harness.envelope("k\(index)", version: 1, name: "d\(index)") }
-        let intake = Intake(spool: harness.spool, engine: engine, watcher: try InboxWatcher(layout: harness.layout),
-                            settings: Intake.Settings(maximumFileSize: 1 << 20, acceptEnvelopes: true, verification: nil),
-                            log: harness.log)
-        let ready = Mutex(false)
-        try intake.start(ready: { ready.withLock { $0 = true } }, lost: { Issue.record("intake lost: \($0)") })
+        let (harness, intake, count) = try await fullEngine()
         defer { intake.stop() }
-        await harness.clock.waitForSleeper(until: harness.clock.now + .seconds(1))
-        harness.clock.advance(by: .seconds(1))
-        #expect(await eventually { ready.withLock { $0 } })
-        #expect(await eventually { harness.names(in: "new").count == 44 }, "intake waits for room")
 
         let bytes = Array(#"{"id":"paused","version":1,"payload":{}}"#.utf8)
         let writer = open(harness.layout.new + "/paused-writer", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o640)

@@ -77,6 +77,34 @@ final class ReconcileFixture {
         }.sorted()
     }
 
+    /// Apple answers for `original` with one subscription whose latest
+    /// transaction is `transaction` (`expiresIn` ms from now), forged or not.
+    func answer(_ original: String, latest transaction: String, customer: String, expiresIn: Int64 = 86_400_000,
+                forged: Bool = false) {
+        api.setCustomer([original], subscriptions: [
+            .init(originalTransactionId: original,
+                  transaction: Self.transaction(transaction, original: original, customer: customer,
+                                                expiresIn: expiresIn),
+                  forged: forged),
+        ])
+    }
+
+    /// Two customers (3000 of 7004, 3010 of 7005) delivered with
+    /// subscriptions that expired two hours ago, each renewed since at
+    /// Apple (3401, 3411): 3000's answer forged. The daemon stopped.
+    static func twoRenewedCustomersTheFirstForged() async throws -> ReconcileFixture {
+        let fixture = try ReconcileFixture()
+        try await fixture.daemon.start()
+        for (customer, original, latest) in [("7004", "3000", "3400"), ("7005", "3010", "3410")] {
+            try await fixture.deliver(transaction(latest, original: original, customer: customer, expiresIn: -7_200_000),
+                                      renewal: renewal(original))
+        }
+        fixture.stopDaemon()
+        fixture.answer("3000", latest: "3401", customer: "7004", forged: true)
+        fixture.answer("3010", latest: "3411", customer: "7005")
+        return fixture
+    }
+
     func reconcile(_ arguments: String...) async throws -> (status: Int32, stdout: String, stderr: String) {
         try await daemon.cli(["reconcile"] + arguments)
     }
@@ -215,17 +243,8 @@ struct ReconcileIntegrationTests {
                                       renewal: ReconcileFixture.renewal(original))
         }
         fixture.stopDaemon()
-        fixture.api.setCustomer(["3000"], subscriptions: [
-            .init(originalTransactionId: "3000",
-                  transaction: ReconcileFixture.transaction("3400", original: "3000", customer: "7004",
-                                                            expiresIn: -18_000_000),
-                  forged: true),
-        ])
-        fixture.api.setCustomer(["3010"], subscriptions: [
-            .init(originalTransactionId: "3010",
-                  transaction: ReconcileFixture.transaction("3410", original: "3010", customer: "7005",
-                                                            expiresIn: 86_400_000)),
-        ])
+        fixture.answer("3000", latest: "3400", customer: "7004", expiresIn: -18_000_000, forged: true)
+        fixture.answer("3010", latest: "3410", customer: "7005")
         let now = WallTime.nowMilliseconds
         let bothLive = ReconcileGap(source: "sweep", from: now - 8 * 3_600_000, to: now - 7 * 3_600_000)
         let onlyTheGenuine = ReconcileGap(source: "sweep", from: now - 2 * 3_600_000, to: now - 3_600_000)
@@ -238,25 +257,7 @@ struct ReconcileIntegrationTests {
     }
 
     @Test func aForgedAnswerIsNeverSpooledAndTheRunFailsNamingItAfterCheckingTheOthers() async throws {
-        let fixture = try ReconcileFixture()
-        try await fixture.daemon.start()
-        for (customer, original, transaction) in [("7004", "3000", "3400"), ("7005", "3010", "3410")] {
-            try await fixture.deliver(ReconcileFixture.transaction(transaction, original: original, customer: customer,
-                                                                   expiresIn: -7_200_000),
-                                      renewal: ReconcileFixture.renewal(original))
-        }
-        fixture.stopDaemon()
-        fixture.api.setCustomer(["3000"], subscriptions: [
-            .init(originalTransactionId: "3000",
-                  transaction: ReconcileFixture.transaction("3401", original: "3000", customer: "7004",
-                                                            expiresIn: 86_400_000),
-                  forged: true),
-        ])
-        fixture.api.setCustomer(["3010"], subscriptions: [
-            .init(originalTransactionId: "3010",
-                  transaction: ReconcileFixture.transaction("3411", original: "3010", customer: "7005",
-                                                            expiresIn: 86_400_000)),
-        ])
+        let fixture = try await ReconcileFixture.twoRenewedCustomersTheFirstForged()
         let run = try await fixture.reconcile()
         #expect(run.status == 1, "stderr: \(run.stderr)")
         #expect(run.stderr.contains("invalid-signature") && run.stderr.contains("3000"), "\(run.stderr)")
@@ -274,27 +275,10 @@ struct ReconcileIntegrationTests {
     /// them, leaves nothing to go on from; nor does one stopped longer ago
     /// than FullCycle=: an --all after an incident asks everyone.
     @Test func anAllRunGoesOnOnlyFromARecentOneThatStopped() async throws {
-        let fixture = try ReconcileFixture()
-        try await fixture.daemon.start()
-        for (customer, original, transaction) in [("7004", "3000", "3400"), ("7005", "3010", "3410")] {
-            try await fixture.deliver(ReconcileFixture.transaction(transaction, original: original, customer: customer,
-                                                                   expiresIn: -7_200_000),
-                                      renewal: ReconcileFixture.renewal(original))
-        }
-        fixture.stopDaemon()
-        func answer(_ original: String, _ transaction: String, customer: String, forged: Bool = false) {
-            fixture.api.setCustomer([original], subscriptions: [
-                .init(originalTransactionId: original,
-                      transaction: ReconcileFixture.transaction(transaction, original: original, customer: customer,
-                                                                expiresIn: 86_400_000),
-                      forged: forged),
-            ])
-        }
-        answer("3000", "3401", customer: "7004", forged: true)
-        answer("3010", "3411", customer: "7005")
+        let fixture = try await ReconcileFixture.twoRenewedCustomersTheFirstForged()
         let refused = try await fixture.reconcile("--all")
         #expect(refused.status == 1, "stderr: \(refused.stderr)")
-        answer("3000", "3401", customer: "7004")
+        fixture.answer("3000", latest: "3401", customer: "7004")
         let again = try await fixture.reconcile("--all")
         #expect(again.status == 0, "stderr: \(again.stderr)")
         #expect(fixture.api.statusRequests == ["3000", "3010", "3000", "3010"],
