@@ -28,13 +28,13 @@ package final class EngineHarness: Sendable {
     package let answers: AnswerTaker?
 
     package init(settings: DeliveryEngine.Settings = DeliveryEngine.Settings(stopGrace: .seconds(5)),
-                keepsDone: Bool = true, clock: ManualClock = ManualClock(),
+                clock: ManualClock = ManualClock(),
                 transport: ScriptedTransport = ScriptedTransport(), directory: TemporaryDirectory? = nil,
                 answers: (Outbox) -> AnswerTaker.Settings? = { _ in nil }) throws {
         self.directory = directory ?? TemporaryDirectory("txrecon-engine")
         layout = SpoolLayout(root: self.directory.path + "/spool")
         try layout.createMissingDirectories()
-        spool = Spool(layout: layout, keepsDone: keepsDone)
+        spool = Spool(layout: layout)
         self.clock = clock
         self.transport = transport
         self.settings = settings

@@ -10,7 +10,7 @@ import TxReconTestSupport
 @Suite struct AttemptTests {
     let directory = TemporaryDirectory("txrecon-attempt")
     var layout: SpoolLayout { SpoolLayout(root: directory.path + "/spool") }
-    var spool: Spool { Spool(layout: layout, keepsDone: true) }
+    var spool: Spool { Spool(layout: layout) }
 
     func context() -> Attempt.Context {
         Attempt.Context(spool: spool, storedItems: StoredItemReader(acceptEnvelopes: true, policy: nil,

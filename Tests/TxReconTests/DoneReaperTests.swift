@@ -54,6 +54,26 @@ import TxReconTestSupport
         reaper.stop()
     }
 
+    /// DoneRetention=0 keeps a delivered snapshot only until the ledger
+    /// holds it, never "at once": until then done/ is the supersede rule's
+    /// only record of it (an older snapshot arriving meanwhile must find it).
+    @Test func withNoRetentionADeliveryStaysUntilTheLedgerDurablyHoldsIt() throws {
+        _ = directory.write("x", to: "a")
+        _ = directory.write("x", to: "b.superseded-1-2")
+        let changed = try #require(try SystemCall.linkStatus(directory.path + "/a"))
+        let changedAt = Int64(changed.st_ctim.tv_sec) * 1000 + Int64(changed.st_ctim.tv_nsec) / 1_000_000
+        let watermark = Mutex<Int64>(changedAt - 1)
+        let reaper = DoneReaper(directory: directory.path, retention: .zero,
+                                durableThrough: { watermark.withLock { $0 } }, log: RecordingLogSink())
+        let now = Timestamp.nowMilliseconds()
+        reaper.reap(asOf: now)
+        #expect(names() == ["a"], "the ledger does not hold it yet; the superseded snapshot goes at once")
+        watermark.withLock { $0 = changedAt + 1 }
+        reaper.reap(asOf: now)
+        #expect(names() == [])
+        reaper.stop()
+    }
+
     @Test func aDeliveryMadeBetweenTheLookAndTheRemovalStays() throws {
         // The scan judged done/k (the old file) expired; a curl thread then
         // renamed a fresh delivery onto done/k. Removing by name would take

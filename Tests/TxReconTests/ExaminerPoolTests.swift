@@ -35,7 +35,7 @@ import TxReconTestSupport
             default: break
             }
         }
-        return (Spool(layout: layout, keepsDone: true), names)
+        return (Spool(layout: layout), names)
     }
 
     @Test(arguments: [0, 1, 3])

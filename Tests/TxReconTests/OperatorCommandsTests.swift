@@ -8,7 +8,7 @@ import TxReconTestSupport
     let directory = TemporaryDirectory("txrecon-commands")
     let log = RecordingLogSink()
     var layout: SpoolLayout { SpoolLayout(root: directory.path + "/spool") }
-    var spool: Spool { Spool(layout: layout, keepsDone: true) }
+    var spool: Spool { Spool(layout: layout) }
     var commands: OperatorCommands { OperatorCommands(spool: spool, events: ItemEvents(sink: log)) }
 
     /// `key` queued, then moved to hold/ as the engine does after a refusal.

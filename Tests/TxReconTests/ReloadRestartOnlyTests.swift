@@ -1,6 +1,7 @@
-// What a reload cannot change and keeps until a restart: the transport's
-// kind (curl or libnats, chosen by URL='s scheme at start) and each
-// destination's MaxConcurrentDeliveries= among them.
+// What a reload cannot change: a URL= whose scheme changes (http, https,
+// nats, tls) refuses it, for the transport, its TLS settings and its HTTP
+// version were made for the running one; each destination's
+// MaxConcurrentDeliveries= waits for a restart.
 import Testing
 @testable import TxRecon
 
@@ -17,14 +18,21 @@ import Testing
         return configuration
     }
 
-    @Test func switchingAURLBetweenHTTPAndNATSWaitsForARestart() {
+    @Test func aURLWhoseSchemeChangesRefusesTheReload() {
         let current = configuration(url: "https://a.example/in", destinationURL: "nats://127.0.0.1:4222")
-        var next = configuration(url: "nats://127.0.0.1:4222", destinationURL: "https://b.example/in")
-        let waiting = Daemon.keepRestartOnlySettings(of: current, in: &next)
-        #expect(waiting == ["URL= (between http(s):// and nats:// or tls://)",
-                            "URL= of second (between http(s):// and nats:// or tls://)"])
-        #expect(next.backend.url == "https://a.example/in")
-        #expect(next.destinations[0].settings.backend.url == "nats://127.0.0.1:4222")
+        #expect(Daemon.transportSwitch(from: current, to: configuration(url: "nats://127.0.0.1:4222",
+                                                                        destinationURL: "nats://127.0.0.1:4222"))
+                == "URL=")
+        #expect(Daemon.transportSwitch(from: current, to: configuration(url: "https://a.example/in",
+                                                                        destinationURL: "https://b.example/in"))
+                == "URL= of second")
+        // HTTPVersion=2 kept until a restart must not meet a cleartext URL.
+        #expect(Daemon.transportSwitch(from: current, to: configuration(url: "http://a.example/in",
+                                                                        destinationURL: "nats://127.0.0.1:4222"))
+                == "URL=")
+        #expect(Daemon.transportSwitch(from: current, to: configuration(url: "HTTPS://c.example/in",
+                                                                        destinationURL: "nats://10.0.0.1:4222"))
+                == nil, "same schemes, other addresses: reloaded")
     }
 
     @Test func aNewURLOfTheSameKindIsReloadedAndADestinationsConcurrencyWaits() {

@@ -10,7 +10,7 @@ import TxReconTestSupport
     let directory = TemporaryDirectory("txrecon-replay")
     let log = RecordingLogSink()
     var layout: SpoolLayout { SpoolLayout(root: directory.path + "/spool") }
-    var spool: Spool { Spool(layout: layout, keepsDone: true) }
+    var spool: Spool { Spool(layout: layout) }
     var commands: OperatorCommands { OperatorCommands(spool: spool, events: ItemEvents(sink: log)) }
 
     /// done/KEY as a delivery leaves it, written by its producer at `receivedAt` (ms).

@@ -10,9 +10,9 @@ import TxReconTestSupport
     let directory = TemporaryDirectory("txrecon-spool")
     var layout: SpoolLayout { SpoolLayout(root: directory.path + "/spool") }
 
-    func makeSpool(keepsDone: Bool = true) throws -> Spool {
+    func makeSpool() throws -> Spool {
         try layout.createMissingDirectories()
-        return Spool(layout: layout, keepsDone: keepsDone)
+        return Spool(layout: layout)
     }
 
     func names(_ subdirectory: String) -> [String] {
@@ -352,17 +352,6 @@ import TxReconTestSupport
         #expect(restored.items == [QueuedFile(key: ItemKey("a")!, state: nil, receivedAt: restored.items[0].receivedAt)])
         #expect(restored.lostRecords == [ItemKey("a")!])
         #expect(names("queue") == ["a"], "the record is gone, so it cannot outlive its item")
-    }
-
-    @Test func finishingWithoutRetentionRemovesTheItemAndThenItsState() throws {
-        let spool = try makeSpool(keepsDone: false)
-        _ = directory.write("item", to: "spool/queue/a")
-        _ = directory.write("{}", to: "spool/queue/a.state")
-        try spool.finish(ItemKey("a")!)
-        #expect(names("queue") == ["a.state"])
-        try spool.retireState(ItemKey("a")!)
-        #expect(names("queue") == [])
-        #expect(names("done") == [])
     }
 
     @Test func finishingMovesTheItemAndRetiringMovesItsStateBesideIt() throws {

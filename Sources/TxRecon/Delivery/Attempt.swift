@@ -162,7 +162,7 @@ struct Attempt: Sendable {
                 try context.spool.finish(key, followsDelivery: followsDelivery, inbox: inbox)
                 // The receipt it names is used as long as done/ keeps it
                 // (ReceiptReaper counts its retention from this).
-                if context.spool.keepsDone, let receipt = item.fields.receiptSha256 {
+                if let receipt = item.fields.receiptSha256 {
                     context.storedItems.receipts.store.noteUse(receipt)
                 }
             case let .hold(reason, _):

@@ -6,8 +6,8 @@
 // results back. Pure: no files, no threads, no log.
 
 struct DeliveredKeys {
-    /// nil when done/ keeps nothing, could not be listed or is still being
-    /// listed: then done/KEY is always read.
+    /// nil when done/ could not be listed or is still being listed: then
+    /// done/KEY is always read.
     private(set) var index: DoneIndex?
     /// Whether a build of a new index runs.
     private(set) var isBuilding = false

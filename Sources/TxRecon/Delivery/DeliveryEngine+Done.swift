@@ -10,7 +10,6 @@ extension DeliveryEngine {
     /// Has a new index of done/ built from its names, off this thread; the
     /// current one (if any) serves until the new one arrives.
     func rebuildDoneIndex() {
-        guard spool.keepsDone else { return }
         done.rebuild(from: spool, on: executor) { built in await self.adoptDoneIndex(built) }
     }
 

@@ -17,7 +17,7 @@ extension DeliveryEngine {
             let placement = try pending.place(drop, freshKeyWaitsInInbox: freshKeysWaitInInbox) {
                 location throws(SpoolError) in
                 // done/ is read only where its index cannot rule the key out.
-                if location == .done, !(spool.keepsDone && done.mayHold(key)) { return nil }
+                if location == .done, !done.mayHold(key) { return nil }
                 return try storedVersion(location, key, against: drop.item.version)
             }
             // The earlier delivery's failure record goes beside it before the

@@ -169,8 +169,13 @@ package actor DeliveryEngine {
     }
 
     /// Applies a reloaded configuration. Attempts in flight finish on the
-    /// transport they started with.
-    func reconfigure(settings: Settings, transport: any Transport, prepare: @escaping RequestPreparer) {
+    /// transport they started with. `updateTransport` gives the transport
+    /// its new options (URL, TLS) here, on the engine's thread, with the new
+    /// `prepare` (token, signature): an attempt launched between the two
+    /// would carry the old credentials to the new URL.
+    func reconfigure(settings: Settings, transport: any Transport, prepare: @escaping RequestPreparer,
+                     updateTransport: () -> Void = {}) {
+        updateTransport()
         pacing.setMaxRate(settings.maxRate, was: self.settings.maxRate)
         published.setInterval(settings.statusInterval)
         published.status.apps = settings.apps.allNames
@@ -220,7 +225,7 @@ package actor DeliveryEngine {
             if entry.inbox == nil { pending.entries[position: index].forgetItem() }
             // An earlier delivery of the key may have left its failure
             // record in done/; the index says when it cannot have.
-            let follows = spool.keepsDone && done.mayHold(first.key)
+            let follows = done.mayHold(first.key)
             let state = entry.state
             launch(first.key, attempt: state.attempts + 1, receivedAt: entry.receivedAt, cached: cached,
                    hasStateFile: entry.hasStateFile, followsDelivery: follows, inbox: entry.inbox,

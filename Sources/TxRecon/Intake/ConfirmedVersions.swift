@@ -53,7 +53,7 @@ struct DoneConfirmations: ConfirmedVersions {
         // The ledger's record is the daemon's own (0600, written after the
         // move into done/); done/KEY is the producer's inode, so verified.
         if let recorded = ledger(destination, key) { return recorded }
-        guard let spool = spools[destination], spool.keepsDone,
+        guard let spool = spools[destination],
               let bytes = try? spool.read(.done, key, maximumSize: maximumSize) else { return nil }
         let lowest = ItemVersion(primary: .min)
         // Against the lowest version: always verified.

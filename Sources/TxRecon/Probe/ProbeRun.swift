@@ -70,8 +70,9 @@ struct Probe {
             return ConfigurationError.exitStatus
         }
         guard configuration.spool.doneRetention > .zero else {
-            print("probe: \(configuration.path): Spool.DoneRetention= is 0, so done/ keeps nothing and the backend's "
-                  + "confirmation cannot be seen; set it (the default is 3d) to probe")
+            print("probe: \(configuration.path): Spool.DoneRetention= is 0, so done/ keeps a delivery only until the "
+                  + "ledger holds it and the backend's confirmation may be gone before the probe looks; set it (the "
+                  + "default is 3d) to probe")
             return ConfigurationError.exitStatus
         }
         let settings = configuration.sweep

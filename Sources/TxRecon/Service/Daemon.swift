@@ -109,9 +109,10 @@ package enum Daemon {
                                           retention: configuration.spool.doneRetention, log: log)
         let receipts = ReceiptLibrary(store: ReceiptStore(layout: layout, readLimit: configuration.spool.maxFileSize,
                                                            stored: { receiptReaper.noteStored() }))
-        let spools = deliveries.map { name, _ in
-            Spool(layout: fansOut ? layout.destination(name) : layout, keepsDone: configuration.spool.doneRetention > .zero)
-        }
+        // DoneRetention=0 too keeps each delivered snapshot in done/ until
+        // the ledger holds it: until then done/ is the supersede rule's
+        // only record of it, and the ledger's catch-up source.
+        let spools = deliveries.map { name, _ in Spool(layout: fansOut ? layout.destination(name) : layout) }
         let ledger = LedgerService(settings: LedgerService.Settings(
             path: configuration.spool.ledgerFile, retention: configuration.spool.ledgerRetention,
             destinations: zip(deliveries, spools).map { ($0.name, $1) },
@@ -128,10 +129,8 @@ package enum Daemon {
         for (index, ((name, settings), secret)) in zip(deliveries, secrets).enumerated() {
             let spool = spools[index]
             let destinationLog = DestinationLogSink(inner: log, name: name, namesMessages: fansOut)
-            let reaper = spool.keepsDone
-                ? DoneReaper(directory: spool.layout.done, retention: configuration.spool.doneRetention,
-                             durableThrough: { ledger.durableThrough }, log: destinationLog)
-                : nil
+            let reaper = DoneReaper(directory: spool.layout.done, retention: configuration.spool.doneRetention,
+                                    durableThrough: { ledger.durableThrough }, log: destinationLog)
             let transport: any DestinationTransport
             do {
                 transport = try DestinationTransports.make(settings.backend, secrets: secret,
@@ -152,7 +151,7 @@ package enum Daemon {
                     let all = board.record(status, at: index)
                     publisher.publish(all)
                     metrics?.publish(all)
-                    reaper?.observe(finished: status.delivered + status.superseded)
+                    reaper.observe(finished: status.delivered + status.superseded)
                 })
             destinations.append(DeliveryDestination(name: name, spool: spool, transport: transport, engine: engine,
                                                     reaper: reaper))
@@ -180,7 +179,7 @@ package enum Daemon {
                 log.write(LogEntry(.error, "cannot read the spool \(layout.root): \(error)"))
                 return ExitStatus.failure
             }
-            destination.reaper?.start()
+            destination.reaper.start()
         }
         receiptReaper.start()
         // Restoring a large queue/ lists and reads every file once: hand the
@@ -197,8 +196,7 @@ package enum Daemon {
             log.write(LogEntry(.error, "cannot watch the spool: \(error)"))
             return ExitStatus.failure
         }
-        let intakeSpool = fansOut ? Spool(layout: layout, keepsDone: destinations[0].spool.keepsDone,
-                                          fanOutInboxes: inboxesOnDisk)
+        let intakeSpool = fansOut ? Spool(layout: layout, fanOutInboxes: inboxesOnDisk)
             : destinations[0].spool.withFanOutInboxes(inboxesOnDisk)
         let intake = Intake(spool: intakeSpool,
                             routes: destinations.map { DeliveryRoute(name: $0.name, engine: $0.engine, spool: $0.spool) },
@@ -284,7 +282,7 @@ package enum Daemon {
         publisher.flushNow()
         metrics?.stop(final: final)
         for destination in destinations {
-            destination.reaper?.stop()
+            destination.reaper.stop()
             destination.transport.shutdown()
         }
         // After the engines: every confirmation they reported is written.
@@ -321,22 +319,28 @@ package enum Daemon {
                                + "a restart (systemctl restart txrecon)", messageID: MessageID.reloadRefused))
             return current
         }
+        if let switched = transportSwitch(from: current, to: next) {
+            log.write(LogEntry(.error, "reload refused, the running configuration stays: \(switched) changes between "
+                               + "http://, https://, nats:// and tls://, which takes a restart (systemctl restart "
+                               + "txrecon): the destination's transport, TLS settings and HTTP version are made for "
+                               + "its URL= at start", messageID: MessageID.reloadRefused))
+            return current
+        }
         let waiting = keepRestartOnlySettings(of: current, in: &next)
         let before = warnings(current, secrets: secrets)
         for warning in warnings(next, secrets: secrets) where !before.contains(warning) {
             log.write(LogEntry(.warning, warning))
         }
-        // A URL= kept until a restart (http(s) <-> nats) is still the one sent to.
-        let running = next.deliveryConfigurations.flatMap(\.configuration.backend.urlQuerySecrets)
-        redactor.replace(with: secrets.flatMap(\.redactable) + running)
+        redactor.replace(with: secrets.flatMap(\.redactable))
         intake.reconfigure(intakeSettings(next, verification: verification))
         for ((delivery, secret), destination) in zip(zip(next.deliveryConfigurations, secrets), destinations) {
             let settings = delivery.configuration
-            destination.transport.update(settings: settings.backend, secrets: secret)
             await destination.engine.reconfigure(settings: engineSettings(settings, environment: environment,
                                                                           verification: verification),
                                                  transport: destination.transport,
-                                                 prepare: preparer(version: version, secrets: secret))
+                                                 prepare: preparer(version: version, secrets: secret)) {
+                destination.transport.update(settings: settings.backend, secrets: secret)
+            }
         }
         var message = "configuration reloaded from \(path)"
         if !waiting.isEmpty {
@@ -347,25 +351,35 @@ package enum Daemon {
         return next
     }
 
+    /// The URL= (of a destination, named) whose scheme `next` changes, or
+    /// nil. Not kept until a restart as other keys are: the rest of the
+    /// new file was written for the new scheme (a nats:// destination's
+    /// Stream=, an https:// one's CAFile= and SigningSecretFile=, HTTP/2 by
+    /// ALPN), and the running transport with the new file's settings would
+    /// fail every delivery, or send without its signature.
+    static func transportSwitch(from current: Configuration, to next: Configuration) -> String? {
+        func scheme(_ backend: BackendSettings) -> Substring {
+            backend.url.lowercased().prefix { $0 != ":" }
+        }
+        if scheme(next.backend) != scheme(current.backend) { return "URL=" }
+        for destination in next.destinations {
+            guard let running = current.destinations.first(where: { $0.name == destination.name })?.settings,
+                  scheme(running.backend) != scheme(destination.settings.backend) else { continue }
+            return "URL= of \(destination.name)"
+        }
+        return nil
+    }
+
     /// Puts the running values of the settings a reload cannot change into
     /// `next`; returns the keys whose new values wait for a restart. Which
     /// keys those are is ConfigurationKey's (`restartOnly`), of the sections
-    /// the daemon reads, for the main file and for each destination's file;
-    /// besides, a URL= that would switch between curl and libnats (the
-    /// transport is made at start).
+    /// the daemon reads, for the main file and for each destination's file.
+    /// (A URL= whose scheme changes refuses the reload: `transportSwitch`.)
     static func keepRestartOnlySettings(of current: Configuration, in next: inout Configuration) -> [String] {
         var waiting = ConfigurationKey.keepRunningValues(of: current, in: &next, reads: { daemonSections.contains($0.section) })
-        if next.backend.isStream != current.backend.isStream {
-            waiting.append("URL= (between http(s):// and nats:// or tls://)")
-            next.backend.url = current.backend.url
-        }
         for index in next.destinations.indices {
             let name = next.destinations[index].name
             guard let running = current.destinations.first(where: { $0.name == name })?.settings else { continue }
-            if running.backend.isStream != next.destinations[index].settings.backend.isStream {
-                waiting.append("URL= of \(name) (between http(s):// and nats:// or tls://)")
-                next.destinations[index].settings.backend.url = running.backend.url
-            }
             waiting += ConfigurationKey.keepRunningValues(of: running, in: &next.destinations[index].settings,
                                                           reads: { ConfigurationLoader.destinationSections.contains($0.section) })
                 .map { "\($0) of \(name)" }

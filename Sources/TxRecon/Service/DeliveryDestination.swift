@@ -8,7 +8,7 @@ struct DeliveryDestination: Sendable {
     let spool: Spool
     let transport: any DestinationTransport
     let engine: DeliveryEngine
-    let reaper: DoneReaper?
+    let reaper: DoneReaper
 
     /// With one destination: `[Backend]`'s copies that an earlier run with
     /// several left in destinations/backend/new/ go back into new/, to be

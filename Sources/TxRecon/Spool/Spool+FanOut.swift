@@ -59,7 +59,7 @@ extension Spool {
 
     /// This spool, recognising the copies in `inboxes` as intake's own.
     func withFanOutInboxes(_ inboxes: [String]) -> Spool {
-        inboxes.isEmpty ? self : Spool(layout: layout, keepsDone: keepsDone, fanOutInboxes: inboxes)
+        inboxes.isEmpty ? self : Spool(layout: layout, fanOutInboxes: inboxes)
     }
 
     /// Names left in a destination's inbox, for intake to hand to its

@@ -88,8 +88,6 @@ struct RestoredQueue {
 /// file system refused a hard link.
 package final class Spool: Sendable {
     package let layout: SpoolLayout
-    /// Zero removes delivered and superseded items instead of keeping them in done/.
-    let keepsDone: Bool
     private let uniqueCounter = Atomic<Int>(0)
     /// Set once link(2) was refused (a file system without hard links, or
     /// fs.protected_hardlinks and a producer's file txrecon may not write):
@@ -110,9 +108,8 @@ package final class Spool: Sendable {
     private let queueDirectory: SpoolDirectory
     private let doneDirectory: SpoolDirectory
 
-    package init(layout: SpoolLayout, keepsDone: Bool = true, fanOutInboxes: [String] = []) {
+    package init(layout: SpoolLayout, fanOutInboxes: [String] = []) {
         self.layout = layout
-        self.keepsDone = keepsDone
         self.fanOutInboxes = fanOutInboxes
         inboxDirectory = SpoolDirectory.open(layout.new)
         queueDirectory = SpoolDirectory.open(layout.queue)
@@ -360,7 +357,7 @@ package final class Spool: Sendable {
     }
 
     /// A drop older than or equal to what is pending or delivered:
-    /// new/NAME -> done/KEY.superseded-VERSION-… (or removed when done/ keeps nothing).
+    /// new/NAME -> done/KEY.superseded-VERSION-….
     func supersede(drop name: String, key: ItemKey, version: ItemVersion) throws(SpoolError) {
         try retire(layout.new + "/" + name, key: key, version: version)
     }
@@ -375,7 +372,6 @@ package final class Spool: Sendable {
     }
 
     private func retire(_ source: String, key: ItemKey, version: ItemVersion) throws(SpoolError) {
-        guard keepsDone else { return try SystemCall.unlinkIfPresent(source) }
         let target = try uniqueName(in: layout.done, base: "\(key.fileName).superseded-\(version)")
         try SystemCall.rename(source, layout.done + "/" + target)
     }
@@ -424,7 +420,7 @@ package final class Spool: Sendable {
 
     /// queue/KEY (or, for a key whose first attempt this was, `inbox`: its
     /// file still in new/) -> done/KEY, replacing the older delivered
-    /// snapshot there; or removed when done/ keeps nothing. No fsync: a
+    /// snapshot there. No fsync: a
     /// move lost in a power cut only means the item is delivered again,
     /// which at-least-once allows. A file gone from new/ is finished already
     /// (taken away by hand).
@@ -443,7 +439,6 @@ package final class Spool: Sendable {
     func finish(_ key: ItemKey, followsDelivery: Bool = true, inbox: String? = nil) throws(SpoolError) {
         let (source, directory) = inbox.map { ($0, inboxDirectory) } ?? (key.fileName, queueDirectory)
         do {
-            guard keepsDone else { return try SystemCall.unlinkIfPresent(source, in: directory) }
             var replaces = followsDelivery
             if !followsDelivery, !linksRefused.load(ordering: .relaxed) {
                 switch try SystemCall.link(source, in: directory, to: key.fileName, in: doneDirectory) {
@@ -460,16 +455,11 @@ package final class Spool: Sendable {
     }
 
     /// queue/KEY.state -> done/KEY.state, the failure record beside the
-    /// delivered item, removed with it by DoneReaper (or unlinked when done/
-    /// keeps nothing). Call once KEY is finished and before anything else
+    /// delivered item, removed with it by DoneReaper. Call once KEY is finished and before anything else
     /// happens to it. A rename, not an unlink: on a file system mounted with
     /// `discard` an unlink waits for the device.
     func retireState(_ key: ItemKey) throws(SpoolError) {
-        if keepsDone {
-            try SystemCall.renameIfPresent(path(.queue, key) + ".state", path(.done, key) + ".state")
-        } else {
-            try SystemCall.unlinkIfPresent(path(.queue, key) + ".state")
-        }
+        try SystemCall.renameIfPresent(path(.queue, key) + ".state", path(.done, key) + ".state")
     }
 
     /// queue/KEY (or new/`inbox`, see `finish`) -> hold/KEY with KEY.reason
