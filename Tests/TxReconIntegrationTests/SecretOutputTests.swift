@@ -43,6 +43,23 @@ struct SecretOutputTests {
         }
     }
 
+    /// curl quotes a proxy setting it cannot parse, password and all, in
+    /// the error that becomes the attempt's reason.
+    @Test func aProxysPasswordCurlQuotesIsInNoOutput() async throws {
+        let fixture = try DaemonFixture()
+        let proxy = "http://carol:pa#ss-2f9c@proxy.invalid:3128"
+        let daemon = try await fixture.start(environment: ["http_proxy": proxy])
+        try fixture.drop(fixture.envelope("via-proxy", version: 1))
+        #expect(await fixture.eventually { fixture.names("queue").contains("via-proxy.state") })
+        let reason = fixture.read("spool/queue/via-proxy.state")
+        #expect(reason.contains("proxy") || reason.contains("<redacted>"), "curl's message is kept, redacted: \(reason)")
+        for (what, text) in [("queue/via-proxy.state", reason), ("the daemon's log", daemon.stderr),
+                             ("txrecon.status", fixture.read("spool/txrecon.status")),
+                             ("STATUS", fixture.notify.messages.compactMap { $0.value(of: "STATUS") }.joined())] {
+            #expect(!text.contains("pa#ss-2f9c") && !text.contains("carol:"), "\(what): \(text)")
+        }
+    }
+
     @Test func checkConfigAndTheReadyLineNeverShowTheURLsQuery() async throws {
         let fixture = try DaemonFixture()
         try fixture.writeConfig("", url: fixture.server.url + "in?api_key=q-secret-7731")

@@ -78,6 +78,8 @@ package final class AppStoreAPIClient {
     /// `baseURL` followed by `historyPath`.
     var endpoint: String { baseURL + Self.historyPath }
     private let tokens: APITokenIssuer
+    /// The proxy credentials of the environment (ProxyCredentials).
+    private let proxySecrets = ProxyCredentials.secrets(in: ProcessEnvironment.current)
     private let clock: any SweepClock
     private let handle: UnsafeMutableRawPointer
     private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE))
@@ -244,28 +246,29 @@ package final class AppStoreAPIClient {
         }
         guard code == CURLE_OK else {
             let message = String(cString: errorBuffer)
-            return .unreachable(Self.redactor(for: token)
+            return .unreachable(redactor(for: token)
                 .redact(message.isEmpty ? String(cString: curl_easy_strerror(code)) : message))
         }
         var status = 0
         _ = txr_curl_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &status)
         guard accepting.contains(status) else {
             return .refused(AppStoreAPIError(status: status, body: response.bodyPrefix, retryAfter: response.retryAfter,
-                                             redactor: Self.redactor(for: token)))
+                                             redactor: redactor(for: token)))
         }
         // A 200's fields are printed too (the probe's token, a send
         // attempt's result) and may end up in an error message: an echo of
         // the token is taken out before anything reads the body.
         var body = response.bodyPrefix
-        Self.redactor(for: token).redact(&body)
+        redactor(for: token).redact(&body)
         return .answered(body)
     }
 
     /// What keeps `token` out of what is printed and logged: a server that
     /// echoes the token, or its signature (the part that makes it usable),
-    /// must not put it there. One per request: the token is new each time.
-    private static func redactor(for token: String) -> SecretRedactor {
-        SecretRedactor([token, token.split(separator: ".").last.map(String.init) ?? ""])
+    /// must not put it there; nor a proxy's password, which curl quotes.
+    /// One per request: the token is new each time.
+    private func redactor(for token: String) -> SecretRedactor {
+        SecretRedactor([token, token.split(separator: ".").last.map(String.init) ?? ""] + proxySecrets)
     }
 
     /// `text` percent-encoded for a query value.
