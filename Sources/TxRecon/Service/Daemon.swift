@@ -53,7 +53,7 @@ package enum Daemon {
             log.write(LogEntry(.error, "configuration error: \(error)"))
             return ExitStatus.configuration
         }
-        redactor.replace(with: secrets.flatMap(\.redactable))
+        redactor.replace(with: secrets.flatMap(\.redactable) + ProxyCredentials.secrets(in: environment))
         let deliveries = configuration.deliveryConfigurations
         for warning in warnings(configuration, secrets: secrets) { log.write(LogEntry(.warning, warning)) }
         if let missing = verification?.receiptRootsMissing { log.write(LogEntry(.warning, missing)) }
@@ -331,7 +331,7 @@ package enum Daemon {
         for warning in warnings(next, secrets: secrets) where !before.contains(warning) {
             log.write(LogEntry(.warning, warning))
         }
-        redactor.replace(with: secrets.flatMap(\.redactable))
+        redactor.replace(with: secrets.flatMap(\.redactable) + ProxyCredentials.secrets(in: environment))
         intake.reconfigure(intakeSettings(next, verification: verification))
         for ((delivery, secret), destination) in zip(zip(next.deliveryConfigurations, secrets), destinations) {
             let settings = delivery.configuration
