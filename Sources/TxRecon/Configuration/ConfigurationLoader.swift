@@ -311,6 +311,15 @@ package enum ConfigurationLoader {
     private static func checkCompleteness(of configuration: Configuration) throws(ConfigurationError) {
         try checkBackend(of: configuration)
         let receive = configuration.receive
+        if receive.idleTimeout.components.attoseconds != 0 {
+            // libmicrohttpd counts its connection timeout in whole seconds:
+            // 1.9s would silently be 1 s, and 500ms 1 s.
+            let origin = configuration.origins["Receive.IdleTimeout"]
+            throw ConfigurationError(
+                file: origin?.file ?? configuration.path, line: origin?.line, key: "Receive.IdleTimeout",
+                message: "is counted in whole seconds (libmicrohttpd's connection timeout), and "
+                    + "\(TimeSpan.format(receive.idleTimeout)) is not: make it a whole number of seconds, such as 2s")
+        }
         if receive.idleTimeout >= receive.requestTimeout {
             let key = configuration.origins["Receive.IdleTimeout"] != nil ? "Receive.IdleTimeout" : "Receive.RequestTimeout"
             let origin = configuration.origins[key]

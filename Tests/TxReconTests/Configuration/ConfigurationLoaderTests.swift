@@ -194,6 +194,15 @@ private let minimal = """
         #expect(configuration.delivery.retrySchedule == .standard)
     }
 
+    /// libmicrohttpd counts it in whole seconds: a fraction would silently change.
+    @Test(arguments: ["500ms", "1.9s"])
+    func anIdleTimeoutOfAFractionOfASecondIsRefusedAtItsLine(value: String) {
+        let files = ConfigurationFiles(minimal + "\n[Receive]\nIdleTimeout=\(value)\n")
+        let error = files.loadError()
+        #expect(error?.key == "Receive.IdleTimeout" && error?.line == 4 && error?.message.contains("whole seconds") == true,
+                "\(String(describing: error))")
+    }
+
     @Test func anIdleTimeoutNotShorterThanTheRequestTimeoutIsRefusedAtItsLine() {
         let files = ConfigurationFiles(minimal + "\n[Receive]\nIdleTimeout=30s\n")
         let error = files.loadError()
