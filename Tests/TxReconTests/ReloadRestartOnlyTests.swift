@@ -1,7 +1,8 @@
 // What a reload cannot change: a URL= whose scheme changes (http, https,
 // nats, tls) refuses it, for the transport, its TLS settings and its HTTP
 // version were made for the running one; each destination's
-// MaxConcurrentDeliveries= waits for a restart.
+// MaxConcurrentDeliveries= waits for a restart, and so does the receiver's
+// TextfileDirectory=.
 import Testing
 @testable import TxRecon
 
@@ -43,5 +44,17 @@ import Testing
         #expect(next.backend.url == "https://c.example/in")
         #expect(next.destinations[0].settings.backend.url == "https://d.example/in")
         #expect(next.destinations[0].settings.delivery.maxConcurrentDeliveries == 8)
+    }
+
+    /// `txrecon receive` makes its metrics reporter at start: a new
+    /// TextfileDirectory= waits for its restart, and its reload says so.
+    @Test func theReceiversMetricsDirectoryWaitsForItsRestart() {
+        var current = configuration(url: "https://a.example/in")
+        current.metrics.textfileDirectory = "/var/lib/node_exporter"
+        var next = current
+        next.metrics.textfileDirectory = "/srv/metrics"
+        let waiting = ConfigurationKey.keepRunningValues(of: current, in: &next, reads: Receiver.reads)
+        #expect(waiting == ["TextfileDirectory="])
+        #expect(next.metrics.textfileDirectory == "/var/lib/node_exporter")
     }
 }

@@ -157,10 +157,12 @@ package enum Receiver {
     }
 
     /// The keys the receiver reads of those that take effect only at a
-    /// restart: its spool and its [Receive] (the socket, the limits and the
-    /// timeouts its server was made with).
+    /// restart: its spool, its [Receive] (the socket, the limits and the
+    /// timeouts its server was made with) and where its metrics go (its
+    /// reporter is made at start).
     static func reads(_ key: ConfigurationKey) -> Bool {
         key.section == "Receive" || key.qualifiedName == "Spool.Directory"
+            || key.qualifiedName == "Metrics.TextfileDirectory"
     }
 
     /// The daemon's warning when signatures go unchecked (Mode=none, Xcode),
