@@ -207,6 +207,14 @@ package struct BackendSettings: Sendable, Equatable {
     /// credential (key, token, secret, sig, auth, pass, code), and any of
     /// 16 characters or more. Shorter plain values (`source=txrecon`) are
     /// left alone: redacted, every log line naming them would be blanked.
+    /// URL= for comparing two destinations': everything before the path
+    /// (scheme://host:port) in lower case, the path and query as written.
+    var comparableURL: String {
+        let start = url.firstRange(of: "://")?.upperBound ?? url.startIndex
+        let authorityEnd = url[start...].firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }) ?? url.endIndex
+        return url[..<authorityEnd].lowercased() + url[authorityEnd...]
+    }
+
     var urlQuerySecrets: [String] {
         guard let query = urlQuery else { return [] }
         var secrets = [query]

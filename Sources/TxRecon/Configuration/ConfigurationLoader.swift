@@ -39,6 +39,7 @@ package enum ConfigurationLoader {
         let destinationFiles = try DropInDirectory.listing(in: destinationDirectory(beside: path))
         configuration.destinations = try destinations(in: destinationFiles.files)
         try checkAnsweringDestination(of: configuration)
+        try checkSharedStreams(of: configuration)
         let appFiles = try DropInDirectory.listing(in: appDirectory(beside: path))
         configuration.apps = try apps(of: configuration, in: appFiles.files)
         try resolveMatchedApps(of: &configuration)
@@ -328,6 +329,36 @@ package enum ConfigurationLoader {
                 message: "IdleTimeout= (\(receive.idleTimeout)) must be shorter than RequestTimeout= "
                     + "(\(receive.requestTimeout)): a kept-alive connection idle for IdleTimeout= is closed as idle, "
                     + "and one still without a whole request at RequestTimeout= is cut as too slow")
+        }
+    }
+
+    /// Two JetStream destinations that publish into one stream (the same
+    /// server and Stream=) under different subjects, for items both
+    /// [Match]es take: the stream drops the second publish of an item as a
+    /// duplicate of the first, whatever its subject (its Nats-Msg-Id is the
+    /// item's Idempotency-Key, KEY:VERSION, the same for both), and answers
+    /// "duplicate" with the first one's sequence: the second destination
+    /// would count as delivered what its consumers never get. Refused, not
+    /// warned about (one subject for both is: ConfigurationWarnings).
+    private static func checkSharedStreams(of configuration: Configuration) throws(ConfigurationError) {
+        let streams = configuration.deliveryConfigurations.filter { $0.configuration.backend.isStream }
+        for (index, later) in streams.enumerated() {
+            let backend = later.configuration.backend
+            guard let earlier = streams[..<index].first(where: { earlier in
+                let other = earlier.configuration.backend
+                return other.comparableURL == backend.comparableURL && other.stream == backend.stream
+                    && other.subject != backend.subject && earlier.configuration.match.overlaps(later.configuration.match)
+            }) else { continue }
+            let origin = later.configuration.origins["Backend.Stream"]
+            let earlierOrigin = earlier.configuration.origins["Backend.Stream"]
+            throw ConfigurationError(
+                file: origin?.file ?? later.configuration.path, line: origin?.line, key: "Backend.Stream",
+                message: "is the stream destination \(earlier.name) publishes into too ("
+                    + "\(earlierOrigin.map { "\($0.file):\($0.line)" } ?? earlier.configuration.path)), under another "
+                    + "subject, and their [Match] can take the same items: the stream keeps one message per "
+                    + "Nats-Msg-Id (the item's KEY:VERSION) whatever its subject, so one of the two would be told "
+                    + "\"duplicate\" and its consumers would never get the item; give each its own Stream=, or "
+                    + "narrow a [Match] so that they never meet")
         }
     }
 

@@ -121,16 +121,10 @@ package enum ConfigurationWarnings {
         return warnings
     }
 
-    /// What a destination delivers to, for comparing two: the URL with its
-    /// scheme and host in lower case, and for JetStream its subject.
+    /// What a destination delivers to, for comparing two: the URL
+    /// (`BackendSettings.comparableURL`), and for JetStream its subject.
     private static func target(_ backend: BackendSettings) -> String {
-        // Everything before the path (scheme://host:port) is compared in
-        // lower case; the path and query as written.
-        let url = backend.url
-        let start = url.firstRange(of: "://")?.upperBound ?? url.startIndex
-        let authorityEnd = url[start...].firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }) ?? url.endIndex
-        let target = url[..<authorityEnd].lowercased() + url[authorityEnd...]
-        return backend.isStream ? target + " " + backend.subject : target
+        backend.isStream ? backend.comparableURL + " " + backend.subject : backend.comparableURL
     }
 
     /// `file:line` where `key` was set, or the file when it was not.

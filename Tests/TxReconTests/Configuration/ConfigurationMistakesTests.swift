@@ -44,6 +44,28 @@ import TxReconTestSupport
                                                   + "notification types (did you mean DID_RENEW?)") == true)
     }
 
+    /// One stream keeps one message per Nats-Msg-Id whatever its subject:
+    /// two destinations publishing one item into it under two subjects
+    /// would leave one of them told "duplicate" and its consumers without it.
+    @Test func twoStreamDestinationsSharingAStreamUnderTwoSubjectsAreRefusedNamingBoth() throws {
+        directory.write("[Backend]\nURL=nats://127.0.0.1:4222\nSubject=shop.orders\nStream=APPSTORE\n", to: "txrecon.conf")
+        directory.write("[Backend]\nURL=NATS://127.0.0.1:4222\nSubject=shop.analytics\nStream=APPSTORE\n",
+                        to: "destinations/analytics.conf")
+        let refused = #expect(throws: ConfigurationError.self) { try ConfigurationLoader.load(path: path) }
+        #expect(refused?.file == directory.path + "/destinations/analytics.conf" && refused?.line == 4
+                && refused?.key == "Backend.Stream" && refused?.message.contains("backend publishes into too (\(path):4)") == true,
+                "\(String(describing: refused))")
+        // Streams of their own, or matches that never meet: taken.
+        directory.write("[Backend]\nURL=nats://127.0.0.1:4222\nSubject=shop.analytics\nStream=ANALYTICS\n",
+                        to: "destinations/analytics.conf")
+        #expect(throws: Never.self) { try ConfigurationLoader.load(path: path) }
+        directory.write("[Backend]\nURL=nats://127.0.0.1:4222\nSubject=shop.analytics\nStream=APPSTORE\n"
+                        + "[Match]\nEnvironment=Sandbox\n", to: "destinations/analytics.conf")
+        directory.write("[Backend]\nURL=nats://127.0.0.1:4222\nSubject=shop.orders\nStream=APPSTORE\n"
+                        + "[Match]\nEnvironment=Production\n", to: "txrecon.conf")
+        #expect(throws: Never.self) { try ConfigurationLoader.load(path: path) }
+    }
+
     @Test func twoDestinationsTakingTheSameItemsToOneURLAreWarnedAboutNamingBothLines() throws {
         directory.write("[Backend]\nURL=HTTPS://Main.Example/in\n", to: "destinations/copy.conf")
         let shared = try warnings()
