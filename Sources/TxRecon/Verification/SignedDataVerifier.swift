@@ -265,7 +265,9 @@ final class SignedDataVerifier {
         guard let claims else { throw .noAppNamed }
         if kind == .unknown {
             if claims.bundleID != nil { try checkBundleID(claims.bundleID, app: app) }
-            try checkAppAppleID(claims, app: app)
+            // Transactions and renewal infos carry an environment and no
+            // appAppleId: a member shaped like them is no other app's.
+            if claims.appAppleID != nil { try checkAppAppleID(claims, app: app) }
             if claims.environment != nil { try checkEnvironment(claims.environment, app: app) }
             return
         }

@@ -121,6 +121,30 @@ import TxReconTestSupport
                 "without claims or a signing time of its own: checked at the notification's signedDate")
     }
 
+    /// Transactions and renewal infos carry an environment and never an
+    /// appAppleId: an unknown Production member shaped like them is
+    /// checked for the appAppleId only when it carries one.
+    @Test func aProductionMemberWithoutAnAppAppleIDIsNoOtherAppsAndOneWithAnotherIs() throws {
+        let production = SignedDataVerifier(policy: try VerificationFixtures.testPolicy(appAppleID: 1_234_567_890,
+                                                                                        environment: .production))
+        func notification(_ member: [(String, JSONValue)]) -> [UInt8] {
+            let signed = TestPKI.sign(payload: .object([("bundleId", .string("com.example.app")),
+                                                        ("environment", .string("Production")),
+                                                        ("signedDate", .integer(1_760_000_000_400))] + member))
+            return TestDrop.notificationBody(TestPKI.sign(payload: .object([
+                ("notificationType", .string("PARENTAL_CHOICE")),
+                ("notificationUUID", .string("5e0c7a7e-0000-4000-8000-000000000031")),
+                ("parentalData", .object([("bundleId", .string("com.example.app")),
+                                          ("appAppleId", .integer(1_234_567_890)),
+                                          ("environment", .string("Production")),
+                                          ("signedParentalChoiceInfo", .string(signed))])),
+                ("version", .string("2.0")), ("signedDate", .integer(1_760_000_000_500)),
+            ])))
+        }
+        #expect(intakeVerdict(notification([]), production) == nil)
+        #expect(intakeVerdict(notification([("appAppleId", .integer(7))]), production)?.code == "wrong-app-apple-id")
+    }
+
     @Test func aNotificationThatNamesNoAppAnywhereIsRefusedAsNoAppNamedAtErrorLevel() {
         let rejection = intakeVerdict(Self.future(claims: false, nested: .object([("choice", .string("x"))])), verifier)
         #expect(rejection?.code == "no-app-named")
