@@ -104,9 +104,12 @@ final class LedgerLookups: Sendable {
         }
     }
 
+    /// Read only, never created: a ledger file removed under the running
+    /// daemon fails the look-ups (and says so) rather than being made
+    /// again, empty, beside the file the writer still writes.
     private func connect() -> Result<SQLiteLedger, LedgerError> {
         do {
-            return .success(try SQLiteLedger(path: path, cache: .lookup))
+            return .success(try SQLiteLedger(path: path, access: .readOnly, cache: .lookup))
         } catch {
             return .failure(error)
         }
