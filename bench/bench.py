@@ -12,9 +12,11 @@ Measurements (each on a fresh spool under a temporary directory):
               separately renamed into new/ while it runs; items/s from exec
               (or from the first rename) to the moment new/ and queue/ are
               both empty: the last item renamed into done/ (the daemon's
-              default DoneRetention=3d; --done-retention 0 measures removal
-              instead, which on a file system mounted with `discard` costs
-              a synchronous discard per item). The pre-filled drain also
+              default DoneRetention=3d; --done-retention 0 has the reaper
+              remove each delivery once the ledger holds it, in its own
+              scans: since 9d0cf31 the engine no longer unlinks it, whose
+              synchronous discard per item a file system mounted with
+              `discard` charged the drain). The pre-filled drain also
               gives exec -> READY=1 with that backlog in new/ (row 5).
     drain-jws the same under [Verification] Mode=appstore with a test PKI,
               each run beside an envelope drain: the JWS's CPU per item
