@@ -157,6 +157,23 @@ struct DaemonIntegrationTests {
     /// curl is told "no proxy" once only when the environment names none
     /// (CurlOptions.proxyFromEnvironment): with http_proxy set, requests
     /// still go through it, as curl's own lookup would send them.
+    /// DoneRetention=0 keeps a delivered snapshot in done/ until the
+    /// ledger holds it: with the ledger unusable (its directory is a
+    /// file), an older snapshot arriving after the delivery is superseded
+    /// there, never delivered after the newer one.
+    @Test func withNoRetentionAnOlderSnapshotAfterADeliveryIsSupersededEvenWithoutALedger() async throws {
+        let fixture = try DaemonFixture()
+        try fixture.writeConfig("[Spool]\nDoneRetention=0\n")
+        _ = fixture.directory.write("not a directory", to: "state")
+        try await fixture.start()
+        try fixture.drop(fixture.envelope("refunded", version: 7))
+        #expect(await fixture.eventually { fixture.doneItems() == ["refunded"] })
+        try fixture.drop(fixture.envelope("refunded", version: 6))
+        #expect(await fixture.eventually { fixture.names("done").contains { $0.hasPrefix("refunded.superseded-6") } },
+                "\(fixture.names("done"))")
+        #expect(fixture.server.requests.compactMap { $0.header("Idempotency-Key") } == ["refunded:7"])
+    }
+
     @Test func aProxyNamedInTheEnvironmentCarriesTheRequests() async throws {
         let fixture = try DaemonFixture()
         try fixture.writeConfig("", url: "http://backend.invalid/transactions")
