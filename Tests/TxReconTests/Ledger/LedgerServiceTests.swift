@@ -264,6 +264,29 @@ import TxReconTestSupport
         #expect(log.entries.filter { $0.priority == .error }.count == 1, "one error for the whole spell")
     }
 
+    /// A ledger file removed under the running daemon: the look-ups'
+    /// reopen fails, and says so, rather than making a new, empty ledger
+    /// beside the inode the writer still writes.
+    @Test func aLookUpsReopenNeverCreatesTheLedgerFile() throws {
+        let clock = ManualClock()
+        let path = directory.path + "/state/ledger.sqlite3"
+        let ledger = LedgerService(settings: settings(), log: log, now: { clock.wallMilliseconds })
+        try ledger.start()
+        defer { ledger.stop() }
+        let key = ItemKey("k")!
+        ledger.record(destination: "backend", item: Self.envelope("k", version: 3), attempt: 1,
+                      confirmation: .http(status: 200), at: clock.wallMilliseconds)
+        ledger.flush()
+        #expect(ledger.waitForKeyFilter(timeout: .seconds(60)))
+        let operatorShell = try SQLiteDatabase(path: path, access: .readWriteCreate)
+        try operatorShell.execute("ALTER TABLE confirmations RENAME TO held")
+        #expect(ledger.confirmedVersion(at: "backend", of: key) == nil)
+        for suffix in ["", "-wal", "-shm"] { unlink(path + suffix) }
+        clock.jumpWallClock(by: LedgerLookups.retryInterval)
+        #expect(ledger.confirmedVersion(at: "backend", of: key) == nil)
+        #expect(access(path, F_OK) != 0, "no empty ledger was made where the file was removed")
+    }
+
     /// A mark written while the wall clock ran ten minutes ahead, then the
     /// clock stepped back: what was delivered after the step is dated
     /// before the mark, and a crash took its confirmation.
