@@ -233,23 +233,28 @@ import TxReconTestSupport
         #expect(log.entries.filter { $0.priority == .error && $0.message.contains("cannot be used") }.count == 1)
     }
 
-    @Test func aLookUpThatFailsCostsDoneAloneOnlyUntilTheConnectionIsOpenedAgain() throws {
-        let clock = ManualClock()
-        let path = directory.path + "/state/ledger.sqlite3"
+    /// A started service on `clock` whose ledger holds backend's k at 3,
+    /// and whose look-ups have just failed: an operator's sqlite3 (the
+    /// connection returned) renamed the table away.
+    func failingLookUps(_ clock: ManualClock) throws -> (ledger: LedgerService, operatorShell: SQLiteDatabase) {
         let ledger = LedgerService(settings: settings(), log: log, now: { clock.wallMilliseconds })
         try ledger.start()
-        defer { ledger.stop() }
-        let key = ItemKey("k")!
         ledger.record(destination: "backend", item: Self.envelope("k", version: 3), attempt: 1,
                       confirmation: .http(status: 200), at: clock.wallMilliseconds)
         ledger.flush()
         #expect(ledger.waitForKeyFilter(timeout: .seconds(60)), "the filter sends the look-ups of k to SQLite")
-        #expect(ledger.confirmedVersion(at: "backend", of: key) == ItemVersion(primary: 3))
-
-        // An operator's sqlite3 takes the table away: every connection's look-up fails.
-        let operatorShell = try SQLiteDatabase(path: path, access: .readWriteCreate)
+        #expect(ledger.confirmedVersion(at: "backend", of: ItemKey("k")!) == ItemVersion(primary: 3))
+        let operatorShell = try SQLiteDatabase(path: directory.path + "/state/ledger.sqlite3", access: .readWriteCreate)
         try operatorShell.execute("ALTER TABLE confirmations RENAME TO held")
-        #expect(ledger.confirmedVersion(at: "backend", of: key) == nil, "not known: done/ answers")
+        #expect(ledger.confirmedVersion(at: "backend", of: ItemKey("k")!) == nil, "not known: done/ answers")
+        return (ledger, operatorShell)
+    }
+
+    @Test func aLookUpThatFailsCostsDoneAloneOnlyUntilTheConnectionIsOpenedAgain() throws {
+        let clock = ManualClock()
+        let (ledger, operatorShell) = try failingLookUps(clock)
+        defer { ledger.stop() }
+        let key = ItemKey("k")!
         #expect(log.entries.filter { $0.priority == .error && $0.message.contains("a look-up in the ledger") }.count == 1)
         clock.jumpWallClock(by: LedgerLookups.retryInterval)
         #expect(ledger.confirmedVersion(at: "backend", of: key) == nil, "tried again, and still failing")
@@ -269,21 +274,12 @@ import TxReconTestSupport
     /// beside the inode the writer still writes.
     @Test func aLookUpsReopenNeverCreatesTheLedgerFile() throws {
         let clock = ManualClock()
-        let path = directory.path + "/state/ledger.sqlite3"
-        let ledger = LedgerService(settings: settings(), log: log, now: { clock.wallMilliseconds })
-        try ledger.start()
+        let (ledger, _) = try failingLookUps(clock)
         defer { ledger.stop() }
-        let key = ItemKey("k")!
-        ledger.record(destination: "backend", item: Self.envelope("k", version: 3), attempt: 1,
-                      confirmation: .http(status: 200), at: clock.wallMilliseconds)
-        ledger.flush()
-        #expect(ledger.waitForKeyFilter(timeout: .seconds(60)))
-        let operatorShell = try SQLiteDatabase(path: path, access: .readWriteCreate)
-        try operatorShell.execute("ALTER TABLE confirmations RENAME TO held")
-        #expect(ledger.confirmedVersion(at: "backend", of: key) == nil)
+        let path = directory.path + "/state/ledger.sqlite3"
         for suffix in ["", "-wal", "-shm"] { unlink(path + suffix) }
         clock.jumpWallClock(by: LedgerLookups.retryInterval)
-        #expect(ledger.confirmedVersion(at: "backend", of: key) == nil)
+        #expect(ledger.confirmedVersion(at: "backend", of: ItemKey("k")!) == nil)
         #expect(access(path, F_OK) != 0, "no empty ledger was made where the file was removed")
     }
 
