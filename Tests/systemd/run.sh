@@ -440,10 +440,23 @@ watchdog_checks() {
   # Recovery is reported by the process that saw the failures, so check it
   # before the watchdog restart below starts a process with no such memory.
   rm -f "$WORK/backend/fail"
-  check "txrecon retry queued-1" as_producer retry queued-1
+  # The daemon probes the backend on its own schedule: a probe in the
+  # instant after the backend came back may deliver queued-1 before the
+  # operator's retry reaches it, and a retry of a key no longer queued is
+  # refused (seen once in CI, eb7f524). Either way the item goes once the
+  # backend is back; the retry's journal entry is checked when it ran.
+  local retried=no
+  if as_producer retry queued-1 >> "$WORK/checks.log" 2>&1; then
+    pass "txrecon retry queued-1"
+    retried=yes
+  else
+    check "txrecon retry queued-1 refused: the backend's probe delivered it first" wait_until 15 delivered queued-1
+  fi
   check "the deferred item was delivered once the backend came back" wait_until 15 delivered queued-1
   check "the others waiting for the backend went at once after it" wait_until 15 delivered queued-1c
-  check "journal: retry requested (MESSAGE_ID retryRequested)" journal_has retryRequested
+  if [ "$retried" = yes ]; then
+    check "journal: retry requested (MESSAGE_ID retryRequested)" journal_has retryRequested
+  fi
   check "journal: backend recovered (MESSAGE_ID backendRecovered)" wait_until 5 journal_has backendRecovered
   touch "$WORK/backend/fail"
   submit "$(envelope queued-2 1)"
