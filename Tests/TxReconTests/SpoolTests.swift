@@ -527,16 +527,23 @@ import TxReconTestSupport
             while !Task.isCancelled { if LockFile.isHeld(path) { held += 1 } }
             return held
         }
-        var failures = 0
+        // A conflict is the asker's doing; any other failure (seen once under
+        // `make test-loaded`, 4 of 2,000, its errno not kept) is recorded
+        // with its error, so that the next one says what it was.
+        var conflicts = 0
+        var others: [SpoolError] = []
         for _ in 0..<2000 {
             do {
                 close(try LockFile.acquire(path))
+            } catch where error.code == EWOULDBLOCK {
+                conflicts += 1
             } catch {
-                failures += 1
+                others.append(error)
             }
         }
         asking.cancel()
         _ = await asking.value
-        #expect(failures == 0)
+        #expect(conflicts == 0)
+        #expect(others.isEmpty, "\(Set(others.map(\.description)))")
     }
 }
