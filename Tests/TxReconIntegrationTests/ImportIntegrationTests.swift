@@ -160,6 +160,78 @@ struct ImportIntegrationTests {
         #expect(try fixture.spooledTransactions() == ["4101"])
     }
 
+    @Test func aCustomerAppleKeepsAskingToRetryFailsAloneAndTheOthersAreImported() async throws {
+        // Run in this process on a clock whose sleeps return at once: the
+        // seven answers are waited out by the rate limiter's backoff.
+        let clock = ManualSweepClock(wallMilliseconds: WallTime.nowMilliseconds)
+        let fixture = try ReconcileFixture(now: { clock.wallMilliseconds })
+        try await fixture.daemon.start()
+        fixture.stopDaemon()
+        _ = Self.customer7300(fixture)
+        Self.customer7301(fixture)
+        fixture.api.inject(.refused(404, errorCode: 4_040_006), .refused(404, errorCode: 4_040_006),
+                           .refused(404, errorCode: 4_040_006), .refused(404, errorCode: 4_040_006),
+                           .refused(404, errorCode: 4_040_006), .refused(404, errorCode: 4_040_006),
+                           .refused(404, errorCode: 4_040_006))
+        let input = fixture.daemon.directory.write("7300\n7301\n", to: "customers.txt")
+        let loaded = try ConfigurationLoader.load(path: fixture.daemon.configPath)
+        let configuration = loaded.apps.first.map(loaded.settings(for:)) ?? loaded
+        let log = RecordingLogSink()
+        let status = ImportRun.perform(configuration: configuration, environment: [:], input: .ids(path: input),
+                                       listing: nil, clock: clock, log: log)
+        let text = log.entries.map(\.message).joined(separator: "\n")
+        #expect(status == 1, "\(text)")
+        #expect(text.contains("1 of 2 customers imported (0 unknown to Apple, 0 answers refused, 1 failed)"), "\(text)")
+        #expect(text.contains("7300 (\(input):1): Apple kept asking to retry"), "\(text)")
+        #expect(try fixture.spooledTransactions() == ["4101"], "the customer after the stuck one")
+        #expect(!fixture.daemon.names("reconcile").contains("import-checkpoint"), "no run starts at 7300 again")
+    }
+
+    @Test func aHistoryAppleDoesNotKnowKeepsTheSubscriptionsItAnsweredAndFailsTheCustomer() async throws {
+        let fixture = try ReconcileFixture()
+        try await fixture.daemon.start()
+        fixture.stopDaemon()
+        fixture.answer("4401", latest: "4401", customer: "7400")
+        fixture.api.setCustomer(["7400"], subscriptions: [
+            .init(originalTransactionId: "4401",
+                  transaction: ReconcileFixture.transaction("4401", original: "4401", customer: "7400",
+                                                            expiresIn: 86_400_000),
+                  renewalInfo: ReconcileFixture.renewal("4401")),
+        ])
+        let input = fixture.daemon.directory.write("7400\n", to: "customers.txt")
+        let run = try await fixture.daemon.cli(["import", input])
+        #expect(run.status == 1, "\(run.stderr)")
+        #expect(run.stderr.contains("does not know its transaction history"), "\(run.stderr)")
+        #expect(run.stderr.contains("0 unknown to Apple, 0 answers refused, 1 failed"), "\(run.stderr)")
+        #expect(try fixture.spooledTransactions() == ["4401"], "the verified status answer is not thrown away")
+    }
+
+    @Test func aRevisionRefusedOnResumeReadsThatCustomersHistoryFromItsFirstPage() async throws {
+        let fixture = try ReconcileFixture()
+        try await fixture.daemon.start()
+        fixture.stopDaemon()
+        _ = Self.customer7300(fixture)
+        Self.customer7301(fixture)
+        let input = fixture.daemon.directory.write("7300\n7301\n", to: "customers.txt")
+        fixture.api.holdStatusRequest(3)
+        await Self.killImport(of: input, in: fixture, once: "the second page was asked for")
+        let held = try #require(fixture.api.historyRequests.last?.revision)
+        // A revision Apple no longer takes (saved long ago, or expired).
+        let checkpoint = fixture.daemon.layout.root + "/reconcile/import-checkpoint"
+        let saved = String(decoding: try SystemCall.readFile(checkpoint, limit: 1 << 16), as: UTF8.self)
+        #expect(saved.contains(held))
+        _ = fixture.daemon.directory.write(saved.replacingOccurrences(of: held, with: "rev-stale"),
+                                           to: "spool/reconcile/import-checkpoint")
+        let rerun = try await fixture.daemon.cli(["import", input])
+        #expect(rerun.status == 0, "stderr: \(rerun.stderr)")
+        #expect(rerun.stderr.contains("reading its history from the first page again"), "\(rerun.stderr)")
+        let requests = fixture.api.historyRequests.dropFirst(2)
+        #expect(requests.map(\.id) == ["7300", "7300", "7300", "7301"], "\(requests)")
+        #expect(requests.map(\.revision).prefix(2) == ["rev-stale", nil])
+        // The first page comes twice (signed afresh): the later copy supersedes.
+        #expect(Set(try fixture.spooledTransactions()) == ["4001", "4002", "4003", "4101"])
+    }
+
     @Test func aLineThatIsNoIdRefusesTheInputBeforeAnyRequest() async throws {
         let fixture = try ReconcileFixture()
         try await fixture.daemon.start()

@@ -16,11 +16,12 @@ final class ReconcileFixture {
     let api: MockAppStoreServerAPI
     let daemon: DaemonFixture
 
-    /// `extraConfig`: sections added before [Metrics] (AnswerFixture's [Outbox]).
-    init(extraConfig: String = "") throws {
+    /// `extraConfig`: sections added before [Metrics] (AnswerFixture's [Outbox]);
+    /// `now`: the stand-in's wall clock (a run in this process with a
+    /// ManualSweepClock gives that clock's).
+    init(extraConfig: String = "", now: @escaping @Sendable () -> Int64 = { WallTime.nowMilliseconds }) throws {
         let key = TestSigningKey()
-        api = try MockAppStoreServerAPI(identity: MockAppStoreServerAPI.Identity(key: key), entries: [],
-                                        now: { WallTime.nowMilliseconds })
+        api = try MockAppStoreServerAPI(identity: MockAppStoreServerAPI.Identity(key: key), entries: [], now: now)
         daemon = try DaemonFixture()
         let keyPath = daemon.directory.write(key.pkcs8PEM, to: "appstore-key.p8", mode: 0o600)
         _ = daemon.directory.write("", to: "metrics/.keep")

@@ -1,7 +1,7 @@
 // ImportCheckpoint: where `txrecon import` is in its input, as the JSON in
 // `<spool>/reconcile/import-checkpoint`:
 //
-//   {"format":1, "input":"<SHA-256 of the input's ids, hex>", "index":12, "revision":"…"|null,
+//   {"format":1, "input":"<SHA-256 of the app, environment and ids, hex>", "index":12, "revision":"…"|null,
 //    "refused":1, "failed":0}
 //
 // `index` is the customer being imported, 0 for the input's first id (every one before is
@@ -10,7 +10,9 @@
 // durable in new/; `refused` and `failed` count the customers left behind
 // so far, so that a run that goes on after a kill still ends with exit 1
 // and says how many. A checkpoint of another input is not used: the import
-// starts from its first line. Pure; ReconcileStateDirectory keeps the file.
+// starts from its first line. The input is the ids with the app's bundle id
+// and the environment asked ([Sweep]): a run stopped in Sandbox must not
+// have the same file's run in Production skip the customers it did there. Pure; ReconcileStateDirectory keeps the file.
 
 package struct ImportCheckpoint: Sendable, Equatable {
     static let format: Int64 = 1
@@ -22,6 +24,12 @@ package struct ImportCheckpoint: Sendable, Equatable {
     /// refused, before `index`.
     var refused = 0
     var failed = 0
+
+    /// What `input` holds for `ids` imported with `sweep`'s app and environment.
+    static func digest(of ids: [String], sweep: SweepSettings) -> String {
+        let scope = [sweep.bundleID ?? "", sweep.environment.rawValue]
+        return SHA256Digest.hex(Array((scope + ids).joined(separator: "\n").utf8))
+    }
 
     init(input: String, index: Int = 0, revision: String? = nil, refused: Int = 0, failed: Int = 0) {
         self.input = input

@@ -48,9 +48,10 @@ package enum ImportRun {
         }
     }
 
+    /// - Parameter clock: the system's; a test's, whose sleeps return at once.
     static func perform(configuration: Configuration, environment: [String: String], input: Input,
-                        listing: ((String) -> Void)?, log: any LogSink) -> Int32 {
-        let clock = SystemSweepClock()
+                        listing: ((String) -> Void)?, clock: any SweepClock = SystemSweepClock(),
+                        log: any LogSink) -> Int32 {
         let session: AppleAPISession
         let state: ReconcileStateDirectory?
         var customers: [Importer.Customer]
@@ -74,7 +75,8 @@ package enum ImportRun {
             return report.exitStatus
         }
         let importer = Importer(session: session, state: state, customers: customers,
-                                inputDigest: SHA256Digest.hex(Array(customers.map(\.id).joined(separator: "\n").utf8)), listing: listing,
+                                inputDigest: ImportCheckpoint.digest(of: customers.map(\.id), sweep: session.configuration.sweep),
+                                listing: listing,
                                 log: log)
         var report = importer.run()
         report.refused += receiptsRefused

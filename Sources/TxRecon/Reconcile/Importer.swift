@@ -18,6 +18,14 @@
 // compare or supersede as the same snapshots. A customer with an answer
 // that does not verify is left there (the pages before it stay spooled,
 // each verified), counted refused; the run goes on and ends with exit 1.
+// A request Apple refuses, or keeps answering "not found, retry" past the
+// backoff budget, fails that customer alone (counted, exit 1), as reconcile
+// does: one stuck id never keeps a run, or every run after it, from the
+// customers after it. What the status answer gave (verified) is dropped
+// even when the history fails or is unknown, so that nothing Apple showed
+// is thrown away; a page refused after a revision (one saved by a killed
+// run, or one that expired while the run waited) is asked again from the
+// customer's first page, once.
 // In a dry run nothing is dropped or saved; what the destinations lack goes
 // to `listing`. Reports through the returned `ImportReport`.
 
@@ -84,7 +92,8 @@ final class Importer {
         let resume = "the next run goes on with \(customer.id) (\(customer.source))"
         var latest: [ItemKey: (drop: [UInt8], item: Item)] = [:]
         switch try session.ask({ session.client.subscriptionStatuses(customer.id) },
-                               what: "a subscription status answer", resume: resume) {
+                               what: "a subscription status answer", resume: resume,
+                               retriesConcernThisOne: true) {
         case .answer(let statuses):
             for snapshot in statuses.subscriptions {
                 do {
@@ -109,15 +118,29 @@ final class Importer {
         let resume = "the next run goes on with \(customer.id) (\(customer.source))"
         var revision = startRevision
         var unseen = latest
+        var restarted = false
         while true {
             let page: TransactionHistoryPage
             switch try session.ask({ session.client.transactionHistory(customer.id, revision: revision) },
-                                   what: "a transaction history page", resume: resume) {
-            case .answer(let answer): page = answer
-            case .unknown:
+                                   what: "a transaction history page", resume: resume,
+                                   retriesConcernThisOne: true) {
+            case .answer(let answer):
+                page = answer
+            case .unknown where revision == nil && latest.isEmpty:
                 report.unknown += 1
                 return
+            case .unknown:
+                try takeUnseen(unseen, customer: customer, report: &report)
+                return fail(customer, "Apple answered that it does not know its transaction history "
+                            + "although it answered for its subscriptions or an earlier page", report: &report)
+            case .failed(let why) where revision != nil && !restarted:
+                log.write(LogEntry(.notice, "import: \(customer.id) (\(customer.source)): a history page asked "
+                    + "with a revision failed (\(why)); reading its history from the first page again"))
+                revision = nil
+                restarted = true
+                continue
             case .failed(let why):
+                try takeUnseen(unseen, customer: customer, report: &report)
                 return fail(customer, why, report: &report)
             }
             var verified: [(drop: [UInt8], item: Item)] = []
@@ -131,17 +154,26 @@ final class Importer {
                     return refuse(customer, "\(error)", report: &report)
                 }
             }
-            if !page.hasMore { verified += unseen.values.sorted { $0.item.key.rawValue < $1.item.key.rawValue } }
             for (drop, item) in verified {
                 try take(drop, item, customer: customer, report: &report)
             }
             guard page.hasMore, let next = page.revision else {
+                try takeUnseen(unseen, customer: customer, report: &report)
                 report.imported += 1
                 return
             }
             revision = next
             try save(ImportCheckpoint(input: inputDigest, index: index, revision: next, refused: report.refused,
                                       failed: report.failed))
+        }
+    }
+
+    /// The status answer's latest transactions no history page carried, newest
+    /// last by key: after the history, or when it cannot be read.
+    private func takeUnseen(_ unseen: [ItemKey: (drop: [UInt8], item: Item)], customer: Customer,
+                            report: inout ImportReport) throws(SweepStop) {
+        for (drop, item) in unseen.values.sorted(by: { $0.item.key.rawValue < $1.item.key.rawValue }) {
+            try take(drop, item, customer: customer, report: &report)
         }
     }
 

@@ -12,6 +12,22 @@ import TxReconTestSupport
                               Importer.Customer(id: "7301", source: path + ":4")])
     }
 
+    @Test func aCheckpointBelongsToTheIdsTheAppAndTheEnvironmentTogether() {
+        var sandbox = SweepSettings()
+        sandbox.bundleID = "com.example.app"
+        sandbox.environment = .sandbox
+        var production = sandbox
+        production.environment = .production
+        var otherApp = sandbox
+        otherApp.bundleID = "com.example.other"
+        let ids = ["7300", "7301"]
+        let digest = ImportCheckpoint.digest(of: ids, sweep: sandbox)
+        #expect(digest == ImportCheckpoint.digest(of: ids, sweep: sandbox))
+        #expect(digest != ImportCheckpoint.digest(of: ids, sweep: production), "a Sandbox run's place is not Production's")
+        #expect(digest != ImportCheckpoint.digest(of: ids, sweep: otherApp))
+        #expect(digest != ImportCheckpoint.digest(of: ["7300"], sweep: sandbox))
+    }
+
     @Test func aLineThatIsNoIdIsNamedWithItsFileAndLine() {
         let directory = TemporaryDirectory("txrecon-import-input")
         let path = directory.write("7300\n73O1\n", to: "ids.txt")
