@@ -121,8 +121,12 @@ final class LedgerService: Sendable {
         var status: Status
         /// Every delivered snapshot in done/ that changed before this (ms
         /// since 1970) is durable in the ledger; 0 until the start-up
-        /// catch-up is done.
+        /// catch-up is done. Set from the last write's mark, never kept
+        /// above it: the wall clock may have been stepped back since.
         var durableThrough: Int64 = 0
+        /// The earliest confirmation of the batch being written, until it
+        /// is committed or put back into `pending`.
+        var writing: Int64?
         var prunedAt: Int64 = 0
     }
 
@@ -253,8 +257,19 @@ final class LedgerService: Sendable {
     }
 
     /// Every delivered snapshot that changed in done/ before this (ms since
-    /// 1970) is durable in the ledger: DoneReaper may remove it.
-    var durableThrough: Int64 { state.withLock { $0.durableThrough } }
+    /// 1970) is durable in the ledger: DoneReaper may remove it. Below every
+    /// confirmation not committed yet (waiting, being written, or let go),
+    /// whatever the clock did since the last write set the watermark: after
+    /// a step back, deliveries are dated before it. Reads the waiting ones
+    /// (at most `pendingLimit`): once per reaper scan.
+    var durableThrough: Int64 {
+        state.withLock { state in
+            let uncommitted = min(state.pending.lazy.map(\.confirmedAt).min() ?? .max, state.writing ?? .max,
+                                  state.lostSince ?? .max)
+            guard uncommitted != .max else { return state.durableThrough }
+            return min(state.durableThrough, uncommitted - Self.catchUpMargin)
+        }
+    }
 
     var status: Status { state.withLock { $0.status } }
 
@@ -417,6 +432,7 @@ final class LedgerService: Sendable {
     private func writePending(_ ledger: SQLiteLedger) throws(LedgerError) {
         let (records, lostSince) = state.withLock { state -> ([LedgerRecord], Int64?) in
             defer {
+                state.writing = state.pending.lazy.map(\.confirmedAt).min()
                 state.pending.removeAll(keepingCapacity: true)
                 state.flushRequested = false
             }
@@ -426,7 +442,7 @@ final class LedgerService: Sendable {
         guard !records.isEmpty else {
             state.withLock { state in
                 if lostSince == nil, !state.status.catchingUp {
-                    state.durableThrough = max(state.durableThrough, now - Self.catchUpMargin)
+                    state.durableThrough = now - Self.catchUpMargin
                 }
                 state.status.lagMilliseconds = 0
                 state.status.pending = 0
@@ -446,11 +462,15 @@ final class LedgerService: Sendable {
             if lostSince == nil { try ledger.setCatchUpMark(mark) }
         } catch {
             // Put them back for the next try, in front of what came since.
-            state.withLock { state in state.pending.insert(contentsOf: records, at: 0) }
+            state.withLock { state in
+                state.pending.insert(contentsOf: records, at: 0)
+                state.writing = nil
+            }
             throw error
         }
         state.withLock { state in
-            if lostSince == nil, !state.status.catchingUp { state.durableThrough = max(state.durableThrough, mark) }
+            state.writing = nil
+            if lostSince == nil, !state.status.catchingUp { state.durableThrough = mark }
             state.status.pending = state.pending.count
             state.status.lagMilliseconds = state.pending.first.map { max(0, self.now() - $0.confirmedAt) } ?? 0
         }
@@ -554,7 +574,7 @@ final class LedgerService: Sendable {
         }
         let status = state.withLock { state in
             state.status.catchingUp = false
-            state.durableThrough = max(state.durableThrough, startedAt - Self.catchUpMargin)
+            state.durableThrough = startedAt - Self.catchUpMargin
             return state.status
         }
         observe(status)

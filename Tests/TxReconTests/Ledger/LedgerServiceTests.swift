@@ -322,6 +322,28 @@ import TxReconTestSupport
                 <= clock.wallMilliseconds - LedgerService.catchUpMargin)
     }
 
+    /// The watermark follows the clock back too: set ahead of the clock, it
+    /// would let the reaper remove a delivery made after the step (dated
+    /// before it) while its confirmation waits, or when it is never written.
+    @Test func theWatermarkFollowsTheClockBackAndStaysBelowWhatWaits() throws {
+        let clock = ManualClock()
+        let ledger = LedgerService(settings: settings(), log: log, now: { clock.wallMilliseconds })
+        try ledger.start()
+        defer { ledger.stop() }
+        ledger.flush()
+        #expect(ledger.durableThrough > clock.wallMilliseconds - 120_000)
+        clock.jumpWallClock(by: -600_000)
+        ledger.record(destination: "backend", item: Self.envelope("k", version: 1), attempt: 1,
+                      confirmation: .http(status: 200), at: clock.wallMilliseconds)
+        #expect(ledger.durableThrough <= clock.wallMilliseconds - LedgerService.catchUpMargin,
+                "waiting or written, never passed")
+        ledger.flush()
+        #expect(ledger.durableThrough <= clock.wallMilliseconds - LedgerService.catchUpMargin)
+        ledger.flush()
+        #expect(ledger.durableThrough <= clock.wallMilliseconds - LedgerService.catchUpMargin,
+                "an idle write after the step")
+    }
+
     /// done/ that cannot be listed (here: not a directory) is not caught
     /// up, so neither the mark nor the watermark may pass it.
     @Test func aDoneThatCannotBeReadHoldsTheMarkAndTheWatermark() throws {
