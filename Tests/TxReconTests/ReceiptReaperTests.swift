@@ -18,8 +18,7 @@ import TxReconTestSupport
     }
 
     func reaper(retention: Duration = .seconds(3600)) -> ReceiptReaper {
-        ReceiptReaper(directory: layout.receipts, referrers: [layout.new, layout.queue, layout.hold, layout.rejected],
-                      retention: retention, log: RecordingLogSink())
+        ReceiptReaper(layout: layout, retention: retention, log: RecordingLogSink())
     }
 
     func receipts() -> [String] { ((try? SystemCall.listDirectory(layout.receipts)) ?? []).sorted() }
@@ -94,12 +93,23 @@ import TxReconTestSupport
         // The first look found no part (a requeue-rejected or a release
         // moved it from a directory not yet read into one read already);
         // it is where the second look finds it.
-        let reaper = ReceiptReaper(directory: layout.receipts,
-                                   referrers: [layout.new, layout.queue, layout.hold, layout.rejected],
-                                   retention: .seconds(3600), log: RecordingLogSink(),
+        let reaper = ReceiptReaper(layout: layout, retention: .seconds(3600), log: RecordingLogSink(),
                                    afterSettingAside: { [self] in part(in: place) })
         reaper.reap(asOf: Timestamp.nowMilliseconds() + Self.hour + 1000)
         #expect(receipts() == [Self.name], "named by a part in \(place)/ by the time it would have gone")
+        reaper.stop()
+    }
+
+    /// A destination whose file was removed (docs/remove-destination.md)
+    /// keeps its directories, and its queued parts their receipt: the file
+    /// put back later finds them readable. Here "analytics" is on disk only.
+    @Test(arguments: ["new", "queue", "hold"])
+    func aPartOfADestinationNoLongerConfiguredKeepsItsReceipt(_ place: String) throws {
+        try layout.destination("analytics").createMissingDestinationDirectories()
+        part(in: "destinations/analytics/" + place)
+        let reaper = reaper()
+        reaper.reap(asOf: Timestamp.nowMilliseconds() + 2 * Self.hour)
+        #expect(receipts() == [Self.name], "named by destinations/analytics/\(place)/")
         reaper.stop()
     }
 

@@ -97,16 +97,9 @@ package enum Daemon {
         }
         // receipts/: one store and one library of parsed receipts for intake,
         // every engine and the ledger's catch-up from done/; the reaper keeps
-        // each receipt while anything in any destination's directories names it.
-        let destinationLayouts = fansOut ? deliveries.map { layout.destination($0.name) } : [layout]
-        var referrers = [layout.new, layout.rejected]
-        for destination in destinationLayouts {
-            for directory in [destination.new, destination.queue, destination.hold] where !referrers.contains(directory) {
-                referrers.append(directory)
-            }
-        }
-        let receiptReaper = ReceiptReaper(directory: layout.receipts, referrers: referrers,
-                                          retention: configuration.spool.doneRetention, log: log)
+        // each receipt while anything in any destination's directories names
+        // it, configured or not.
+        let receiptReaper = ReceiptReaper(layout: layout, retention: configuration.spool.doneRetention, log: log)
         let receipts = ReceiptLibrary(store: ReceiptStore(layout: layout, readLimit: configuration.spool.maxFileSize,
                                                            stored: { receiptReaper.noteStored() }))
         // DoneRetention=0 too keeps each delivered snapshot in done/ until

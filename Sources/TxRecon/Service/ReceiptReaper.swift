@@ -7,10 +7,14 @@
 //     it, which the supersede rule, `txrecon show` and a replay read; with
 //     DoneRetention=0, for `minimumAge`, so that a split writing its parts
 //     in tmp/ (never looked at here) finds its receipt still there;
-//   - no file in new/, queue/, hold/ or rejected/ (every destination's
-//     included) names it: a pending, held or rejected purchase is kept
-//     readable however long it waits, and a requeue-rejected or a release
-//     finds its receipt.
+//   - no file in new/, queue/, hold/ or rejected/ names it, the spool's own
+//     and those of every destination with a directory in destinations/,
+//     configured or not: a pending, held or rejected purchase is kept
+//     readable however long it waits (a destination's file removed and put
+//     back later, docs/remove-destination.md, finds its queue as it was),
+//     and a requeue-rejected or a release finds its receipt. The
+//     directories are listed again at each look, so a destination a reload
+//     added counts at once.
 // Files that name receipts are small (a part is a hundred bytes and a
 // context); only files of at most `partLimit` bytes are read to find them,
 // and only when some receipt is old enough to go.
@@ -40,9 +44,9 @@ final class ReceiptReaper: Sendable {
         var lastScan: Int64 = 0
     }
 
+    private let layout: SpoolLayout
+    /// receipts/.
     private let directory: String
-    /// The directories whose files may name a receipt and keep it.
-    private let referrers: [String]
     private let retention: Int64
     private let log: any LogSink
     private let queue = DispatchQueue(label: "txrecon.receipt-reaper")
@@ -60,12 +64,11 @@ final class ReceiptReaper: Sendable {
     /// part in place there, as a requeue or a release would.
     private let afterSettingAside: @Sendable () -> Void
 
-    /// `retention`: DoneRetention=; `referrers`: the spool's new/ and
-    /// rejected/ and every destination's inbox, queue/ and hold/.
-    init(directory: String, referrers: [String], retention: Duration, log: any LogSink,
+    /// `retention`: DoneRetention=.
+    init(layout: SpoolLayout, retention: Duration, log: any LogSink,
          afterSettingAside: @escaping @Sendable () -> Void = {}) {
-        self.directory = directory
-        self.referrers = referrers
+        self.layout = layout
+        directory = layout.receipts
         self.retention = max(retention.milliseconds, Self.minimumAge)
         self.log = log
         self.afterSettingAside = afterSettingAside
@@ -124,7 +127,7 @@ final class ReceiptReaper: Sendable {
         }
         var next = oldest.map { $0 + retention }
         if !expired.isEmpty {
-            if let named = namedReceipts(in: referrers) {
+            if let named = namedReceipts(in: referrers()) {
                 var unnamed: [(name: String, judged: stat)] = []
                 for (name, judged) in expired {
                     guard named.contains(name) else {
@@ -152,7 +155,32 @@ final class ReceiptReaper: Sendable {
 
     /// The receipts some file in `directories` names, read in that order;
     /// nil when one of them cannot be read (then nothing is removed).
-    private func namedReceipts(in directories: [String]) -> Set<String>? {
+    /// The directories whose files may name a receipt: the spool's new/,
+    /// rejected/, queue/ and hold/, and every destination's new/, queue/ and
+    /// hold/ found in destinations/; nil (keep every receipt) when
+    /// destinations/ cannot be listed.
+    private func referrers() -> [String]? {
+        var directories = [layout.new, layout.rejected, layout.queue, layout.hold]
+        do throws(SpoolError) {
+            try SystemCall.forEachName(in: layout.destinations) { bytes in
+                guard let name = String(validating: bytes, as: UTF8.self), !name.hasPrefix("."),
+                      let info = try? SystemCall.linkStatus(layout.destinations + "/" + name),
+                      info.st_mode & S_IFMT == S_IFDIR else { return }
+                let destination = layout.destination(name)
+                directories += [destination.new, destination.queue, destination.hold]
+            }
+        } catch where error.code == ENOENT {
+            // A spool that never had further destinations.
+        } catch {
+            log.write(LogEntry(.warning, "cannot look for receipt parts in \(layout.destinations): \(error); no "
+                               + "receipt is removed until it can be read"))
+            return nil
+        }
+        return directories
+    }
+
+    private func namedReceipts(in directories: [String]?) -> Set<String>? {
+        guard let directories else { return nil }
         var named = Set<String>()
         for referrer in directories {
             do throws(SpoolError) {
@@ -196,7 +224,7 @@ final class ReceiptReaper: Sendable {
         guard !aside.isEmpty else { return }
         afterSettingAside()
         // Unreadable now: every one of them is kept.
-        let named = namedReceipts(in: referrers.reversed()) ?? Set(aside.map(\.name))
+        let named = namedReceipts(in: referrers()?.reversed()) ?? Set(aside.map(\.name))
         for (name, judged) in aside {
             let path = setting.path(of: name)
             if named.contains(name) {
