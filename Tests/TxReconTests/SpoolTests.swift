@@ -517,6 +517,33 @@ import TxReconTestSupport
         #expect(!LockFile.isListedInProcLocks(layout.lockFile) && !SpoolLock.isHeld(layout))
     }
 
+    /// The spool the daemon makes itself (a Directory= outside
+    /// /var/spool/txrecon, a ctl/ removed) has the modes of the packaged
+    /// tmpfiles.d entry; without the sticky bit a producer could move a
+    /// root-owned replay request in ctl/ away and back, and replay again.
+    @Test func theDirectoriesTheDaemonMakesHaveTheModesTmpfilesGives() throws {
+        let checkout = #filePath.split(separator: "/", omittingEmptySubsequences: false).dropLast(3)
+            .joined(separator: "/")
+        let tmpfiles = String(decoding: try SystemCall.readFile(checkout + "/systemd/txrecon.tmpfiles", limit: 1 << 16),
+                              as: UTF8.self)
+        var packaged: [String: mode_t] = [:]
+        for line in tmpfiles.split(separator: "\n") where line.hasPrefix("d ") {
+            let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+            packaged[String(fields[1].dropFirst("/var/spool/txrecon".count))] = mode_t(fields[2], radix: 8)
+        }
+        try layout.createMissingDirectories()
+        for (path, mode) in layout.directoryModes {
+            let name = String(path.dropFirst(layout.root.count))
+            // The setgid bit aside: the daemon's mkdir may lose it
+            // (RestrictSUIDSGID=), and on a directory only it writes it
+            // changes nothing.
+            #expect(packaged[name].map { $0 & 0o1777 } == mode & 0o1777, "\(name)")
+            var info = stat()
+            #expect(stat(path, &info) == 0)
+            #expect(info.st_mode & S_ISVTX == mode & S_ISVTX, "\(name) as made")
+        }
+    }
+
     @Test func startsWhileTheLockIsAskedAboutNeverFail() async throws {
         // `txrecon status` in a monitoring loop beside restarts: asking by
         // taking a shared lock made a start at that instant fail.

@@ -108,9 +108,12 @@ package struct SpoolLayout: Sendable, Equatable {
 
     /// Producers and the CLI (group txrecon) write tmp/, new/ and ctl/; only
     /// the daemon writes the state directories and receipts/, which the
-    /// group may read.
+    /// group may read. As systemd/txrecon.tmpfiles makes them: the sticky
+    /// bit on the three the group writes keeps one member from renaming or
+    /// removing another's file (a root-owned replay request in ctl/ above
+    /// all), while the daemon, their owner, moves every file out.
     var directoryModes: [(path: String, mode: mode_t)] {
-        [(tmp, 0o2770), (new, 0o2770), (ctl, 0o2770),
+        [(tmp, 0o3770), (new, 0o3770), (ctl, 0o3770),
          (queue, 0o2750), (hold, 0o2750), (rejected, 0o2750), (done, 0o2750), (receipts, 0o2750)]
     }
 
