@@ -23,11 +23,17 @@ final class StatusPublisher: Sendable {
             },
             recovered: LogEntry(.notice, "the status file \(statusFile) is written again")
         ) { status, _, written in
+            // `written`: the STATUS= line, then the whole status the file was
+            // written from. The file carries more than the line (delivered
+            // and superseded counts, the ledger's rows, pending and lag), so
+            // a change the line does not show is written all the same; the
+            // line is sent only when it changed.
             let line = status.line
-            guard line != written else { return }
-            health.notify("STATUS=" + line)
+            let published = line + "\n" + String(describing: status)
+            guard published != written else { return }
+            if !written.hasPrefix(line + "\n") { health.notify("STATUS=" + line) }
             try Self.writeStatusFile(status, to: statusFile, startedAt: startedAt)
-            written = line
+            written = published
         }
     }
 
