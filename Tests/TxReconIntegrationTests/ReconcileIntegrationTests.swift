@@ -156,6 +156,15 @@ struct ReconcileIntegrationTests {
         #expect(metrics.contains("txrecon_reconcile_last_run_subscriptions{outcome=\"agreed\"} 1\n"), "\(metrics)")
         #expect(metrics.contains("txrecon_reconcile_last_run_success 1\n"))
         #expect(metrics.contains("txrecon_reconcile_last_run_customers{stage=\"checked\"} 1\n"))
+
+        // Under the units' UMask=0007 too, node_exporter (another user) can read it.
+        let path = fixture.daemon.directory.path + "/metrics/txrecon-reconcile.prom"
+        #expect(unlink(path) == 0)
+        let process = try DaemonProcess(command: ["/bin/sh", "-c", "umask 0007 && exec \"$0\" \"$@\"", DaemonProcess.binary,
+                                                  "reconcile", "--all", "--config", fixture.daemon.configPath],
+                                        stderrPath: fixture.daemon.directory.path + "/umask.err")
+        #expect(await process.wait(timeout: .seconds(60)) == 0, "\(process.stderr)")
+        #expect(try SystemCall.linkStatus(path).map { $0.st_mode & 0o777 } == 0o644)
     }
 
     @Test func aSubscriptionSignedAfreshButUnchangedSpoolsNothingAndIsNotDueAgain() async throws {

@@ -83,7 +83,7 @@ package enum AnswerRun {
         report.counts = outbox.counts()
         report.waiting = report.counts.waiting
         report.finishedAt = clock.wallMilliseconds
-        OneshotMetricsFile.write(report.metrics, as: "txrecon-answer.prom", configuration: configuration, log: log)
+        MetricsTextFile.write(report.metrics, as: "txrecon-answer.prom", configuration: configuration, log: log)
         return report
     }
 

@@ -81,7 +81,7 @@ package enum ReconcileRun {
         } catch {
             report.stop = SweepStop.noting("cannot record the result for txrecon status: \(error)", on: report.stop)
         }
-        OneshotMetricsFile.write(report.metrics, as: "txrecon-reconcile.prom", configuration: session.configuration,
+        MetricsTextFile.write(report.metrics, as: "txrecon-reconcile.prom", configuration: session.configuration,
                                  log: log)
         return report
     }

@@ -44,7 +44,7 @@ final class MetricsExporter<Snapshot: Sendable>: Sendable {
         ) { snapshot, running, written in
             let text = render(snapshot, running)
             guard text != written else { return }
-            try Self.write(text, to: path, through: temporaryPath)
+            try MetricsTextFile.replace(path, with: text, through: temporaryPath)
             written = text
         }
     }
@@ -63,18 +63,6 @@ final class MetricsExporter<Snapshot: Sendable>: Sendable {
     /// write; later publications change nothing.
     func stop(final status: Snapshot) {
         writer.stop(final: status)
-    }
-
-    private static func write(_ text: String, to path: String, through temporaryPath: String) throws(SpoolError) {
-        try SystemCall.unlinkIfPresent(temporaryPath)
-        try SystemCall.writeNewFile(temporaryPath, Array(text.utf8), mode: 0o644, sync: false)
-        do throws(SpoolError) {
-            guard chmod(temporaryPath, 0o644) == 0 else { throw SpoolError("chmod", temporaryPath) }
-            try SystemCall.rename(temporaryPath, path)
-        } catch {
-            unlink(temporaryPath)
-            throw error
-        }
     }
 }
 
