@@ -170,9 +170,15 @@ struct ControlChannel: Sendable {
             start = end
             let batch = staged
             guard !batch.isEmpty else { continue }
-            let answer = waitFor { await engine.replay(batch) }
+            let (answer, full) = waitFor { await engine.replay(batch) }
             result.applied += answer.applied
             result.skipped += answer.skipped
+            if let full {
+                // Copying the rest only to discard it would cost an fsync
+                // each, for nothing, while intake waits.
+                for snapshot in selection.found[start...] { result.skipped.append((snapshot.key.rawValue, full)) }
+                start = selection.found.count
+            }
             if !answer.applied.isEmpty {
                 do {
                     try spool.syncQueue()

@@ -16,8 +16,10 @@ extension DeliveryEngine {
     }
 
     /// Queues delivered snapshots again for `txrecon replay`
-    /// (OperatorCommands.replay); intake selected them in done/.
-    func replay(_ snapshots: [DeliveredSnapshot]) -> ControlResult {
+    /// (OperatorCommands.replay); intake selected them in done/. `full`:
+    /// why no more can be queued now (the high-water mark), so that the
+    /// rest of a replay is answered without being copied.
+    func replay(_ snapshots: [DeliveredSnapshot]) -> (result: ControlResult, full: String?) {
         // A key's earlier failure record goes beside its delivered snapshot
         // before the copy is queued, as for a new snapshot (`place`).
         for snapshot in snapshots where !done.untidied.isEmpty && done.untidied.take(snapshot.key) { tidy(snapshot.key) }
@@ -26,7 +28,8 @@ extension DeliveryEngine {
         published.status.statistics.replayed += queued
         dispatchDue()
         publishStatus()
-        return result
+        let limit = settings.highWater
+        return (result, pending.count >= limit ? OperatorCommands.beyondHighWater(limit) : nil)
     }
 
     /// Decides a replay asked for while `key` was in flight, now that its

@@ -49,6 +49,11 @@ struct OperatorCommands {
     /// be of the very snapshot it has just delivered, which a replay asked
     /// for after seeing it in done/ must send again. `queued`: the keys
     /// queued now.
+    /// Why a replay queues no more while `limit` items are pending.
+    static func beyondHighWater(_ limit: Int) -> String {
+        "the queue holds \(limit) items, its high-water mark: replay the rest once it has drained"
+    }
+
     func replay(_ snapshots: [DeliveredSnapshot], on pending: inout PendingItems, now: Duration,
                 wall: Int64, limit: Int) -> (result: ControlResult, queued: Int) {
         var result = ControlResult()
@@ -70,7 +75,7 @@ struct OperatorCommands {
             } else if fate == .gone {
                 "removed from done/ (DoneRetention=) while the replay was copied"
             } else if pending.count >= limit {
-                "the queue holds \(limit) items, its high-water mark: replay the rest once it has drained"
+                Self.beyondHighWater(limit)
             } else {
                 nil
             }

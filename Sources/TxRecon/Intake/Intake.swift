@@ -191,12 +191,29 @@ final class Intake: Sendable {
         let routes = self.routes, watcher = self.watcher
         for route in routes { route.engine.post { $0.onInboxNeedsRescan { watcher.requestRescan() } } }
         var backlog = IntakeBacklog()
-        if let problem = scan(&backlog, examiners, whenWaiting: ready.fire) {
+        // ctl/ after READY=1: a replay asked for while the daemon was stopped
+        // copies up to the high-water mark with an fsync each, which could
+        // outlast TimeoutStartSec=; systemd would kill the start and the
+        // request, not yet removed, would run again at every restart.
+        if let problem = scan(&backlog, examiners, controls: false, whenWaiting: ready.fire) {
             // `lost` first: the daemon then exits right after start-up.
             lost(problem)
             return ready.fire()
         }
         ready.fire()
+        do throws(SpoolError) {
+            let (failures, requeued) = control.execute(try SystemCall.listDirectory(spool.layout.ctl))
+            finish(failures, fullScan: false, &backlog)
+            if requeued, let problem = scan(&backlog, examiners) { return lost(problem) }
+        } catch where error.code == EACCES || error.code == ENOENT || error.code == ENOTDIR {
+            return lost("cannot list \(error.path): \(String(cString: strerror(error.code))); the spool is not usable")
+        } catch {
+            // Read again at the next scan, as a scan's failure.
+            log.write(LogEntry(.error, "\(error); scanning again shortly"))
+            var failures = IntakeBacklog.Failures()
+            failures.record(error)
+            finish(failures, fullScan: false, &backlog)
+        }
         while true {
             let timeout = backlog.nextWakeUp.map { max(.zero, $0 - clock.now) }
             for event in watcher.next(timeout: timeout) {
@@ -283,20 +300,22 @@ final class Intake: Sendable {
             + "give it back to the txrecon user (see systemd/txrecon.tmpfiles)"
     }
 
-    /// Executes ctl/ and takes everything in new/; records the outcome in
-    /// the backlog. Returns a sentence for the operator when a directory
-    /// cannot be listed at all (intake cannot go on), else nil.
-    private func scan(_ backlog: inout IntakeBacklog, _ examiners: Examiners,
+    /// Executes ctl/ (unless `controls` is false) and takes everything in
+    /// new/; records the outcome in the backlog. Returns a sentence for the
+    /// operator when a directory cannot be listed at all (intake cannot go
+    /// on), else nil.
+    private func scan(_ backlog: inout IntakeBacklog, _ examiners: Examiners, controls: Bool = true,
                       whenWaiting: @escaping @Sendable () -> Void = {}) -> String? {
         // A split that failed counts as this scan's failure: lack of space
         // pauses intake for it as for any drop.
         var failures = examiners.splitter.takeFailures()
         backlog.awaitsRoom = false
         do throws(SpoolError) {
-            let names = try SystemCall.listDirectory(spool.layout.ctl)
-            let (executed, _) = control.execute(names)
-            failures.count += executed.count
-            failures.space = failures.space ?? executed.space
+            if controls {
+                let (executed, _) = control.execute(try SystemCall.listDirectory(spool.layout.ctl))
+                failures.count += executed.count
+                failures.space = failures.space ?? executed.space
+            }
             // Read a part, take it, read on: stops early when the engine is
             // full (the rest stays in new/ until it asks for the next scan).
             let inbox = try DirectoryReader(spool.layout.new)
