@@ -31,6 +31,39 @@ import TxReconTestSupport
         #expect(reaper.nextScanAt == nil)
     }
 
+    /// A file's mtime is its producer's (`cp -p` from a host whose clock
+    /// runs ahead): it goes a retention after its move into done/, and the
+    /// next delivery's removal is armed for its own time, not after it.
+    @Test func aProducersMtimeYearsAheadNeitherKeepsAFileNorPutsOffTheNext() throws {
+        _ = directory.write("x", to: "a")
+        let now = Timestamp.nowMilliseconds()
+        let ahead = timespec(tv_sec: Int((now + 10 * 365 * 86_400_000) / 1000), tv_nsec: 0)
+        var times = [ahead, ahead]
+        #expect(utimensat(AT_FDCWD, directory.path + "/a", &times, 0) == 0)
+        let reaper = DoneReaper(directory: directory.path, retention: .seconds(3600), log: RecordingLogSink())
+        defer { reaper.stop() }
+        reaper.reap(asOf: now + 7_200_000)
+        #expect(names() == [], "gone a retention after its move into done/")
+        _ = directory.write("x", to: "b")
+        reaper.observe(finished: 1)
+        #expect(try #require(reaper.nextScanAt) <= now + 3_600_000 + 60_000)
+    }
+
+    /// A scan made while the wall clock ran years ahead (then stepped back)
+    /// must not put the next one off by its minimum interval counted from
+    /// then: done/ would grow until a restart.
+    @Test func aScanMadeWhileTheClockRanAheadDoesNotPutTheNextOff() throws {
+        _ = directory.write("x", to: "a")
+        let now = Timestamp.nowMilliseconds()
+        let reaper = DoneReaper(directory: directory.path, retention: .seconds(3600), durableThrough: { 0 },
+                                log: RecordingLogSink())
+        defer { reaper.stop() }
+        reaper.reap(asOf: now + 10 * 365 * 86_400_000)
+        #expect(names() == ["a"], "not in the ledger yet")
+        reaper.observe(finished: 1)
+        #expect(try #require(reaper.nextScanAt) <= now + 3_600_000 + 60_000)
+    }
+
     /// The ledger is done/'s successor: a delivered snapshot the ledger has
     /// not durably recorded stays, whatever its age, so that the ledger's
     /// catch-up can still read it; superseded snapshots and failure records

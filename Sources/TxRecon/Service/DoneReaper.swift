@@ -1,8 +1,8 @@
 // DoneReaper: removes delivered and superseded snapshots from done/ once they
-// are older than DoneRetention=. A timer is armed only while done/ holds
-// something, for when its oldest file expires; scans are at least
-// `minimumInterval` apart so a busy done/ is not rescanned every second.
-// Runs on its own dispatch queue (directory scans block).
+// are older than DoneRetention= (counted from the move into done/). A timer
+// (ScanTimer) is armed only while done/ holds something, for when its
+// oldest file expires. Runs on its own dispatch queue (directory scans
+// block).
 //
 // A delivered snapshot, done/KEY, is the supersede rule's record of the
 // key's last delivery, and the engine's thread may rename a fresh delivery onto
@@ -24,30 +24,23 @@ import Glibc
 import Synchronization
 
 final class DoneReaper: Sendable {
-    private struct State {
-        var timer: (any DispatchSourceTimer)?
-        var armedFor: Int64?
-        var lastScan: Int64 = 0
-        var finished = 0
-    }
-
     private let directory: String
     private let retention: Int64
     /// The ledger's watermark (ms since 1970); nil: no ledger to wait for.
     private let durableThrough: (@Sendable () -> Int64)?
     private let log: any LogSink
-    private let queue = DispatchQueue(label: "txrecon.done-reaper")
-    private let state = Mutex(State())
-
-    /// Scans are at least this far apart: a tenth of the retention, between
-    /// one minute and one hour.
-    var minimumInterval: Int64 { min(3_600_000, max(60_000, retention / 10)) }
+    private let queue: DispatchQueue
+    private let timer: ScanTimer
+    /// The engine's count of finished items last observed.
+    private let finished = Mutex(0)
 
     init(directory: String, retention: Duration, durableThrough: (@Sendable () -> Int64)? = nil, log: any LogSink) {
         self.directory = directory
         self.retention = retention.milliseconds
         self.durableThrough = durableThrough
         self.log = log
+        queue = DispatchQueue(label: "txrecon.done-reaper")
+        timer = ScanTimer(retention: retention.milliseconds, queue: queue)
     }
 
     /// Scans now, removing what has expired, and arms the timer for the rest.
@@ -61,33 +54,33 @@ final class DoneReaper: Sendable {
         queue.sync { self.reap(now: now) }
     }
 
-    /// When the next scan is due (ms since 1970), if one is armed. // internal for testing
-    var nextScanAt: Int64? { state.withLock { $0.armedFor } }
+    /// When the next scan is due (ms since 1970), if one is armed, once
+    /// what was asked of the reaper's queue (an arming) has run.
+    /// internal for testing
+    var nextScanAt: Int64? {
+        queue.sync {}
+        return timer.armedFor
+    }
 
     /// Called with the engine's count of finished (delivered or superseded)
     /// items: when it grew, done/ got something, so make sure a removal is
-    /// scheduled.
+    /// scheduled by the time it expires (a timer armed later than that, by
+    /// a scan made while the wall clock ran ahead, is armed again).
     func observe(finished: Int) {
         let now = Timestamp.nowMilliseconds()
-        let needsArming = state.withLock { state -> Bool in
-            defer { state.finished = finished }
-            return finished > state.finished && state.armedFor == nil
+        let grew = self.finished.withLock { last in
+            defer { last = finished }
+            return finished > last
         }
-        if needsArming { queue.async { self.arm(at: now + self.retention) } }
+        if grew, timer.needsArming(by: now + retention) { queue.async { self.arm(at: now + self.retention) } }
     }
 
     func stop() {
-        queue.sync {
-            state.withLock { state in
-                state.timer?.cancel()
-                state.timer = nil
-                state.armedFor = nil
-            }
-        }
+        queue.sync { timer.disarm() }
     }
 
     private func reap(now: Int64 = Timestamp.nowMilliseconds()) {
-        state.withLock { $0.lastScan = now }
+        timer.scanStarts(at: now)
         let durable = durableThrough?() ?? .max
         var oldest: Int64?
         // Name by name as read, not a listing first: done/ holds every
@@ -98,11 +91,12 @@ final class DoneReaper: Sendable {
             guard !name.hasPrefix(".") else { return }
             let path = directory + "/" + name
             guard let info = try? SystemCall.linkStatus(path) else { return }
-            let modified = Int64(info.st_mtim.tv_sec) * 1000 + Int64(info.st_mtim.tv_nsec) / 1_000_000
-            // A rename keeps the mtime of the producer's write, so use the
-            // later of mtime and ctime (the move into done/).
+            // The change time: the move into done/ (a rename or a link
+            // sets it; the mtime is the producer's write, which `cp -p` or
+            // `rsync -t` from a host whose clock runs ahead can put years
+            // ahead, and kept the file, and every removal after it, that long).
             let changed = Int64(info.st_ctim.tv_sec) * 1000 + Int64(info.st_ctim.tv_nsec) / 1_000_000
-            let finishedAt = max(modified, changed)
+            let finishedAt = changed
             let isDelivery = !name.contains(".")
             if finishedAt + retention <= now, !isDelivery || changed < durable {
                 if isDelivery { removeDelivery(name, judged: info) } else { removeRecord(name) }
@@ -110,11 +104,7 @@ final class DoneReaper: Sendable {
                 oldest = min(oldest ?? finishedAt, finishedAt)
             }
         }
-        state.withLock { state in
-            state.timer?.cancel()
-            state.timer = nil
-            state.armedFor = nil
-        }
+        timer.disarm()
         if let oldest { arm(at: oldest + retention) }
     }
 
@@ -151,17 +141,6 @@ final class DoneReaper: Sendable {
     private var aside: ReapingAside { ReapingAside(directory: directory, label: "done", log: log) }
 
     private func arm(at expiry: Int64) {
-        let at = max(expiry, state.withLock { $0.lastScan } + minimumInterval)
-        state.withLock { state in
-            if let armed = state.armedFor, armed <= at { return }
-            state.timer?.cancel()
-            let timer = DispatchSource.makeTimerSource(queue: queue)
-            let delay = max(0, at - Timestamp.nowMilliseconds())
-            timer.schedule(wallDeadline: .now() + .milliseconds(Int(delay)), leeway: .seconds(1))
-            timer.setEventHandler { [weak self] in self?.reap() }
-            timer.resume()
-            state.timer = timer
-            state.armedFor = at
-        }
+        timer.arm(at: expiry) { [weak self] in self?.reap() }
     }
 }

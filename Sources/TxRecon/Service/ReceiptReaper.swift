@@ -19,9 +19,9 @@
 // context); only files of at most `partLimit` bytes are read to find them,
 // and only when some receipt is old enough to go.
 //
-// As DoneReaper: a timer armed only while receipts/ holds something (the
-// store says when it stored one), for when the oldest expires, scans at
-// least `minimumInterval` apart, on its own dispatch queue (scans block).
+// As DoneReaper: a timer (ScanTimer) armed only while receipts/ holds
+// something (the store says when it stored one), for when the oldest
+// expires, on its own dispatch queue (scans block).
 // A receipt judged removable is renamed aside (receipts/.reaping-HEX, where
 // ReceiptStore.read still finds it), the referring directories are read
 // again in the opposite order (a part that moved between two of them while
@@ -38,19 +38,13 @@ import Glibc
 import Synchronization
 
 final class ReceiptReaper: Sendable {
-    private struct State {
-        var timer: (any DispatchSourceTimer)?
-        var armedFor: Int64?
-        var lastScan: Int64 = 0
-    }
-
     private let layout: SpoolLayout
     /// receipts/.
     private let directory: String
     private let retention: Int64
     private let log: any LogSink
-    private let queue = DispatchQueue(label: "txrecon.receipt-reaper")
-    private let state = Mutex(State())
+    private let queue: DispatchQueue
+    private let timer: ScanTimer
 
     /// Files larger than this name no receipt: a part is its receipt's name,
     /// a transaction id and a context of at most 4 KiB.
@@ -72,11 +66,9 @@ final class ReceiptReaper: Sendable {
         self.retention = max(retention.milliseconds, Self.minimumAge)
         self.log = log
         self.afterSettingAside = afterSettingAside
+        queue = DispatchQueue(label: "txrecon.receipt-reaper")
+        timer = ScanTimer(retention: self.retention, queue: queue)
     }
-
-    /// Scans are at least this far apart: a tenth of the retention, between
-    /// one minute and one hour.
-    var minimumInterval: Int64 { min(3_600_000, max(60_000, retention / 10)) }
 
     /// Scans now, removing what may go, and arms the timer for the rest.
     func start() {
@@ -89,28 +81,25 @@ final class ReceiptReaper: Sendable {
     }
 
     /// When the next scan is due (ms since 1970), if one is armed. // internal for testing
-    var nextScanAt: Int64? { state.withLock { $0.armedFor } }
+    var nextScanAt: Int64? {
+        queue.sync {}
+        return timer.armedFor
+    }
 
     /// A receipt was stored (or touched): make sure a scan is armed for
     /// when it may go.
     func noteStored() {
         let now = Timestamp.nowMilliseconds()
-        guard state.withLock({ $0.armedFor == nil }) else { return }
+        guard timer.needsArming(by: now + retention) else { return }
         queue.async { self.arm(at: now + self.retention) }
     }
 
     func stop() {
-        queue.sync {
-            state.withLock { state in
-                state.timer?.cancel()
-                state.timer = nil
-                state.armedFor = nil
-            }
-        }
+        queue.sync { timer.disarm() }
     }
 
     private func reap(now: Int64 = Timestamp.nowMilliseconds()) {
-        state.withLock { $0.lastScan = now }
+        timer.scanStarts(at: now)
         var expired: [(name: String, judged: stat)] = []
         var oldest: Int64?
         try? SystemCall.forEachName(in: directory) { bytes in
@@ -145,11 +134,7 @@ final class ReceiptReaper: Sendable {
                 next = now
             }
         }
-        state.withLock { state in
-            state.timer?.cancel()
-            state.timer = nil
-            state.armedFor = nil
-        }
+        timer.disarm()
         if let next { arm(at: next) }
     }
 
@@ -250,17 +235,6 @@ final class ReceiptReaper: Sendable {
     private var setting: ReapingAside { ReapingAside(directory: directory, label: "receipts", log: log) }
 
     private func arm(at expiry: Int64) {
-        let at = max(expiry, state.withLock { $0.lastScan } + minimumInterval)
-        state.withLock { state in
-            if let armed = state.armedFor, armed <= at { return }
-            state.timer?.cancel()
-            let timer = DispatchSource.makeTimerSource(queue: queue)
-            let delay = max(0, at - Timestamp.nowMilliseconds())
-            timer.schedule(wallDeadline: .now() + .milliseconds(Int(delay)), leeway: .seconds(1))
-            timer.setEventHandler { [weak self] in self?.reap() }
-            timer.resume()
-            state.timer = timer
-            state.armedFor = at
-        }
+        timer.arm(at: expiry) { [weak self] in self?.reap() }
     }
 }
