@@ -63,6 +63,19 @@ struct ControlRequestValidationTests {
         #expect(harness.names(in: "new") == [])
     }
 
+    /// requeue-rejected --all on a rejected/ that cannot be listed says so,
+    /// rather than "rejected/ holds no file" and exit 0.
+    @Test func aRejectedThatCannotBeListedIsNamedNotTakenForEmpty() async throws {
+        let harness = try EngineHarness()
+        try harness.layout.createMissingDirectories()
+        #expect(rmdir(harness.layout.rejected) == 0)
+        _ = harness.directory.write("not a directory", to: "spool/rejected")
+        let result = Self.requeue(ControlRequest(.requeueRejected, all: true), in: harness)
+        #expect(result.applied.isEmpty)
+        #expect(result.skipped.map(\.target) == ["rejected/"])
+        #expect(result.skipped.first?.reason.contains("cannot be listed") == true, "\(result.skipped)")
+    }
+
     @Test func anEmptyOrOverlongKeyIsSkippedWithTheSameAnswer() async throws {
         let harness = try EngineHarness()
         let engine = try await harness.startedEngine()

@@ -12,8 +12,21 @@ enum RejectedRequeue {
         for target in request.targets where !ControlRequest.isValid(target, for: .requeueRejected) {
             result.skipped.append((target, ControlRequest.invalidTargetReason))
         }
-        let targets = request.targets.filter { ControlRequest.isValid($0, for: .requeueRejected) }
-        let names = request.all ? ((try? spool.rejectedNames()) ?? []) : targets
+        let names: [String]
+        if request.all {
+            // rejected/ that cannot be listed is no "nothing to requeue".
+            // A name there that no request could name (a .reason left
+            // without its file) is not the operator's to hear about.
+            do {
+                names = try spool.rejectedNames().filter { ControlRequest.isValid($0, for: .requeueRejected) }
+            } catch {
+                result.skipped.append(("rejected/", "cannot be listed (\(error)); nothing was requeued: "
+                                       + "give it back to the txrecon user and ask again"))
+                return result
+            }
+        } else {
+            names = request.targets.filter { ControlRequest.isValid($0, for: .requeueRejected) }
+        }
         for name in names {
             do {
                 switch try spool.requeueRejected(name) {
