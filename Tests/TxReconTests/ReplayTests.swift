@@ -168,4 +168,16 @@ import TxReconTestSupport
         #expect(log.entries.last?.message.hasSuffix("is not queued: delivered again while the replay was copied from "
                                                    + "done/: the destination has its newest snapshot") == true)
     }
+
+    /// A replay's staged copy and a failure record are written on two
+    /// threads (intake, the engine); their temporary names must differ for
+    /// every pair of keys, here `k` and the envelope key `replay-k`.
+    @Test func aStagedCopyAndAnotherKeysFailureRecordNeverShareATemporaryName() throws {
+        try delivered("k", receivedAt: 1_000_000)
+        let staged = try spool.stageReplay(DeliveredSnapshot(key: try #require(ItemKey("k")), receivedAt: 1_000_000))
+        try spool.writeState(DeliveryState(), for: try #require(ItemKey("replay-k")))
+        try spool.commitReplay(staged.key)
+        #expect(try SystemCall.readFile(layout.queue + "/k", limit: 1 << 10).starts(with: Array(#"{"id":"k""#.utf8)))
+        #expect(access(layout.queue + "/replay-k.state", F_OK) == 0)
+    }
 }

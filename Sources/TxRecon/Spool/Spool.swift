@@ -500,10 +500,13 @@ package final class Spool: Sendable {
         return true
     }
 
-    /// Records a failed attempt in queue/KEY.state (write, then rename over).
+    /// Records a failed attempt in queue/KEY.state (write, then rename over),
+    /// through a temporary name of its own: `.tmp-` + KEY alone would be a
+    /// replay's staged copy of another key (`.tmp-replay-` + KEY2 for the
+    /// key `replay-KEY2`), which another thread may be writing.
     func writeState(_ state: DeliveryState, for key: ItemKey) throws(SpoolError) {
         try SystemCall.replaceFile(path(.queue, key) + ".state", state.json.serialized,
-                                   temporaryName: layout.queue + "/.tmp-" + key.fileName, sync: false)
+                                   temporaryName: layout.queue + "/.tmp-state-" + key.fileName, sync: false)
     }
 
     /// The bytes of an item in a state directory; nil when it is not there.
