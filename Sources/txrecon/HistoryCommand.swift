@@ -57,7 +57,7 @@ enum HistoryCommand: Command {
             return 1
         }
         if arguments.has("--json") {
-            printLine(JSONValue.array(records.map(Format.ledgerJSON)).serializedString)
+            printJSON(JSONValue.array(records.map(Format.ledgerJSON)))
             return 0
         }
         if records.isEmpty {

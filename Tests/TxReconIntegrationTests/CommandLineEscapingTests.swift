@@ -120,4 +120,23 @@ struct CommandLineEscapingTests {
         expectHarmless(json.stdout, "status --json")
         #expect(try JSONValue.parse(json.stdout)["daemon"]?["status"]?.stringValue == "3 queued" + hostile)
     }
+
+    /// `history --json` prints JSON whatever a key holds: DEL (0x7F), which
+    /// the serializer leaves raw, escaped as JSON escapes it, never as `\x7f`.
+    @Test func historyAsJSONIsJSONWhateverAKeyHolds() async throws {
+        let fixture = try DaemonFixture()
+        try fixture.layout.createMissingDirectories()
+        _ = fixture.directory.write("", to: "state/.keep")
+        let key = try #require(ItemKey("k\u{7F}" + hostile))
+        let ledger = try SQLiteLedger(path: fixture.ledgerPath)
+        try ledger.record([LedgerRecord(destination: "backend", key: key, version: ItemVersion(primary: 1),
+                                        confirmedAt: 1_800_000_000_000, attempt: 1, confirmation: "HTTP 204",
+                                        kind: .envelope, identity: LedgerRecord.Identity())],
+                          replacingEqual: true)
+        let history = try await fixture.cli(["history", "--destination", "backend", "--json"])
+        #expect(history.status == 0, "\(history.stderr)")
+        expectHarmless(history.stdout, "history --json")
+        let rows = try JSONValue.parse(history.stdout).arrayValue
+        #expect(rows?.first?["id"]?.stringValue == key.rawValue, "\(history.stdout)")
+    }
 }
