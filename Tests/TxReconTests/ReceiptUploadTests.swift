@@ -390,7 +390,20 @@ import TxReconTestSupport
         #expect(Self.rejection(TestReceipt.upload(production), try Self.verifier(environments: [.sandbox]))?.code
                 == "wrong-environment")
         let odd = TestReceipt.sign(TestReceipt.payload(receiptType: "Elsewhere", purchases: Self.two))
-        #expect(Self.rejection(TestReceipt.upload(odd), try Self.verifier())?.code == "wrong-environment")
+        let refusal = Self.rejection(TestReceipt.upload(odd), try Self.verifier())
+        #expect(refusal?.code == "wrong-environment")
+        #expect(refusal?.detail.hasPrefix("Elsewhere (want") == true, "the type named: \(String(describing: refusal))")
+    }
+
+    /// Volume Purchase Program receipts name their environment in their own
+    /// words; they are the app's, not another environment's.
+    @Test func aVolumePurchaseReceiptIsOfTheEnvironmentItNames() throws {
+        for (type, environment) in [("ProductionVPP", SignedDataEnvironment.production),
+                                    ("ProductionVPPSandbox", .sandbox)] {
+            let receipt = TestReceipt.sign(TestReceipt.payload(receiptType: type, purchases: Self.two))
+            #expect(Self.rejection(TestReceipt.upload(receipt), try Self.verifier(environments: [environment])) == nil,
+                    "\(type)")
+        }
     }
 
     @Test func bytesThatAreNotAReceiptAreRefusedWithTheirCodes() throws {

@@ -84,13 +84,16 @@ enum ReceiptItems {
 
 extension AppReceipt {
     /// The receipt type as Apple's payloads spell `environment`:
-    /// `ProductionSandbox` is `Sandbox`; nil for anything else.
+    /// `ProductionSandbox` is `Sandbox`; a Volume Purchase Program receipt
+    /// (`ProductionVPP`, `ProductionVPPSandbox`) is of the environment it
+    /// names. Any other type is given as it is, so that its refusal
+    /// (`wrong-environment`) quotes it rather than "no environment".
     var environment: String? {
         switch receiptType {
-        case "Production": "Production"
-        case "ProductionSandbox": "Sandbox"
+        case "Production", "ProductionVPP": "Production"
+        case "ProductionSandbox", "ProductionVPPSandbox": "Sandbox"
         case "Xcode": "Xcode"
-        default: nil
+        default: receiptType
         }
     }
 }
