@@ -84,6 +84,9 @@ enum AnswerDisposition: Equatable {
         /// OriginalTransactionIdNotFound, TransactionIdNotFound. An answer
         /// about that customer, not a failure of the run.
         static let unknownToApple: Set<Int64> = [4_000_006, 4_040_001, 4_040_005, 4_040_010]
+        /// InvalidAppIdentifier, AppNotFound: about the app the run asks
+        /// for, so every request of the run would get the same.
+        static let wrongApp: Set<Int64> = [4_000_002, 4_040_003]
     }
 
     /// The step after `answer`, which is not `.page`; `nowMilliseconds` (wall
@@ -138,6 +141,14 @@ enum AnswerDisposition: Equatable {
         case ErrorCode.startDateTooFarInPast?:
             return .stop(SweepStop(kind: .failed, reason: "Apple finds the start date too far in the past "
                 + "(\(error.summary)); check the host's clock"))
+        case let code? where ErrorCode.wrongApp.contains(code):
+            return .stop(SweepStop(kind: .configuration, reason: "Apple does not know the app asked for "
+                + "(\(error.summary)); check BundleID= under [Sweep] (or the app's file) and the environment"))
+        case nil where error.status == 404:
+            // Apple's 404s carry an errorCode; one without is no answer of
+            // Apple's, and every request of the run would get it.
+            return .stop(SweepStop(kind: .configuration, reason: "the App Store Server API answered 404 without "
+                + "an error code (\(error.summary)): check BaseURL= under [Sweep] and any proxy in between"))
         default:
             break
         }

@@ -52,4 +52,28 @@ import TxReconTestSupport
         }
         #expect(outage?.kind == .temporary, "Apple failing is not about one customer")
     }
+
+    /// A refusal about the app (a wrong bundle id, a wrong BaseURL=) would
+    /// come for every customer: it ends the run as a configuration problem
+    /// (exit 78) at the first answer, not one failed customer at a time.
+    @Test func aRefusalAboutTheAppEndsTheRunAsAConfigurationProblem() {
+        let clock = ManualSweepClock(wallMilliseconds: start)
+        let answers: [APIAnswer<Int>] = [
+            Self.refusal(400, errorCode: 4_000_002), Self.refusal(404, errorCode: 4_040_003),
+            .refused(AppStoreAPIError(status: 404, body: Array("<html>Not Found</html>".utf8), retryAfter: nil)),
+        ]
+        for answer in answers {
+            let stopped = #expect(throws: SweepStop.self) {
+                try ask(answer, limiter: RateLimiter(maxRequestsPerSecond: 5, clock: clock, jitter: { 1 }), clock: clock,
+                        retriesConcernThisOne: true)
+            }
+            #expect(stopped?.kind == .configuration, "\(answer)")
+        }
+        let other = try? ask(Self.refusal(400, errorCode: 4_000_001), limiter: RateLimiter(
+            maxRequestsPerSecond: 5, clock: clock, jitter: { 1 }), clock: clock, retriesConcernThisOne: true)
+        guard case .failed? = other?.0 else {
+            Issue.record("another 4xx fails that one request: \(String(describing: other))")
+            return
+        }
+    }
 }
