@@ -381,6 +381,9 @@ extension InputDecoder {
             }
         case .receiptPart, .page: break
         }
-        novelties = parsed.novelties
+        // Only what Apple signed tells the operator that Apple added
+        // something: unverified (Mode=none), the names are anyone's, each a
+        // warning and a metric series of its own, without bound.
+        novelties = verifier == nil ? [] : parsed.novelties
     }
 }

@@ -89,6 +89,14 @@ import TxReconTestSupport
 
     // MARK: What Apple adds next
 
+    /// Unverified (Mode=none), a made-up type is anyone's: no novelty, so
+    /// no warning and no metric series per name a producer invents.
+    @Test func anUnverifiedNotificationNamesNoNovelty() throws {
+        var novelties: [AppleNovelty] = []
+        _ = try InputDecoder().decode(Self.future(), verifyingWith: nil, novelties: &novelties)
+        #expect(novelties.isEmpty)
+    }
+
     @Test func aTypeAndAContainerMadeUpForTheTestAreDeliveredAndNamedAsNovelties() throws {
         let (item, novelties) = try decode(Self.future())
         #expect(item.key.rawValue == "5e0c7a7e-0000-4000-8000-000000000027")
