@@ -94,9 +94,12 @@ package enum ImportRun {
         }
         let name = path == "-" ? "standard input" : path
         var customers: [Importer.Customer] = []
+        // A spreadsheet's export starts with a byte order mark, which would
+        // make the first id "\u{FEFF}7300", refused though it looks right.
+        let text = bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? bytes.dropFirst(3) : bytes[...]
         // Split as bytes: as Characters "\r\n" is one, and a file written on
         // Windows would be one line.
-        for (index, raw) in bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).enumerated() {
+        for (index, raw) in text.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).enumerated() {
             let line = String(decoding: raw.last == UInt8(ascii: "\r") ? raw.dropLast() : raw, as: UTF8.self)
                 .trimmingASCIISpaces()
             if line.isEmpty || line.hasPrefix("#") { continue }

@@ -12,6 +12,12 @@ import TxReconTestSupport
                               Importer.Customer(id: "7301", source: path + ":4")])
     }
 
+    @Test func aByteOrderMarkBeforeTheFirstIdIsNoPartOfIt() throws {
+        let directory = TemporaryDirectory("txrecon-import-input")
+        let path = directory.write("\u{FEFF}7300\r\n7301\r\n", to: "ids.csv")
+        #expect(try ImportRun.readIDs(path).map(\.id) == ["7300", "7301"])
+    }
+
     @Test func aCheckpointBelongsToTheIdsTheAppAndTheEnvironmentTogether() {
         var sandbox = SweepSettings()
         sandbox.bundleID = "com.example.app"
