@@ -282,6 +282,16 @@ struct DestinationsIntegrationTests {
         #expect(fixture.daemon?.stderr.contains("backend: later: retry requested") == false)
         #expect(fixture.server.requests.count == 1)
 
+        // Queued at one destination alone and retried everywhere: the
+        // other had nothing to do, which is no refusal (exit 0).
+        fixture.server.setHandler { $0.header("Idempotency-Key")?.hasPrefix("solo:") == true ? .status(200) : .status(503) }
+        try fixture.drop(fixture.envelope("solo", version: 1))
+        #expect(await fixture.eventually {
+            both.names(both.analyticsLayout.queue).contains("solo") && fixture.doneItems().contains("solo")
+        })
+        let solo = try await fixture.cli(["retry", "solo"])
+        #expect(solo.status == 0 && solo.stdout == "solo: due now\n", "\(solo)")
+
         let unknown = try await fixture.cli(["release", "--destination", "nowhere", "--all"])
         #expect(unknown.status == 2 && unknown.stderr.contains("the destinations are backend, analytics"), "\(unknown)")
     }

@@ -64,8 +64,8 @@ struct ControlChannel: Sendable {
                     }
                 } else {
                     result = waitFor {
-                        var results: [ControlResult] = []
-                        for route in routes { results.append(await route.engine.perform(request)) }
+                        var results: [(destination: String, result: ControlResult)] = []
+                        for route in routes { results.append((route.name, await route.engine.perform(request))) }
                         return ControlResult(merging: results)
                     }
                 }
@@ -126,9 +126,9 @@ struct ControlChannel: Sendable {
             result.skipped.append((target, ControlRequest.invalidTargetReason))
         }
         let keys = request.all ? nil : request.targets.compactMap { ItemKey($0) }
-        var results: [ControlResult] = []
+        var results: [(destination: String, result: ControlResult)] = []
         for route in routes where request.destination == nil || route.name == request.destination {
-            results.append(replay(keys, request, on: route))
+            results.append((route.name, replay(keys, request, on: route)))
         }
         let merged = ControlResult(merging: results)
         result.applied += merged.applied
@@ -150,6 +150,7 @@ struct ControlChannel: Sendable {
         for key in selection.missing {
             result.skipped.append((key.rawValue, "not in done/: never delivered, or delivered longer ago than "
                                    + "DoneRetention= keeps"))
+            result.nothingToDoHere.insert(key.rawValue)
         }
         var start = 0
         while start < selection.found.count {
@@ -173,6 +174,7 @@ struct ControlChannel: Sendable {
             let (answer, full) = waitFor { await engine.replay(batch) }
             result.applied += answer.applied
             result.skipped += answer.skipped
+            result.nothingToDoHere.formUnion(answer.nothingToDoHere)
             if let full {
                 // Copying the rest only to discard it would cost an fsync
                 // each, for nothing, while intake waits.

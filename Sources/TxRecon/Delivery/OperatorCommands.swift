@@ -82,6 +82,8 @@ struct OperatorCommands {
             if let refusal {
                 spool.discardReplay(key)
                 result.skipped.append((key.rawValue, refusal))
+                // What goes out anyway, or went out since: nothing to do.
+                if pending.entries[key] != nil || fate == .replaced { result.nothingToDoHere.insert(key.rawValue) }
             } else {
                 do {
                     try spool.commitReplay(key)
@@ -119,27 +121,29 @@ struct OperatorCommands {
         return queued > 0
     }
 
+    /// `key` skipped because there is nothing to do for it here.
+    private func absent(_ key: ItemKey, _ reason: String, into result: inout ControlResult) {
+        result.skipped.append((key.rawValue, reason))
+        result.nothingToDoHere.insert(key.rawValue)
+    }
+
     private func release(_ key: ItemKey, on pending: inout PendingItems, now: Duration, wall: Int64,
                          into result: inout ControlResult) {
         // A key both held and queued (a held file that no longer verified
         // let a newer snapshot in): releasing would put the held one over
         // the queued one.
         guard pending.entries[key] == nil else {
-            let reason = pending.held.contains(key)
-                ? "another snapshot of it is queued; the held one stays in hold/ (`txrecon show` it)" : "not held"
-            result.skipped.append((key.rawValue, reason))
+            guard pending.held.contains(key) else { return absent(key, "not held", into: &result) }
+            result.skipped.append((key.rawValue,
+                                   "another snapshot of it is queued; the held one stays in hold/ (`txrecon show` it)"))
             return
         }
         do {
-            guard pending.held.contains(key) else {
-                result.skipped.append((key.rawValue, "not held"))
-                return
-            }
+            guard pending.held.contains(key) else { return absent(key, "not held", into: &result) }
             guard try spool.release(key) else {
                 // Its file was taken out of hold/ by hand: nothing is held.
                 pending.held.remove(key)
-                result.skipped.append((key.rawValue, "not held: its file is no longer in hold/"))
-                return
+                return absent(key, "not held: its file is no longer in hold/", into: &result)
             }
             pending.held.remove(key)
             pending.add(key, PendingItems.Entry(state: DeliveryState(), deadline: now, receivedAt: wall))
@@ -153,7 +157,11 @@ struct OperatorCommands {
     private func retry(_ key: ItemKey, on pending: inout PendingItems, now: Duration, reportEach: Bool,
                        into result: inout ControlResult) {
         guard var entry = pending.entries[key] else {
-            result.skipped.append((key.rawValue, pending.held.contains(key) ? "held: use release" : "not queued"))
+            if pending.held.contains(key) {
+                result.skipped.append((key.rawValue, "held: use release"))
+            } else {
+                absent(key, "not queued", into: &result)
+            }
             return
         }
         if entry.inFlight {

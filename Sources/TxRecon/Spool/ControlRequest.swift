@@ -93,6 +93,11 @@ package struct ControlResult: Sendable, Equatable {
     package var applied: [String] = []
     /// Targets it could not apply to, each with the reason in words.
     package var skipped: [(target: String, reason: String)] = []
+    /// The skipped targets this destination had nothing to do for (not
+    /// held, not queued, not in its done/, pending there anyway): with
+    /// several destinations, no news when another applied the command. Not
+    /// part of the answer.
+    var nothingToDoHere: Set<String> = []
 
     package init() {}
 
@@ -103,16 +108,23 @@ package struct ControlResult: Sendable, Equatable {
 
     /// One result of the results of several destinations: a target is
     /// applied when some destination applied it, and skipped (with the
-    /// first destination's reason) when none did.
-    init(merging results: [ControlResult]) {
-        let applied = Set(results.flatMap(\.applied))
+    /// first destination's reason) when none did. A destination that
+    /// refused a target another applied (a held key with another snapshot
+    /// queued there, a move that failed) is said too, named: the operator
+    /// must not read "applied" as "applied everywhere".
+    init(merging results: [(destination: String, result: ControlResult)]) {
+        let applied = Set(results.flatMap(\.result.applied))
         var seen = Set<String>()
-        for result in results {
+        for (_, result) in results {
             for target in result.applied where seen.insert(target).inserted { self.applied.append(target) }
         }
-        for result in results {
-            for entry in result.skipped where !applied.contains(entry.target) && seen.insert(entry.target).inserted {
-                skipped.append(entry)
+        for (destination, result) in results {
+            for entry in result.skipped {
+                if !applied.contains(entry.target) {
+                    if seen.insert(entry.target).inserted { skipped.append(entry) }
+                } else if !result.nothingToDoHere.contains(entry.target) {
+                    skipped.append((entry.target, "at \(destination): \(entry.reason)"))
+                }
             }
         }
     }

@@ -114,12 +114,27 @@ import TxReconTestSupport
         var first = ControlResult()
         first.applied = ["a"]
         first.skipped = [("b", "not held"), ("c", "not held")]
+        first.nothingToDoHere = ["b", "c"]
         var second = ControlResult()
         second.applied = ["b"]
         second.skipped = [("a", "not held"), ("c", "not queued")]
-        let merged = ControlResult(merging: [first, second])
+        second.nothingToDoHere = ["a", "c"]
+        let merged = ControlResult(merging: [("backend", first), ("analytics", second)])
         #expect(merged.applied == ["a", "b"])
         #expect(merged.skipped.map(\.target) == ["c"] && merged.skipped.map(\.reason) == ["not held"])
+    }
+
+    /// Released at one destination, refused at another (a snapshot of it
+    /// queued there beside the held one): the refusal is said, named, and
+    /// the CLI's exit status is not 0.
+    @Test func aRefusalAtOneDestinationIsSaidWhenAnotherApplied() {
+        var first = ControlResult()
+        first.applied = ["k"]
+        var second = ControlResult()
+        second.skipped = [("k", "another snapshot of it is queued")]
+        let merged = ControlResult(merging: [("backend", first), ("analytics", second)])
+        #expect(merged.applied == ["k"])
+        #expect(merged.skipped.map(\.reason) == ["at analytics: another snapshot of it is queued"])
     }
 
     @Test func theStatusLineOfSeveralDestinationsAddsUpAndNamesEach() {
