@@ -29,7 +29,7 @@ package enum LookupRun {
         do {
             return try await DedicatedThread.run(name: "txrecon-lookup") {
                 AppRuns.run(configurationPath: configurationPath, only: app, log: log, enough: { $0 == 0 },
-                            failed: { stop, log in
+                            combined: combined, failed: { stop, log in
                     log.write(LogEntry(.error, "lookup: \(stop.reason)"))
                     return stop.exitStatus
                 }) { configuration, log in
@@ -41,6 +41,17 @@ package enum LookupRun {
             log.write(LogEntry(.error, "lookup: \(error.description)"))
             return 1
         }
+    }
+
+    /// The exit status of a look-up asked of each app in turn: an app that
+    /// could not be asked (75) may be the one that knows the order, so it
+    /// outranks another's "Apple does not know it" (1): run it again,
+    /// rather than tell the customer the order is unknown.
+    static func combined(_ statuses: [Int32]) -> Int32 {
+        if statuses.contains(0) { return 0 }
+        if statuses.contains(ConfigurationError.exitStatus) { return ConfigurationError.exitStatus }
+        if statuses.contains(SweepStop.temporaryExitStatus) { return SweepStop.temporaryExitStatus }
+        return AppRuns.mostSevere(statuses)
     }
 
     static func perform(configuration: Configuration, environment: [String: String], target: Target, deliver: Bool,

@@ -17,7 +17,7 @@ package enum AppRuns {
     /// `enough` ends the turn early once a run's status says so (a look-up
     /// one app answered).
     static func run(configurationPath path: String, only: String?, log: any LogSink, oneAppFor what: String? = nil,
-                    enough: (Int32) -> Bool = { _ in false },
+                    enough: (Int32) -> Bool = { _ in false }, combined: ([Int32]) -> Int32 = mostSevere,
                     failed: (SweepStop, any LogSink) -> Int32,
                     _ body: (Configuration, any LogSink) -> Int32) -> Int32 {
         let configuration: Configuration
@@ -48,7 +48,7 @@ package enum AppRuns {
             if enough(status) { return status }
             statuses.append(status)
         }
-        return mostSevere(statuses)
+        return combined(statuses)
     }
 
     /// 78, then 1 (or any other failure), then 75, then 0.
