@@ -2,24 +2,31 @@
 """receiver.py - a reference backend for txrecon (Python 3 standard library only).
 
 Accepts txrecon's deliveries at POST /transactions and stores each one exactly
-once in SQLite, keyed by its Idempotency-Key (<id>:<version>). It answers the
-way txrecon's response table expects:
+once in SQLite, keyed by its Idempotency-Key (<id>:<version>, the id
+percent-encoded as txrecon writes it). Beside every delivery it keeps each
+id's current snapshot, the one of the newest version, whatever the order
+they arrived in: an attempt txrecon gave up on (its answer came after
+Timeout=) may be applied here after the newer snapshot that followed it, so
+a backend acts on version order, never on arrival order. It answers the way
+txrecon's response table expects:
 
   200  the delivery is stored (or was stored before: a repeat adds no row);
        sent only after the row is committed
   400  no Idempotency-Key header, or one that is not "<id>:<version>" for
-       the body's id
+       the body's id, or (signatures required) not the signed webhook-id
   401  a configured bearer token or Standard Webhooks signature does not verify
   413  the body is larger than --max-body
   422  the body is not a UTF-8 JSON object with "id", "version" and "kind"
        (txrecon holds such an item for an operator)
   503  the database is locked or unavailable (txrecon retries later)
 
-GET /transactions lists the stored deliveries as JSON, each with what it
-means for the customer's entitlement ("entitlement"), read from the payloads
-txrecon decoded and verified ("transaction", "renewalInfo", "notification",
-"appTransaction"): a backend never decodes a JWS itself. GET /healthz answers
-200. One line per request goes to stderr; tokens and secrets never do.
+GET /transactions lists the stored deliveries as JSON in the order they
+arrived, each with what it means for the customer's entitlement
+("entitlement"), read from the payloads txrecon decoded and verified
+("transaction", "renewalInfo", "notification", "appTransaction"): a backend
+never decodes a JWS itself. GET /transactions/current lists each id's current
+snapshot alone. GET /healthz answers 200. One line per request goes to
+stderr; tokens and secrets never do.
 
 Usage:
   receiver.py --listen 127.0.0.1:8080 --db deliveries.sqlite3 \\
@@ -47,6 +54,13 @@ CREATE TABLE IF NOT EXISTS deliveries (
     attempt         INTEGER,
     stored_at       TEXT NOT NULL,
     body            TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS current (
+    id              TEXT PRIMARY KEY,
+    primary_version INTEGER NOT NULL,
+    revoked         INTEGER NOT NULL,
+    secondary       INTEGER NOT NULL,
+    idempotency_key TEXT NOT NULL
 )
 """
 
@@ -83,7 +97,7 @@ def initialise(db_path):
     connection = sqlite3.connect(db_path)
     try:
         connection.execute("PRAGMA journal_mode=WAL")  # readers never block the writer
-        connection.execute(SCHEMA)
+        connection.executescript(SCHEMA)
         connection.commit()
     finally:
         connection.close()
@@ -123,7 +137,7 @@ def check_signature(settings, headers, body):
     raise Refusal(401, "no webhook-signature entry verifies")
 
 
-def parse_delivery(headers, body):
+def parse_delivery(headers, body, signed):
     """The fields stored beside the body; refuses what txrecon should hold."""
     try:
         document = json.loads(body.decode("utf-8"))
@@ -148,10 +162,42 @@ def parse_delivery(headers, body):
     key = headers.get("Idempotency-Key")
     if not key:
         raise Refusal(400, "Idempotency-Key header missing")
-    if not key.startswith(item_id + ":") or len(key) == len(item_id) + 1:
+    prefix = header_form(item_id) + ":"
+    if not key.startswith(prefix) or len(key) == len(prefix):
         raise Refusal(400, "Idempotency-Key %r is not <id>:<version> for id %r" % (key, item_id))
+    # The signature covers webhook-id, not Idempotency-Key: deduplicate on a
+    # key someone who captured a request could not change.
+    if signed and key != headers.get("webhook-id"):
+        raise Refusal(400, "Idempotency-Key is not the signed webhook-id")
+    order = version_order(document.get("versionToken"), version)
+    if order is None:
+        raise Refusal(422, '"versionToken" is not <version>[r][.<secondary>]')
     attempt = document.get("attempt")
-    return key, item_id, str(version), kind, attempt if isinstance(attempt, int) else None
+    return key, item_id, str(version), order, kind, attempt if isinstance(attempt, int) else None
+
+
+def header_form(item_id):
+    """The id as txrecon writes it in Idempotency-Key: bytes that are not
+    visible ASCII, and '%' itself, as %XX (transaction ids and UUIDs never
+    need it; an envelope's id may be any 1 to 128 bytes)."""
+    return "".join(chr(byte) if 0x20 < byte < 0x7F and byte != 0x25 else "%%%02X" % byte
+                   for byte in item_id.encode("utf-8"))
+
+
+def version_order(token, version):
+    """(primary, revoked, secondary): how txrecon orders the snapshots of one
+    id ("1690000000000", "1690000000000r", "1690000000000r.1690000000123").
+    A revoked snapshot is newer than one of the same primary that is not."""
+    if token is None:
+        return (version, 0, 0) if isinstance(version, int) and not isinstance(version, bool) else None
+    if not isinstance(token, str):
+        return None
+    head, _, secondary = token.partition(".")
+    revoked = head.endswith("r")
+    primary = head[:-1] if revoked else head
+    if not primary.isdigit() or (secondary and not secondary.isdigit()):
+        return None
+    return (int(primary), 1 if revoked else 0, int(secondary or 0))
 
 
 def entitlement(document):
@@ -187,31 +233,53 @@ def entitlement(document):
     return {name: value for name, value in summary.items() if value not in (None, False)}
 
 
-def store(settings, key, item_id, version, kind, attempt, body):
-    """Inserts the delivery unless its key is stored already; True when a row was added."""
+def store(settings, key, item_id, version, order, kind, attempt, body):
+    """Inserts the delivery unless its key is stored already, and makes it
+    its id's current snapshot if it is newer than the current one, in one
+    transaction; True when a row was added."""
     stored_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     try:
         connection = settings.connect()
         try:
-            cursor = connection.execute(
-                "INSERT OR IGNORE INTO deliveries"
-                " (idempotency_key, id, version, kind, attempt, stored_at, body)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (key, item_id, version, kind, attempt, stored_at, body.decode()))
-            return cursor.rowcount == 1
+            connection.execute("BEGIN IMMEDIATE")
+            try:
+                cursor = connection.execute(
+                    "INSERT OR IGNORE INTO deliveries"
+                    " (idempotency_key, id, version, kind, attempt, stored_at, body)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (key, item_id, version, kind, attempt, stored_at, body.decode()))
+                added = cursor.rowcount == 1
+                # An older snapshot arriving late never replaces a newer one.
+                connection.execute(
+                    "INSERT INTO current (id, primary_version, revoked, secondary, idempotency_key)"
+                    " VALUES (?, ?, ?, ?, ?)"
+                    " ON CONFLICT(id) DO UPDATE SET primary_version = excluded.primary_version,"
+                    " revoked = excluded.revoked, secondary = excluded.secondary,"
+                    " idempotency_key = excluded.idempotency_key"
+                    " WHERE (excluded.primary_version, excluded.revoked, excluded.secondary)"
+                    " > (current.primary_version, current.revoked, current.secondary)",
+                    (item_id,) + order + (key,))
+                connection.execute("COMMIT")
+            except BaseException:
+                connection.execute("ROLLBACK")
+                raise
+            return added
         finally:
             connection.close()
     except sqlite3.OperationalError as error:
         raise Refusal(503, "database unavailable: %s" % error)
 
 
-def list_deliveries(settings):
+def list_deliveries(settings, current_only=False):
+    query = ("SELECT d.idempotency_key, d.id, d.version, d.kind, d.attempt, d.stored_at, d.body"
+             " FROM deliveries d JOIN current c ON c.idempotency_key = d.idempotency_key ORDER BY d.id"
+             if current_only else
+             "SELECT idempotency_key, id, version, kind, attempt, stored_at, body"
+             " FROM deliveries ORDER BY stored_at, rowid")
     try:
         connection = settings.connect()
         try:
-            rows = connection.execute(
-                "SELECT idempotency_key, id, version, kind, attempt, stored_at, body"
-                " FROM deliveries ORDER BY stored_at, rowid").fetchall()
+            rows = connection.execute(query).fetchall()
         finally:
             connection.close()
     except sqlite3.OperationalError as error:
@@ -243,8 +311,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             body = self.read_body()
             check_bearer(self.settings, self.headers)
             check_signature(self.settings, self.headers, body)
-            key, item_id, version, kind, attempt = parse_delivery(self.headers, body)
-            added = store(self.settings, key, item_id, version, kind, attempt, body)
+            key, item_id, version, order, kind, attempt = parse_delivery(
+                self.headers, body, signed=self.settings.signing_key is not None)
+            added = store(self.settings, key, item_id, version, order, kind, attempt, body)
         except Refusal as refusal:
             extra = {"Retry-After": "1"} if refusal.status == 503 else {}
             return self.finish_request(refusal.status, {"error": refusal.reason}, started,
@@ -257,10 +326,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
         started = time.monotonic()
         if self.path == "/healthz":
             return self.finish_request(200, {"status": "ok"}, started, "ok")
-        if self.path != "/transactions":
+        if self.path not in ("/transactions", "/transactions/current"):
             return self.finish_request(404, {"error": "no such resource"}, started, "unknown path")
         try:
-            rows = list_deliveries(self.settings)
+            rows = list_deliveries(self.settings, current_only=self.path.endswith("/current"))
         except Refusal as refusal:
             return self.finish_request(refusal.status, {"error": refusal.reason}, started, refusal.reason)
         self.finish_request(200, rows, started, "%d rows" % len(rows))
@@ -331,7 +400,10 @@ def main():
     parser.add_argument("--signing-secret-file", help="require a Standard Webhooks signature with this whsec_ secret")
     parser.add_argument("--timestamp-tolerance", type=int, default=300,
                         help="seconds a webhook-timestamp may differ from now (default 300)")
-    parser.add_argument("--max-body", type=int, default=4 * 1024 * 1024, help="largest body in bytes (default 4 MiB)")
+    # Above txrecon's MaxFileSize= (8 MiB by default) and the JSON around it:
+    # a StoreKit 1 receipt is delivered once, whole, as an item of its own.
+    parser.add_argument("--max-body", type=int, default=16 * 1024 * 1024,
+                        help="largest body in bytes (default 16 MiB)")
     parser.add_argument("--busy-timeout", type=float, default=1.0,
                         help="seconds to wait for a locked database before answering 503 (default 1)")
     arguments = parser.parse_args()
