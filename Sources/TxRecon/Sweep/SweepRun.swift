@@ -65,7 +65,7 @@ package enum SweepRun {
         let state: SweepStateDirectory
         let client: AppStoreAPIClient
         do throws(SweepStop) {
-            state = try SweepStateDirectory(layout: layout)
+            state = try SweepStateDirectory(layout: layout, readingOnly: listing != nil)
             do {
                 client = try AppStoreAPIClient(baseURL: settings.effectiveBaseURL, tokens: tokens, clock: clock)
             } catch {

@@ -46,10 +46,18 @@ package final class SweepStateDirectory: SweepStateStore, Sendable {
     /// `<spool>/sweep`.
     static func path(of layout: SpoolLayout) -> String { layout.stateRoot + "/sweep" }
 
-    /// Creates the directory if needed and takes its lock.
-    package init(layout: SpoolLayout) throws(SweepStop) {
+    /// Creates the directory if needed and takes its lock. `readingOnly`
+    /// (a dry run, which saves nothing): neither; the checkpoint is read if
+    /// there is one. A dry run made by root for a look would otherwise leave
+    /// the directory and its lock root's, and every run of the unit, as
+    /// user txrecon, would fail to open them.
+    package init(layout: SpoolLayout, readingOnly: Bool = false) throws(SweepStop) {
         path = Self.path(of: layout)
         self.layout = layout
+        guard !readingOnly else {
+            lockDescriptor = -1
+            return
+        }
         do {
             try layout.createStateRoot()
             try SpoolLayout.makeDirectory(path, mode: 0o2750)
@@ -69,7 +77,7 @@ package final class SweepStateDirectory: SweepStateStore, Sendable {
     }
 
     deinit {
-        close(lockDescriptor)
+        if lockDescriptor >= 0 { close(lockDescriptor) }
     }
 
     package func loadCheckpoint() throws(SweepStop) -> SweepCheckpoint {
