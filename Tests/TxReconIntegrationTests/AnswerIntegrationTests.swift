@@ -113,6 +113,26 @@ struct AnswerIntegrationTests {
         #expect(metrics.contains("txrecon_outbox_entries{state=\"sent\"} 1\n"), "\(metrics)")
     }
 
+    /// Without a usable key the run ends 78, having taken outbox/new/ into
+    /// queue/: txrecon-answer.path starts a run while new/ holds anything,
+    /// and would otherwise start it again and again until systemd's start
+    /// limit failed it. Once the key is back, the timer's run sends it.
+    @Test func withoutAKeyTheEntriesWaitInTheQueueAndTheRunSaysWhy() async throws {
+        let fixture = try AnswerFixture()
+        let name = try fixture.write(.consumption, "5300")
+        let key = fixture.daemon.directory.path + "/appstore-key.p8"
+        let pem = try SystemCall.readFile(key, limit: 1 << 16)
+        #expect(unlink(key) == 0)
+        let run = try await fixture.answer()
+        #expect(run.status == 78, "stderr: \(run.stderr)")
+        #expect(fixture.names("new").isEmpty && fixture.names("queue") == [name], "taken out of new/, not sent")
+        #expect(fixture.api.answers.isEmpty)
+        try SystemCall.writeNewFile(key, pem, mode: 0o600, sync: false)
+        let again = try await fixture.answer()
+        #expect(again.status == 0, "stderr: \(again.stderr)")
+        #expect(fixture.names("sent") == [name] && fixture.api.answers.count == 1)
+    }
+
     @Test func aRateLimitIsWaitedOutUntilApplesRetryAfter() async throws {
         let fixture = try AnswerFixture()
         try fixture.write(.finish, "5300")

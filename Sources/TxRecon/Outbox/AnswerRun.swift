@@ -68,10 +68,11 @@ package enum AnswerRun {
                 apps.append(AnswerSender.App(settings: settings, tokens: .failure(error), clock: clock))
             }
         }
-        guard problems.count < apps.count else {
-            report.stop = SweepStop(kind: .configuration, reason: problems.joined(separator: "; "))
-            return report
-        }
+        // Sent even when no app's key can be used: the run still takes
+        // outbox/new/ into queue/, where the entries wait, so that
+        // txrecon-answer.path, which starts a run while new/ holds
+        // something, does not start it again and again until its start
+        // limit fails it for good; the timer tries again.
         let outbox = Outbox(spool: configuration.spool.directory)
         send(outbox, apps: apps, clock: clock, log: log, report: &report)
         if !problems.isEmpty, report.stop == nil {
