@@ -525,6 +525,10 @@ receive_checks() {
     test "$(prop ActiveState "$rx")/$(prop SubState "$rx")" = active/running
   check "$rx STATUS: $(prop StatusText "$rx")" eval 'prop StatusText "$rx" | contains "socket systemd passed"'
   check "the received envelope was delivered by $UNIT" wait_until 10 delivered rx-1
+  check "$rx writes tmp/ but not outbox/ or receipts/ (read-only in its mount namespace)" \
+    in_ct nsenter -t "$(prop MainPID "$rx")" -m -- sh -c 'cd /var/spool/txrecon &&
+      touch tmp/.rx-probe && rm tmp/.rx-probe && test -d outbox && test -d receipts &&
+      ! touch outbox/.rx-probe 2>/dev/null && ! touch receipts/.rx-probe 2>/dev/null'
   code=$(in_ct curl -sS --max-time 10 -o /dev/null -w '%{http_code}' http://127.0.0.1:8081/healthz || true)
   check "GET /healthz: $code" test "$code" = 200
   # Apple's shape, but not Apple's signature.
@@ -724,6 +728,12 @@ package_part() {
 
   in_ct systemctl enable --quiet txrecon-sweep.timer    # what an administrator does once [Sweep] is set
 
+  # A receiver the socket started, to see that an upgrade restarts it too.
+  in_ct systemctl start txrecon-receive.socket
+  in_ct bash -c 'exec 3<>/dev/tcp/127.0.0.1/8081 && printf "GET /healthz HTTP/1.0\r\n\r\n" >&3 && cat <&3' \
+    > "$WORK/receive-healthz.txt" 2>&1 || true
+  check "the socket started the receiver" wait_until 10 eval 'test "$(prop ActiveState txrecon-receive.service)" = active'
+  local rx_pid; rx_pid=$(prop MainPID txrecon-receive.service)
   local pid; pid=$(prop MainPID)
   if in_ct dpkg -i "/mnt/txrecon-deb/$(basename "$deb")" > "$WORK/dpkg-reinstall.txt" 2>&1; then
     pass "dpkg -i again (the upgrade path)"
@@ -731,6 +741,8 @@ package_part() {
   check "the upgrade restarted the running service (MainPID $pid -> $(prop MainPID))" \
     test "$(prop MainPID)" != "$pid" -a "$(prop ActiveState)" = active
   check "the queued item survived the upgrade" in_ct sh -c 'txrecon list queue | grep pkg-1'
+  check "the upgrade restarted the running receiver too (MainPID $rx_pid -> $(prop MainPID txrecon-receive.service))" \
+    test "$(prop MainPID txrecon-receive.service)" != "$rx_pid" -a "$(prop MainPID txrecon-receive.service)" != 0
   check "the upgrade left the timer the administrator enabled enabled" \
     test "$(prop UnitFileState txrecon-sweep.timer)" = enabled
   # Only now: without it the queued envelope, read back and checked again at
