@@ -15,7 +15,7 @@ import Testing
         #expect(outcome(status) == .delivered(.http(status: status)))
     }
 
-    @Test(arguments: [202, 401, 403, 408, 425, 429, 500, 502, 503, 504, 599, 301, 302, 304, 100])
+    @Test(arguments: [202, 401, 403, 407, 408, 421, 425, 429, 500, 502, 503, 504, 599, 301, 302, 304, 100])
     func theseAnswersAreRetried(status: Int) {
         guard case .retryLater(_, let code, _) = outcome(status) else {
             Issue.record("\(status) not retried")

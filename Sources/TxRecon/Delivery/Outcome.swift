@@ -110,7 +110,12 @@ package enum Outcome: Sendable, Equatable {
                 self = .delivered(.http(status: status))
             case 202:
                 self = .retryLater(reason: "HTTP 202: backend still processing", status: status, retryAfter: delay)
-            case 401, 403, 408, 425, 429, 500...599:
+            // 407 (a proxy's credentials) and 421 (a connection that reached
+            // the wrong virtual host, RFC 9110 15.5.20: retried on another)
+            // are about the way there, not the item: held, every item would
+            // wait for an operator, and the probe's hold would end an outage
+            // and hold the whole queue behind it.
+            case 401, 403, 407, 408, 421, 425, 429, 500...599:
                 self = .retryLater(reason: "HTTP \(status)", status: status, retryAfter: delay)
             case 400...499:
                 var body = bodyPrefix
