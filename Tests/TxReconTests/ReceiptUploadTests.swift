@@ -313,6 +313,27 @@ import TxReconTestSupport
         #expect(body["receipt"] == .string(Data(receipt).base64EncodedString()))
     }
 
+    /// Base64 with line breaks (and without padding) is read, but delivered
+    /// as the standard base64 of the receipt's bytes, as docs/contract.md
+    /// says: a backend's decoder may refuse the other spelling.
+    @Test func aPartAnEarlierReleaseWroteCarriesItsReceiptInStandardBase64() throws {
+        let receipt = TestReceipt.sign(TestReceipt.payload(purchases: Self.two))
+        var text = Data(receipt).base64EncodedString()
+        while text.hasSuffix("=") { text.removeLast() }
+        var broken = ""
+        for (index, character) in text.enumerated() {
+            if index > 0 && index % 76 == 0 { broken += #"\r\n"# }
+            broken.append(character)
+        }
+        let upload = Array((#"{"receipt":"\#(broken)","txreconReceiptEntry":"1000000000000002"}"#).utf8)
+        guard case let .item(item) = try Self.examine(upload, try Self.verifier()) else {
+            Issue.record("not one item")
+            return
+        }
+        let body = try JSONValue.parse(RequestBuilder.body(for: item, attempt: 1, receivedAt: 0))
+        #expect(body["receipt"] == .string(Data(receipt).base64EncodedString()))
+    }
+
     @Test func aRevokedEntryIsNewerThanThePurchaseAndTheSameInEveryUpload() throws {
         let purchased = TestReceipt.Purchase(transactionId: "1000000000000001")
         var revoked = purchased

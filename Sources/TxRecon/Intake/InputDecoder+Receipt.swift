@@ -71,9 +71,12 @@ extension InputDecoder {
                 throw Rejection(.invalidField, "\(InputDecoder.receiptEntryMember) of \(format) names transaction "
                     + "\(JSONValue.string(selected).serializedString), which the receipt does not hold")
             }
-            // A part an earlier release wrote: the receipt travels with it.
+            // A part an earlier release wrote: the receipt travels with it,
+            // as the standard base64 of its bytes, whatever spelling came
+            // (unpadded, with line breaks: Base64 takes both), as the
+            // receipt item carries it: a backend's decoder may refuse the other.
             var legacy = item
-            legacy.signedStrings = [("receipt", text)]
+            legacy.signedStrings = [("receipt", Base64.encode(der))]
             return .item(legacy)
         }
         return .receipt(ReceiptSplit(der: der, receipt: receipt, context: context, purchases: purchases))
