@@ -196,6 +196,18 @@ import TxReconTestSupport
         #expect(rejection?.detail.contains("more than 4096") == true)
     }
 
+    /// A number no double holds (Go's float64 refuses it, Python's
+    /// int() past 4,300 digits) would make the delivered body unreadable
+    /// to the backend and hold the genuine transaction beside it.
+    @Test(arguments: ["1e400", "-1e400", String(repeating: "9", count: 400)])
+    func anUploadsContextWithANumberNoDoubleHoldsIsRefused(number: String) {
+        let rejection = decodeRejection(bytes(#"{"signedTransactionInfo":"\#(TestJWS.transaction())","n":[\#(number)]}"#))
+        #expect(rejection?.code == "invalid-field")
+        #expect(rejection?.detail.contains("send it as a string") == true, "\(String(describing: rejection))")
+        #expect((try? InputDecoder().decode(bytes(#"{"signedTransactionInfo":"\#(TestJWS.transaction())","n":1.5e300}"#)))
+                != nil, "a number a double holds is taken")
+    }
+
     @Test func anExtraMemberInAnEnvelopeIsUnexpected() {
         let rejection = decodeRejection(bytes(#"{"id":"a","version":1,"payload":{},"kind":"x"}"#))
         #expect(rejection?.code == "unexpected-member")

@@ -207,7 +207,33 @@ struct InputDecoder: Sendable {
                 + "(the app's context, delivered as unverified) take \(size) bytes, more than \(maximumContextSize); "
                 + "send an order id or a user id, not a document")
         }
+        // JSON puts no bound on a number; the backend's reader does (Go's
+        // float64, Python's 4,300 digits). Delivered, `1e400` would make
+        // the body unreadable there, and the genuine transaction beside it
+        // would be held for an operator: refused here, while the app can
+        // still send it again without.
+        if let number = firstUnboundedNumber(in: context) {
+            throw Rejection(.invalidField, "the app's context in \(format) holds the number "
+                + "\(LogText.singleLine(number, limit: 40)), which no double holds and many JSON readers refuse; "
+                + "send it as a string")
+        }
         return context
+    }
+
+    /// The first number in `value` that is not a finite double.
+    private static func firstUnboundedNumber(in value: JSONValue) -> String? {
+        switch value {
+        case .number(let text):
+            return Double(text).map(\.isFinite) == true ? nil : text
+        case .array(let elements):
+            for element in elements { if let found = firstUnboundedNumber(in: element) { return found } }
+            return nil
+        case .object(let members):
+            for (_, member) in members { if let found = firstUnboundedNumber(in: member) { return found } }
+            return nil
+        case .null, .bool, .string:
+            return nil
+        }
     }
 
     /// Format 4: a transaction history page; each element must be a compact
