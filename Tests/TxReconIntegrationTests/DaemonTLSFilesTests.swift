@@ -57,4 +57,17 @@ struct DaemonTLSFilesTests {
                 "stderr:\n\(daemon.stderr)")
         #expect(backend.clientNamesSeen == ["txrecon-test-client", "txrecon-test-client-2"])
     }
+
+    /// libcurl writes every TLS session's keys to SSLKEYLOGFILE when it is
+    /// set; with them, captured traffic gives up the bearer token.
+    @Test func anInheritedSSLKEYLOGFILEIsNeverWritten() async throws {
+        let backend = try await HTTPSTestBackend(requireClientCertificate: false)
+        let fixture = try DaemonFixture()
+        try fixture.writeConfig("[Backend]\nCAFile=\(backend.certificateFile)\n", url: backend.url)
+        let keyLog = fixture.directory.path + "/keys.log"
+        let daemon = try await fixture.start(environment: ["SSLKEYLOGFILE": keyLog])
+        try fixture.drop(fixture.envelope("tls-1", version: 1), name: "tls-1")
+        #expect(await fixture.eventually { fixture.doneItems() == ["tls-1"] }, "stderr:\n\(daemon.stderr)")
+        #expect(access(keyLog, F_OK) != 0, "no TLS keys written")
+    }
 }

@@ -28,7 +28,7 @@ import Glibc
 package enum AnswerRun {
     package static func run(configurationPath: String, environment: [String: String]) async -> Int32 {
         let log = LogSinks.standard(environment: environment)
-        ProcessHardening.disableCoreDumps()
+        ProcessHardening.apply()
         do {
             return try await DedicatedThread.run(name: "txrecon-answer") {
                 let report = perform(configurationPath: configurationPath, environment: environment,

@@ -24,7 +24,7 @@ package enum ProbeRun {
     /// printing each hop with `print`; returns the exit status.
     /// `app`: the one app to probe; nil probes every app in turn.
     package static func run(configurationPath: String, app: String? = nil, environment: [String: String], timeout: Duration, print: @escaping @Sendable (String) -> Void) async -> Int32 {
-        ProcessHardening.disableCoreDumps()
+        ProcessHardening.apply()
         do {
             return try await DedicatedThread.run(name: "txrecon-probe") {
                 AppRuns.run(configurationPath: configurationPath, only: app, log: PrintedLines(print: print),

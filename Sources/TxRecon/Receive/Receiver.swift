@@ -23,7 +23,7 @@ package enum Receiver {
         let redactor = SecretRedactor()
         let log = RedactingLogSink(LogSinks.standard(environment: environment), redactor: redactor)
         let health = SystemdNotifier(log: log)
-        ProcessHardening.disableCoreDumps()
+        ProcessHardening.apply()
 
         var configuration: Configuration
         let settings: Reception.Settings

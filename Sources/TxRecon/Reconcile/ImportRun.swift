@@ -28,7 +28,7 @@ package enum ImportRun {
     package static func run(configurationPath: String, app: String? = nil, environment: [String: String], input: Input,
                             dryRun: Bool) async -> Int32 {
         let log = LogSinks.standard(environment: environment)
-        ProcessHardening.disableCoreDumps()
+        ProcessHardening.apply()
         do {
             return try await DedicatedThread.run(name: "txrecon-import") {
                 AppRuns.run(configurationPath: configurationPath, only: app, log: log,

@@ -25,7 +25,7 @@ package enum LookupRun {
     package static func run(configurationPath: String, app: String? = nil, environment: [String: String], target: Target,
                             deliver: Bool) async -> Int32 {
         let log = LogSinks.standard(environment: environment)
-        ProcessHardening.disableCoreDumps()
+        ProcessHardening.apply()
         do {
             return try await DedicatedThread.run(name: "txrecon-lookup") {
                 AppRuns.run(configurationPath: configurationPath, only: app, log: log, enough: { $0 == 0 },

@@ -21,7 +21,7 @@ package enum ReconcileRun {
     package static func run(configurationPath: String, app: String? = nil, environment: [String: String], all: Bool,
                             dryRun: Bool) async -> Int32 {
         let log = LogSinks.standard(environment: environment)
-        ProcessHardening.disableCoreDumps()
+        ProcessHardening.apply()
         do {
             return try await DedicatedThread.run(name: "txrecon-reconcile") {
                 AppRuns.run(configurationPath: configurationPath, only: app, log: log, failed: { stop, log in

@@ -42,7 +42,7 @@ package enum Daemon {
         let redactor = SecretRedactor()
         let log = RedactingLogSink(LogSinks.standard(environment: environment), redactor: redactor)
         let health = SystemdNotifier(log: log)
-        ProcessHardening.disableCoreDumps()
+        ProcessHardening.apply()
 
         let configuration: Configuration
         let secrets: [BackendSecrets]

@@ -8,11 +8,18 @@
 // `systemctl show` makes it visible. PR_SET_DUMPABLE is not used: prctl(2)
 // is variadic, which Swift cannot call without a C wrapper, and the
 // resource limit already keeps the secrets out of every dump.
+//
+// libcurl, as Debian builds it, writes every TLS session's keys to the file
+// SSLKEYLOGFILE names when it is set: whoever reads that file and captured
+// the traffic reads the bearer token and Apple's JWTs. The variable is
+// dropped before curl is initialised (its first use, after this), whoever
+// set it (a debugging drop-in, an inherited environment).
 import Glibc
 
 enum ProcessHardening {
-    static func disableCoreDumps() {
+    static func apply() {
         var none = rlimit(rlim_cur: 0, rlim_max: 0)
         _ = setrlimit(__rlimit_resource_t(RLIMIT_CORE.rawValue), &none)
+        unsetenv("SSLKEYLOGFILE")
     }
 }

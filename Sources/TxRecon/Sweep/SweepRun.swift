@@ -20,7 +20,7 @@ package enum SweepRun {
     /// `app`: the one app to sweep; nil for every app in turn.
     package static func run(configurationPath: String, app: String? = nil, environment: [String: String], dryRun: Bool) async -> Int32 {
         let log = LogSinks.standard(environment: environment)
-        ProcessHardening.disableCoreDumps()
+        ProcessHardening.apply()
         do {
             return try await DedicatedThread.run(name: "txrecon-sweep") {
                 AppRuns.run(configurationPath: configurationPath, only: app, log: log, failed: { stop, log in
