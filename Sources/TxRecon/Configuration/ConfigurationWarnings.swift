@@ -147,6 +147,14 @@ package enum ConfigurationWarnings {
             warnings.append("[Backend] URL= is plain http:// to \(host): \(sent.joined(separator: " and ")) and every "
                             + "transaction cross the network unencrypted; use https://")
         }
+        // Over http:// they are read and never used: no TLS is made, so a
+        // backend that relies on mutual TLS alone authenticates nothing.
+        let tlsFiles = [("CAFile=", backend.caFile), ("ClientCertificateFile=", backend.clientCertificateFile)]
+            .filter { $0.1 != nil }.map(\.0)
+        if !tlsFiles.isEmpty, plainHTTPHost(backend.url) != nil {
+            warnings.append("[Backend] \(tlsFiles.joined(separator: " and ")) set, but URL= is plain http://: no TLS "
+                            + "is made, so \(tlsFiles.count == 1 ? "it is" : "they are") not used; use https://")
+        }
         if backend.urlQuery != nil, let file = configuration.origins["Backend.URL"]?.file,
            let mode = configuration.files.last(where: { $0.path == file }).map({ mode_t($0.permissions) }),
            mode & 0o004 != 0 {
@@ -197,8 +205,12 @@ package enum ConfigurationWarnings {
         return url.host
     }
 
+    /// localhost, ::1, or an IPv4 literal in 127.0.0.0/8: a name that
+    /// merely starts with "127." (127.billing.example) is another host.
     private static func isLoopback(_ host: String) -> Bool {
         let host = host.lowercased().filter { $0 != "[" && $0 != "]" }
-        return host == "localhost" || host.hasSuffix(".localhost") || host == "::1" || host.hasPrefix("127.")
+        if host == "localhost" || host.hasSuffix(".localhost") || host == "::1" { return true }
+        var address = in_addr()
+        return inet_pton(AF_INET, host, &address) == 1 && UInt32(bigEndian: address.s_addr) >> 24 == 127
     }
 }

@@ -31,6 +31,19 @@ import Testing
         }
         #expect(ConfigurationWarnings.daemon(configuration(url: "http://backend.example/in"), secrets: BackendSecrets()).isEmpty,
                 "nothing secret is sent")
+        #expect(ConfigurationWarnings.daemon(configuration(url: "http://127.billing.example/in"), secrets: token).count == 1,
+                "a name that starts with 127. is no loopback address")
+    }
+
+    @Test func tlsFilesForAPlainHTTPBackendAreWarnedAbout() {
+        var settings = configuration(url: "http://10.0.0.5/in")
+        settings.backend.clientCertificateFile = "/etc/txrecon/client.pem"
+        settings.backend.clientKeyFile = "/etc/txrecon/client.key"
+        let warnings = ConfigurationWarnings.daemon(settings, secrets: BackendSecrets())
+        #expect(warnings == ["[Backend] ClientCertificateFile= set, but URL= is plain http://: no TLS is made, so it "
+                             + "is not used; use https://"])
+        settings.backend.url = "https://10.0.0.5/in"
+        #expect(ConfigurationWarnings.daemon(settings, secrets: BackendSecrets()).isEmpty)
     }
 
     @Test func aTokenOverNatsToAnotherHostIsWarnedAboutButNotOverTLS() {
