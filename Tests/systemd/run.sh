@@ -560,6 +560,19 @@ receive_checks() {
     test "$(prop MainPID "$rx")" != "$pid" -a "$(prop ActiveState "$rx")" = active
   check "... both were delivered" eval 'wait_until 10 delivered rx-inflight && wait_until 10 delivered rx-backlog'
 
+  # A crash loop (here six SIGKILLs within a few seconds, past systemd's
+  # default start limit of five in ten) must not stop the socket.
+  local crashed
+  for _ in 1 2 3 4 5 6; do
+    crashed=$(prop MainPID "$rx")
+    in_ct systemctl kill --signal=SIGKILL --kill-who=main "$rx" || true
+    wait_until 10 eval 'test "$(prop MainPID "$rx")" != "$crashed" -a "$(prop ActiveState "$rx")" = active' || break
+  done
+  check "after six crashes in a row $sock still listens ($(prop ActiveState "$sock")/$(prop SubState "$sock"))" \
+    test "$(prop ActiveState "$sock")/$(prop SubState "$sock")" != failed/failed
+  code=$(in_ct curl -sS --max-time 30 -o /dev/null -w '%{http_code}' http://127.0.0.1:8081/healthz || true)
+  check "... and $rx answers again: GET /healthz $code" test "$code" = 200
+
   # txrecon probe as docs/probe.md says to run it; backend.py plays Apple and
   # POSTs Apple's real Sandbox TEST notification to the receiver.
   cp "$ROOT/Examples/samples/05-notification-test.json" "$WORK/backend/test-notification.json"
