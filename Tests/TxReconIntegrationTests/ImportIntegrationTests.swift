@@ -42,6 +42,18 @@ struct ImportIntegrationTests {
         fixture.api.releaseHeldRequest()
     }
 
+    /// Customers 7300 and 7301 in customers.txt, and an import of it killed
+    /// while 7300's second history page was asked for; the input's path.
+    static func importKilledAtTheSecondPage(_ fixture: ReconcileFixture) async -> String {
+        _ = customer7300(fixture)
+        customer7301(fixture)
+        let input = fixture.daemon.directory.write("7300\n7301\n", to: "customers.txt")
+        // Requests: 7300's status, its history's first page, its second page (held).
+        fixture.api.holdStatusRequest(3)
+        await killImport(of: input, in: fixture, once: "the second page was asked for")
+        return input
+    }
+
     static func customer7301(_ fixture: ReconcileFixture) {
         fixture.api.setHistory(["7301"], transactions: [
             ReconcileFixture.transaction("4101", original: "4101", customer: "7301", expiresIn: -100 * 86_400_000),
@@ -106,12 +118,7 @@ struct ImportIntegrationTests {
         try await fixture.deliver(ReconcileFixture.transaction("3999", original: "3999", customer: "7999",
                                                                expiresIn: 0), renewal: nil)
         fixture.stopDaemon()
-        _ = Self.customer7300(fixture)
-        Self.customer7301(fixture)
-        let input = fixture.daemon.directory.write("7300\n7301\n", to: "customers.txt")
-        // Requests: 7300's status, its history's first page, its second page (held).
-        fixture.api.holdStatusRequest(3)
-        await Self.killImport(of: input, in: fixture, once: "the second page was asked for")
+        let input = await Self.importKilledAtTheSecondPage(fixture)
         #expect(try fixture.spooledTransactions() == ["4001", "4002"], "the first page, durable before the kill")
         let held = try #require(fixture.api.historyRequests.last?.revision)
         let status = try await fixture.daemon.cli(["status"])
@@ -210,11 +217,7 @@ struct ImportIntegrationTests {
         let fixture = try ReconcileFixture()
         try await fixture.daemon.start()
         fixture.stopDaemon()
-        _ = Self.customer7300(fixture)
-        Self.customer7301(fixture)
-        let input = fixture.daemon.directory.write("7300\n7301\n", to: "customers.txt")
-        fixture.api.holdStatusRequest(3)
-        await Self.killImport(of: input, in: fixture, once: "the second page was asked for")
+        let input = await Self.importKilledAtTheSecondPage(fixture)
         let held = try #require(fixture.api.historyRequests.last?.revision)
         // A revision Apple no longer takes (saved long ago, or expired).
         let checkpoint = fixture.daemon.layout.root + "/reconcile/import-checkpoint"
