@@ -36,6 +36,11 @@ struct OperatorCommands {
         return result
     }
 
+    /// Why a replay queues no more while `limit` items are pending.
+    static func beyondHighWater(_ limit: Int) -> String {
+        "the queue holds \(limit) items, its high-water mark: replay the rest once it has drained"
+    }
+
     /// Queues delivered snapshots again, each due at `now`: the copy intake
     /// staged in queue/ (`Spool.stageReplay`) takes the key's name there, so
     /// it goes out with its own Idempotency-Key (`wall` is recorded as its
@@ -49,11 +54,6 @@ struct OperatorCommands {
     /// be of the very snapshot it has just delivered, which a replay asked
     /// for after seeing it in done/ must send again. `queued`: the keys
     /// queued now.
-    /// Why a replay queues no more while `limit` items are pending.
-    static func beyondHighWater(_ limit: Int) -> String {
-        "the queue holds \(limit) items, its high-water mark: replay the rest once it has drained"
-    }
-
     func replay(_ snapshots: [DeliveredSnapshot], on pending: inout PendingItems, now: Duration,
                 wall: Int64, limit: Int) -> (result: ControlResult, queued: Int) {
         var result = ControlResult()

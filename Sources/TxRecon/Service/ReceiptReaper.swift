@@ -35,7 +35,6 @@
 // be read (the receipt is then kept).
 import Dispatch
 import Glibc
-import Synchronization
 
 final class ReceiptReaper: Sendable {
     private let layout: SpoolLayout
@@ -138,8 +137,6 @@ final class ReceiptReaper: Sendable {
         if let next { arm(at: next) }
     }
 
-    /// The receipts some file in `directories` names, read in that order;
-    /// nil when one of them cannot be read (then nothing is removed).
     /// The directories whose files may name a receipt: the spool's new/,
     /// rejected/, queue/ and hold/, and every destination's new/, queue/ and
     /// hold/ found in destinations/; nil (keep every receipt) when
@@ -164,6 +161,8 @@ final class ReceiptReaper: Sendable {
         return directories
     }
 
+    /// The receipts some file in `directories` names, read in that order;
+    /// nil when they (or one of them) cannot be read: nothing is removed.
     private func namedReceipts(in directories: [String]?) -> Set<String>? {
         guard let directories else { return nil }
         var named = Set<String>()
