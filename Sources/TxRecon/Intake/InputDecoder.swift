@@ -214,8 +214,8 @@ struct InputDecoder: Sendable {
         // still send it again without.
         if let number = firstUnboundedNumber(in: context) {
             throw Rejection(.invalidField, "the app's context in \(format) holds the number "
-                + "\(LogText.singleLine(number, limit: 40)), which no double holds and many JSON readers refuse; "
-                + "send it as a string")
+                + "\(number.prefix(40))\(number.count > 40 ? "…" : ""), which no double holds and many JSON "
+                + "readers refuse; send it as a string")
         }
         return context
     }
