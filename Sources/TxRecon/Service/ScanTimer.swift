@@ -8,7 +8,7 @@
 // put the next one off), and a change (a delivery, a stored receipt) arms
 // the timer for its own expiry whenever the one armed is later, or none is.
 // The reaper's queue runs `arm` and the scans; `needsArming` and
-// `nextScanAt` may be asked from any thread.
+// `armedFor` may be asked from any thread.
 import Dispatch
 import Synchronization
 
