@@ -484,7 +484,10 @@ def main():
     for sub, names in leftovers.items():
         if names:
             violations.append("%d files left in %s/: %s" % (len(names), sub, names[:5]))
-    expected_root = {"tmp", "new", "queue", "hold", "rejected", "done", "ctl", "txrecon.lock", "txrecon.status"}
+    # receipts/ and outbox/ the daemon makes at every start (StoreKit 1
+    # receipts stored once; the answers for Apple), even when empty.
+    expected_root = {"tmp", "new", "queue", "hold", "rejected", "done", "ctl", "receipts", "outbox",
+                     "txrecon.lock", "txrecon.status"}
     strays = sorted(set(os.listdir(root)) - expected_root)
     if strays:
         violations.append("files outside the spool's directories: %s" % strays)
