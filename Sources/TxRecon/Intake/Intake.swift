@@ -201,18 +201,10 @@ final class Intake: Sendable {
             return ready.fire()
         }
         ready.fire()
-        do throws(SpoolError) {
-            let (failures, requeued) = control.execute(try SystemCall.listDirectory(spool.layout.ctl))
-            finish(failures, fullScan: false, &backlog)
-            if requeued, let problem = scan(&backlog, examiners) { return lost(problem) }
-        } catch where error.code == EACCES || error.code == ENOENT || error.code == ENOTDIR {
-            return lost("cannot list \(error.path): \(String(cString: strerror(error.code))); the spool is not usable")
-        } catch {
-            // Read again at the next scan, as a scan's failure.
-            log.write(LogEntry(.error, "\(error); scanning again shortly"))
-            var failures = IntakeBacklog.Failures()
-            failures.record(error)
-            finish(failures, fullScan: false, &backlog)
+        // A ctl/ that cannot be listed is left to a scan, which says why.
+        let waiting = try? SystemCall.listDirectory(spool.layout.ctl)
+        if let problem = waiting.map({ execute($0, &backlog, examiners) }) ?? scan(&backlog, examiners) {
+            return lost(problem)
         }
         while true {
             let timeout = backlog.nextWakeUp.map { max(.zero, $0 - clock.now) }
@@ -251,11 +243,7 @@ final class Intake: Sendable {
                     guard taking else { continue }
                     finish(take(others, settling: false, &backlog, examiners), fullScan: false, &backlog)
                 case let .controls(names):
-                    let (failures, requeued) = control.execute(names)
-                    finish(failures, fullScan: false, &backlog)
-                    // Requeued files are linked into new/, which raises no
-                    // event intake takes at once: read new/ again now.
-                    if requeued, let problem = scan(&backlog, examiners) { return lost(problem) }
+                    if let problem = execute(names, &backlog, examiners) { return lost(problem) }
                 case .rescan:
                     log.write(LogEntry(.info, "rescanning new/ and ctl/: inotify's event queue overflowed, "
                                        + "a drop was left in new/, rejected files were requeued, "
@@ -298,6 +286,16 @@ final class Intake: Sendable {
         guard access(directory, R_OK | W_OK | X_OK) != 0 else { return nil }
         return "\(directory) is no longer readable and writable by txrecon (\(String(cString: strerror(errno)))); "
             + "give it back to the txrecon user (see systemd/txrecon.tmpfiles)"
+    }
+
+    /// Executes the requests `names` in ctl/; what `scan` returns when
+    /// rejected files were requeued, else nil.
+    private func execute(_ names: [String], _ backlog: inout IntakeBacklog, _ examiners: Examiners) -> String? {
+        let (failures, requeued) = control.execute(names)
+        finish(failures, fullScan: false, &backlog)
+        // Requeued files are linked into new/, which raises no event intake
+        // takes at once: read new/ again now.
+        return requeued ? scan(&backlog, examiners) : nil
     }
 
     /// Executes ctl/ (unless `controls` is false) and takes everything in

@@ -12,7 +12,8 @@
 // and says how many. A checkpoint of another input is not used: the import
 // starts from its first line. The input is the ids with the app's bundle id
 // and the environment asked ([Sweep]): a run stopped in Sandbox must not
-// have the same file's run in Production skip the customers it did there. Pure; ReconcileStateDirectory keeps the file.
+// have the same file's run in Production skip the customers it did there.
+// Pure; ReconcileStateDirectory keeps the file.
 
 package struct ImportCheckpoint: Sendable, Equatable {
     static let format: Int64 = 1

@@ -74,10 +74,9 @@ package enum ImportRun {
             log.write(report.logEntry)
             return report.exitStatus
         }
-        let importer = Importer(session: session, state: state, customers: customers,
-                                inputDigest: ImportCheckpoint.digest(of: customers.map(\.id), sweep: session.configuration.sweep),
-                                listing: listing,
-                                log: log)
+        let digest = ImportCheckpoint.digest(of: customers.map(\.id), sweep: session.configuration.sweep)
+        let importer = Importer(session: session, state: state, customers: customers, inputDigest: digest,
+                                listing: listing, log: log)
         var report = importer.run()
         report.refused += receiptsRefused
         log.write(report.logEntry)

@@ -96,12 +96,11 @@ final class DoneReaper: Sendable {
             // `rsync -t` from a host whose clock runs ahead can put years
             // ahead, and kept the file, and every removal after it, that long).
             let changed = Int64(info.st_ctim.tv_sec) * 1000 + Int64(info.st_ctim.tv_nsec) / 1_000_000
-            let finishedAt = changed
             let isDelivery = !name.contains(".")
-            if finishedAt + retention <= now, !isDelivery || changed < durable {
+            if changed + retention <= now, !isDelivery || changed < durable {
                 if isDelivery { removeDelivery(name, judged: info) } else { removeRecord(name) }
             } else {
-                oldest = min(oldest ?? finishedAt, finishedAt)
+                oldest = min(oldest ?? changed, changed)
             }
         }
         timer.disarm()
