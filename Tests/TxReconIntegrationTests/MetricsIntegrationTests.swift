@@ -69,10 +69,32 @@ struct MetricsIntegrationTests {
         let metrics = await fixture.eventually {
             $0.value("txrecon_deliveries_total", ["destination": "backend", "outcome": "delivered"]) == "2"
                 && $0.value("txrecon_deliveries_total", ["destination": "backend", "outcome": "rejected"]) == "1"
+                && $0.value("txrecon_spool_items", ["directory": "rejected"]) == "1"
         }
-        #expect(metrics != nil, "delivered 2, rejected 1 within 20 s; file:\n\(fixture.read().map { "\($0.families)" } ?? "none")")
+        // `eventually` returns the last reading either way: each value is asserted.
+        #expect(metrics?.value("txrecon_deliveries_total", ["destination": "backend", "outcome": "delivered"]) == "2",
+                "delivered 2, rejected 1 within 20 s; file:\n\(fixture.read().map { "\($0.families)" } ?? "none")")
+        #expect(metrics?.value("txrecon_deliveries_total", ["destination": "backend", "outcome": "rejected"]) == "1")
         #expect(metrics?.value("txrecon_spool_items", ["directory": "rejected"]) == "1")
         #expect(metrics?.value("txrecon_up") == "1")
+    }
+
+    @Test func theRejectedGaugeFollowsAnOperatorsRemovalByHand() async throws {
+        // docs/spool.md: remove it if the backend confirmed it. An alert on
+        // the gauge must clear then, without a restart.
+        let fixture = try MetricsFixture()
+        try await fixture.daemon.start()
+        try fixture.daemon.drop("not json at all", name: "bad-1")
+        try fixture.daemon.drop("nor this", name: "bad-2")
+        let before = await fixture.eventually { $0.value("txrecon_spool_items", ["directory": "rejected"]) == "2" }
+        #expect(before?.value("txrecon_spool_items", ["directory": "rejected"]) == "2")
+        let rejected = fixture.daemon.layout.rejected + "/"
+        #expect(unlink(rejected + "bad-1") == 0 && unlink(rejected + "bad-1.reason") == 0)
+        let metrics = await fixture.eventually { $0.value("txrecon_spool_items", ["directory": "rejected"]) == "1" }
+        #expect(metrics?.value("txrecon_spool_items", ["directory": "rejected"]) == "1",
+                "the gauge is rejected/'s count again; file:\n\(fixture.read().map { "\($0.families)" } ?? "none")")
+        #expect(metrics?.value("txrecon_deliveries_total", ["destination": "backend", "outcome": "rejected"]) == "2",
+                "the counter of outcomes does not go back")
     }
 
     @Test func aCleanStopLeavesTheFinalCountsWithUpZero() async throws {

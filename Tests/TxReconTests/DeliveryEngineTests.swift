@@ -313,7 +313,7 @@ struct DeliveryEngineTests {
         engine.executor.submit { busy.wait() }
         engine.post { $0.noteRejected(count: 2) }
         engine.post { $0.noteIntakePaused("the spool is full") }
-        engine.post { $0.noteRequeued(count: 1) }
+        engine.post { $0.noteRejectedCount(1) }
         busy.signal()
         // A look at the engine queued after the posts sees them all.
         let status = await engine.currentStatus

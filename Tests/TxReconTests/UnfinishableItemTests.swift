@@ -26,7 +26,7 @@ struct UnfinishableItemTests {
         block(harness, "done/a")
         let engine = try await harness.startedEngine()
         await engine.offer([try harness.envelope("a", version: 1)])
-        let status = await harness.status.waitFor { $0.rejected == 1 }
+        let status = await harness.status.waitFor { $0.statistics.rejected == 1 }
         #expect(status.queued == 0)
         #expect(harness.names(in: "rejected") == ["a", "a.reason"])
         #expect(harness.names(in: "new") == [])
@@ -50,7 +50,7 @@ struct UnfinishableItemTests {
         #expect(harness.names(in: "queue") == ["a", "a.state"])
         block(harness, "done/a")
         harness.clock.advance(by: .seconds(2))
-        await harness.status.waitFor { $0.rejected == 1 }
+        await harness.status.waitFor { $0.statistics.rejected == 1 }
         #expect(harness.names(in: "queue") == [])
         #expect(harness.names(in: "rejected") == ["a", "a.reason"])
         #expect(try reason(harness, "a").contains("delivered on attempt 2 (HTTP 200)"))
@@ -63,7 +63,7 @@ struct UnfinishableItemTests {
         block(harness, "hold/a")
         let engine = try await harness.startedEngine()
         await engine.offer([try harness.envelope("a", version: 1)])
-        await harness.status.waitFor { $0.rejected == 1 }
+        await harness.status.waitFor { $0.statistics.rejected == 1 }
         #expect(harness.names(in: "rejected") == ["a", "a.reason"])
         #expect(try reason(harness, "a").contains("the backend refused it on attempt 1 (HTTP 409: duplicate)"))
         #expect(harness.transport.requests.count == 1)
@@ -80,10 +80,10 @@ struct UnfinishableItemTests {
         #expect(rmdir(harness.layout.done + "/a") != 0, "still in the way")
         harness.transport.setDefault(.status(204))
         harness.transport.releaseHeld(with: .status(204))
-        await harness.status.waitFor { $0.rejected == 1 }
+        await harness.status.waitFor { $0.statistics.rejected == 1 }
         // a:2 was parked while a:1 was in flight: it goes once a:1 is set aside
         // (and is set aside too, for done/a is still a directory).
-        await harness.status.waitFor { $0.rejected == 2 }
+        await harness.status.waitFor { $0.statistics.rejected == 2 }
         #expect(harness.transport.requestedKeys == ["a", "a"])
         #expect(harness.names(in: "new") == [])
     }

@@ -52,16 +52,12 @@ struct ControlChannel: Sendable {
                                        + routes.map(\.name).joined(separator: ", ")))
             } else if let request {
                 let routes = self.routes.filter { request.destination == nil || $0.name == request.destination }
-                let engine = self.engine
                 if request.command == .replay {
                     result = replay(request, askedBy: contents, name: name)
                 } else if request.command == .requeueRejected {
                     result = RejectedRequeue.perform(request, spool: spool, events: events)
-                    let count = result.applied.count
-                    if count > 0 {
-                        requeued = true
-                        engine.post { $0.noteRequeued(count: count) }
-                    }
+                    // rejected/'s count follows from intake's listing (RejectedCount).
+                    if !result.applied.isEmpty { requeued = true }
                 } else {
                     result = waitFor {
                         var results: [(destination: String, result: ControlResult)] = []

@@ -141,22 +141,22 @@ extension DeliveryEngine {
         return versions
     }
 
-    /// Counts files intake has moved to rejected/.
+    /// Counts files intake has moved to rejected/ (the outcome's counter;
+    /// how many are there is `noteRejectedCount`'s).
     func noteRejected(count: Int) {
-        published.status.rejected += count
         published.status.statistics.rejected += count
+        publishStatus()
+    }
+
+    /// Intake listed rejected/: `count` items are there (RejectedCount).
+    func noteRejectedCount(_ count: Int) {
+        published.status.rejected = count
         publishStatus()
     }
 
     /// Intake took a verified notification carrying `novelties`.
     func noteNovelties(_ novelties: [AppleNovelty]) {
         for novelty in novelties { published.status.statistics.novelties[novelty, default: 0] += 1 }
-        publishStatus()
-    }
-
-    /// Intake moved `count` rejected files back into new/.
-    func noteRequeued(count: Int) {
-        published.status.rejected -= count
         publishStatus()
     }
 

@@ -397,7 +397,7 @@ package actor DeliveryEngine {
             let name = try spool.setAside(key, inbox: entry.inbox, because: rejection, at: clock.wallMilliseconds)
             let parked = entry.parked?.value
             pending.forget(key)
-            published.status.rejected += 1
+            // The count of rejected/ follows from intake's listing (RejectedCount).
             published.status.statistics.rejected += 1
             events.setAside(key, kind: item?.kind ?? entry.kind, version: item?.version ?? entry.version,
                             reason: detail, movedTo: name, app: item.flatMap { settings.apps.name(of: $0) })

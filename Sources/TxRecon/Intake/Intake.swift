@@ -206,8 +206,10 @@ final class Intake: Sendable {
         if let problem = waiting.map({ execute($0, &backlog, examiners) }) ?? scan(&backlog, examiners) {
             return lost(problem)
         }
+        var rejected = RejectedCount()
         while true {
-            let timeout = backlog.nextWakeUp.map { max(.zero, $0 - clock.now) }
+            let timeout = [backlog.nextWakeUp, rejected.due].compactMap { $0 }.min().map { max(.zero, $0 - clock.now) }
+            defer { if rejected.listsNow(at: clock.now) { countRejected() } }
             for event in watcher.next(timeout: timeout) {
                 switch event {
                 case let .drops(names):
@@ -244,7 +246,11 @@ final class Intake: Sendable {
                     finish(take(others, settling: false, &backlog, examiners), fullScan: false, &backlog)
                 case let .controls(names):
                     if let problem = execute(names, &backlog, examiners) { return lost(problem) }
+                case .rejectedChanged:
+                    rejected.noteChange()
                 case .rescan:
+                    // An overflow loses rejected/'s events as well as new/'s.
+                    rejected.noteChange()
                     log.write(LogEntry(.info, "rescanning new/ and ctl/: inotify's event queue overflowed, "
                                        + "a drop was left in new/, rejected files were requeued, "
                                        + "or the engine has room again"))
@@ -277,6 +283,14 @@ final class Intake: Sendable {
     }
 
     func stop() { watcher.stop() }
+
+    /// Lists rejected/ and posts its count to the first destination's engine,
+    /// which publishes it. A listing that fails leaves the count as it was:
+    /// the next item set aside fails the same way and says why.
+    private func countRejected() {
+        guard let count = try? spool.rejectedNames().count else { return }
+        engine.post { $0.noteRejectedCount(count) }
+    }
 
     /// Monotonic time for the backlog's deadlines.
     private let clock = SystemClock()

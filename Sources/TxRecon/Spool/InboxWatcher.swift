@@ -1,4 +1,4 @@
-// InboxWatcher: inotify on new/ and ctl/, read on the intake thread.
+// InboxWatcher: inotify on new/, ctl/ and rejected/, read on the intake thread.
 //
 // No polling: the thread sleeps in poll(2) until a producer renames a file in
 // (IN_MOVED_TO) or closes one it wrote in place (IN_CLOSE_WRITE), creates
@@ -7,8 +7,11 @@
 // timeout, or until `stop()`. When the kernel's event queue overflows (a
 // burst of more than fs.inotify.max_queued_events files) the caller is told
 // to rescan instead.
-// Reports: `.lost` when a watched directory is removed or moved away,
-// `.attributesChanged` when its permissions may have changed.
+// Reports: `.lost` when new/ or ctl/ is removed or moved away,
+// `.attributesChanged` when its permissions may have changed, and
+// `.rejectedChanged` when an item enters or leaves rejected/ (by the daemon,
+// the receipt splitter, an operator's `rm`), so that its count is listed
+// again rather than kept by adding up what each thread says it did.
 import Glibc
 
 /// One wake-up's worth of news from the spool.
@@ -23,6 +26,8 @@ enum InboxEvent: Equatable {
     case created([String])
     /// Names that appeared in ctl/.
     case controls([String])
+    /// A name other than a temporary one (`.tmp-…`) entered or left rejected/.
+    case rejectedChanged
     /// Events were lost (queue overflow), or `requestRescan()` was called:
     /// scan new/ and ctl/ again.
     case rescan
@@ -46,6 +51,7 @@ final class InboxWatcher: Sendable {
     private let wakeWriter: Int32
     private let newWatch: Int32
     private let ctlWatch: Int32
+    private let rejectedWatch: Int32
     private let layout: SpoolLayout
 
     init(layout: SpoolLayout) throws(SpoolError) {
@@ -64,8 +70,10 @@ final class InboxWatcher: Sendable {
         let mask = UInt32(IN_MOVED_TO | IN_CLOSE_WRITE | IN_DELETE_SELF | IN_MOVE_SELF | IN_ATTRIB | IN_ONLYDIR)
         newWatch = inotify_add_watch(inotify, layout.new, mask | UInt32(IN_CREATE))
         ctlWatch = inotify_add_watch(inotify, layout.ctl, mask)
-        guard newWatch >= 0, ctlWatch >= 0 else {
-            let failure = SpoolError("inotify_add_watch", newWatch < 0 ? layout.new : layout.ctl)
+        rejectedWatch = inotify_add_watch(inotify, layout.rejected,
+                                          UInt32(IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE | IN_DELETE | IN_ONLYDIR))
+        guard newWatch >= 0, ctlWatch >= 0, rejectedWatch >= 0 else {
+            let failure = SpoolError("inotify_add_watch", newWatch < 0 ? layout.new : ctlWatch < 0 ? layout.ctl : layout.rejected)
             close(inotify)
             close(wake)
             close(wakeWriter)
@@ -128,6 +136,7 @@ final class InboxWatcher: Sendable {
         var drops: [String] = []
         var created: [String] = []
         var controls: [String] = []
+        var rejectedChanged = false
         var result: [InboxEvent] = []
         var buffer = [UInt8](repeating: 0, count: 64 * 1024)
         while true {
@@ -145,11 +154,16 @@ final class InboxWatcher: Sendable {
                     let name = String(validating: nameBytes, as: UTF8.self)
                     offset = nameStart + Int(event.len)
                     guard let name else {
+                        if event.wd == rejectedWatch { rejectedChanged = true }
                         if event.wd == newWatch, !result.contains(.rescan) { result.append(.rescan) }
                         continue
                     }
                     if event.mask & UInt32(IN_Q_OVERFLOW) != 0 {
                         result.append(.rescan)
+                    } else if event.wd == rejectedWatch {
+                        // Its own removal (IN_IGNORED) is intake's to find
+                        // when it next sets something aside.
+                        if !name.isEmpty, !name.hasPrefix(".tmp-") { rejectedChanged = true }
                     } else if event.mask & UInt32(IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED) != 0 {
                         result.append(.lost(event.wd == newWatch ? layout.new : layout.ctl))
                     } else if event.mask & UInt32(IN_ATTRIB) != 0 {
@@ -171,6 +185,7 @@ final class InboxWatcher: Sendable {
         // Creations before closes and moves: a file created and closed
         // within one read is known as written in place before its close
         // is seen, as when the two come in reads of their own.
+        if rejectedChanged { result.append(.rejectedChanged) }
         if !controls.isEmpty { result.insert(.controls(controls), at: 0) }
         if !drops.isEmpty { result.insert(.drops(drops), at: 0) }
         if !created.isEmpty { result.insert(.created(created), at: 0) }

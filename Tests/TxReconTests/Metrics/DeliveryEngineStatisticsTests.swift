@@ -63,13 +63,16 @@ struct DeliveryEngineStatisticsTests {
         #expect(held.statistics.consecutiveBackendFailures == 0)
     }
 
-    @Test func dropsIntakeRejectedAreCounted() async throws {
+    @Test func dropsIntakeRejectedAreCountedAndRejectedHoldsWhatIntakeListed() async throws {
         let harness = try EngineHarness()
         let engine = try await harness.startedEngine()
         await engine.noteRejected(count: 2)
-        let status = await engine.currentStatus
+        var status = await engine.currentStatus
         #expect(status.statistics.rejected == 2)
-        #expect(status.rejected == 2)
+        #expect(status.rejected == 0, "the gauge is rejected/'s listing, not a sum")
+        await engine.noteRejectedCount(5)
+        status = await engine.currentStatus
+        #expect(status.rejected == 5 && status.statistics.rejected == 2)
     }
 
     @Test func anEmptyQueueHasNoOldestArrival() async throws {
