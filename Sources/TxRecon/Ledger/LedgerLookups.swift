@@ -9,11 +9,19 @@
 // the failed one is asked again on a fresh connection at once (a transient
 // error, a connection left in a bad state), and when that fails too the
 // connection is reopened by the first look-up `retryInterval` later. The
-// writer's own failures are not this type's: while the ledger is
-// unavailable (LedgerService.fail) it is closed, and the writer's next
-// open opens it again.
+// writer's failures are not this type's: a lock or a full disk that stops
+// the writer does not stop a reader, so look-ups go on answering from the
+// file as it is; only a file set aside to be rebuilt closes the connection.
+// Look-ups wait for the writer's first open, which creates, migrates or
+// rebuilds the file: one answered before it (intake's scan at start runs
+// beside it) would say "not known" of every key, and a stale snapshot of a
+// key whose done/ entry is reaped would go out as new. That wait is
+// milliseconds, or a migration's time (seconds per million rows) once after
+// an upgrade; intake takes nothing meanwhile.
 // Reports: an error entry when look-ups stop working, a notice when they
 // work again.
+import Dispatch
+import Glibc
 import Synchronization
 
 final class LedgerLookups: Sendable {
@@ -22,7 +30,8 @@ final class LedgerLookups: Sendable {
     static let retryInterval: Int64 = 5_000
 
     private enum Connection {
-        /// The writer has no ledger: the writer's next open opens this.
+        /// Not connected: the next look-up connects, once the file exists
+        /// (until the writer makes it, nothing was recorded).
         case closed
         case open(SQLiteLedger)
         /// Failed at `since` (ms since 1970) for `reason`.
@@ -34,11 +43,21 @@ final class LedgerLookups: Sendable {
     private let now: @Sendable () -> Int64
     // A Mutex holds the non-Sendable connection: one look-up at a time uses it.
     private let connection = Mutex(Connection.closed)
+    /// The writer's first open was tried (or the writer is gone).
+    private let opened = Atomic<Bool>(false)
+    /// Signalled once then; each look-up that waited passes it on.
+    private let firstOpen = DispatchSemaphore(value: 0)
 
     init(path: String, log: any LogSink, now: @escaping @Sendable () -> Int64) {
         self.path = path
         self.log = log
         self.now = now
+    }
+
+    /// The writer tried its first open, or ended: look-ups stop waiting.
+    func writerOpened() {
+        guard !opened.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        firstOpen.signal()
     }
 
     /// Opens the connection (the writer opened the ledger).
@@ -52,7 +71,7 @@ final class LedgerLookups: Sendable {
         }
     }
 
-    /// Closes it (the writer lost the ledger, or stopped).
+    /// Closes it (the writer sets the file aside, or stopped).
     func close() {
         connection.withLock { $0 = .closed }
     }
@@ -60,10 +79,20 @@ final class LedgerLookups: Sendable {
     /// The last version `destination` confirmed for `key`, as far as the
     /// ledger knows; nil when it does not, or cannot say now.
     func confirmedVersion(at destination: String, of key: ItemKey) -> ItemVersion? {
-        connection.withLock { connection -> ItemVersion? in
+        if !opened.load(ordering: .acquiring) {
+            firstOpen.wait()
+            firstOpen.signal()
+        }
+        return connection.withLock { connection -> ItemVersion? in
             switch connection {
             case .closed:
-                return nil
+                guard access(path, F_OK) == 0 else { return nil }
+                switch askAnew(destination, key, into: &connection) {
+                case let .success(answer): return answer
+                case let .failure(error):
+                    connection = failed(error)
+                    return nil
+                }
             case .open(let ledger):
                 do throws(LedgerError) {
                     return try ledger.confirmedVersion(at: destination, of: key)

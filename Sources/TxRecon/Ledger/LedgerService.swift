@@ -15,14 +15,17 @@
 // once it changed before `durableThrough`, so whatever the ledger lost is
 // still in done/ to be caught up.
 //
-// A ledger that cannot be opened, is locked by another process, or whose
-// disk is full costs its history, never a delivery: look-ups answer "not
-// known" (the supersede rule then reads done/ as before), confirmations
-// wait in memory up to `pendingLimit` (beyond, the oldest are let go: done/
-// still holds them, and the catch-up records them once the ledger is
-// back), and the writer tries again every `retryInterval`. A damaged file
-// is set aside and the ledger rebuilt from done/, losing only what is
-// older than DoneRetention=.
+// A ledger that cannot be written (locked by another process, its disk
+// full) or opened costs its history, never a delivery: look-ups answer
+// from the file as it is while it can be read, else "not known" (the
+// supersede rule then reads done/ as before); confirmations wait in memory
+// up to `pendingLimit` (beyond, the oldest are let go: done/ still holds
+// them, and the catch-up records them once the ledger is back); the writer
+// tries again every `retryInterval`; and the reaper removes nothing until
+// that catch-up is done. A damaged file (found at open, or by a write or
+// read later: a broken page shows only when it is read) is set aside and
+// the ledger rebuilt from done/, losing only what is older than
+// DoneRetention=.
 // Reports: an error entry when the ledger fails or is rebuilt, a notice
 // when it is back; its path, rows, size and lag in `status`.
 import Dispatch
@@ -128,6 +131,10 @@ final class LedgerService: Sendable {
         /// is committed or put back into `pending`.
         var writing: Int64?
         var prunedAt: Int64 = 0
+        /// The damage a write or read found in the open ledger (a broken
+        /// page shows only when it is read): the next open sets the file
+        /// aside and rebuilds, as one found at open is.
+        var damage: LedgerError?
     }
 
     let settings: Settings
@@ -141,8 +148,9 @@ final class LedgerService: Sendable {
     private let finished = DispatchSemaphore(value: 0)
     /// Callers of `flush`, woken after each round of the writer.
     private let rounds = Mutex<[DispatchSemaphore]>([])
-    /// Intake's look-ups, on a connection of their own; closed while the
-    /// ledger is unavailable.
+    /// Intake's look-ups, on a connection of their own, which answers while
+    /// the writer cannot write (a lock, a full disk); closed when the file
+    /// is set aside to be rebuilt.
     private let lookups: LedgerLookups
     /// What the ledger may hold, so that a look-up of a key it never
     /// recorded asks no SQLite; nil while the ledger is unavailable.
@@ -284,8 +292,16 @@ final class LedgerService: Sendable {
     private func run() {
         var ledger: SQLiteLedger?
         var committed = ContinuousClock.now - settings.batchInterval
+        // Damage found in an open ledger is rebuilt without waiting out the
+        // retry interval (waiting changes nothing), once in a row.
+        var rebuildsAtOnce = true
         while true {
-            if ledger == nil { ledger = open() }
+            if ledger == nil {
+                ledger = open()
+                // Created, migrated or rebuilt: look-ups may read it now.
+                lookups.writerOpened()
+                if ledger != nil { rebuildsAtOnce = true }
+            }
             if ledger != nil {
                 // Busy: let the next batch gather.
                 let next = committed + settings.batchInterval
@@ -318,6 +334,10 @@ final class LedgerService: Sendable {
             }
             if stop, ledger == nil || nothingToDo { break }
             if ledger == nil {
+                if rebuildsAtOnce, state.withLock({ $0.damage != nil }) {
+                    rebuildsAtOnce = false
+                    continue
+                }
                 // Unavailable: try again after a while, or when stopping.
                 _ = wake.wait(timeout: .now() + .milliseconds(Int(Self.retryInterval.milliseconds)))
                 continue
@@ -345,6 +365,7 @@ final class LedgerService: Sendable {
     /// The writer is gone (or never started): wakes a flush that began as
     /// it ended, and `stop`.
     private func ended() {
+        lookups.writerOpened()
         state.withLock { $0.ended = true }
         endRound()
         finished.signal()
@@ -378,20 +399,30 @@ final class LedgerService: Sendable {
     }
 
     private func openOrRebuild() throws(LedgerError) -> SQLiteLedger {
+        try makeDirectory()
+        if let damage = state.withLock({ $0.damage }) { return try rebuild(damagedBy: damage) }
         do {
-            try makeDirectory()
             return try SQLiteLedger(path: settings.path, cache: .writer)
         } catch where error.isCorruption {
-            let aside = settings.path + ".damaged-\(Timestamp.nowMilliseconds())"
-            rename(settings.path, aside)
-            unlink(settings.path + "-wal")
-            unlink(settings.path + "-shm")
-            log.write(LogEntry(.error, "the ledger \(settings.path) is damaged (\(error.message)); it was moved to "
-                               + "\(aside) and is rebuilt from done/: what each destination confirmed longer ago "
-                               + "than DoneRetention= is lost (txrecon history and show forget it, and a snapshot "
-                               + "older than one confirmed then is no longer recognised as such)"))
-            return try SQLiteLedger(path: settings.path, cache: .writer)
+            return try rebuild(damagedBy: error)
         }
+    }
+
+    /// Sets the damaged file aside with its WAL (whose frames are its
+    /// newest commits, for a person to look at) and opens a new, empty
+    /// ledger, which the catch-up fills from done/.
+    private func rebuild(damagedBy error: LedgerError) throws(LedgerError) -> SQLiteLedger {
+        lookups.close()
+        let aside = settings.path + ".damaged-\(Timestamp.nowMilliseconds())"
+        rename(settings.path, aside)
+        rename(settings.path + "-wal", aside + "-wal")
+        unlink(settings.path + "-shm")
+        state.withLock { $0.damage = nil }
+        log.write(LogEntry(.error, "the ledger \(settings.path) is damaged (\(error.message)); it was moved to "
+                           + "\(aside) and is rebuilt from done/: what each destination confirmed longer ago "
+                           + "than DoneRetention= is lost (txrecon history and show forget it, and a snapshot "
+                           + "older than one confirmed then is no longer recognised as such)"))
+        return try SQLiteLedger(path: settings.path, cache: .writer)
     }
 
     /// The ledger's directory, made 0700 when missing (/var/lib/txrecon is
@@ -406,7 +437,6 @@ final class LedgerService: Sendable {
     }
 
     private func fail(_ error: LedgerError) {
-        lookups.close()
         keys.withLock { $0 = nil }
         let first = state.withLock { state -> Bool in
             defer {
@@ -414,6 +444,11 @@ final class LedgerService: Sendable {
                 // Whatever the engines report meanwhile is read from done/
                 // once the ledger is back.
                 state.status.catchingUp = true
+                // The reaper waits for that catch-up: the ledger then open
+                // may be a new one (rebuilt, or made again where the file
+                // was removed), which holds nothing the old one covered.
+                state.durableThrough = 0
+                if error.isCorruption { state.damage = error }
             }
             return state.status.unavailable == nil
         }
@@ -604,13 +639,39 @@ final class LedgerService: Sendable {
         var unreadable: [(name: String, why: String)] = []
         var changedSinceStart: [(key: ItemKey, changed: Int64)] = []
         let done = spool.layout.done
+        func notReadYet(_ key: ItemKey, _ error: SpoolError) -> LedgerError {
+            LedgerError(operation: "catch up from", path: done, code: 0,
+                        message: "\(done)/\(key.fileName) cannot be read just now (\(error)); it is read again "
+                            + "at the next try, and stays in done/ until then")
+        }
         func add(_ key: ItemKey, changed: Int64) {
-            let item: Item
+            // A file that will never read (larger than MaxFileSize=, no
+            // longer decoding or verifying) is skipped with a warning: the
+            // supersede rule cannot read it either, and waiting for it would
+            // keep the reaper from done/ for good. One that cannot be read
+            // just now (EIO, EMFILE, a receipt part's receipt unreadable) is
+            // a failed catch-up, as an unlistable done/ is: passed over, the
+            // mark and the watermark would pass it, and the reaper would
+            // remove a delivery the ledger never recorded.
+            let bytes: [UInt8]
             do {
                 guard let read = try spool.read(.done, key, maximumSize: settings.maximumFileSize) else { return }
-                item = try settings.reader.item(read, key: key)
-            } catch {
+                bytes = read
+            } catch where error.code == EFBIG {
                 unreadable.append((key.fileName, "\(error)"))
+                return
+            } catch {
+                failure = notReadYet(key, error)
+                return
+            }
+            let item: Item
+            do {
+                item = try settings.reader.item(bytes, key: key)
+            } catch {
+                switch error {
+                case let .rejected(rejection): unreadable.append((key.fileName, "\(rejection)"))
+                case let .unreadable(cause): failure = notReadYet(key, cause)
+                }
                 return
             }
             batch.append(LedgerRecord(destination: destination, key: item.key, version: item.version,

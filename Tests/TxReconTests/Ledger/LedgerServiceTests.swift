@@ -366,6 +366,111 @@ import TxReconTestSupport
         #expect(second.confirmedVersion(at: "backend", of: ItemKey("lost")!) == ItemVersion(primary: 7))
     }
 
+    /// A delivered snapshot that cannot be read just now (a receipt part
+    /// whose receipt read fails: a directory where the receipt belongs
+    /// fails as EIO or EMFILE would) is not passed over: the mark and the
+    /// watermark stay before it, so the reaper keeps it for the next try.
+    @Test func aDeliveredSnapshotThatCannotBeReadJustNowHoldsTheMarkAndTheWatermark() throws {
+        let receipt = String(repeating: "ab", count: 32)
+        try SystemCall.makeDirectory(layout.receipts + "/" + receipt, mode: 0o750)
+        let part = ReceiptSplit.part(receiptSha256: receipt, entry: "1000000000000001", context: nil)
+        try SystemCall.writeNewFile(layout.done + "/1000000000000001", part, sync: false)
+        let changed = try #require(try SystemCall.linkStatus(layout.done + "/1000000000000001"))
+        var settings = self.settings()
+        settings.reader = StoredItemReader(acceptEnvelopes: true, policy: try ReceiptUploadTests.policy(),
+                                           receipts: ReceiptLibrary(store: ReceiptStore(layout: layout)))
+        // Two minutes ahead: a catch-up that passed the file would put the
+        // watermark after its change.
+        let ledger = LedgerService(settings: settings, log: log, now: { Timestamp.nowMilliseconds() + 120_000 })
+        try ledger.start()
+        defer { ledger.stop() }
+        ledger.flush()
+        #expect(ledger.durableThrough <= Int64(changed.st_ctim.tv_sec) * 1000,
+                "the reaper would remove a delivery the ledger never recorded")
+        #expect(ledger.status.unavailable?.contains("done") == true, "\(String(describing: ledger.status))")
+    }
+
+    /// The writer cannot write (an operator's trigger refuses every row, as
+    /// a lock or a full disk would stop it), but the file still reads:
+    /// look-ups go on answering from it, and the reaper waits for the
+    /// catch-up that follows the writer's return.
+    @Test func aWriterThatCannotWriteLeavesLookUpsAnsweringAndTheReaperWaiting() throws {
+        let ledger = service()
+        try ledger.start()
+        defer { ledger.stop() }
+        let key = ItemKey("k")!
+        ledger.record(destination: "backend", item: Self.envelope("k", version: 3), attempt: 1,
+                      confirmation: .http(status: 200), at: Timestamp.nowMilliseconds())
+        ledger.flush()
+        #expect(ledger.durableThrough > 0)
+        let operatorShell = try SQLiteDatabase(path: directory.path + "/state/ledger.sqlite3", access: .readWriteCreate)
+        try operatorShell.execute("""
+            CREATE TRIGGER refuse BEFORE INSERT ON confirmations BEGIN SELECT RAISE(ABORT, 'refused'); END;
+            """)
+        ledger.record(destination: "backend", item: Self.envelope("other", version: 1), attempt: 1,
+                      confirmation: .http(status: 200), at: Timestamp.nowMilliseconds())
+        ledger.flush()
+        #expect(ledger.status.unavailable != nil, "the writer failed: \(String(describing: ledger.status))")
+        #expect(ledger.confirmedVersion(at: "backend", of: key) == ItemVersion(primary: 3),
+                "a reader is not stopped by what stops the writer")
+        #expect(ledger.durableThrough == 0, "the ledger the writer opens next may be a new one")
+    }
+
+    /// Look-ups made while the writer still opens the ledger (intake's scan
+    /// at start runs beside it) wait for it, rather than answer "not known"
+    /// of a key the ledger holds.
+    @Test func aLookUpRightAfterStartAnswersFromTheLedger() throws {
+        do {
+            let first = service()
+            try first.start()
+            first.record(destination: "backend", item: Self.envelope("k", version: 5), attempt: 1,
+                         confirmation: .http(status: 200), at: Timestamp.nowMilliseconds())
+            first.flush()
+            first.stop()
+        }
+        let second = service()
+        try second.start()
+        defer { second.stop() }
+        #expect(second.confirmedVersion(at: "backend", of: ItemKey("k")!) == ItemVersion(primary: 5))
+    }
+
+    /// A broken page shows only when it is read, after the ledger opened:
+    /// the file is set aside with its WAL (its newest commits) and the
+    /// ledger rebuilt from done/, without waiting out the retry interval.
+    @Test(.timeLimit(.minutes(1)))
+    func damageFoundAfterOpenIsSetAsideWithItsWALAndRebuilt() async throws {
+        let path = directory.path + "/state/ledger.sqlite3"
+        do {
+            let first = service()
+            try first.start()
+            for index in 0..<5_000 {
+                first.record(destination: "backend", item: Self.envelope("k\(index)", version: 1), attempt: 1,
+                             confirmation: .http(status: 200), at: Timestamp.nowMilliseconds())
+            }
+            first.flush()
+            first.stop()
+        }
+        let size = try #require(try SystemCall.linkStatus(path)).st_size
+        let fd = open(path, O_WRONLY)
+        #expect(fd >= 0)
+        let garbage = [UInt8](repeating: 0x5A, count: Int(size) / 2)
+        #expect(pwrite(fd, garbage, garbage.count, off_t(size) - off_t(garbage.count)) == garbage.count)
+        close(fd)
+        delivered("k", version: 9)
+
+        let observed = Recorded<LedgerService.Status>()
+        let ledger = LedgerService(settings: settings(), log: log, observe: { observed.record($0) })
+        try ledger.start()
+        defer { ledger.stop() }
+        _ = await observed.waitFor { $0.unavailable == nil && !$0.catchingUp }
+        #expect(ledger.confirmedVersion(at: "backend", of: ItemKey("k")!) == ItemVersion(primary: 9))
+        #expect(log.entries.contains { $0.priority == .error && $0.message.contains("is damaged") })
+        let names = (try? SystemCall.listDirectory(directory.path + "/state")) ?? []
+        #expect(names.contains { $0.hasPrefix("ledger.sqlite3.damaged-") && !$0.hasSuffix("-wal") })
+        #expect(names.contains { $0.hasPrefix("ledger.sqlite3.damaged-") && $0.hasSuffix("-wal") },
+                "its WAL kept beside it: \(names)")
+    }
+
     /// A key filter that outgrows its room is built again from the ledger,
     /// whose scan may run before the batch that filled it is committed.
     @Test func theBatchThatOutgrowsTheKeyFilterIsInTheNextOne() throws {
