@@ -1,8 +1,10 @@
 // AnswerReport: what one run of `txrecon answer` did: entries sent, set
-// aside (each also logged on its own), left waiting, and why the run
-// stopped if it did; its one log entry, its exit status and its metrics
-// file `txrecon-answer.prom` (when [Metrics] TextfileDirectory= is set).
-// Pure.
+// aside (each also logged on its own), left waiting, why the run stopped
+// if it did, and why any app's entries were left waiting while the
+// others' went; its one log entry, its exit status (the most severe of
+// those stops', as AppRuns combines the runs of several apps) and its
+// metrics file `txrecon-answer.prom` (when [Metrics] TextfileDirectory= is
+// set). Pure.
 
 package struct AnswerReport: Sendable {
     var sent = 0
@@ -12,8 +14,8 @@ package struct AnswerReport: Sendable {
     /// the next run for them).
     var waiting = 0
     /// Entries left in queue/ because no app of the configuration is
-    /// theirs, or their app's key cannot be used (each also logged); sent
-    /// once their app's file or key is right.
+    /// theirs, or their app was stopped (`appStops`) (each also logged);
+    /// sent once their app's file or key is right, or Apple lets it again.
     var waitingForApp = 0
     /// Purchases several destinations take, given up because one of them
     /// did not confirm within 30 days of the first: set aside, each also
@@ -21,19 +23,33 @@ package struct AnswerReport: Sendable {
     var givenUp = 0
     /// What the outbox holds at the end, for the metrics.
     var counts = Outbox.Counts()
+    /// What ended the run for every app: the configuration, the outbox,
+    /// Apple or the network failing beyond the budgets.
     var stop: SweepStop?
+    /// Why an app's entries were left waiting while the other apps' went
+    /// on: its key cannot be used, Apple refused its token or does not know
+    /// it, or keeps rate-limiting it. One per app stopped, naming it.
+    var appStops: [SweepStop] = []
     var finishedAt: Int64 = 0
 
-    /// 0 when every entry the run took was sent or set aside; 78, 75 or 1
-    /// with `stop` (what it left waits in queue/).
-    var exitStatus: Int32 { stop?.exitStatus ?? 0 }
+    /// `stop`, then `appStops`.
+    var stops: [SweepStop] { (stop.map { [$0] } ?? []) + appStops }
+
+    /// 0 when every entry the run took was sent or set aside; else the most
+    /// severe of the stops' (78, then 1, then 75; what they left waits in
+    /// queue/).
+    var exitStatus: Int32 { AppRuns.mostSevere(stops.map(\.exitStatus)) }
+
+    /// The stop the exit status is of.
+    private var mostSevere: SweepStop? { stops.first { $0.exitStatus == exitStatus } }
 
     var logEntry: LogEntry {
         var message = "answer: \(sent) sent, \(setAside) set aside, \(waiting) waiting"
-        if waitingForApp > 0 { message += " (\(waitingForApp) for an app not configured or without a usable key)" }
+        if waitingForApp > 0 { message += " (\(waitingForApp) for an app not configured or stopped)" }
         if givenUp > 0 { message += ", \(givenUp) given up (not confirmed by every destination within 30 days)" }
-        if let stop { message += "; stopped: \(stop.reason)" }
-        let priority: LogPriority = switch stop?.kind {
+        let reasons = stops.map(\.reason).joined(separator: "; ")
+        if !stops.isEmpty { message += "; stopped: \(reasons)" }
+        let priority: LogPriority = switch mostSevere?.kind {
         case nil: waitingForApp > 0 || givenUp > 0 ? .warning : .info
         case .temporary?: .warning
         case .configuration?, .failed?: .error
@@ -41,7 +57,7 @@ package struct AnswerReport: Sendable {
         return LogEntry(priority, message, messageID: MessageID.answerFinished, fields: [
             ("TXRECON_SENT", String(sent)), ("TXRECON_SET_ASIDE", String(setAside)),
             ("TXRECON_WAITING", String(waiting)), ("TXRECON_GIVEN_UP", String(givenUp)),
-        ] + (stop.map { [("TXRECON_REASON", $0.reason), ("TXRECON_STOP", $0.kind.rawValue)] } ?? []))
+        ] + (mostSevere.map { [("TXRECON_REASON", reasons), ("TXRECON_STOP", $0.kind.rawValue)] } ?? []))
     }
 
     /// `txrecon-answer.prom`: the outbox as the last run left it.

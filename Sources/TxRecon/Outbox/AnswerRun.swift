@@ -12,8 +12,12 @@
 //   not know the transaction       entry of its own (answerSetAside)
 //   a consumption entry past its 12 hours, or whose customerConsented is
 //   not true (Apple refuses that)  -> aside/, never sent
-//   401                         -> stop, exit 78 (what is left stays queued)
+//   401, Apple not knowing the  -> that app stops: its entries wait in
+//   app, 429 beyond its budget     queue/, the other apps' go; exit 78
+//                                  (75 for the 429)
 //   Apple or the network failing beyond the budgets -> stop, exit 75
+//
+// The exit status is the most severe of the stops' (AppRuns.mostSevere).
 //
 // An entry reaches Apple once when nothing crashes: it moves to sent/ right
 // after Apple took it; a kill in between sends it again (at most one
@@ -58,13 +62,15 @@ package enum AnswerRun {
         // pace; without apps, as the configuration says (or why not). An
         // app whose key cannot be used keeps its entries waiting, and the
         // others' go: consumption answers have a deadline.
-        var apps: [AnswerSender.App] = [], problems: [String] = []
+        let outbox = Outbox(spool: configuration.spool.directory)
+        var apps: [AnswerSender.App] = []
         for settings in configuration.apps.isEmpty ? [configuration] : configuration.apps.map(configuration.settings) {
             do {
                 let tokens = try SweepCredentials.load(for: settings, environment: environment)
                 apps.append(AnswerSender.App(settings: settings, tokens: .success(tokens), clock: clock))
             } catch {
-                problems.append(error.description)
+                report.appStops.append(SweepStop(kind: .configuration, reason: error.description
+                    + "; that app's entries wait in \(outbox.queue)"))
                 apps.append(AnswerSender.App(settings: settings, tokens: .failure(error), clock: clock))
             }
         }
@@ -73,12 +79,7 @@ package enum AnswerRun {
         // txrecon-answer.path, which starts a run while new/ holds
         // something, does not start it again and again until its start
         // limit fails it for good; the timer tries again.
-        let outbox = Outbox(spool: configuration.spool.directory)
         send(outbox, apps: apps, clock: clock, log: log, report: &report)
-        if !problems.isEmpty, report.stop == nil {
-            report.stop = SweepStop(kind: .configuration, reason: problems.joined(separator: "; ")
-                + "; that app's entries wait in \(outbox.queue)")
-        }
         // Counted after the run, whichever way it ended (a `defer` would
         // change the report only after it was returned).
         report.counts = outbox.counts()
@@ -223,6 +224,9 @@ struct AnswerSender {
     private let clock: any SweepClock
     private let log: any LogSink
     private var clients: [String: AppStoreAPIClient] = [:]
+    /// Why an app stopped in this run, by its name (or bundle id): asked
+    /// again, Apple would answer the same.
+    private var stopped: [String: SweepStop] = [:]
 
     init(apps: [App], outbox: Outbox, clock: any SweepClock, log: any LogSink) {
         self.apps = apps
@@ -272,10 +276,42 @@ struct AnswerSender {
             report.waitingForApp += 1
             return
         }
+        let appKey = app.name ?? app.bundleID ?? ""
+        if let stop = stopped[appKey] {
+            log.write(LogEntry(.warning, "answer: \(name) waits in \(outbox.queue): its app stopped in this run (\(stop.reason))",
+                               fields: Self.fields(name, entry, app: appName)))
+            report.waitingForApp += 1
+            return
+        }
         let client = try self.client(for: entry.environment, app: app, tokens: tokens)
-        let asked = try AppleAPISession.ask({ client.send(entry) }, limiter: app.limiter, clock: clock,
-                                            what: "an acceptance",
+        var last: APIAnswer<[UInt8]>?
+        let asked: Asked<[UInt8]>
+        do {
+            let request: () -> APIAnswer<[UInt8]> = {
+                let answer = client.send(entry)
+                last = answer
+                return answer
+            }
+            asked = try AppleAPISession.ask(request, limiter: app.limiter, clock: clock, what: "an acceptance",
                                             resume: "the next run sends what is left in \(outbox.queue)")
+        } catch {
+            // Apple refusing this app's token or identity, or its rate
+            // limit (Apple's are per app), says nothing of another app's:
+            // only its entries wait, as those of an app whose key cannot
+            // be read do. A failure of Apple's service or of the network
+            // (5xx, no answer, beyond the backoff budget) ends the run: the
+            // next app's entries would each spend the backoff budget (about
+            // a minute) to fail the same way; the timer's run tries again.
+            guard let last, Self.concernsItsApp(last) else { throw error }
+            var stop = error
+            stop.reason = (app.name.map { "app \($0)'s" } ?? "the") + " entries wait in \(outbox.queue): " + stop.reason
+            stopped[appKey] = stop
+            report.appStops.append(stop)
+            log.write(LogEntry(.warning, "answer: \(name) waits in \(outbox.queue): \(error.reason)",
+                               fields: Self.fields(name, entry, app: appName)))
+            report.waitingForApp += 1
+            return
+        }
         switch asked {
         case .answer:
             do {
@@ -293,6 +329,18 @@ struct AnswerSender {
         case .failed(let why):
             try setAside(name, because: why, app: appName, report: &report)
         }
+    }
+
+    /// Whether `last`, the answer a stop came after, is about the one app
+    /// asked for rather than Apple or the network as a whole: 401 (its
+    /// key), 429 (its rate limit), Apple not knowing the app (its
+    /// BundleID=), 404 without an error code (its BaseURL=).
+    static func concernsItsApp(_ last: APIAnswer<[UInt8]>) -> Bool {
+        guard case .refused(let error) = last else { return false }
+        return error.status == 401 || error.status == 429
+            || error.errorCode == AnswerDisposition.ErrorCode.rateLimitExceeded
+            || error.errorCode.map(AnswerDisposition.ErrorCode.wrongApp.contains) == true
+            || (error.status == 404 && error.errorCode == nil)
     }
 
     /// The journal fields of an entry's log entry.

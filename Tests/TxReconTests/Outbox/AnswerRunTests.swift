@@ -38,6 +38,58 @@ import TxReconTestSupport
         }
     }
 
+    /// A configuration of two apps, main (com.example.app) and two
+    /// (com.example.two), each with a stand-in of Apple's API taking only
+    /// tokens for its own bundle id, and its spool's outbox, made.
+    struct TwoApps {
+        let directory = TemporaryDirectory("txrecon-answer-apps")
+        let clock = ManualSweepClock(wallMilliseconds: SweepHarness.start)
+        let main: MockAppStoreServerAPI
+        let two: MockAppStoreServerAPI
+        let path: String
+        let outbox: Outbox
+
+        init() throws {
+            let key = TestSigningKey()
+            let clock = self.clock
+            func api(_ bundleID: String) throws -> MockAppStoreServerAPI {
+                var identity = MockAppStoreServerAPI.Identity(key: key)
+                identity.bundleID = bundleID
+                return try MockAppStoreServerAPI(identity: identity, entries: [], now: { clock.wallMilliseconds })
+            }
+            main = try api("com.example.app")
+            two = try api("com.example.two")
+            let keyPath = directory.write(key.pkcs8PEM, to: "appstore-key.p8", mode: 0o600)
+            path = directory.write("""
+                [Spool]
+                Directory=\(directory.path)/spool
+                [Backend]
+                URL=http://127.0.0.1:9/
+                [Verification]
+                BundleID=com.example.app
+                Environment=Sandbox
+                \(main.sweepSection(privateKeyFile: keyPath))
+                """, to: "txrecon.conf")
+            directory.write("[Verification]\nBundleID=com.example.two\n[Sweep]\nBaseURL=\(two.url)\n", to: "apps/two.conf")
+            outbox = Outbox(spool: directory.path + "/spool")
+            directory.makeDirectory("spool", mode: 0o750)
+            try outbox.prepare()
+        }
+
+        /// Writes a finish entry for `bundleId` into new/; its name.
+        @discardableResult
+        func finish(_ id: String, _ bundleId: String) throws -> String {
+            _ = try outbox.write(OutboxEntry(kind: .finish, transactionId: id, environment: .sandbox, bundleId: bundleId,
+                                             requestedAt: nil, confirmedAt: clock.wallMilliseconds,
+                                             destination: "backend", consumptionInformation: nil))
+            return "finish.Sandbox.\(id).json"
+        }
+
+        func run(log: RecordingLogSink = RecordingLogSink()) -> AnswerReport {
+            AnswerRun.perform(configurationPath: path, environment: [:], clock: clock, log: log)
+        }
+    }
+
     @Test func aRunAppleKeepsFailingGivesUpWithinItsBudgetAndKeepsTheEntry() throws {
         let run = try OneApp("txrecon-answer")
         let (clock, api, path, outbox) = (run.clock, run.api, run.path, run.outbox)
@@ -78,46 +130,17 @@ import TxReconTestSupport
     }
 
     @Test func eachEntryGoesWithItsAppsTokenAndAnAppWhoseKeyFailsWaitsAlone() throws {
-        let directory = TemporaryDirectory("txrecon-answer-apps")
-        let clock = ManualSweepClock(wallMilliseconds: SweepHarness.start)
-        let key = TestSigningKey()
-        // One stand-in per app, each taking only tokens for its bundle id.
-        func api(_ bundleID: String) throws -> MockAppStoreServerAPI {
-            var identity = MockAppStoreServerAPI.Identity(key: key)
-            identity.bundleID = bundleID
-            return try MockAppStoreServerAPI(identity: identity, entries: [], now: { clock.wallMilliseconds })
-        }
-        let main = try api("com.example.app"), two = try api("com.example.two")
-        let keyPath = directory.write(key.pkcs8PEM, to: "appstore-key.p8", mode: 0o600)
-        let path = directory.write("""
-            [Spool]
-            Directory=\(directory.path)/spool
-            [Backend]
-            URL=http://127.0.0.1:9/
-            [Verification]
-            BundleID=com.example.app
-            Environment=Sandbox
-            \(main.sweepSection(privateKeyFile: keyPath))
-            """, to: "txrecon.conf")
-        directory.write("[Verification]\nBundleID=com.example.two\n[Sweep]\nBaseURL=\(two.url)\n", to: "apps/two.conf")
-        directory.write("[Verification]\nBundleID=com.example.three\n[Sweep]\nPrivateKeyFile=/nonexistent/key.p8\n",
-                        to: "apps/three.conf")
-        let outbox = Outbox(spool: directory.path + "/spool")
-        directory.makeDirectory("spool", mode: 0o750)
-        try outbox.prepare()
-        func finish(_ id: String, _ bundleId: String) throws -> String {
-            _ = try outbox.write(OutboxEntry(kind: .finish, transactionId: id, environment: .sandbox, bundleId: bundleId,
-                                         requestedAt: nil, confirmedAt: clock.wallMilliseconds, destination: "backend",
-                                         consumptionInformation: nil))
-            return "finish.Sandbox.\(id).json"
-        }
-        _ = try finish("7001", "com.example.app")
-        _ = try finish("7002", "com.example.two")
-        let three = try finish("7003", "com.example.three")
-        let nobody = try finish("7004", "com.example.nobody")
+        let team = try TwoApps()
+        let (main, two, outbox) = (team.main, team.two, team.outbox)
+        team.directory.write("[Verification]\nBundleID=com.example.three\n[Sweep]\nPrivateKeyFile=/nonexistent/key.p8\n",
+                             to: "apps/three.conf")
+        try team.finish("7001", "com.example.app")
+        try team.finish("7002", "com.example.two")
+        let three = try team.finish("7003", "com.example.three")
+        let nobody = try team.finish("7004", "com.example.nobody")
 
         let log = RecordingLogSink()
-        let report = AnswerRun.perform(configurationPath: path, environment: [:], clock: clock, log: log)
+        let report = team.run(log: log)
         #expect(main.answers.map(\.transactionId) == ["7001"] && two.answers.map(\.transactionId) == ["7002"])
         /// The TXRECON_APP of the entries naming `entry`.
         func apps(of entry: String) -> [String?] {
@@ -130,8 +153,45 @@ import TxReconTestSupport
         #expect(main.problems == [] && two.problems == [], "each with its own app's token")
         #expect(report.sent == 2 && report.waitingForApp == 2)
         #expect(try outbox.entries(in: outbox.queue).sorted() == [three, nobody].sorted())
-        #expect(report.exitStatus == 78 && report.stop?.reason.contains("/nonexistent/key.p8") == true,
-                "\(String(describing: report.stop))")
+        #expect(report.exitStatus == 78 && report.stops.map(\.reason).joined().contains("/nonexistent/key.p8"),
+                "\(report.stops)")
+    }
+
+    /// What Apple may answer about one app's key or identity, or its rate
+    /// limit, and the exit status a run ends with after it.
+    enum AppStop: CaseIterable {
+        case credentialsRefused, appUnknownToApple, rateLimitedForAnHour
+
+        func play(on api: MockAppStoreServerAPI) {
+            switch self {
+            case .credentialsRefused: api.refuseCredentials()
+            case .appUnknownToApple: api.inject(.refused(404, errorCode: 4_040_003))
+            case .rateLimitedForAnHour: api.inject(.rateLimited(retryAfter: "3600"))
+            }
+        }
+
+        var exitStatus: Int32 { self == .rateLimitedForAnHour ? 75 : 78 }
+    }
+
+    /// Consumption answers have a 12-hour deadline: one app's refused key
+    /// must not keep the other apps' entries waiting for the next run.
+    @Test(arguments: AppStop.allCases)
+    func anAppAppleStopsKeepsOnlyItsOwnEntriesWaiting(_ stop: AppStop) throws {
+        let apps = try TwoApps()
+        // Two's entries sort first and last: Apple stops it before main's.
+        let twoFirst = try apps.finish("7000", "com.example.two")
+        try apps.finish("7001", "com.example.app")
+        let twoLast = try apps.finish("7002", "com.example.two")
+        stop.play(on: apps.two)
+
+        let report = apps.run()
+        #expect(apps.main.answers.map(\.transactionId) == ["7001"], "main's entry goes")
+        #expect(apps.two.answers.map(\.transactionId) == ["7000"], "two is not asked again in this run")
+        #expect(try apps.outbox.entries(in: apps.outbox.queue) == [twoFirst, twoLast])
+        #expect(report.sent == 1 && report.waitingForApp == 2)
+        #expect(report.exitStatus == stop.exitStatus, "\(report.stops)")
+        #expect(report.stop == nil && report.appStops.count == 1 && report.appStops[0].reason.hasPrefix("app two's"),
+                "\(report.stops)")
     }
 
     @Test func markersWaitingLongerThan30DaysAreGivenUpAndThoseOfAWrittenEntryCleared() throws {
