@@ -20,8 +20,10 @@ enum AnswerCommand: Command {
         Writes one log entry per entry sent or set aside, and one per run. Exit status 0
         when every entry taken was sent or set aside, 75 when entries wait in
         outbox/queue/ for the next run (Apple or the network kept failing) or another
-        run is sending, 78 for a configuration problem (including HTTP 401 from Apple),
-        1 otherwise.
+        run is sending, 78 for a configuration problem (including HTTP 401 from Apple and
+        entries for an app the configuration does not have), 1 otherwise. One app's
+        401 or rate limit keeps only its own entries waiting; the exit status is the
+        most severe of the run's stops.
         """
 
     static func run(_ arguments: Arguments) async -> Int32 {

@@ -27,8 +27,9 @@ package struct AnswerReport: Sendable {
     /// Apple or the network failing beyond the budgets.
     var stop: SweepStop?
     /// Why an app's entries were left waiting while the other apps' went
-    /// on: its key cannot be used, Apple refused its token or does not know
-    /// it, or keeps rate-limiting it. One per app stopped, naming it.
+    /// on: no app of the configuration is theirs, its key cannot be used,
+    /// Apple refused its token or does not know it, or keeps rate-limiting
+    /// it. One per app stopped, naming it.
     var appStops: [SweepStop] = []
     var finishedAt: Int64 = 0
 

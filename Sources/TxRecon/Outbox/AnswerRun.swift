@@ -12,6 +12,8 @@
 //   not know the transaction       entry of its own (answerSetAside)
 //   a consumption entry past its 12 hours, or whose customerConsented is
 //   not true (Apple refuses that)  -> aside/, never sent
+//   an entry for no app of the  -> waits in queue/; exit 78
+//   configuration
 //   401, Apple not knowing the  -> that app stops: its entries wait in
 //   app, 429 beyond its budget     queue/, the other apps' go; exit 78
 //                                  (75 for the 429)
@@ -227,6 +229,9 @@ struct AnswerSender {
     /// Why an app stopped in this run, by its name (or bundle id): asked
     /// again, Apple would answer the same.
     private var stopped: [String: SweepStop] = [:]
+    /// The bundle ids of entries no app of the configuration is, each
+    /// reported once.
+    private var unconfigured: Set<String> = []
 
     init(apps: [App], outbox: Outbox, clock: any SweepClock, log: any LogSink) {
         self.apps = apps
@@ -270,10 +275,21 @@ struct AnswerSender {
                 return
             }
             // Never set aside: the app's file may be back by the next run.
-            log.write(LogEntry(.warning, "answer: \(name) waits in \(outbox.queue): it is for \(entry.bundleId ?? "no app"), "
+            // Yet the run does not succeed (78): an answer waiting for a
+            // configuration nobody was told to fix misses its deadline.
+            let bundleId = entry.bundleId ?? "no app"
+            log.write(LogEntry(.warning, "answer: \(name) waits in \(outbox.queue): it is for \(bundleId), "
                                + "which no app of the configuration is; add its app file (apps/NAME.conf)",
                                fields: Self.fields(name, entry, app: nil)))
             report.waitingForApp += 1
+            if unconfigured.insert(bundleId).inserted {
+                let configurationPath = apps.first?.settings.path ?? "the configuration"
+                let whose = entry.bundleId.map { "no app of \(configurationPath) has BundleID=\($0)" }
+                    ?? "they name no bundle id, and \(configurationPath) serves several apps"
+                report.appStops.append(SweepStop(kind: .configuration, reason: "entries for \(bundleId) wait in "
+                    + "\(outbox.queue): \(whose); add its app file (apps/NAME.conf), or, for an app gone for "
+                    + "good, move its entries into \(outbox.aside)"))
+            }
             return
         }
         let appKey = app.name ?? app.bundleID ?? ""

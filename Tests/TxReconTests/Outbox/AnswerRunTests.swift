@@ -194,6 +194,24 @@ import TxReconTestSupport
                 "\(report.stops)")
     }
 
+    /// An entry no app of the configuration is for waits, and the run says
+    /// so in its exit status and metrics: otherwise nobody is told to add
+    /// the app's file before a consumption answer's 12 hours pass.
+    @Test func anEntryForNoConfiguredAppMakesTheRunAConfigurationProblem() throws {
+        let apps = try TwoApps()
+        try apps.finish("7001", "com.example.app")
+        let nobody = try apps.finish("7002", "com.example.nobody")
+
+        let report = apps.run()
+        #expect(apps.main.answers.map(\.transactionId) == ["7001"], "the others go")
+        #expect(try apps.outbox.entries(in: apps.outbox.queue) == [nobody], "never set aside")
+        #expect(report.exitStatus == 78)
+        #expect(report.metrics.contains("txrecon_answer_last_run_success 0\n"), "\(report.metrics)")
+        #expect(report.logEntry.priority == .error)
+        #expect(report.logEntry.message.contains("no app of \(apps.path) has BundleID=com.example.nobody; add its "
+                                                 + "app file"), "\(report.logEntry.message)")
+    }
+
     @Test func markersWaitingLongerThan30DaysAreGivenUpAndThoseOfAWrittenEntryCleared() throws {
         let run = try OneApp("txrecon-answer-markers")
         let (clock, api, path, outbox) = (run.clock, run.api, run.path, run.outbox)
