@@ -27,7 +27,7 @@
 // waits for nothing: the markers in confirmed/ of a purchase answered
 // already, and those of a purchase not confirmed by every destination
 // within 30 days, which is given up (its entry set aside, a warning of its
-// own); then sent/ entries older than 30 days. Runs on its own thread;
+// own); then sent/ entries sent more than 30 days ago. Runs on its own thread;
 // one log entry per entry sent or set aside and one per run.
 import Glibc
 
@@ -185,7 +185,8 @@ package enum AnswerRun {
                                     ("TXRECON_REASON", reason)]))
     }
 
-    /// Removes the entries of `directory` last changed before `limit` (ms since 1970).
+    /// Removes the entries of `directory` last changed before `limit` (ms
+    /// since 1970): for sent/, sent before it (`Outbox.moveToSent`).
     private static func prune(_ directory: String, olderThan limit: Int64, log: any LogSink) {
         guard let names = try? SystemCall.listDirectory(directory) else { return }
         for name in names {
@@ -331,7 +332,7 @@ struct AnswerSender {
         switch asked {
         case .answer:
             do {
-                try outbox.move(name, from: outbox.queue, to: outbox.sent)
+                try outbox.moveToSent(name, at: clock.wallMilliseconds)
             } catch {
                 throw SweepStop(kind: .failed, reason: "Apple took \(name), but it could not be moved to "
                     + "\(outbox.sent): \(error); the next run sends it again")

@@ -7,8 +7,10 @@
 //                      `txrecon answer` while it is not empty
 //   outbox/queue/      entries `txrecon answer` took and could not send yet
 //                      (Apple or the network failing); the timer's run goes on
-//   outbox/sent/       entries Apple took, kept `sentRetention`, so that an
-//                      item confirmed again is not answered again
+//   outbox/sent/       entries Apple took, kept `sentRetention` from when
+//                      they were sent (their modification time, set as they
+//                      move in), so that an item confirmed again is not
+//                      answered again
 //   outbox/aside/      entries Apple refused for good or that came too late,
 //                      each with NAME.reason; a person looks at them
 //   outbox/confirmed/  for a purchase several destinations take: one marker
@@ -176,6 +178,16 @@ package struct Outbox: Sendable {
     /// Reads the entry `name` in `directory`.
     package func read(_ name: String, in directory: String) throws(SpoolError) -> [UInt8] {
         try SystemCall.readFile(directory + "/" + name, limit: OutboxEntry.maximumFileSize)
+    }
+
+    /// Moves `name` from queue/ into sent/, dated `now` (ms since 1970):
+    /// sent/ is pruned by modification time, and a rename keeps the one of
+    /// when the entry was written, which may be weeks before it was sent.
+    /// Dated first, durably: a crash in between leaves it in queue/, where
+    /// its time means nothing.
+    package func moveToSent(_ name: String, at now: Int64) throws(SpoolError) {
+        try SystemCall.setModificationTime(queue + "/" + name, to: now)
+        try move(name, from: queue, to: sent)
     }
 
     /// Moves `name` from `source` to `target` (replacing one there) and

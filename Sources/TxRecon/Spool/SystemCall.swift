@@ -202,6 +202,18 @@ package enum SystemCall {
         return true
     }
 
+    /// Sets `path`'s modification time to `milliseconds` (since 1970) and
+    /// fsyncs it, so that the time survives a crash as its contents do.
+    static func setModificationTime(_ path: String, to milliseconds: Int64) throws(SpoolError) {
+        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else { throw SpoolError("open", path) }
+        defer { close(fd) }
+        let modified = timespec(tv_sec: Int(milliseconds / 1000), tv_nsec: Int(milliseconds % 1000) * 1_000_000)
+        var times = [timespec(tv_sec: 0, tv_nsec: SystemCall.timeOmitted), modified]
+        guard futimens(fd, &times) == 0 else { throw SpoolError("futimens", path) }
+        guard fsync(fd) == 0 else { throw SpoolError("fsync", path) }
+    }
+
     /// Flushes a directory's entries (renames and unlinks in it) to disk.
     static func syncDirectory(_ path: String) throws(SpoolError) {
         let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)

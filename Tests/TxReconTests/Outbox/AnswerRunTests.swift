@@ -110,6 +110,35 @@ import TxReconTestSupport
         #expect(api.problems == [])
     }
 
+    /// sent/ keeps an entry 30 days from when Apple took it, so that a
+    /// redelivered item is not answered twice, however long it waited in
+    /// queue/ before.
+    @Test func aSentEntryIsKept30DaysFromWhenItWasSentNotWritten() throws {
+        let run = try OneApp("txrecon-answer-sent-retention")
+        let (clock, outbox) = (run.clock, run.outbox)
+        let entry = OutboxEntry(kind: .finish, transactionId: "6300", environment: .sandbox, bundleId: nil,
+                                requestedAt: nil, confirmedAt: clock.wallMilliseconds, destination: "backend",
+                                consumptionInformation: nil)
+        _ = try outbox.write(entry)
+        // Written 31 days ago; Apple or the key kept it waiting since.
+        let written = clock.wallMilliseconds - 31 * 86_400_000
+        var times = [timespec](repeating: timespec(tv_sec: Int(written / 1000), tv_nsec: 0), count: 2)
+        #expect(utimensat(AT_FDCWD, outbox.new + "/" + entry.fileName, &times, 0) == 0)
+        func perform() -> AnswerReport {
+            AnswerRun.perform(configurationPath: run.path, environment: [:], clock: clock, log: RecordingLogSink())
+        }
+
+        #expect(perform().sent == 1 && run.api.answers.count == 1)
+        #expect(try outbox.entries(in: outbox.sent) == [entry.fileName], "kept right after it was sent")
+        clock.advance(by: .seconds(29 * 86_400))
+        _ = perform()
+        #expect(try outbox.entries(in: outbox.sent) == [entry.fileName], "sent 29 days ago")
+        clock.advance(by: .seconds(2 * 86_400))
+        _ = perform()
+        #expect(try outbox.entries(in: outbox.sent).isEmpty, "sent 31 days ago")
+        #expect(run.api.answers.count == 1)
+    }
+
     /// The daemon looked for the entry past new/ just before a run moved
     /// its twin out of new/, then renamed it in: sent already, it is not
     /// sent again.
