@@ -5,7 +5,7 @@
 // Store Server API of its own environment (App Review's sandbox requests to
 // the sandbox, with the same key), paced and retried as the sweep is
 // (RateLimiter: Apple's Retry-After, backoff with jitter, each within a
-// budget). Then:
+// budget), for at most `sendingTime` in all. Then:
 //
 //   2xx                         -> outbox/sent/ (kept 30 days)
 //   400, 403, 404, Apple does   -> outbox/aside/ with the reason, an error
@@ -32,6 +32,14 @@
 import Glibc
 
 package enum AnswerRun {
+    /// How long a run sends and waits: 25 minutes. txrecon-answer.service's
+    /// TimeoutStartSec=30min leaves room beyond it for a request under way
+    /// (at most `AppStoreAPIClient.timeoutMilliseconds`) and the
+    /// housekeeping, so the run ends with 75 and its report, not killed;
+    /// RateLimiter's budgets alone (10 waits of 10 minutes for each entry)
+    /// would outlast it. The timer's next run goes on.
+    static let sendingTime: Duration = .seconds(25 * 60)
+
     package static func run(configurationPath: String, environment: [String: String]) async -> Int32 {
         let log = LogSinks.standard(environment: environment)
         ProcessHardening.apply()
@@ -65,15 +73,18 @@ package enum AnswerRun {
         // app whose key cannot be used keeps its entries waiting, and the
         // others' go: consumption answers have a deadline.
         let outbox = Outbox(spool: configuration.spool.directory)
+        let deadline = clock.now + sendingTime
         var apps: [AnswerSender.App] = []
         for settings in configuration.apps.isEmpty ? [configuration] : configuration.apps.map(configuration.settings) {
             do {
                 let tokens = try SweepCredentials.load(for: settings, environment: environment)
-                apps.append(AnswerSender.App(settings: settings, tokens: .success(tokens), clock: clock))
+                apps.append(AnswerSender.App(settings: settings, tokens: .success(tokens), clock: clock,
+                                             deadline: deadline))
             } catch {
                 report.appStops.append(SweepStop(kind: .configuration, reason: error.description
                     + "; that app's entries wait in \(outbox.queue)"))
-                apps.append(AnswerSender.App(settings: settings, tokens: .failure(error), clock: clock))
+                apps.append(AnswerSender.App(settings: settings, tokens: .failure(error), clock: clock,
+                                             deadline: deadline))
             }
         }
         // Sent even when no app's key can be used: the run still takes
@@ -81,7 +92,7 @@ package enum AnswerRun {
         // txrecon-answer.path, which starts a run while new/ holds
         // something, does not start it again and again until its start
         // limit fails it for good; the timer tries again.
-        send(outbox, apps: apps, clock: clock, log: log, report: &report)
+        send(outbox, apps: apps, clock: clock, until: deadline, log: log, report: &report)
         // Counted after the run, whichever way it ended (a `defer` would
         // change the report only after it was returned).
         report.counts = outbox.counts()
@@ -91,9 +102,10 @@ package enum AnswerRun {
         return report
     }
 
-    /// Locks the outbox and sends what it holds, into `report`.
-    private static func send(_ outbox: Outbox, apps: [AnswerSender.App], clock: any SweepClock, log: any LogSink,
-                             report: inout AnswerReport) {
+    /// Locks the outbox and sends what it holds, into `report`, starting
+    /// no entry after `deadline` (`clock.now`'s scale).
+    private static func send(_ outbox: Outbox, apps: [AnswerSender.App], clock: any SweepClock,
+                             until deadline: Duration, log: any LogSink, report: inout AnswerReport) {
         guard !SystemCall.isMissing(outbox.new) else {
             report.stop = SweepStop(kind: .failed, reason: "\(outbox.new) does not exist: txrecon.service makes the "
                 + "outbox; start it once with this release")
@@ -113,6 +125,11 @@ package enum AnswerRun {
         var sender = AnswerSender(apps: apps, outbox: outbox, clock: clock, log: log)
         do throws(SweepStop) {
             for name in try Self.take(outbox) {
+                guard clock.now < deadline else {
+                    throw SweepStop(kind: .temporary, reason: "this run sent for \(TimeSpan.format(sendingTime)), its "
+                        + "time within txrecon-answer.service's TimeoutStartSec=; the next run sends what is left in "
+                        + outbox.queue)
+                }
                 try sender.send(name, report: &report)
             }
         } catch {
@@ -211,10 +228,13 @@ struct AnswerSender {
         let tokens: Result<APITokenIssuer, ConfigurationError>
         let limiter: RateLimiter
 
-        init(settings: Configuration, tokens: Result<APITokenIssuer, ConfigurationError>, clock: any SweepClock) {
+        /// `deadline`: the run's, when its waits must be over.
+        init(settings: Configuration, tokens: Result<APITokenIssuer, ConfigurationError>, clock: any SweepClock,
+             deadline: Duration) {
             self.settings = settings
             self.tokens = tokens
-            limiter = RateLimiter(maxRequestsPerSecond: settings.sweep.maxRequestsPerSecond, clock: clock)
+            limiter = RateLimiter(maxRequestsPerSecond: settings.sweep.maxRequestsPerSecond, clock: clock,
+                                  deadline: deadline)
         }
 
         var bundleID: String? { settings.apps.first?.bundleID ?? settings.sweep.bundleID }

@@ -13,6 +13,8 @@
 //   from 1 s doubling to 60 s, each wait drawn between half and all of it
 //   (jitter, so that many hosts do not retry in step), at most
 //   `maximumBackoffs` in a row.
+// - A deadline, when given (`txrecon answer`'s): no wait that would end
+//   past it; the run gives up as when a budget is spent.
 //
 // Every wait goes through the injected `SweepClock`. Not Sendable: one per
 // run, used by the sweep's thread. Reports nothing; the sweeper words the
@@ -36,18 +38,26 @@ package final class RateLimiter {
     private let clock: any SweepClock
     /// A factor in 0.5...1 applied to each backoff.
     private let jitter: () -> Double
+    /// No wait ends after this (the clock's monotonic time); nil: none.
+    private let deadline: Duration?
     private var lastRequest: Duration?
     private var backoffsInARow = 0
     private var rateLimitWaitsInARow = 0
+    /// The last wait refused was refused for the deadline, not a budget.
+    private var refusedForTheDeadline = false
 
     /// - Parameters:
     ///   - maxRequestsPerSecond: `MaxRequestsPerSecond=`, at least 1.
     ///   - jitter: default a uniform draw from 0.5...1; tests pass a constant.
-    package init(maxRequestsPerSecond: Int, clock: any SweepClock, jitter: @escaping () -> Double = { Double.random(in: 0.5...1) }) {
+    ///   - deadline: on `clock.now`'s scale, when waiting must be over;
+    ///     default none (the sweep's timeout is a harmless stop).
+    package init(maxRequestsPerSecond: Int, clock: any SweepClock, jitter: @escaping () -> Double = { Double.random(in: 0.5...1) },
+                 deadline: Duration? = nil) {
         precondition(maxRequestsPerSecond >= 1, "RateLimiter: \(maxRequestsPerSecond) requests per second")
         interval = .seconds(1) / maxRequestsPerSecond
         self.clock = clock
         self.jitter = jitter
+        self.deadline = deadline
     }
 
     /// Waits as `disposition` says before the same request is asked again:
@@ -59,18 +69,33 @@ package final class RateLimiter {
         switch disposition {
         case .waitAndRetry(let delay):
             guard waitOutRateLimit(delay) else {
-                throw SweepStop(kind: .temporary, reason: "Apple keeps rate-limiting the requests "
-                    + "(Retry-After \(TimeSpan.format(delay))); \(resume)")
+                throw refusal("Apple keeps rate-limiting the requests (Retry-After \(TimeSpan.format(delay)))",
+                              resume: resume)
             }
             return true
         case .backOffAndRetry(let why):
             guard backOff() else {
-                throw SweepStop(kind: .temporary, reason: "\(why), \(Self.maximumBackoffs + 1) times in a row; \(resume)")
+                throw refusal(refusedForTheDeadline ? why : "\(why), \(Self.maximumBackoffs + 1) times in a row",
+                              resume: resume)
             }
             return true
         case .restartWindow, .stop:
             return false
         }
+    }
+
+    /// The stop after a wait refused: `why` it was asked for, and that its
+    /// budget or the run's time is spent.
+    private func refusal(_ why: String, resume: String) -> SweepStop {
+        SweepStop(kind: .temporary, reason: why + (refusedForTheDeadline ? "; waiting again would outlast this "
+            + "run's time" : "") + "; " + resume)
+    }
+
+    /// Whether a wait of `duration` from now ends by the deadline; notes
+    /// the refusal when not.
+    private func endsByTheDeadline(_ duration: Duration) -> Bool {
+        refusedForTheDeadline = deadline.map { clock.now + duration > $0 } ?? false
+        return !refusedForTheDeadline
     }
 
     /// Blocks until the next request may start, then counts it as started.
@@ -88,20 +113,27 @@ package final class RateLimiter {
     }
 
     /// Waits out a transient failure; false, without waiting, when
-    /// `maximumBackoffs` waits in a row have not helped.
+    /// `maximumBackoffs` waits in a row have not helped or the wait would
+    /// end past the deadline.
     func backOff() -> Bool {
+        refusedForTheDeadline = false
         guard backoffsInARow < Self.maximumBackoffs else { return false }
         let full = min(Self.firstBackoff * (1 << backoffsInARow), Self.longestBackoff)
+        let wait = full * min(1, max(0.5, jitter()))
+        guard endsByTheDeadline(wait) else { return false }
         backoffsInARow += 1
-        clock.sleep(for: full * min(1, max(0.5, jitter())))
+        clock.sleep(for: wait)
         return true
     }
 
     /// Waits `delay` as a 429's `Retry-After` asks; false, without waiting,
-    /// when it is longer than `longestRetryAfter` or the answers keep coming.
+    /// when it is longer than `longestRetryAfter`, the answers keep coming,
+    /// or it would end past the deadline.
     func waitOutRateLimit(_ delay: Duration) -> Bool {
+        refusedForTheDeadline = false
         guard delay <= Self.longestRetryAfter, rateLimitWaitsInARow < Self.maximumRateLimitWaits else { return false }
         let least = min(Self.firstBackoff * (1 << rateLimitWaitsInARow), Self.longestBackoff)
+        guard endsByTheDeadline(max(delay, least)) else { return false }
         rateLimitWaitsInARow += 1
         clock.sleep(for: max(delay, least))
         return true

@@ -139,6 +139,47 @@ import TxReconTestSupport
         #expect(run.api.answers.count == 1)
     }
 
+    /// txrecon-answer.service's TimeoutStartSec= kills a run that outlasts
+    /// it, mid-request and without its report or metrics: a run Apple keeps
+    /// asking to wait 10 minutes at a time ends itself before, with 75,
+    /// leaving room for one request under way and the housekeeping.
+    @Test func aRunEndsWithinItsUnitsTimeoutHoweverLongAppleAsksItToWait() throws {
+        let run = try OneApp("txrecon-answer-timeout")
+        let checkout = #filePath.split(separator: "/", omittingEmptySubsequences: false).dropLast(4)
+            .joined(separator: "/")
+        let unit = String(decoding: try SystemCall.readFile(checkout + "/systemd/txrecon-answer.service", limit: 1 << 16),
+                          as: UTF8.self)
+        let setting = unit.split(separator: "\n").filter { $0.hasPrefix("TimeoutStartSec=") }
+        #expect(setting.count == 1, "\(setting)")
+        let timeout = try #require(Self.timeSpan(setting.first?.dropFirst("TimeoutStartSec=".count) ?? ""))
+        let entry = OutboxEntry(kind: .finish, transactionId: "6400", environment: .sandbox, bundleId: nil,
+                                requestedAt: nil, confirmedAt: run.clock.wallMilliseconds, destination: "backend",
+                                consumptionInformation: nil)
+        _ = try run.outbox.write(entry)
+        for _ in 0...RateLimiter.maximumRateLimitWaits { run.api.inject(.rateLimited(retryAfter: "600")) }
+
+        let report = AnswerRun.perform(configurationPath: run.path, environment: [:], clock: run.clock,
+                                       log: RecordingLogSink())
+        #expect(report.exitStatus == 75, "\(report.stops)")
+        #expect(try run.outbox.entries(in: run.outbox.queue) == [entry.fileName], "kept for the next run")
+        let waited = run.clock.sleeps.reduce(Duration.zero, +)
+        let requestUnderWay = Duration.milliseconds(AppStoreAPIClient.timeoutMilliseconds)
+        #expect(waited + requestUnderWay + .seconds(60) <= timeout, "waited \(waited) of \(timeout)")
+    }
+
+    /// A systemd time span such as `30min`, `1h 30min` or `90`; nil for
+    /// anything else.
+    static func timeSpan(_ text: Substring) -> Duration? {
+        let units: [String: Int64] = ["": 1, "s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "hr": 3600]
+        var total = Duration.zero
+        for part in text.split(separator: " ") {
+            let digits = part.prefix { $0.isNumber }
+            guard let value = Int64(digits), let unit = units[String(part.dropFirst(digits.count))] else { return nil }
+            total += .seconds(value * unit)
+        }
+        return total == .zero ? nil : total
+    }
+
     /// The daemon looked for the entry past new/ just before a run moved
     /// its twin out of new/, then renamed it in: sent already, it is not
     /// sent again.
