@@ -3,8 +3,8 @@
 // subscription's latest expiresDate) and when the customer was last checked:
 //
 //   a subscription's expiresDate passed 1 h ago, 25 h ago,   expiry: a DID_RENEW,
-//   and the customer was not checked since                   EXPIRED or
-//                                                            DID_FAIL_TO_RENEW missed
+//   and the customer was not checked since (never checked:   EXPIRED or
+//   only if it expired less than 25 h before the first run)  DID_FAIL_TO_RENEW missed
 //   a subscription live in a gap (its expiresDate after the  gap: what Apple sent
 //   gap's start, not expired more than 180 days), and the    may have been lost
 //   customer not checked since the gap ended                 (ReconcileGaps)
@@ -48,7 +48,8 @@ struct ReconcileSchedule: Sendable {
     /// at `now`; nil when it is not.
     func reason(customer: String, expiresDates: [Int64], lastChecked: Int64?, now: Int64) -> ReconcileReason? {
         let checked = lastChecked ?? Int64.min
-        for expiresDate in expiresDates where now - expiresDate <= Self.expiredCandidacy {
+        for expiresDate in expiresDates where now - expiresDate <= Self.expiredCandidacy
+            && (lastChecked != nil || neverCheckedKeepsExpiryChecks(expiresDate)) {
             for delay in Self.expiryChecks where now >= expiresDate + delay && checked < expiresDate + delay {
                 return .expiry
             }
@@ -59,6 +60,20 @@ struct ReconcileSchedule: Sendable {
         }
         let due = lastChecked.map { $0 + fullCycle } ?? firstRun + Self.phase(of: customer, in: fullCycle)
         return now >= due ? .cycle : nil
+    }
+
+    /// Whether a customer never checked (a new installation, an upgrade, a
+    /// deleted state file) is asked about a subscription that expired at
+    /// `expiresDate` on its expiry checks' times, rather than at its place
+    /// in the first cycle: when the first run falls before or among them
+    /// (expired at most 25 h before it), so that what has just lapsed is
+    /// asked about as the schedule says (at most a day's expiries: a
+    /// thirtieth of monthly subscriptions). Older expiries are the
+    /// installation's backlog: were they due at once, installing on a live
+    /// app would ask Apple about every subscription that lapsed in the
+    /// last 180 days in its first hours.
+    private func neverCheckedKeepsExpiryChecks(_ expiresDate: Int64) -> Bool {
+        expiresDate + (Self.expiryChecks.last ?? 0) >= firstRun
     }
 
     /// Whether a customer whose subscriptions expire at `expiresDates` was

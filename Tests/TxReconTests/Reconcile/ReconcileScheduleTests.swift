@@ -58,6 +58,40 @@ import TxReconTestSupport
         #expect(ReconcileSchedule.phase(of: "app:7000001", in: 7 * Self.day)
                 == ReconcileSchedule.phase(of: "app:7000001", in: 7 * Self.day), "stable from run to run")
     }
+
+    /// Never checked (a new installation, an upgrade, a deleted state
+    /// file): a subscription that lapsed days before the first run is the
+    /// installation's backlog, asked at the customer's place in the first
+    /// cycle as a live one is, not all in the first hour.
+    @Test func theFirstChecksOfSubscriptionsThatLapsedLongBeforeTheFirstRunSpreadOverOneCycle() {
+        let customers = (0..<1000).map { (id: "app:\(7_000_000 + $0)",
+                                          expired: [schedule.firstRun - Self.day - Int64($0) * 179 * Self.day / 1000]) }
+        let dueAtTheFirstRun = customers.filter {
+            schedule.reason(customer: $0.id, expiresDates: $0.expired, lastChecked: nil, now: schedule.firstRun) != nil
+        }
+        #expect(dueAtTheFirstRun.count < 5, "\(dueAtTheFirstRun.count)")
+        let dueAfterOneDay = customers.filter {
+            schedule.reason(customer: $0.id, expiresDates: $0.expired, lastChecked: nil,
+                            now: schedule.firstRun + Self.day) != nil
+        }
+        // About a seventh on the first day.
+        #expect((90...200).contains(dueAfterOneDay.count), "\(dueAfterOneDay.count)")
+    }
+
+    /// What lapsed in the day before the first run (or since) is asked on
+    /// its expiry checks' times, checked or not: the schedule's promise for
+    /// what has just lapsed holds from the first run.
+    @Test func aCustomerNeverCheckedIsAskedOnTheExpiryChecksOfWhatLapsedInTheDayBeforeTheFirstRun() {
+        let firstRun = schedule.firstRun
+        #expect(schedule.reason(customer: "c", expiresDates: [firstRun - 2 * Self.hour], lastChecked: nil,
+                                now: firstRun) == .expiry)
+        #expect(schedule.reason(customer: "c", expiresDates: [firstRun - 20 * Self.hour], lastChecked: nil,
+                                now: firstRun) == .expiry)
+        #expect(schedule.reason(customer: "c", expiresDates: [firstRun + Self.day], lastChecked: nil,
+                                now: firstRun + Self.day + 2 * Self.hour) == .expiry)
+        #expect(schedule.reason(customer: "c", expiresDates: [firstRun - 3 * Self.day], lastChecked: nil,
+                                now: firstRun + Self.hour) != .expiry, "lapsed days before: its place in the cycle")
+    }
 }
 
 @Suite struct ReconcileGapTests {
