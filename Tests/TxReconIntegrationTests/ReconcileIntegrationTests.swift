@@ -167,6 +167,31 @@ struct ReconcileIntegrationTests {
         #expect(try SystemCall.linkStatus(path).map { $0.st_mode & 0o777 } == 0o644)
     }
 
+    /// With several apps the metrics file is the whole run's: an app that
+    /// stopped at start-up (its key missing) after one that completed
+    /// makes it read failure, as the exit status does.
+    @Test func theMetricsFileOfARunThroughSeveralAppsReadsFailureWhenOneStoppedAtStartUp() async throws {
+        let fixture = try ReconcileFixture()
+        try await fixture.daemon.start()
+        let transaction = ReconcileFixture.transaction("3950", original: "3000", customer: "7012",
+                                                       expiresIn: -7_200_000)
+        try await fixture.deliver(transaction, renewal: nil)
+        fixture.stopDaemon()
+        fixture.api.setCustomer(["3000"], subscriptions: [.init(originalTransactionId: "3000", transaction: transaction)])
+        _ = fixture.daemon.directory.write("[Verification]\nBundleID=com.example.other\n[Sweep]\n"
+                                           + "PrivateKeyFile=\(fixture.daemon.directory.path)/missing.p8\n",
+                                           to: "apps/other.conf")
+        let run = try await fixture.reconcile()
+        #expect(run.status == 78, "stderr: \(run.stderr)")
+        #expect(run.stderr.contains("1 of 1 customers due checked") && run.stderr.contains("missing.p8"),
+                "main completed, other stopped: \(run.stderr)")
+        let metrics = String(decoding: try SystemCall.readFile(fixture.daemon.directory.path
+                                                               + "/metrics/txrecon-reconcile.prom", limit: 65536),
+                             as: UTF8.self)
+        #expect(metrics.contains("txrecon_reconcile_last_run_success 0\n"), "\(metrics)")
+        #expect(metrics.contains("txrecon_reconcile_last_run_customers{stage=\"checked\"} 1\n"), "\(metrics)")
+    }
+
     @Test func aSubscriptionSignedAfreshButUnchangedSpoolsNothingAndIsNotDueAgain() async throws {
         let fixture = try ReconcileFixture()
         try await fixture.daemon.start()

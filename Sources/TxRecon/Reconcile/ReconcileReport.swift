@@ -2,7 +2,7 @@
 // leaves behind: the run's one journal entry (MESSAGE_ID
 // reconcileFinished), the `last-run` file `txrecon status` reads, the
 // metrics file `txrecon-reconcile.prom` (when [Metrics] TextfileDirectory=
-// is set), and the exit status.
+// is set; one for all the apps of a run), and the exit status.
 //
 // Counts: customers due and asked about; of those, unknown to Apple (404: a
 // transaction id Apple does not have in this environment) and refused (an
@@ -138,28 +138,30 @@ package struct ReconcileReport: Sendable, Equatable {
         return .object(members)
     }
 
-    /// `txrecon-reconcile.prom`: the last run, for node_exporter's textfile collector.
-    var metrics: String {
+    /// `txrecon-reconcile.prom`, for node_exporter's textfile collector:
+    /// the last run of `txrecon reconcile` through its apps (AppRuns), one
+    /// report each. One file for the run, without an app label, so that an
+    /// app's result never hides another's: a success only when every app
+    /// succeeded (those that stopped at start-up included), the counts
+    /// summed, the time when the last one ended. The journal entries name
+    /// the app that failed.
+    static func metrics(of reports: [ReconcileReport]) -> String {
+        func sum(_ count: (ReconcileReport) -> Int) -> String { PrometheusText.integer(reports.map(count).reduce(0, +)) }
         var text = PrometheusText()
-        text.lastRun(of: "reconcile", finishedAt: finishedAt, succeeded: exitStatus == 0,
-                     success: "completed with nothing refused")
+        text.lastRun(of: "reconcile", finishedAt: reports.map(\.finishedAt).max() ?? 0,
+                     succeeded: AppRuns.mostSevere(reports.map(\.exitStatus)) == 0,
+                     success: "completed with nothing refused or failed, for every app")
         text.family("txrecon_reconcile_last_run_customers", .gauge,
                     help: "Customers the last txrecon reconcile run found due, checked, unknown to Apple, refused, failed.")
-        text.sample("txrecon_reconcile_last_run_customers", labels: ["stage": "due"], PrometheusText.integer(dueTotal))
-        text.sample("txrecon_reconcile_last_run_customers", labels: ["stage": "checked"],
-                    PrometheusText.integer(customers))
-        text.sample("txrecon_reconcile_last_run_customers", labels: ["stage": "unknown"],
-                    PrometheusText.integer(unknown))
-        text.sample("txrecon_reconcile_last_run_customers", labels: ["stage": "refused"],
-                    PrometheusText.integer(refused))
-        text.sample("txrecon_reconcile_last_run_customers", labels: ["stage": "failed"],
-                    PrometheusText.integer(failed))
+        text.sample("txrecon_reconcile_last_run_customers", labels: ["stage": "due"], sum(\.dueTotal))
+        text.sample("txrecon_reconcile_last_run_customers", labels: ["stage": "checked"], sum(\.customers))
+        text.sample("txrecon_reconcile_last_run_customers", labels: ["stage": "unknown"], sum(\.unknown))
+        text.sample("txrecon_reconcile_last_run_customers", labels: ["stage": "refused"], sum(\.refused))
+        text.sample("txrecon_reconcile_last_run_customers", labels: ["stage": "failed"], sum(\.failed))
         text.family("txrecon_reconcile_last_run_subscriptions", .gauge,
                     help: "Subscriptions the last txrecon reconcile run checked, by what it found.")
-        text.sample("txrecon_reconcile_last_run_subscriptions", labels: ["outcome": "agreed"],
-                    PrometheusText.integer(agreed))
-        text.sample("txrecon_reconcile_last_run_subscriptions", labels: ["outcome": "changed"],
-                    PrometheusText.integer(changed))
+        text.sample("txrecon_reconcile_last_run_subscriptions", labels: ["outcome": "agreed"], sum(\.agreed))
+        text.sample("txrecon_reconcile_last_run_subscriptions", labels: ["outcome": "changed"], sum(\.changed))
         return text.text
     }
 }

@@ -1,8 +1,9 @@
 // ReconcileRun: `txrecon reconcile` from start to exit status: read the
 // configuration and the key, lock the state directory, open the ledger for
 // reading and the daemon's verifier, run the `Reconciler`, record the
-// result for `txrecon status` and the metrics, and write the run's one log
-// entry.
+// result for `txrecon status`, and write the run's one log entry; then,
+// once every app has run, the metrics of the whole run (an app that stopped
+// at start-up counted too).
 //
 // Everything runs on one dedicated thread (SQLite, curl, fsync, sleeps),
 // never on Swift's cooperative pool. No signal handling, as for the sweep:
@@ -24,7 +25,11 @@ package enum ReconcileRun {
         ProcessHardening.apply()
         do {
             return try await DedicatedThread.run(name: "txrecon-reconcile") {
-                AppRuns.run(configurationPath: configurationPath, only: app, log: log, failed: { stop, log in
+                // Every app's report, for the one metrics file of the run;
+                // the configuration says where it goes.
+                var reports: [ReconcileReport] = []
+                var metricsConfiguration: Configuration?
+                let status = AppRuns.run(configurationPath: configurationPath, only: app, log: log, failed: { stop, log in
                     var report = ReconcileReport(environment: nil, dryRun: dryRun, all: all,
                                                  startedAt: Timestamp.nowMilliseconds())
                     report.stop = stop
@@ -35,8 +40,15 @@ package enum ReconcileRun {
                     let report = perform(configuration: configuration, environment: environment, all: all,
                                          listing: listing, log: log)
                     log.write(report.logEntry)
+                    reports.append(report)
+                    metricsConfiguration = configuration
                     return report.exitStatus
                 }
+                if !dryRun, let metricsConfiguration {
+                    MetricsTextFile.write(ReconcileReport.metrics(of: reports), as: "txrecon-reconcile.prom",
+                                          configuration: metricsConfiguration, log: log)
+                }
+                return status
             }
         } catch {
             var report = ReconcileReport(environment: nil, dryRun: dryRun, all: all,
@@ -81,8 +93,6 @@ package enum ReconcileRun {
         } catch {
             report.stop = SweepStop.noting("cannot record the result for txrecon status: \(error)", on: report.stop)
         }
-        MetricsTextFile.write(report.metrics, as: "txrecon-reconcile.prom", configuration: session.configuration,
-                                 log: log)
         return report
     }
 }
