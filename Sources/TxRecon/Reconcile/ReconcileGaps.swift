@@ -13,7 +13,8 @@
 //             happened in, one file per hour however many refusals.
 //
 // Creating a file that exists already is success: a gap is reported once.
-// A reported gap is durable (the file and its directory fsynced): the sweep
+// A reported gap is durable (the file and its directory fsynced, the
+// directory also when the file was there already): the sweep
 // reports one before the checkpoint that passes the page it was found in.
 // A gap is settled, and its file removed by the reconcile, once a run that
 // started after the gap's end completed with nothing refused or failed
@@ -50,17 +51,23 @@ package enum ReconcileGaps {
         ReconcileStateDirectory.path(of: layout) + "/gaps"
     }
 
-    /// Records `gap` (creating the directories as needed).
-    package static func report(_ gap: ReconcileGap, layout: SpoolLayout) throws(SpoolError) {
+    /// Records `gap` (creating the directories as needed), durable when it
+    /// returns. `syncDirectory`: SystemCall's; tests count the calls.
+    package static func report(_ gap: ReconcileGap, layout: SpoolLayout,
+                               syncDirectory: (String) throws(SpoolError) -> Void = SystemCall.syncDirectory)
+        throws(SpoolError) {
         try layout.createStateRoot()
         try SpoolLayout.makeDirectory(ReconcileStateDirectory.path(of: layout), mode: 0o2750)
         try SpoolLayout.makeDirectory(directory(of: layout), mode: 0o2750)
         do {
             try SystemCall.writeNewFile(directory(of: layout) + "/" + gap.fileName, [], mode: 0o640, sync: true)
         } catch where error.code == EEXIST {
-            return
+            // Synced all the same: the file may be one a report killed
+            // between its fsync and the directory's left behind, whose
+            // name a power cut would still lose; the caller's checkpoint
+            // passes the page next.
         }
-        try SystemCall.syncDirectory(directory(of: layout))
+        try syncDirectory(directory(of: layout))
     }
 
     /// The hour-long gap the receiver reports for a refusal at `now`.

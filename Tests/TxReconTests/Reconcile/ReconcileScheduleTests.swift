@@ -135,4 +135,18 @@ import TxReconTestSupport
         ReconcileGaps.remove([gap], layout: layout)
         #expect(ReconcileGaps.read(layout: layout) == [])
     }
+
+    /// A sweep killed after the gap file's fsync but before its
+    /// directory's leaves a file whose name a power cut can still lose:
+    /// reporting it again syncs the directory before the checkpoint moves.
+    @Test func aGapReportedAgainSyncsItsDirectoryAllTheSame() throws {
+        let directory = TemporaryDirectory("txrecon-gaps")
+        let layout = SpoolLayout(root: directory.path)
+        let gap = ReconcileGap(source: "sweep", from: 1_700_000_000_000, to: 1_700_000_060_000)
+        var synced: [String] = []
+        for _ in 0..<2 {
+            try ReconcileGaps.report(gap, layout: layout) { (path: String) throws(SpoolError) in synced.append(path) }
+        }
+        #expect(synced == Array(repeating: ReconcileGaps.directory(of: layout), count: 2))
+    }
 }
