@@ -192,6 +192,34 @@ struct ReconcileIntegrationTests {
         #expect(metrics.contains("txrecon_reconcile_last_run_customers{stage=\"checked\"} 1\n"), "\(metrics)")
     }
 
+    /// Apple failing (5xx) on one account past the backoffs fails that
+    /// customer alone, left due, and the run goes on: one stopped there
+    /// would stop there every hour and never ask the customers after it.
+    @Test func aCustomerAppleKeepsFailingOnFailsAloneAndTheCustomerAfterItIsAsked() async throws {
+        // Run in this process on a clock whose sleeps return at once: the
+        // seven answers are waited out by the rate limiter's backoff.
+        let clock = ManualSweepClock(wallMilliseconds: WallTime.nowMilliseconds)
+        let fixture = try ReconcileFixture(now: { clock.wallMilliseconds })
+        try await fixture.daemon.start()
+        for (customer, original, latest) in [("7013", "3000", "3400"), ("7014", "3010", "3410")] {
+            try await fixture.deliver(ReconcileFixture.transaction(latest, original: original, customer: customer,
+                                                                   expiresIn: -7_200_000), renewal: nil)
+        }
+        fixture.stopDaemon()
+        fixture.answer("3000", latest: "3401", customer: "7013")
+        fixture.answer("3010", latest: "3411", customer: "7014")
+        for _ in 0...RateLimiter.maximumBackoffs { fixture.api.inject(.serverError(503)) }
+        let loaded = try ConfigurationLoader.load(path: fixture.daemon.configPath)
+        let configuration = loaded.apps.first.map(loaded.settings(for:)) ?? loaded
+        let report = ReconcileRun.perform(configuration: configuration, environment: [:], all: false, listing: nil,
+                                          clock: clock, log: RecordingLogSink())
+        #expect(report.stop == nil && report.exitStatus == 1, "\(report.logEntry.message)")
+        #expect(report.customers == 2 && report.failed == 1, "\(report.logEntry.message)")
+        #expect(report.firstFailure?.contains("app:7013") == true, "\(report.logEntry.message)")
+        #expect(fixture.api.statusRequests == Array(repeating: "3000", count: RateLimiter.maximumBackoffs + 1) + ["3010"])
+        #expect(try fixture.spooledTransactions() == ["3411"], "the customer after the failing one")
+    }
+
     @Test func aSubscriptionSignedAfreshButUnchangedSpoolsNothingAndIsNotDueAgain() async throws {
         let fixture = try ReconcileFixture()
         try await fixture.daemon.start()

@@ -81,16 +81,24 @@ final class AppleAPISession {
     /// transaction asked for; past the backoff budget they fail this
     /// request (`.failed`), not the run, for a caller that keeps what
     /// failed due and goes on with the others (reconcile).
+    /// `serverFailuresConcernThisOne`: so do Apple's 5xx answers, but for
+    /// the `RateLimiter.maximumServerFailures`th request in a row failing
+    /// so, which ends the run (Apple is down): for a caller whose failed
+    /// ones are asked again by itself (reconcile: they stay due), where a
+    /// run stopped at one account Apple fails on would stop there every
+    /// time and never ask the ones after it.
     func ask<Value>(_ request: () -> APIAnswer<Value>, what: String, resume: String,
-                    retriesConcernThisOne: Bool = false) throws(SweepStop) -> Asked<Value> {
+                    retriesConcernThisOne: Bool = false,
+                    serverFailuresConcernThisOne: Bool = false) throws(SweepStop) -> Asked<Value> {
         try Self.ask(request, limiter: limiter, clock: clock, what: what, resume: resume,
-                     retriesConcernThisOne: retriesConcernThisOne)
+                     retriesConcernThisOne: retriesConcernThisOne,
+                     serverFailuresConcernThisOne: serverFailuresConcernThisOne)
     }
 
     /// `ask` paced by `limiter`: also what `txrecon answer` sends its entries with.
     static func ask<Value>(_ request: () -> APIAnswer<Value>, limiter: RateLimiter, clock: any SweepClock,
-                           what: String, resume: String,
-                           retriesConcernThisOne: Bool = false) throws(SweepStop) -> Asked<Value> {
+                           what: String, resume: String, retriesConcernThisOne: Bool = false,
+                           serverFailuresConcernThisOne: Bool = false) throws(SweepStop) -> Asked<Value> {
         while true {
             limiter.awaitTurn()
             let answer = request()
@@ -108,13 +116,21 @@ final class AppleAPISession {
             do {
                 if try limiter.wait(after: disposition, resume: resume) { continue }
             } catch {
-                guard retriesConcernThisOne, case .refused(let refusal) = answer,
-                      let code = refusal.errorCode, AnswerDisposition.ErrorCode.notFoundRetryable.contains(code) else {
-                    throw error
+                guard case .refused(let refusal) = answer else { throw error }
+                if retriesConcernThisOne, let code = refusal.errorCode,
+                   AnswerDisposition.ErrorCode.notFoundRetryable.contains(code) {
+                    // The next one asked starts with the whole budget.
+                    limiter.succeeded()
+                    return .failed("Apple kept asking to retry (\(refusal.summary)), "
+                                   + "\(RateLimiter.maximumBackoffs + 1) times in a row")
                 }
-                // The next one asked starts with the whole budget.
-                limiter.succeeded()
-                return .failed("Apple kept asking to retry (\(refusal.summary)), "
+                guard serverFailuresConcernThisOne, refusal.status >= 500 else { throw error }
+                guard limiter.gaveUpAfterServerFailures() else {
+                    throw SweepStop(kind: .temporary, reason: "the App Store Server API failed (\(refusal.summary)) "
+                        + "for \(RateLimiter.maximumServerFailures) requests in a row, "
+                        + "\(RateLimiter.maximumBackoffs + 1) times each; \(resume)")
+                }
+                return .failed("the App Store Server API kept failing (\(refusal.summary)), "
                                + "\(RateLimiter.maximumBackoffs + 1) times in a row")
             }
             switch disposition {

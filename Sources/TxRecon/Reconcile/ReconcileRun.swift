@@ -59,9 +59,11 @@ package enum ReconcileRun {
         }
     }
 
+    /// One app's run (`configuration` is its settings, AppRuns).
+    /// - Parameter clock: the system's; a test's, whose sleeps return at once.
     static func perform(configuration: Configuration, environment: [String: String], all: Bool,
-                        listing: ((String) -> Void)?, log: any LogSink) -> ReconcileReport {
-        let clock = SystemSweepClock()
+                        listing: ((String) -> Void)?, clock: any SweepClock = SystemSweepClock(),
+                        log: any LogSink) -> ReconcileReport {
         var report = ReconcileReport(environment: nil, dryRun: listing != nil, all: all,
                                      startedAt: clock.wallMilliseconds)
         let session: AppleAPISession

@@ -13,8 +13,11 @@
 // subscription groups); every snapshot verified as intake verifies it (the
 // daemon's verifier, the same claims); a customer with any snapshot that
 // does not verify is skipped whole and counted refused, nothing of it
-// spooled, and one whose request Apple refused (a 4xx) counted failed: both
-// stay due, and the run goes on with the others. The rest are compared with
+// spooled, and one whose request Apple refused (a 4xx) or kept failing
+// (5xx past the backoffs: Apple may fail on that one account's data)
+// counted failed: both stay due, and the run goes on with the others;
+// RateLimiter.maximumServerFailures in a row failing so stop the run (75:
+// Apple is down). The rest are compared with
 // the ledger (SnapshotJudge) and the changed ones dropped as format 3
 // (durable in new/); then the customer is marked checked. A kill at any
 // instant leaves the customer unmarked and due again. An --all run marks its
@@ -151,7 +154,7 @@ final class Reconciler {
         let asked = try session.ask({ session.client.subscriptionStatuses(id) },
                                     what: "a subscription status answer",
                                     resume: "the next run checks \(customer.id) and the customers after it",
-                                    retriesConcernThisOne: true)
+                                    retriesConcernThisOne: true, serverFailuresConcernThisOne: true)
         report.customers += 1
         let statuses: SubscriptionStatuses
         switch asked {

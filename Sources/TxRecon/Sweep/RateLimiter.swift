@@ -30,6 +30,12 @@ package final class RateLimiter {
     static let longestRetryAfter: Duration = .seconds(600)
     /// 429 answers in a row the sweep waits out before it gives up: 10.
     static let maximumRateLimitWaits = 10
+    /// Requests in a row given up after Apple's 5xx answers spent the
+    /// backoffs, for a caller that holds such a failure to be about the one
+    /// account asked for (reconcile), before the run stops: 3 (a few
+    /// minutes of backoff). One may be Apple failing on that account's
+    /// data; three in a row, with no answer between, are Apple down.
+    static let maximumServerFailures = 3
     /// `Retry-After` values above this are UNIX times in milliseconds.
     static let epochMillisecondsThreshold: Int64 = 1_000_000_000_000
 
@@ -45,6 +51,7 @@ package final class RateLimiter {
     private var rateLimitWaitsInARow = 0
     /// The last wait refused was refused for the deadline, not a budget.
     private var refusedForTheDeadline = false
+    private var serverFailuresInARow = 0
 
     /// - Parameters:
     ///   - maxRequestsPerSecond: `MaxRequestsPerSecond=`, at least 1.
@@ -110,6 +117,19 @@ package final class RateLimiter {
     func succeeded() {
         backoffsInARow = 0
         rateLimitWaitsInARow = 0
+        serverFailuresInARow = 0
+    }
+
+    /// A request is given up after Apple's 5xx answers spent the backoffs:
+    /// true, with the next request's budgets afresh, while fewer than
+    /// `maximumServerFailures` were given up so in a row; false once that
+    /// many were (the run's to stop).
+    func gaveUpAfterServerFailures() -> Bool {
+        serverFailuresInARow += 1
+        guard serverFailuresInARow < Self.maximumServerFailures else { return false }
+        backoffsInARow = 0
+        rateLimitWaitsInARow = 0
+        return true
     }
 
     /// Waits out a transient failure; false, without waiting, when

@@ -2,7 +2,8 @@
 // manual clock: Apple's "not found, retry" answers about one customer fail
 // that customer's request once the backoff budget is spent, when the caller
 // says they concern it alone (reconcile), and the next customer starts with
-// the whole budget; anything else spent ends the run as before.
+// the whole budget; so do 5xx answers, but for several requests in a row;
+// anything else spent ends the run as before.
 import Testing
 import TxReconTestSupport
 @testable import TxRecon
@@ -16,11 +17,44 @@ import TxReconTestSupport
     }
 
     private func ask(_ answer: APIAnswer<Int>, limiter: RateLimiter, clock: ManualSweepClock,
-                     retriesConcernThisOne: Bool) throws(SweepStop) -> (Asked<Int>, requests: Int) {
+                     retriesConcernThisOne: Bool,
+                     serverFailuresConcernThisOne: Bool = false) throws(SweepStop) -> (Asked<Int>, requests: Int) {
         var requests = 0
         let asked = try AppleAPISession.ask({ requests += 1; return answer }, limiter: limiter, clock: clock,
-                                            what: "a number", resume: "again", retriesConcernThisOne: retriesConcernThisOne)
+                                            what: "a number", resume: "again", retriesConcernThisOne: retriesConcernThisOne,
+                                            serverFailuresConcernThisOne: serverFailuresConcernThisOne)
         return (asked, requests)
+    }
+
+    /// Apple failing (5xx) past the backoffs fails the one request for a
+    /// caller that says such failures may concern it (reconcile), the next
+    /// with the whole budget; `maximumServerFailures` in a row, with no
+    /// answer between, are Apple down and end the run.
+    @Test func aServerFailureFailsOneRequestAndSeveralInARowEndTheRun() throws {
+        let clock = ManualSweepClock(wallMilliseconds: start)
+        let limiter = RateLimiter(maxRequestsPerSecond: 5, clock: clock, jitter: { 1 })
+        let failing = APIAnswer<Int>.refused(AppStoreAPIError(status: 503, body: [], retryAfter: nil))
+        for round in 0..<2 {
+            for _ in 1..<RateLimiter.maximumServerFailures {
+                let (asked, requests) = try ask(failing, limiter: limiter, clock: clock, retriesConcernThisOne: true,
+                                                serverFailuresConcernThisOne: true)
+                guard case .failed(let why) = asked else {
+                    Issue.record("not failed: \(asked)")
+                    return
+                }
+                #expect(why.contains("503") && requests == RateLimiter.maximumBackoffs + 1, "\(why)")
+            }
+            if round == 0 {
+                // An answer between: Apple is up, the count starts afresh.
+                _ = try ask(.answered(1), limiter: limiter, clock: clock, retriesConcernThisOne: true)
+            }
+        }
+        let stopped = #expect(throws: SweepStop.self) {
+            try ask(failing, limiter: limiter, clock: clock, retriesConcernThisOne: true,
+                    serverFailuresConcernThisOne: true)
+        }
+        #expect(stopped?.kind == .temporary && stopped?.reason.contains("in a row") == true,
+                "\(String(describing: stopped))")
     }
 
     @Test func aRetryAnswerAboutOneCustomerFailsItsRequestAndTheNextHasTheWholeBudget() throws {
