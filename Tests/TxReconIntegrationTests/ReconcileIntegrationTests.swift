@@ -220,6 +220,31 @@ struct ReconcileIntegrationTests {
         #expect(try fixture.spooledTransactions() == ["3411"], "the customer after the failing one")
     }
 
+    /// A wall clock once far ahead recorded the check and the first run a
+    /// year from now; taken as they are, they would keep the customer out
+    /// of every check for that year.
+    @Test func marksRecordedByAClockFarAheadCountAsNone() async throws {
+        let fixture = try ReconcileFixture()
+        try await fixture.daemon.start()
+        let transaction = ReconcileFixture.transaction("3960", original: "3000", customer: "7015",
+                                                       expiresIn: -7_200_000)
+        try await fixture.deliver(transaction, renewal: nil)
+        fixture.stopDaemon()
+        fixture.api.setCustomer(["3000"], subscriptions: [.init(originalTransactionId: "3000", transaction: transaction)])
+        let first = try await fixture.reconcile()
+        #expect(first.status == 0 && first.stderr.contains("1 of 1 customers due checked"), "\(first.stderr)")
+        let state = try SQLiteDatabase(path: ReconcileStateDirectory.path(of: fixture.daemon.layout) + "/state.sqlite3",
+                                       access: .readWriteCreate)
+        try state.execute("UPDATE checked SET checked_at = checked_at + 365 * 86400000")
+        try state.execute("UPDATE marks SET value = value + 365 * 86400000 WHERE name = 'first-run'")
+        let ahead = try await fixture.reconcile()
+        #expect(ahead.status == 0 && ahead.stderr.contains("1 of 1 customers due checked"),
+                "its first expiry check, as if never checked: \(ahead.stderr)")
+        let next = try await fixture.reconcile()
+        #expect(next.stderr.contains("0 of 0 customers due checked"), "a true time recorded: \(next.stderr)")
+        #expect(fixture.api.statusRequests == ["3000", "3000"])
+    }
+
     @Test func aSubscriptionSignedAfreshButUnchangedSpoolsNothingAndIsNotDueAgain() async throws {
         let fixture = try ReconcileFixture()
         try await fixture.daemon.start()

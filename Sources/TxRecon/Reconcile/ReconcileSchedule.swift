@@ -17,7 +17,8 @@
 //
 // "No newer snapshot seen" needs no rule of its own: a renewal that was
 // delivered moved the ledger's expiresDate, and the checks follow it.
-// Pure; times are wall-clock ms since 1970.
+// A check recorded later than now (a wall clock once ahead) counts as
+// none. Pure; times are wall-clock ms since 1970.
 
 /// Why a customer is checked.
 enum ReconcileReason: String, Sendable, Equatable {
@@ -46,7 +47,8 @@ struct ReconcileSchedule: Sendable {
 
     /// Why `customer`, whose subscriptions expire at `expiresDates`, is due
     /// at `now`; nil when it is not.
-    func reason(customer: String, expiresDates: [Int64], lastChecked: Int64?, now: Int64) -> ReconcileReason? {
+    func reason(customer: String, expiresDates: [Int64], lastChecked recorded: Int64?, now: Int64) -> ReconcileReason? {
+        let lastChecked = Self.mark(recorded, asOf: now)
         let checked = lastChecked ?? Int64.min
         for expiresDate in expiresDates where now - expiresDate <= Self.expiredCandidacy
             && (lastChecked != nil || neverCheckedKeepsExpiryChecks(expiresDate)) {
@@ -74,6 +76,17 @@ struct ReconcileSchedule: Sendable {
     /// last 180 days in its first hours.
     private func neverCheckedKeepsExpiryChecks(_ expiresDate: Int64) -> Bool {
         expiresDate + (Self.expiryChecks.last ?? 0) >= firstRun
+    }
+
+    /// A time the state recorded (a check, the first run), as read at
+    /// `now`: nil, as if never, when it is later than now. A wall clock
+    /// once far ahead wrote it; taken as it is, it would keep the customer
+    /// out of every check (and the spread of first checks from starting)
+    /// until then. As now it would not do: now moves on with every run, and
+    /// the cycle would never come. Never costs one check of that customer,
+    /// which then records a true time.
+    static func mark(_ recorded: Int64?, asOf now: Int64) -> Int64? {
+        recorded.flatMap { $0 <= now ? $0 : nil }
     }
 
     /// Whether a customer whose subscriptions expire at `expiresDates` was

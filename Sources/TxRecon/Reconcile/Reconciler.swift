@@ -89,9 +89,11 @@ final class Reconciler {
     /// but those an interrupted --all run already checked).
     func customersDue(now: Int64, report: inout ReconcileReport) throws(SweepStop) -> [Customer] {
         let firstRun: Int64
-        if let mark = try state.mark("first-run") {
+        if let mark = try ReconcileSchedule.mark(state.mark("first-run"), asOf: now) {
             firstRun = mark
         } else {
+            // None yet, or one a clock far ahead wrote: the spread of
+            // first checks starts now.
             firstRun = now
             if !dryRun { try state.setMark("first-run", now) }
         }
@@ -116,7 +118,7 @@ final class Reconciler {
         func judge() {
             guard let (id, subscriptions) = current, failure == nil else { return }
             do {
-                let lastChecked = try state.lastChecked(id)
+                let lastChecked = try ReconcileSchedule.mark(state.lastChecked(id), asOf: now)
                 let reason: ReconcileReason?
                 // --all adds everyone not checked since it started; the
                 // schedule's own reasons (a gap above all) still count, so

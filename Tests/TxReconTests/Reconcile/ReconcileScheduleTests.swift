@@ -43,6 +43,17 @@ import TxReconTestSupport
                 "expired more than 180 days ago: no longer a candidate")
     }
 
+    /// A wall clock once far ahead recorded a check a year from now: taken
+    /// as it is, the customer would be out of every check for that year.
+    @Test func aCheckRecordedLaterThanNowCountsAsNone() {
+        let aYearAhead = now + 365 * Self.day
+        #expect(schedule.reason(customer: "c", expiresDates: [now + 10 * Self.day], lastChecked: aYearAhead,
+                                now: now) == .cycle)
+        #expect(schedule.reason(customer: "c", expiresDates: [now - 2 * Self.hour], lastChecked: aYearAhead,
+                                now: now) == .expiry)
+        #expect(ReconcileSchedule.mark(now, asOf: now) == now && ReconcileSchedule.mark(now + 1, asOf: now) == nil)
+    }
+
     @Test func theFirstChecksOfAnInstallationSpreadOverOneCycle() {
         let customers = (0..<1000).map { "app:\(7_000_000 + $0)" }
         let active = [schedule.firstRun + 60 * Self.day]
