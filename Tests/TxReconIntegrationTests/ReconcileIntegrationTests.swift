@@ -317,6 +317,26 @@ struct ReconcileIntegrationTests {
                 "the gap that ended before the run is settled; this hour's stays until it has ended")
     }
 
+    /// A gap makes every live subscription due, hours of requests on a
+    /// large app; a customer whose subscription lapsed an hour ago is asked
+    /// first, wherever the ledger's order puts it.
+    @Test func anExpiryCheckIsAskedBeforeAGapsCustomersWhateverTheirOrder() async throws {
+        let fixture = try ReconcileFixture()
+        try await fixture.daemon.start()
+        let live = ReconcileFixture.transaction("3250", original: "3000", customer: "7001", expiresIn: 20 * 86_400_000)
+        let lapsed = ReconcileFixture.transaction("3450", original: "3010", customer: "7099", expiresIn: -7_200_000)
+        try await fixture.deliver(live, renewal: nil)
+        try await fixture.deliver(lapsed, renewal: nil)
+        fixture.stopDaemon()
+        fixture.api.setCustomer(["3000"], subscriptions: [.init(originalTransactionId: "3000", transaction: live)])
+        fixture.api.setCustomer(["3010"], subscriptions: [.init(originalTransactionId: "3010", transaction: lapsed)])
+        try ReconcileGaps.report(ReconcileGaps.receiverGap(at: WallTime.nowMilliseconds), layout: fixture.daemon.layout)
+        let run = try await fixture.reconcile()
+        #expect(run.status == 0, "stderr: \(run.stderr)")
+        #expect(run.stderr.contains("2 of 2 customers due checked"), "\(run.stderr)")
+        #expect(fixture.api.statusRequests == ["3010", "3000"], "the lapsed one (app:7099) first")
+    }
+
     /// A customer whose answer keeps being refused holds back the gaps it
     /// was live in, and only those: the others are settled and removed, so
     /// that gaps/ does not grow for as long as it fails.

@@ -26,6 +26,13 @@ enum ReconcileReason: String, Sendable, Equatable {
     case gap
     case cycle
     case all
+
+    /// The order a run asks Apple in: expiry checks first (few, and each
+    /// likely a change the backend lacks), then a gap's (one refused
+    /// notification makes every live subscription due: hours of requests),
+    /// then the cycle's, then --all's. A gap's long run, or one stopped and
+    /// begun again from the top, never keeps an expiry waiting behind it.
+    static let askingOrder: [ReconcileReason] = [.expiry, .gap, .cycle, .all]
 }
 
 struct ReconcileSchedule: Sendable {

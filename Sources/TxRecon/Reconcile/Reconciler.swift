@@ -86,7 +86,8 @@ final class Reconciler {
     }
 
     /// The customers the schedule finds due at `now` (every one with --all,
-    /// but those an interrupted --all run already checked).
+    /// but those an interrupted --all run already checked), in the order
+    /// they are asked (`ReconcileReason.askingOrder`).
     func customersDue(now: Int64, report: inout ReconcileReport) throws(SweepStop) -> [Customer] {
         let firstRun: Int64
         if let mark = try ReconcileSchedule.mark(state.mark("first-run"), asOf: now) {
@@ -147,7 +148,7 @@ final class Reconciler {
         }
         judge()
         if let failure { throw failure }
-        return due
+        return ReconcileReason.askingOrder.flatMap { reason in due.filter { $0.reason == reason } }
     }
 
     /// Asks Apple about one customer, spools what changed, marks it checked.
