@@ -42,6 +42,19 @@ import TxReconTestSupport
         Item(key: ItemKey(id)!, version: ItemVersion(primary: version), kind: .envelope, payload: .object([]))
     }
 
+    /// This suite's ledger as a service that then stopped left it: each of
+    /// `ids` confirmed by the backend at `version` on `attempt`.
+    func ledgerHolding(_ ids: [String], version: Int64, attempt: Int = 1) throws {
+        let first = service()
+        try first.start()
+        for id in ids {
+            first.record(destination: "backend", item: Self.envelope(id, version: version), attempt: attempt,
+                         confirmation: .http(status: 200), at: Timestamp.nowMilliseconds())
+        }
+        first.flush()
+        first.stop()
+    }
+
     /// done/KEY as a delivery leaves it: the envelope's file.
     func delivered(_ id: String, version: Int64) {
         _ = directory.write(#"{"id":"\#(id)","version":\#(version),"payload":{}}"#, to: "spool/done/" + id)
@@ -150,14 +163,7 @@ import TxReconTestSupport
     }
 
     @Test func theStartCatchesUpFromDoneWhatTheLedgerLostWithoutOverwritingWhatItHeld() throws {
-        do {
-            let first = service()
-            try first.start()
-            first.record(destination: "backend", item: Self.envelope("known", version: 5), attempt: 3,
-                         confirmation: .http(status: 200), at: Timestamp.nowMilliseconds())
-            first.flush()
-            first.stop()
-        }
+        try ledgerHolding(["known"], version: 5, attempt: 3)
         // Delivered just before a crash took the confirmations still in memory.
         delivered("known", version: 5)
         delivered("lost", version: 7)
@@ -420,14 +426,7 @@ import TxReconTestSupport
     /// at start runs beside it) wait for it, rather than answer "not known"
     /// of a key the ledger holds.
     @Test func aLookUpRightAfterStartAnswersFromTheLedger() throws {
-        do {
-            let first = service()
-            try first.start()
-            first.record(destination: "backend", item: Self.envelope("k", version: 5), attempt: 1,
-                         confirmation: .http(status: 200), at: Timestamp.nowMilliseconds())
-            first.flush()
-            first.stop()
-        }
+        try ledgerHolding(["k"], version: 5)
         let second = service()
         try second.start()
         defer { second.stop() }
@@ -440,16 +439,7 @@ import TxReconTestSupport
     @Test(.timeLimit(.minutes(1)))
     func damageFoundAfterOpenIsSetAsideWithItsWALAndRebuilt() async throws {
         let path = directory.path + "/state/ledger.sqlite3"
-        do {
-            let first = service()
-            try first.start()
-            for index in 0..<5_000 {
-                first.record(destination: "backend", item: Self.envelope("k\(index)", version: 1), attempt: 1,
-                             confirmation: .http(status: 200), at: Timestamp.nowMilliseconds())
-            }
-            first.flush()
-            first.stop()
-        }
+        try ledgerHolding((0..<5_000).map { "k\($0)" }, version: 1)
         let size = try #require(try SystemCall.linkStatus(path)).st_size
         let fd = open(path, O_WRONLY)
         #expect(fd >= 0)
