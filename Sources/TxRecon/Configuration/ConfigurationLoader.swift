@@ -39,10 +39,12 @@ package enum ConfigurationLoader {
         let destinationFiles = try DropInDirectory.listing(in: destinationDirectory(beside: path))
         configuration.destinations = try destinations(in: destinationFiles.files)
         try checkAnsweringDestination(of: configuration)
-        try checkSharedStreams(of: configuration)
         let appFiles = try DropInDirectory.listing(in: appDirectory(beside: path))
         configuration.apps = try apps(of: configuration, in: appFiles.files)
         try resolveMatchedApps(of: &configuration)
+        // After the apps: a [Match] App= is "every app" until resolved, and
+        // two streams split by App= would seem to meet.
+        try checkSharedStreams(of: configuration)
         configuration.ignoredFiles = dropIns.ignored + destinationFiles.ignored + appFiles.ignored
         return configuration
     }

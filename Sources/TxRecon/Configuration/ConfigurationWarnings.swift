@@ -19,7 +19,13 @@ package enum ConfigurationWarnings {
     package static func daemon(_ configuration: Configuration, secrets: BackendSecrets) -> [String] {
         var warnings: [String] = []
         if let warning = configuration.verificationStartWarning { warnings.append(warning) }
-        return warnings + groupWritableFiles(configuration) + backend(configuration, secrets: secrets)
+        // App files too: a member could change which app's data is taken,
+        // or which key Apple's API is asked with.
+        var files = configuration.files
+        for file in configuration.apps.flatMap(\.files) where !files.contains(where: { $0.path == file.path }) {
+            files.append(file)
+        }
+        return warnings + groupWritableFiles(files) + backend(configuration, secrets: secrets)
             + match(configuration) + ignoredFiles(configuration) + sharedTargets(configuration)
             + receiptsWithoutTheirFile(configuration)
     }
@@ -46,7 +52,7 @@ package enum ConfigurationWarnings {
 
     /// The warnings about one further destination, each naming its file.
     package static func destination(_ destination: Destination, secrets: BackendSecrets) -> [String] {
-        groupWritableFiles(destination.settings)
+        groupWritableFiles(destination.settings.files)
             + backend(destination.settings, secrets: secrets).map { "\(destination.settings.path): " + $0 }
             + match(destination.settings)
     }
@@ -54,8 +60,8 @@ package enum ConfigurationWarnings {
     /// The files read that their group may write: each member can choose
     /// where transactions go. (Writable by every user, the loader refuses
     /// them.)
-    private static func groupWritableFiles(_ configuration: Configuration) -> [String] {
-        configuration.files.compactMap { file in
+    private static func groupWritableFiles(_ files: [ConfigurationFile]) -> [String] {
+        files.compactMap { file in
             guard file.permissions & 0o020 != 0 else { return nil }
             return "\(file.path) is writable by its group (mode \(ConfigurationLoader.octal(mode_t(file.permissions)))): "
                 + "every member can choose where transactions go and which token goes with them; run "

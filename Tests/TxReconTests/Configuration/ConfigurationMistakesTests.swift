@@ -66,6 +66,27 @@ import TxReconTestSupport
         #expect(throws: Never.self) { try ConfigurationLoader.load(path: path) }
     }
 
+    @Test func anAppFileItsGroupMayWriteIsWarnedAbout() throws {
+        let app = directory.write("[Verification]\nBundleID=com.example.puzzles\nEnvironment=Sandbox\n",
+                                  to: "apps/puzzles.conf")
+        #expect(chmod(app, 0o664) == 0)
+        let all = try warnings()
+        #expect(all.filter { $0.hasPrefix("\(app) is writable by its group") }.count == 1, "\(all)")
+    }
+
+    /// docs/destinations.md offers App= to narrow a [Match]: two apps' items
+    /// published into one stream under a subject each never meet.
+    @Test func twoStreamDestinationsSplitByAppShareAStream() throws {
+        directory.write("[Backend]\nURL=nats://127.0.0.1:4222\nSubject=shop.a\nStream=APPSTORE\n[Match]\nApp=alpha\n",
+                        to: "txrecon.conf")
+        directory.write("[Backend]\nURL=nats://127.0.0.1:4222\nSubject=shop.b\nStream=APPSTORE\n[Match]\nApp=puzzles\n",
+                        to: "destinations/puzzles.conf")
+        directory.write("[Verification]\nBundleID=com.example.alpha\nEnvironment=Sandbox\n", to: "apps/alpha.conf")
+        directory.write("[Verification]\nBundleID=com.example.puzzles\nEnvironment=Sandbox\n",
+                        to: "apps/puzzles.conf")
+        #expect(throws: Never.self) { try ConfigurationLoader.load(path: path) }
+    }
+
     @Test func twoDestinationsTakingTheSameItemsToOneURLAreWarnedAboutNamingBothLines() throws {
         directory.write("[Backend]\nURL=HTTPS://Main.Example/in\n", to: "destinations/copy.conf")
         let shared = try warnings()
