@@ -1,7 +1,8 @@
 // AnswerRun: `txrecon answer`: send the outbox to Apple, once. Reads the
 // configuration and the In-App Purchase key ([Sweep], as the sweep does:
 // the daemon never holds the key), locks outbox/lock, takes what the daemon
-// wrote into outbox/new/ into outbox/queue/, and sends each entry to the App
+// wrote into outbox/new/ into outbox/queue/ (a run that finds the lock held
+// takes it too, then exits 75), and sends each entry to the App
 // Store Server API of its own environment (App Review's sandbox requests to
 // the sandbox, with the same key), paced and retried as the sweep is
 // (RateLimiter: Apple's Retry-After, backoff with jitter, each within a
@@ -115,7 +116,25 @@ package enum AnswerRun {
         do {
             lock = try LockFile.acquire(outbox.root + "/lock")
         } catch where error.code == EWOULDBLOCK {
-            report.stop = SweepStop(kind: .temporary, reason: "another txrecon answer is sending the outbox")
+            // Still emptied: txrecon-answer.path starts a run while new/
+            // holds anything, and one leaving it full would be started
+            // again at once, until systemd's start limit failed the path
+            // unit for good (an operator's run waiting out a 429 holds the
+            // lock for minutes). Safe beside the holder: it listed queue/
+            // once, in its `take`, and sends only that list, so what lands
+            // there later waits for the next run; `take` never replaces or
+            // removes a file in queue/, so the one the holder is reading or
+            // sending stays as it is; and in new/, which both take from,
+            // each rename is atomic and the one that loses finds the name
+            // gone and goes on.
+            do throws(SweepStop) {
+                _ = try Self.take(outbox)
+            } catch {
+                report.stop = error
+                return
+            }
+            report.stop = SweepStop(kind: .temporary, reason: "another txrecon answer is sending the outbox (it holds "
+                + "\(outbox.root)/lock); what was in \(outbox.new) waits in \(outbox.queue) for the next run")
             return
         } catch {
             report.stop = SweepStop(kind: .failed, reason: "cannot lock the outbox: \(error)")
@@ -143,18 +162,27 @@ package enum AnswerRun {
     }
 
     /// Moves what the daemon wrote into queue/; returns what queue/ holds.
-    /// An entry sent or set aside already is removed from new/, as the
-    /// daemon's `write` would not have written it: it can be there when the
-    /// daemon looked before a run moved its twin out of new/ and renamed
-    /// it in after.
+    /// An entry queued, sent or set aside already is removed from new/, as
+    /// the daemon's `write` would not have written it: it can be there when
+    /// the daemon looked before a run moved its twin out of new/ and
+    /// renamed it in after. Never replaces a file in queue/, nor fails on
+    /// an entry another run took from new/ first: a run that finds the
+    /// lock held takes new/ too (`send`).
     private static func take(_ outbox: Outbox) throws(SweepStop) -> [String] {
         do {
             for name in try outbox.entries(in: outbox.new) {
-                if let past = outbox.pastNew(name), past != "queue" {
-                    try SystemCall.unlinkIfPresent(outbox.new + "/" + name)
-                    continue
+                let source = outbox.new + "/" + name
+                if outbox.pastNew(name) == nil {
+                    do {
+                        if try SystemCall.renameNoReplace(source, outbox.queue + "/" + name) {
+                            try SystemCall.syncDirectory(outbox.queue)
+                            continue
+                        }
+                    } catch where error.code == ENOENT && SystemCall.isMissing(source) {
+                        continue
+                    }
                 }
-                try outbox.move(name, from: outbox.new, to: outbox.queue)
+                try SystemCall.unlinkIfPresent(source)
             }
             return try outbox.entries(in: outbox.queue)
         } catch {

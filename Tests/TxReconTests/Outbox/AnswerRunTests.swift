@@ -199,6 +199,37 @@ import TxReconTestSupport
         #expect(try run.outbox.entries(in: run.outbox.new).isEmpty && run.outbox.pastNew(entry.fileName) == "sent")
     }
 
+    /// txrecon-answer.path starts a run while new/ holds anything: one
+    /// that found another run holding the lock (an operator's, waiting out
+    /// a 429) and left new/ as it was would be started again and again
+    /// until systemd's start limit failed the path unit for good.
+    @Test func aRunFindingTheLockHeldStillTakesNewIntoQueue() throws {
+        let run = try OneApp("txrecon-answer-locked")
+        let entry = OutboxEntry(kind: .finish, transactionId: "6500", environment: .sandbox, bundleId: nil,
+                                requestedAt: nil, confirmedAt: run.clock.wallMilliseconds, destination: "backend",
+                                consumptionInformation: nil)
+        // Queued already, being sent by the holder: left as it is.
+        let queued = OutboxEntry(kind: .finish, transactionId: "6501", environment: .sandbox, bundleId: nil,
+                                 requestedAt: nil, confirmedAt: run.clock.wallMilliseconds, destination: "backend",
+                                 consumptionInformation: nil)
+        _ = try run.outbox.write(queued)
+        try run.outbox.move(queued.fileName, from: run.outbox.new, to: run.outbox.queue)
+        _ = try run.outbox.write(entry)
+        run.directory.write("a twin the daemon renamed in late", to: "spool/outbox/new/" + queued.fileName)
+        // The other run's lock, as AnswerRun takes it: flock(2) excludes
+        // another descriptor even in this process.
+        let lock = try LockFile.acquire(run.outbox.root + "/lock")
+        defer { close(lock) }
+
+        let report = AnswerRun.perform(configurationPath: run.path, environment: [:], clock: run.clock,
+                                       log: RecordingLogSink())
+        #expect(report.exitStatus == 75 && report.stop?.kind == .temporary, "\(report.stops)")
+        #expect(try run.outbox.entries(in: run.outbox.new).isEmpty, "the path unit does not start it again")
+        #expect(try run.outbox.entries(in: run.outbox.queue) == [entry.fileName, queued.fileName].sorted())
+        #expect(try run.outbox.read(queued.fileName, in: run.outbox.queue) == queued.json, "the holder's is kept")
+        #expect(run.api.answers.isEmpty, "only the holder sends")
+    }
+
     @Test func eachEntryGoesWithItsAppsTokenAndAnAppWhoseKeyFailsWaitsAlone() throws {
         let team = try TwoApps()
         let (main, two, outbox) = (team.main, team.two, team.outbox)
