@@ -9,15 +9,19 @@
 // budget), for at most `sendingTime` in all. Then:
 //
 //   2xx                         -> outbox/sent/ (kept 30 days)
-//   400, 403, 404, Apple does   -> outbox/aside/ with the reason, an error
-//   not know the transaction       entry of its own (answerSetAside)
+//   400, 403, 404 with Apple's  -> outbox/aside/ with the reason, an error
+//   error code, Apple does not     entry of its own (answerSetAside)
+//   know the transaction
 //   a consumption entry past its 12 hours, or whose customerConsented is
-//   not true (Apple refuses that)  -> aside/, never sent
+//   not true (Apple refuses that), or a finish entry in queue/ for 30
+//   days (Apple failing or its app's key unusable all along) -> aside/,
+//   never sent (again)
 //   an entry for no app of the  -> waits in queue/; exit 78
 //   configuration
 //   401, Apple not knowing the  -> that app stops: its entries wait in
-//   app, 429 beyond its budget     queue/, the other apps' go; exit 78
-//                                  (75 for the 429)
+//   app, 404 without an error      queue/, the other apps' go; exit 78
+//   code (not Apple's API), 429    (75 for the 429)
+//   beyond its budget
 //   Apple or the network failing beyond the budgets -> stop, exit 75
 //
 // The exit status is the most severe of the stops' (AppRuns.mostSevere).
@@ -128,7 +132,7 @@ package enum AnswerRun {
             // each rename is atomic and the one that loses finds the name
             // gone and goes on.
             do throws(SweepStop) {
-                _ = try Self.take(outbox)
+                _ = try Self.take(outbox, at: clock.wallMilliseconds)
             } catch {
                 report.stop = error
                 return
@@ -143,7 +147,7 @@ package enum AnswerRun {
         defer { close(lock) }
         var sender = AnswerSender(apps: apps, outbox: outbox, clock: clock, log: log)
         do throws(SweepStop) {
-            for name in try Self.take(outbox) {
+            for name in try Self.take(outbox, at: clock.wallMilliseconds) {
                 guard clock.now < deadline else {
                     throw SweepStop(kind: .temporary, reason: "this run sent for \(TimeSpan.format(sendingTime)), its "
                         + "time within txrecon-answer.service's TimeoutStartSec=; the next run sends what is left in "
@@ -167,13 +171,17 @@ package enum AnswerRun {
     /// the daemon looked before a run moved its twin out of new/ and
     /// renamed it in after. Never replaces a file in queue/, nor fails on
     /// an entry another run took from new/ first: a run that finds the
-    /// lock held takes new/ too (`send`).
-    private static func take(_ outbox: Outbox) throws(SweepStop) -> [String] {
+    /// lock held takes new/ too (`send`). Each entry is dated `now` (ms
+    /// since 1970) before it moves: how long it waits in queue/ counts from
+    /// then (`OutboxEntry.finishWaitsInQueue`), and a rename keeps the time
+    /// it was written, or one from before it was set aside and moved back.
+    private static func take(_ outbox: Outbox, at now: Int64) throws(SweepStop) -> [String] {
         do {
             for name in try outbox.entries(in: outbox.new) {
                 let source = outbox.new + "/" + name
                 if outbox.pastNew(name) == nil {
                     do {
+                        try SystemCall.setModificationTime(source, to: now)
                         if try SystemCall.renameNoReplace(source, outbox.queue + "/" + name) {
                             try SystemCall.syncDirectory(outbox.queue)
                             continue
@@ -313,7 +321,8 @@ struct AnswerSender {
             throw SweepStop(kind: .failed, reason: "cannot read \(outbox.queue)/\(name): \(error)")
         }
         let appName = app(for: entry)?.name
-        if let refusal = Self.refusalBeforeSending(entry, now: clock.wallMilliseconds) {
+        if let refusal = Self.refusalBeforeSending(entry, queuedAt: outbox.queuedAt(name),
+                                                   now: clock.wallMilliseconds) {
             return try setAside(name, because: refusal, app: appName, report: &report)
         }
         guard let app = app(for: entry), case let .success(tokens) = app.tokens else {
@@ -415,9 +424,18 @@ struct AnswerSender {
         return fields
     }
 
-    /// Why `entry` is not sent at all, or nil: Apple would refuse it.
-    static func refusalBeforeSending(_ entry: OutboxEntry, now: Int64) -> String? {
-        guard entry.kind == .consumption else { return nil }
+    /// Why `entry` is not sent (again), or nil: Apple would refuse it, or
+    /// a finish waited in queue/ since `queuedAt` (ms since 1970) for
+    /// longer than `OutboxEntry.finishWaitsInQueue`.
+    static func refusalBeforeSending(_ entry: OutboxEntry, queuedAt: Int64?, now: Int64) -> String? {
+        guard entry.kind == .consumption else {
+            guard let queuedAt, now - queuedAt > OutboxEntry.finishWaitsInQueue.milliseconds else { return nil }
+            let days = OutboxEntry.finishWaitsInQueue.components.seconds / 86_400
+            return "not finished at Apple: it waited in outbox/queue/ since \(Timestamp.rfc3339(milliseconds: queuedAt)), "
+                + "more than \(days) days, without Apple taking it; txrecon answer's "
+                + "journal entries since say why (Apple or the network failing, the app's key); once that is fixed, "
+                + "move it back into outbox/new/ and remove its .reason to try again, or finish it from the backend"
+        }
         if let deadline = entry.deadline, now > deadline {
             return "too late: Apple weighs consumption information only until "
                 + "\(Timestamp.rfc3339(milliseconds: deadline)), 12 hours after the request"

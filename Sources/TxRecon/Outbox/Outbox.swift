@@ -6,13 +6,16 @@
 //   outbox/new/        entries the daemon wrote; txrecon-answer.path starts
 //                      `txrecon answer` while it is not empty
 //   outbox/queue/      entries `txrecon answer` took and could not send yet
-//                      (Apple or the network failing); the timer's run goes on
+//                      (Apple or the network failing), each dated (its
+//                      modification time) as it was taken; the timer's run
+//                      goes on
 //   outbox/sent/       entries Apple took, kept `sentRetention` from when
 //                      they were sent (their modification time, set as they
 //                      move in), so that an item confirmed again is not
 //                      answered again
-//   outbox/aside/      entries Apple refused for good or that came too late,
-//                      each with NAME.reason; a person looks at them
+//   outbox/aside/      entries Apple refused for good, that came too late
+//                      or a finish queued for 30 days, each with
+//                      NAME.reason; a person looks at them
 //   outbox/confirmed/  for a purchase several destinations take: one marker
 //                      per destination that confirmed it, NAME.DESTINATION,
 //                      until the last one writes the entry (or `txrecon
@@ -178,6 +181,14 @@ package struct Outbox: Sendable {
     /// Reads the entry `name` in `directory`.
     package func read(_ name: String, in directory: String) throws(SpoolError) -> [UInt8] {
         try SystemCall.readFile(directory + "/" + name, limit: OutboxEntry.maximumFileSize)
+    }
+
+    /// When the entry `name` in queue/ was taken into it (ms since 1970):
+    /// its modification time, set by `txrecon answer` as it took it from
+    /// new/. nil when it is not there.
+    package func queuedAt(_ name: String) -> Int64? {
+        guard let info = try? SystemCall.linkStatus(queue + "/" + name) else { return nil }
+        return Int64(info.st_mtim.tv_sec) * 1000 + Int64(info.st_mtim.tv_nsec) / 1_000_000
     }
 
     /// Moves `name` from queue/ into sent/, dated `now` (ms since 1970):

@@ -38,6 +38,17 @@ package struct OutboxEntry: Sendable, Equatable {
     /// Apple weighs consumption information only this long after the request.
     package static let deadlineAfterRequest: Duration = .seconds(12 * 3600)
 
+    /// How long a finish entry waits in queue/ for Apple to take it: 30
+    /// days, as long as confirmed/ waits for a purchase's last destination
+    /// and sent/ keeps what was sent, so nothing stays in the outbox longer.
+    /// Apple has no deadline for Finish Transaction, but no outage of
+    /// Apple's lasts that long: an entry still refused (5xx) or waiting for
+    /// its app's key by then is set aside for a person, not retried every 5
+    /// minutes for ever. Counted from when a run took it into queue/ (its
+    /// modification time, `Outbox.queuedAt`), so moving it back into new/
+    /// gives it another 30 days.
+    package static let finishWaitsInQueue: Duration = .seconds(30 * 86_400)
+
     package init(kind: Kind, transactionId: String, environment: AppStoreEnvironment, bundleId: String?,
                  requestedAt: Int64?, confirmedAt: Int64, destination: String, consumptionInformation: JSONValue?) {
         self.kind = kind

@@ -110,6 +110,48 @@ import TxReconTestSupport
         #expect(api.problems == [])
     }
 
+    /// "Sent at least once, never retried forever": a finish Apple keeps
+    /// failing (5xx) goes to aside/ after 30 days in queue/, where a person
+    /// sees it, and moved back into new/ it is tried again.
+    @Test func aFinishAppleKeepsFailingIsSetAsideAfter30DaysInTheQueue() throws {
+        let run = try OneApp("txrecon-answer-finish-deadline")
+        let (clock, api, outbox) = (run.clock, run.api, run.outbox)
+        let entry = OutboxEntry(kind: .finish, transactionId: "6600", environment: .sandbox, bundleId: nil,
+                                requestedAt: nil, confirmedAt: clock.wallMilliseconds, destination: "backend",
+                                consumptionInformation: nil)
+        _ = try outbox.write(entry)
+        let log = RecordingLogSink()
+        func perform() -> AnswerReport {
+            AnswerRun.perform(configurationPath: run.path, environment: [:], clock: clock, log: log)
+        }
+        func failingRun() -> AnswerReport {
+            for _ in 0...RateLimiter.maximumBackoffs { api.inject(.serverError(500)) }
+            return perform()
+        }
+
+        #expect(failingRun().exitStatus == 75)
+        clock.advance(by: .seconds(30 * 86_400) - .seconds(3600))
+        #expect(failingRun().exitStatus == 75)
+        #expect(try outbox.entries(in: outbox.queue) == [entry.fileName], "29 days 23 hours: still tried")
+        let asked = api.answers.count
+        clock.advance(by: .seconds(2 * 3600))
+        // Apple would fail it again; it is not asked.
+        let report = perform()
+        #expect(api.answers.count == asked, "not asked again")
+        #expect(report.exitStatus == 0 && report.setAside == 1, "\(report.stops)")
+        #expect(try outbox.entries(in: outbox.aside) == [entry.fileName] && outbox.counts().waiting == 0)
+        let reason = try #require(outbox.reason(of: entry.fileName))
+        #expect(reason.contains("without Apple taking it") && reason.contains("move it back into outbox/new/"),
+                "\(reason)")
+        let error = log.entries(withMessageID: MessageID.answerSetAside)
+        #expect(error.count == 1 && error.first?.priority == .error)
+
+        try outbox.move(entry.fileName, from: outbox.aside, to: outbox.new)
+        try SystemCall.unlinkIfPresent(outbox.aside + "/" + entry.fileName + ".reason")
+        let again = perform()
+        #expect(again.sent == 1 && again.setAside == 0, "moved back, it has another 30 days")
+    }
+
     /// sent/ keeps an entry 30 days from when Apple took it, so that a
     /// redelivered item is not answered twice, however long it waited in
     /// queue/ before.
