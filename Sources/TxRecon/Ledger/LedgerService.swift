@@ -40,12 +40,15 @@ final class LedgerService: Sendable {
         var retention: Duration
         /// Each destination's name and spool, for the catch-up from done/.
         var destinations: [(name: String, spool: Spool)]
-        /// How done/'s files are read and verified (as the supersede rule reads them).
+        /// How done/'s files are read and verified (as the supersede rule
+        /// reads them), at start; a reload's replace it (`reconfigure`).
         var reader: StoredItemReader
-        /// Items read from done/ larger than this are skipped (MaxFileSize=).
+        /// Items read from done/ larger than this are skipped (MaxFileSize=), at start.
         var maximumFileSize: Int
         /// `LedgerService.batchInterval`; tests lengthen it.
         var batchInterval: Duration = LedgerService.batchInterval
+        /// `LedgerService.retryInterval`; tests shorten it.
+        var retryInterval: Duration = LedgerService.retryInterval
         /// The least room a key filter is built with; tests make it small.
         var keyFilterCapacity = 1 << 20
     }
@@ -152,6 +155,9 @@ final class LedgerService: Sendable {
     /// the writer cannot write (a lock, a full disk); closed when the file
     /// is set aside to be rebuilt.
     private let lookups: LedgerLookups
+    /// How the catch-up reads done/ (`Settings.reader` and
+    /// `maximumFileSize` at start, then each reload's).
+    private let reading: Mutex<(reader: StoredItemReader, maximumFileSize: Int)>
     /// What the ledger may hold, so that a look-up of a key it never
     /// recorded asks no SQLite; nil while the ledger is unavailable.
     private let keys = Mutex<LedgerKeyFilter?>(nil)
@@ -163,6 +169,7 @@ final class LedgerService: Sendable {
         self.now = now
         self.observe = observe
         lookups = LedgerLookups(path: settings.path, log: log, now: now)
+        reading = Mutex((settings.reader, settings.maximumFileSize))
         state = Mutex(State(status: Status(path: settings.path)))
     }
 
@@ -181,6 +188,12 @@ final class LedgerService: Sendable {
             ended()
             throw error
         }
+    }
+
+    /// A reload's way of reading done/: the catch-up then verifies as the
+    /// engines do (an app added, a root changed, MaxFileSize= raised).
+    func reconfigure(reader: StoredItemReader, maximumFileSize: Int) {
+        reading.withLock { $0 = (reader, maximumFileSize) }
     }
 
     /// Writes what is pending, then ends the writer (a clean stop leaves
@@ -339,7 +352,7 @@ final class LedgerService: Sendable {
                     continue
                 }
                 // Unavailable: try again after a while, or when stopping.
-                _ = wake.wait(timeout: .now() + .milliseconds(Int(Self.retryInterval.milliseconds)))
+                _ = wake.wait(timeout: .now() + .milliseconds(Int(settings.retryInterval.milliseconds)))
                 continue
             }
             let idle = state.withLock { state -> Bool in
@@ -459,7 +472,7 @@ final class LedgerService: Sendable {
         log.write(LogEntry(.error, "the ledger \(settings.path) cannot be used: \(what). Delivery goes on: "
                            + "confirmations wait in memory, done/ stays the record of deliveries (nothing is "
                            + "removed from it that the ledger does not hold), and txrecon tries again every "
-                           + "\(Self.retryInterval.components.seconds) s",
+                           + "\(settings.retryInterval.components.seconds) s",
                            fields: [("TXRECON_REASON", error.message)]))
     }
 
@@ -639,6 +652,7 @@ final class LedgerService: Sendable {
         var unreadable: [(name: String, why: String)] = []
         var changedSinceStart: [(key: ItemKey, changed: Int64)] = []
         let done = spool.layout.done
+        let (reader, maximumFileSize) = reading.withLock { $0 }
         func notReadYet(_ key: ItemKey, _ error: SpoolError) -> LedgerError {
             LedgerError(operation: "catch up from", path: done, code: 0,
                         message: "\(done)/\(key.fileName) cannot be read just now (\(error)); it is read again "
@@ -655,7 +669,7 @@ final class LedgerService: Sendable {
             // remove a delivery the ledger never recorded.
             let bytes: [UInt8]
             do {
-                guard let read = try spool.read(.done, key, maximumSize: settings.maximumFileSize) else { return }
+                guard let read = try spool.read(.done, key, maximumSize: maximumFileSize) else { return }
                 bytes = read
             } catch where error.code == EFBIG {
                 unreadable.append((key.fileName, "\(error)"))
@@ -666,7 +680,7 @@ final class LedgerService: Sendable {
             }
             let item: Item
             do {
-                item = try settings.reader.item(bytes, key: key)
+                item = try reader.item(bytes, key: key)
             } catch {
                 switch error {
                 case let .rejected(rejection): unreadable.append((key.fileName, "\(rejection)"))

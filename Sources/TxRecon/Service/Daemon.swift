@@ -109,8 +109,7 @@ package enum Daemon {
         let ledger = LedgerService(settings: LedgerService.Settings(
             path: configuration.spool.ledgerFile, retention: configuration.spool.ledgerRetention,
             destinations: zip(deliveries, spools).map { ($0.name, $1) },
-            reader: StoredItemReader(acceptEnvelopes: configuration.verification.acceptEnvelopes, policy: verification,
-                                     receipts: receipts),
+            reader: ledgerReader(configuration, verification: verification, receipts: receipts),
             maximumFileSize: configuration.spool.maxFileSize), log: log,
             observe: { status in
                 let all = board.record(ledger: status)
@@ -247,7 +246,8 @@ package enum Daemon {
             case .reload:
                 health.notify("RELOADING=1")
                 current = await reload(current, path: configurationPath, environment: environment, version: version,
-                                       destinations: destinations, intake: intake, redactor: redactor, log: log)
+                                       destinations: destinations, intake: intake, ledger: ledger, receipts: receipts,
+                                       redactor: redactor, log: log)
                 answers.update(AnswerTaker.Settings(current))
                 health.notify("READY=1")
             case let .stop(name):
@@ -287,14 +287,22 @@ package enum Daemon {
         return exitStatus
     }
 
+    /// How the ledger's catch-up reads done/: as the supersede rule does.
+    private static func ledgerReader(_ configuration: Configuration, verification: SignedDataPolicy?,
+                                     receipts: ReceiptLibrary) -> StoredItemReader {
+        StoredItemReader(acceptEnvelopes: configuration.verification.acceptEnvelopes, policy: verification,
+                         receipts: receipts)
+    }
+
     // MARK: Reload
 
     /// Reads the configuration again and applies it; what takes effect only
     /// at a restart keeps its running value, and the log says which keys
     /// wait for one. Returns the configuration now in force.
     private static func reload(_ current: Configuration, path: String, environment: [String: String], version: String,
-                               destinations: [DeliveryDestination], intake: Intake,
-                               redactor: SecretRedactor, log: any LogSink) async -> Configuration {
+                               destinations: [DeliveryDestination], intake: Intake, ledger: LedgerService,
+                               receipts: ReceiptLibrary, redactor: SecretRedactor,
+                               log: any LogSink) async -> Configuration {
         var next: Configuration
         let secrets: [BackendSecrets]
         let verification: SignedDataPolicy?
@@ -335,6 +343,10 @@ package enum Daemon {
                 destination.transport.update(settings: settings.backend, secrets: secret)
             }
         }
+        // The catch-up from done/ reads as the engines now do: a snapshot of
+        // an app added by this reload is recorded, not skipped as foreign.
+        ledger.reconfigure(reader: ledgerReader(next, verification: verification, receipts: receipts),
+                           maximumFileSize: next.spool.maxFileSize)
         var message = "configuration reloaded from \(path)"
         if !waiting.isEmpty {
             message += "; \(waiting.joined(separator: ", ")) changed but take effect only at a restart "

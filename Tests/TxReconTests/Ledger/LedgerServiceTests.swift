@@ -396,6 +396,29 @@ import TxReconTestSupport
         #expect(ledger.status.unavailable?.contains("done") == true, "\(String(describing: ledger.status))")
     }
 
+    /// A reload changes how done/ is read (here: envelopes accepted, as an
+    /// app added would make its items verify): the next catch-up records
+    /// what the start-up configuration would have skipped as foreign.
+    @Test(.timeLimit(.minutes(1)))
+    func aReloadsReaderIsTheOneTheNextCatchUpReadsWith() async throws {
+        delivered("k", version: 4)
+        #expect(rename(layout.done, layout.done + ".away") == 0)
+        _ = directory.write("not a directory", to: "spool/done")
+        var settings = self.settings()
+        settings.reader = StoredItemReader(acceptEnvelopes: false, policy: nil, receipts: settings.reader.receipts)
+        settings.retryInterval = .milliseconds(50)
+        let observed = Recorded<LedgerService.Status>()
+        let ledger = LedgerService(settings: settings, log: log, observe: { observed.record($0) })
+        try ledger.start()
+        defer { ledger.stop() }
+        _ = await observed.waitFor { $0.unavailable != nil }
+        ledger.reconfigure(reader: StoredItemReader(acceptEnvelopes: true, policy: nil, receipts: settings.reader.receipts),
+                           maximumFileSize: 1 << 20)
+        #expect(unlink(layout.done) == 0 && rename(layout.done + ".away", layout.done) == 0)
+        _ = await observed.waitFor { $0.unavailable == nil && !$0.catchingUp }
+        #expect(ledger.confirmedVersion(at: "backend", of: ItemKey("k")!) == ItemVersion(primary: 4))
+    }
+
     /// The writer cannot write (an operator's trigger refuses every row, as
     /// a lock or a full disk would stop it), but the file still reads:
     /// look-ups go on answering from it, and the reaper waits for the
