@@ -302,6 +302,40 @@ struct DeliveryEngineTests {
         #expect(await engine.currentStatus.intakeWaitsBelow == nil)
     }
 
+    /// A key waiting in new/ for its first attempt was verified by intake
+    /// under the configuration before a reload (here AcceptEnvelopes=yes,
+    /// as an app removed or an environment dropped would be): its attempt
+    /// reads and verifies its file again, and holds what no longer passes.
+    /// (a hangs; b is the second attempt the engine keeps outstanding,
+    /// in flight with what it was launched with; c waits.)
+    @Test(.timeLimit(.minutes(1)))
+    func aReloadHasWhatWaitsForItsFirstAttemptVerifiedAgain() async throws {
+        let transport = ScriptedTransport(default: .status(200), workers: 1)
+        transport.script("a", [.hang])
+        let settings = DeliveryEngine.Settings(maxConcurrentDeliveries: 1, stopGrace: .seconds(5))
+        let harness = try EngineHarness(settings: settings, transport: transport)
+        let engine = try await harness.startedEngine()
+        await engine.offer([try harness.envelope("a", version: 1)])
+        await transport.waitForRequests(1)
+        await engine.offer([try harness.envelope("b", version: 1, name: "b-drop"),
+                            try harness.envelope("c", version: 1, name: "c-drop")])
+        var reloaded = settings
+        reloaded.acceptEnvelopes = false
+        let builder = RequestBuilder(softwareVersion: "test", secrets: BackendSecrets())
+        await engine.reconfigure(settings: reloaded, transport: transport, prepare: { item, attempt, receivedAt, now in
+            builder.request(for: item, attempt: attempt, receivedAt: receivedAt, signedAt: now / 1000)
+        })
+        transport.releaseHeld(with: .status(200))
+        let status = await harness.status.waitFor { $0.held == 1 }
+        #expect(status.queued == 0)
+        #expect(transport.requestedKeys == ["a", "b"], "c was not sent as intake verified it")
+        #expect(harness.names(in: "hold") == ["c", "c.reason"])
+        let reason = String(decoding: try SystemCall.readFile(harness.layout.hold + "/c.reason", limit: 1 << 16),
+                            as: UTF8.self)
+        #expect(reason.hasPrefix("new/c-drop, waiting for its first attempt, no longer decodes or verifies"), "\(reason)")
+        #expect(harness.names(in: "new") == [])
+    }
+
     @Test func intakesReportsArePostedWithoutWaitingForTheEngineAndCountedInOrder() async throws {
         let harness = try EngineHarness(settings: DeliveryEngine.Settings(),
                                         transport: ScriptedTransport(default: .hang, workers: 1))

@@ -181,10 +181,11 @@ struct Attempt: Sendable {
     /// A release reads the file and checks it again: only what made it
     /// fail, put right, lets it go.
     private func holdUndecodable(_ rejection: Rejection, in context: Context) -> LocalEnd {
-        let reason = "queued file no longer decodes or verifies: \(rejection)"
+        let file = inbox.map { "new/\(LogText.escaped($0)), waiting for its first attempt," } ?? "queued file"
+        let reason = "\(file) no longer decodes or verifies: \(rejection)"
         do {
             try context.spool.hold(key, reason: reason, at: context.clock.wallMilliseconds, attempts: number - 1,
-                                   releaseWhen: "once the file or the settings that refuse it are put right (the "
+                                   inbox: inbox, releaseWhen: "once the file or the settings that refuse it are put right (the "
                                    + "file was changed after intake, or AcceptEnvelopes=, [Verification] or "
                                    + "MaxFileSize= changed since), or remove hold/\(key.fileName) if it is not an item")
             return .undecodable(reason: reason, holdError: nil)
@@ -199,12 +200,17 @@ struct Attempt: Sendable {
         return []
     }
 
-    /// The request: from intake's item when it is at hand, else from
-    /// queue/KEY read, decoded and verified again (StoredItemReader).
+    /// The request: from intake's item when it is at hand, else from its
+    /// file (queue/KEY, or new/NAME while it waits there and a reload made
+    /// intake's verification stale) read, decoded and verified again
+    /// (StoredItemReader).
     private func prepare(_ context: Context) -> Preparation {
         if let cached { return .ready(cached, context.prepare(cached, number, receivedAt, now)) }
         do {
-            guard let bytes = try context.spool.read(.queue, key, maximumSize: maximumSize) else { return .missing }
+            let stored = try inbox.map { name throws(SpoolError) in
+                try context.spool.readInbox(name, maximumSize: maximumSize)
+            } ?? context.spool.read(.queue, key, maximumSize: maximumSize)
+            guard let bytes = stored else { return .missing }
             let item = try context.storedItems.item(bytes, key: key)
             return .ready(item, context.prepare(item, number, receivedAt, now))
         } catch let error as SpoolError {

@@ -185,6 +185,8 @@ package actor DeliveryEngine {
                                       prepare: prepare, redactor: old.redactor, clock: clock,
                                       destination: old.destination, answers: old.answers)
         configured = Configured(settings: settings, transport: transport, context: context)
+        // What waits was verified by intake under the old configuration.
+        pending.forgetVerifiedItems()
         dispatchDue()
         publishLoad(wakes: true)
     }

@@ -65,7 +65,7 @@ struct PendingItems {
         private var intaken: Boxed<Intaken>?
         /// Intake's decoded item, for the first attempt (see itemCacheLimit),
         /// and for every attempt while `inbox` is set.
-        var cachedItem: Item? { intaken?.value.item }
+        var cachedItem: Item? { intaken?.value.item ?? nil }
         /// The file's name in new/ while the key has not been moved into
         /// queue/ (a fresh key before its first attempt failed). Its attempts
         /// send `cachedItem`, never new/NAME read again: new/ is the
@@ -90,6 +90,14 @@ struct PendingItems {
 
         mutating func forgetItem() { intaken = nil }
 
+        /// Forgets intake's item but not where its file is: the next
+        /// attempt reads the file (new/NAME, or queue/KEY) and verifies it
+        /// again, under the configuration a reload put in force.
+        mutating func forgetVerifiedItem() {
+            guard let inbox else { return forgetItem() }
+            intaken = Boxed(Intaken(item: nil, inbox: inbox))
+        }
+
         /// An attempt failed with `reason` (and the HTTP `status`, if
         /// any): one more attempt counted, the next one `delay` from now
         /// (`now`: the engine clock; `wall`: ms since 1970), as its failure
@@ -111,7 +119,8 @@ struct PendingItems {
     }
 
     private struct Intaken: Sendable {
-        var item: Item
+        /// nil once a reload made intake's verification stale.
+        var item: Item?
         var inbox: String?
     }
 
@@ -290,6 +299,17 @@ struct PendingItems {
             entries[key] = entry
             schedule(key, at: now)
             arrivals.note(key, receivedAt: drop.receivedAt)
+        }
+    }
+
+    /// A reload changed how items are verified: every key not in flight
+    /// has its file read and verified again at its next attempt, rather
+    /// than send what intake verified under the old configuration (an app
+    /// removed, an environment dropped, envelopes no longer accepted). A
+    /// key in flight finishes with what it sent.
+    mutating func forgetVerifiedItems() {
+        for position in 0..<entries.count where !entries[position: position].inFlight {
+            entries[position: position].forgetVerifiedItem()
         }
     }
 

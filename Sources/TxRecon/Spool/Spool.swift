@@ -518,6 +518,16 @@ package final class Spool: Sendable {
         }
     }
 
+    /// The bytes of new/NAME, a key's file waiting for its first attempt;
+    /// nil when it is not there.
+    func readInbox(_ name: String, maximumSize: Int) throws(SpoolError) -> [UInt8]? {
+        do {
+            return try SystemCall.readFile(layout.new + "/" + name, limit: maximumSize)
+        } catch where error.code == ENOENT {
+            return nil
+        }
+    }
+
     /// The first line of hold/KEY.reason; nil when there is none.
     func holdReason(_ key: ItemKey) -> String? {
         guard let bytes = try? SystemCall.readFile(path(.hold, key) + ".reason", limit: 64 * 1024) else { return nil }
