@@ -9,6 +9,14 @@
 //    left for the next run). This catches notifications Apple delivered but
 //    whose body never reached the spool. A window interrupted by the last run
 //    comes first, unchanged, so its saved pagination token can still be used.
+//    A checkpoint dated later than now (its `completedThrough` or its
+//    pending window's end) was written by a clock once ahead: Apple took
+//    that run's future end dates as its own now, so what the checkpoint
+//    claims past that moment was never read. It counts as none (the full
+//    pass starts 8 days back, as a first run does), and `checkpointAhead`
+//    says so. Re-reading only drops copies the daemon supersedes; trusting
+//    it would skip, silently, everything until the clock catches up. "As
+//    now" would not do: how long the clock was ahead is unknown.
 //
 // Both passes are cut into windows of at most Window=, and neither reaches
 // further back than Apple keeps history (180 days in production, 30 in the
@@ -54,6 +62,9 @@ struct SweepPlan: Sendable, Equatable {
     /// The part of the full pass's range that is older than Apple's history
     /// (UNIX milliseconds); nil when nothing was cut.
     var clamped: Range<Int64>?
+    /// The checkpoint's date that was later than `now` and so set aside
+    /// (UNIX milliseconds); nil when the checkpoint was taken.
+    var checkpointAhead: Int64?
 
     /// The plan at `now` (wall clock, UNIX milliseconds).
     init(now: Int64, settings: SweepSettings, checkpoint: SweepCheckpoint) {
@@ -65,8 +76,14 @@ struct SweepPlan: Sendable, Equatable {
         windows = Self.cut(.failures, from: failuresStart, to: end, window: window)
 
         var pending = checkpoint.pending
+        var completedThrough = checkpoint.completedThrough
+        checkpointAhead = [completedThrough, pending?.end].compactMap { $0 }.filter { $0 > now }.max()
+        if checkpointAhead != nil {
+            pending = nil
+            completedThrough = nil
+        }
         var fullStart = pending?.start
-            ?? checkpoint.completedThrough.map { $0 - settings.overlap.milliseconds }
+            ?? completedThrough.map { $0 - settings.overlap.milliseconds }
             ?? failuresStart
         clamped = nil
         if fullStart < earliest {

@@ -8,7 +8,9 @@
 // at the end, its lag how far that is behind the end of the run. When the
 // full pass had to start later than the checkpoint asked because Apple no
 // longer keeps that history, the skipped range is in the entry and the
-// entry is a warning. Never holds a token, a key or a signed payload.
+// entry is a warning. A checkpoint set aside because it was dated later
+// than the run's start is in the entry's fields (SweepRun warns of it by
+// its path). Never holds a token, a key or a signed payload.
 
 /// The outcome of one run.
 package struct SweepReport: Sendable, Equatable {
@@ -23,6 +25,9 @@ package struct SweepReport: Sendable, Equatable {
     var spooled = 0
     /// Requested history older than Apple keeps, UNIX milliseconds.
     var clamped: Range<Int64>?
+    /// The saved checkpoint's date, later than the run's start, that was set
+    /// aside (SweepPlan), UNIX milliseconds.
+    var checkpointAhead: Int64?
 
     /// The checkpoint at the end, UNIX milliseconds.
     var checkpoint: Int64?
@@ -79,6 +84,9 @@ package struct SweepReport: Sendable, Equatable {
             fields.append(("TXRECON_SWEEP_CHECKPOINT", Timestamp.rfc3339(milliseconds: checkpoint)))
             fields.append(("TXRECON_SWEEP_CHECKPOINT_LAG_SEC", String(lag)))
         }
+        if let checkpointAhead {
+            fields.append(("TXRECON_SWEEP_CHECKPOINT_AHEAD", Timestamp.rfc3339(milliseconds: checkpointAhead)))
+        }
         if let clamped {
             fields.append(("TXRECON_SWEEP_CLAMPED", Timestamp.rfc3339(milliseconds: clamped.lowerBound) + ".."
                 + Timestamp.rfc3339(milliseconds: clamped.upperBound)))
@@ -112,6 +120,7 @@ package struct SweepReport: Sendable, Equatable {
             members.append(("clampedFromMs", .integer(clamped.lowerBound)))
             members.append(("clampedToMs", .integer(clamped.upperBound)))
         }
+        if let checkpointAhead { members.append(("checkpointAheadMs", .integer(checkpointAhead))) }
         if let stop { members.append(("reason", .string(stop.reason))) }
         return .object(members)
     }

@@ -79,6 +79,11 @@ package enum SweepRun {
                               limiter: RateLimiter(maxRequestsPerSecond: settings.maxRequestsPerSecond, clock: clock),
                               clock: clock, submission: Submission(layout: layout), store: state, listing: listing)
         report = sweeper.run()
+        if let ahead = report.checkpointAhead {
+            log.write(LogEntry(.warning, "\(state.checkpointPath) was dated \(Timestamp.rfc3339(milliseconds: ahead)), "
+                + "later than now: a clock once ahead wrote it, and what it claims past that run was never read. "
+                + "It was set aside: the full pass started over from 8 days back (copies are superseded)"))
+        }
         if listing == nil {
             do {
                 try state.saveLastRun(report)

@@ -62,6 +62,13 @@ package final class Sweeper {
             checkpoint = try store.loadCheckpoint()
             let plan = SweepPlan(now: report.startedAt, settings: settings, checkpoint: checkpoint)
             report.clamped = plan.clamped
+            report.checkpointAhead = plan.checkpointAhead
+            if plan.checkpointAhead != nil {
+                // Saved as it is, a page of the failures pass would write
+                // the future date back.
+                checkpoint.completedThrough = nil
+                checkpoint.pending = nil
+            }
             if let clamped = plan.clamped {
                 checkpoint.pending = nil
                 if !dryRun {

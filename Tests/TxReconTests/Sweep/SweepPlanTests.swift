@@ -76,6 +76,19 @@ private func settings(_ environment: AppStoreEnvironment = .production, window: 
         #expect(full.dropFirst().first?.start == now - 6 * hour)
     }
 
+    @Test func aCheckpointLaterThanNowCountsAsNone() {
+        let checkpoint = SweepCheckpoint(completedThrough: now + 6 * hour)
+        let full = SweepPlan(now: now, settings: settings(), checkpoint: checkpoint).windows.filter { $0.pass == .full }
+        #expect(full.first?.start == now - 8 * day && full.last?.end == now - 2 * minute)
+    }
+
+    @Test func aPendingWindowLaterThanNowCountsAsNone() {
+        let pending = SweepCheckpoint.PendingWindow(start: now + 5 * hour, end: now + 6 * hour, paginationToken: "t")
+        let checkpoint = SweepCheckpoint(completedThrough: now + 5 * hour, pending: pending)
+        let full = SweepPlan(now: now, settings: settings(), checkpoint: checkpoint).windows.filter { $0.pass == .full }
+        #expect(full.first?.start == now - 8 * day && full.last?.end == now - 2 * minute)
+    }
+
     @Test func nothingIsPlannedForTheFullPassRightAfterARunWithoutOverlap() {
         let checkpoint = SweepCheckpoint(completedThrough: now - 2 * minute)
         let plan = SweepPlan(now: now, settings: settings(overlap: .zero), checkpoint: checkpoint)

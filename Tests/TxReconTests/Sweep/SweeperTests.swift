@@ -56,6 +56,19 @@ private func history(_ count: Int, overDays days: Int64 = 3) -> [MockAppStoreSer
         #expect(checkpoint.spooled.count == failed, "the full pass reads each window once and remembers none of its own")
     }
 
+    @Test func aCheckpointAClockAheadLeftDoesNotHideWhatCameSince() async throws {
+        // The last run's clock was 6 h fast; Apple answered 200 at T - 30 min
+        // but the body never reached the spool.
+        let date = SweepHarness.start - hour / 2
+        let entry = MockAppStoreServerAPI.Entry(date: date, signedPayload: SweepHarness.notification(1, signedDate: date))
+        let harness = try SweepHarness(entries: [entry])
+        try harness.saveCheckpoint(SweepCheckpoint(completedThrough: SweepHarness.start + 6 * hour))
+        let report = try await harness.run()
+        #expect(report.stop == nil)
+        #expect(try harness.spooledPayloads() == [entry.signedPayload])
+        #expect(try harness.savedCheckpoint().completedThrough == SweepHarness.start - 2 * 60_000)
+    }
+
     @Test func aSecondRunDropsNothingAlreadyDropped() async throws {
         let harness = try SweepHarness(entries: history(10))
         _ = try await harness.run()
