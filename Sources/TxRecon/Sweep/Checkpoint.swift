@@ -2,6 +2,7 @@
 // `<spool>/sweep/checkpoint`:
 //
 //   {"format":1,
+//    "environment":"Production","bundleId":"com.example.app",   the app it is for
 //    "completedThrough":1760000000000,            full pass: everything before is in the spool
 //    "pending":{"start":…,"end":…,"paginationToken":"…"},   a window half paged (a shortcut only)
 //    "spooled":{"<notificationUUID>":<signedDate ms>,…}}     recently dropped by the failures pass
@@ -18,6 +19,14 @@
 // nothing of it here: the file stays as small as the failures are few. Losing the file loses none of the spool's
 // state: the next run starts 8 days back.
 //
+// A checkpoint is one app's in one environment: Production's history is not
+// the sandbox's, nor one bundle's another's. A run whose Environment= or
+// BundleID= differs from the checkpoint's takes it as none (`match`), so
+// that its first run looks 8 days back as any first run does, rather than an
+// hour back from where the other history left off. A checkpoint written
+// before these members existed is taken as the run's own, and marked with
+// it: an operator upgrading keeps the coverage, and is told (SweepRun).
+//
 // Pure: `SweepStateDirectory` reads and writes the file. A file that is not
 // this format is `Checkpoint.Damaged`, with the member at fault.
 
@@ -31,21 +40,49 @@ package struct SweepCheckpoint: Sendable, Equatable {
         var paginationToken: String
     }
 
+    /// What a run makes of a saved checkpoint (`match`).
+    enum Match: Sendable, Equatable {
+        /// Written for this Environment= and BundleID=.
+        case same
+        /// Written before checkpoints named their app: taken as this run's.
+        case unmarked
+        /// Written for another environment or bundle: taken as none.
+        case other(environment: String?, bundleID: String?)
+    }
+
     /// The format this code writes.
     static let format: Int64 = 1
 
     /// Every full-pass notification dated before this (UNIX milliseconds) is
     /// in the spool; nil before the first complete window.
     var completedThrough: Int64?
+    /// The [Sweep] Environment= (`Production`, `Sandbox`) and BundleID= of
+    /// the run that wrote it; both nil in a checkpoint from before 2026-12.
+    var environment: String?
+    var bundleID: String?
     var pending: PendingWindow?
     /// `notificationUUID` → its `signedDate` (UNIX milliseconds) for the
     /// notifications sweeps have dropped lately.
     var spooled: [String: Int64] = [:]
 
-    init(completedThrough: Int64? = nil, pending: PendingWindow? = nil, spooled: [String: Int64] = [:]) {
+    init(completedThrough: Int64? = nil, environment: String? = nil, bundleID: String? = nil,
+         pending: PendingWindow? = nil, spooled: [String: Int64] = [:]) {
         self.completedThrough = completedThrough
+        self.environment = environment
+        self.bundleID = bundleID
         self.pending = pending
         self.spooled = spooled
+    }
+
+    /// Whether this checkpoint is for a run with `settings`.
+    func match(_ settings: SweepSettings) -> Match {
+        if environment == nil && bundleID == nil {
+            // None saved yet (or nothing in it) is nobody's.
+            let empty = completedThrough == nil && pending == nil && spooled.isEmpty
+            return empty ? .same : .unmarked
+        }
+        if environment == settings.environment.rawValue && bundleID == settings.bundleID { return .same }
+        return .other(environment: environment, bundleID: bundleID)
     }
 
     /// Forgets what no run can fetch again: notifications dated before
@@ -58,6 +95,8 @@ package struct SweepCheckpoint: Sendable, Equatable {
     /// always has one spelling.
     var serialized: [UInt8] {
         var members: [(String, JSONValue)] = [("format", .integer(Self.format))]
+        if let environment { members.append(("environment", .string(environment))) }
+        if let bundleID { members.append(("bundleId", .string(bundleID))) }
         members.append(("completedThrough", completedThrough.map { .integer($0) } ?? .null))
         if let pending {
             members.append(("pending", .object([
@@ -86,6 +125,13 @@ package struct SweepCheckpoint: Sendable, Equatable {
         }
         guard value["format"]?.int64Value == Self.format else {
             throw Damaged(description: "it has no \"format\":\(Self.format)")
+        }
+        for (name, member) in [("environment", \Self.environment), ("bundleId", \Self.bundleID)] {
+            switch value[name] {
+            case nil: break
+            case let text? where text.stringValue != nil: self[keyPath: member] = text.stringValue
+            default: throw Damaged(description: "\(name) is not a string")
+            }
         }
         switch value["completedThrough"] {
         case .null?: completedThrough = nil

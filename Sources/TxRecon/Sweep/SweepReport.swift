@@ -28,6 +28,9 @@ package struct SweepReport: Sendable, Equatable {
     /// The saved checkpoint's date, later than the run's start, that was set
     /// aside (SweepPlan), UNIX milliseconds.
     var checkpointAhead: Int64?
+    /// What the run made of the saved checkpoint's Environment= and
+    /// BundleID= (SweepCheckpoint.match); nil before it was read.
+    var checkpointMatch: SweepCheckpoint.Match?
 
     /// The checkpoint at the end, UNIX milliseconds.
     var checkpoint: Int64?

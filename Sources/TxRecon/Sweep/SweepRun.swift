@@ -79,6 +79,19 @@ package enum SweepRun {
                               limiter: RateLimiter(maxRequestsPerSecond: settings.maxRequestsPerSecond, clock: clock),
                               clock: clock, submission: Submission(layout: layout), store: state, listing: listing)
         report = sweeper.run()
+        let app = "Environment=\(settings.environment.rawValue) BundleID=\(settings.bundleID ?? "(none)")"
+        switch report.checkpointMatch {
+        case .other(let environment, let bundleID)?:
+            log.write(LogEntry(.notice, "\(state.checkpointPath) was for Environment=\(environment ?? "(none)") "
+                + "BundleID=\(bundleID ?? "(none)"), not this run's \(app): set aside, and the full pass started "
+                + "8 days back, as a first run's does"))
+        case .unmarked? where listing == nil:
+            log.write(LogEntry(.notice, "\(state.checkpointPath) did not say which Environment= and BundleID= it "
+                + "is for (written before 2026-12): taken as this run's (\(app)) and marked so. If either has "
+                + "changed since, move it aside: the next run then sweeps the last 8 days"))
+        case .unmarked?, .same?, nil:
+            break
+        }
         if let ahead = report.checkpointAhead {
             log.write(LogEntry(.warning, "\(state.checkpointPath) was dated \(Timestamp.rfc3339(milliseconds: ahead)), "
                 + "later than now: a clock once ahead wrote it, and what it claims past that run was never read. "

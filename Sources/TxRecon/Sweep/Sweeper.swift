@@ -59,7 +59,15 @@ package final class Sweeper {
         var report = SweepReport(environment: settings.environment, dryRun: dryRun, startedAt: clock.wallMilliseconds)
         var checkpoint = SweepCheckpoint()
         do throws(SweepStop) {
-            checkpoint = try store.loadCheckpoint()
+            let saved = try store.loadCheckpoint()
+            report.checkpointMatch = saved.match(settings)
+            if case .other = report.checkpointMatch {
+                // Another environment's or bundle's history: a first run.
+            } else {
+                checkpoint = saved
+            }
+            checkpoint.environment = settings.environment.rawValue
+            checkpoint.bundleID = settings.bundleID
             let plan = SweepPlan(now: report.startedAt, settings: settings, checkpoint: checkpoint)
             report.clamped = plan.clamped
             report.checkpointAhead = plan.checkpointAhead

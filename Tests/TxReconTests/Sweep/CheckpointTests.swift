@@ -11,6 +11,22 @@ import TxReconTestSupport
         #expect(try SweepCheckpoint(json: checkpoint.serialized) == checkpoint)
     }
 
+    @Test func aCheckpointNamesTheEnvironmentAndBundleItIsFor() throws {
+        var settings = SweepSettings()
+        settings.environment = .sandbox
+        settings.bundleID = "com.example.app"
+        let checkpoint = SweepCheckpoint(completedThrough: 1, environment: "Sandbox", bundleID: "com.example.app")
+        #expect(try SweepCheckpoint(json: checkpoint.serialized) == checkpoint)
+        #expect(checkpoint.match(settings) == .same)
+        settings.environment = .production
+        #expect(checkpoint.match(settings) == .other(environment: "Sandbox", bundleID: "com.example.app"))
+        settings.environment = .sandbox
+        settings.bundleID = "com.example.other"
+        #expect(checkpoint.match(settings) == .other(environment: "Sandbox", bundleID: "com.example.app"))
+        #expect(SweepCheckpoint(completedThrough: 1).match(settings) == .unmarked)
+        #expect(SweepCheckpoint().match(settings) == .same, "no checkpoint yet is nobody's")
+    }
+
     @Test func anEmptyCheckpointReadsBackAsWritten() throws {
         #expect(try SweepCheckpoint(json: SweepCheckpoint().serialized) == SweepCheckpoint())
     }

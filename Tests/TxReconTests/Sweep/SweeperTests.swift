@@ -69,6 +69,36 @@ private func history(_ count: Int, overDays days: Int64 = 3) -> [MockAppStoreSer
         #expect(try harness.savedCheckpoint().completedThrough == SweepHarness.start - 2 * 60_000)
     }
 
+    @Test func aCheckpointOfTheSandboxIsNotTakenForProduction() async throws {
+        // Environment= was Sandbox until now; Production's first run looks
+        // 8 days back, not an hour.
+        let date = SweepHarness.start - 3 * day
+        let entry = MockAppStoreServerAPI.Entry(date: date, signedPayload: SweepHarness.notification(1, signedDate: date))
+        let harness = try SweepHarness(entries: [entry])
+        let bundleID = try #require(harness.settings.bundleID)
+        harness.directory.makeDirectory("spool/sweep", mode: 0o750)
+        harness.directory.write(#"{"format":1,"environment":"Sandbox","bundleId":"\#(bundleID)","#
+            + #""completedThrough":\#(SweepHarness.start - 10 * 60_000),"pending":null,"spooled":{}}"#,
+            to: "spool/sweep/checkpoint", mode: 0o640)
+        let report = try await harness.run()
+        #expect(report.stop == nil)
+        #expect(try harness.spooledPayloads() == [entry.signedPayload])
+    }
+
+    @Test func aCheckpointFromBeforeItNamedItsAppIsTakenAndMarked() async throws {
+        let harness = try SweepHarness(entries: history(4))
+        harness.directory.makeDirectory("spool/sweep", mode: 0o750)
+        harness.directory.write(#"{"format":1,"completedThrough":\#(SweepHarness.start - 10 * 60_000),"#
+            + #""pending":null,"spooled":{}}"#, to: "spool/sweep/checkpoint", mode: 0o640)
+        let report = try await harness.run()
+        #expect(report.checkpointMatch == .unmarked)
+        let full = harness.api.served.filter { !$0.onlyFailures }
+        #expect(full.map(\.startDate) == [SweepHarness.start - 10 * 60_000 - hour])
+        let saved = try harness.savedCheckpoint()
+        #expect(saved.environment == "Production" && saved.bundleID == harness.settings.bundleID)
+        #expect(saved.match(harness.settings) == .same)
+    }
+
     @Test func aSecondRunDropsNothingAlreadyDropped() async throws {
         let harness = try SweepHarness(entries: history(10))
         _ = try await harness.run()
