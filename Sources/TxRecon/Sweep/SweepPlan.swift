@@ -8,7 +8,8 @@
 //    back) to now minus 2 minutes (history entries Apple is still writing are
 //    left for the next run). This catches notifications Apple delivered but
 //    whose body never reached the spool. A window interrupted by the last run
-//    comes first, unchanged, so its saved pagination token can still be used.
+//    comes first, unchanged, so its saved pagination token can still be used;
+//    the windows after it start Overlap= before its end.
 //    A checkpoint dated later than now (its `completedThrough` or its
 //    pending window's end) was written by a clock once ahead: Apple took
 //    that run's future end dates as its own now, so what the checkpoint
@@ -93,7 +94,9 @@ struct SweepPlan: Sendable, Equatable {
         }
         if let pending, pending.end <= end {
             windows.append(SweepWindow(pass: .full, start: pending.start, end: pending.end))
-            fullStart = pending.end
+            // The windows after it overlap its end as any checkpoint's:
+            // what Apple recorded late near that end is read again.
+            fullStart = pending.end - settings.overlap.milliseconds
         }
         windows += Self.cut(.full, from: fullStart, to: end, window: window)
     }

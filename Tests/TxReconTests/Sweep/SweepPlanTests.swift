@@ -73,7 +73,14 @@ private func settings(_ environment: AppStoreEnvironment = .production, window: 
         let checkpoint = SweepCheckpoint(completedThrough: now - 29 * hour, pending: pending)
         let full = SweepPlan(now: now, settings: settings(), checkpoint: checkpoint).windows.filter { $0.pass == .full }
         #expect(full.first == SweepWindow(pass: .full, start: now - 30 * hour, end: now - 6 * hour))
-        #expect(full.dropFirst().first?.start == now - 6 * hour)
+    }
+
+    @Test func theWindowsAfterAnInterruptedOneStartOverlapBeforeItsEnd() {
+        let pending = SweepCheckpoint.PendingWindow(start: now - 30 * hour, end: now - 6 * hour, paginationToken: "t")
+        let checkpoint = SweepCheckpoint(completedThrough: now - 29 * hour, pending: pending)
+        let full = SweepPlan(now: now, settings: settings(), checkpoint: checkpoint).windows.filter { $0.pass == .full }
+        #expect(full.dropFirst().first?.start == now - 7 * hour)
+        #expect(full.last?.end == now - 2 * minute)
     }
 
     @Test func aCheckpointLaterThanNowCountsAsNone() {
