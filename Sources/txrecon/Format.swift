@@ -226,9 +226,10 @@ enum Format {
         if let unavailable = ledger["unavailable"]?.stringValue { return path + ": not in use: " + unavailable }
         var parts: [String] = []
         if let rows = ledger["rows"]?.int64Value { parts.append("\(rows) rows") }
-        if let bytes = ledger["bytes"]?.int64Value {
-            // One decimal, without Foundation's formatting.
-            let tenths = (bytes * 10 + 524_288) / 1_048_576
+        if let bytes = ledger["bytes"]?.int64Value, bytes >= 0 {
+            // One decimal, without Foundation's formatting; a size no disk
+            // holds (a status file written by hand) must not trap.
+            let tenths = bytes / 104_857_600 * 1_000 + (bytes % 104_857_600 * 10 + 524_288) / 1_048_576
             parts.append("\(tenths / 10).\(tenths % 10) MiB")
         }
         let lag = ledger["lagMilliseconds"]?.int64Value ?? 0

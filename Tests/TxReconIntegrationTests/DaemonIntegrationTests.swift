@@ -68,8 +68,12 @@ final class DaemonFixture {
 
     /// Starts the daemon and waits for READY=1.
     @discardableResult
-    func start(environment: [String: String] = [:]) async throws -> DaemonProcess {
-        let process = try DaemonProcess(["run", "--config", configPath],
+    /// `umask`: the daemon's (the units set UMask=0007); the test's own when nil.
+    func start(environment: [String: String] = [:], umask: String? = nil) async throws -> DaemonProcess {
+        let run = ["run", "--config", configPath]
+        let command = umask.map { ["/bin/sh", "-c", "umask \($0); exec \"$0\" \"$@\"", DaemonProcess.binary] + run }
+            ?? [DaemonProcess.binary] + run
+        let process = try DaemonProcess(command: command,
                                         environment: ["NOTIFY_SOCKET": notify.path].merging(environment) { $1 },
                                         stderrPath: directory.path + "/daemon-\(notify.messages.count).log")
         daemon = process
@@ -348,5 +352,37 @@ struct DaemonIntegrationTests {
         #expect(document["done"]?.int64Value == 1)
         #expect(document["new"]?.int64Value == 0)
         #expect(document["daemon"]?["pid"]?.int64Value == Int64(fixture.daemon!.pid))
+    }
+
+    /// Under the units' UMask=0007, what the daemon writes beside the items
+    /// (the status file, a failure record) is readable by group txrecon,
+    /// its producers, and writable by none of them: a fake status line or a
+    /// failure record rewritten would mislead the operator and the schedule.
+    @Test func filesTheDaemonWritesAreNotWritableByItsGroup() async throws {
+        let fixture = try DaemonFixture(handler: { _ in .status(503) })
+        try await fixture.start(umask: "0007")
+        try fixture.drop(fixture.envelope("failing", version: 1))
+        #expect(await fixture.eventually { fixture.names("queue").contains("failing.state") })
+        for path in [fixture.layout.statusFile, fixture.layout.queue + "/failing.state"] {
+            let info = try #require(try SystemCall.linkStatus(path))
+            #expect(info.st_mode & 0o777 == 0o640, "\(path): mode \(String(info.st_mode & 0o777, radix: 8))")
+        }
+    }
+
+    /// The daemon reads a drop root wrote through group txrecon: submit's
+    /// file is 0640 whatever the operator's umask (077 on hardened hosts).
+    @Test func submitUnderAStrictUmaskLeavesADropTheDaemonCanRead() async throws {
+        let fixture = try DaemonFixture()
+        try fixture.layout.createMissingDirectories()
+        _ = fixture.directory.write(fixture.envelope("strict", version: 1), to: "item.json")
+        let stderrPath = fixture.directory.path + "/submit.err"
+        let submit = try DaemonProcess(command: ["/bin/sh", "-c", "umask 077; exec \"$0\" \"$@\"", DaemonProcess.binary,
+                                                 "submit", fixture.directory.path + "/item.json",
+                                                 "--config", fixture.configPath], stderrPath: stderrPath)
+        #expect(await submit.wait(timeout: .seconds(60)) == 0, "\(String(decoding: (try? SystemCall.readFile(stderrPath, limit: 1 << 16)) ?? [], as: UTF8.self))")
+        let names = fixture.names("new")
+        #expect(names.count == 1)
+        let info = try #require(try SystemCall.linkStatus(fixture.layout.new + "/" + (names.first ?? "")))
+        #expect(info.st_mode & 0o777 == 0o640, "mode \(String(info.st_mode & 0o777, radix: 8))")
     }
 }

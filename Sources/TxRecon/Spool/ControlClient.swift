@@ -19,12 +19,7 @@ package struct ControlClient: Sendable {
         // request group txrecon could write (or, under
         // fs.protected_hardlinks, link elsewhere) could be rewritten into
         // another while it still belongs to root.
-        try SystemCall.writeNewFile(temporary, request.json.serialized, mode: 0o640, sync: true)
-        guard chmod(temporary, 0o640) == 0 else {
-            let error = SpoolError("chmod", temporary)
-            unlink(temporary)
-            throw error
-        }
+        try SystemCall.writeNewFile(temporary, request.json.serialized, mode: 0o640, exactMode: true, sync: true)
         try SystemCall.rename(temporary, layout.ctl + "/" + name)
         return name
     }

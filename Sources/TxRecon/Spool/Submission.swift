@@ -29,7 +29,10 @@ package final class Submission: Sendable {
     func place(_ bytes: [UInt8], as purpose: TemporaryFile? = nil, sync: Bool = true) throws(SpoolError) -> String {
         let name = uniqueName()
         let temporary = purpose?.path(in: layout, name) ?? layout.tmp + "/" + name
-        try SystemCall.writeNewFile(temporary, bytes, mode: 0o640, sync: sync)
+        // 0640 whatever the umask: the daemon reads a drop root (or another
+        // producer) wrote through group txrecon; under umask 077 it would
+        // be rejected as unreadable after submit said it was taken.
+        try SystemCall.writeNewFile(temporary, bytes, mode: 0o640, exactMode: true, sync: sync)
         do {
             // A name taken already (clocks, PIDs and host names alike) is an
             // error, never the acknowledged drop under it replaced.

@@ -318,13 +318,20 @@ package enum SystemCall {
     /// optionally fsyncing it; the file is removed again if anything fails,
     /// so a partial file never stays behind under that name. `modifiedAt`
     /// (ms since 1970): the modification time to give it instead of now.
-    package static func writeNewFile(_ path: String, _ bytes: [UInt8], mode: mode_t = 0o660, sync: Bool,
-                                     modifiedAt: Int64? = nil) throws(SpoolError) {
+    /// `mode` is 0640 unless said: what the daemon writes, group txrecon
+    /// (its producers) may read but never change (the status file, a
+    /// failure record, a hold's reason, a staged replay: the units' UMask=
+    /// 0007 would leave 0660 group-writable). `exactMode`: `mode` whatever
+    /// the caller's umask (a file another user must read: the daemon reads
+    /// a root-written drop through its group).
+    package static func writeNewFile(_ path: String, _ bytes: [UInt8], mode: mode_t = 0o640, exactMode: Bool = false,
+                                     sync: Bool, modifiedAt: Int64? = nil) throws(SpoolError) {
         let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode)
         guard fd >= 0 else { throw SpoolError("create", path) }
         var failure: SpoolError?
+        if exactMode, fchmod(fd, mode) != 0 { failure = SpoolError("fchmod", path) }
         var written = 0
-        while written < bytes.count {
+        while failure == nil, written < bytes.count {
             let result = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + written, $0.count - written) }
             if result < 0 {
                 if errno == EINTR { continue }
@@ -377,9 +384,9 @@ package enum SystemCall {
 
     /// Replaces `path` with `bytes` through a temporary name beside it and a
     /// rename, so readers see the old content or the new, never a mix. A new
-    /// file gets `mode` (default 0660) less the umask.
+    /// file gets `mode` (default 0640) less the umask.
     static func replaceFile(_ path: String, _ bytes: [UInt8], temporaryName: String, sync: Bool,
-                            mode: mode_t = 0o660) throws(SpoolError) {
+                            mode: mode_t = 0o640) throws(SpoolError) {
         try unlinkIfPresent(temporaryName)
         try writeNewFile(temporaryName, bytes, mode: mode, sync: sync)
         do {
