@@ -34,6 +34,10 @@ struct ReplayIntegrationTests {
         let none = try await fixture.cli(["replay", "--until", "2000-01-01T00:00:00Z"])
         #expect(none.status == 0, "nothing was received before 2000: \(none.stderr)")
         #expect(none.stdout == "nothing replayed: no delivered item in done/ received before 2000-01-01T00:00:00.000Z\n")
+        // A key named with a window it falls outside is answered, not passed over.
+        let named = try await fixture.cli(["replay", "--until", "2000-01-01T00:00:00Z", "r2"])
+        #expect(named.status == 1, "\(named.stdout) \(named.stderr)")
+        #expect(named.stderr.contains("r2: skipped: its delivered snapshot was received "), "\(named.stderr)")
         #expect(fixture.daemon?.stderr.contains("r1: replay requested by the operator") == true)
     }
 

@@ -453,6 +453,15 @@ import TxReconTestSupport
         #expect(report.state?.attempts == 3, "show reports the failures before the delivery in done/")
     }
 
+    /// An item too large for `show` to read (MaxFileSize= allows up to
+    /// 1 GiB) is an error naming its file, never "no item".
+    @Test func showNamesAQueuedFileItCannotReadRatherThanSayingThereIsNone() throws {
+        _ = try makeSpool()
+        _ = directory.write([UInt8](repeating: 0x20, count: (16 << 20) + 1), to: "spool/queue/large")
+        let refused = #expect(throws: SpoolError.self) { try SpoolInspector(layout: layout).show(ItemKey("large")!) }
+        #expect(refused?.code == EFBIG && refused?.path == layout.queue + "/large", "\(String(describing: refused))")
+    }
+
     @Test func holdingAndReleasingMoveTheItemAndItsReason() throws {
         let spool = try makeSpool()
         _ = directory.write("item", to: "spool/queue/a")

@@ -136,7 +136,7 @@ struct ControlChannel: Sendable {
     private func replay(_ keys: [ItemKey]?, _ request: ControlRequest, on route: DeliveryRoute) -> ControlResult {
         var result = ControlResult()
         let (spool, engine) = (route.spool, route.engine)
-        let selection: (found: [DeliveredSnapshot], missing: [ItemKey])
+        let selection: (found: [DeliveredSnapshot], missing: [ItemKey], outside: [DeliveredSnapshot])
         do {
             selection = try spool.deliveredSnapshots(of: keys, since: request.since, until: request.until)
         } catch {
@@ -147,6 +147,10 @@ struct ControlChannel: Sendable {
             result.skipped.append((key.rawValue, "not in done/: never delivered, or delivered longer ago than "
                                    + "DoneRetention= keeps"))
             result.nothingToDoHere.insert(key.rawValue)
+        }
+        for snapshot in selection.outside {
+            result.skipped.append((snapshot.key.rawValue, "its delivered snapshot was received "
+                                   + "\(Timestamp.rfc3339(milliseconds: snapshot.receivedAt)), outside --since/--until"))
         }
         var start = 0
         while start < selection.found.count {

@@ -17,9 +17,11 @@ struct DeliveredSnapshot: Sendable, Equatable {
 extension Spool {
     /// The delivered snapshots a replay asks for: those of `keys` (every
     /// one in done/ when nil) received at or after `since` and before
-    /// `until`, oldest first; and the named keys done/ holds none of.
-    func deliveredSnapshots(of keys: [ItemKey]?, since: Int64?,
-                            until: Int64?) throws(SpoolError) -> (found: [DeliveredSnapshot], missing: [ItemKey]) {
+    /// `until`, oldest first; the named keys done/ holds none of; and the
+    /// named keys whose snapshot the window leaves out (each is answered,
+    /// as a named key always is, never passed over in silence).
+    func deliveredSnapshots(of keys: [ItemKey]?, since: Int64?, until: Int64?) throws(SpoolError)
+        -> (found: [DeliveredSnapshot], missing: [ItemKey], outside: [DeliveredSnapshot]) {
         // Item names hold no dot; `KEY.state` and `KEY.superseded-…` do.
         let candidates: [ItemKey]
         if let keys {
@@ -31,19 +33,26 @@ extension Spool {
         }
         var found: [DeliveredSnapshot] = []
         var missing: [ItemKey] = []
+        var outside: [DeliveredSnapshot] = []
         for key in candidates {
             guard let info = try SystemCall.linkStatus(layout.done + "/" + key.fileName),
                   info.st_mode & S_IFMT == S_IFREG else {
                 missing.append(key)
                 continue
             }
-            let receivedAt = Spool.modifiedMilliseconds(info)
-            if let since, receivedAt < since { continue }
-            if let until, receivedAt >= until { continue }
-            found.append(DeliveredSnapshot(key: key, receivedAt: receivedAt))
+            let snapshot = DeliveredSnapshot(key: key, receivedAt: Spool.modifiedMilliseconds(info))
+            if let since, snapshot.receivedAt < since {
+                if keys != nil { outside.append(snapshot) }
+                continue
+            }
+            if let until, snapshot.receivedAt >= until {
+                if keys != nil { outside.append(snapshot) }
+                continue
+            }
+            found.append(snapshot)
         }
         found.sort { $0.receivedAt != $1.receivedAt ? $0.receivedAt < $1.receivedAt : $0.key < $1.key }
-        return (found, missing)
+        return (found, missing, outside)
     }
 
     /// Copies done/KEY to a temporary name in queue/, keeping its mtime

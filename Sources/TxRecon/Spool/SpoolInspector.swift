@@ -132,11 +132,18 @@ package struct SpoolInspector: Sendable {
         package var reason: String?
     }
 
-    /// Where `key` is now, looking in queue/, then hold/, then done/.
+    /// Where `key` is now, looking in queue/, then hold/, then done/. A
+    /// file there that cannot be read (too large to show, not permitted)
+    /// is an error naming it, never "no such item".
     package func show(_ key: ItemKey) throws(SpoolError) -> Report? {
         for location in [SpoolLocation.queue, .hold, .done] {
             let path = self.path(location) + "/" + key.fileName
-            guard let bytes = try? SystemCall.readFile(path, limit: 16 << 20) else { continue }
+            let bytes: [UInt8]
+            do {
+                bytes = try SystemCall.readFile(path, limit: 16 << 20)
+            } catch where error.code == ENOENT {
+                continue
+            }
             var report = Report(key: key, location: location, path: path, item: item(decoding: bytes))
             // In done/, the failures before this delivery (none: it went at once).
             if location != .hold { report.state = readState(key.fileName, in: self.path(location)) }
