@@ -40,18 +40,25 @@ enum BodyVerdict: Equatable {
         do {
             decoded = try decoder.decode(body, verifyingWith: verifier)
         } catch {
-            if refusedBySettings.contains(error.code), let decodedOnly = try? decoder.decode(body),
-               endpoint.accepts(decodedOnly) {
-                return .spool(setAside: error)
+            if refusedBySettings.contains(error.code), let decodedOnly = try? decoder.decode(body) {
+                // Signed data this configuration does not take: kept when it
+                // is this endpoint's, else refused as not this endpoint's. The
+                // refusal never says what the configuration wants (the bundle
+                // ids an installation serves, some of them unreleased): the
+                // notification endpoint answers anyone who posts.
+                return endpoint.accepts(decodedOnly) ? .spool(setAside: error) : .refuse(notTaken(at: endpoint))
             }
             let status = unverified.contains(error.code) ? 422 : 400
             return .refuse(ReceiveRefusal(status, error.code, error.detail))
         }
-        guard endpoint.accepts(decoded) else {
-            return .refuse(ReceiveRefusal(400, RejectionCode.unknownFormat.rawValue, "\(endpoint.rawValue) takes "
-                + endpoint.formats + "; see docs/receive.md \"txrecon receive\""))
-        }
+        guard endpoint.accepts(decoded) else { return .refuse(notTaken(at: endpoint)) }
         return .spool(setAside: nil)
+    }
+
+    /// The refusal of what `endpoint` does not take.
+    private static func notTaken(at endpoint: ReceiveEndpoint) -> ReceiveRefusal {
+        ReceiveRefusal(400, RejectionCode.unknownFormat.rawValue, "\(endpoint.rawValue) takes "
+            + endpoint.formats + "; see docs/receive.md \"txrecon receive\"")
     }
 }
 

@@ -175,6 +175,21 @@ import TxReconTestSupport
         #expect(setAside.code == RejectionCode.wrongBundleID.rawValue)
     }
 
+    /// The notification endpoint answers anyone: genuine signed data of an
+    /// app not served, posted where it does not belong, is refused without
+    /// naming the bundle ids the installation serves.
+    @Test func aRefusalNeverNamesTheBundleIDsServed() throws {
+        let upload = TestDrop.transactionUpload(Self.transaction)
+        guard case let .refuse(refusal) = Self.judge(upload, at: .notifications,
+                                                      verifier: try Self.verifier(bundleID: "com.example.unreleased"))
+        else {
+            Issue.record("a transaction was taken at the notifications endpoint")
+            return
+        }
+        #expect(refusal.status == 400 && refusal.code == RejectionCode.unknownFormat.rawValue, "\(refusal)")
+        #expect(!refusal.detail.contains("com.example.unreleased"), "\(refusal.detail)")
+    }
+
     @Test func anUploadWithAForgedRenewalBesideAnotherBundlesTransactionIs422() throws {
         // The transaction is genuine but for another bundle (set aside, were
         // it alone); the renewal info beside it is not Apple's.
