@@ -72,9 +72,14 @@ struct CompactJWS: Sendable {
     }
 
     /// Whether `text` is shaped like a compact JWS: three non-empty
-    /// segments of base64url characters. Not a parse: what decides whether
-    /// a `signed…` member Apple added since is a signed string to verify.
+    /// segments of base64url characters, the first opening as a JOSE
+    /// header's encoding does (`eyJ`, `{"`). Not a parse: what decides
+    /// whether a `signed…` member Apple added since is a signed string to
+    /// verify. Without the header's opening, a dotted word of that alphabet
+    /// ("apps.apple.com", "v2.1.0") would be taken for one and refuse a
+    /// genuine notification as malformed.
     static func isShaped(_ text: String) -> Bool {
+        guard text.utf8.starts(with: "eyJ".utf8) else { return false }
         var segments = 1
         var segmentLength = 0
         for byte in text.utf8 {

@@ -111,6 +111,16 @@ import TxReconTestSupport
         #expect(body["notification"]?["parentalData"]?["signedNote"]?.stringValue == "not a JWS, just words")
     }
 
+    /// A `signed…` member Apple adds may hold a dotted word of the base64url
+    /// alphabet: plain data, never a malformed JWS that refuses the
+    /// genuine notification.
+    @Test func aDottedWordInAnUnknownSignedMemberIsPlainData() throws {
+        for word in ["apps.apple.com", "v2.1.0"] {
+            let (item, _) = try decode(Self.future(signedMember: word))
+            #expect(item.signedStrings.map(\.name) == ["signedPayload"], "\(word)")
+        }
+    }
+
     @Test func aForgedSignedMemberOfAnUnknownContainerRefusesTheWholeNotification() {
         let genuine = TestPKI.sign(payload: .object([("signedDate", .integer(1_760_000_000_400))]))
         let forged = SignedDataVerifierTests.replacing(segment: 2, of: genuine,
