@@ -453,6 +453,18 @@ import TxReconTestSupport
         #expect(report.state?.attempts == 3, "show reports the failures before the delivery in done/")
     }
 
+    /// A hold writes the reason before it moves the item, a release moves
+    /// the item before it removes the reason: a listing between the two
+    /// (or after a crash there) must not count the reason as an item.
+    @Test func aReasonWithoutItsItemIsNoHeldItem() throws {
+        _ = try makeSpool()
+        _ = directory.write("HTTP 422\n", to: "spool/hold/k.reason")
+        _ = directory.write("bad input\n", to: "spool/rejected/drop.reason")
+        let inspector = SpoolInspector(layout: layout)
+        #expect(try inspector.list(.hold).isEmpty)
+        #expect(try inspector.list(.rejected).map(\.name) == ["drop.reason"], "a producer's drop may be named so")
+    }
+
     /// An item too large for `show` to read (MaxFileSize= allows up to
     /// 1 GiB) is an error naming its file, never "no item".
     @Test func showNamesAQueuedFileItCannotReadRatherThanSayingThereIsNone() throws {

@@ -40,7 +40,13 @@ package struct SpoolInspector: Sendable {
         var rows: [Row] = []
         for name in names where !name.hasPrefix(".") {
             if name.hasSuffix(".state") { continue }
-            if name.hasSuffix(".reason"), present.contains(String(name.dropLast(7))) { continue }
+            // A key's file name holds no dot: in queue/ and hold/ a reason is
+            // never an item, even one whose item is gone (a hold or release
+            // between its two steps, or cut short). rejected/ holds drops
+            // under their producers' names, which may end so.
+            if name.hasSuffix(".reason"), directory != .rejected || present.contains(String(name.dropLast(7))) {
+                continue
+            }
             guard let info = try SystemCall.linkStatus(path + "/" + name) else { continue }
             var row = Row(name: name, modifiedAt: Int64(info.st_mtim.tv_sec) * 1000 + Int64(info.st_mtim.tv_nsec) / 1_000_000)
             switch directory {
