@@ -35,6 +35,21 @@ struct ControlDirectoryTests {
         #expect(status.status == 0, "\(status.stderr)")
     }
 
+    /// An answer nobody read (the command gave up, or could not remove it
+    /// from the sticky ctl/) is removed once a day old, at a scan of ctl/;
+    /// a fresh one waits for its command.
+    @Test func anAnswerNobodyReadIsRemovedOnceADayOld() async throws {
+        let fixture = try DaemonFixture()
+        try fixture.layout.createMissingDirectories()
+        let old = fixture.layout.ctl + "/1.2.3.retry.result"
+        let fresh = fixture.layout.ctl + "/4.5.6.retry.result"
+        try SystemCall.writeNewFile(old, Array("{}".utf8), sync: false,
+                                    modifiedAt: Timestamp.nowMilliseconds() - 2 * ControlChannel.answerRetention)
+        try SystemCall.writeNewFile(fresh, Array("{}".utf8), sync: false)
+        try await fixture.start()
+        #expect(await fixture.eventually { fixture.names("ctl") == ["4.5.6.retry.result"] }, "\(fixture.names("ctl"))")
+    }
+
     @Test func entriesInCtlThatAreNotRequestsAreAnsweredAndSetAside() async throws {
         let fixture = try DaemonFixture()
         try await fixture.start()

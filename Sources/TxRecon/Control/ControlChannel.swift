@@ -34,6 +34,7 @@ struct ControlChannel: Sendable {
         var failures = IntakeBacklog.Failures()
         var requeued = false
         let directory = spool.layout.ctl
+        removeUnreadAnswers(names.filter { !$0.hasPrefix(".") && $0.hasSuffix(".result") })
         for name in names where !name.hasPrefix(".") && !name.hasSuffix(".result") {
             let path = directory + "/" + name
             let contents: RegularFile.Contents
@@ -130,6 +131,24 @@ struct ControlChannel: Sendable {
         result.applied += merged.applied
         result.skipped += merged.skipped
         return result
+    }
+
+    /// How long an answer waits in ctl/ for the command that asked: it
+    /// reads and removes it within its timeout (a minute); one older was
+    /// never read (the command gave up, the daemon was stopped when it
+    /// asked, or an operator not root could not remove it from the sticky
+    /// ctl/), and would stay for good.
+    static let answerRetention: Int64 = 86_400_000
+
+    /// Removes the answers among `names` older than `answerRetention`.
+    private func removeUnreadAnswers(_ names: [String]) {
+        let limit = Timestamp.nowMilliseconds() - ControlChannel.answerRetention
+        for name in names {
+            let path = spool.layout.ctl + "/" + name
+            guard let info = try? SystemCall.linkStatus(path), info.st_mode & S_IFMT == S_IFREG,
+                  Spool.modifiedMilliseconds(info) < limit else { continue }
+            unlink(path)
+        }
     }
 
     /// A replay's part on one destination: its done/, its engine.
