@@ -128,6 +128,13 @@ import TxReconTestSupport
                           verifier: verifier)
     }
 
+    /// The refusal `judge` makes of `body`; nil when it takes it.
+    static func refusal(_ body: [UInt8], at endpoint: ReceiveEndpoint,
+                        verifier: SignedDataVerifier?) -> ReceiveRefusal? {
+        guard case let .refuse(refusal) = judge(body, at: endpoint, verifier: verifier) else { return nil }
+        return refusal
+    }
+
     @Test func aVerifiedNotificationIsSpooledAtItsEndpointOnly() throws {
         let body = TestDrop.notificationBody(Self.notification)
         let verdict = Self.judge(body, at: .notifications, verifier: try Self.verifier())
@@ -180,12 +187,9 @@ import TxReconTestSupport
     /// naming the bundle ids the installation serves.
     @Test func aRefusalNeverNamesTheBundleIDsServed() throws {
         let upload = TestDrop.transactionUpload(Self.transaction)
-        guard case let .refuse(refusal) = Self.judge(upload, at: .notifications,
-                                                      verifier: try Self.verifier(bundleID: "com.example.unreleased"))
-        else {
-            Issue.record("a transaction was taken at the notifications endpoint")
-            return
-        }
+        let refusal = try #require(Self.refusal(upload, at: .notifications,
+                                                verifier: try Self.verifier(bundleID: "com.example.unreleased")),
+                                   "a transaction was taken at the notifications endpoint")
         #expect(refusal.status == 400 && refusal.code == RejectionCode.unknownFormat.rawValue, "\(refusal)")
         #expect(!refusal.detail.contains("com.example.unreleased"), "\(refusal.detail)")
     }
@@ -197,12 +201,9 @@ import TxReconTestSupport
         let at = try #require(renewal.lastIndex(of: UInt8(ascii: "."))) + 5
         renewal[at] = renewal[at] == UInt8(ascii: "A") ? UInt8(ascii: "B") : UInt8(ascii: "A")
         let upload = TestDrop.transactionUpload(Self.transaction, renewal: String(decoding: renewal, as: UTF8.self))
-        guard case let .refuse(refusal) = Self.judge(upload, at: .transactions,
-                                                      verifier: try Self.verifier(bundleID: "com.example.other"))
-        else {
-            Issue.record("a body with a forged renewal info was spooled")
-            return
-        }
+        let refusal = try #require(Self.refusal(upload, at: .transactions,
+                                                verifier: try Self.verifier(bundleID: "com.example.other")),
+                                   "a body with a forged renewal info was spooled")
         #expect(refusal.status == 422 && refusal.code == RejectionCode.invalidSignature.rawValue, "\(refusal)")
     }
 
