@@ -9,6 +9,25 @@ import TxReconTestSupport
 @testable import TxRecon
 
 @Suite struct AnswerRunTests {
+    /// Writes `directory`'s txrecon.conf (a spool there, a backend nobody
+    /// answers, then `sections` given the path of `key`'s file) and makes
+    /// the spool's outbox; the configuration's path and the outbox.
+    static func configuration(in directory: TemporaryDirectory, key: TestSigningKey,
+                              sections: (_ keyPath: String) -> String) throws -> (path: String, outbox: Outbox) {
+        let keyPath = directory.write(key.pkcs8PEM, to: "appstore-key.p8", mode: 0o600)
+        let path = directory.write("""
+            [Spool]
+            Directory=\(directory.path)/spool
+            [Backend]
+            URL=http://127.0.0.1:9/
+            \(sections(keyPath))
+            """, to: "txrecon.conf")
+        let outbox = Outbox(spool: directory.path + "/spool")
+        directory.makeDirectory("spool", mode: 0o750)
+        try outbox.prepare()
+        return (path, outbox)
+    }
+
     /// A configuration of one app whose [Sweep] goes to a stand-in of
     /// Apple's API, and its spool's outbox, made.
     struct OneApp {
@@ -22,19 +41,12 @@ import TxReconTestSupport
             directory = TemporaryDirectory(name)
             let key = TestSigningKey()
             let clock = self.clock
-            api = try MockAppStoreServerAPI(identity: MockAppStoreServerAPI.Identity(key: key), entries: [],
-                                            now: { clock.wallMilliseconds })
-            let keyPath = directory.write(key.pkcs8PEM, to: "appstore-key.p8", mode: 0o600)
-            path = directory.write("""
-                [Spool]
-                Directory=\(directory.path)/spool
-                [Backend]
-                URL=http://127.0.0.1:9/
-                \(api.sweepSection(privateKeyFile: keyPath))
-                """, to: "txrecon.conf")
-            outbox = Outbox(spool: directory.path + "/spool")
-            directory.makeDirectory("spool", mode: 0o750)
-            try outbox.prepare()
+            let api = try MockAppStoreServerAPI(identity: MockAppStoreServerAPI.Identity(key: key), entries: [],
+                                                now: { clock.wallMilliseconds })
+            self.api = api
+            (path, outbox) = try AnswerRunTests.configuration(in: directory, key: key) { keyPath in
+                api.sweepSection(privateKeyFile: keyPath)
+            }
         }
     }
 
@@ -57,23 +69,13 @@ import TxReconTestSupport
                 identity.bundleID = bundleID
                 return try MockAppStoreServerAPI(identity: identity, entries: [], now: { clock.wallMilliseconds })
             }
-            main = try api("com.example.app")
+            let main = try api("com.example.app")
+            self.main = main
             two = try api("com.example.two")
-            let keyPath = directory.write(key.pkcs8PEM, to: "appstore-key.p8", mode: 0o600)
-            path = directory.write("""
-                [Spool]
-                Directory=\(directory.path)/spool
-                [Backend]
-                URL=http://127.0.0.1:9/
-                [Verification]
-                BundleID=com.example.app
-                Environment=Sandbox
-                \(main.sweepSection(privateKeyFile: keyPath))
-                """, to: "txrecon.conf")
+            (path, outbox) = try AnswerRunTests.configuration(in: directory, key: key) { keyPath in
+                "[Verification]\nBundleID=com.example.app\nEnvironment=Sandbox\n" + main.sweepSection(privateKeyFile: keyPath)
+            }
             directory.write("[Verification]\nBundleID=com.example.two\n[Sweep]\nBaseURL=\(two.url)\n", to: "apps/two.conf")
-            outbox = Outbox(spool: directory.path + "/spool")
-            directory.makeDirectory("spool", mode: 0o750)
-            try outbox.prepare()
         }
 
         /// Writes a finish entry for `bundleId` into new/; its name.
