@@ -538,6 +538,19 @@ import TxReconTestSupport
         #expect(!LockFile.isListedInProcLocks(layout.lockFile) && !SpoolLock.isHeld(layout))
     }
 
+    /// A child spawned at the moment a lock is released holds a copy of its
+    /// descriptor until its exec; the lock must be free all the same, or
+    /// the process's next run (a sweep after a sweep) finds it taken.
+    @Test func aReleasedLockIsFreeWhileACopyOfItsDescriptorLives() throws {
+        try layout.createMissingDirectories()
+        let first = try LockFile.acquire(layout.lockFile)
+        let copy = dup(first)  // what a spawned child holds until its exec
+        defer { close(copy) }
+        LockFile.release(first)
+        #expect(!LockFile.isHeld(layout.lockFile))
+        LockFile.release(try LockFile.acquire(layout.lockFile))
+    }
+
     /// The spool the daemon makes itself (a Directory= outside
     /// /var/spool/txrecon, a ctl/ removed) has the modes of the packaged
     /// tmpfiles.d entry; without the sticky bit a producer could move a

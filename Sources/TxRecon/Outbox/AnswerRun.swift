@@ -144,7 +144,7 @@ package enum AnswerRun {
             report.stop = SweepStop(kind: .failed, reason: "cannot lock the outbox: \(error)")
             return
         }
-        defer { close(lock) }
+        defer { LockFile.release(lock) }
         var sender = AnswerSender(apps: apps, outbox: outbox, clock: clock, log: log)
         do throws(SweepStop) {
             for name in try Self.take(outbox, at: clock.wallMilliseconds) {

@@ -38,7 +38,7 @@ final class ReceiverStateDirectory: Sendable {
     }
 
     deinit {
-        close(lockDescriptor)
+        LockFile.release(lockDescriptor)
     }
 
     /// Replaces the status file with `document`.

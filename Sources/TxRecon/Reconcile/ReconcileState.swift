@@ -110,7 +110,7 @@ final class ReconcileStateDirectory: ReconcileStateStore {
                 CREATE TABLE IF NOT EXISTS marks (name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
                 """)
         } catch {
-            close(lockDescriptor)
+            LockFile.release(lockDescriptor)
             throw SweepStop(kind: .failed, reason: "cannot open \(file): \(error); move it aside to start over "
                 + "(the next runs then check every customer once more, spread over FullCycle=)")
         }
@@ -118,7 +118,7 @@ final class ReconcileStateDirectory: ReconcileStateStore {
 
     deinit {
         statements.removeAll()
-        close(lockDescriptor)
+        LockFile.release(lockDescriptor)
     }
 
     private func statement(_ sql: String) throws(LedgerError) -> SQLiteDatabase.Statement {

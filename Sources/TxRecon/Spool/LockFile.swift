@@ -44,6 +44,18 @@ enum LockFile {
         return fd
     }
 
+    /// Drops both locks of `fd` (from `acquire`), then closes it. Closing
+    /// alone would leave them held while any copy of the descriptor lives:
+    /// both locks belong to the open file description, and a child being
+    /// spawned holds a copy until its exec closes it, so the next `acquire`
+    /// in this process could find its own released lock still taken.
+    static func release(_ fd: Int32) {
+        var lock = wholeFile(F_UNLCK)
+        _ = fcntl(fd, setOFDLock, &lock)
+        _ = flock(fd, LOCK_UN)
+        close(fd)
+    }
+
     /// Whether a process holds the lock of the file at `path` now (false
     /// when there is no such file).
     static func isHeld(_ path: String) -> Bool {

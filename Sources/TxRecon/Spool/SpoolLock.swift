@@ -10,7 +10,7 @@ package final class SpoolLock: Sendable {
 
     private init(fd: Int32) { self.fd = fd }
 
-    deinit { close(fd) }
+    deinit { LockFile.release(fd) }
 
     /// Takes the lock or explains who holds it.
     package static func acquire(_ layout: SpoolLayout) throws(SpoolError) -> SpoolLock {

@@ -77,7 +77,7 @@ package final class SweepStateDirectory: SweepStateStore, Sendable {
     }
 
     deinit {
-        if lockDescriptor >= 0 { close(lockDescriptor) }
+        if lockDescriptor >= 0 { LockFile.release(lockDescriptor) }
     }
 
     package func loadCheckpoint() throws(SweepStop) -> SweepCheckpoint {

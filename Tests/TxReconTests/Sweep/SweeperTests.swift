@@ -24,7 +24,7 @@ private func history(_ count: Int, overDays days: Int64 = 3) -> [MockAppStoreSer
         let entries = history(10)
         let harness = try SweepHarness(entries: entries)
         let report = try await harness.run()
-        #expect(report.stop == nil)
+        #expect(report.stop == nil, "\(String(describing: report.stop))")
         #expect(try harness.spooledPayloads().sorted() == entries.map(\.signedPayload).sorted())
         #expect(report.spooled == 10)
         #expect(report.found == 10 + entries.filter(\.failed).count)
@@ -37,7 +37,7 @@ private func history(_ count: Int, overDays days: Int64 = 3) -> [MockAppStoreSer
         let report = try await harness.run()
         let full = harness.api.served.filter { !$0.onlyFailures }
         #expect(full.count == 3 && full.first?.paginationToken == nil && full.dropFirst().allSatisfy { $0.paginationToken != nil })
-        #expect(report.stop == nil)
+        #expect(report.stop == nil, "\(String(describing: report.stop))")
         #expect(try harness.spooledPayloads().count == 8)
     }
 
@@ -64,7 +64,7 @@ private func history(_ count: Int, overDays days: Int64 = 3) -> [MockAppStoreSer
         let harness = try SweepHarness(entries: [entry])
         try harness.saveCheckpoint(SweepCheckpoint(completedThrough: SweepHarness.start + 6 * hour))
         let report = try await harness.run()
-        #expect(report.stop == nil)
+        #expect(report.stop == nil, "\(String(describing: report.stop))")
         #expect(try harness.spooledPayloads() == [entry.signedPayload])
         #expect(try harness.savedCheckpoint().completedThrough == SweepHarness.start - 2 * 60_000)
     }
@@ -81,7 +81,7 @@ private func history(_ count: Int, overDays days: Int64 = 3) -> [MockAppStoreSer
             + #""completedThrough":\#(SweepHarness.start - 10 * 60_000),"pending":null,"spooled":{}}"#,
             to: "spool/sweep/checkpoint", mode: 0o640)
         let report = try await harness.run()
-        #expect(report.stop == nil)
+        #expect(report.stop == nil, "\(String(describing: report.stop))")
         #expect(try harness.spooledPayloads() == [entry.signedPayload])
     }
 
@@ -114,7 +114,7 @@ private func history(_ count: Int, overDays days: Int64 = 3) -> [MockAppStoreSer
         let harness = try SweepHarness(entries: history(6))
         harness.api.inject(.rateLimited(retryAfter: String(SweepHarness.start + 7_000)))
         let report = try await harness.run()
-        #expect(report.stop == nil)
+        #expect(report.stop == nil, "\(String(describing: report.stop))")
         #expect(try harness.spooledPayloads().count == 6)
         #expect(harness.clock.sleeps.contains(.milliseconds(7_000)))
         let served = harness.api.served
@@ -127,7 +127,7 @@ private func history(_ count: Int, overDays days: Int64 = 3) -> [MockAppStoreSer
         let harness = try SweepHarness(entries: entries, pageSize: 3) { $0.window = .seconds(8 * 86_400) }
         harness.api.inject(.expiredToken)
         let report = try await harness.run()
-        #expect(report.stop == nil)
+        #expect(report.stop == nil, "\(String(describing: report.stop))")
         // Nothing lost; the window's pages before the refusal are dropped
         // again, which the daemon's supersede rule absorbs.
         #expect(Set(try harness.spooledPayloads()) == Set(entries.map(\.signedPayload)))
@@ -141,7 +141,7 @@ private func history(_ count: Int, overDays days: Int64 = 3) -> [MockAppStoreSer
         let harness = try SweepHarness(entries: history(6))
         harness.api.inject(.serverError(503), .retryableError)
         let report = try await harness.run()
-        #expect(report.stop == nil)
+        #expect(report.stop == nil, "\(String(describing: report.stop))")
         #expect(try harness.spooledPayloads().count == 6)
         #expect(harness.clock.sleeps.prefix(2) == [.seconds(1), .seconds(2)])
         #expect(harness.api.served.prefix(3).map(\.status) == [503, 500, 200])
@@ -164,7 +164,7 @@ private func history(_ count: Int, overDays days: Int64 = 3) -> [MockAppStoreSer
         for _ in 0...RateLimiter.maximumBackoffs { harness.api.inject(.success(body: body)) }
         let report = try await harness.run()
         #expect(report.stop?.kind == .temporary && report.exitStatus == 75, "\(body)")
-        #expect(report.stop?.reason.contains("not a notification history page") == true)
+        #expect(report.stop?.reason.contains("not a notification history page") == true, "\(String(describing: report.stop))")
         #expect(try harness.savedCheckpoint() == before, "nothing was read, so nothing is marked as swept")
         #expect(try harness.spooledPayloads().isEmpty)
     }
@@ -174,7 +174,7 @@ private func history(_ count: Int, overDays days: Int64 = 3) -> [MockAppStoreSer
         let harness = try SweepHarness(entries: entries)
         try harness.saveCheckpoint(SweepCheckpoint(completedThrough: SweepHarness.start - hour))
         let report = try await harness.run()
-        #expect(report.stop == nil)
+        #expect(report.stop == nil, "\(String(describing: report.stop))")
         #expect(try harness.spooledPayloads().sorted() == entries.filter(\.failed).map(\.signedPayload).sorted())
         let failed = entries.filter(\.failed).map(\.date)
         let gaps = ReconcileGaps.read(layout: harness.layout)
@@ -188,7 +188,7 @@ private func history(_ count: Int, overDays days: Int64 = 3) -> [MockAppStoreSer
         let harness = try SweepHarness(entries: entries)
         try harness.saveCheckpoint(SweepCheckpoint(completedThrough: SweepHarness.start - 7 * day))
         let report = try await harness.run()
-        #expect(report.stop == nil && report.spooled == 9)
+        #expect(report.stop == nil && report.spooled == 9, "\(String(describing: report.stop))")
         #expect(ReconcileGaps.read(layout: harness.layout) == [],
                 "what the full pass spools reached the receiver once already")
     }
@@ -203,7 +203,7 @@ private func history(_ count: Int, overDays days: Int64 = 3) -> [MockAppStoreSer
         #expect(killed.stop?.kind == .failed)
         let afterKill = try harness.spooledPayloads()
         let resumed = try await harness.run()
-        #expect(resumed.stop == nil)
+        #expect(resumed.stop == nil, "\(String(describing: resumed.stop))")
         let all = try harness.spooledPayloads()
         #expect(Set(all) == Set(entries.map(\.signedPayload)))
         // Each repeated drop is a byte-identical copy of one already there:
@@ -236,7 +236,7 @@ private func history(_ count: Int, overDays days: Int64 = 3) -> [MockAppStoreSer
         let harness = try SweepHarness(entries: history(3)) { $0.environment = .sandbox; $0.window = .seconds(30 * 86_400) }
         try harness.saveCheckpoint(SweepCheckpoint(completedThrough: SweepHarness.start - 40 * day))
         let report = try await harness.run()
-        #expect(report.stop == nil)
+        #expect(report.stop == nil, "\(String(describing: report.stop))")
         let earliest = SweepHarness.start - 30 * day + hour
         #expect(report.clamped == (SweepHarness.start - 40 * day - hour)..<earliest)
         #expect(ReconcileGaps.read(layout: harness.layout).contains(
