@@ -259,7 +259,12 @@ package final class JetStreamClient {
         var messages: [StoredMessage] = []
         for sequence in first...last {
             var message: OpaquePointer?
-            guard js_GetMsg(&message, context, stream, sequence, nil, &errorCode) == NATS_OK, let message else { continue }
+            // A sequence the server cannot hand out is an error, never a
+            // gap: these streams have no limits, so nothing in them is
+            // deleted, and a skipped message would read as one not sent.
+            guard js_GetMsg(&message, context, stream, sequence, nil, &errorCode) == NATS_OK, let message else {
+                throw ClientError(what: "message \(sequence) of \(stream) (JetStream error \(errorCode.rawValue))")
+            }
             defer { natsMsg_Destroy(message) }
             var id: UnsafePointer<CChar>?
             let messageID = natsMsgHeader_Get(message, "Nats-Msg-Id", &id) == NATS_OK ? id.map { String(cString: $0) } : nil
