@@ -114,24 +114,24 @@ final class SignedDataVerifier {
     }
 
     /// When the App Store signed a payload of `kind` (ms since 1970), the
-    /// time its chain is validated at: its `signedDate`, which Apple's
-    /// payloads carry and which is required of the kinds txrecon knows; an
-    /// app transaction names it `receiptCreationDate`; a member Apple added
-    /// since that names neither was signed no later than the notification
-    /// around it (`enclosing`).
+    /// time its chain is validated at, and what a message calls that time:
+    /// its `signedDate`, which Apple's payloads carry and which is required
+    /// of the kinds txrecon knows; an app transaction names it
+    /// `receiptCreationDate`; a member Apple added since that names neither
+    /// was signed no later than the notification around it (`enclosing`).
     private static func signingTime(_ reader: PayloadReader, kind: SignedDataKind,
-                                    enclosing: Int64?) throws(Rejection) -> Int64 {
+                                    enclosing: Int64?) throws(Rejection) -> (Int64, named: String) {
         switch kind {
         case .transaction, .renewalInfo, .notification:
-            return try reader.requireMilliseconds("signedDate")
+            return (try reader.requireMilliseconds("signedDate"), "signedDate")
         case .appTransaction:
-            if let signed = try reader.milliseconds("signedDate") { return signed }
-            return try reader.requireMilliseconds("receiptCreationDate")
+            if let signed = try reader.milliseconds("signedDate") { return (signed, "signedDate") }
+            return (try reader.requireMilliseconds("receiptCreationDate"), "receiptCreationDate")
         case .unknown:
-            if let signed = try reader.milliseconds("signedDate") { return signed }
-            if let created = try reader.milliseconds("receiptCreationDate") { return created }
-            guard let enclosing else { return try reader.requireMilliseconds("signedDate") }
-            return enclosing
+            if let signed = try reader.milliseconds("signedDate") { return (signed, "signedDate") }
+            if let created = try reader.milliseconds("receiptCreationDate") { return (created, "receiptCreationDate") }
+            guard let enclosing else { return (try reader.requireMilliseconds("signedDate"), "signedDate") }
+            return (enclosing, "the signedDate of the notification around it")
         }
     }
 
@@ -145,11 +145,12 @@ final class SignedDataVerifier {
         let payloadSubject = "the payload of " + subject
         let reader = PayloadReader(object: jws.payload, subject: payloadSubject)
         if let validator {
-            let signedAt = try SignedDataVerifier.signingTime(reader, kind: kind, enclosing: enclosingSignedDate)
+            let (signedAt, named) = try SignedDataVerifier.signingTime(reader, kind: kind,
+                                                                       enclosing: enclosingSignedDate)
             do {
                 try checkSignature(of: jws, at: signedAt, validator: validator)
             } catch {
-                throw error.rejection(subject: subject)
+                throw error.rejection(subject: subject, signingTime: named)
             }
         }
         let claims: AppClaims?

@@ -46,8 +46,11 @@ enum VerificationFailure: Error, Sendable, Equatable {
     }
 
     /// The rejection for the signed string `subject` names (e.g.
-    /// `signedTransactionInfo`, `data.signedRenewalInfo of signedPayload`).
-    func rejection(subject: String) -> Rejection {
+    /// `signedTransactionInfo`, `data.signedRenewalInfo of signedPayload`);
+    /// `signingTime` is what an invalid chain's message calls the time the
+    /// chain was validated at (`receiptCreationDate` for most app
+    /// transactions).
+    func rejection(subject: String, signingTime: String = "signedDate") -> Rejection {
         let requeue = "then run txrecon requeue-rejected"
         switch self {
         case .criticalHeader:
@@ -62,7 +65,7 @@ enum VerificationFailure: Error, Sendable, Equatable {
             return Rejection(code, "the \(VerificationFailure.positions[position]) certificate (x5c[\(position)]) "
                 + "of \(subject) \(problem)")
         case let .invalidChain(reason, time, concerning):
-            return Rejection(code, "\(reason) at signedDate \(VerificationFailure.rfc3339(seconds: time)) "
+            return Rejection(code, "\(reason) at \(signingTime) \(VerificationFailure.rfc3339(seconds: time)) "
                 + "(\(concerning), in \(subject)); the certificates do not chain to a root in RootCertificateFile= "
                 + "at the time the data was signed")
         case let .missingOID(certificate, oid):

@@ -71,7 +71,10 @@ import TxReconTestSupport
 
     @Test func anAppTransactionIsCheckedAtItsReceiptCreationDate() {
         let expired = Self.appTransaction(TestJWS.appTransactionPayload(receiptCreationDate: TestPKI.afterLeafValidity))
-        #expect(intakeVerdict(Self.rescindConsent(expired), verifier)?.code == "invalid-chain")
+        let rejection = intakeVerdict(Self.rescindConsent(expired), verifier)
+        #expect(rejection?.code == "invalid-chain")
+        #expect(rejection?.detail.hasPrefix("certificate has expired at receiptCreationDate ") == true,
+                "names the time it was checked at: \(rejection?.detail ?? "accepted")")
     }
 
     @Test func aProductionAppTransactionOfAnotherAppAppleIDIsRefused() throws {
@@ -137,6 +140,18 @@ import TxReconTestSupport
         let noClaims = JSONValue.object([("choice", .string("withdrawn"))])
         #expect(intakeVerdict(Self.future(nested: noClaims), verifier) == nil,
                 "without claims or a signing time of its own: checked at the notification's signedDate")
+    }
+
+    /// A member that names no signing time of its own is checked at the
+    /// notification's, and its message says so rather than "at signedDate".
+    @Test func anUnknownMemberWithoutASigningTimeIsCheckedAtTheNotificationsAndSaysSo() {
+        let lookalike = TestPKI.sign(header: TestPKI.header(chain: ["leaf-under-lookalike", "lookalike-intermediate",
+                                                                    "lookalike-root"]),
+                                     payload: .object([("choice", .string("withdrawn"))]))
+        let rejection = intakeVerdict(Self.future(signedMember: lookalike), verifier)
+        #expect(rejection?.code == "invalid-chain")
+        #expect(rejection?.detail.hasPrefix("unable to get local issuer certificate at the signedDate of the "
+            + "notification around it ") == true, "\(rejection?.detail ?? "accepted")")
     }
 
     /// Transactions and renewal infos carry an environment and never an
