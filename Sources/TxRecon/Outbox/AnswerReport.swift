@@ -31,10 +31,14 @@ package struct AnswerReport: Sendable {
     /// Apple refused its token or does not know it, or keeps rate-limiting
     /// it. One per app stopped, naming it.
     var appStops: [SweepStop] = []
+    /// Entries Apple's service or the network failed beyond the budgets
+    /// (5xx, no answer) while the run went on with the next entry: each
+    /// waits in queue/ for the next run. One per entry, naming it.
+    var entryFailures: [SweepStop] = []
     var finishedAt: Int64 = 0
 
-    /// `stop`, then `appStops`.
-    var stops: [SweepStop] { (stop.map { [$0] } ?? []) + appStops }
+    /// `stop`, then `appStops`, then `entryFailures`.
+    var stops: [SweepStop] { (stop.map { [$0] } ?? []) + appStops + entryFailures }
 
     /// 0 when every entry the run took was sent or set aside; else the most
     /// severe of the stops' (78, then 1, then 75; what they left waits in

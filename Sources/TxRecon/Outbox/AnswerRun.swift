@@ -22,7 +22,9 @@
 //   app, 404 without an error      queue/, the other apps' go; exit 78
 //   code (not Apple's API), 429    (75 for the 429)
 //   beyond its budget
-//   Apple or the network failing beyond the budgets -> stop, exit 75
+//   Apple or the network failing  -> that entry waits in queue/, the
+//   beyond the budgets              next one goes; two entries in a row:
+//                                   stop, exit 75
 //
 // The exit status is the most severe of the stops' (AppRuns.mostSevere).
 //
@@ -289,6 +291,9 @@ struct AnswerSender {
     /// The bundle ids of entries no app of the configuration is, each
     /// reported once.
     private var unconfigured: Set<String> = []
+    /// Whether the entry asked last failed as Apple's service or the
+    /// network does (5xx, no answer), beyond the backoff budget.
+    private var lastEntryFailed = false
 
     init(apps: [App], outbox: Outbox, clock: any SweepClock, log: any LogSink) {
         self.apps = apps
@@ -373,10 +378,22 @@ struct AnswerSender {
             // limit (Apple's are per app), says nothing of another app's:
             // only its entries wait, as those of an app whose key cannot
             // be read do. A failure of Apple's service or of the network
-            // (5xx, no answer, beyond the backoff budget) ends the run: the
-            // next app's entries would each spend the backoff budget (about
-            // a minute) to fail the same way; the timer's run tries again.
-            guard let last, Self.concernsItsApp(last) else { throw error }
+            // (5xx, no answer, beyond the backoff budget) for two entries
+            // in a row ends the run: every further entry would fail the
+            // same way (the second is asked once: the backoffs in a row
+            // are the run's limiter's); the timer's run tries again. One entry alone may be failing on
+            // its own, and queue/ is taken in name order: ending the run
+            // there would keep every entry after it waiting, run after
+            // run, past a consumption request's 12 hours.
+            guard let last, Self.concernsItsApp(last) else {
+                guard !lastEntryFailed else { throw error }
+                lastEntryFailed = true
+                report.entryFailures.append(SweepStop(kind: error.kind, reason: "\(name) waits in \(outbox.queue): "
+                    + error.reason))
+                log.write(LogEntry(.warning, "answer: \(name) waits in \(outbox.queue): \(error.reason); the run goes "
+                                   + "on with the next entry", fields: Self.fields(name, entry, app: appName)))
+                return
+            }
             var stop = error
             stop.reason = (app.name.map { "app \($0)'s" } ?? "the") + " entries wait in \(outbox.queue): " + stop.reason
             stopped[appKey] = stop
@@ -386,6 +403,7 @@ struct AnswerSender {
             report.waitingForApp += 1
             return
         }
+        lastEntryFailed = false
         switch asked {
         case .answer:
             do {

@@ -92,24 +92,54 @@ import TxReconTestSupport
         }
     }
 
-    @Test func aRunAppleKeepsFailingGivesUpWithinItsBudgetAndKeepsTheEntry() throws {
+    /// Apple or the network failing for two entries in a row is Apple's
+    /// service as a whole: the run ends within their budgets, the third
+    /// entry is not asked, and all three wait for the next run.
+    @Test func aRunAppleKeepsFailingGivesUpWithinItsBudgetAndKeepsTheEntries() throws {
         let run = try OneApp("txrecon-answer")
         let (clock, api, path, outbox) = (run.clock, run.api, run.path, run.outbox)
-        let entry = OutboxEntry(kind: .finish, transactionId: "6100", environment: .sandbox, bundleId: nil,
-                                requestedAt: nil, confirmedAt: clock.wallMilliseconds, destination: "backend",
-                                consumptionInformation: nil)
-        _ = try outbox.write(entry)
-        for _ in 0...RateLimiter.maximumBackoffs { api.inject(.serverError(503)) }
+        let entries = ["6100", "6101", "6102"].map {
+            OutboxEntry(kind: .finish, transactionId: $0, environment: .sandbox, bundleId: nil, requestedAt: nil,
+                        confirmedAt: clock.wallMilliseconds, destination: "backend", consumptionInformation: nil)
+        }
+        for entry in entries { _ = try outbox.write(entry) }
+        for _ in 0..<2 * (RateLimiter.maximumBackoffs + 1) { api.inject(.serverError(503)) }
 
         let report = AnswerRun.perform(configurationPath: path, environment: [:], clock: clock, log: RecordingLogSink())
-        #expect(report.stop?.kind == .temporary, "\(String(describing: report.stop))")
+        #expect(report.stop?.kind == .temporary, "\(report.stops)")
         #expect(report.exitStatus == 75)
-        #expect(report.waiting == 1 && report.sent == 0)
-        #expect(try outbox.entries(in: outbox.queue) == [entry.fileName], "kept for the next run")
-        #expect(api.answers.count == RateLimiter.maximumBackoffs + 1)
+        #expect(report.waiting == 3 && report.sent == 0)
+        #expect(try outbox.entries(in: outbox.queue) == entries.map(\.fileName), "kept for the next run")
+        // The backoffs in a row are the run's: the second entry, failing
+        // the same way, is asked once, with no wait of its own.
+        #expect(api.answers.map(\.transactionId) == Array(repeating: "6100", count: RateLimiter.maximumBackoffs + 1)
+            + ["6101"])
         let waited = clock.sleeps.reduce(Duration.zero, +)
         #expect(waited <= .seconds(2 * 60), "bounded: \(waited)")
         #expect(api.problems == [])
+    }
+
+    /// queue/ goes in name order: one entry Apple keeps failing on its own
+    /// must not keep every entry after it waiting, run after run, past a
+    /// consumption request's 12 hours.
+    @Test func anEntryAppleKeepsFailingAloneWaitsAndTheNextOnesGo() throws {
+        let run = try OneApp("txrecon-answer")
+        let (clock, api, path, outbox) = (run.clock, run.api, run.path, run.outbox)
+        let entries = ["6100", "6101", "6102"].map {
+            OutboxEntry(kind: .finish, transactionId: $0, environment: .sandbox, bundleId: nil, requestedAt: nil,
+                        confirmedAt: clock.wallMilliseconds, destination: "backend", consumptionInformation: nil)
+        }
+        for entry in entries { _ = try outbox.write(entry) }
+        for _ in 0...RateLimiter.maximumBackoffs { api.inject(.serverError(500)) }
+
+        let log = RecordingLogSink()
+        let report = AnswerRun.perform(configurationPath: path, environment: [:], clock: clock, log: log)
+        #expect(report.sent == 2 && report.waiting == 1)
+        #expect(try outbox.entries(in: outbox.queue) == [entries[0].fileName])
+        #expect(report.stop == nil && report.entryFailures.count == 1
+                && report.entryFailures[0].reason.hasPrefix(entries[0].fileName), "\(report.stops)")
+        #expect(report.exitStatus == 75, "what is left waits for the timer's next run")
+        #expect(log.entries.contains { $0.message.contains("the run goes on with the next entry") })
     }
 
     /// "Sent at least once, never retried forever": a finish Apple keeps
