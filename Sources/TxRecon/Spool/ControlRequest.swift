@@ -107,25 +107,37 @@ package struct ControlResult: Sendable, Equatable {
     }
 
     /// One result of the results of several destinations: a target is
-    /// applied when some destination applied it, and skipped (with the
-    /// first destination's reason) when none did. A destination that
-    /// refused a target another applied (a held key with another snapshot
-    /// queued there, a move that failed) is said too, named: the operator
-    /// must not read "applied" as "applied everywhere".
+    /// applied when some destination applied it. A destination that
+    /// refused a target (a held key with another snapshot queued there, a
+    /// move that failed, held there when asked to retry) is said, named,
+    /// whether another applied it or none did: the operator must not read
+    /// "applied" as "applied everywhere", nor the first destination's "not
+    /// held" as the key's state everywhere. A target no destination had
+    /// anything to do for is skipped with the first one's reason.
     init(merging results: [(destination: String, result: ControlResult)]) {
         let applied = Set(results.flatMap(\.result.applied))
         var seen = Set<String>()
         for (_, result) in results {
             for target in result.applied where seen.insert(target).inserted { self.applied.append(target) }
         }
+        var notApplied: [(target: String, reason: String)] = []
+        var refusals: [String: [String]] = [:]
         for (destination, result) in results {
             for entry in result.skipped {
-                if !applied.contains(entry.target) {
-                    if seen.insert(entry.target).inserted { skipped.append(entry) }
-                } else if !result.nothingToDoHere.contains(entry.target) {
-                    skipped.append((entry.target, "at \(destination): \(entry.reason)"))
+                let refused = !result.nothingToDoHere.contains(entry.target)
+                if applied.contains(entry.target) {
+                    if refused { skipped.append((entry.target, "at \(destination): \(entry.reason)")) }
+                    continue
+                }
+                if seen.insert(entry.target).inserted { notApplied.append(entry) }
+                if refused {
+                    let reason: String = results.count > 1 ? "at " + destination + ": " + entry.reason : entry.reason
+                    refusals[entry.target, default: []].append(reason)
                 }
             }
+        }
+        for entry in notApplied {
+            for reason in refusals[entry.target] ?? [entry.reason] { skipped.append((entry.target, reason)) }
         }
     }
 

@@ -137,6 +137,22 @@ import TxReconTestSupport
         #expect(merged.skipped.map(\.reason) == ["at analytics: another snapshot of it is queued"])
     }
 
+    /// Held at analytics alone: `retry` there is refused, `backend` has no
+    /// such key queued. The answer is analytics' refusal, named, not the
+    /// first destination's "not queued".
+    @Test func aRefusalAtOneDestinationIsSaidWhenNoneApplied() {
+        var backend = ControlResult()
+        backend.skipped = [("k", "not queued"), ("n", "not queued")]
+        backend.nothingToDoHere = ["k", "n"]
+        var analytics = ControlResult()
+        analytics.skipped = [("k", "held: use release"), ("n", "not queued")]
+        analytics.nothingToDoHere = ["n"]
+        let merged = ControlResult(merging: [("backend", backend), ("analytics", analytics)])
+        #expect(merged.applied.isEmpty)
+        #expect(merged.skipped.map(\.target) == ["k", "n"])
+        #expect(merged.skipped.map(\.reason) == ["at analytics: held: use release", "not queued"])
+    }
+
     @Test func theStatusLineOfSeveralDestinationsAddsUpAndNamesEach() {
         var primary = EngineStatus()
         primary.phase = "running"
