@@ -200,6 +200,20 @@ import TxReconTestSupport
         #expect(try spool.readDrop("missing", maximumSize: 1024) == .gone)
     }
 
+    /// A drop the daemon cannot move (here gone; a producer's directory
+    /// the daemon may not write in practice) stays where it was, and no
+    /// reason is left in rejected/: every retry would add one.
+    @Test func aDropThatCannotBeMovedLeavesNoReasonBehind() throws {
+        let spool = try makeSpool()
+        for _ in 0..<3 {
+            #expect(throws: SpoolError.self) {
+                try spool.reject(drop: "cannot-move", because: Rejection("not-json", "junk"), at: 0)
+            }
+        }
+        #expect(names("rejected").isEmpty)
+        #expect(try spool.rejectedNames().isEmpty)
+    }
+
     @Test func aRejectedDropKeepsItsNameAndGetsAReasonBesideIt() throws {
         let spool = try makeSpool()
         _ = directory.write("junk", to: "spool/new/x.reason")

@@ -303,7 +303,16 @@ package final class Spool: Sendable {
                 let temporary = layout.rejected + "/.tmp-\(target).reason.\(UInt64.random(in: 0 ... .max))"
                 if try SystemCall.placeNewFile(layout.rejected + "/" + target + ".reason", Array(reason.utf8),
                                                temporaryName: temporary) {
-                    try SystemCall.rename(source, layout.rejected + "/" + target)
+                    do {
+                        try SystemCall.rename(source, layout.rejected + "/" + target)
+                    } catch {
+                        // Left where it was (a producer's directory the daemon
+                        // may not move: its ".." needs write permission), so
+                        // the reason is no one's; kept, every retry would add
+                        // another, counted and listed as a rejected file.
+                        try? SystemCall.unlinkIfPresent(layout.rejected + "/" + target + ".reason")
+                        throw error
+                    }
                     return target
                 }
             }
