@@ -125,6 +125,17 @@ import TxReconTestSupport
         #expect(names() == [], "the file judged expired goes")
     }
 
+    /// At start, before the ledger's catch-up and the engine read done/,
+    /// without a scan (which would also remove what expired).
+    @Test func whatTheLastProcessLeftAsideIsPutBackBeforeAnythingReadsDone() throws {
+        _ = directory.write("left aside", to: DoneReaper.asidePrefix + "a")
+        _ = directory.write("expired", to: "old.superseded-1-2")
+        let reaper = DoneReaper(directory: directory.path, retention: .seconds(0), log: RecordingLogSink())
+        reaper.putBackLeftAside()
+        #expect(names() == ["a", "old.superseded-1-2"])
+        #expect(reaper.nextScanAt == nil, "no scan was armed")
+    }
+
     @Test func aDeliveryLeftAsideIsPutBackByTheNextScanUnlessAFresherOneTookItsName() throws {
         // A crash between the rename aside and the put-back.
         _ = directory.write("left aside", to: DoneReaper.asidePrefix + "a")

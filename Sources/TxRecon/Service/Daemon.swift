@@ -159,6 +159,7 @@ package enum Daemon {
                                    + "process did not finish are back in new/, split again (parts it made are repeats)"))
             }
             try Outbox(spool: layout.root).prepare()
+            for destination in destinations { destination.reaper.putBackLeftAside() }
             try ledger.start()
         } catch {
             log.write(LogEntry(.error, "\(error)"))

@@ -127,6 +127,21 @@ final class DoneReaper: Sendable {
         }
     }
 
+    /// Puts back what the last process left aside, and waits for it: at
+    /// start, before the ledger's catch-up and the engine read done/. Both
+    /// skip dotted names, so a delivery left at done/.reaping-KEY by a kill
+    /// (one the ledger's lost last writes did not record) would be missing
+    /// from both until the first scan, and a stale snapshot of KEY uploaded
+    /// meanwhile compared with an older confirmation only.
+    func putBackLeftAside() {
+        queue.sync {
+            try? SystemCall.forEachName(in: directory) { bytes in
+                guard let name = String(validating: bytes, as: UTF8.self), name.hasPrefix(ReapingAside.prefix) else { return }
+                recoverAside(name)
+            }
+        }
+    }
+
     /// A file left aside by an earlier scan: put back when its name is free.
     private func recoverAside(_ asideName: String) {
         guard let name = ReapingAside.name(ofAside: asideName), !name.isEmpty, !name.contains(".") else { return }
