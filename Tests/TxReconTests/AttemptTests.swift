@@ -135,6 +135,25 @@ import TxReconTestSupport
         let record = String(decoding: try SystemCall.readFile(layout.hold + "/broken.reason", limit: 4096), as: UTF8.self)
         #expect(record.contains("attempts: 2"))
     }
+
+    /// MaxFileSize= lowered below a queued file: no retry can read it, so
+    /// it is held with the reason, not tried every 5 minutes for ever.
+    @Test func aQueuedFileLargerThanALoweredMaxFileSizeIsHeldNotRetried() throws {
+        try layout.createMissingDirectories()
+        let body = #"{"id":"large","version":1,"payload":{"padding":"\#(String(repeating: "x", count: 2048))"}}"#
+        _ = directory.write(body, to: "spool/queue/large")
+        let attempt = Attempt(key: ItemKey("large")!, number: 2, receivedAt: 0, cached: nil, hasStateFile: false,
+                              followsDelivery: false, inbox: nil, maximumSize: 1024, now: 0)
+        var sends = 0
+        let exchange = attempt.run(send: { _ in sends += 1; return Self.answer(204) }, in: context())
+        guard case let .local(.undecodable(reason, holdError)) = exchange else {
+            Issue.record("not held: \(exchange)")
+            return
+        }
+        #expect(sends == 0 && holdError == nil)
+        #expect(reason.contains("larger than MaxFileSize= (1024 bytes)"), "\(reason)")
+        #expect(try SystemCall.listDirectory(layout.hold).contains("large"))
+    }
 }
 
 extension Attempt {

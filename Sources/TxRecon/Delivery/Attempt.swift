@@ -213,6 +213,11 @@ struct Attempt: Sendable {
             guard let bytes = stored else { return .missing }
             let item = try context.storedItems.item(bytes, key: key)
             return .ready(item, context.prepare(item, number, receivedAt, now))
+        } catch let error as SpoolError where error.code == EFBIG {
+            // Larger than a MaxFileSize= lowered since intake: no retry
+            // reads it, so it is held (as the hold's text says) rather than
+            // tried every 5 minutes for ever at info level.
+            return .undecodable(Spool.tooLarge(maximumSize))
         } catch let error as SpoolError {
             return .unreadable(error)
         } catch let ItemReadFailure.unreadable(error) {

@@ -244,7 +244,9 @@ package final class Spool: Sendable {
         return FileIdentity(info) == file
     }
 
-    private static func tooLarge(_ maximumSize: Int) -> Rejection {
+    /// A file larger than `MaxFileSize=`: refused at intake, and held when
+    /// a queued one is found so after the setting was lowered.
+    static func tooLarge(_ maximumSize: Int) -> Rejection {
         Rejection("too-large", "it is larger than MaxFileSize= (\(maximumSize) bytes); one transaction is a few KiB")
     }
 
