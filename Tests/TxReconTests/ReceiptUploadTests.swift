@@ -95,6 +95,43 @@ import TxReconTestSupport
         }
     }
 
+    /// A receipt spoiled on its way (form decoding's '+' -> ' ', the
+    /// URL-safe alphabet, a file cut short) is a malformed receipt, not
+    /// "not JSON", which sends its producer to the wrong place.
+    @Test func aBareBase64ReceiptSpoiledOnItsWayIsAMalformedReceipt() throws {
+        let receipt = TestReceipt.sign(TestReceipt.payload(purchases: [Self.two[0]]))
+        let text = Data(receipt).base64EncodedString()
+        #expect(text.hasPrefix("MII") && text.contains("+"), "the test receipt's base64 has a '+' to spoil")
+        for spoiled in [text.replacingOccurrences(of: "+", with: " "),
+                        text.replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_"),
+                        String(text.prefix(text.count / 2 + 1))] {
+            let verifier = try Self.verifier()
+            do {
+                _ = try Self.examine(Array(spoiled.utf8), verifier)
+                Issue.record("taken: \(spoiled.prefix(40))")
+            } catch {
+                #expect(error.code == "malformed-receipt", "\(error)")
+            }
+        }
+    }
+
+    /// The entry a producer names is quoted only when it could be a
+    /// transaction id: the reason goes to the journal and rejected/.
+    @Test func anUploadNamingALongEntryIsRefusedWithoutQuotingIt() throws {
+        let receipt = TestReceipt.sign(TestReceipt.payload(purchases: [Self.two[0]]))
+        let long = String(repeating: "9", count: 100_000)
+        let upload = JSONValue.object([("receipt", .string(Data(receipt).base64EncodedString())),
+                                       ("txreconReceiptEntry", .string(long))]).serialized
+        let verifier = try Self.verifier()
+        do {
+            _ = try Self.examine(upload, verifier)
+            Issue.record("taken")
+        } catch {
+            #expect(error.code == "invalid-field")
+            #expect(error.detail.utf8.count < 1024, "\(error.detail.utf8.count) bytes")
+        }
+    }
+
     @Test func aPartNamesItsReceiptAndPurchaseInAHundredBytesWhateverTheReceiptsSize() throws {
         let large = TestReceipt.sign(TestReceipt.payload(purchases: (0..<200).map {
             TestReceipt.Purchase(transactionId: String(3_000_000_000_000_000 + $0))

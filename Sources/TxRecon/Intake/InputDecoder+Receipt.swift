@@ -68,8 +68,14 @@ extension InputDecoder {
         }
         if let selected {
             guard let item = purchases.first(where: { $0.key.rawValue.utf8.elementsEqual(selected.utf8) }) else {
-                throw Rejection(.invalidField, "\(InputDecoder.receiptEntryMember) of \(format) names transaction "
-                    + "\(JSONValue.string(selected).serializedString), which the receipt does not hold")
+                // Quoted only when it could be a transaction id: the value is
+                // the producer's, and the reason goes to the journal and
+                // rejected/NAME.reason.
+                let named = selected.utf8.count <= ItemKey.maximumLength
+                    ? "transaction " + JSONValue.string(selected).serializedString
+                    : "a value of \(selected.utf8.count) bytes, longer than any transaction id,"
+                throw Rejection(.invalidField, "\(InputDecoder.receiptEntryMember) of \(format) names \(named) which "
+                    + "the receipt does not hold")
             }
             // A part an earlier release wrote: the receipt travels with it,
             // as the standard base64 of its bytes, whatever spelling came

@@ -59,6 +59,14 @@ struct InputDecoder: Sendable {
                 let text = String(decoding: input[..<end], as: UTF8.self)
                 return try decodeReceipt(der: receipt, text: text, upload: nil, parsed: &parsed)
             }
+            // "MII": the base64 of a DER SEQUENCE of 256 bytes or more, as
+            // every receipt starts; one that did not decode was spoiled on
+            // the way, and "not JSON" would send its producer elsewhere.
+            if input[..<end].starts(with: "MII".utf8) {
+                throw Rejection(.malformedReceipt, "the file starts like a base64 receipt (format 6) but is not the "
+                    + "standard base64 of one: a '+' turned into a space by form decoding, the URL-safe alphabet, or "
+                    + "a file cut short; send the app receipt's bytes as Data.base64EncodedString() gives them")
+            }
             // `true`, `null`: JSON, but no format; anything else: neither.
             guard let value = try? JSONValue.parse(input) else {
                 throw Rejection(.notJSON, "the file is neither a compact JWS (format 1: three base64url "
