@@ -154,6 +154,38 @@ struct ReceiptIntegrationTests {
         #expect(Self.bodies(analytics).first?["transactionId"]?.stringValue == Self.purchases[0])
     }
 
+    /// A copy that waited in a further destination's inbox across a start
+    /// (or a reload) is verified under the settings of now: a Sandbox
+    /// purchase once Environment= names Production alone is rejected
+    /// there, never sent.
+    @Test func aCopyWaitingAcrossAStartIsVerifiedUnderTheSettingsOfNow() async throws {
+        let fixture = try fixture()
+        let analytics = try LoopbackHTTPServer { _ in .status(204) }
+        defer { analytics.stop() }
+        let verification = try String(contentsOfFile: fixture.configPath, encoding: .utf8)
+        _ = fixture.directory.write("[Backend]\nURL=\(analytics.url)analytics\nTimeout=2s\n",
+                                    to: "destinations/analytics.conf")
+        let der = try ReceiptSamples.der(Self.real)
+        let name = ReceiptStore.name(of: der)
+        try fixture.layout.createMissingDirectories()
+        try ReceiptStore(layout: fixture.layout).store(der, name: name)
+        let copies = fixture.layout.destination("analytics")
+        try copies.createMissingDestinationDirectories()
+        _ = fixture.directory.write(#"{"receiptSha256":"\#(name)","txreconReceiptEntry":"\#(Self.purchases[0])"}"#,
+                                    to: "spool/destinations/analytics/new/upload.1")
+        _ = fixture.directory.write(verification.replacingOccurrences(of: "Environment=Production Sandbox",
+                                                                      with: "Environment=Production"),
+                                    to: "txrecon.conf")
+
+        let daemon = try await fixture.start()
+        #expect(await fixture.eventually { ((try? SystemCall.listDirectory(copies.rejected)) ?? []).contains("upload.1") },
+                "\(daemon.stderr)")
+        let reason = String(decoding: try SystemCall.readFile(copies.rejected + "/upload.1.reason", limit: 1 << 16),
+                            as: UTF8.self)
+        #expect(reason.hasPrefix("wrong-environment: "), "\(reason)")
+        #expect(analytics.requests.isEmpty)
+    }
+
     @Test func aPurchaseWhoseReceiptIsNoLongerStoredIsNotReplayedAndTheAnswerSaysWhy() async throws {
         let fixture = try fixture()
         try await fixture.start()

@@ -72,10 +72,13 @@ extension Intake {
     /// again: at start, after a crash, when an engine could not take one,
     /// or when a full one has room again. Read a part at a time and offered
     /// a batch at a time, until the inbox is empty or the engine is full.
-    func takeCopies(via senders: [IntakeHandOff], whenWaiting: @escaping @Sendable () -> Void) -> IntakeBacklog.Failures {
+    func takeCopies(via senders: [IntakeHandOff], verifiers: VerifierSlot,
+                    whenWaiting: @escaping @Sendable () -> Void) -> IntakeBacklog.Failures {
         var failures = IntakeBacklog.Failures()
-        let decoder = InputDecoder(acceptEnvelopes: true)
-        let maximumSize = settings.withLock { $0.maximumFileSize }
+        let settings = self.settings.withLock { $0 }
+        let decoder = InputDecoder(acceptEnvelopes: settings.acceptEnvelopes)
+        let verifier = verifiers.verifier(for: settings.verification)
+        let maximumSize = settings.maximumFileSize
         // A full scan asks every engine again: one that is still full says
         // so after its first batch.
         fullRoutes.withLock { $0.removeAll() }
@@ -92,7 +95,8 @@ extension Intake {
                     var drops: [Drop] = []
                     for name in part where !spool.isInInbox(name, sameFileAs: route.spool) {
                         do throws(SpoolError) {
-                            if let drop = try copy(name, of: route, decoder: decoder, maximumSize: maximumSize) {
+                            if let drop = try copy(name, of: route, decoder: decoder, verifier: verifier,
+                                                   maximumSize: maximumSize) {
                                 drops.append(drop)
                             }
                         } catch {
@@ -120,8 +124,12 @@ extension Intake {
     }
 
     /// One copy in a route's inbox as a drop; nil when it is gone or was
-    /// rejected (it no longer decodes, or is larger than MaxFileSize= now).
-    private func copy(_ name: String, of route: DeliveryRoute, decoder: InputDecoder,
+    /// rejected (it no longer decodes or verifies, or is larger than
+    /// MaxFileSize= now). Verified again, as an attempt verifies a queued
+    /// file whose item it does not hold: this copy waited here across a
+    /// start or a reload, and AcceptEnvelopes=, [Verification] and the apps
+    /// may have changed since intake verified its drop.
+    private func copy(_ name: String, of route: DeliveryRoute, decoder: InputDecoder, verifier: SignedDataVerifier?,
                       maximumSize: Int) throws(SpoolError) -> Drop? {
         let read: (bytes: [UInt8], receivedAt: Int64)?
         do {
@@ -134,26 +142,22 @@ extension Intake {
             return nil
         }
         guard let (bytes, receivedAt) = read else { return nil }
-        // Verified before it was copied; a part is read with its stored
-        // receipt, checked against its name. A receipt that cannot be read
-        // just now (EIO, EMFILE, …) leaves the copy where it is: tried
-        // again shortly, as a drop in new/ would be.
-        var rejection = Rejection("undecodable-copy", "the copy intake made of a verified drop no longer "
-                                  + "decodes; look at it, then requeue it")
-        switch try? decoder.decode(bytes) {
-        case let .item(item)?:
-            return Drop(name: name, item: item, receivedAt: receivedAt)
-        case let .receiptPart(part)?:
-            do throws(ItemReadFailure) {
-                return Drop(name: name, item: try receipts.item(for: part, verifier: nil), receivedAt: receivedAt)
-            } catch {
-                switch error {
-                case let .unreadable(failure): throw failure
-                case let .rejected(why): rejection = why
-                }
+        // A part is read with its stored receipt, checked against its name.
+        // A receipt that cannot be read just now (EIO, EMFILE, …) leaves
+        // the copy where it is: tried again shortly, as a drop in new/ would be.
+        var rejection = Rejection("undecodable-copy", "the copy intake made of a verified drop is no item; look at "
+                                  + "it, then requeue it")
+        var novelties: [AppleNovelty] = []
+        do throws(ItemReadFailure) {
+            let verified = try decoder.decode(bytes, verifyingWith: verifier, receipts: receipts, novelties: &novelties)
+            if case let .item(item) = verified { return Drop(name: name, item: item, receivedAt: receivedAt) }
+        } catch {
+            switch error {
+            case let .unreadable(failure): throw failure
+            case let .rejected(why):
+                rejection = Rejection(why.code, "the copy intake made of a verified drop is refused now (the "
+                                      + "settings changed since, or the file did): \(why.detail)")
             }
-        default:
-            break
         }
         events.rejected(file: name, rejection: rejection,
                         movedTo: try route.spool.reject(drop: name, because: rejection, at: Timestamp.nowMilliseconds()))

@@ -346,7 +346,7 @@ final class Intake: Sendable {
             }
             // Then the destinations' copies left in their inboxes.
             if fansOut {
-                let copies = takeCopies(via: examiners.senders, whenWaiting: whenWaiting)
+                let copies = takeCopies(via: examiners.senders, verifiers: examiners.verifiers, whenWaiting: whenWaiting)
                 failures.count += copies.count
                 failures.space = failures.space ?? copies.space
             }
