@@ -633,6 +633,17 @@ final class LedgerService: Sendable {
         }
     }
 
+    /// Whether reading a delivered snapshot failed for good, as far as the
+    /// catch-up can wait: larger than MaxFileSize=, or a permission its
+    /// owner took away (a producer's file keeps its owner in done/, and
+    /// `chmod 000` on it would otherwise fail every catch-up, keeping the
+    /// reaper from done/ for everyone until the disk is full). Either stays
+    /// in done/ until DoneRetention=, read by the supersede rule as before.
+    /// internal for testing
+    static func willNeverRead(_ error: SpoolError) -> Bool {
+        error.code == EFBIG || error.code == EACCES || error.code == EPERM
+    }
+
     /// Records `spool`'s delivered snapshots changed at or after `since`
     /// (ms since 1970) for `destination`; returns how many. One changed
     /// since `before`, when the catch-up began, is read only when no report
@@ -659,8 +670,8 @@ final class LedgerService: Sendable {
                             + "at the next try, and stays in done/ until then")
         }
         func add(_ key: ItemKey, changed: Int64) {
-            // A file that will never read (larger than MaxFileSize=, no
-            // longer decoding or verifying) is skipped with a warning: the
+            // A file that will never read (`willNeverRead`, no longer
+            // decoding or verifying) is skipped with a warning: the
             // supersede rule cannot read it either, and waiting for it would
             // keep the reaper from done/ for good. One that cannot be read
             // just now (EIO, EMFILE, a receipt part's receipt unreadable) is
@@ -671,7 +682,7 @@ final class LedgerService: Sendable {
             do {
                 guard let read = try spool.read(.done, key, maximumSize: maximumFileSize) else { return }
                 bytes = read
-            } catch where error.code == EFBIG {
+            } catch where Self.willNeverRead(error) {
                 unreadable.append((key.fileName, "\(error)"))
                 return
             } catch {

@@ -396,6 +396,21 @@ import TxReconTestSupport
         #expect(ledger.status.unavailable?.contains("done") == true, "\(String(describing: ledger.status))")
     }
 
+    /// A producer's file keeps its owner in done/, who may take the
+    /// daemon's read permission away: that never passes with time, so it is
+    /// skipped with the warning, as a file too large is, rather than
+    /// failing every catch-up (and keeping the reaper from done/ for good).
+    /// What passes with time (EIO, EMFILE, a lease being broken) still
+    /// fails the catch-up, for the next try.
+    @Test func onlyWhatNeverPassesWithTimeIsSkippedByTheCatchUp() {
+        for code in [EFBIG, EACCES, EPERM] {
+            #expect(LedgerService.willNeverRead(SpoolError("open", "done/k", code)), "\(code)")
+        }
+        for code in [EIO, EMFILE, ENFILE, EWOULDBLOCK, EINTR, ENOMEM] {
+            #expect(!LedgerService.willNeverRead(SpoolError("open", "done/k", code)), "\(code)")
+        }
+    }
+
     /// A reload changes how done/ is read (here: envelopes accepted, as an
     /// app added would make its items verify): the next catch-up records
     /// what the start-up configuration would have skipped as foreign.
