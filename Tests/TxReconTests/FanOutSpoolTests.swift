@@ -31,7 +31,7 @@ import TxReconTestSupport
         let spool = Spool(layout: layout, fanOutInboxes: [analytics.new, primary.new])
         write("second", to: layout.new + "/drop")
         write("first", to: analytics.new + "/drop")
-        #expect(throws: SpoolError.self) { try spool.fanOut(drop: "drop", into: [primary.new, analytics.new]) }
+        #expect(throws: SpoolError.self) { try spool.fanOut(drop: "drop", into: [primary.new, analytics.new], maximumSize: 1 << 20) }
         // The drop stays; its link into the primary's inbox is recognised as its own.
         let info = try #require(try SystemCall.linkStatus(layout.new + "/drop"))
         #expect(info.st_nlink == 2 && spool.fanOutCopies(of: "drop", file: FileIdentity(info)) == 1)
@@ -39,24 +39,38 @@ import TxReconTestSupport
         #expect(spool.isInInbox("drop", sameFileAs: Spool(layout: primary)), "this one may not")
 
         try SystemCall.unlinkIfPresent(analytics.new + "/drop")  // analytics took the first
-        let file = try spool.fanOut(drop: "drop", into: [primary.new, analytics.new])
+        let file = try spool.fanOut(drop: "drop", into: [primary.new, analytics.new], maximumSize: 1 << 20)
         #expect(try identity(analytics.new + "/drop") == file && identity(primary.new + "/drop") == file)
         try spool.completeFanOut(of: [("drop", file)], into: [primary.new, analytics.new])
         #expect(SystemCall.isMissing(layout.new + "/drop"))
+    }
+
+    /// Where a drop must be copied (a producer's file the daemon may not
+    /// link), the copy reads at most MaxFileSize=: the producer may have
+    /// grown its file since intake checked it. The next scan refuses it.
+    @Test func aDropGrownBeyondMaxFileSizeSinceItsCheckIsNotCopied() throws {
+        let spool = Spool(layout: layout)
+        write(String(repeating: "x", count: 2048), to: layout.new + "/drop")
+        let info = try #require(try SystemCall.linkStatus(layout.new + "/drop"))
+        #expect(throws: SpoolError.self) {
+            try spool.copy(layout.new + "/drop", info: info, to: analytics.new + "/drop", maximumSize: 1024)
+        }
+        #expect(SystemCall.isMissing(analytics.new + "/drop"))
+        #expect(try spool.copy(layout.new + "/drop", info: info, to: analytics.new + "/drop", maximumSize: 4096))
     }
 
     @Test func aCopyWithTheSameBytesCountsAsTheDropsOwn() throws {
         let spool = Spool(layout: layout)
         write("same", to: layout.new + "/drop")
         write("same", to: analytics.new + "/drop")
-        _ = try spool.fanOut(drop: "drop", into: [analytics.new])
+        _ = try spool.fanOut(drop: "drop", into: [analytics.new], maximumSize: 1 << 20)
         #expect(try SystemCall.linkStatus(layout.new + "/drop")?.st_nlink == 1, "nothing linked over the copy")
     }
 
     @Test func aDropReplacedWhileItFansOutIsNotRemoved() throws {
         let spool = Spool(layout: layout)
         write("one", to: layout.new + "/drop")
-        let file = try spool.fanOut(drop: "drop", into: [analytics.new])
+        let file = try spool.fanOut(drop: "drop", into: [analytics.new], maximumSize: 1 << 20)
         write("two", to: layout.tmp + "/drop")
         #expect(rename(layout.tmp + "/drop", layout.new + "/drop") == 0)
         try spool.completeFanOut(of: [("drop", file)], into: [analytics.new])

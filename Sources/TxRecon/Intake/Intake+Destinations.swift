@@ -12,7 +12,7 @@ extension Intake {
     /// one full destination (see `offer`).
     func fanOut(_ drops: [Drop], via senders: [IntakeHandOff], rejected: Int, failures: inout IntakeBacklog.Failures,
                 whenWaiting: @escaping @Sendable () -> Void) -> Bool {
-        let (matches, apps) = settings.withLock { ($0.matches, $0.apps) }
+        let (matches, apps, maximumSize) = settings.withLock { ($0.matches, $0.apps, $0.maximumFileSize) }
         var rejected = rejected
         var copies = Array(repeating: [Drop](), count: routes.count)
         var fanned: [(name: String, file: FileIdentity)] = []
@@ -23,7 +23,8 @@ extension Intake {
                     try rejectUnrouted(drop, apps: apps, rejected: &rejected)
                     continue
                 }
-                let file = try spool.fanOut(drop: drop.name, into: targets.map { routes[$0].spool.layout.new })
+                let file = try spool.fanOut(drop: drop.name, into: targets.map { routes[$0].spool.layout.new },
+                                            maximumSize: maximumSize)
                 for target in targets { copies[target].append(drop) }
                 fanned.append((drop.name, file))
             } catch {

@@ -23,9 +23,11 @@ import Glibc
 extension Spool {
     /// Gives new/NAME the name NAME in each of `inboxes` (destinations'
     /// new/). Throws EEXIST when an inbox holds another file under NAME
-    /// (the drop then waits in new/; see the header). Returns the drop's
-    /// identity, for `completeFanOut`.
-    func fanOut(drop name: String, into inboxes: [String]) throws(SpoolError) -> FileIdentity {
+    /// (the drop then waits in new/; see the header), and EFBIG when the
+    /// drop grew beyond `maximumSize` (MaxFileSize=) since it was examined
+    /// and must be copied (the next scan examines it again and refuses it).
+    /// Returns the drop's identity, for `completeFanOut`.
+    func fanOut(drop name: String, into inboxes: [String], maximumSize: Int) throws(SpoolError) -> FileIdentity {
         let source = layout.new + "/" + name
         guard let info = try SystemCall.linkStatus(source) else {
             throw SpoolError("lstat", source, ENOENT)
@@ -37,7 +39,7 @@ extension Spool {
             case .linked:
                 continue
             case .refused:
-                if try copy(source, info: info, to: target) { continue }
+                if try copy(source, info: info, to: target, maximumSize: maximumSize) { continue }
             case .exists:
                 break
             }
@@ -88,7 +90,7 @@ extension Spool {
             if info.st_nlink > 1 {
                 source = TemporaryFile.returned.path(in: layout, "\(getpid())-\(uniqueNumber())")
                 try SystemCall.unlinkIfPresent(source)
-                guard try copy(path, info: info, to: source) else { continue }
+                guard try copy(path, info: info, to: source, maximumSize: Int(info.st_size)) else { continue }
             } else {
                 source = path
             }
@@ -108,8 +110,11 @@ extension Spool {
     /// A copy of `source` at `target` where it cannot be linked: written
     /// under a temporary name in tmp/, fsynced, with the drop's modification
     /// time (its receivedAt), then renamed. False when `target` exists.
-    private func copy(_ source: String, info: stat, to target: String) throws(SpoolError) -> Bool {
-        let bytes = try SystemCall.readFile(source, limit: Int(info.st_size) + 1)
+    /// Reads at most `maximumSize` bytes (EFBIG beyond): the producer owns
+    /// the file and may have grown it (a sparse 50 GiB) since it was checked.
+    /// internal for testing
+    func copy(_ source: String, info: stat, to target: String, maximumSize: Int) throws(SpoolError) -> Bool {
+        let bytes = try SystemCall.readFile(source, limit: maximumSize)
         let temporary = TemporaryFile.copy.path(in: layout, "\(getpid())-\(uniqueNumber())")
         try SystemCall.writeNewFile(temporary, bytes, mode: 0o640, sync: true)
         var times = [info.st_atim, info.st_mtim]
