@@ -1,7 +1,9 @@
 // The built daemon with its ledger: the promises that broke once done/ was
 // reaped (issue "txrecon remembers"), each tried as a hostile app user
 // would: a pre-refund snapshot uploaded after the refund's done/ entry is
-// gone, an envelope version going back, a receipt uploaded again; and
+// gone, an envelope version going back, a receipt uploaded again, an older
+// receipt uploaded after the subscription's renewal date was extended (and
+// after an upgrade from a release that did not version the expiry); and
 // `show` and `history` answering from the ledger after done/ is empty.
 // done/ is emptied by hand while the daemon is stopped, as DoneReaper
 // would after DoneRetention= (its own tests cover when it may).
@@ -134,5 +136,77 @@ struct LedgerIntegrationTests {
         #expect(fixture.names("new").isEmpty, "\(fixture.names("new"))")
         #expect(fixture.names("done").isEmpty && fixture.names("rejected").isEmpty, "\(fixture.names("done"))")
         #expect(fixture.server.requests.count == items, "no purchase is credited twice")
+    }
+
+    /// An upload of a receipt created at `created` holding one
+    /// subscription (test PKI), bought 2025-05-01, that expires at `expires`.
+    static func subscriptionUpload(expiring expires: String, created: String) -> String {
+        var purchase = TestReceipt.Purchase(transactionId: "1000000000000003")
+        purchase.expiresDate = expires
+        let receipt = TestReceipt.sign(TestReceipt.payload(creationDate: created, purchases: [purchase]))
+        return String(decoding: TestReceipt.upload(receipt), as: UTF8.self)
+    }
+
+    static let earlierExpiry = "2025-06-01T10:00:00Z"
+    static let extendedExpiry = "2025-06-15T10:00:00Z"
+    static let earlier = subscriptionUpload(expiring: earlierExpiry, created: "2025-05-10T00:00:00Z")
+    /// After "Extend a Subscription Renewal Date": the same transaction.
+    static let extended = subscriptionUpload(expiring: extendedExpiry, created: "2025-05-20T00:00:00Z")
+
+    /// The expiry each delivery of the subscription carried, in order.
+    static func deliveredExpiries(_ fixture: DaemonFixture) -> [Int64?] {
+        fixture.server.requests.compactMap { try? JSONValue.parse($0.body) }
+            .filter { $0["id"] == .string("1000000000000003") }.map { $0["expiresDate"]?.int64Value }
+    }
+
+    static func milliseconds(_ date: String) -> Int64 { ReceiptDate.milliseconds(date)! }
+
+    @Test func anExtendedRenewalDateIsDeliveredAndAnOlderReceiptAfterItIsNot() async throws {
+        let fixture = try DaemonFixture()
+        try fixture.writeConfig("", verification: ReceiptIntegrationTests.testPKIVerification)
+        let first = try await fixture.start()
+        try fixture.drop(Self.earlier, name: "earlier")
+        #expect(await fixture.eventually { fixture.server.requests.count == 2 }, "its purchase and the receipt")
+        try fixture.drop(Self.extended, name: "extended")
+        #expect(await fixture.eventually { fixture.server.requests.count == 4 }, "\(first.stderr)")
+        #expect(Self.deliveredExpiries(fixture) == [Self.milliseconds(Self.earlierExpiry),
+                                                    Self.milliseconds(Self.extendedExpiry)])
+        try await forgetDone(fixture, first)
+
+        // The app still holds the receipt from before the extension.
+        let second = try await fixture.start()
+        try fixture.drop(Self.earlier, name: "earlier-again")
+        let skipped = "every item already confirmed or pending at its version (2 confirmed, 0 pending)"
+        #expect(await fixture.eventually { second.stderr.contains(skipped) }, "\(second.stderr)")
+        try fixture.drop(Self.extended, name: "extended-again")
+        #expect(await fixture.eventually {
+            second.stderr.split(separator: "\n").filter { $0.contains(skipped) }.count == 2
+        }, "\(second.stderr)")
+        #expect(fixture.server.requests.count == 4, "the backend keeps the extended expiry")
+    }
+
+    @Test func aSubscriptionAnEarlierReleaseConfirmedIsNotDeliveredAgainButItsExtensionIs() async throws {
+        let fixture = try DaemonFixture()
+        try fixture.writeConfig("", verification: ReceiptIntegrationTests.testPKIVerification)
+        let first = try await fixture.start()
+        try fixture.drop(Self.earlier, name: "earlier")
+        #expect(await fixture.eventually { fixture.server.requests.count == 2 })
+        try await forgetDone(fixture, first)
+        // What a release before the expiry was part of a purchase's version
+        // recorded: the purchase date alone.
+        let key = try #require(ItemKey("1000000000000003"))
+        let recorded = try #require(try SQLiteLedger(path: fixture.ledgerPath).records(of: key).first?.version)
+        #expect(recorded.secondary == Self.milliseconds(Self.earlierExpiry))
+        try SQLiteDatabase(path: fixture.ledgerPath, access: .readWriteCreate)
+            .execute("UPDATE confirmations SET version_secondary = 0 WHERE kind = 'appstore.receipt'")
+
+        let second = try await fixture.start()
+        try fixture.drop(Self.earlier, name: "earlier-again")
+        let skipped = "every item already confirmed or pending at its version (2 confirmed, 0 pending)"
+        #expect(await fixture.eventually { second.stderr.contains(skipped) }, "\(second.stderr)")
+        try fixture.drop(Self.extended, name: "extended")
+        #expect(await fixture.eventually { fixture.server.requests.count == 4 }, "\(second.stderr)")
+        #expect(Self.deliveredExpiries(fixture) == [Self.milliseconds(Self.earlierExpiry),
+                                                    Self.milliseconds(Self.extendedExpiry)])
     }
 }

@@ -41,6 +41,36 @@ import Testing
         pending.apply(placement.change, now: .zero)
     }
 
+    @Test func aReceiptsExtendedRenewalDateIsPlacedAndAnOlderReceiptAfterItIsSuperseded() throws {
+        let (earlier, extended) = try ReceiptSplitPlanTests.earlierAndExtended()
+        let stale = Drop(name: "earlier", item: try #require(earlier.purchases.first), receivedAt: 0)
+        let news = Drop(name: "extended", item: try #require(extended.purchases.first), receivedAt: 0)
+        /// Where `drop` goes when its destination confirmed `confirmed` (the
+        /// ledger's row) or done/ holds `delivered`.
+        func placement(_ drop: Drop, confirmed: ItemVersion? = nil,
+                       delivered: ItemVersion? = nil) throws -> PendingItems.Placement {
+            var drop = drop
+            drop.confirmed = confirmed
+            let stored = Stored()
+            stored.versions[.done] = delivered
+            var pending = PendingItems()
+            return try pending.place(drop, freshKeyWaitsInInbox: false) { stored.lookup($0) }
+        }
+        let accepted: [Move] = [.accept(drop: "extended", key: news.item.key)]
+        #expect(try placement(news, confirmed: stale.item.version).moves == accepted, "the ledger has the earlier expiry")
+        #expect(try placement(news, delivered: stale.item.version) == PendingItems.Placement(
+            moves: accepted, change: .fresh(news, inInbox: false)), "done/ alone has it")
+        let superseded = PendingItems.Placement(moves: [.supersede(Superseded(stale, by: nil))], change: .none)
+        #expect(try placement(stale, confirmed: news.item.version) == superseded, "the ledger has the extension")
+        #expect(try placement(stale, delivered: news.item.version) == superseded)
+        #expect(try placement(news, confirmed: news.item.version).change == .none, "the extension uploaded again")
+
+        var pending = PendingItems()
+        try Self.placed(news, into: &pending)
+        let behind = try pending.place(stale, freshKeyWaitsInInbox: false) { _ in nil }
+        #expect(behind == superseded, "the extension pending")
+    }
+
     @Test func aFreshKeyIsAcceptedIntoQueueOrWaitsInNewWhileTheWindowHasRoom() throws {
         let drop = try Self.drop("k", version: 1, name: "n1")
         var pending = PendingItems()

@@ -35,6 +35,35 @@ import TxReconTestSupport
 
     static func version(_ date: String) -> ItemVersion { ItemVersion(primary: ReceiptDate.milliseconds(date)!) }
 
+    /// The upload of a receipt created at `created` holding one
+    /// subscription, bought 2025-05-01, that expires at `expires`.
+    static func subscription(expiring expires: String, created: String) throws -> ReceiptSplit {
+        var purchase = TestReceipt.Purchase(transactionId: "1000000000000003")
+        purchase.expiresDate = expires
+        let receipt = TestReceipt.sign(TestReceipt.payload(creationDate: created, purchases: [purchase]))
+        guard case let .receipt(split) = try InputDecoder().decode(TestReceipt.upload(receipt)) else {
+            throw Rejection("test", "not a receipt upload")
+        }
+        return split
+    }
+
+    /// A subscription's receipt, then the next one after Apple extended
+    /// its renewal date.
+    static func earlierAndExtended() throws -> (earlier: ReceiptSplit, extended: ReceiptSplit) {
+        (try subscription(expiring: "2025-06-01T10:00:00Z", created: "2025-05-10T00:00:00Z"),
+         try subscription(expiring: "2025-06-15T10:00:00Z", created: "2025-05-20T00:00:00Z"))
+    }
+
+    /// The purchases `split`'s plan writes, given each destination's
+    /// confirmed version of the subscription (every destination takes all).
+    static func writtenPurchases(_ split: ReceiptSplit, confirmed: [String: ItemVersion]) -> [String] {
+        let destinations = confirmed.keys.sorted().map { (name: $0, match: match()) }
+        let table = Confirmed(versions: confirmed.mapValues { ["1000000000000003": $0] })
+        let plan = ReceiptSplitPlan(split, receiptSha256: ReceiptStore.name(of: split.der), destinations: destinations,
+                                    confirmations: table)
+        return plan.items.filter { $0.kind == .receipt }.map(\.key.rawValue)
+    }
+
     func plan(_ destinations: [(name: String, match: DestinationMatch)] = [("backend", match())],
               _ confirmed: Confirmed = Confirmed()) throws -> ReceiptSplitPlan {
         ReceiptSplitPlan(try Self.split(), receiptSha256: Self.name, destinations: destinations, confirmations: confirmed)
@@ -68,6 +97,37 @@ import TxReconTestSupport
                                                confirmed)
         #expect(!onlyBackendTakesIt.items.map(\.key.rawValue).contains("1000000000000001"),
                 "a destination that does not take it has nothing to confirm")
+    }
+
+    @Test func anExtendedRenewalDateIsWrittenAndAnOlderReceiptAfterTheExtensionIsNot() throws {
+        let (earlier, extended) = try Self.earlierAndExtended()
+        let earlierVersion = try #require(earlier.purchases.first?.version)
+        let extendedVersion = try #require(extended.purchases.first?.version)
+        #expect(Self.writtenPurchases(extended, confirmed: ["backend": earlierVersion]) == ["1000000000000003"],
+                "the same purchase, a later expiry: the backend must learn it")
+        #expect(Self.writtenPurchases(extended, confirmed: ["backend": extendedVersion]).isEmpty, "uploaded again")
+        #expect(Self.writtenPurchases(earlier, confirmed: ["backend": extendedVersion]).isEmpty,
+                "an older receipt uploaded after the extension was confirmed")
+        #expect(Self.writtenPurchases(extended, confirmed: ["backend": extendedVersion, "archive": earlierVersion])
+                == ["1000000000000003"], "one destination still has the earlier expiry")
+    }
+
+    @Test func aSubscriptionAnEarlierReleaseConfirmedIsNotWrittenAgainButItsExtensionIs() throws {
+        let (earlier, extended) = try Self.earlierAndExtended()
+        let entry = try #require(earlier.purchases.first)
+        let directory = TemporaryDirectory("txrecon-ledger")
+        let ledger = try SQLiteLedger(path: directory.path + "/ledger.sqlite3")
+        // As a release before the expiry was part of the version recorded it.
+        let recorded = ItemVersion(primary: entry.version.primary)
+        try ledger.record([LedgerRecord(destination: "backend", key: entry.key, version: recorded,
+                                        confirmedAt: 1_746_900_000_000, attempt: 1, confirmation: "HTTP 200",
+                                        kind: .receipt, identity: LedgerRecord.Identity(entry.fields))])
+        let confirmed = try #require(try ledger.confirmedVersion(at: "backend", of: entry.key))
+        #expect(Self.writtenPurchases(earlier, confirmed: ["backend": confirmed]).isEmpty,
+                "after the upgrade, the same entry is what was confirmed: not delivered again under a new key")
+        #expect(Self.writtenPurchases(extended, confirmed: ["backend": confirmed]) == ["1000000000000003"])
+        #expect(try ledger.records(of: entry.key).map(\.idempotencyKey) == ["1000000000000003:\(recorded)"],
+                "the row still says what was sent")
     }
 
     @Test func itemsNoDestinationTakesAreNotWrittenAndAnUploadNoneTakesIsRefusedWhole() throws {

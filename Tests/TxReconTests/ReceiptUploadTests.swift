@@ -387,6 +387,35 @@ import TxReconTestSupport
                 "the creation date, which changes at every upload, is not the version")
     }
 
+    @Test func anExtendedRenewalDateIsNewerAndAnOlderReceiptHoldingTheEarlierExpiryOlder() throws {
+        // "Extend a Subscription Renewal Date": the next receipt holds the
+        // same transaction, bought at the same time, expiring later.
+        var subscription = TestReceipt.Purchase(transactionId: "1000000000000001")
+        subscription.expiresDate = "2025-06-01T10:00:00Z"
+        var extended = subscription
+        extended.expiresDate = "2025-06-15T10:00:00Z"
+        func version(_ purchase: TestReceipt.Purchase, created: String) throws -> ItemVersion {
+            let receipt = TestReceipt.sign(TestReceipt.payload(creationDate: created, purchases: [purchase]))
+            return try #require(try Self.split(TestReceipt.upload(receipt)).purchases.first?.version)
+        }
+        let before = try version(subscription, created: "2025-05-10T00:00:00Z")
+        let after = try version(extended, created: "2025-05-20T00:00:00Z")
+        #expect(after > before, "the extension is news")
+        #expect(try version(extended, created: "2025-05-25T00:00:00Z") == after, "and the same in every upload")
+        #expect(try version(subscription, created: "2025-05-30T00:00:00Z") == before,
+                "an older receipt uploaded later is still the earlier expiry, older than the extension")
+        #expect(after.description == "\(ReceiptDate.milliseconds("2025-05-01T10:00:00Z")!)."
+                + "\(ReceiptDate.milliseconds("2025-06-15T10:00:00Z")!)")
+
+        var refunded = subscription
+        refunded.cancellationDate = "2025-05-05T08:00:00Z"
+        var refundedExtended = refunded
+        refundedExtended.expiresDate = "2025-06-15T10:00:00Z"
+        let revoked = try version(refunded, created: "2025-05-10T00:00:00Z")
+        #expect(revoked > after, "a refund stays newer than any expiry of the purchase")
+        #expect(try version(refundedExtended, created: "2025-05-20T00:00:00Z") > revoked)
+    }
+
     @Test func aForgedReceiptIsRefusedBeforeItIsSplit() throws {
         let verifier = try Self.verifier()
         var altered = TestReceipt.sign(TestReceipt.payload(purchases: Self.two))

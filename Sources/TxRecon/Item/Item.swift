@@ -166,14 +166,15 @@ package struct ItemKey: Hashable, Sendable, Comparable, CustomStringConvertible 
 /// The order of snapshots of one key. App Store items compare by the
 /// transaction's `signedDate` (milliseconds), then by revocation (a snapshot
 /// with a `revocationDate` is newer than one with the same `signedDate`
-/// without), then by the enclosing notification's `signedDate`. Envelopes
-/// compare by their integer `version`.
+/// without), then by the enclosing notification's `signedDate`; a receipt's
+/// purchase by its purchase or cancellation date, revocation, then its
+/// `expiresDate` (ReceiptItems). Envelopes compare by their integer `version`.
 package struct ItemVersion: Hashable, Sendable, Comparable, CustomStringConvertible {
     /// The transaction's `signedDate` in ms since 1970, or the envelope version.
     package var primary: Int64
     package var revoked: Bool
     /// The enclosing notification's `signedDate` in ms when `primary` is the
-    /// transaction's; 0 otherwise.
+    /// transaction's; a receipt's purchase's `expiresDate` in ms; 0 otherwise.
     package var secondary: Int64
 
     package init(primary: Int64, revoked: Bool = false, secondary: Int64 = 0) {

@@ -19,7 +19,9 @@ protocol Ledger: AnyObject {
     func record(_ records: [LedgerRecord], replacingEqual: Bool) throws(LedgerError)
 
     /// The last version `destination` confirmed for `key`, if the ledger
-    /// holds one.
+    /// holds one, as the supersede rule compares it now (a receipt's
+    /// purchase an earlier release recorded without its expiry:
+    /// `ReceiptItems.confirmedVersion`).
     func confirmedVersion(at destination: String, of key: ItemKey) throws(LedgerError) -> ItemVersion?
 
     /// What each destination confirmed for `key`, by destination.

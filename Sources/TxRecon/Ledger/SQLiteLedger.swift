@@ -310,7 +310,7 @@ package final class SQLiteLedger: Ledger {
             lookup = prepared
         } else {
             lookup = try database.prepare("""
-                SELECT version_primary, version_revoked, version_secondary FROM confirmations
+                SELECT version_primary, version_revoked, version_secondary, kind, expires_date FROM confirmations
                 WHERE destination = ?1 AND key = ?2
                 """)
             self.lookup = lookup
@@ -319,7 +319,10 @@ package final class SQLiteLedger: Ledger {
         lookup.bind(2, key.rawValue)
         defer { lookup.reset() }
         guard try lookup.step() else { return nil }
-        return ItemVersion(primary: lookup.int64(0), revoked: lookup.int64(1) != 0, secondary: lookup.int64(2))
+        let recorded = ItemVersion(primary: lookup.int64(0), revoked: lookup.int64(1) != 0, secondary: lookup.int64(2))
+        // A kind this txrecon does not know is no receipt's purchase.
+        guard let kind = lookup.string(3).flatMap(ItemKind.init(rawValue:)) else { return recorded }
+        return ReceiptItems.confirmedVersion(recorded: recorded, kind: kind, expiresDate: lookup.optionalInt64(4))
     }
 
     package func records(of key: ItemKey) throws(LedgerError) -> [LedgerRecord] {
