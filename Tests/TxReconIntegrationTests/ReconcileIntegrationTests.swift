@@ -220,6 +220,44 @@ struct ReconcileIntegrationTests {
         #expect(try fixture.spooledTransactions() == ["3411"], "the customer after the failing one")
     }
 
+    /// An app whose turn of the run is spent asks no further customer: the
+    /// run stops as temporary, and the customers left are still due, asked
+    /// by the next run (here one without a deadline).
+    @Test func anAppWhoseTurnIsSpentStopsAndLeavesItsCustomersDue() async throws {
+        let clock = ManualSweepClock(wallMilliseconds: WallTime.nowMilliseconds)
+        let fixture = try ReconcileFixture(now: { clock.wallMilliseconds })
+        try await fixture.daemon.start()
+        for (customer, original, latest) in [("7015", "3000", "3400"), ("7016", "3010", "3410")] {
+            try await fixture.deliver(ReconcileFixture.transaction(latest, original: original, customer: customer,
+                                                                   expiresIn: -7_200_000), renewal: nil)
+        }
+        fixture.stopDaemon()
+        fixture.answer("3000", latest: "3401", customer: "7015")
+        fixture.answer("3010", latest: "3411", customer: "7016")
+        let loaded = try ConfigurationLoader.load(path: fixture.daemon.configPath)
+        let configuration = loaded.apps.first.map(loaded.settings(for:)) ?? loaded
+        let spent = ReconcileRun.perform(configuration: configuration, environment: [:], all: false, listing: nil,
+                                         clock: clock, deadline: clock.now, log: RecordingLogSink())
+        #expect(spent.stop?.kind == .temporary && spent.exitStatus == 75, "\(spent.logEntry.message)")
+        #expect(spent.stop?.reason.contains("the 2 customers left") == true, "\(spent.logEntry.message)")
+        #expect(spent.customers == 0 && fixture.api.statusRequests.isEmpty)
+        let next = ReconcileRun.perform(configuration: configuration, environment: [:], all: false, listing: nil,
+                                        clock: clock, log: RecordingLogSink())
+        #expect(next.stop == nil && next.customers == 2, "\(next.logEntry.message)")
+        #expect(try fixture.spooledTransactions() == ["3401", "3411"])
+    }
+
+    /// Each app's turn is an equal share of what is left of the run when it
+    /// begins: one that ends early leaves its time to the apps after it.
+    @Test func eachAppsTurnIsAShareOfWhatIsLeftOfTheRun() {
+        let end = Duration.seconds(60)
+        #expect(ReconcileRun.turnEnds(now: .zero, runEnds: end, appsLeft: 3) == .seconds(20))
+        #expect(ReconcileRun.turnEnds(now: .seconds(2), runEnds: end, appsLeft: 2) == .seconds(31))
+        #expect(ReconcileRun.turnEnds(now: .seconds(31), runEnds: end, appsLeft: 1) == end)
+        #expect(ReconcileRun.turnEnds(now: .seconds(10), runEnds: end, appsLeft: 0) == end, "never past the run's end")
+        #expect(ReconcileRun.runningTime < .seconds(3600), "within txrecon-reconcile.service's TimeoutStartSec=1h")
+    }
+
     /// A wall clock once far ahead recorded the check and the first run a
     /// year from now; taken as they are, they would keep the customer out
     /// of every check for that year.

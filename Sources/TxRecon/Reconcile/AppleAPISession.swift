@@ -32,8 +32,10 @@ final class AppleAPISession {
 
     /// - Parameter environment: the process environment (CREDENTIALS_DIRECTORY).
     /// - Parameter configuration: one app's settings (AppRuns).
+    /// - Parameter deadline: on `clock`, when this app's turn ends: no wait
+    ///   Apple asks for (Retry-After, backoff) is begun past it.
     init(configuration: Configuration, environment: [String: String], clock: any SweepClock,
-         log: any LogSink) throws(SweepStop) {
+         deadline: Duration? = nil, log: any LogSink) throws(SweepStop) {
         self.configuration = configuration
         let tokens: APITokenIssuer
         let loaded: SignedDataPolicy?
@@ -66,7 +68,8 @@ final class AppleAPISession {
         } catch {
             throw SweepStop(kind: .failed, reason: error.description)
         }
-        limiter = RateLimiter(maxRequestsPerSecond: configuration.sweep.maxRequestsPerSecond, clock: clock)
+        limiter = RateLimiter(maxRequestsPerSecond: configuration.sweep.maxRequestsPerSecond, clock: clock,
+                              deadline: deadline)
         judge = SnapshotJudge(policy: policy, ledger: ledger,
                               destinations: configuration.deliveryConfigurations.map { ($0.name, $0.configuration.match) })
         submission = Submission(layout: layout)

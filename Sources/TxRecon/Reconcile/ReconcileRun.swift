@@ -16,6 +16,21 @@
 import Glibc
 
 package enum ReconcileRun {
+    /// How long a run asks Apple, all its apps together: 55 minutes, within
+    /// txrecon-reconcile.service's TimeoutStartSec=1h, so that a run ends by
+    /// itself with its report rather than killed without one.
+    static let runningTime: Duration = .seconds(55 * 60)
+
+    /// When the turn of the app that begins at `now` ends: an equal share
+    /// of what is left of the run (ending at `runEnds`) among the
+    /// `appsLeft` apps not run yet, this one included. An app with little
+    /// to do leaves its time to the ones after it; one with hours of work
+    /// (a gap makes every live subscription due) can no longer keep the
+    /// apps after it from their expiry checks, run after run.
+    static func turnEnds(now: Duration, runEnds: Duration, appsLeft: Int) -> Duration {
+        now + (runEnds - now) / max(appsLeft, 1)
+    }
+
     /// Runs one reconcile with the configuration at `configurationPath`;
     /// `all` checks every known subscription whatever the schedule.
     /// `app`: the one app to reconcile; nil for every app in turn.
@@ -29,6 +44,11 @@ package enum ReconcileRun {
                 // the configuration says where it goes.
                 var reports: [ReconcileReport] = []
                 var metricsConfiguration: Configuration?
+                let clock = SystemSweepClock()
+                let runEnds = clock.now + runningTime
+                // Read here for the count alone; AppRuns reads it again
+                // and reports what is wrong with it.
+                var appsLeft = app != nil ? 1 : ((try? ConfigurationLoader.load(path: configurationPath))?.apps.count ?? 1)
                 let status = AppRuns.run(configurationPath: configurationPath, only: app, log: log, failed: { stop, log in
                     var report = ReconcileReport(environment: nil, dryRun: dryRun, all: all,
                                                  startedAt: Timestamp.nowMilliseconds())
@@ -37,8 +57,10 @@ package enum ReconcileRun {
                     return report.exitStatus
                 }) { configuration, log in
                     let listing: ((String) -> Void)? = dryRun ? { print($0) } : nil
+                    let deadline = turnEnds(now: clock.now, runEnds: runEnds, appsLeft: appsLeft)
+                    appsLeft -= 1
                     let report = perform(configuration: configuration, environment: environment, all: all,
-                                         listing: listing, log: log)
+                                         listing: listing, clock: clock, deadline: deadline, log: log)
                     log.write(report.logEntry)
                     reports.append(report)
                     metricsConfiguration = configuration
@@ -61,9 +83,10 @@ package enum ReconcileRun {
 
     /// One app's run (`configuration` is its settings, AppRuns).
     /// - Parameter clock: the system's; a test's, whose sleeps return at once.
+    /// - Parameter deadline: on `clock`, when this app's turn ends (`turnEnds`).
     static func perform(configuration: Configuration, environment: [String: String], all: Bool,
                         listing: ((String) -> Void)?, clock: any SweepClock = SystemSweepClock(),
-                        log: any LogSink) -> ReconcileReport {
+                        deadline: Duration? = nil, log: any LogSink) -> ReconcileReport {
         var report = ReconcileReport(environment: nil, dryRun: listing != nil, all: all,
                                      startedAt: clock.wallMilliseconds)
         let session: AppleAPISession
@@ -73,7 +96,7 @@ package enum ReconcileRun {
         let state: any ReconcileStateStore
         do throws(SweepStop) {
             session = try AppleAPISession(configuration: configuration, environment: environment,
-                                          clock: clock, log: log)
+                                          clock: clock, deadline: deadline, log: log)
             report.environment = session.configuration.sweep.environment
             directory = listing == nil ? try ReconcileStateDirectory(layout: session.layout) : nil
             state = directory ?? ReconcileStateSnapshot(layout: session.layout)
@@ -83,7 +106,8 @@ package enum ReconcileRun {
         }
         let layout = session.layout
         let gaps = ReconcileGaps.read(layout: layout)
-        let reconciler = Reconciler(session: session, state: state, all: all, gaps: gaps, listing: listing)
+        let reconciler = Reconciler(session: session, state: state, all: all, gaps: gaps, listing: listing,
+                                    deadline: deadline)
         report = reconciler.run()
         guard let directory else { return report }
         if report.stop == nil {

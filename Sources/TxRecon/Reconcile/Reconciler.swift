@@ -51,13 +51,17 @@ final class Reconciler {
     /// The gaps reported and not yet settled (ReconcileGaps).
     private let gaps: [ReconcileGap]
     private let listing: ((String) -> Void)?
+    /// On the session's clock, when this app's turn of the run ends
+    /// (ReconcileRun.turnEnds); nil: none.
+    private let deadline: Duration?
 
     private var sweep: SweepSettings { session.configuration.sweep }
     private var clock: any SweepClock { session.clock }
 
     init(session: AppleAPISession, state: any ReconcileStateStore, all: Bool, gaps: [ReconcileGap] = [],
-         listing: ((String) -> Void)?) {
+         listing: ((String) -> Void)?, deadline: Duration? = nil) {
         self.session = session
+        self.deadline = deadline
         self.state = state
         fullCycle = session.configuration.reconcile.fullCycle
         self.all = all
@@ -74,7 +78,14 @@ final class Reconciler {
         do throws(SweepStop) {
             let customers = try customersDue(now: now, report: &report)
             for customer in customers { report.due[customer.reason, default: 0] += 1 }
-            for customer in customers {
+            for (index, customer) in customers.enumerated() {
+                if let deadline, clock.now >= deadline {
+                    // Unmarked, they stay due: the next run asks them, in
+                    // the asking order (its expiry checks first).
+                    throw SweepStop(kind: .temporary, reason: "this app's turn of the run is spent (a run shares its "
+                        + "time, within txrecon-reconcile.service's TimeoutStartSec=, among the apps); the next run "
+                        + "goes on with the \(customers.count - index) customers left")
+                }
                 try check(customer, report: &report)
             }
             if all, !dryRun { try state.setMark("all-started", nil) }
