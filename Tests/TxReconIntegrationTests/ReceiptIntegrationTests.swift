@@ -122,6 +122,26 @@ struct ReceiptIntegrationTests {
         #expect(fixture.names("done").filter { $0.hasPrefix("2000001092134138.superseded-") }.count == 1)
     }
 
+    /// A further destination, analytics (answered by `analytics`), whose
+    /// inbox holds a copy of the real receipt's first purchase (upload.1),
+    /// its receipt stored: what a fan-out that analytics could not take
+    /// yet leaves. The configuration's text, the receipt, analytics' layout.
+    static func copyWaitingAtAnalytics(_ fixture: DaemonFixture, _ analytics: LoopbackHTTPServer) throws
+        -> (verification: String, der: [UInt8], copies: SpoolLayout) {
+        let verification = try String(contentsOfFile: fixture.configPath, encoding: .utf8)
+        _ = fixture.directory.write("[Backend]\nURL=\(analytics.url)analytics\nTimeout=2s\n",
+                                    to: "destinations/analytics.conf")
+        let der = try ReceiptSamples.der(real)
+        let name = ReceiptStore.name(of: der)
+        try fixture.layout.createMissingDirectories()
+        try ReceiptStore(layout: fixture.layout).store(der, name: name)
+        let copies = fixture.layout.destination("analytics")
+        try copies.createMissingDestinationDirectories()
+        _ = fixture.directory.write(#"{"receiptSha256":"\#(name)","txreconReceiptEntry":"\#(purchases[0])"}"#,
+                                    to: "spool/destinations/analytics/new/upload.1")
+        return (verification, der, copies)
+    }
+
     /// A further destination's copy of a purchase is read with its stored
     /// receipt; one that cannot be read just now (here: MaxFileSize= was
     /// lowered below its size) leaves the copy waiting, as a drop in new/
@@ -130,17 +150,7 @@ struct ReceiptIntegrationTests {
         let fixture = try fixture()
         let analytics = try LoopbackHTTPServer { _ in .status(204) }
         defer { analytics.stop() }
-        let verification = try String(contentsOfFile: fixture.configPath, encoding: .utf8)
-        _ = fixture.directory.write("[Backend]\nURL=\(analytics.url)analytics\nTimeout=2s\n",
-                                    to: "destinations/analytics.conf")
-        let der = try ReceiptSamples.der(Self.real)
-        let name = ReceiptStore.name(of: der)
-        try fixture.layout.createMissingDirectories()
-        try ReceiptStore(layout: fixture.layout).store(der, name: name)
-        let copies = fixture.layout.destination("analytics")
-        try copies.createMissingDestinationDirectories()
-        _ = fixture.directory.write(#"{"receiptSha256":"\#(name)","txreconReceiptEntry":"\#(Self.purchases[0])"}"#,
-                                    to: "spool/destinations/analytics/new/upload.1")
+        let (verification, der, copies) = try Self.copyWaitingAtAnalytics(fixture, analytics)
         _ = fixture.directory.write(verification + "\n[Spool]\nMaxFileSize=\(der.count - 1)\n", to: "txrecon.conf")
 
         let daemon = try await fixture.start()
@@ -162,17 +172,7 @@ struct ReceiptIntegrationTests {
         let fixture = try fixture()
         let analytics = try LoopbackHTTPServer { _ in .status(204) }
         defer { analytics.stop() }
-        let verification = try String(contentsOfFile: fixture.configPath, encoding: .utf8)
-        _ = fixture.directory.write("[Backend]\nURL=\(analytics.url)analytics\nTimeout=2s\n",
-                                    to: "destinations/analytics.conf")
-        let der = try ReceiptSamples.der(Self.real)
-        let name = ReceiptStore.name(of: der)
-        try fixture.layout.createMissingDirectories()
-        try ReceiptStore(layout: fixture.layout).store(der, name: name)
-        let copies = fixture.layout.destination("analytics")
-        try copies.createMissingDestinationDirectories()
-        _ = fixture.directory.write(#"{"receiptSha256":"\#(name)","txreconReceiptEntry":"\#(Self.purchases[0])"}"#,
-                                    to: "spool/destinations/analytics/new/upload.1")
+        let (verification, _, copies) = try Self.copyWaitingAtAnalytics(fixture, analytics)
         _ = fixture.directory.write(verification.replacingOccurrences(of: "Environment=Production Sandbox",
                                                                       with: "Environment=Production"),
                                     to: "txrecon.conf")

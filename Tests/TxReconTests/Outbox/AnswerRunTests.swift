@@ -48,6 +48,17 @@ import TxReconTestSupport
                 api.sweepSection(privateKeyFile: keyPath)
             }
         }
+
+        /// Writes a finish entry for each of `ids` into new/; the entries.
+        func finishes(_ ids: [String]) throws -> [OutboxEntry] {
+            try ids.map { id in
+                let entry = OutboxEntry(kind: .finish, transactionId: id, environment: .sandbox, bundleId: nil,
+                                        requestedAt: nil, confirmedAt: clock.wallMilliseconds, destination: "backend",
+                                        consumptionInformation: nil)
+                _ = try outbox.write(entry)
+                return entry
+            }
+        }
     }
 
     /// A configuration of two apps, main (com.example.app) and two
@@ -98,11 +109,7 @@ import TxReconTestSupport
     @Test func aRunAppleKeepsFailingGivesUpWithinItsBudgetAndKeepsTheEntries() throws {
         let run = try OneApp("txrecon-answer")
         let (clock, api, path, outbox) = (run.clock, run.api, run.path, run.outbox)
-        let entries = ["6100", "6101", "6102"].map {
-            OutboxEntry(kind: .finish, transactionId: $0, environment: .sandbox, bundleId: nil, requestedAt: nil,
-                        confirmedAt: clock.wallMilliseconds, destination: "backend", consumptionInformation: nil)
-        }
-        for entry in entries { _ = try outbox.write(entry) }
+        let entries = try run.finishes(["6100", "6101", "6102"])
         for _ in 0..<2 * (RateLimiter.maximumBackoffs + 1) { api.inject(.serverError(503)) }
 
         let report = AnswerRun.perform(configurationPath: path, environment: [:], clock: clock, log: RecordingLogSink())
@@ -125,11 +132,7 @@ import TxReconTestSupport
     @Test func anEntryAppleKeepsFailingAloneWaitsAndTheNextOnesGo() throws {
         let run = try OneApp("txrecon-answer")
         let (clock, api, path, outbox) = (run.clock, run.api, run.path, run.outbox)
-        let entries = ["6100", "6101", "6102"].map {
-            OutboxEntry(kind: .finish, transactionId: $0, environment: .sandbox, bundleId: nil, requestedAt: nil,
-                        confirmedAt: clock.wallMilliseconds, destination: "backend", consumptionInformation: nil)
-        }
-        for entry in entries { _ = try outbox.write(entry) }
+        let entries = try run.finishes(["6100", "6101", "6102"])
         for _ in 0...RateLimiter.maximumBackoffs { api.inject(.serverError(500)) }
 
         let log = RecordingLogSink()
