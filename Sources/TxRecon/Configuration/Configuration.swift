@@ -201,20 +201,47 @@ package struct BackendSettings: Sendable, Equatable {
         return query.isEmpty ? nil : String(query)
     }
 
-    /// What of URL= must never be shown: the whole query, and the values a
-    /// backend may name alone when it refuses one ("invalid api key XYZ"),
-    /// as written and percent-decoded: those of a parameter named like a
-    /// credential (key, token, secret, sig, auth, pass, code), and any of
-    /// 16 characters or more. Shorter plain values (`source=txrecon`) are
-    /// left alone: redacted, every log line naming them would be blanked.
-    /// URL= for comparing two destinations': everything before the path
-    /// (scheme://host:port) in lower case, the path and query as written.
+    /// URL= for comparing two HTTP destinations': everything before the
+    /// path (scheme://host:port) in lower case, the path and query as
+    /// written. Stream destinations are compared by `natsServer`.
     var comparableURL: String {
         let start = url.firstRange(of: "://")?.upperBound ?? url.startIndex
         let authorityEnd = url[start...].firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }) ?? url.endIndex
         return url[..<authorityEnd].lowercased() + url[authorityEnd...]
     }
 
+    /// The NATS server a nats:// or tls:// URL= reaches, as `host:port`, for
+    /// telling whether two destinations publish to one server: the host in
+    /// lower case (an IPv6 address keeps its brackets), the port libnats
+    /// fills in (4222) when there is none; the scheme is dropped (nats://
+    /// and tls:// are the same server, spoken to with or without TLS
+    /// insisted on), and so are a user, a path and a trailing slash, which
+    /// libnats ignores. Nothing is resolved (this is read without the
+    /// network): localhost and 127.0.0.1, or two nodes of one cluster, stay
+    /// two servers, which is why the transport also confirms a duplicate
+    /// acknowledgement (DuplicateAcknowledgement). One server only: libnats
+    /// takes URL= as one URL, not a comma-separated list. nil for http(s)://.
+    var natsServer: String? {
+        guard isStream, let start = url.firstRange(of: "://")?.upperBound else { return nil }
+        var authority = url[start...].prefix { $0 != "/" && $0 != "?" && $0 != "#" }
+        if let at = authority.lastIndex(of: "@") { authority = authority[authority.index(after: at)...] }
+        var host = authority
+        var port: Substring = ""
+        let hostEnd = authority.hasPrefix("[") ? authority.firstIndex(of: "]").map(authority.index(after:))
+            : authority.firstIndex(of: ":")
+        if let hostEnd {
+            host = authority[..<hostEnd]
+            port = authority[hostEnd...].drop { $0 == ":" }
+        }
+        return host.lowercased() + ":" + (Int(port).map(String.init) ?? "4222")
+    }
+
+    /// What of URL= must never be shown: the whole query, and the values a
+    /// backend may name alone when it refuses one ("invalid api key XYZ"),
+    /// as written and percent-decoded: those of a parameter named like a
+    /// credential (key, token, secret, sig, auth, pass, code), and any of
+    /// 16 characters or more. Shorter plain values (`source=txrecon`) are
+    /// left alone: redacted, every log line naming them would be blanked.
     var urlQuerySecrets: [String] {
         guard let query = urlQuery else { return [] }
         var secrets = [query]

@@ -340,15 +340,20 @@ package enum ConfigurationLoader {
     /// duplicate of the first, whatever its subject (its Nats-Msg-Id is the
     /// item's Idempotency-Key, KEY:VERSION, the same for both), and answers
     /// "duplicate" with the first one's sequence: the second destination
-    /// would count as delivered what its consumers never get. Refused, not
-    /// warned about (one subject for both is: ConfigurationWarnings).
+    /// would have its consumers get the item only once the duplicate window
+    /// has passed (its transport finds the stored message is the other's
+    /// and retries), or never where txrecon may not look the message up
+    /// (DuplicateAcknowledgement). Refused, not warned about (one subject
+    /// for both is: ConfigurationWarnings). The server is compared as
+    /// `natsServer` spells it, so that nats:// beside tls://, a default
+    /// port left out or a trailing slash do not hide it.
     private static func checkSharedStreams(of configuration: Configuration) throws(ConfigurationError) {
         let streams = configuration.deliveryConfigurations.filter { $0.configuration.backend.isStream }
         for (index, later) in streams.enumerated() {
             let backend = later.configuration.backend
             guard let earlier = streams[..<index].first(where: { earlier in
                 let other = earlier.configuration.backend
-                return other.comparableURL == backend.comparableURL && other.stream == backend.stream
+                return other.natsServer == backend.natsServer && other.stream == backend.stream
                     && other.subject != backend.subject && earlier.configuration.match.overlaps(later.configuration.match)
             }) else { continue }
             let origin = later.configuration.origins["Backend.Stream"]
@@ -356,11 +361,12 @@ package enum ConfigurationLoader {
             throw ConfigurationError(
                 file: origin?.file ?? later.configuration.path, line: origin?.line, key: "Backend.Stream",
                 message: "is the stream destination \(earlier.name) publishes into too ("
-                    + "\(earlierOrigin.map { "\($0.file):\($0.line)" } ?? earlier.configuration.path)), under another "
-                    + "subject, and their [Match] can take the same items: the stream keeps one message per "
-                    + "Nats-Msg-Id (the item's KEY:VERSION) whatever its subject, so one of the two would be told "
-                    + "\"duplicate\" and its consumers would never get the item; give each its own Stream=, or "
-                    + "narrow a [Match] so that they never meet")
+                    + "\(earlierOrigin.map { "\($0.file):\($0.line)" } ?? earlier.configuration.path)), on the same "
+                    + "NATS server (\(backend.natsServer ?? backend.displayURL)), under another subject, and their "
+                    + "[Match] can take the same items: the stream keeps one message per Nats-Msg-Id (the item's "
+                    + "KEY:VERSION) whatever its subject, so one of the two would be told \"duplicate\" and its "
+                    + "consumers would not get the item, or only once the duplicate window has passed; give each "
+                    + "its own Stream=, or narrow a [Match] so that they never meet")
         }
     }
 

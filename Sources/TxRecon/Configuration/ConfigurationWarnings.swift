@@ -128,9 +128,10 @@ package enum ConfigurationWarnings {
     }
 
     /// What a destination delivers to, for comparing two: the URL
-    /// (`BackendSettings.comparableURL`), and for JetStream its subject.
+    /// (`BackendSettings.comparableURL`), and for JetStream the server
+    /// (`natsServer`, whatever the scheme) and its subject.
     private static func target(_ backend: BackendSettings) -> String {
-        backend.isStream ? backend.comparableURL + " " + backend.subject : backend.comparableURL
+        backend.natsServer.map { $0 + " " + backend.subject } ?? backend.comparableURL
     }
 
     /// `file:line` where `key` was set, or the file when it was not.

@@ -66,6 +66,55 @@ import TxReconTestSupport
         #expect(throws: Never.self) { try ConfigurationLoader.load(path: path) }
     }
 
+    /// The same server written two ways is one stream all the same:
+    /// nats:// and tls:// reach it alike, 4222 is libnats' port when none
+    /// is written, and a trailing slash (or a path) means nothing to NATS.
+    @Test(arguments: [
+        ("nats://127.0.0.1:4222", "tls://127.0.0.1:4222"),
+        ("nats://127.0.0.1", "nats://127.0.0.1:4222/"),
+        ("tls://nats.example", "NATS://Nats.Example:4222"),
+        ("nats://[::1]:4222", "nats://[::1]"),
+    ])
+    func oneStreamOnOneServerWrittenTwoWaysIsRefused(main: String, analytics: String) throws {
+        directory.write("[Backend]\nURL=\(main)\nSubject=shop.orders\nStream=APPSTORE\n", to: "txrecon.conf")
+        directory.write("[Backend]\nURL=\(analytics)\nSubject=shop.analytics\nStream=APPSTORE\n",
+                        to: "destinations/analytics.conf")
+        let refused = #expect(throws: ConfigurationError.self) { try ConfigurationLoader.load(path: path) }
+        #expect(refused?.file == directory.path + "/destinations/analytics.conf" && refused?.line == 4
+                && refused?.key == "Backend.Stream", "\(String(describing: refused))")
+        #expect(refused?.message.contains("backend publishes into too (\(path):4), on the same NATS server (") == true,
+                "\(String(describing: refused))")
+        #expect(ConfigurationError.exitStatus == 78)
+        // Another port, or another host, is another server (for all the
+        // loader can tell without the network).
+        directory.write("[Backend]\nURL=nats://127.0.0.1:4223\nSubject=shop.analytics\nStream=APPSTORE\n",
+                        to: "destinations/analytics.conf")
+        #expect(throws: Never.self) { try ConfigurationLoader.load(path: path) }
+    }
+
+    @Test func theNATSServerOfAURLIsItsHostAndPortWhateverTheSpelling() {
+        func server(_ url: String) -> String? {
+            var backend = BackendSettings()
+            backend.url = url
+            return backend.natsServer
+        }
+        #expect(server("nats://127.0.0.1:4222") == "127.0.0.1:4222")
+        #expect(server("TLS://Nats.Example") == "nats.example:4222")
+        #expect(server("nats://nats.example:04222/") == "nats.example:4222")
+        #expect(server("nats://[::1]") == "[::1]:4222" && server("tls://[::1]:5222") == "[::1]:5222")
+        #expect(server("nats://localhost:4222") != server("nats://127.0.0.1:4222"), "nothing is resolved")
+        #expect(server("https://nats.example/") == nil)
+    }
+
+    @Test func twoStreamDestinationsOnOneServerAndSubjectWrittenTwoWaysAreWarnedAbout() throws {
+        directory.write("[Backend]\nURL=nats://127.0.0.1\nSubject=shop.orders\nStream=APPSTORE\n", to: "txrecon.conf")
+        directory.write("[Backend]\nURL=tls://127.0.0.1:4222/\nSubject=shop.orders\nStream=APPSTORE\n",
+                        to: "destinations/copy.conf")
+        let shared = try warnings()
+        #expect(shared.count == 1 && shared.first?.contains("each is published to the same server and subject twice") == true,
+                "\(shared)")
+    }
+
     @Test func anAppFileItsGroupMayWriteIsWarnedAbout() throws {
         let app = directory.write("[Verification]\nBundleID=com.example.puzzles\nEnvironment=Sandbox\n",
                                   to: "apps/puzzles.conf")
