@@ -3,9 +3,12 @@
 // (between its nats-permissions markers, read from the page, only its
 // paths moved into the test's directory), users known by their client
 // certificates. txrecon's user may do all txrecon needs (every item reaches
-// the stream); the stream's consumer may read the stream but is refused a
+// the stream, and a duplicate acknowledgement is checked against the message
+// it names); the stream's consumer may read the stream but is refused a
 // subscription to the subjects and to JetStream's API, and a publish into
-// the subjects; a user of another account hears nothing.
+// the subjects; a user of another account hears nothing. Without the
+// permission to look that message up, a duplicate is finished as
+// acknowledged, with a warning once.
 import Glibc
 import Synchronization
 import Testing
@@ -31,8 +34,11 @@ struct JetStreamPermissionsTests {
         return text
     }
 
-    @Test func theDocumentedPermissionsLetTxreconDeliverAndKeepEveryoneElseOffItsSubjects() async throws {
-        let fixture = try DaemonFixture()
+    /// nats-server with the documented configuration (with `changes`, as
+    /// `documentedConfiguration` makes them), in `fixture`'s directory, and
+    /// the client identities it knows.
+    static func documentedServer(in fixture: DaemonFixture, changing changes: [String: String] = [:]) async throws
+        -> (nats: NATSServerProcess, url: String, clients: [String: (ca: String, certificate: String, key: String)]) {
         let path = fixture.directory.path
         try await HTTPSTestBackend.makeCertificate(commonName: "nats", certificate: path + "/server.pem",
                                              key: path + "/server.key")
@@ -45,13 +51,32 @@ struct JetStreamPermissionsTests {
             bundle += String(decoding: try SystemCall.readFile(path + "/\(user).pem", limit: 1 << 16), as: UTF8.self)
         }
         _ = fixture.directory.write(bundle, to: "clients-ca.pem")
-        let configuration = try Self.documentedConfiguration(replacing: [
+        let configuration = try documentedConfiguration(replacing: [
             "/etc/nats/server.pem": path + "/server.pem", "/etc/nats/server.key": path + "/server.key",
             "/etc/nats/clients-ca.pem": path + "/clients-ca.pem", "/var/lib/nats": path + "/nats-store",
-        ])
+        ].merging(changes) { $1 })
         _ = fixture.directory.write(configuration, to: "nats-server.conf")
         let nats = try await NATSServerProcess(directory: path, configurationFile: path + "/nats-server.conf")
-        let url = "tls://127.0.0.1:\(nats.port)"
+        return (nats, "tls://127.0.0.1:\(nats.port)", clients)
+    }
+
+    /// Configures the daemon as txrecon's user of the documented server.
+    static func configureTxrecon(_ fixture: DaemonFixture, url: String,
+                                 as txrecon: (ca: String, certificate: String, key: String)) throws {
+        try fixture.writeConfig("""
+            [Backend]
+            ProbeDelays=200ms
+            Subject=shop.appstore
+            Stream=APPSTORE
+            CAFile=\(txrecon.ca)
+            ClientCertificateFile=\(txrecon.certificate)
+            ClientKeyFile=\(txrecon.key)
+            """, url: url, delays: "200ms")
+    }
+
+    @Test func theDocumentedPermissionsLetTxreconDeliverAndKeepEveryoneElseOffItsSubjects() async throws {
+        let fixture = try DaemonFixture()
+        let (nats, url, clients) = try await Self.documentedServer(in: fixture)
 
         // The consumer makes the stream and reads it, through JetStream's API.
         let consumer = try JetStreamClient(url: url, tls: clients["appstore-consumer"]!)
@@ -72,20 +97,18 @@ struct JetStreamPermissionsTests {
         let otherHeard = try other.answer(on: "shop.appstore.>", with: #"{"stream":"APPSTORE","seq":1}"#)
 
         let txrecon = clients["txrecon"]!
-        try fixture.writeConfig("""
-            [Backend]
-            ProbeDelays=200ms
-            Subject=shop.appstore
-            Stream=APPSTORE
-            CAFile=\(txrecon.ca)
-            ClientCertificateFile=\(txrecon.certificate)
-            ClientKeyFile=\(txrecon.key)
-            """, url: url, delays: "200ms")
+        // p-1 is there already, as an attempt whose acknowledgement was lost
+        // left it: its duplicate acknowledgement is looked up and confirmed.
+        try JetStreamClient(url: url, tls: txrecon).publishIntoStream(fixture.envelope("p-1", version: 1),
+                                                                      to: "shop.appstore.p-1", messageID: "p-1:1")
+        try Self.configureTxrecon(fixture, url: url, as: txrecon)
         let daemon = try await fixture.start()
         let ids = ["p-1", "p-2", "p-3"]
         for id in ids { try fixture.drop(fixture.envelope(id, version: 1)) }
         #expect(await fixture.eventually(timeout: .seconds(30)) { fixture.doneItems() == ids },
                 "\(daemon.stderr.suffix(2000))")
+        #expect(daemon.stderr.contains("p-1: delivered on attempt 1 (stream APPSTORE sequence 1 (a duplicate))")
+                && !daemon.stderr.contains("finished as acknowledged"), "\(daemon.stderr.suffix(2000))")
         let stored = try consumer.messages(in: "APPSTORE")
         #expect(Set(stored.compactMap(\.messageID)) == Set(ids.map { "\($0):1" }) && stored.count == ids.count,
                 "\(stored.map(\.subject))")
@@ -93,5 +116,34 @@ struct JetStreamPermissionsTests {
         // txrecon's own permissions are all it needs: no violation reported.
         #expect(!daemon.stderr.lowercased().contains("permissions violation"), "\(daemon.stderr.suffix(2000))")
         withExtendedLifetime((consumer, other, nats)) {}
+    }
+
+    @Test func withoutThePermissionToLookAMessageUpADuplicateIsFinishedWithAWarningOnce() async throws {
+        let fixture = try DaemonFixture()
+        // Its place in txrecon's permissions taken by one it has anyway.
+        let (nats, url, clients) = try await Self.documentedServer(
+            in: fixture, changing: ["$JS.API.STREAM.MSG.GET.APPSTORE": "$JS.API.STREAM.INFO.APPSTORE"])
+        let consumer = try JetStreamClient(url: url, tls: clients["appstore-consumer"]!)
+        try consumer.addStream("APPSTORE", subjects: ["shop.appstore.>"])
+        let txrecon = clients["txrecon"]!
+        let earlier = try JetStreamClient(url: url, tls: txrecon)
+        for id in ["d-1", "d-2"] {
+            try earlier.publishIntoStream(fixture.envelope(id, version: 1), to: "shop.appstore." + id,
+                                          messageID: id + ":1")
+        }
+        try Self.configureTxrecon(fixture, url: url, as: txrecon)
+        let daemon = try await fixture.start()
+        for id in ["d-1", "d-2"] { try fixture.drop(fixture.envelope(id, version: 1)) }
+        #expect(await fixture.eventually(timeout: .seconds(30)) { fixture.doneItems() == ["d-1", "d-2"] },
+                "\(daemon.stderr.suffix(2000))")
+        // Told once, naming what to grant; the server's refusal in the journal.
+        let warning = "and txrecon may not look that message up"
+        #expect(daemon.stderr.components(separatedBy: warning).count - 1 == 1, "\(daemon.stderr.suffix(2000))")
+        #expect(daemon.stderr.contains("let txrecon's user publish to $JS.API.STREAM.MSG.GET.APPSTORE on the NATS server")
+                && daemon.stderr.contains("(logged once per destination)"), "\(daemon.stderr.suffix(2000))")
+        #expect(daemon.stderr.lowercased().contains("permissions violation for publish to \"$js.api.stream.msg.get.appstore\""),
+                "\(daemon.stderr.suffix(2000))")
+        #expect(try consumer.messages(in: "APPSTORE").count == 2)
+        withExtendedLifetime((consumer, earlier, nats)) {}
     }
 }

@@ -213,6 +213,37 @@ package final class JetStreamClient {
         return responder
     }
 
+    /// Publishes `text` to `subject` into JetStream with `messageID` as its
+    /// Nats-Msg-Id, as an earlier attempt whose acknowledgement was lost
+    /// would have: the sequence the stream acknowledged, and whether as a
+    /// duplicate.
+    @discardableResult
+    package func publishIntoStream(_ text: String, to subject: String,
+                                   messageID: String) throws -> (sequence: UInt64, duplicate: Bool) {
+        var message: OpaquePointer?
+        guard natsMsg_Create(&message, subject, nil, text, Int32(text.utf8.count)) == NATS_OK, let message,
+              natsMsgHeader_Set(message, "Nats-Msg-Id", messageID) == NATS_OK else {
+            throw ClientError(what: "message for \(subject)")
+        }
+        defer { natsMsg_Destroy(message) }
+        var acknowledgement: UnsafeMutablePointer<jsPubAck>?
+        var errorCode = jsErrCode(0)
+        guard js_PublishMsg(&acknowledgement, context, message, nil, &errorCode) == NATS_OK, let acknowledgement else {
+            throw ClientError(what: "publish into the stream on \(subject) (JetStream error \(errorCode.rawValue))")
+        }
+        defer { jsPubAck_Destroy(acknowledgement) }
+        return (acknowledgement.pointee.Sequence, acknowledgement.pointee.Duplicate)
+    }
+
+    /// Removes message `sequence` from `stream`, as a work-queue consumer's
+    /// acknowledgement or a limit would.
+    package func deleteMessage(_ sequence: UInt64, from stream: String) throws {
+        var errorCode = jsErrCode(0)
+        guard js_DeleteMsg(context, stream, sequence, nil, &errorCode) == NATS_OK else {
+            throw ClientError(what: "delete message \(sequence) of \(stream) (JetStream error \(errorCode.rawValue))")
+        }
+    }
+
     /// Publishes `text` to `subject` as core NATS, and waits until the
     /// server has read it (a refusal comes back asynchronously).
     package func publish(_ text: String, to subject: String) throws {

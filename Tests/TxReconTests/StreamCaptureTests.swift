@@ -1,6 +1,8 @@
 // Whether Stream= captures what txrecon publishes (SUBJECT.KEY, KEY one
 // token): NATS subject coverage with `*` and `>`, and the verdict on what
-// JetStream's API said of the stream, worded for the log and the status.
+// JetStream's API said of the stream, worded for the log and the status;
+// whether an answer is the stream's acknowledgement, and a duplicate one
+// this publish's.
 import Testing
 @testable import TxRecon
 
@@ -122,5 +124,67 @@ import Testing
             return
         }
         #expect(!failure.message.contains("\n") && failure.message.contains(#""X\nerror: forged""#))
+    }
+}
+
+@Suite struct DuplicateAcknowledgementTests {
+    func judge(_ lookup: StoredMessageLookup) -> DuplicateAcknowledgement {
+        DuplicateAcknowledgement.judge(lookup, stream: "ORDERS", sequence: 7, subject: "shop.orders.k", messageID: "k:1")
+    }
+
+    @Test func ourOwnEarlierPublishFinishesTheItem() {
+        // An attempt whose acknowledgement was lost: what the window is for.
+        #expect(judge(.found(subject: "shop.orders.k", messageID: "k:1")) == .ours)
+    }
+
+    @Test(arguments: [
+        StoredMessageLookup.found(subject: "shop.analytics.k", messageID: "k:1"),
+        .found(subject: "shop.orders.k", messageID: "k:2"),
+        .found(subject: "shop.orders.k", messageID: nil),
+    ])
+    func anotherSubjectsMessageFinishesNothing(lookup: StoredMessageLookup) {
+        guard case let .another(problem) = judge(lookup) else {
+            Issue.record("taken for this publish: \(judge(lookup))")
+            return
+        }
+        #expect(problem.hasPrefix("stream ORDERS answered the publish on shop.orders.k as a duplicate of sequence 7, "
+                                  + "which holds "), "\(problem)")
+        #expect(problem.contains("once the stream's duplicate window has passed"))
+        // Retried, and counted against the destination like any failure.
+        let failure = TransportFailure(.duplicateUnconfirmed, problem)
+        #expect(Outcome(.failure(failure), now: 0, redactor: SecretRedactor())
+                == .retryLater(reason: failure.description, status: nil, retryAfter: nil))
+    }
+
+    @Test func aSubjectChosenByAnotherPublisherReachesTheReasonOnOneLine() {
+        guard case let .another(problem) = judge(.found(subject: "x\nerror: forged", messageID: "k:1\nforged")) else {
+            Issue.record("taken for this publish")
+            return
+        }
+        #expect(!problem.contains("\n") && problem.contains(#"x\nerror: forged"#), "\(problem)")
+    }
+
+    @Test func aMessageThatCannotBeLookedUpForGoodIsFinishedWithTheRisk() {
+        // A user without STREAM.MSG.GET, set up before it was needed, would
+        // otherwise have every retried item wait out the window.
+        guard case let .unconfirmed(.notPermitted, risk) = judge(.notPermitted(
+            #"Permissions Violation for Publish to "$JS.API.STREAM.MSG.GET.ORDERS""#)) else {
+            Issue.record("not finished unconfirmed")
+            return
+        }
+        #expect(risk.contains("txrecon may not look that message up (Permissions Violation") && risk.hasSuffix(
+            "so it cannot be told whether it was on shop.orders.k; finished as acknowledged"), "\(risk)")
+        // A work-queue consumer took it, or a limit removed it.
+        guard case let .unconfirmed(.removed, removed) = judge(.removed) else {
+            Issue.record("not finished unconfirmed")
+            return
+        }
+        #expect(removed.contains("which the stream no longer holds"), "\(removed)")
+    }
+
+    @Test func aLookUpThatFailedNowIsRetried() {
+        #expect(judge(.failed("timeout")) == .unknown(reason: "stream ORDERS answered the publish on shop.orders.k as a "
+                                                      + "duplicate of sequence 7, and looking that message up failed: "
+                                                      + "timeout; retried"))
     }
 }

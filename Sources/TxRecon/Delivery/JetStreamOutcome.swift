@@ -1,14 +1,17 @@
 // JetStreamOutcome: what a JetStream publish's answer means for the item,
 // the stream's counterpart of Outcome's HTTP response table.
 //
-//   Stream='s acknowledgement (a duplicate too)   delivered: the stream has it
+//   Stream='s acknowledgement                     delivered: the stream has it
+//   (a duplicate only once confirmed this
+//   publish's, DuplicateAcknowledgement)
 //   10054 message exceeds the maximum             hold: it will never fit
 //   NATS_MAX_PAYLOAD (client-side)                hold: larger than the server takes
 //   10059 stream not found                        retry: the stream changed since it
 //   10060 expected stream does not match          was checked; checked again first
 //   any other JetStream error                     retry (storage failure, no quorum, …)
 //   the stream check failed, an answer that is    retry, counted against the destination
-//   not Stream='s acknowledgement, no
+//   not Stream='s acknowledgement, a duplicate
+//   of another subject's message, no
 //   responders, timeout, no connection
 //
 // Only Stream='s acknowledgement is `.published` (StreamAcknowledgement);

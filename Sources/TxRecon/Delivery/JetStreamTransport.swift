@@ -1,7 +1,9 @@
 // JetStreamTransport: the `Transport` of a nats:// or tls:// destination: each item
 // is published to NATS JetStream with libnats, and only the publish
-// acknowledgement (a duplicate's too) of the stream Stream= names confirms it
-// (StreamAcknowledgement, JetStreamOutcome).
+// acknowledgement of the stream Stream= names confirms it
+// (StreamAcknowledgement, JetStreamOutcome); a duplicate's only when the
+// message the stream kept under that sequence is this publish's, on
+// SUBJECT.KEY, or cannot be looked up for good (DuplicateAcknowledgement).
 //
 //   the stream  checked through JetStream's API (STREAM.INFO) on each new
 //               connection and after each reconnect, before anything is
@@ -33,7 +35,9 @@
 // (NATSSession), which libnats multiplexes. Logged here: the stream check's
 // verdict when it changes (a warning with the reason, a notice when it
 // passes again), the first answer on a connection that is not Stream='s
-// acknowledgement (a warning), and what libnats says of the connection
+// acknowledgement and the first duplicate of another subject's message (a
+// warning each), each reason a duplicate was finished unconfirmed (a
+// warning, once per destination), and what libnats says of the connection
 // (NATSConnectionEvents).
 import CNATS
 import Synchronization
@@ -70,7 +74,12 @@ final class JetStreamTransport: DestinationTransport {
     private struct SharedSession {
         var current: (session: NATSSession, options: Options)? {
             // A new connection is checked before its first publish.
-            didSet { streamCheckedAt = nil; answerRefusalReported = false }
+            didSet {
+                streamCheckedAt = nil
+                answerRefusalReported = false
+                messageLookupRefused = false
+                duplicateElsewhereReported = false
+            }
         }
         var stopped = false
         /// The current session's reconnect count when Stream= was last found
@@ -79,12 +88,21 @@ final class JetStreamTransport: DestinationTransport {
         /// Whether an answer that is not Stream='s acknowledgement was
         /// logged for the current session (once per connection).
         var answerRefusalReported = false
+        /// Whether the server refused the current session's user a look-up
+        /// of a stored message: not asked again on this connection, where
+        /// each refusal costs a whole Timeout=.
+        var messageLookupRefused = false
+        /// Whether a duplicate of another subject's message was logged for
+        /// the current session (once per connection).
+        var duplicateElsewhereReported = false
     }
     /// What libnats says of the shared connection, logged.
     private let events: NATSConnectionEvents
     /// The stream check's problem last logged (nil: none, or it passed
     /// since), so that a verdict is logged when it changes, not per attempt.
     private let reportedProblem = Mutex<String?>(nil)
+    /// Why duplicates were finished unconfirmed, each logged once.
+    private let reportedUnconfirmed = Mutex<Set<DuplicateAcknowledgement.Unconfirmed>>([])
     private let log: any LogSink
 
     init(settings: BackendSettings, secrets: BackendSecrets, workers: Int, log: any LogSink) throws(ThreadStartError) {
@@ -292,7 +310,10 @@ final class JetStreamTransport: DestinationTransport {
             let answer = StreamAcknowledgement(stream: acknowledgement.pointee.Stream.map { String(cString: $0) } ?? "",
                                                sequence: acknowledgement.pointee.Sequence,
                                                duplicate: acknowledgement.pointee.Duplicate)
-            return answer.result(expecting: options.stream, subject: subject)
+            let result = answer.result(expecting: options.stream, subject: subject)
+            guard case .published(_, let sequence, true) = result else { return result }
+            return confirmed(result, sequence: sequence, subject: subject, messageID: messageID, on: session,
+                             with: options)
         }
         // libnats reports "no responders" with err_code 10076 (JetStream
         // not enabled) too: it is a retry with the probe either way.
@@ -308,6 +329,58 @@ final class JetStreamTransport: DestinationTransport {
             return .streamError(code: JetStreamOutcome.tooLarge, description: NATSSession.failure(status, .other).message)
         }
         return .failure(NATSSession.failure(status, status == NATS_TIMEOUT ? .timeout : .connect))
+    }
+}
+
+extension JetStreamTransport {
+    /// `duplicate`, Stream='s duplicate acknowledgement of `sequence` for
+    /// the publish of `messageID` on `subject`, as the message the stream
+    /// kept there shows it (DuplicateAcknowledgement): kept when that is
+    /// this publish or cannot be told for good, a failure (retried) when it
+    /// is another subject's or the look-up failed.
+    fileprivate func confirmed(_ duplicate: TransportResult, sequence: UInt64, subject: String, messageID: String,
+                               on session: NATSSession, with options: Options) -> TransportResult {
+        let refusedBefore = self.session.withLock { $0.current?.session === session && $0.messageLookupRefused }
+        let lookup = refusedBefore ? .notPermitted("the server refused it before on this connection")
+            : session.storedMessage(in: options.stream, sequence: sequence)
+        if case .notPermitted = lookup, !refusedBefore {
+            self.session.withLock { shared in
+                if shared.current?.session === session { shared.messageLookupRefused = true }
+            }
+        }
+        switch DuplicateAcknowledgement.judge(lookup, stream: options.stream, sequence: sequence, subject: subject,
+                                              messageID: messageID) {
+        case .ours:
+            return duplicate
+        case let .unconfirmed(cause, risk):
+            guard reportedUnconfirmed.withLock({ $0.insert(cause).inserted }) else { return duplicate }
+            let remedy = switch cause {
+            case .notPermitted:
+                "let txrecon's user publish to $JS.API.STREAM.MSG.GET.\(options.stream) on the NATS server "
+                    + "(docs/jetstream.md \"Who may answer\")"
+            case .removed:
+                "make sure no other destination publishes the same items into \(options.stream)"
+            }
+            log.write(LogEntry(.warning, "\(risk). Should another destination publish the same items into "
+                               + "\(options.stream) under another subject (the same server or cluster reached by "
+                               + "another URL=), such an item would be finished here with nothing on "
+                               + "\(options.subject).KEY for its consumers: \(remedy) (logged once per destination)"))
+            return duplicate
+        case let .another(problem):
+            let first = self.session.withLock { shared -> Bool in
+                guard shared.current?.session === session, !shared.duplicateElsewhereReported else { return false }
+                shared.duplicateElsewhereReported = true
+                return true
+            }
+            if first {
+                log.write(LogEntry(.warning, "\(problem). The item is not finished here until then; give each "
+                                   + "destination that publishes into \(options.stream) a stream of its own, or "
+                                   + "make their [Match] never meet (logged once per connection)"))
+            }
+            return .failure(TransportFailure(.duplicateUnconfirmed, problem))
+        case let .unknown(reason):
+            return .failure(TransportFailure(.duplicateUnconfirmed, reason))
+        }
     }
 }
 

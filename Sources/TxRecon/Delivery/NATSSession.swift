@@ -16,8 +16,9 @@
 // or whose connection libnats closed, is replaced by the transport at the
 // next attempt; it counts its reconnects, so that the transport checks the
 // stream again on each new connection (`lookUpStream`, JetStream's
-// STREAM.INFO). Reports nothing; errors come back as TransportFailure, a
-// lookup's as a StreamLookup.
+// STREAM.INFO), and looks up the message a duplicate acknowledgement names
+// (`storedMessage`, STREAM.MSG.GET). Reports nothing; errors come back as
+// TransportFailure, a lookup's as a StreamLookup or StoredMessageLookup.
 import CNATS
 
 /// A connection and its JetStream context. `@unchecked Sendable` because
@@ -133,6 +134,40 @@ final class NATSSession: @unchecked Sendable {
             configuration.pointee.Subjects?[index].map { String(cString: $0) }
         }
         return .found(subjects: subjects)
+    }
+
+    /// The message `stream` holds at `sequence` (JetStream's API,
+    /// `$JS.API.STREAM.MSG.GET.<stream>`), waiting at most the connection's
+    /// timeout. The server refuses a user without that permission
+    /// asynchronously, so the request times out; the connection's last
+    /// error then names the request's subject.
+    func storedMessage(in stream: String, sequence: UInt64) -> StoredMessageLookup {
+        var message: OpaquePointer?
+        var errorCode = jsErrCode(0)
+        let status = js_GetMsg(&message, jetStream, stream, sequence, nil, &errorCode)
+        guard status == NATS_OK, let message else {
+            // JSNoMessageFoundErr
+            if errorCode.rawValue == 10037 { return .removed }
+            if status == NATS_TIMEOUT, let refusal = permissionViolation(naming: "$JS.API.STREAM.MSG.GET." + stream) {
+                return .notPermitted(refusal)
+            }
+            return .failed(status == NATS_NO_RESPONDERS ? "no responders (JetStream not enabled, or not ready)"
+                           : NATSSession.failure(status, .other).message)
+        }
+        defer { natsMsg_Destroy(message) }
+        var id: UnsafePointer<CChar>?
+        let messageID = natsMsgHeader_Get(message, "Nats-Msg-Id", &id) == NATS_OK ? id.map { String(cString: $0) } : nil
+        return .found(subject: natsMsg_GetSubject(message).map { String(cString: $0) } ?? "", messageID: messageID)
+    }
+
+    /// The server's words when the last error on the connection is a
+    /// permissions violation naming `subject`; nil otherwise.
+    private func permissionViolation(naming subject: String) -> String? {
+        var text: UnsafePointer<CChar>?
+        guard natsConnection_GetLastError(connection, &text) == NATS_NOT_PERMITTED,
+              let words = text.map({ String(cString: $0) }),
+              words.lowercased().contains("\"\(subject.lowercased())\"") else { return nil }
+        return words
     }
 
     /// libnats' words for `status`, with its last error's detail.

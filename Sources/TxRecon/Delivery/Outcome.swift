@@ -54,6 +54,10 @@ package struct TransportFailure: Error, Sendable, Equatable, CustomStringConvert
         /// JetStream: an answer that is not Stream='s acknowledgement
         /// (StreamAcknowledgement).
         case notAcknowledged = "not acknowledged"
+        /// JetStream: a duplicate acknowledgement whose stored message is
+        /// not this publish's, or could not be looked up now
+        /// (DuplicateAcknowledgement).
+        case duplicateUnconfirmed = "duplicate not confirmed"
         case other = "transfer failed"
     }
     package var kind: Kind

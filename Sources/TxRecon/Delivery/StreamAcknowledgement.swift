@@ -9,6 +9,8 @@
 // and counted against the destination). That the stream's own answer is
 // the only one that can name it is up to the NATS server's permissions
 // (docs/jetstream.md "Who may answer": who may subscribe to the subjects).
+// A duplicate that passes here is then confirmed by the transport against
+// the message the stream kept (DuplicateAcknowledgement).
 // Reports nothing; the reason goes into the attempt's result.
 
 struct StreamAcknowledgement: Sendable, Equatable {
