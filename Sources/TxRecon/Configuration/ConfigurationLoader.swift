@@ -346,7 +346,11 @@ package enum ConfigurationLoader {
     /// (DuplicateAcknowledgement). Refused, not warned about (one subject
     /// for both is: ConfigurationWarnings). The server is compared as
     /// `natsServer` spells it, so that nats:// beside tls://, a default
-    /// port left out or a trailing slash do not hide it.
+    /// port left out or a trailing slash do not hide it; and the
+    /// credentials as written (the token file, the client certificate):
+    /// under other ones a destination may be another NATS account, whose
+    /// stream of the same name is another stream (the transport's check of
+    /// each duplicate covers one account reached with two credentials).
     private static func checkSharedStreams(of configuration: Configuration) throws(ConfigurationError) {
         let streams = configuration.deliveryConfigurations.filter { $0.configuration.backend.isStream }
         for (index, later) in streams.enumerated() {
@@ -354,6 +358,8 @@ package enum ConfigurationLoader {
             guard let earlier = streams[..<index].first(where: { earlier in
                 let other = earlier.configuration.backend
                 return other.natsServer == backend.natsServer && other.stream == backend.stream
+                    && other.bearerTokenFile == backend.bearerTokenFile
+                    && other.clientCertificateFile == backend.clientCertificateFile
                     && other.subject != backend.subject && earlier.configuration.match.overlaps(later.configuration.match)
             }) else { continue }
             let origin = later.configuration.origins["Backend.Stream"]

@@ -380,11 +380,12 @@ struct AnswerSender {
             // be read do. A failure of Apple's service or of the network
             // (5xx, no answer, beyond the backoff budget) for two entries
             // in a row ends the run: every further entry would fail the
-            // same way (the second is asked once: the backoffs in a row
-            // are the run's limiter's); the timer's run tries again. One entry alone may be failing on
-            // its own, and queue/ is taken in name order: ending the run
-            // there would keep every entry after it waiting, run after
-            // run, past a consumption request's 12 hours.
+            // same way (the second, if of the same app, is asked once: the
+            // backoffs in a row are its app's limiter's); the timer's run
+            // tries again. One entry alone may be failing on its own, and
+            // queue/ is taken in name order: ending the run there would
+            // keep every entry after it waiting, run after run, past a
+            // consumption request's 12 hours.
             guard let last, Self.concernsItsApp(last) else {
                 guard !lastEntryFailed else { throw error }
                 lastEntryFailed = true

@@ -13,8 +13,9 @@
 //   from 1 s doubling to 60 s, each wait drawn between half and all of it
 //   (jitter, so that many hosts do not retry in step), at most
 //   `maximumBackoffs` in a row.
-// - A deadline, when given (`txrecon answer`'s): no wait that would end
-//   past it; the run gives up as when a budget is spent.
+// - A deadline, when given (`txrecon answer`'s run, an app's turn of a
+//   `txrecon reconcile` run): no wait that would end past it; the run gives
+//   up as when a budget is spent.
 //
 // Every wait goes through the injected `SweepClock`. Not Sendable: one per
 // run, used by the sweep's thread. Reports nothing; the sweeper words the

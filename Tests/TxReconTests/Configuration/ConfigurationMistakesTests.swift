@@ -90,6 +90,12 @@ import TxReconTestSupport
         directory.write("[Backend]\nURL=nats://127.0.0.1:4223\nSubject=shop.analytics\nStream=APPSTORE\n",
                         to: "destinations/analytics.conf")
         #expect(throws: Never.self) { try ConfigurationLoader.load(path: path) }
+        // Under other credentials it may be another NATS account, whose
+        // APPSTORE is another stream.
+        let token = directory.write("analytics-token\n", to: "analytics.token", mode: 0o600)
+        directory.write("[Backend]\nURL=\(analytics)\nSubject=shop.analytics\nStream=APPSTORE\nBearerTokenFile=\(token)\n",
+                        to: "destinations/analytics.conf")
+        #expect(throws: Never.self) { try ConfigurationLoader.load(path: path) }
     }
 
     @Test func theNATSServerOfAURLIsItsHostAndPortWhateverTheSpelling() {
