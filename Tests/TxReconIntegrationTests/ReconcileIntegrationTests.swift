@@ -106,6 +106,25 @@ final class ReconcileFixture {
         return fixture
     }
 
+    /// Two customers (3000 of `first`, 3010 of `second`) delivered with
+    /// subscriptions that expired two hours ago, each renewed since at
+    /// Apple (3401, 3411); the daemon stopped. For a run in this process on
+    /// `clock`: the fixture, and its one app's settings.
+    static func twoRenewedCustomers(_ first: String, _ second: String,
+                                    clock: ManualSweepClock) async throws -> (ReconcileFixture, Configuration) {
+        let fixture = try ReconcileFixture(now: { clock.wallMilliseconds })
+        try await fixture.daemon.start()
+        for (customer, original, latest) in [(first, "3000", "3400"), (second, "3010", "3410")] {
+            try await fixture.deliver(transaction(latest, original: original, customer: customer, expiresIn: -7_200_000),
+                                      renewal: nil)
+        }
+        fixture.stopDaemon()
+        fixture.answer("3000", latest: "3401", customer: first)
+        fixture.answer("3010", latest: "3411", customer: second)
+        let loaded = try ConfigurationLoader.load(path: fixture.daemon.configPath)
+        return (fixture, loaded.apps.first.map(loaded.settings(for:)) ?? loaded)
+    }
+
     func reconcile(_ arguments: String...) async throws -> (status: Int32, stdout: String, stderr: String) {
         try await daemon.cli(["reconcile"] + arguments)
     }
@@ -199,18 +218,8 @@ struct ReconcileIntegrationTests {
         // Run in this process on a clock whose sleeps return at once: the
         // seven answers are waited out by the rate limiter's backoff.
         let clock = ManualSweepClock(wallMilliseconds: WallTime.nowMilliseconds)
-        let fixture = try ReconcileFixture(now: { clock.wallMilliseconds })
-        try await fixture.daemon.start()
-        for (customer, original, latest) in [("7013", "3000", "3400"), ("7014", "3010", "3410")] {
-            try await fixture.deliver(ReconcileFixture.transaction(latest, original: original, customer: customer,
-                                                                   expiresIn: -7_200_000), renewal: nil)
-        }
-        fixture.stopDaemon()
-        fixture.answer("3000", latest: "3401", customer: "7013")
-        fixture.answer("3010", latest: "3411", customer: "7014")
+        let (fixture, configuration) = try await ReconcileFixture.twoRenewedCustomers("7013", "7014", clock: clock)
         for _ in 0...RateLimiter.maximumBackoffs { fixture.api.inject(.serverError(503)) }
-        let loaded = try ConfigurationLoader.load(path: fixture.daemon.configPath)
-        let configuration = loaded.apps.first.map(loaded.settings(for:)) ?? loaded
         let report = ReconcileRun.perform(configuration: configuration, environment: [:], all: false, listing: nil,
                                           clock: clock, log: RecordingLogSink())
         #expect(report.stop == nil && report.exitStatus == 1, "\(report.logEntry.message)")
@@ -225,17 +234,7 @@ struct ReconcileIntegrationTests {
     /// by the next run (here one without a deadline).
     @Test func anAppWhoseTurnIsSpentStopsAndLeavesItsCustomersDue() async throws {
         let clock = ManualSweepClock(wallMilliseconds: WallTime.nowMilliseconds)
-        let fixture = try ReconcileFixture(now: { clock.wallMilliseconds })
-        try await fixture.daemon.start()
-        for (customer, original, latest) in [("7015", "3000", "3400"), ("7016", "3010", "3410")] {
-            try await fixture.deliver(ReconcileFixture.transaction(latest, original: original, customer: customer,
-                                                                   expiresIn: -7_200_000), renewal: nil)
-        }
-        fixture.stopDaemon()
-        fixture.answer("3000", latest: "3401", customer: "7015")
-        fixture.answer("3010", latest: "3411", customer: "7016")
-        let loaded = try ConfigurationLoader.load(path: fixture.daemon.configPath)
-        let configuration = loaded.apps.first.map(loaded.settings(for:)) ?? loaded
+        let (fixture, configuration) = try await ReconcileFixture.twoRenewedCustomers("7015", "7016", clock: clock)
         let spent = ReconcileRun.perform(configuration: configuration, environment: [:], all: false, listing: nil,
                                          clock: clock, deadline: clock.now, log: RecordingLogSink())
         #expect(spent.stop?.kind == .temporary && spent.exitStatus == 75, "\(spent.logEntry.message)")
