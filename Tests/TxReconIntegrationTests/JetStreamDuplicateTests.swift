@@ -81,15 +81,19 @@ struct JetStreamDuplicateTests {
         let daemon = try await fixture.start()
         try fixture.drop(fixture.envelope("again", version: 1))
         #expect(await fixture.eventually { fixture.doneItems() == ["again"] }, "\(daemon.stderr.suffix(2000))")
-        #expect(daemon.stderr.contains("delivered on attempt 1 (stream ORDERS sequence 2 (a duplicate))"),
-                "\(daemon.stderr.suffix(2000))")
+        // Awaited: the file is in done/ just before the engine logs its delivery.
+        #expect(await fixture.eventually {
+            daemon.stderr.contains("delivered on attempt 1 (stream ORDERS sequence 2 (a duplicate))")
+        }, "\(daemon.stderr.suffix(2000))")
         #expect(stream.messages().map(\.messageID) == ["again:1"])
 
         // Its message gone, it cannot be told whose it was: finished as
         // the stream acknowledged it, and the risk logged once.
         try fixture.drop(fixture.envelope("taken", version: 1))
         #expect(await fixture.eventually { fixture.doneItems() == ["again", "taken"] }, "\(daemon.stderr.suffix(2000))")
-        #expect(daemon.stderr.contains("delivered on attempt 1 (stream ORDERS sequence 1 (a duplicate))"))
+        #expect(await fixture.eventually {
+            daemon.stderr.contains("delivered on attempt 1 (stream ORDERS sequence 1 (a duplicate))")
+        }, "\(daemon.stderr.suffix(2000))")
         #expect(daemon.stderr.contains("as a duplicate of sequence 1, which the stream no longer holds"),
                 "\(daemon.stderr.suffix(2000))")
         #expect(!daemon.stderr.contains("which holds "), "nothing taken for another subject's")

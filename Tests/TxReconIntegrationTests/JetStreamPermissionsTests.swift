@@ -107,8 +107,11 @@ struct JetStreamPermissionsTests {
         for id in ids { try fixture.drop(fixture.envelope(id, version: 1)) }
         #expect(await fixture.eventually(timeout: .seconds(30)) { fixture.doneItems() == ids },
                 "\(daemon.stderr.suffix(2000))")
-        #expect(daemon.stderr.contains("p-1: delivered on attempt 1 (stream APPSTORE sequence 1 (a duplicate))")
-                && !daemon.stderr.contains("finished as acknowledged"), "\(daemon.stderr.suffix(2000))")
+        // Awaited: a file is in done/ just before the engine logs its delivery.
+        #expect(await fixture.eventually {
+            daemon.stderr.contains("p-1: delivered on attempt 1 (stream APPSTORE sequence 1 (a duplicate))")
+        }, "\(daemon.stderr.suffix(2000))")
+        #expect(!daemon.stderr.contains("finished as acknowledged"), "\(daemon.stderr.suffix(2000))")
         let stored = try consumer.messages(in: "APPSTORE")
         #expect(Set(stored.compactMap(\.messageID)) == Set(ids.map { "\($0):1" }) && stored.count == ids.count,
                 "\(stored.map(\.subject))")
