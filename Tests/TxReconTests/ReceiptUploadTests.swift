@@ -282,6 +282,32 @@ import TxReconTestSupport
         #expect(try store.library.store.read(ReceiptStore.name(of: receipt)) == receipt)
     }
 
+    /// MaxFileSize= lowered below a stored receipt: no later read takes it,
+    /// so its parts are refused at intake and held by an attempt as
+    /// too-large, not left in new/ or retried every 5 minutes for ever.
+    @Test func aPartWhoseReceiptIsLargerThanALoweredMaxFileSizeIsRefusedAsTooLarge() throws {
+        let receipt = TestReceipt.sign(TestReceipt.payload(purchases: Self.two))
+        let store = try Store(holding: receipt)
+        let name = ReceiptStore.name(of: receipt)
+        store.library.store.limitReads(to: receipt.count - 1)
+        let part = ReceiptSplit.part(receiptSha256: name, entry: "1000000000000001", context: nil)
+        try SystemCall.writeNewFile(store.layout.new + "/part", part, sync: false)
+        let examination = DropExamination.examine("part", in: Spool(layout: store.layout), maximumSize: 1 << 20,
+                                                  decoder: InputDecoder(), verifier: try Self.verifier(),
+                                                  receipts: store.library)
+        guard case let .undecodable(rejection, _) = examination else {
+            Issue.record("not refused: \(examination)")
+            return
+        }
+        #expect(rejection.code == "too-large")
+        #expect(rejection.detail.contains("receipts/\(name)") && rejection.detail.contains("(\(receipt.count - 1) bytes)"),
+                "\(rejection.detail)")
+        let reader = StoredItemReader(acceptEnvelopes: false, policy: try Self.policy(), receipts: store.library)
+        #expect(throws: ItemReadFailure.rejected(rejection), "an attempt holds it") {
+            try reader.item(part, key: ItemKey("1000000000000001")!)
+        }
+    }
+
     @Test func malformedPartsAreRefusedWithTheMemberAtFault() throws {
         let store = try Store()
         for (text, code) in [

@@ -14,12 +14,14 @@
 // can only name a genuine receipt, and is refused when its receipt is not
 // stored or does not hold its purchase.
 // Touches receipts/ only to read it; throws `ItemReadFailure`: `rejected`
-// naming the part's receipt when the receipt is missing, damaged or does
-// not hold the purchase, `unreadable` with the SpoolError for any other
-// read error (EIO, EMFILE, ENOMEM: passing, so the part is read again
-// later, never rejected for it); logs nothing. Thread-safe: the cache is
+// naming the part's receipt when the receipt is missing, damaged, larger
+// than MaxFileSize= now or does not hold the purchase, `unreadable` with
+// the SpoolError for any other read error (EIO, EMFILE, ENOMEM: passing,
+// so the part is read again later, never rejected for it); logs nothing.
+// Thread-safe: the cache is
 // behind a lock, and a verification runs outside it on the caller's own
 // verifier.
+import Glibc
 import Synchronization
 
 package final class ReceiptLibrary: Sendable {
@@ -101,6 +103,13 @@ package final class ReceiptLibrary: Sendable {
         let bytes: [UInt8]?
         do {
             bytes = try store.read(name)
+        } catch where error.code == EFBIG {
+            // Larger than a MaxFileSize= lowered since it was stored: no
+            // later read takes it either, so the part is refused (intake)
+            // or held (an attempt) saying so, not tried again for ever.
+            throw .rejected(Rejection("too-large", "receipts/\(name), the receipt the part names, is larger than "
+                + "MaxFileSize= (\(store.largestRead) bytes), lowered since it was stored; raise it, then requeue "
+                + "or release the part"))
         } catch {
             // Only a missing receipt is the part's fault; anything else is
             // the spool's, for the moment.

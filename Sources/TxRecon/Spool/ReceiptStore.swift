@@ -47,6 +47,9 @@ package final class ReceiptStore: Sendable {
     /// MaxFileSize= changed (a reload).
     func limitReads(to bytes: Int) { readLimit.store(bytes, ordering: .relaxed) }
 
+    /// The largest receipt read now, MaxFileSize=.
+    var largestRead: Int { readLimit.load(ordering: .relaxed) }
+
     /// Where a receipt being written waits for its rename: receipts/ itself,
     /// which only the daemon writes (a producer could replace a temporary in
     /// tmp/ between its fsync and its rename).
