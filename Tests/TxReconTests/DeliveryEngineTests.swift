@@ -859,7 +859,7 @@ struct DeliveryEngineTests {
         harness.transport.setDefault(.hang)
         await engine.offer([try harness.envelope("k", version: 2)])
         await harness.transport.waitForRequests(2)
-        let staged = try harness.spool.stageReplay(DeliveredSnapshot(key: try #require(ItemKey("k")), receivedAt: 0))
+        let staged = try harness.spool.stageReplay(DeliveredSnapshot(key: try #require(ItemKey("k")), receivedAt: 0), maximumSize: 1 << 20)
         let answer = await engine.replay([staged]).result
         #expect(answer.applied == ["k"] && answer.skipped.isEmpty, "answered now, decided at the attempt's end")
         harness.transport.releaseHeld(with: .status(200))

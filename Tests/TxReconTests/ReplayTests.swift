@@ -53,7 +53,7 @@ import TxReconTestSupport
         try delivered("k1", receivedAt: 1_500_000)
         var pending = PendingItems()
         let snapshots = try spool.deliveredSnapshots(of: nil, since: nil, until: nil).found
-            .map { snapshot throws(SpoolError) in try spool.stageReplay(snapshot) }  // as intake does
+            .map { snapshot throws(SpoolError) in try spool.stageReplay(snapshot, maximumSize: 1 << 20) }  // as intake does
         let (result, queued) = commands.replay(snapshots, on: &pending, now: .seconds(9), wall: 1_800_000_000_000,
                                               limit: 100)
         #expect(result.applied == ["k1"] && queued == 1)
@@ -71,6 +71,19 @@ import TxReconTestSupport
         #expect(log.entries.contains { $0.messageID == MessageID.replayed })
     }
 
+    /// done/KEY grown past MaxFileSize= (a producer kept a descriptor to
+    /// the file it dropped) is not read whole into the daemon's memory.
+    @Test func aDeliveredFileLargerThanMaxFileSizeIsNotCopied() throws {
+        try delivered("grown", receivedAt: 1_000)
+        let snapshot = DeliveredSnapshot(key: try #require(ItemKey("grown")), receivedAt: 1_000)
+        let size = try SystemCall.readFile(layout.done + "/grown", limit: 4096).count
+        #expect(throws: SpoolError("read", layout.done + "/grown", EFBIG)) {
+            try spool.stageReplay(snapshot, maximumSize: size - 1)
+        }
+        #expect(try SystemCall.listDirectory(layout.queue).isEmpty, "no copy, not even a temporary")
+        _ = try spool.stageReplay(snapshot, maximumSize: size)
+    }
+
     @Test func aKeyQueuedOrHeldIsLeftAloneAndTheHighWaterMarkIsKept() throws {
         for key in ["queued", "held", "one", "two"] { try delivered(key, receivedAt: 1_000) }
         var pending = PendingItems()
@@ -78,7 +91,7 @@ import TxReconTestSupport
                                                                          receivedAt: 0))
         pending.held.insert(try #require(ItemKey("held")))
         let snapshots = try ["queued", "held", "one", "two"].map {
-            try spool.stageReplay(DeliveredSnapshot(key: try #require(ItemKey($0)), receivedAt: 1_000))  // as intake does
+            try spool.stageReplay(DeliveredSnapshot(key: try #require(ItemKey($0)), receivedAt: 1_000), maximumSize: 1 << 20)  // as intake does
         }
         let result = commands.replay(snapshots, on: &pending, now: .zero, wall: 1_800_000_000_000, limit: 2).result
         #expect(result.applied == ["one"])
@@ -96,7 +109,7 @@ import TxReconTestSupport
         // done/k. Queued, the copy would reach the backend after the newer one.
         try delivered("k", receivedAt: 1_000)
         let key = try #require(ItemKey("k"))
-        let staged = try spool.stageReplay(DeliveredSnapshot(key: key, receivedAt: 1_000))
+        let staged = try spool.stageReplay(DeliveredSnapshot(key: key, receivedAt: 1_000), maximumSize: 1 << 20)
         _ = directory.write(#"{"id":"k","version":4,"payload":{}}"#, to: "spool/queue/k")
         try SystemCall.rename(layout.queue + "/k", layout.done + "/k")
         var pending = PendingItems()
@@ -123,7 +136,7 @@ import TxReconTestSupport
         try delivered("k", receivedAt: 1_000)
         let key = try #require(ItemKey("k"))
         var pending = inFlight(key)
-        let staged = try spool.stageReplay(DeliveredSnapshot(key: key, receivedAt: 1_000))
+        let staged = try spool.stageReplay(DeliveredSnapshot(key: key, receivedAt: 1_000), maximumSize: 1 << 20)
         let (answer, queued) = commands.replay([staged], on: &pending, now: .zero, wall: 1_800_000_000_000, limit: 100)
         #expect(answer.applied == ["k"] && answer.skipped.isEmpty && queued == 0, "answered, decided later")
         #expect(pending.replaysAwaitingAttempt[key] == staged)
@@ -147,7 +160,7 @@ import TxReconTestSupport
 
         // The attempt failed: its snapshot is pending again and goes out anyway.
         var pending = inFlight(key)
-        let first = try spool.stageReplay(DeliveredSnapshot(key: key, receivedAt: 1_000))
+        let first = try spool.stageReplay(DeliveredSnapshot(key: key, receivedAt: 1_000), maximumSize: 1 << 20)
         _ = commands.replay([first], on: &pending, now: .zero, wall: 1_800_000_000_000, limit: 100)
         pending.entries[key]?.inFlight = false
         #expect(!commands.replayAwaitingAttempt(of: key, on: &pending, now: .zero, wall: 0, limit: 100))
@@ -157,7 +170,7 @@ import TxReconTestSupport
 
         // The attempt delivered version 4 onto done/k after the copy of 3 was made.
         pending.entries[key]?.inFlight = true
-        let second = try spool.stageReplay(DeliveredSnapshot(key: key, receivedAt: 1_000))
+        let second = try spool.stageReplay(DeliveredSnapshot(key: key, receivedAt: 1_000), maximumSize: 1 << 20)
         _ = commands.replay([second], on: &pending, now: .zero, wall: 1_800_000_000_000, limit: 100)
         _ = directory.write(#"{"id":"k","version":4,"payload":{}}"#, to: "spool/queue/k")
         try SystemCall.rename(layout.queue + "/k", layout.done + "/k")
@@ -174,7 +187,7 @@ import TxReconTestSupport
     /// every pair of keys, here `k` and the envelope key `replay-k`.
     @Test func aStagedCopyAndAnotherKeysFailureRecordNeverShareATemporaryName() throws {
         try delivered("k", receivedAt: 1_000_000)
-        let staged = try spool.stageReplay(DeliveredSnapshot(key: try #require(ItemKey("k")), receivedAt: 1_000_000))
+        let staged = try spool.stageReplay(DeliveredSnapshot(key: try #require(ItemKey("k")), receivedAt: 1_000_000), maximumSize: 1 << 20)
         try spool.writeState(DeliveryState(), for: try #require(ItemKey("replay-k")))
         try spool.commitReplay(staged.key)
         #expect(try SystemCall.readFile(layout.queue + "/k", limit: 1 << 10).starts(with: Array(#"{"id":"k""#.utf8)))

@@ -29,8 +29,9 @@ struct ControlChannel: Sendable {
     /// (a directory a producer put at NAME.result, a full disk): run again
     /// at every scan, a replay would send done/ again each time, and a
     /// `release --all` would release what was held since. `requeued` tells
-    /// whether rejected files went back into new/.
-    func execute(_ names: [String]) -> (failures: IntakeBacklog.Failures, requeued: Bool) {
+    /// whether rejected files went back into new/. `maximumSize` is
+    /// MaxFileSize= now, the largest file a replay copies.
+    func execute(_ names: [String], maximumSize: Int) -> (failures: IntakeBacklog.Failures, requeued: Bool) {
         var failures = IntakeBacklog.Failures()
         var requeued = false
         let directory = spool.layout.ctl
@@ -54,7 +55,7 @@ struct ControlChannel: Sendable {
             } else if let request {
                 let routes = self.routes.filter { request.destination == nil || $0.name == request.destination }
                 if request.command == .replay {
-                    result = replay(request, askedBy: contents, name: name)
+                    result = replay(request, askedBy: contents, name: name, maximumSize: maximumSize)
                 } else if request.command == .requeueRejected {
                     result = RejectedRequeue.perform(request, spool: spool, events: events)
                     // rejected/'s count follows from intake's listing (RejectedCount).
@@ -102,7 +103,8 @@ struct ControlChannel: Sendable {
     /// are selected in done/ and copied into queue/ under a temporary name
     /// here, off the engine's thread, and handed to the engine in batches,
     /// so that deliveries go on in between; queue/ is synced after each.
-    private func replay(_ request: ControlRequest, askedBy file: RegularFile.Contents, name: String) -> ControlResult {
+    private func replay(_ request: ControlRequest, askedBy file: RegularFile.Contents, name: String,
+                        maximumSize: Int) -> ControlResult {
         var result = ControlResult()
         let refusal: String? = if file.owner != 0 {
             "ctl/\(name) belongs to uid \(file.owner)"
@@ -125,7 +127,7 @@ struct ControlChannel: Sendable {
         let keys = request.all ? nil : request.targets.compactMap { ItemKey($0) }
         var results: [(destination: String, result: ControlResult)] = []
         for route in routes where request.destination == nil || route.name == request.destination {
-            results.append((route.name, replay(keys, request, on: route)))
+            results.append((route.name, replay(keys, request, on: route, maximumSize: maximumSize)))
         }
         let merged = ControlResult(merging: results)
         result.applied += merged.applied
@@ -152,7 +154,8 @@ struct ControlChannel: Sendable {
     }
 
     /// A replay's part on one destination: its done/, its engine.
-    private func replay(_ keys: [ItemKey]?, _ request: ControlRequest, on route: DeliveryRoute) -> ControlResult {
+    private func replay(_ keys: [ItemKey]?, _ request: ControlRequest, on route: DeliveryRoute,
+                        maximumSize: Int) -> ControlResult {
         var result = ControlResult()
         let (spool, engine) = (route.spool, route.engine)
         let selection: (found: [DeliveredSnapshot], missing: [ItemKey], outside: [DeliveredSnapshot])
@@ -182,7 +185,11 @@ struct ControlChannel: Sendable {
                     continue
                 }
                 do {
-                    staged.append(try spool.stageReplay(snapshot))
+                    staged.append(try spool.stageReplay(snapshot, maximumSize: maximumSize))
+                } catch where error.code == EFBIG {
+                    result.skipped.append((snapshot.key.rawValue, "done/\(snapshot.key.fileName) is larger than "
+                                           + "MaxFileSize= (\(maximumSize) bytes): the setting was lowered since "
+                                           + "it was delivered, or the file was changed since; not copied"))
                 } catch {
                     result.skipped.append((snapshot.key.rawValue, "its copy from done/ failed: \(error)"))
                 }

@@ -125,6 +125,9 @@ final class Intake: Sendable {
         self.control = ControlChannel(spool: spool, routes: routes, events: events, receipts: self.receipts)
     }
 
+    /// MaxFileSize= now.
+    private var maximumFileSize: Int { settings.withLock { $0.maximumFileSize } }
+
     func reconfigure(_ settings: Settings) {
         precondition(settings.matches.count == routes.count)
         self.settings.withLock { $0 = settings }
@@ -305,7 +308,7 @@ final class Intake: Sendable {
     /// Executes the requests `names` in ctl/; what `scan` returns when
     /// rejected files were requeued, else nil.
     private func execute(_ names: [String], _ backlog: inout IntakeBacklog, _ examiners: Examiners) -> String? {
-        let (failures, requeued) = control.execute(names)
+        let (failures, requeued) = control.execute(names, maximumSize: maximumFileSize)
         finish(failures, fullScan: false, &backlog)
         // Requeued files are linked into new/, which raises no event intake
         // takes at once: read new/ again now.
@@ -324,7 +327,8 @@ final class Intake: Sendable {
         backlog.awaitsRoom = false
         do throws(SpoolError) {
             if controls {
-                let (executed, _) = control.execute(try SystemCall.listDirectory(spool.layout.ctl))
+                let (executed, _) = control.execute(try SystemCall.listDirectory(spool.layout.ctl),
+                                                    maximumSize: maximumFileSize)
                 failures.count += executed.count
                 failures.space = failures.space ?? executed.space
             }
@@ -449,7 +453,7 @@ final class Intake: Sendable {
     private func executeWaitingRequests(_ failures: inout IntakeBacklog.Failures) {
         guard let names = try? SystemCall.listDirectory(spool.layout.ctl),
               names.contains(where: { !$0.hasPrefix(".") && !$0.hasSuffix(".result") }) else { return }
-        let (executed, requeued) = control.execute(names)
+        let (executed, requeued) = control.execute(names, maximumSize: maximumFileSize)
         failures.count += executed.count
         failures.space = failures.space ?? executed.space
         if requeued { watcher.requestRescan() }

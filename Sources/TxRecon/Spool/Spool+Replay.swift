@@ -60,12 +60,14 @@ extension Spool {
     /// fsyncs it, so a crash never leaves an empty item in queue/. Run by
     /// intake, off the engine's thread: the fsync is the slow part. The
     /// engine then commits the copy (`commitReplay`) or discards it.
-    /// Returns the snapshot with the file it was copied from.
-    func stageReplay(_ snapshot: DeliveredSnapshot) throws(SpoolError) -> DeliveredSnapshot {
+    /// Returns the snapshot with the file it was copied from. A file larger
+    /// than `maximumSize` (MaxFileSize=) is not read (EFBIG): intake took
+    /// none so large, and an attempt would only hold the copy.
+    func stageReplay(_ snapshot: DeliveredSnapshot, maximumSize: Int) throws(SpoolError) -> DeliveredSnapshot {
         let key = snapshot.key
         let source = layout.done + "/" + key.fileName
         guard let info = try SystemCall.linkStatus(source) else { throw SpoolError("open", source, ENOENT) }
-        let bytes = try SystemCall.readFile(source, limit: 1 << 30)
+        let bytes = try SystemCall.readFile(source, limit: maximumSize)
         let staged = stagedReplay(key)
         try SystemCall.unlinkIfPresent(staged)
         try SystemCall.writeNewFile(staged, bytes, sync: true)
