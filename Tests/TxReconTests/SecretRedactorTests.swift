@@ -79,6 +79,28 @@ import TxReconTestSupport
                 == .retryLater(reason: "connection failed: proxy said <redacted>", status: nil, retryAfter: nil))
     }
 
+    /// A NATS server's words are cut to 300 characters where they are put
+    /// into words (StreamCapture, DuplicateAcknowledgement), before the log
+    /// sink or the outcome redacts them: a secret across that cut leaves
+    /// its beginning before the cut mark, which goes too.
+    @Test func theBeginningOfASecretCutBeforeRedactionGoesWithItsCutMark() {
+        let token = "nats-token-0123456789abcdef"
+        let redactor = SecretRedactor([token])
+        let answer = String(repeating: "y", count: 290) + token
+        let problem = StreamCapture.unknown(stream: "TX", reason: answer).problem ?? ""
+        #expect(problem.hasSuffix("nats-token…"), "the cut this guards against")
+        let line = "JetStream stream check: \(problem); nothing is published"
+        #expect(redactor.redact(line) == "JetStream stream check: cannot look up stream TX: "
+                + String(repeating: "y", count: 290) + "<redacted>…; nothing is published")
+        let recorded = RecordingLogSink()
+        RedactingLogSink(recorded, redactor: redactor).write(LogEntry(.warning, line))
+        #expect(recorded.entries.first?.message.contains("nats-tok") == false)
+        // An ordinary cut, and a word that only ends like a secret begins, stay.
+        #expect(redactor.redact("abc…") == "abc…")
+        #expect(redactor.redact("say nats…") == "say nats…", "shorter than the shortest secret looked for")
+        #expect(redactor.redact(String(repeating: "z", count: 20) + "…") == String(repeating: "z", count: 20) + "…")
+    }
+
     @Test func aSecretAcrossTheReasonsCutIsRedactedBeforeTheCut() {
         // The token begins 10 bytes before the 512 a hold reason keeps: cut
         // first, its first 10 bytes would stay.

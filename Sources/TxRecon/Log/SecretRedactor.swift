@@ -13,6 +13,7 @@
 // it: answers to requests that carried the old one still arrive, and apps go
 // on sending an old upload token for a while; older generations are
 // dropped, since every text is searched for every spelling of each secret.
+import Glibc
 import Synchronization
 
 /// Replaces every occurrence of a known secret by `<redacted>`.
@@ -87,7 +88,7 @@ package final class SecretRedactor: Sendable {
     }
 
     private static func occurs(_ secrets: [[UInt8]], in bytes: UnsafeBufferPointer<UInt8>) -> Bool {
-        secrets.contains { secret in
+        !cutBeginnings(of: secrets, in: bytes).isEmpty || secrets.contains { secret in
             guard let first = secret.first, bytes.count >= secret.count else { return false }
             return secret.withUnsafeBufferPointer { secret in
                 for start in 0...(bytes.count - secret.count) where bytes[start] == first {
@@ -115,7 +116,42 @@ package final class SecretRedactor: Sendable {
         for secret in secrets {
             changed = replace(secret, in: &bytes) || changed
         }
-        return changed
+        let cut = bytes.withUnsafeBufferPointer { cutBeginnings(of: secrets, in: $0) }
+        for range in cut.reversed() {
+            bytes.replaceSubrange(range, with: placeholder.utf8)
+        }
+        return changed || !cut.isEmpty
+    }
+
+    /// What LogText.singleLine puts where it cut a text at its limit.
+    static let cutMark = Array("…".utf8)
+
+    /// Where a text cut before it was redacted (a NATS server's words cut
+    /// to 300 characters, then put in a log line or a reason) ends in the
+    /// beginning of a secret: the byte ranges of those beginnings, each
+    /// just before a cut mark and at least `minimumLength` long (a shorter
+    /// one could be any word's end), in order. Searched in place: nearly
+    /// every text has no cut mark, and costs one pass over its bytes.
+    private static func cutBeginnings(of secrets: [[UInt8]], in bytes: UnsafeBufferPointer<UInt8>) -> [Range<Int>] {
+        var ranges: [Range<Int>] = []
+        guard let base = bytes.baseAddress else { return ranges }
+        var index = 0
+        while index + cutMark.count <= bytes.count,
+              let found = memchr(base + index, Int32(cutMark[0]), bytes.count - index) {
+            let end = base.distance(to: found.assumingMemoryBound(to: UInt8.self))
+            index = end + 1
+            guard end + cutMark.count <= bytes.count, bytes[end + 1] == cutMark[1], bytes[end + 2] == cutMark[2],
+                  end >= minimumLength else { continue }
+            let longest = secrets.compactMap { secret -> Int? in
+                let most = min(secret.count - 1, end - (ranges.last?.upperBound ?? 0))
+                guard most >= minimumLength else { return nil }
+                return (minimumLength...most).reversed().first { length in
+                    UnsafeBufferPointer(rebasing: bytes[end - length..<end]).elementsEqual(secret.prefix(length))
+                }
+            }.max()
+            if let longest { ranges.append(end - longest..<end) }
+        }
+        return ranges
     }
 
     /// Each secret as given and as an echo would spell it: JSON-escaped (also
