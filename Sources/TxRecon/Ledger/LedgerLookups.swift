@@ -47,6 +47,8 @@ final class LedgerLookups: Sendable {
     private let opened = Atomic<Bool>(false)
     /// Signalled once then; each look-up that waited passes it on.
     private let firstOpen = DispatchSemaphore(value: 0)
+    /// Told when a look-up found the file damaged (the writer rebuilds it).
+    private let damaged = Mutex<(@Sendable (LedgerError) -> Void)?>(nil)
 
     init(path: String, log: any LogSink, now: @escaping @Sendable () -> Int64) {
         self.path = path
@@ -58,6 +60,13 @@ final class LedgerLookups: Sendable {
     func writerOpened() {
         guard !opened.exchange(true, ordering: .acquiringAndReleasing) else { return }
         firstOpen.signal()
+    }
+
+    /// Calls `handler` when a look-up, asked again on a new connection,
+    /// finds the file damaged: a broken page that only look-ups read would
+    /// otherwise have them answer "not known" of its keys for good.
+    func onDamage(_ handler: @escaping @Sendable (LedgerError) -> Void) {
+        damaged.withLock { $0 = handler }
     }
 
     /// Opens the connection (the writer opened the ledger).
@@ -83,6 +92,10 @@ final class LedgerLookups: Sendable {
             firstOpen.wait()
             firstOpen.signal()
         }
+        var damage: LedgerError?
+        defer {
+            if let damage, let handler = damaged.withLock({ $0 }) { handler(damage) }
+        }
         return connection.withLock { connection -> ItemVersion? in
             switch connection {
             case .closed:
@@ -90,6 +103,7 @@ final class LedgerLookups: Sendable {
                 switch askAnew(destination, key, into: &connection) {
                 case let .success(answer): return answer
                 case let .failure(error):
+                    if error.isCorruption { damage = error }
                     connection = failed(error)
                     return nil
                 }
@@ -98,7 +112,9 @@ final class LedgerLookups: Sendable {
                     return try ledger.confirmedVersion(at: destination, of: key)
                 } catch {
                     // Asked once more on a new connection before done/ answers alone.
-                    guard case .success(let answer) = askAnew(destination, key, into: &connection) else {
+                    let again = askAnew(destination, key, into: &connection)
+                    guard case .success(let answer) = again else {
+                        if case let .failure(error) = again, error.isCorruption { damage = error }
                         connection = failed(error)
                         return nil
                     }
@@ -110,7 +126,9 @@ final class LedgerLookups: Sendable {
                 let now = self.now()
                 // A wall clock stepped back is no reason to wait longer.
                 guard now - since >= Self.retryInterval || now < since else { return nil }
-                guard case .success(let answer) = askAnew(destination, key, into: &connection) else {
+                let again = askAnew(destination, key, into: &connection)
+                guard case .success(let answer) = again else {
+                    if case let .failure(error) = again, error.isCorruption { damage = error }
                     connection = .failed(since: now, reason: reason)
                     return nil
                 }

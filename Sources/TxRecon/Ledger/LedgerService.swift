@@ -171,6 +171,7 @@ final class LedgerService: Sendable {
         lookups = LedgerLookups(path: settings.path, log: log, now: now)
         reading = Mutex((settings.reader, settings.maximumFileSize))
         state = Mutex(State(status: Status(path: settings.path)))
+        lookups.onDamage { [weak self] error in self?.lookupsFoundDamage(error) }
     }
 
     /// Opens the ledger (rebuilding a damaged one), starts the writer,
@@ -304,13 +305,18 @@ final class LedgerService: Sendable {
 
     private func run() {
         var ledger: SQLiteLedger?
+        /// The file `ledger` opened, as its path named it then.
+        var opened: FileIdentity?
         var committed = ContinuousClock.now - settings.batchInterval
         // Damage found in an open ledger is rebuilt without waiting out the
         // retry interval (waiting changes nothing), once in a row.
         var rebuildsAtOnce = true
         while true {
             if ledger == nil {
+                let missing = opened == nil && access(settings.path, F_OK) != 0
                 ledger = open()
+                opened = Self.identity(of: settings.path)
+                if missing, ledger != nil { reportMadeAnew() }
                 // Created, migrated or rebuilt: look-ups may read it now.
                 lookups.writerOpened()
                 if ledger != nil { rebuildsAtOnce = true }
@@ -330,6 +336,15 @@ final class LedgerService: Sendable {
                     state.withLock { $0.writer = .working }
                 }
                 committed = .now
+            }
+            if ledger != nil, let change = changeUnderneath(opened) {
+                // Checked before every round's writes: one batch committed
+                // into a removed file would move the watermark past
+                // deliveries that only that file holds.
+                ledger = nil
+                lost(change)
+                ledger = open()
+                opened = Self.identity(of: settings.path)
             }
             if let current = ledger {
                 do {
@@ -387,6 +402,78 @@ final class LedgerService: Sendable {
     /// Wakes the callers of `flush` waiting for the writer's round to end.
     private func endRound() {
         for waiter in rounds.withLock({ waiters in defer { waiters.removeAll() }; return waiters }) { waiter.signal() }
+    }
+
+    /// Why the ledger open since `opened` is no longer the one to write:
+    /// the file at its path was removed or replaced (an operator freeing
+    /// space, a restore from a backup; SQLite goes on writing the removed
+    /// inode, and the look-ups go on reading it), or the look-ups found it
+    /// damaged. nil while it is the one.
+    private func changeUnderneath(_ opened: FileIdentity?) -> LedgerError? {
+        if let damage = state.withLock({ $0.damage }) { return damage }
+        let current = Self.identity(of: settings.path)
+        guard current != opened else { return nil }
+        return LedgerError(operation: "write", path: settings.path, code: 0, message: current == nil
+            ? "the file was removed while txrecon had it open"
+            : "the file was replaced while txrecon had it open")
+    }
+
+    /// The ledger open until now is given up for `change`: look-ups and
+    /// the key filter leave it, and the reaper waits for the catch-up from
+    /// done/ into the ledger opened next (a damaged one is set aside and
+    /// rebuilt; a removed one made again; a replacement read from its own
+    /// mark), which the same round does.
+    private func lost(_ change: LedgerError) {
+        keys.withLock { $0 = nil }
+        lookups.close()
+        state.withLock { state in
+            state.status.catchingUp = true
+            state.durableThrough = 0
+        }
+        guard !change.isCorruption else { return }  // rebuild() says so
+        log.write(LogEntry(.error, "the ledger \(settings.path): \(change.message); it is opened again (made again "
+                           + "when missing) and caught up from done/: what each destination confirmed longer ago "
+                           + "than DoneRetention= is lost unless the file there now holds it",
+                           fields: [("TXRECON_REASON", change.message)]))
+    }
+
+    /// The ledger file was missing at start and is made anew: an error
+    /// when a destination's done/ holds deliveries, which says the file
+    /// existed before (removed while txrecon was stopped, or LedgerFile=
+    /// changed), unless this is the first start of a release with a ledger.
+    private func reportMadeAnew() {
+        let delivered = settings.destinations.contains { _, spool in
+            var any = false
+            try? DirectoryReader(spool.layout.done).read { name in
+                any = !name.starts(with: [UInt8(ascii: ".")])
+                return !any
+            }
+            return any
+        }
+        guard delivered else { return }
+        log.write(LogEntry(.error, "the ledger \(settings.path) did not exist and was made anew, then filled from "
+                           + "done/: if it existed before (removed while txrecon was stopped, or LedgerFile= "
+                           + "changed), what each destination confirmed longer ago than DoneRetention= is lost. At "
+                           + "the first start after an upgrade from a release without a ledger, nothing is"))
+    }
+
+    /// The identity of the file at `path`; nil when there is none.
+    private static func identity(of path: String) -> FileIdentity? {
+        (try? SystemCall.linkStatus(path)).flatMap { $0.map(FileIdentity.init) }
+    }
+
+    /// The look-ups found the open ledger damaged (a broken page the writer
+    /// never reads): the writer's next round sets it aside and rebuilds,
+    /// as it does damage it finds itself.
+    private func lookupsFoundDamage(_ error: LedgerError) {
+        let signal = state.withLock { state -> Bool in
+            guard state.damage == nil, !state.stopping else { return false }
+            state.damage = error
+            guard state.writer != .working else { return false }
+            state.writer = .working
+            return true
+        }
+        if signal { wake.signal() }
     }
 
     /// The ledger, opened or rebuilt; nil (and logged) when it cannot be.

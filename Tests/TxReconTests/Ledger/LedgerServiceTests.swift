@@ -289,6 +289,82 @@ import TxReconTestSupport
         #expect(access(path, F_OK) != 0, "no empty ledger was made where the file was removed")
     }
 
+    /// The ledger file removed under the running daemon (an operator
+    /// freeing space): SQLite would go on writing the removed inode, and
+    /// the look-ups reading it, while the reaper removes done/ entries that
+    /// only the removed file covers. The writer opens the file again, made
+    /// anew and caught up from done/, and the look-ups follow it.
+    @Test func aLedgerFileRemovedUnderTheDaemonIsMadeAgainAndCaughtUpFromDone() throws {
+        let ledger = service()
+        try ledger.start()
+        defer { ledger.stop() }
+        delivered("a", version: 1)
+        ledger.record(destination: "backend", item: Self.envelope("a", version: 1), attempt: 1,
+                      confirmation: .http(status: 200), at: Timestamp.nowMilliseconds())
+        ledger.flush()
+        let path = directory.path + "/state/ledger.sqlite3"
+        for suffix in ["", "-wal", "-shm"] { unlink(path + suffix) }
+        delivered("b", version: 2)
+        ledger.record(destination: "backend", item: Self.envelope("b", version: 2), attempt: 1,
+                      confirmation: .http(status: 200), at: Timestamp.nowMilliseconds())
+        ledger.flush()
+        #expect(access(path, F_OK) == 0, "made again where it was removed")
+        let reader = try SQLiteLedger(path: path, access: .readOnly)
+        #expect(try reader.records(of: ItemKey("b")!).map(\.version) == [ItemVersion(primary: 2)])
+        #expect(try reader.records(of: ItemKey("a")!).map(\.version) == [ItemVersion(primary: 1)], "from done/")
+        #expect(ledger.confirmedVersion(at: "backend", of: ItemKey("b")!) == ItemVersion(primary: 2),
+                "the look-ups read the file at the path, not the removed one")
+        #expect(log.entries.contains { $0.priority == .error && $0.message.contains("was removed while txrecon had it open") })
+    }
+
+    /// A broken page only look-ups read (the writer never touches it): they
+    /// would answer "not known" of its keys for good. The writer is told,
+    /// and sets the file aside and rebuilds it from done/, as it does
+    /// damage it finds itself.
+    @Test func damageTheLookUpsFindIsSetAsideAndRebuilt() throws {
+        let path = directory.path + "/state/ledger.sqlite3"
+        try ledgerHolding((0..<2_000).map { "k\($0)" }, version: 4)
+        delivered("k7", version: 4)
+        let shell = try SQLiteDatabase(path: path, access: .readWriteCreate)
+        try shell.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        let ledger = service()
+        try ledger.start()
+        defer { ledger.stop() }
+        ledger.flush()
+        // Every page but the first (the schema) overwritten: the table's own.
+        let descriptor = open(path, O_WRONLY)
+        #expect(descriptor >= 0)
+        let size = lseek(descriptor, 0, SEEK_END)
+        let garbage = [UInt8](repeating: 0xA5, count: Int(size) - 4096)
+        #expect(pwrite(descriptor, garbage, garbage.count, 4096) == garbage.count)
+        close(descriptor)
+        #expect(ledger.confirmedVersion(at: "backend", of: ItemKey("k7")!) == nil, "not known while damaged")
+        ledger.flush()
+        let names = (try? SystemCall.listDirectory(directory.path + "/state")) ?? []
+        #expect(names.contains { $0.hasPrefix("ledger.sqlite3.damaged-") }, "set aside: \(names)")
+        #expect(log.entries.contains { $0.priority == .error && $0.message.contains("is damaged") })
+        #expect(ledger.confirmedVersion(at: "backend", of: ItemKey("k7")!) == ItemVersion(primary: 4),
+                "rebuilt from done/")
+    }
+
+    /// A ledger missing at start while done/ holds deliveries existed
+    /// before (or LedgerFile= changed): what it held older than
+    /// DoneRetention= is lost, which an error says.
+    @Test func aLedgerMissingAtStartBesideDeliveriesIsAnError() throws {
+        let installed = service(path: directory.path + "/state/installed.sqlite3")
+        try installed.start()
+        installed.flush()
+        installed.stop()
+        #expect(!log.entries.contains { $0.priority == .error }, "a new installation's first start")
+        delivered("k", version: 1)
+        let ledger = service()
+        try ledger.start()
+        defer { ledger.stop() }
+        ledger.flush()
+        #expect(log.entries.contains { $0.priority == .error && $0.message.contains("did not exist and was made anew") })
+        #expect(ledger.confirmedVersion(at: "backend", of: ItemKey("k")!) == ItemVersion(primary: 1))
+    }
+
     /// A mark written while the wall clock ran ten minutes ahead, then the
     /// clock stepped back: what was delivered after the step is dated
     /// before the mark, and a crash took its confirmation.
