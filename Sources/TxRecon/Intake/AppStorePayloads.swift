@@ -87,8 +87,9 @@ struct NotificationPayload: Sendable {
     /// The app and environment it names; nil when no container names a
     /// bundleId (the verifier refuses it as `no-app-named`).
     var claims: AppClaims?
-    /// Each nested signed string verbatim, by name, in the payload's order
-    /// of containers and members.
+    /// Each nested signed string verbatim, by name (a second one of a name
+    /// by `container.name`), Apple's documented containers first, else in
+    /// the payload's order of containers and members.
     var nestedSignedStrings: [(name: String, value: String)] = []
     /// Its type, containers and signed members this release does not know.
     var novelties: [AppleNovelty] = []
@@ -107,38 +108,49 @@ struct NotificationPayload: Sendable {
         if !NotificationType.documented.contains(notificationType) {
             novelties.append(.notificationType(notificationType))
         }
-        for (container, value) in payload.objectValue ?? [] {
+        // Apple's documented containers first, so that a member of one of
+        // them is the first of its name, whatever the order of the JSON.
+        let containers = (payload.objectValue ?? []).filter { NotificationPayload.knownContainers.contains($0.0) }
+            + (payload.objectValue ?? []).filter { !NotificationPayload.knownContainers.contains($0.0) }
+        for (container, value) in containers {
             guard case let .object(members) = value else { continue }
             if !NotificationPayload.knownContainers.contains(container) { novelties.append(.container(container)) }
             for (name, inner) in members {
                 guard let kind = SignedDataKind(signedStringName: name) else { continue }
+                let known = NotificationPayload.knownContainers.contains(container)
                 guard case let .string(text) = inner else {
-                    // A member Apple documents as a JWS must be one; another
-                    // `signed…` member that is not a string is plain data.
-                    guard kind == .unknown else {
+                    // A member Apple documents as a JWS must be one where
+                    // Apple documents it; another `signed…` member that is
+                    // not a string, or one in a container Apple added since
+                    // (whose layout txrecon cannot know), is plain data.
+                    guard kind == .unknown || !known else {
                         throw PayloadReader(object: value, subject: "\(container) of \(subject)")
                             .invalid(name, inner, expected: "a string (a compact JWS)")
                     }
                     continue
                 }
                 // A known name holds a JWS (a malformed one is refused when
-                // parsed); an unknown one only when it is shaped like one.
-                guard kind != .unknown || CompactJWS.isShaped(text) else { continue }
-                guard !nestedSignedStrings.contains(where: { $0.name == name }) else {
-                    throw Rejection(.invalidField, "\(container).\(name) of \(subject) is a second signed member of "
-                        + "that name (another container has one); txrecon delivers each signed member under its name")
-                }
-                nestedSignedStrings.append((name, text))
+                // parsed); an unknown one, or any in a container Apple
+                // added since, only when it is shaped like one.
+                guard (kind != .unknown && known) || CompactJWS.isShaped(text) else { continue }
+                // A second member of a name another container has (in a
+                // container Apple added since, say) is verified and
+                // delivered under its container's name: the first, Apple's
+                // documented containers first, is the one the item is of.
+                let taken = nestedSignedStrings.contains { $0.name == name }
+                nestedSignedStrings.append((taken ? "\(container).\(name)" : name, text))
                 if kind == .unknown { novelties.append(.signedMember(name)) }
             }
         }
         claims = try AppClaims(notification: payload, subject: subject)
     }
 
-    /// The container of `payload` (a notification's) that holds the signed
-    /// member `name`, for messages.
-    static func container(holding name: String, in payload: JSONValue) -> String? {
-        (payload.objectValue ?? []).first { $0.1.objectValue?.contains { $0.0 == name } == true }?.0
+    /// Where the signed member `name` (as `nestedSignedStrings` names it)
+    /// is in `payload`, a notification's: `container.member`, for messages.
+    static func place(of name: String, in payload: JSONValue) -> String {
+        if name.contains(".") { return name }
+        let container = (payload.objectValue ?? []).first { $0.1.objectValue?.contains { $0.0 == name } == true }?.0
+        return "\(container ?? "data").\(name)"
     }
 }
 

@@ -320,7 +320,7 @@ struct InputDecoder: Sendable {
         var digests: (transaction: Int64?, renewal: Int64?)
         var decodedPayloads = [(SignedDataKind.decodedName(ofSignedString: "signedPayload"), jws.payloadJSON)]
         for (name, text) in notification.nestedSignedStrings {
-            let place = "\(NotificationPayload.container(holding: name, in: jws.payload) ?? "data").\(name) of \(origin)"
+            let place = NotificationPayload.place(of: name, in: jws.payload) + " of \(origin)"
             let nested = try InputDecoder.parseJWS(text, subject: place, knownHeaders: parsed.knownHeaders)
             if name == "signedTransactionInfo" {
                 transaction = try TransactionPayload(nested.payload, subject: "the transaction in \(place)")

@@ -23,7 +23,11 @@ enum SignedDataKind: Sendable, Equatable {
 
     /// The kind of the signed string named `name` in an `Item`; nil for a
     /// name that is not a JWS's (a receipt's `receipt`).
-    init?(signedStringName name: String) {
+    /// A second member of one name in a notification is named with its
+    /// container (`container.signedTransactionInfo`): its kind is the
+    /// member's.
+    init?(signedStringName qualified: String) {
+        let name = qualified.lastIndex(of: ".").map { String(qualified[qualified.index(after: $0)...]) } ?? qualified
         switch name {
         case "signedTransactionInfo": self = .transaction
         case "signedRenewalInfo": self = .renewalInfo
@@ -51,8 +55,13 @@ enum SignedDataKind: Sendable, Equatable {
     /// for another, `decoded` and the member's name without `signed`
     /// (`signedFooInfo` → `decodedFooInfo`), which no other body member can
     /// be called.
+    /// A member named with its container (`container.signedFooInfo`) is
+    /// decoded under its container's name too (`container.decodedFooInfo`).
     static func decodedName(ofSignedString name: String) -> String {
-        switch SignedDataKind(signedStringName: name) {
+        if let dot = name.lastIndex(of: ".") {
+            return String(name[...dot]) + decodedName(ofSignedString: String(name[name.index(after: dot)...]))
+        }
+        return switch SignedDataKind(signedStringName: name) {
         case .transaction: "transaction"
         case .renewalInfo: "renewalInfo"
         case .notification: "notification"

@@ -84,8 +84,7 @@ final class SignedDataVerifier {
             var subject = name
             var enclosingSignedDate: Int64?
             if let notification, kind != .notification {
-                let container = NotificationPayload.container(holding: name, in: notification.payload) ?? "data"
-                subject = "\(container).\(name) of signedPayload"
+                subject = NotificationPayload.place(of: name, in: notification.payload) + " of signedPayload"
                 enclosingSignedDate = notification.payload["signedDate"]?.int64Value
             }
             verified.append(try verifySignature(of: jws, as: kind, subject: subject,

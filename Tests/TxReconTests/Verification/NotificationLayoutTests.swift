@@ -178,6 +178,58 @@ import TxReconTestSupport
         #expect(intakeVerdict(notification([("appAppleId", .integer(7))]), production)?.code == "wrong-app-apple-id")
     }
 
+    /// A DID_RENEW whose `data` holds its transaction, beside a container
+    /// Apple added since (first in the JSON) whose `signedTransactionInfo`
+    /// is `member`.
+    static func withAddedContainer(_ member: JSONValue) -> [UInt8] {
+        let renewal = TestJWS.notificationPayload(signedTransactionInfo: TestPKI.sign(payload: TestJWS.transactionPayload()))
+        let added = [("previousData", JSONValue.object([("signedTransactionInfo", member)]))]
+        return TestDrop.notificationBody(TestPKI.sign(payload: .object(added + (renewal.objectValue ?? []))))
+    }
+
+    /// Refused, such a notification was answered 400 by the receiver:
+    /// Apple retries a few times and gives up, and it is lost.
+    @Test func aSecondSignedMemberOfANameIsVerifiedAndDeliveredUnderItsContainersName() throws {
+        let earlier = TestPKI.sign(payload: TestJWS.transactionPayload(transactionId: "2000000123450000"))
+        let bytes = Self.withAddedContainer(.string(earlier))
+        #expect(intakeVerdict(bytes, verifier) == nil)
+        let (item, novelties) = try decode(bytes)
+        #expect(item.key.rawValue == "2000000123456789", "the item is data's transaction, whatever the JSON's order")
+        #expect(item.signedStrings.map(\.name)
+                == ["signedPayload", "signedTransactionInfo", "previousData.signedTransactionInfo"])
+        #expect(item.decodedPayloads.map(\.name) == ["notification", "transaction", "previousData.transaction"])
+        #expect(novelties == [.container("previousData")])
+        let body = try JSONValue.parse(RequestBuilder.body(for: item, attempt: 1, receivedAt: 0))
+        #expect(body["previousData.transaction"]?["transactionId"]?.stringValue == "2000000123450000")
+        #expect(body["transaction"]?["transactionId"]?.stringValue == "2000000123456789")
+
+        let forged = SignedDataVerifierTests.replacing(segment: 2, of: earlier,
+                                                       with: TestJWS.base64URL(TestJWS.placeholderSignature))
+        let rejection = intakeVerdict(Self.withAddedContainer(.string(forged)), verifier)
+        #expect(rejection?.code == "invalid-signature", "verified as every nested member is")
+        #expect(rejection?.detail.contains("previousData.signedTransactionInfo of signedPayload") == true,
+                "\(rejection?.detail ?? "accepted")")
+        let otherApp = TestPKI.sign(payload: TestJWS.transactionPayload(bundleId: "com.example.other"))
+        #expect(intakeVerdict(Self.withAddedContainer(.string(otherApp)), verifier)?.code == "wrong-bundle-id")
+    }
+
+    /// What Apple documents as a JWS is one where Apple documents it; in a
+    /// container Apple added since, a member of that name holding anything
+    /// else is plain data, never a refusal of the genuine notification.
+    @Test func aDocumentedSignedNameHoldingNoStringInAnAddedContainerIsPlainData() throws {
+        for value: JSONValue in [.array([.string("a"), .string("b")]), .null, .string("not a JWS")] {
+            let bytes = Self.withAddedContainer(value)
+            #expect(intakeVerdict(bytes, verifier) == nil, "\(value)")
+            #expect(try decode(bytes).0.signedStrings.map(\.name) == ["signedPayload", "signedTransactionInfo"])
+        }
+        let documented = TestJWS.notificationPayload().merging([("data", .object([
+            ("bundleId", .string("com.example.app")), ("environment", .string("Sandbox")),
+            ("signedTransactionInfo", .integer(5)),
+        ]))])
+        #expect(intakeVerdict(TestDrop.notificationBody(TestPKI.sign(payload: documented)), verifier)?.code
+                == "invalid-field", "where Apple documents it, it is a JWS")
+    }
+
     @Test func aNotificationThatNamesNoAppAnywhereIsRefusedAsNoAppNamedAtErrorLevel() {
         let rejection = intakeVerdict(Self.future(claims: false, nested: .object([("choice", .string("x"))])), verifier)
         #expect(rejection?.code == "no-app-named")
