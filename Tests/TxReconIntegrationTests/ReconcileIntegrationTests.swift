@@ -246,17 +246,6 @@ struct ReconcileIntegrationTests {
         #expect(try fixture.spooledTransactions() == ["3401", "3411"])
     }
 
-    /// Each app's turn is an equal share of what is left of the run when it
-    /// begins: one that ends early leaves its time to the apps after it.
-    @Test func eachAppsTurnIsAShareOfWhatIsLeftOfTheRun() {
-        let end = Duration.seconds(60)
-        #expect(ReconcileRun.turnEnds(now: .zero, runEnds: end, appsLeft: 3) == .seconds(20))
-        #expect(ReconcileRun.turnEnds(now: .seconds(2), runEnds: end, appsLeft: 2) == .seconds(31))
-        #expect(ReconcileRun.turnEnds(now: .seconds(31), runEnds: end, appsLeft: 1) == end)
-        #expect(ReconcileRun.turnEnds(now: .seconds(10), runEnds: end, appsLeft: 0) == end, "never past the run's end")
-        #expect(ReconcileRun.runningTime < .seconds(3600), "within txrecon-reconcile.service's TimeoutStartSec=1h")
-    }
-
     /// A wall clock once far ahead recorded the check and the first run a
     /// year from now; taken as they are, they would keep the customer out
     /// of every check for that year.

@@ -16,21 +16,6 @@
 import Glibc
 
 package enum ReconcileRun {
-    /// How long a run asks Apple, all its apps together: 55 minutes, within
-    /// txrecon-reconcile.service's TimeoutStartSec=1h, so that a run ends by
-    /// itself with its report rather than killed without one.
-    static let runningTime: Duration = .seconds(55 * 60)
-
-    /// When the turn of the app that begins at `now` ends: an equal share
-    /// of what is left of the run (ending at `runEnds`) among the
-    /// `appsLeft` apps not run yet, this one included. An app with little
-    /// to do leaves its time to the ones after it; one with hours of work
-    /// (a gap makes every live subscription due) can no longer keep the
-    /// apps after it from their expiry checks, run after run.
-    static func turnEnds(now: Duration, runEnds: Duration, appsLeft: Int) -> Duration {
-        now + (runEnds - now) / max(appsLeft, 1)
-    }
-
     /// Runs one reconcile with the configuration at `configurationPath`;
     /// `all` checks every known subscription whatever the schedule.
     /// `app`: the one app to reconcile; nil for every app in turn.
@@ -45,10 +30,7 @@ package enum ReconcileRun {
                 var reports: [ReconcileReport] = []
                 var metricsConfiguration: Configuration?
                 let clock = SystemSweepClock()
-                let runEnds = clock.now + runningTime
-                // Read here for the count alone; AppRuns reads it again
-                // and reports what is wrong with it.
-                var appsLeft = app != nil ? 1 : ((try? ConfigurationLoader.load(path: configurationPath))?.apps.count ?? 1)
+                var turns = AppTurns(now: clock.now, apps: AppRuns.count(configurationPath: configurationPath, only: app))
                 let status = AppRuns.run(configurationPath: configurationPath, only: app, log: log, failed: { stop, log in
                     var report = ReconcileReport(environment: nil, dryRun: dryRun, all: all,
                                                  startedAt: Timestamp.nowMilliseconds())
@@ -57,8 +39,7 @@ package enum ReconcileRun {
                     return report.exitStatus
                 }) { configuration, log in
                     let listing: ((String) -> Void)? = dryRun ? { print($0) } : nil
-                    let deadline = turnEnds(now: clock.now, runEnds: runEnds, appsLeft: appsLeft)
-                    appsLeft -= 1
+                    let deadline = turns.next(now: clock.now)
                     let report = perform(configuration: configuration, environment: environment, all: all,
                                          listing: listing, clock: clock, deadline: deadline, log: log)
                     log.write(report.logEntry)
@@ -83,7 +64,7 @@ package enum ReconcileRun {
 
     /// One app's run (`configuration` is its settings, AppRuns).
     /// - Parameter clock: the system's; a test's, whose sleeps return at once.
-    /// - Parameter deadline: on `clock`, when this app's turn ends (`turnEnds`).
+    /// - Parameter deadline: on `clock`, when this app's turn ends (AppTurns).
     static func perform(configuration: Configuration, environment: [String: String], all: Bool,
                         listing: ((String) -> Void)?, clock: any SweepClock = SystemSweepClock(),
                         deadline: Duration? = nil, log: any LogSink) -> ReconcileReport {

@@ -52,7 +52,7 @@ final class Reconciler {
     private let gaps: [ReconcileGap]
     private let listing: ((String) -> Void)?
     /// On the session's clock, when this app's turn of the run ends
-    /// (ReconcileRun.turnEnds); nil: none.
+    /// (AppTurns); nil: none.
     private let deadline: Duration?
 
     private var sweep: SweepSettings { session.configuration.sweep }

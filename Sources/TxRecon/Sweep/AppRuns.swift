@@ -51,6 +51,15 @@ package enum AppRuns {
         return combined(statuses)
     }
 
+    /// How many runs `run` makes of the configuration at `path` for
+    /// `only`, so that a run's time is shared among them (AppTurns): 1 for
+    /// one app, for a configuration without apps and for one that does not
+    /// load (`run` reads it again and reports what is wrong with it).
+    static func count(configurationPath path: String, only: String?) -> Int {
+        guard only == nil, let configuration = try? ConfigurationLoader.load(path: path) else { return 1 }
+        return max(configuration.apps.count, 1)
+    }
+
     /// 78, then 1 (or any other failure), then 75, then 0.
     static func mostSevere(_ statuses: [Int32]) -> Int32 {
         if statuses.contains(ConfigurationError.exitStatus) { return ConfigurationError.exitStatus }
