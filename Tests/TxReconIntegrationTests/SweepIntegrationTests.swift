@@ -84,6 +84,23 @@ struct SweepIntegrationTests {
         #expect(access(SweepStateDirectory.path(of: fixture.daemon.layout), F_OK) != 0)
     }
 
+    /// A sweep whose turn of the run is already spent asks Apple nothing:
+    /// the run's deadline reaches the sweeper, which stops as temporary and
+    /// still records its result for txrecon status.
+    @Test func aSweepWhoseTurnIsSpentAsksNothingAndStopsAsTemporary() async throws {
+        let fixture = try SweepFixture()
+        try fixture.daemon.layout.createMissingDirectories()
+        let loaded = try ConfigurationLoader.load(path: fixture.daemon.configPath)
+        let configuration = loaded.apps.first.map(loaded.settings(for:)) ?? loaded
+        let clock = ManualSweepClock(wallMilliseconds: WallTime.nowMilliseconds)
+        let report = SweepRun.perform(configuration: configuration, environment: [:], listing: nil, clock: clock,
+                                      deadline: clock.now, log: RecordingLogSink())
+        #expect(report.stop?.kind == .temporary && report.exitStatus == 75, "\(report.logEntry.message)")
+        #expect(report.stop?.reason.contains("turn of the run is spent") == true, "\(report.logEntry.message)")
+        #expect(fixture.api.served.isEmpty)
+        #expect(LastSweep.read(AppRuns.layout(of: configuration)) != nil)
+    }
+
     @Test func credentialsAppleRefusesExitWith78AndOneLine() async throws {
         let fixture = try SweepFixture()
         try fixture.daemon.layout.createMissingDirectories()

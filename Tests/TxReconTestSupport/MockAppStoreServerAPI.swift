@@ -12,7 +12,8 @@
 // It serves its history entries sorted by date, `pageSize` per page,
 // filtered by [startDate, endDate) and by onlyFailures, and plays scripted
 // faults one request at a time: 429 with a Retry-After, 5xx, 5000001, 401,
-// and an expired pagination token (4000017).
+// and an expired pagination token (4000017); `.usualAnswer` between them
+// lets a page through.
 //
 // For `txrecon probe` it also serves Request a Test Notification (POST
 // /inApps/v1/notifications/test) and Get Test Notification Status (GET
@@ -81,6 +82,9 @@ package final class MockAppStoreServerAPI: Sendable {
         case refused(Int, errorCode: Int64)
         /// No answer at all, until the client goes away.
         case hang
+        /// No fault: the request gets its usual answer (to play faults
+        /// between pages, as Apple's rate limit does).
+        case usualAnswer
     }
 
     /// One answer `txrecon answer` sent, as taken.
@@ -379,9 +383,10 @@ package final class MockAppStoreServerAPI: Sendable {
             if startDate < now() - historyLimit { return error(400, 4_000_012) }
             if let fault = state.faults.first, token != nil || !Self.needsToken(fault) {
                 state.faults.removeFirst()
-                let reply = Self.reply(to: fault)
-                if case let .respond(status, _, _) = reply { served.status = status }
-                return reply
+                if let reply = Self.reply(to: fault) {
+                    if case let .respond(status, _, _) = reply { served.status = status }
+                    return reply
+                }
             }
             var offset = 0
             if let token {
@@ -622,9 +627,10 @@ package final class MockAppStoreServerAPI: Sendable {
         return reply(to: fault)
     }
 
-    /// What `fault` answers.
-    private static func reply(to fault: Fault) -> LoopbackHTTPServer.Reply {
+    /// What `fault` answers; nil: the usual answer.
+    private static func reply(to fault: Fault) -> LoopbackHTTPServer.Reply? {
         switch fault {
+        case .usualAnswer: return nil
         case .rateLimited(let retryAfter): return error(429, 4_290_000, [("Retry-After", retryAfter)])
         case .serverError(let status): return error(status, nil)
         case .retryableError: return error(500, 5_000_001)

@@ -48,9 +48,10 @@ package final class SweepHarness: Sendable {
     /// One sweep. `interruptAtSave` makes the n-th checkpoint save (1 for
     /// the first) fail as a kill would leave it: after the page's
     /// notifications are in new/, before the checkpoint records them.
-    /// `listing` makes it a dry run.
-    package func run(interruptAtSave: Int? = nil,
-                    listing: (@Sendable (HistoryNotification) -> Void)? = nil) async throws -> SweepReport {
+    /// `listing` makes it a dry run. `deadline`: on the clock's `now`,
+    /// when the app's turn ends, for the rate limiter and the sweeper both.
+    package func run(interruptAtSave: Int? = nil, listing: (@Sendable (HistoryNotification) -> Void)? = nil,
+                     deadline: Duration? = nil) async throws -> SweepReport {
         try await DedicatedThread.run(name: "sweep-test") { [settings, clock, layout, keyPEM] in
             var report = SweepReport(environment: settings.environment, dryRun: listing != nil,
                                      startedAt: clock.wallMilliseconds)
@@ -61,9 +62,11 @@ package final class SweepHarness: Sendable {
                 let client = try! AppStoreAPIClient(baseURL: settings.effectiveBaseURL, tokens: tokens, clock: clock)
                 let state = try SweepStateDirectory(layout: layout)
                 let store: any SweepStateStore = interruptAtSave.map { InterruptedStateStore(state, failingSave: $0) } ?? state
-                let limiter = RateLimiter(maxRequestsPerSecond: settings.maxRequestsPerSecond, clock: clock, jitter: { 1 })
+                let limiter = RateLimiter(maxRequestsPerSecond: settings.maxRequestsPerSecond, clock: clock, jitter: { 1 },
+                                          deadline: deadline)
                 report = Sweeper(settings: settings, client: client, limiter: limiter, clock: clock,
-                                 submission: Submission(layout: layout), store: store, listing: listing).run()
+                                 submission: Submission(layout: layout), store: store, listing: listing,
+                                 deadline: deadline).run()
             } catch {
                 report.stop = error
             }

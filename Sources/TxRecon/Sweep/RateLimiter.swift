@@ -14,8 +14,10 @@
 //   (jitter, so that many hosts do not retry in step), at most
 //   `maximumBackoffs` in a row.
 // - A deadline, when given (`txrecon answer`'s run, an app's turn of a
-//   `txrecon reconcile` run): no wait that would end past it; the run gives
-//   up as when a budget is spent.
+//   `txrecon sweep` or `txrecon reconcile` run): no wait that would end
+//   past it; the run gives up as when a budget is spent. The budgets start
+//   afresh after each answer, so without one, 429s between pages have no
+//   bound.
 //
 // Every wait goes through the injected `SweepClock`. Not Sendable: one per
 // run, used by the sweep's thread. Reports nothing; the sweeper words the
@@ -58,7 +60,7 @@ package final class RateLimiter {
     ///   - maxRequestsPerSecond: `MaxRequestsPerSecond=`, at least 1.
     ///   - jitter: default a uniform draw from 0.5...1; tests pass a constant.
     ///   - deadline: on `clock.now`'s scale, when waiting must be over;
-    ///     default none (the sweep's timeout is a harmless stop).
+    ///     default none.
     package init(maxRequestsPerSecond: Int, clock: any SweepClock, jitter: @escaping () -> Double = { Double.random(in: 0.5...1) },
                  deadline: Duration? = nil) {
         precondition(maxRequestsPerSecond >= 1, "RateLimiter: \(maxRequestsPerSecond) requests per second")

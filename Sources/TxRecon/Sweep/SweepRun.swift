@@ -4,12 +4,15 @@
 //
 // Everything runs on one dedicated thread (file reads, curl, fsync, sleeps),
 // never on Swift's cooperative pool; the caller only awaits the exit status.
-// There is no signal handling on purpose: SIGTERM (a stopped unit, a
-// timeout) ends the process wherever it is, which the checkpoint makes
-// harmless. Exit status: 0 completed, 78 configuration (bad settings or key,
-// HTTP 401), 75 temporary (another sweep runs, Apple or the network kept
-// failing), 1 anything else; each with its reason in the log entry. A dry
-// run writes its list to standard output and saves nothing.
+// There is no signal handling on purpose: SIGTERM (a stopped unit) ends the
+// process wherever it is, which the checkpoint makes harmless. A run asks
+// for 55 minutes, shared among the apps (AppTurns), so that it ends by
+// itself, with its report, before the unit's TimeoutStartSec=1h would kill
+// it without one. Exit status: 0 completed, 78 configuration (bad settings
+// or key, HTTP 401), 75 temporary (another sweep runs, Apple or the network
+// kept failing, an app's turn of the run spent), 1 anything else; each with
+// its reason in the log entry. A dry run writes its list to standard output
+// and saves nothing.
 import Glibc
 
 /// The `txrecon sweep` command's behaviour.
@@ -23,7 +26,9 @@ package enum SweepRun {
         ProcessHardening.apply()
         do {
             return try await DedicatedThread.run(name: "txrecon-sweep") {
-                AppRuns.run(configurationPath: configurationPath, only: app, log: log, failed: { stop, log in
+                let clock = SystemSweepClock()
+                var turns = AppTurns(now: clock.now, apps: AppRuns.count(configurationPath: configurationPath, only: app))
+                return AppRuns.run(configurationPath: configurationPath, only: app, log: log, failed: { stop, log in
                     var report = SweepReport(environment: nil, dryRun: dryRun, startedAt: Timestamp.nowMilliseconds())
                     report.stop = stop
                     log.write(report.logEntry)
@@ -31,7 +36,7 @@ package enum SweepRun {
                 }) { configuration, log in
                     let listing: ((HistoryNotification) -> Void)? = dryRun ? { print(line(for: $0)) } : nil
                     let report = perform(configuration: configuration, environment: environment, listing: listing,
-                                         log: log)
+                                         clock: clock, deadline: turns.next(now: clock.now), log: log)
                     log.write(report.logEntry)
                     return report.exitStatus
                 }
@@ -47,9 +52,12 @@ package enum SweepRun {
 
     /// The whole run, blocking; `listing` as for `Sweeper` (nil: a real run).
     /// One app's sweep (`configuration` is its settings, AppRuns).
+    /// - Parameter clock: the system's; a test's, whose sleeps return at once.
+    /// - Parameter deadline: on `clock`, when this app's turn ends
+    ///   (AppTurns): no request starts and no wait is begun past it.
     static func perform(configuration: Configuration, environment: [String: String],
-                        listing: ((HistoryNotification) -> Void)?, log: any LogSink) -> SweepReport {
-        let clock = SystemSweepClock()
+                        listing: ((HistoryNotification) -> Void)?, clock: any SweepClock = SystemSweepClock(),
+                        deadline: Duration? = nil, log: any LogSink) -> SweepReport {
         var report = SweepReport(environment: nil, dryRun: listing != nil, startedAt: clock.wallMilliseconds)
         let tokens: APITokenIssuer
         do {
@@ -75,9 +83,9 @@ package enum SweepRun {
             report.stop = error
             return report
         }
-        let sweeper = Sweeper(settings: settings, client: client,
-                              limiter: RateLimiter(maxRequestsPerSecond: settings.maxRequestsPerSecond, clock: clock),
-                              clock: clock, submission: Submission(layout: layout), store: state, listing: listing)
+        let limiter = RateLimiter(maxRequestsPerSecond: settings.maxRequestsPerSecond, clock: clock, deadline: deadline)
+        let sweeper = Sweeper(settings: settings, client: client, limiter: limiter, clock: clock,
+                              submission: Submission(layout: layout), store: state, listing: listing, deadline: deadline)
         report = sweeper.run()
         let app = "Environment=\(settings.environment.rawValue) BundleID=\(settings.bundleID ?? "(none)")"
         switch report.checkpointMatch {

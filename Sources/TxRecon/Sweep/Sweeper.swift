@@ -10,6 +10,9 @@
 // what is dropped twice has the same key and version, which the daemon's
 // supersede rule absorbs. Answers that are not pages go through
 // `AnswerDisposition`: wait and ask again, start the window over, or stop.
+// No page is asked for once this app's turn of the run is spent (AppTurns):
+// the run stops as temporary, and the checkpoint saved after the last page
+// lets the next run go on from there.
 // What `txrecon reconcile` should check again is reported as a gap
 // (ReconcileGaps), durably and before the checkpoint passes it: the span of
 // the notifications Apple could not deliver, and history Apple no longer
@@ -38,11 +41,18 @@ package final class Sweeper {
     private let submission: Submission
     private let store: any SweepStateStore
     private let listing: ((HistoryNotification) -> Void)?
+    /// On `clock.now`'s scale, when this app's turn of the run ends
+    /// (AppTurns); nil: none.
+    private let deadline: Duration?
 
     /// - Parameter listing: nil for a real run; for a dry run, what to do
     ///   with each notification that would be spooled.
+    /// - Parameter deadline: when this app's turn ends: no page is asked for
+    ///   at or past it. Give `limiter` the same, so that no wait outlasts it.
     package init(settings: SweepSettings, client: AppStoreAPIClient, limiter: RateLimiter, clock: any SweepClock,
-         submission: Submission, store: any SweepStateStore, listing: ((HistoryNotification) -> Void)? = nil) {
+         submission: Submission, store: any SweepStateStore, listing: ((HistoryNotification) -> Void)? = nil,
+         deadline: Duration? = nil) {
+        self.deadline = deadline
         self.settings = settings
         self.client = client
         self.limiter = limiter
@@ -107,6 +117,13 @@ package final class Sweeper {
         var restarts = 0
         while true {
             limiter.awaitTurn()
+            if let deadline, clock.now >= deadline {
+                // The checkpoint saved after the last page holds this
+                // window's token (or its start): nothing is skipped.
+                throw SweepStop(kind: .temporary, reason: "this app's turn of the run is spent (a run shares its "
+                    + "time, within txrecon-sweep.service's TimeoutStartSec=, among the apps); the next run "
+                    + "resumes at the \(window) window")
+            }
             let answer = client.notificationHistory(window.request, paginationToken: token)
             guard case .page(let page) = answer else {
                 let disposition = AnswerDisposition.after(answer, nowMilliseconds: clock.wallMilliseconds)
@@ -128,6 +145,16 @@ package final class Sweeper {
                     throw stop
                 }
                 continue
+            }
+            if page.hasMore, let token, page.paginationToken == token {
+                // Failed, not temporary: asking again gets the same answer
+                // (Apple's or a caching proxy's), so waiting for the next
+                // run would only repeat the loop every hour with 75, which
+                // reads as "Apple was busy". Nothing of the page is taken
+                // and the checkpoint stays at the page before.
+                throw SweepStop(kind: .failed, reason: "Apple answered the \(window) window's pagination token "
+                    + "with the same token and more to come, a loop that never ends; the next run asks again "
+                    + "from the last page saved")
             }
             limiter.succeeded()
             report.pages += 1

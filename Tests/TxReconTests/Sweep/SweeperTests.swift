@@ -259,6 +259,68 @@ private func history(_ count: Int, overDays days: Int64 = 3) -> [MockAppStoreSer
         #expect(try SystemCall.linkStatus(harness.layout.root + "/sweep/checkpoint") == nil)
     }
 
+    /// Apple answers 429 with a Retry-After near the longest the sweep
+    /// waits before every page; each page starts the budgets afresh, so
+    /// only the app's turn bounds the run. It stops as temporary within the
+    /// turn, at the last page saved, and the next run goes on from there.
+    @Test func rateLimitsBetweenPagesEndTheRunWithinItsTurnAtTheLastPageSaved() async throws {
+        let entries = history(30, overDays: 1)
+        let harness = try SweepHarness(entries: entries, pageSize: 3) { $0.window = .seconds(8 * 86_400) }
+        for _ in 0..<30 { harness.api.inject(.rateLimited(retryAfter: "590"), .usualAnswer) }
+        let deadline = harness.clock.now + .seconds(3600)
+        let report = try await harness.run(deadline: deadline)
+        #expect(report.stop?.kind == .temporary && report.exitStatus == 75, "\(String(describing: report.stop))")
+        #expect(report.stop?.reason.contains("the next run resumes at the full") == true,
+                "\(String(describing: report.stop))")
+        #expect(harness.clock.now <= deadline, "no wait outlasts the turn")
+        let first = harness.api.served
+        let fullPages = first.filter { !$0.onlyFailures && $0.status == 200 }.count
+        #expect(fullPages > 0 && fullPages < 10)
+        let pending = try #require(try harness.savedCheckpoint().pending)
+
+        let next = try await harness.run()
+        #expect(next.stop == nil, "\(String(describing: next.stop))")
+        let resumed = harness.api.served.dropFirst(first.count).filter { !$0.onlyFailures && $0.status == 200 }
+        #expect(resumed.first?.paginationToken == pending.paginationToken)
+        #expect(resumed.filter { $0.startDate == pending.start }.count == 10 - fullPages,
+                "the page after the last one saved, none again")
+        #expect(Set(try harness.spooledPayloads()) == Set(entries.map(\.signedPayload)))
+    }
+
+    /// A backlog longer than the app's turn (here a minute's worth of
+    /// requests at one a second, the turn 8 s) is paged no further than
+    /// the turn: no 429, no wait refused, only the turn's end.
+    @Test func aBacklogLongerThanTheTurnStopsAtItsEndAndTheNextRunGoesOn() async throws {
+        let entries = history(30, overDays: 1)
+        let harness = try SweepHarness(entries: entries, pageSize: 3) {
+            $0.window = .seconds(8 * 86_400)
+            $0.maxRequestsPerSecond = 1
+        }
+        let deadline = harness.clock.now + .seconds(8)
+        let report = try await harness.run(deadline: deadline)
+        #expect(report.stop?.kind == .temporary && report.exitStatus == 75, "\(String(describing: report.stop))")
+        #expect(report.stop?.reason.contains("turn of the run is spent") == true
+                && report.stop?.reason.contains("the next run resumes at the full") == true,
+                "\(String(describing: report.stop))")
+        #expect(harness.api.served.count == 8, "one request a second, none at the turn's end")
+        #expect(try harness.savedCheckpoint().pending != nil)
+        let next = try await harness.run()
+        #expect(next.stop == nil, "\(String(describing: next.stop))")
+        #expect(Set(try harness.spooledPayloads()) == Set(entries.map(\.signedPayload)))
+    }
+
+    /// Apple (or a proxy) answers a pagination token with more to come and
+    /// the same token: asked again, it would answer the same for ever.
+    @Test func aPageThatGivesBackTheTokenItWasAskedWithStopsTheRun() async throws {
+        let harness = try SweepHarness(entries: history(6))
+        let looping = #"{"notificationHistory":[],"hasMore":true,"paginationToken":"again"}"#
+        for _ in 0..<20 { harness.api.inject(.success(body: looping)) }
+        let report = try await harness.run()
+        #expect(report.stop?.kind == .failed && report.exitStatus == 1, "\(String(describing: report.stop))")
+        #expect(report.stop?.reason.contains("same token") == true, "\(String(describing: report.stop))")
+        #expect(harness.api.served.map(\.paginationToken) == [nil, "again"], "nothing asked after the loop showed")
+    }
+
     @Test func requestsArePacedAtMaxRequestsPerSecond() async throws {
         let harness = try SweepHarness(entries: history(3)) { $0.maxRequestsPerSecond = 2 }
         _ = try await harness.run()
