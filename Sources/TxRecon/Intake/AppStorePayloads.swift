@@ -84,8 +84,10 @@ struct NotificationPayload: Sendable {
     var notificationUUID: String
     /// When the App Store signed the notification, ms since 1970.
     var signedDate: Int64
-    /// The app and environment it names; nil when no container names a
-    /// bundleId (the verifier refuses it as `no-app-named`).
+    /// The app and environment its containers name; nil when none names
+    /// any. Its signed members' fill in what they lack (`AppClaims(
+    /// notification:filledFrom:)`); one that names no bundleId even then
+    /// is refused as `no-app-named`.
     var claims: AppClaims?
     /// Each nested signed string verbatim, by name (a second one of a name
     /// by `container.name`), Apple's documented containers first, else in
@@ -184,30 +186,46 @@ struct AppClaims: Sendable, Equatable {
     var appAppleID: Int64?
     var environment: String?
 
-    /// A notification's: from the first container that names a bundleId,
-    /// Apple's documented ones first (`data`, `appData`, `summary`,
+    /// A notification's: each claim from the first container that carries
+    /// it, Apple's documented ones first (`data`, `appData`, `summary`,
     /// `externalPurchaseToken`, whose environment Apple derives from the
     /// `externalPurchaseId` prefix), then any other in the payload's order;
-    /// nil when none does. A member of the wrong type is a `Rejection`.
+    /// nil when no container carries any. A member of the wrong type is a
+    /// `Rejection`.
     init?(notification payload: JSONValue, subject: String) throws(Rejection) {
         let members = payload.objectValue ?? []
         let others = members.map(\.0).filter { !NotificationPayload.knownContainers.contains($0) }
         for name in NotificationPayload.knownContainers + others {
-            guard let container = members.first(where: { $0.0 == name })?.1, case .object = container,
-                  container["bundleId"] != nil else { continue }
+            guard let container = members.first(where: { $0.0 == name })?.1, case .object = container else { continue }
             let inner = PayloadReader(object: container, subject: "\(name) of \(subject)")
-            bundleID = try inner.string("bundleId")
-            appAppleID = try AppClaims.appAppleID(inner, container)
-            if name == "externalPurchaseToken" {
-                // Apple's spelling of the two environments (SignedDataEnvironment).
-                let sandbox = try inner.string("externalPurchaseId")?.hasPrefix("SANDBOX") == true
-                environment = sandbox ? "Sandbox" : "Production"
-            } else {
-                environment = try inner.string("environment")
+            if bundleID == nil { bundleID = try inner.string("bundleId") }
+            if appAppleID == nil { appAppleID = try AppClaims.appAppleID(inner, container) }
+            if environment == nil {
+                if name == "externalPurchaseToken" {
+                    // Apple's spelling of the two environments (SignedDataEnvironment).
+                    environment = try inner.string("externalPurchaseId").map { id in
+                        id.hasPrefix("SANDBOX") ? "Sandbox" : "Production"
+                    }
+                } else {
+                    environment = try inner.string("environment")
+                }
             }
-            return
         }
-        return nil
+        guard bundleID != nil || appAppleID != nil || environment != nil else { return nil }
+    }
+
+    /// A notification's claims `own` (its containers'), each one they lack
+    /// taken from the first of `nested` (its signed members' claims, in
+    /// their order) that carries it: a notification whose containers do
+    /// not name its app or environment is of the app and environment its
+    /// verified members name. nil when none carries any.
+    init?(notification own: AppClaims?, filledFrom nested: [AppClaims?]) {
+        for claims in ([own] + nested).lazy.compactMap({ $0 }) {
+            bundleID = bundleID ?? claims.bundleID
+            appAppleID = appAppleID ?? claims.appAppleID
+            environment = environment ?? claims.environment
+        }
+        guard bundleID != nil || appAppleID != nil || environment != nil else { return nil }
     }
 
     /// A signed payload's of `kind` (not a notification): an app

@@ -319,6 +319,7 @@ struct InputDecoder: Sendable {
         var transaction: TransactionPayload?
         var digests: (transaction: Int64?, renewal: Int64?)
         var decodedPayloads = [(SignedDataKind.decodedName(ofSignedString: "signedPayload"), jws.payloadJSON)]
+        var nestedClaims: [AppClaims?] = []
         for (name, text) in notification.nestedSignedStrings {
             let place = NotificationPayload.place(of: name, in: jws.payload) + " of \(origin)"
             let nested = try InputDecoder.parseJWS(text, subject: place, knownHeaders: parsed.knownHeaders)
@@ -330,7 +331,11 @@ struct InputDecoder: Sendable {
             }
             parsed.record(nested, name: name, text: text)
             decodedPayloads.append((SignedDataKind.decodedName(ofSignedString: name), nested.payloadJSON))
+            if let kind = SignedDataKind(signedStringName: name) {
+                nestedClaims.append(try AppClaims(nested.payload, kind: kind, subject: "the payload of \(place)"))
+            }
         }
+        let claims = AppClaims(notification: notification.claims, filledFrom: nestedClaims)
         parsed.novelties = notification.novelties
         var fields = ItemFields()
         let key: ItemKey
@@ -339,13 +344,13 @@ struct InputDecoder: Sendable {
             transaction.fill(&fields)
             fields.transactionDigest = digests.transaction
             fields.renewalDigest = digests.renewal
-            fields.bundleId = transaction.bundleId ?? notification.claims?.bundleID
-            fields.environment = transaction.environment ?? notification.claims?.environment
+            fields.bundleId = transaction.bundleId ?? claims?.bundleID
+            fields.environment = transaction.environment ?? claims?.environment
             key = transaction.transactionId
             version = transaction.version(notificationSignedDate: notification.signedDate)
         } else {
-            fields.bundleId = notification.claims?.bundleID
-            fields.environment = notification.claims?.environment
+            fields.bundleId = claims?.bundleID
+            fields.environment = claims?.environment
             fields.signedDate = notification.signedDate
             key = try PayloadReader(object: jws.payload, subject: subject).requireKey("notificationUUID")
             version = ItemVersion(primary: notification.signedDate)

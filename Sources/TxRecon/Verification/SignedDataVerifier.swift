@@ -167,6 +167,11 @@ final class SignedDataVerifier {
     /// forged first): the app is the one the first `bundleId` names, and
     /// each string is checked against it. Throws the first claim refused.
     private func checkClaims(_ verified: [VerifiedClaims]) throws(Rejection) {
+        var verified = verified
+        if let outer = verified.firstIndex(where: { $0.kind == .notification }) {
+            let nested = verified.indices.filter { $0 != outer }.map { verified[$0].claims }
+            verified[outer].claims = AppClaims(notification: verified[outer].claims, filledFrom: nested)
+        }
         let named = verified.lazy.compactMap { $0.claims?.bundleID }.first
         let app = policy.app(bundleID: named)
         for entry in verified {
@@ -262,7 +267,7 @@ final class SignedDataVerifier {
     /// names no app anywhere is refused as such. A member Apple added since
     /// is checked for the claims it carries, and for none it does not.
     private func check(_ claims: AppClaims?, kind: SignedDataKind, app: AppPolicy?) throws(VerificationFailure) {
-        guard let claims else { throw .noAppNamed }
+        guard let claims, kind != .notification || claims.bundleID != nil else { throw .noAppNamed }
         if kind == .unknown {
             if claims.bundleID != nil { try checkBundleID(claims.bundleID, app: app) }
             // Transactions and renewal infos carry an environment and no

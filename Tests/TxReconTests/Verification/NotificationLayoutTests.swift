@@ -230,6 +230,40 @@ import TxReconTestSupport
                 == "invalid-field", "where Apple documents it, it is a JWS")
     }
 
+    /// A DID_RENEW whose `data` holds `members` beside its transaction
+    /// (`transaction`, signed).
+    static func renewal(data members: [(String, JSONValue)],
+                        transaction: JSONValue = TestJWS.transactionPayload()) -> [UInt8] {
+        let payload = TestJWS.notificationPayload().merging([("data", .object(
+            members + [("signedTransactionInfo", .string(TestPKI.sign(payload: transaction)))]))])
+        return TestDrop.notificationBody(TestPKI.sign(payload: payload))
+    }
+
+    /// The app's claims come from whichever member carries them: a
+    /// container without a bundleId or an environment is of the app and
+    /// environment its verified transaction names. Set aside before
+    /// (`no-app-named`, `wrong-environment`), with the receiver's 200.
+    @Test func claimsAContainerLacksAreTakenFromTheVerifiedMembers() throws {
+        let noBundle = Self.renewal(data: [("environment", .string("Sandbox"))])
+        #expect(intakeVerdict(noBundle, verifier) == nil)
+        #expect(try decode(noBundle).0.fields.bundleId == "com.example.app")
+        let noEnvironment = Self.renewal(data: [("bundleId", .string("com.example.app")),
+                                                ("appAppleId", .integer(1_234_567_890))])
+        #expect(intakeVerdict(noEnvironment, verifier) == nil)
+        #expect(try decode(noEnvironment).0.fields.environment == "Sandbox")
+        // Only ever a claim the container lacks: its own are checked as they are.
+        let otherApp = Self.renewal(data: [("environment", .string("Sandbox"))],
+                                    transaction: TestJWS.transactionPayload(bundleId: "com.example.other"))
+        #expect(intakeVerdict(otherApp, verifier)?.code == "wrong-bundle-id")
+        let production = Self.renewal(data: [("bundleId", .string("com.example.app")),
+                                             ("environment", .string("Production"))])
+        #expect(intakeVerdict(production, verifier)?.code == "wrong-environment",
+                "the container's Production, not the transaction's Sandbox")
+        // An added member that names the app is enough too.
+        let named = TestPKI.sign(payload: TestJWS.parentalChoicePayload)
+        #expect(intakeVerdict(Self.future(signedMember: named, claims: false), verifier) == nil)
+    }
+
     @Test func aNotificationThatNamesNoAppAnywhereIsRefusedAsNoAppNamedAtErrorLevel() {
         let rejection = intakeVerdict(Self.future(claims: false, nested: .object([("choice", .string("x"))])), verifier)
         #expect(rejection?.code == "no-app-named")
