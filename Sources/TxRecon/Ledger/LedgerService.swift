@@ -138,6 +138,10 @@ final class LedgerService: Sendable {
         /// page shows only when it is read): the next open sets the file
         /// aside and rebuilds, as one found at open is.
         var damage: LedgerError?
+        /// Catch-ups in a row that failed on a delivered snapshot that
+        /// could not be read just now, by its path (the first such of a
+        /// catch-up ends it): `readTriesBeforeSkipping` at most.
+        var readFailures: [String: Int] = [:]
     }
 
     let settings: Settings
@@ -708,6 +712,7 @@ final class LedgerService: Sendable {
             throw error
         }
         let status = state.withLock { state in
+            state.readFailures = [:]
             state.status.catchingUp = false
             state.durableThrough = startedAt - Self.catchUpMargin
             return state.status
@@ -729,6 +734,23 @@ final class LedgerService: Sendable {
     /// internal for testing
     static func willNeverRead(_ error: SpoolError) -> Bool {
         error.code == EFBIG || error.code == EACCES || error.code == EPERM
+    }
+
+    /// Catch-ups in a row one delivered snapshot may fail as "cannot be
+    /// read just now" (EIO, a receipt part's receipt unreadable) before it
+    /// is skipped as one that will never read: 10, ten minutes at the
+    /// retry interval. Without a bound one bad sector in done/ failed every
+    /// catch-up, and kept the reaper from done/ until its disk was full.
+    static let readTriesBeforeSkipping = 10
+
+    /// `path` failed this catch-up; whether it has failed
+    /// `readTriesBeforeSkipping` in a row now (it is skipped then).
+    private func failsForGood(_ path: String) -> Bool {
+        state.withLock { state in
+            let tries = state.readFailures[path, default: 0] + 1
+            state.readFailures = [path: tries]
+            return tries >= Self.readTriesBeforeSkipping
+        }
     }
 
     /// Records `spool`'s delivered snapshots changed at or after `since`
@@ -756,6 +778,13 @@ final class LedgerService: Sendable {
                         message: "\(done)/\(key.fileName) cannot be read just now (\(error)); it is read again "
                             + "at the next try, and stays in done/ until then")
         }
+        func readFailed(_ key: ItemKey, _ error: SpoolError) {
+            if failsForGood(done + "/" + key.fileName) {
+                unreadable.append((key.fileName, "\(error), at \(Self.readTriesBeforeSkipping) catch-ups in a row"))
+            } else {
+                failure = notReadYet(key, error)
+            }
+        }
         func add(_ key: ItemKey, changed: Int64) {
             // A file that will never read (`willNeverRead`, no longer
             // decoding or verifying) is skipped with a warning: the
@@ -773,7 +802,7 @@ final class LedgerService: Sendable {
                 unreadable.append((key.fileName, "\(error)"))
                 return
             } catch {
-                failure = notReadYet(key, error)
+                readFailed(key, error)
                 return
             }
             let item: Item
@@ -782,7 +811,7 @@ final class LedgerService: Sendable {
             } catch {
                 switch error {
                 case let .rejected(rejection): unreadable.append((key.fileName, "\(rejection)"))
-                case let .unreadable(cause): failure = notReadYet(key, cause)
+                case let .unreadable(cause): readFailed(key, cause)
                 }
                 return
             }

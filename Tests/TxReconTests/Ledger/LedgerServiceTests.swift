@@ -472,6 +472,36 @@ import TxReconTestSupport
         #expect(ledger.status.unavailable?.contains("done") == true, "\(String(describing: ledger.status))")
     }
 
+    /// A delivered snapshot that cannot be read "just now" at every
+    /// catch-up (a bad sector) is skipped after `readTriesBeforeSkipping` of
+    /// them, with the warning: it failed every catch-up before, and kept the
+    /// reaper from done/ until the disk was full.
+    @Test(.timeLimit(.minutes(1)))
+    func aSnapshotThatFailsEveryCatchUpIsSkippedAfterTenOfThem() async throws {
+        let receipt = String(repeating: "ab", count: 32)
+        try SystemCall.makeDirectory(layout.receipts + "/" + receipt, mode: 0o750)
+        let part = ReceiptSplit.part(receiptSha256: receipt, entry: "1000000000000001", context: nil)
+        try SystemCall.writeNewFile(layout.done + "/1000000000000001", part, sync: false)
+        delivered("readable", version: 3)
+        var settings = self.settings()
+        settings.reader = StoredItemReader(acceptEnvelopes: true, policy: try ReceiptUploadTests.policy(),
+                                           receipts: ReceiptLibrary(store: ReceiptStore(layout: layout)))
+        settings.retryInterval = .milliseconds(1)
+        settings.batchInterval = .milliseconds(1)
+        let observed = Recorded<LedgerService.Status>()
+        let ledger = LedgerService(settings: settings, log: log, observe: { observed.record($0) })
+        try ledger.start()
+        defer { ledger.stop() }
+        let caughtUp = await observed.waitFor { !$0.catchingUp && $0.unavailable == nil }
+        #expect(caughtUp.unavailable == nil && ledger.durableThrough > 0, "caught up: the reaper goes on")
+        #expect(ledger.confirmedVersion(at: "backend", of: ItemKey("readable")!) == ItemVersion(primary: 3))
+        let failed = log.entries.filter {
+            $0.priority == .error && $0.message.contains("1000000000000001 cannot be read just now")
+        }
+        #expect(failed.count == LedgerService.readTriesBeforeSkipping - 1, "\(failed.count)")
+        #expect(log.entries.contains { $0.priority == .warning && $0.message.contains("10 catch-ups in a row") })
+    }
+
     /// A producer's file keeps its owner in done/, who may take the
     /// daemon's read permission away: that never passes with time, so it is
     /// skipped with the warning, as a file too large is, rather than
