@@ -194,7 +194,13 @@ service_part() {
   write_config "http://127.0.0.1:8080/transactions"
   # A second app of the team (docs/apps.md): a real Apple-signed Sandbox
   # transaction of another bundle id, verified under the installed root.
-  printf '# written by Tests/systemd/run.sh\n[Verification]\nBundleID=com.goodheartapp\n' \
+  # Its own key (docs/apps.md): /etc/txrecon/keys/, owned by txrecon once
+  # the container made that user (apps_checks), hidden from the daemon and
+  # the receiver.
+  mkdir -p "$WORK/etc-txrecon/keys"
+  openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$WORK/etc-txrecon/keys/second.p8" 2>/dev/null
+  chmod 0700 "$WORK/etc-txrecon/keys"; chmod 0600 "$WORK/etc-txrecon/keys/second.p8"
+  printf '# written by Tests/systemd/run.sh\n[Verification]\nBundleID=com.goodheartapp\n[Sweep]\nPrivateKeyFile=/etc/txrecon/keys/second.p8\n' \
     > "$WORK/etc-txrecon/apps/second.conf"
   cp "$ROOT/Tests/TxReconTests/Fixtures/appstore/real/mingos-ruby__signedTransactionInfo_Consumable__sandbox__20250210__67237f4b9370.jws" \
     "$WORK/items/second-app-transaction.jws"
@@ -377,6 +383,8 @@ delivery_checks() {
 
 # Two apps under the one unit: apps/second.conf beside the main file's app.
 apps_checks() {
+  # The oneshots that talk to Apple run as txrecon and read the app's own key.
+  in_ct chown -R txrecon:txrecon /etc/txrecon/keys
   submit /opt/txrecon-test-items/main-app-transaction.jws
   submit /opt/txrecon-test-items/second-app-transaction.jws
   check "the main file's app's transaction was verified and delivered" wait_until 10 delivered 2000001024998954
@@ -496,6 +504,9 @@ configuration_error_checks() {
 # against backend.py standing in for Apple (an empty history).
 sweep_checks() {
   local sweep=txrecon-sweep.service
+  check "$UNIT cannot see /etc/txrecon/keys, where an app's own Apple key is (InaccessiblePaths=)" \
+    eval '! in_ct nsenter -t "$(prop MainPID)" -m -- test -e /etc/txrecon/keys/second.p8'
+  check "... which the host's root can" in_ct test -e /etc/txrecon/keys/second.p8
   if in_ct systemctl start "$sweep"; then    # Type=oneshot: returns when the run ended
     pass "systemctl start $sweep: the run ended"
   else in_ct journalctl -u "$sweep" --no-pager -n 20 | sed 's/^/    /'; fail "systemctl start $sweep"; fi
@@ -525,6 +536,8 @@ receive_checks() {
     test "$(prop ActiveState "$rx")/$(prop SubState "$rx")" = active/running
   check "$rx STATUS: $(prop StatusText "$rx")" eval 'prop StatusText "$rx" | contains "socket systemd passed"'
   check "the received envelope was delivered by $UNIT" wait_until 10 delivered rx-1
+  check "$rx cannot see /etc/txrecon/keys, where an app's own Apple key is (InaccessiblePaths=)" \
+    eval '! in_ct nsenter -t "$(prop MainPID "$rx")" -m -- test -e /etc/txrecon/keys/second.p8'
   check "$rx writes tmp/ but not outbox/ or receipts/ (read-only in its mount namespace)" \
     in_ct nsenter -t "$(prop MainPID "$rx")" -m -- sh -c 'cd /var/spool/txrecon &&
       touch tmp/.rx-probe && rm tmp/.rx-probe && test -d outbox && test -d receipts &&

@@ -19,6 +19,8 @@ enum SecretFile {
         /// Readable by others or writable by group or others; the mode's
         /// permission bits.
         case exposed(mode: mode_t)
+        /// Readable by its group, for a secret only its owner may read.
+        case groupReadable(mode: mode_t)
         case empty
 
         /// A sentence about the file at `path` saying what to do.
@@ -28,6 +30,9 @@ enum SecretFile {
                 "\(path) \(failure)"
             case .exposed(let mode):
                 "\(path) is \(exposure(mode)) (mode \(octal(mode))); run \"chmod \(octal(mode & ~0o027)) \(path)\""
+            case .groupReadable(let mode):
+                "\(path) is readable by its group (mode \(octal(mode))), and group txrecon holds the producers; run "
+                    + "\"chmod \(octal(mode & ~0o077)) \(path)\" (its owner, txrecon, reads it)"
             case .empty:
                 "\(path) is empty; write the secret into it"
             }
@@ -57,8 +62,10 @@ enum SecretFile {
     }
 
     /// The secret in the file at `path`, without one trailing newline
-    /// (`\n` or `\r\n`).
-    static func read(_ path: String) throws(Failure) -> [UInt8] {
+    /// (`\n` or `\r\n`). `groupMayRead`: false for a secret no member of
+    /// the file's group may read (Apple's In-App Purchase key: group txrecon
+    /// holds the producers).
+    static func read(_ path: String, groupMayRead: Bool = true) throws(Failure) -> [UInt8] {
         let contents: RegularFile.Contents
         do {
             contents = try RegularFile.read(path, limit: maximumSize)
@@ -67,6 +74,7 @@ enum SecretFile {
         }
         let permissions = contents.mode & 0o7777
         guard permissions & 0o027 == 0 else { throw .exposed(mode: permissions) }
+        guard groupMayRead || permissions & 0o040 == 0 else { throw .groupReadable(mode: permissions) }
 
         var secret = contents.bytes
         if secret.last == UInt8(ascii: "\n") {

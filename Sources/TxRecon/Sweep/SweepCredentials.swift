@@ -3,8 +3,8 @@
 // In-App Purchase key from PrivateKeyFile= or, when that is unset, from the
 // systemd credential `appstore-key` in $CREDENTIALS_DIRECTORY.
 //
-// The key file goes through `SecretFile` (a regular file, not readable by
-// others, not writable by group or others); its bytes are wiped from memory
+// The key file goes through `SecretFile` (a regular file readable by its
+// owner alone: group txrecon holds the producers); its bytes are wiped from memory
 // once OpenSSL holds the key. Every problem is a `ConfigurationError` naming
 // the configuration file, line and key (exit status 78), and the key file's
 // path, never its content. Blocks on disk I/O: call it on the sweep's thread.
@@ -67,7 +67,9 @@ package enum SweepCredentials {
         let key = "Sweep.PrivateKeyFile"
         if let path = configuration.sweep.privateKeyFile {
             do {
-                return (path, try SecretFile.read(path))
+                // Its owner's alone: the commands run as txrecon, and group
+                // txrecon holds the producers.
+                return (path, try SecretFile.read(path, groupMayRead: false))
             } catch {
                 throw configuration.problem(key: key, error.message(path: path))
             }

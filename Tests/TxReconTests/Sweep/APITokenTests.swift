@@ -112,6 +112,23 @@ import TxReconTestSupport
         }
     }
 
+    /// The commands that use the key run as txrecon, and group txrecon
+    /// holds the producers: a key its group can read is any producer's.
+    @Test func aKeyFileItsGroupCanReadIsRefusedSayingHowToFixIt() throws {
+        let path = directory.write(TestSigningKey().pkcs8PEM, to: "key.p8", mode: 0o640)
+        let configuration = try configuration(ids + "\nPrivateKeyFile=\(path)")
+        do {
+            _ = try SweepCredentials.load(for: configuration, environment: [:])
+            Issue.record("loaded")
+        } catch {
+            #expect(error.line == 7 && error.message.contains("readable by its group (mode 0640)"), "\(error)")
+            #expect(error.message.contains("chmod 0600 \(path)"))
+        }
+        let owners = directory.write(TestSigningKey().pkcs8PEM, to: "owner.p8", mode: 0o600)
+        let readable = try self.configuration(ids + "\nPrivateKeyFile=\(owners)")
+        _ = try SweepCredentials.load(for: readable, environment: [:])
+    }
+
     @Test func aFileThatIsNoKeyIsRefusedNamingIt() throws {
         let path = directory.write("not a key\n", to: "key.p8", mode: 0o600)
         let configuration = try configuration(ids + "\nPrivateKeyFile=\(path)")
