@@ -505,7 +505,8 @@ configuration_error_checks() {
 sweep_checks() {
   local sweep=txrecon-sweep.service
   check "$UNIT cannot see /etc/txrecon/keys, where an app's own Apple key is (InaccessiblePaths=)" \
-    eval '! in_ct nsenter -t "$(prop MainPID)" -m -- test -e /etc/txrecon/keys/second.p8'
+    in_ct nsenter -t "$(prop MainPID)" -m -- sh -c \
+      'test -e /etc/txrecon/txrecon.conf && ! test -e /etc/txrecon/keys/second.p8'
   check "... which the host's root can" in_ct test -e /etc/txrecon/keys/second.p8
   if in_ct systemctl start "$sweep"; then    # Type=oneshot: returns when the run ended
     pass "systemctl start $sweep: the run ended"
@@ -537,7 +538,8 @@ receive_checks() {
   check "$rx STATUS: $(prop StatusText "$rx")" eval 'prop StatusText "$rx" | contains "socket systemd passed"'
   check "the received envelope was delivered by $UNIT" wait_until 10 delivered rx-1
   check "$rx cannot see /etc/txrecon/keys, where an app's own Apple key is (InaccessiblePaths=)" \
-    eval '! in_ct nsenter -t "$(prop MainPID "$rx")" -m -- test -e /etc/txrecon/keys/second.p8'
+    in_ct nsenter -t "$(prop MainPID "$rx")" -m -- sh -c \
+      'test -e /etc/txrecon/txrecon.conf && ! test -e /etc/txrecon/keys/second.p8'
   check "$rx writes tmp/ but not outbox/ or receipts/ (read-only in its mount namespace)" \
     in_ct nsenter -t "$(prop MainPID "$rx")" -m -- sh -c 'cd /var/spool/txrecon &&
       touch tmp/.rx-probe && rm tmp/.rx-probe && test -d outbox && test -d receipts &&
