@@ -47,8 +47,9 @@ final class LedgerLookups: Sendable {
     private let opened = Atomic<Bool>(false)
     /// Signalled once then; each look-up that waited passes it on.
     private let firstOpen = DispatchSemaphore(value: 0)
-    /// Told when a look-up found the file damaged (the writer rebuilds it).
-    private let damaged = Mutex<(@Sendable (LedgerError) -> Void)?>(nil)
+    /// Told when a look-up found the file damaged (the writer rebuilds it),
+    /// with the file found so, as the path named it just after.
+    private let damaged = Mutex<(@Sendable (LedgerError, FileIdentity?) -> Void)?>(nil)
 
     init(path: String, log: any LogSink, now: @escaping @Sendable () -> Int64) {
         self.path = path
@@ -65,7 +66,7 @@ final class LedgerLookups: Sendable {
     /// Calls `handler` when a look-up, asked again on a new connection,
     /// finds the file damaged: a broken page that only look-ups read would
     /// otherwise have them answer "not known" of its keys for good.
-    func onDamage(_ handler: @escaping @Sendable (LedgerError) -> Void) {
+    func onDamage(_ handler: @escaping @Sendable (LedgerError, FileIdentity?) -> Void) {
         damaged.withLock { $0 = handler }
     }
 
@@ -93,8 +94,9 @@ final class LedgerLookups: Sendable {
             firstOpen.signal()
         }
         var damage: LedgerError?
+        var damagedFile: FileIdentity?
         defer {
-            if let damage, let handler = damaged.withLock({ $0 }) { handler(damage) }
+            if let damage, let handler = damaged.withLock({ $0 }) { handler(damage, damagedFile) }
         }
         return connection.withLock { connection -> ItemVersion? in
             switch connection {
@@ -103,7 +105,7 @@ final class LedgerLookups: Sendable {
                 switch askAnew(destination, key, into: &connection) {
                 case let .success(answer): return answer
                 case let .failure(error):
-                    if error.isCorruption { damage = error }
+                    if error.isCorruption { (damage, damagedFile) = (error, identity()) }
                     connection = failed(error)
                     return nil
                 }
@@ -114,7 +116,7 @@ final class LedgerLookups: Sendable {
                     // Asked once more on a new connection before done/ answers alone.
                     let again = askAnew(destination, key, into: &connection)
                     guard case .success(let answer) = again else {
-                        if case let .failure(error) = again, error.isCorruption { damage = error }
+                        if case let .failure(error) = again, error.isCorruption { (damage, damagedFile) = (error, identity()) }
                         connection = failed(error)
                         return nil
                     }
@@ -128,7 +130,7 @@ final class LedgerLookups: Sendable {
                 guard now - since >= Self.retryInterval || now < since else { return nil }
                 let again = askAnew(destination, key, into: &connection)
                 guard case .success(let answer) = again else {
-                    if case let .failure(error) = again, error.isCorruption { damage = error }
+                    if case let .failure(error) = again, error.isCorruption { (damage, damagedFile) = (error, identity()) }
                     connection = .failed(since: now, reason: reason)
                     return nil
                 }
@@ -149,6 +151,11 @@ final class LedgerLookups: Sendable {
         } catch {
             return .failure(error)
         }
+    }
+
+    /// The file at the path now; nil when there is none or it cannot be told.
+    private func identity() -> FileIdentity? {
+        (try? SystemCall.linkStatus(path)).flatMap { $0.map(FileIdentity.init) }
     }
 
     /// Read only, never created: a ledger file removed under the running

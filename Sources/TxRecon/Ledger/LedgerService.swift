@@ -138,9 +138,10 @@ final class LedgerService: Sendable {
         /// page shows only when it is read): the next open sets the file
         /// aside and rebuilds, as one found at open is.
         var damage: LedgerError?
-        /// Catch-ups in a row that failed on a delivered snapshot that
-        /// could not be read just now, by its path (the first such of a
-        /// catch-up ends it): `readTriesBeforeSkipping` at most.
+        /// Catch-ups since the last that succeeded that failed on a
+        /// delivered snapshot that could not be read just now, by its path
+        /// (the first such of a catch-up ends it). At most one path a
+        /// catch-up; cleared when one succeeds.
         var readFailures: [String: Int] = [:]
     }
 
@@ -175,7 +176,7 @@ final class LedgerService: Sendable {
         lookups = LedgerLookups(path: settings.path, log: log, now: now)
         reading = Mutex((settings.reader, settings.maximumFileSize))
         state = Mutex(State(status: Status(path: settings.path)))
-        lookups.onDamage { [weak self] error in self?.lookupsFoundDamage(error) }
+        lookups.onDamage { [weak self] error, file in self?.lookupsFoundDamage(error, in: file) }
     }
 
     /// Opens the ledger (rebuilding a damaged one), starts the writer,
@@ -309,18 +310,24 @@ final class LedgerService: Sendable {
 
     private func run() {
         var ledger: SQLiteLedger?
-        /// The file `ledger` opened, as its path named it then.
+        /// The file `ledger` opened, as its path named it then, and its
+        /// write-ahead log as the last round found it.
         var opened: FileIdentity?
+        var openedLog: FileIdentity?
+        var started = false
         var committed = ContinuousClock.now - settings.batchInterval
         // Damage found in an open ledger is rebuilt without waiting out the
         // retry interval (waiting changes nothing), once in a row.
         var rebuildsAtOnce = true
         while true {
             if ledger == nil {
-                let missing = opened == nil && access(settings.path, F_OK) != 0
+                let missing = !started && access(settings.path, F_OK) != 0
                 ledger = open()
                 opened = Self.identity(of: settings.path)
-                if missing, ledger != nil { reportMadeAnew() }
+                if ledger != nil {
+                    if missing { reportMadeAnew() }
+                    started = true
+                }
                 // Created, migrated or rebuilt: look-ups may read it now.
                 lookups.writerOpened()
                 if ledger != nil { rebuildsAtOnce = true }
@@ -347,8 +354,11 @@ final class LedgerService: Sendable {
                 // deliveries that only that file holds.
                 ledger = nil
                 lost(change)
+                if !change.isCorruption { setAsideLog(openedLog) }
                 ledger = open()
                 opened = Self.identity(of: settings.path)
+            } else if ledger != nil {
+                openedLog = Self.identity(of: settings.path + "-wal") ?? openedLog
             }
             if let current = ledger {
                 do {
@@ -415,11 +425,27 @@ final class LedgerService: Sendable {
     /// damaged. nil while it is the one.
     private func changeUnderneath(_ opened: FileIdentity?) -> LedgerError? {
         if let damage = state.withLock({ $0.damage }) { return damage }
-        let current = Self.identity(of: settings.path)
+        let current: FileIdentity?
+        do {
+            current = try SystemCall.linkStatus(settings.path).map(FileIdentity.init)
+        } catch {
+            return nil  // Cannot tell (EACCES, EIO): the next round looks again.
+        }
         guard current != opened else { return nil }
         return LedgerError(operation: "write", path: settings.path, code: 0, message: current == nil
             ? "the file was removed while txrecon had it open"
             : "the file was replaced while txrecon had it open")
+    }
+
+    /// Moves aside the write-ahead log of the ledger given up on, `log`,
+    /// when it is still at the path, with its index: SQLite leaves both
+    /// there once the database is removed, and the database opened next at
+    /// the path would read that log's pages as its own. Kept, as a damaged
+    /// file's is, for a person to look at.
+    private func setAsideLog(_ log: FileIdentity?) {
+        guard let log, Self.identity(of: settings.path + "-wal") == log else { return }
+        rename(settings.path + "-wal", settings.path + ".replaced-\(Timestamp.nowMilliseconds())-wal")
+        unlink(settings.path + "-shm")
     }
 
     /// The ledger open until now is given up for `change`: look-ups and
@@ -468,8 +494,11 @@ final class LedgerService: Sendable {
 
     /// The look-ups found the open ledger damaged (a broken page the writer
     /// never reads): the writer's next round sets it aside and rebuilds,
-    /// as it does damage it finds itself.
-    private func lookupsFoundDamage(_ error: LedgerError) {
+    /// as it does damage it finds itself. `file` is the one found damaged:
+    /// a report that arrives once the writer has rebuilt (the path names
+    /// another file) is not the new file's.
+    private func lookupsFoundDamage(_ error: LedgerError, in file: FileIdentity?) {
+        guard let file, file == Self.identity(of: settings.path) else { return }
         let signal = state.withLock { state -> Bool in
             guard state.damage == nil, !state.stopping else { return false }
             state.damage = error
@@ -743,12 +772,15 @@ final class LedgerService: Sendable {
     /// catch-up, and kept the reaper from done/ until its disk was full.
     static let readTriesBeforeSkipping = 10
 
-    /// `path` failed this catch-up; whether it has failed
-    /// `readTriesBeforeSkipping` in a row now (it is skipped then).
+    /// `path` failed this catch-up; whether it has failed in
+    /// `readTriesBeforeSkipping` catch-ups since the last that succeeded
+    /// (it is skipped then). Every path's count is kept until one does: two
+    /// such files (or one inode linked into two destinations' done/)
+    /// would otherwise take turns, and neither reach the count.
     private func failsForGood(_ path: String) -> Bool {
         state.withLock { state in
             let tries = state.readFailures[path, default: 0] + 1
-            state.readFailures = [path: tries]
+            state.readFailures[path] = tries
             return tries >= Self.readTriesBeforeSkipping
         }
     }
@@ -780,7 +812,7 @@ final class LedgerService: Sendable {
         }
         func readFailed(_ key: ItemKey, _ error: SpoolError) {
             if failsForGood(done + "/" + key.fileName) {
-                unreadable.append((key.fileName, "\(error), at \(Self.readTriesBeforeSkipping) catch-ups in a row"))
+                unreadable.append((key.fileName, "\(error), having failed \(Self.readTriesBeforeSkipping) catch-ups"))
             } else {
                 failure = notReadYet(key, error)
             }
