@@ -139,7 +139,8 @@ struct NotificationPayload: Sendable {
                 // container Apple added since, say) is verified and
                 // delivered under its container's name: the first, Apple's
                 // documented containers first, is the one the item is of.
-                let taken = nestedSignedStrings.contains { $0.name == name }
+                // `signedPayload` is the notification's own name in the item.
+                let taken = name == "signedPayload" || nestedSignedStrings.contains { $0.name == name }
                 nestedSignedStrings.append((taken ? "\(container).\(name)" : name, text))
                 if kind == .unknown { novelties.append(.signedMember(name)) }
             }
@@ -198,8 +199,16 @@ struct AppClaims: Sendable, Equatable {
         for name in NotificationPayload.knownContainers + others {
             guard let container = members.first(where: { $0.0 == name })?.1, case .object = container else { continue }
             let inner = PayloadReader(object: container, subject: "\(name) of \(subject)")
-            if bundleID == nil { bundleID = try inner.string("bundleId") }
-            if appAppleID == nil { appAppleID = try AppClaims.appAppleID(inner, container) }
+            // A claim of the wrong type is refused where Apple documents
+            // it; in a container Apple added since, it is no claim.
+            let documented = NotificationPayload.knownContainers.contains(name)
+            func read<T>(_ claim: () throws(Rejection) -> T?) throws(Rejection) -> T? {
+                do { return try claim() } catch { if documented { throw error } else { return nil } }
+            }
+            if bundleID == nil { bundleID = try read { () throws(Rejection) in try inner.string("bundleId") } }
+            if appAppleID == nil {
+                appAppleID = try read { () throws(Rejection) in try AppClaims.appAppleID(inner, container) }
+            }
             if environment == nil {
                 if name == "externalPurchaseToken" {
                     // Apple's spelling of the two environments (SignedDataEnvironment).
@@ -207,7 +216,7 @@ struct AppClaims: Sendable, Equatable {
                         id.hasPrefix("SANDBOX") ? "Sandbox" : "Production"
                     }
                 } else {
-                    environment = try inner.string("environment")
+                    environment = try read { () throws(Rejection) in try inner.string("environment") }
                 }
             }
         }

@@ -83,13 +83,13 @@ final class SignedDataVerifier {
             }
             var subject = name
             var enclosingSignedDate: Int64?
-            if let notification, kind != .notification {
+            if let notification {
                 subject = NotificationPayload.place(of: name, in: notification.payload) + " of signedPayload"
                 enclosingSignedDate = notification.payload["signedDate"]?.int64Value
             }
             verified.append(try verifySignature(of: jws, as: kind, subject: subject,
                                                 enclosingSignedDate: enclosingSignedDate))
-            if kind == .notification { notification = jws }
+            if kind == .notification, notification == nil { notification = jws }
         }
         try checkClaims(verified)
     }
@@ -171,6 +171,11 @@ final class SignedDataVerifier {
         if let outer = verified.firstIndex(where: { $0.kind == .notification }) {
             let nested = verified.indices.filter { $0 != outer }.map { verified[$0].claims }
             verified[outer].claims = AppClaims(notification: verified[outer].claims, filledFrom: nested)
+            // A notification inside it is a member Apple added: checked
+            // for the claims it carries, as such members are.
+            for index in verified.indices where index != outer && verified[index].kind == .notification {
+                verified[index].kind = .unknown
+            }
         }
         let named = verified.lazy.compactMap { $0.claims?.bundleID }.first
         let app = policy.app(bundleID: named)

@@ -264,6 +264,41 @@ import TxReconTestSupport
         #expect(intakeVerdict(Self.future(signedMember: named, claims: false), verifier) == nil)
     }
 
+    /// Each claim a container lacks is looked for in every other, those
+    /// Apple added included: one there of a type Apple never documented is
+    /// no claim, never a refusal of the genuine notification (answered 400
+    /// by the receiver, so lost).
+    @Test func aClaimOfTheWrongTypeInAnAddedContainerIsNoClaim() throws {
+        let sandbox = JSONValue.object([
+            ("notificationType", .string("DID_RENEW")), ("notificationUUID", .string("u-claims")),
+            ("data", .object([("bundleId", .string("com.example.app")), ("environment", .string("Sandbox"))])),
+            ("newThing", .object([("appAppleId", .string("not a number")), ("bundleId", .integer(5))])),
+            ("signedDate", .integer(1_760_000_000_500)),
+        ])
+        #expect(intakeVerdict(TestDrop.notificationBody(TestPKI.sign(payload: sandbox)), verifier) == nil)
+        let documented = sandbox.merging([("data", .object([("bundleId", .string("com.example.app")),
+                                                             ("environment", .string("Sandbox")),
+                                                             ("appAppleId", .string("not a number"))]))])
+        #expect(intakeVerdict(TestDrop.notificationBody(TestPKI.sign(payload: documented)), verifier)?.code
+                == "invalid-field", "where Apple documents it, it must be one")
+    }
+
+    /// A member named as the notification itself, in a container: its own
+    /// name, never the notification's (two `signedPayload` and two
+    /// `notification` in the body, and the verifier taking it for the outer).
+    @Test func aMemberNamedSignedPayloadIsDeliveredUnderItsContainersName() throws {
+        let inner = TestPKI.sign(payload: TestJWS.notificationPayload(notificationUUID: "inner-uuid"))
+        let payload = TestJWS.notificationPayload().merging([("forwarded", .object([("signedPayload", .string(inner))]))])
+        let bytes = TestDrop.notificationBody(TestPKI.sign(payload: payload))
+        #expect(intakeVerdict(bytes, verifier) == nil)
+        let (item, _) = try decode(bytes)
+        #expect(item.signedStrings.map(\.name) == ["signedPayload", "forwarded.signedPayload"])
+        #expect(item.decodedPayloads.map(\.name) == ["notification", "forwarded.notification"])
+        let body = try JSONValue.parse(RequestBuilder.body(for: item, attempt: 1, receivedAt: 0))
+        #expect(body["notification"]?["notificationUUID"]?.stringValue == "9b2f7c1e-5d0a-4a47-9c1e-0123456789ab")
+        #expect(body["forwarded.notification"]?["notificationUUID"]?.stringValue == "inner-uuid")
+    }
+
     @Test func aNotificationThatNamesNoAppAnywhereIsRefusedAsNoAppNamedAtErrorLevel() {
         let rejection = intakeVerdict(Self.future(claims: false, nested: .object([("choice", .string("x"))])), verifier)
         #expect(rejection?.code == "no-app-named")
