@@ -383,8 +383,10 @@ delivery_checks() {
 
 # Two apps under the one unit: apps/second.conf beside the main file's app.
 apps_checks() {
+  check "tmpfiles made /etc/txrecon/keys txrecon's, mode 700, before the units that hide it started" \
+    test "$(in_ct stat -c '%a %U' /etc/txrecon/keys)" = "700 txrecon"
   # The oneshots that talk to Apple run as txrecon and read the app's own key.
-  in_ct chown -R txrecon:txrecon /etc/txrecon/keys
+  in_ct chown txrecon:txrecon /etc/txrecon/keys/second.p8
   submit /opt/txrecon-test-items/main-app-transaction.jws
   submit /opt/txrecon-test-items/second-app-transaction.jws
   check "the main file's app's transaction was verified and delivered" wait_until 10 delivered 2000001024998954
