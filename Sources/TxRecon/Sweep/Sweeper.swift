@@ -146,15 +146,25 @@ package final class Sweeper {
                 }
                 continue
             }
-            if page.hasMore, let token, page.paginationToken == token {
-                // Failed, not temporary: asking again gets the same answer
-                // (Apple's or a caching proxy's), so waiting for the next
-                // run would only repeat the loop every hour with 75, which
-                // reads as "Apple was busy". Nothing of the page is taken
-                // and the checkpoint stays at the page before.
-                throw SweepStop(kind: .failed, reason: "Apple answered the \(window) window's pagination token "
-                    + "with the same token and more to come, a loop that never ends; the next run asks again "
-                    + "from the last page saved")
+            if page.hasMore, let asked = token, page.paginationToken == asked {
+                // A loop that never ends if followed. Started over from the
+                // window's first page, as after a refused token (a stale
+                // token saved by the run before may be the cause); still
+                // looping then, the run fails, not temporary: asking again
+                // gets the same answer (Apple's or a caching proxy's), and a
+                // 75 every hour would read as "Apple was busy". Nothing of
+                // the page is taken; the checkpoint saved keeps no token, so
+                // the next run starts the window over too.
+                guard restarts < Self.maximumWindowRestarts else {
+                    throw SweepStop(kind: .failed, reason: "Apple answered the \(window) window's pagination token "
+                        + "with the same token and more to come, also after the window was started over "
+                        + "\(restarts) times: a loop that never ends; the next run starts the window over")
+                }
+                restarts += 1
+                token = nil
+                checkpoint.pending = nil
+                try save(checkpoint)
+                continue
             }
             limiter.succeeded()
             report.pages += 1

@@ -318,7 +318,22 @@ private func history(_ count: Int, overDays days: Int64 = 3) -> [MockAppStoreSer
         let report = try await harness.run()
         #expect(report.stop?.kind == .failed && report.exitStatus == 1, "\(String(describing: report.stop))")
         #expect(report.stop?.reason.contains("same token") == true, "\(String(describing: report.stop))")
-        #expect(harness.api.served.map(\.paginationToken) == [nil, "again"], "nothing asked after the loop showed")
+        let restarts = Sweeper.maximumWindowRestarts
+        #expect(harness.api.served.map(\.paginationToken)
+                == Array(repeating: [nil, "again"], count: restarts + 1).flatMap { $0 },
+                "the window started over \(restarts) times, then nothing asked")
+    }
+
+    /// A stale token saved by the run before may be what loops: the
+    /// window is started over from its first page, and the run goes on.
+    @Test func aLoopingTokenStartsTheWindowOverAndTheRunGoesOn() async throws {
+        let harness = try SweepHarness(entries: history(6))
+        let looping = #"{"notificationHistory":[],"hasMore":true,"paginationToken":"again"}"#
+        harness.api.inject(.success(body: looping), .success(body: looping))
+        let report = try await harness.run()
+        #expect(report.stop == nil, "\(String(describing: report.stop))")
+        #expect(harness.api.served.map(\.paginationToken).prefix(3) == [nil, "again", nil])
+        #expect(report.spooled == 6)
     }
 
     @Test func requestsArePacedAtMaxRequestsPerSecond() async throws {
