@@ -143,10 +143,37 @@ struct ReceiptIntegrationTests {
     }
 
     /// A further destination's copy of a purchase is read with its stored
-    /// receipt; one that cannot be read just now (here: MaxFileSize= was
-    /// lowered below its size) leaves the copy waiting, as a drop in new/
-    /// would, never rejected as a copy that "no longer decodes".
+    /// receipt; one that cannot be read just now (here: a directory where
+    /// the receipt should be, so read(2) fails with EISDIR, as EIO would)
+    /// leaves the copy waiting, as a drop in new/ would, never rejected as a
+    /// copy that "no longer decodes". (Until 2026-12-08 this test lowered
+    /// MaxFileSize= below the receipt's size, which is now a too-large
+    /// rejection: no later read would take it.)
     @Test func aCopyWhoseReceiptCannotBeReadNowWaitsAndIsDeliveredOnceItCanBe() async throws {
+        let fixture = try fixture()
+        let analytics = try LoopbackHTTPServer { _ in .status(204) }
+        defer { analytics.stop() }
+        let (_, der, copies) = try Self.copyWaitingAtAnalytics(fixture, analytics)
+        let receipt = fixture.layout.receipts + "/" + ReceiptStore.name(of: der)
+        try SystemCall.unlinkIfPresent(receipt)
+        try SystemCall.makeDirectory(receipt, mode: 0o750)
+
+        let daemon = try await fixture.start()
+        #expect(await fixture.eventually { daemon.stderr.contains("upload.1 not taken") }, "\(daemon.stderr)")
+        #expect(((try? SystemCall.listDirectory(copies.rejected)) ?? []).isEmpty, "not rejected for a passing fault")
+        #expect(((try? SystemCall.listDirectory(copies.new)) ?? []) == ["upload.1"])
+
+        #expect(rmdir(receipt) == 0)
+        try ReceiptStore(layout: fixture.layout).store(der, name: ReceiptStore.name(of: der))
+        daemon.signal(SIGHUP)
+        #expect(await analytics.waitForRequests(count: 1, timeout: .seconds(60)), "\(daemon.stderr)")
+        #expect(Self.bodies(analytics).first?["transactionId"]?.stringValue == Self.purchases[0])
+    }
+
+    /// MaxFileSize= lowered below the stored receipt a waiting copy names:
+    /// no later read takes the receipt, so the copy is rejected as
+    /// too-large, saying so, not left waiting for ever.
+    @Test func aCopyWhoseReceiptExceedsALoweredMaxFileSizeIsRejectedAsTooLarge() async throws {
         let fixture = try fixture()
         let analytics = try LoopbackHTTPServer { _ in .status(204) }
         defer { analytics.stop() }
@@ -154,14 +181,11 @@ struct ReceiptIntegrationTests {
         _ = fixture.directory.write(verification + "\n[Spool]\nMaxFileSize=\(der.count - 1)\n", to: "txrecon.conf")
 
         let daemon = try await fixture.start()
-        #expect(await fixture.eventually { daemon.stderr.contains("upload.1 not taken") }, "\(daemon.stderr)")
-        #expect(((try? SystemCall.listDirectory(copies.rejected)) ?? []).isEmpty, "not rejected for a passing fault")
-        #expect(((try? SystemCall.listDirectory(copies.new)) ?? []) == ["upload.1"])
-
-        _ = fixture.directory.write(verification, to: "txrecon.conf")
-        daemon.signal(SIGHUP)
-        #expect(await analytics.waitForRequests(count: 1, timeout: .seconds(60)), "\(daemon.stderr)")
-        #expect(Self.bodies(analytics).first?["transactionId"]?.stringValue == Self.purchases[0])
+        let reason = copies.rejected + "/upload.1.reason"
+        #expect(await fixture.eventually { access(reason, F_OK) == 0 }, "\(daemon.stderr)")
+        let text = String(decoding: (try? SystemCall.readFile(reason, limit: 65536)) ?? [], as: UTF8.self)
+        #expect(text.hasPrefix("too-large") && text.contains("MaxFileSize= (\(der.count - 1) bytes)"), "\(text)")
+        #expect(analytics.requests.isEmpty)
     }
 
     /// A copy that waited in a further destination's inbox across a start
