@@ -572,8 +572,13 @@ import TxReconTestSupport
     @Test(.timeLimit(.minutes(1)))
     func aReloadsReaderIsTheOneTheNextCatchUpReadsWith() async throws {
         delivered("k", version: 4)
+        // done/ is a symbolic link, to a file for now: the catch-up fails
+        // until it is swapped, at once, for one to the directory (swapped
+        // in two steps, a catch-up between them found no done/ at all and
+        // took that as nothing to read: seen under `make test-loaded`).
         #expect(rename(layout.done, layout.done + ".away") == 0)
-        _ = directory.write("not a directory", to: "spool/done")
+        _ = directory.write("not a directory", to: "spool/done.file")
+        #expect(symlink("done.file", layout.done) == 0)
         var settings = self.settings()
         settings.reader = StoredItemReader(acceptEnvelopes: false, policy: nil, receipts: settings.reader.receipts)
         settings.retryInterval = .milliseconds(50)
@@ -584,7 +589,7 @@ import TxReconTestSupport
         _ = await observed.waitFor { $0.unavailable != nil }
         ledger.reconfigure(reader: StoredItemReader(acceptEnvelopes: true, policy: nil, receipts: settings.reader.receipts),
                            maximumFileSize: 1 << 20)
-        #expect(unlink(layout.done) == 0 && rename(layout.done + ".away", layout.done) == 0)
+        #expect(symlink("done.away", layout.done + ".next") == 0 && rename(layout.done + ".next", layout.done) == 0)
         _ = await observed.waitFor { $0.unavailable == nil && !$0.catchingUp }
         #expect(ledger.confirmedVersion(at: "backend", of: ItemKey("k")!) == ItemVersion(primary: 4))
     }
