@@ -171,10 +171,17 @@ final class SignedDataVerifier {
         if let outer = verified.firstIndex(where: { $0.kind == .notification }) {
             let nested = verified.indices.filter { $0 != outer }.map { verified[$0].claims }
             verified[outer].claims = AppClaims(notification: verified[outer].claims, filledFrom: nested)
-            // A notification inside it is a member Apple added: checked
-            // for the claims it carries, as such members are.
-            for index in verified.indices where index != outer && verified[index].kind == .notification {
-                verified[index].kind = .unknown
+            let environment = verified[outer].claims?.environment
+            for index in verified.indices where index != outer {
+                // A notification inside it is a member Apple added: checked
+                // for the claims it carries, as such members are.
+                if verified[index].kind == .notification { verified[index].kind = .unknown }
+                // Such a member that names no environment is of the
+                // notification's: an appAppleId it carries is checked as
+                // that environment asks (Production: against AppAppleID=).
+                if verified[index].kind == .unknown, verified[index].claims?.environment == nil {
+                    verified[index].claims?.environment = environment
+                }
             }
         }
         let named = verified.lazy.compactMap { $0.claims?.bundleID }.first

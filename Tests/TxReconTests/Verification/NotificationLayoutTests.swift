@@ -160,10 +160,10 @@ import TxReconTestSupport
     @Test func aProductionMemberWithoutAnAppAppleIDIsNoOtherAppsAndOneWithAnotherIs() throws {
         let production = SignedDataVerifier(policy: try VerificationFixtures.testPolicy(appAppleID: 1_234_567_890,
                                                                                         environment: .production))
-        func notification(_ member: [(String, JSONValue)]) -> [UInt8] {
-            let signed = TestPKI.sign(payload: .object([("bundleId", .string("com.example.app")),
-                                                        ("environment", .string("Production")),
-                                                        ("signedDate", .integer(1_760_000_000_400))] + member))
+        func notification(_ member: [(String, JSONValue)],
+                          environment: [(String, JSONValue)] = [("environment", .string("Production"))]) -> [UInt8] {
+            let signed = TestPKI.sign(payload: .object([("bundleId", .string("com.example.app"))] + environment
+                                                       + [("signedDate", .integer(1_760_000_000_400))] + member))
             return TestDrop.notificationBody(TestPKI.sign(payload: .object([
                 ("notificationType", .string("PARENTAL_CHOICE")),
                 ("notificationUUID", .string("5e0c7a7e-0000-4000-8000-000000000031")),
@@ -176,6 +176,11 @@ import TxReconTestSupport
         }
         #expect(intakeVerdict(notification([]), production) == nil)
         #expect(intakeVerdict(notification([("appAppleId", .integer(7))]), production)?.code == "wrong-app-apple-id")
+        // One that names no environment is of the notification's: its
+        // appAppleId is checked as the notification's Production asks.
+        #expect(intakeVerdict(notification([("appAppleId", .integer(7))], environment: []), production)?.code
+                == "wrong-app-apple-id")
+        #expect(intakeVerdict(notification([("appAppleId", .integer(1_234_567_890))], environment: []), production) == nil)
     }
 
     /// A DID_RENEW whose `data` holds its transaction, beside a container
