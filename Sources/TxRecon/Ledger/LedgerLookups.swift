@@ -98,6 +98,12 @@ final class LedgerLookups: Sendable {
         defer {
             if let damage, let handler = damaged.withLock({ $0 }) { handler(damage, damagedFile) }
         }
+        /// Notes `error` when it says the file is damaged, with the file the
+        /// path names now (while the connection is held).
+        func note(_ error: LedgerError) {
+            guard error.isCorruption else { return }
+            (damage, damagedFile) = (error, (try? FileIdentity.of(path)) ?? nil)
+        }
         return connection.withLock { connection -> ItemVersion? in
             switch connection {
             case .closed:
@@ -105,7 +111,7 @@ final class LedgerLookups: Sendable {
                 switch askAnew(destination, key, into: &connection) {
                 case let .success(answer): return answer
                 case let .failure(error):
-                    if error.isCorruption { (damage, damagedFile) = (error, identity()) }
+                    note(error)
                     connection = failed(error)
                     return nil
                 }
@@ -116,7 +122,7 @@ final class LedgerLookups: Sendable {
                     // Asked once more on a new connection before done/ answers alone.
                     let again = askAnew(destination, key, into: &connection)
                     guard case .success(let answer) = again else {
-                        if case let .failure(error) = again, error.isCorruption { (damage, damagedFile) = (error, identity()) }
+                        if case let .failure(error) = again { note(error) }
                         connection = failed(error)
                         return nil
                     }
@@ -130,7 +136,7 @@ final class LedgerLookups: Sendable {
                 guard now - since >= Self.retryInterval || now < since else { return nil }
                 let again = askAnew(destination, key, into: &connection)
                 guard case .success(let answer) = again else {
-                    if case let .failure(error) = again, error.isCorruption { (damage, damagedFile) = (error, identity()) }
+                    if case let .failure(error) = again { note(error) }
                     connection = .failed(since: now, reason: reason)
                     return nil
                 }
@@ -151,11 +157,6 @@ final class LedgerLookups: Sendable {
         } catch {
             return .failure(error)
         }
-    }
-
-    /// The file at the path now; nil when there is none or it cannot be told.
-    private func identity() -> FileIdentity? {
-        (try? SystemCall.linkStatus(path)).flatMap { $0.map(FileIdentity.init) }
     }
 
     /// Read only, never created: a ledger file removed under the running

@@ -427,7 +427,7 @@ final class LedgerService: Sendable {
         if let damage = state.withLock({ $0.damage }) { return damage }
         let current: FileIdentity?
         do {
-            current = try SystemCall.linkStatus(settings.path).map(FileIdentity.init)
+            current = try FileIdentity.of(settings.path)
         } catch {
             return nil  // Cannot tell (EACCES, EIO): the next round looks again.
         }
@@ -487,9 +487,10 @@ final class LedgerService: Sendable {
                            + "the first start after an upgrade from a release without a ledger, nothing is"))
     }
 
-    /// The identity of the file at `path`; nil when there is none.
+    /// The identity of the file at `path`; nil when there is none or it
+    /// cannot be told.
     private static func identity(of path: String) -> FileIdentity? {
-        (try? SystemCall.linkStatus(path)).flatMap { $0.map(FileIdentity.init) }
+        (try? FileIdentity.of(path)) ?? nil
     }
 
     /// The look-ups found the open ledger damaged (a broken page the writer

@@ -11,6 +11,12 @@ struct FileIdentity: Equatable, Sendable {
         device = UInt64(info.st_dev)
         inode = UInt64(info.st_ino)
     }
+
+    /// The file `path` names now (lstat(2)); nil when there is none, and
+    /// throws when that cannot be told.
+    static func of(_ path: String) throws(SpoolError) -> FileIdentity? {
+        try SystemCall.linkStatus(path).map(FileIdentity.init)
+    }
 }
 
 /// A file as one look at it found it: its identity and its producer's write
